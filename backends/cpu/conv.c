@@ -1,0 +1,403 @@
+/* CPU kernels: conv. Conv is im2col + OpenBLAS sgemm (no im2col for 1x1 stride-1 unpadded kernels), with a
+ * direct kernel for depthwise; ConvTranspose is sgemm + col2im. float16 is computed in float32. Work is split
+ * statically over the pool's threads: (batch, group, column block) for Conv, (batch, group, channel block)
+ * for ConvTranspose, each slot owning a slice of the workspace. */
+#include <cblas.h>
+#include <limits.h>
+#include <stdio.h>
+
+#include "gemm_util.h"
+
+#define COL_BYTES_CAP ((int64_t)4 << 20) /* im2col slice per thread */
+
+/* Geometry promoted to 3 spatial dims (leading dims of size 1). */
+typedef struct conv_geom {
+    int64_t n, c, m, g, cg, mg;
+    int64_t in[3], out[3], k[3], s[3], d[3], pb[3];
+    int64_t in_size, out_size, ksize;
+} conv_geom;
+
+static int make_geom(const netrun_conv_params *p, const int64_t *xdims, const int64_t *ydims, int64_t wdim1,
+                     int transpose, conv_geom *g) {
+    int ns = p->n_spatial;
+    if (ns < 1 || ns > 3 || p->group < 1) return 0;
+    g->n = xdims[0];
+    g->c = xdims[1];
+    g->m = ydims[1];
+    g->g = p->group;
+    g->cg = g->c / g->g;
+    g->mg = transpose ? wdim1 : g->m / g->g;
+    g->in_size = g->out_size = g->ksize = 1;
+    for (int i = 0; i < 3; i++) {
+        int j = i - (3 - ns);
+        g->in[i] = j >= 0 ? xdims[2 + j] : 1;
+        g->out[i] = j >= 0 ? ydims[2 + j] : 1;
+        g->k[i] = j >= 0 ? p->kernel[j] : 1;
+        g->s[i] = j >= 0 ? p->strides[j] : 1;
+        g->d[i] = j >= 0 ? p->dilations[j] : 1;
+        g->pb[i] = j >= 0 ? p->pads_begin[j] : 0;
+        if (g->in[i] < 0 || g->out[i] < 0) return 0;
+        g->in_size *= g->in[i];
+        g->out_size *= g->out[i];
+        g->ksize *= g->k[i];
+    }
+    return 1;
+}
+
+static int is_depthwise(const conv_geom *g, int transpose) {
+    return !transpose && g->g == g->c && g->cg == 1 && g->mg == 1 && g->g > 1;
+}
+
+static int is_pointwise(const conv_geom *g, const netrun_conv_params *p) {
+    for (int i = 0; i < p->n_spatial; i++)
+        if (p->kernel[i] != 1 || p->strides[i] != 1 || p->pads_begin[i] != 0 || p->pads_end[i] != 0) return 0;
+    return g->in_size == g->out_size;
+}
+
+/* How the work is cut: `blocks` pieces per (batch, group) of `bsize` columns (Conv) or channels
+ * (ConvTranspose), and the floats of workspace each slot needs. */
+typedef struct conv_plan {
+    int64_t bsize, blocks, tasks, slots, slot_floats;
+} conv_plan;
+
+static void make_plan(const conv_geom *g, const netrun_conv_params *p, int transpose, int threads,
+                      conv_plan *pl) {
+    int64_t ng = g->n * g->g, want = ng > 0 ? (threads + ng - 1) / ng : 1;
+    int64_t span = transpose ? g->mg : g->out_size; /* what is cut into blocks */
+    if (span < 1) span = 1;
+    if (want < 1) want = 1;
+    int64_t b = (span + want - 1) / want;
+    int64_t row_floats = transpose ? g->ksize * g->in_size : g->cg * g->ksize; /* per unit of b */
+    if (row_floats < 1) row_floats = 1;
+    int64_t cap = COL_BYTES_CAP / (int64_t)sizeof(float) / row_floats;
+    int64_t floor_b = transpose ? 1 : 64;
+    if (cap < floor_b) cap = floor_b;
+    if (b > cap) b = cap;
+    if (b > span) b = span;
+    if (b < 1) b = 1;
+    pl->bsize = b;
+    pl->blocks = (span + b - 1) / b;
+    pl->tasks = ng * pl->blocks;
+    pl->slots = pl->tasks < threads ? (pl->tasks > 0 ? pl->tasks : 1) : threads;
+    if (!transpose && is_pointwise(g, p)) pl->slot_floats = 0;
+    else pl->slot_floats = row_floats * b;
+}
+
+typedef struct conv_state {
+    float *w; /* float copy of a constant float16 W, or NULL */
+} conv_state;
+
+typedef struct conv_job {
+    const conv_geom *g;
+    const conv_plan *pl;
+    const netrun_conv_params *p;
+    const float *x, *w, *b, *z;
+    float *y;
+    float *ws;
+} conv_job;
+
+/* y[rows x len] (row stride ld) += bias per row, + z, then activation. */
+static void epilogue(const conv_job *j, float *y, const float *z, int64_t ld, int64_t rows, int64_t len,
+                     const float *bias) {
+    for (int64_t r = 0; r < rows; r++) {
+        float *yr = y + r * ld;
+        if (bias) {
+            float bv = bias[r];
+            for (int64_t i = 0; i < len; i++) yr[i] += bv;
+        }
+        if (z) {
+            const float *zr = z + r * ld;
+            for (int64_t i = 0; i < len; i++) yr[i] += zr[i];
+        }
+        gu_act_n(yr, len, &j->p->activation);
+    }
+}
+
+/* im2col of output columns [c0, c0+cw) for cg channels: col[(ci*K + k) * cw + j]. */
+static void im2col(const conv_geom *g, const float *x, int64_t c0, int64_t cw, float *col) {
+    int64_t K = g->ksize, oh = g->out[1], ow = g->out[2];
+    for (int64_t row = 0; row < g->cg * K; row++) {
+        int64_t ci = row / K, kr = row % K;
+        int64_t kd = kr / (g->k[1] * g->k[2]), kh = (kr / g->k[2]) % g->k[1], kw = kr % g->k[2];
+        const float *xc = x + ci * g->in_size;
+        float *dst = col + row * cw;
+        int64_t p = c0, od = p / (oh * ow), oy = (p / ow) % oh, ox = p % ow;
+        int64_t offd = kd * g->d[0] - g->pb[0], offh = kh * g->d[1] - g->pb[1], offw = kw * g->d[2] - g->pb[2];
+        for (int64_t jj = 0; jj < cw;) {
+            int64_t id = od * g->s[0] + offd, ih = oy * g->s[1] + offh;
+            int64_t run = ow - ox; /* rest of this output row */
+            if (run > cw - jj) run = cw - jj;
+            if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1]) {
+                memset(dst + jj, 0, (size_t)run * sizeof(float));
+            } else {
+                const float *xr = xc + (id * g->in[1] + ih) * g->in[2];
+                int64_t sw = g->s[2];
+                for (int64_t t = 0; t < run; t++) {
+                    int64_t iw = (ox + t) * sw + offw;
+                    dst[jj + t] = iw >= 0 && iw < g->in[2] ? xr[iw] : 0.0f;
+                }
+            }
+            jj += run;
+            ox += run;
+            if (ox == ow) {
+                ox = 0;
+                if (++oy == oh) {
+                    oy = 0;
+                    od++;
+                }
+            }
+        }
+    }
+}
+
+static void conv_slot(void *arg, int64_t slot, int64_t t0, int64_t t1) {
+    const conv_job *j = arg;
+    const conv_geom *g = j->g;
+    const conv_plan *pl = j->pl;
+    int64_t ck = g->cg * g->ksize, out = g->out_size;
+    float *col = j->ws ? j->ws + slot * pl->slot_floats : NULL;
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t n = t / (g->g * pl->blocks), gi = (t / pl->blocks) % g->g, b = t % pl->blocks;
+        int64_t c0 = b * pl->bsize, cw = out - c0 < pl->bsize ? out - c0 : pl->bsize;
+        const float *x = j->x + (n * g->c + gi * g->cg) * g->in_size;
+        float *y = j->y + (n * g->m + gi * g->mg) * out + c0;
+        const float *bm;
+        int ldb;
+        if (pl->slot_floats == 0) {
+            bm = x + c0;
+            ldb = (int)g->in_size;
+        } else {
+            im2col(g, x, c0, cw, col);
+            bm = col;
+            ldb = (int)cw;
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g->mg, (int)cw, (int)ck, 1.0f,
+                    j->w + gi * g->mg * ck, (int)ck, bm, ldb, 0.0f, y, (int)out);
+        epilogue(j, y, j->z ? j->z + (n * g->m + gi * g->mg) * out + c0 : NULL, out, g->mg, cw,
+                 j->b ? j->b + gi * g->mg : NULL);
+    }
+}
+
+/* Depthwise: one output plane per (n, c), direct loops. */
+static void depthwise_range(void *arg, int64_t p0, int64_t p1) {
+    const conv_job *j = arg;
+    const conv_geom *g = j->g;
+    for (int64_t pl = p0; pl < p1; pl++) {
+        int64_t c = pl % g->c;
+        const float *x = j->x + pl * g->in_size, *w = j->w + c * g->ksize;
+        float *y = j->y + pl * g->out_size;
+        float bias = j->b ? j->b[c] : 0.0f;
+        for (int64_t od = 0; od < g->out[0]; od++)
+            for (int64_t oh = 0; oh < g->out[1]; oh++) {
+                float *yr = y + (od * g->out[1] + oh) * g->out[2];
+                for (int64_t ow = 0; ow < g->out[2]; ow++) {
+                    float acc = bias;
+                    for (int64_t kd = 0; kd < g->k[0]; kd++) {
+                        int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
+                        if (id < 0 || id >= g->in[0]) continue;
+                        for (int64_t kh = 0; kh < g->k[1]; kh++) {
+                            int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];
+                            if (ih < 0 || ih >= g->in[1]) continue;
+                            const float *xr = x + (id * g->in[1] + ih) * g->in[2];
+                            const float *wr = w + (kd * g->k[1] + kh) * g->k[2];
+                            int64_t iw = ow * g->s[2] - g->pb[2];
+                            for (int64_t kw = 0; kw < g->k[2]; kw++, iw += g->d[2])
+                                if (iw >= 0 && iw < g->in[2]) acc += xr[iw] * wr[kw];
+                        }
+                    }
+                    yr[ow] = acc;
+                }
+            }
+        epilogue(j, y, j->z ? j->z + pl * g->out_size : NULL, g->out_size, 1, g->out_size, NULL);
+    }
+}
+
+/* ConvTranspose: col = W_g^T x_g for a block of output channels, then col2im into y. */
+static void convt_slot(void *arg, int64_t slot, int64_t t0, int64_t t1) {
+    const conv_job *j = arg;
+    const conv_geom *g = j->g;
+    const conv_plan *pl = j->pl;
+    int64_t K = g->ksize, in = g->in_size, out = g->out_size;
+    float *col = j->ws + slot * pl->slot_floats;
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t n = t / (g->g * pl->blocks), gi = (t / pl->blocks) % g->g, b = t % pl->blocks;
+        int64_t m0 = b * pl->bsize, mc = g->mg - m0 < pl->bsize ? g->mg - m0 : pl->bsize;
+        const float *x = j->x + (n * g->c + gi * g->cg) * in;
+        const float *w = j->w + gi * g->cg * g->mg * K + m0 * K;
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(mc * K), (int)in, (int)g->cg, 1.0f, w,
+                    (int)(g->mg * K), x, (int)in, 0.0f, col, (int)in);
+        for (int64_t m = 0; m < mc; m++) {
+            int64_t oc = gi * g->mg + m0 + m;
+            float *y = j->y + (n * g->m + oc) * out;
+            float bias = j->b ? j->b[oc] : 0.0f;
+            for (int64_t i = 0; i < out; i++) y[i] = bias;
+            for (int64_t kr = 0; kr < K; kr++) {
+                int64_t kd = kr / (g->k[1] * g->k[2]), kh = (kr / g->k[2]) % g->k[1], kw = kr % g->k[2];
+                const float *cr = col + (m * K + kr) * in;
+                for (int64_t id = 0; id < g->in[0]; id++) {
+                    int64_t od = id * g->s[0] - g->pb[0] + kd * g->d[0];
+                    if (od < 0 || od >= g->out[0]) continue;
+                    for (int64_t ih = 0; ih < g->in[1]; ih++) {
+                        int64_t oh = ih * g->s[1] - g->pb[1] + kh * g->d[1];
+                        if (oh < 0 || oh >= g->out[1]) continue;
+                        const float *cx = cr + (id * g->in[1] + ih) * g->in[2];
+                        float *yr = y + (od * g->out[1] + oh) * g->out[2];
+                        int64_t ow = -g->pb[2] + kw * g->d[2];
+                        for (int64_t iw = 0; iw < g->in[2]; iw++, ow += g->s[2])
+                            if (ow >= 0 && ow < g->out[2]) yr[ow] += cx[iw];
+                    }
+                }
+            }
+            epilogue(j, y, j->z ? j->z + (n * g->m + oc) * out : NULL, out, 1, out, NULL);
+        }
+    }
+}
+
+static int conv_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    netrun_dtype t = node->n_inputs > 0 ? node->inputs[0].dtype : NETRUN_DTYPE_UNDEFINED;
+    if (t != NETRUN_DTYPE_FLOAT && t != NETRUN_DTYPE_FLOAT16) {
+        snprintf(reason, size, "dtype %d not supported by the CPU %s kernel (float, float16)", (int)t, node->op_type);
+        return 0;
+    }
+    const netrun_conv_params *p = node->params;
+    if (!p || node->params_size < sizeof *p || p->n_spatial < 1 || p->n_spatial > 3) {
+        snprintf(reason, size, "%s needs 1 to 3 spatial dims", node->op_type);
+        return 0;
+    }
+    return 1;
+}
+
+static int64_t dims_known(const netrun_value_desc *v) {
+    if (v->rank < 0) return 0;
+    for (int i = 0; i < v->rank; i++)
+        if (v->dims[i] < 0) return 0;
+    return 1;
+}
+
+static netrun_status create_common(cpu_context *ctx, const netrun_node_desc *node, void **state, size_t *ws,
+                                   int transpose) {
+    gu_blas_single_thread();
+    const netrun_conv_params *p = node->params;
+    *state = NULL;
+    *ws = 0;
+    if (!p) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: missing params", node->op_type);
+    const netrun_value_desc *w = &node->inputs[1];
+    if (w->const_data && w->dtype == NETRUN_DTYPE_FLOAT16 && dims_known(w)) {
+        int64_t n = 1;
+        for (int i = 0; i < w->rank; i++) n *= w->dims[i];
+        conv_state *s = cpu_alloc(sizeof *s);
+        if (!s) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: out of memory", node->op_type);
+        float *tmp;
+        if (!gu_to_float(w->dtype, w->const_data, n, &tmp)) {
+            cpu_free(s);
+            return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: out of memory converting W", node->op_type);
+        }
+        s->w = tmp;
+        *state = s;
+    }
+    conv_geom g;
+    if (node->n_outputs > 0 && dims_known(&node->inputs[0]) && dims_known(&node->outputs[0]) && dims_known(w) &&
+        make_geom(p, node->inputs[0].dims, node->outputs[0].dims, w->dims[1], transpose, &g) &&
+        !is_depthwise(&g, transpose)) {
+        conv_plan pl;
+        make_plan(&g, p, transpose, ctx->threads, &pl);
+        *ws = (size_t)(pl.slots * pl.slot_floats) * sizeof(float);
+    }
+    return NETRUN_OK;
+}
+
+static netrun_status conv_create(cpu_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
+    return create_common(ctx, node, state, ws, 0);
+}
+static netrun_status convt_create(cpu_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
+    return create_common(ctx, node, state, ws, 1);
+}
+
+static void conv_destroy(void *state) {
+    conv_state *s = state;
+    if (!s) return;
+    cpu_free(s->w);
+    cpu_free(s);
+}
+
+static netrun_status run_common(cpu_context *ctx, void *state, const netrun_kernel_args *args, int transpose) {
+    const netrun_conv_params *p = args->params;
+    const char *op = transpose ? "ConvTranspose" : "Conv";
+    conv_state *st = state;
+    if (!p || args->n_inputs < 2 || args->n_outputs < 1)
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: missing params or inputs", op);
+    const netrun_tensor *X = &args->inputs[0], *W = &args->inputs[1];
+    netrun_tensor *Y = &args->outputs[0];
+    const netrun_tensor *B = p->has_bias && args->n_inputs > 2 && args->inputs[2].rank >= 0 ? &args->inputs[2] : NULL;
+    const netrun_tensor *Z = p->has_sum ? &args->inputs[args->n_inputs - 1] : NULL;
+    netrun_dtype dt = X->dtype;
+    if (dt != NETRUN_DTYPE_FLOAT && dt != NETRUN_DTYPE_FLOAT16)
+        return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "%s: dtype %d not supported", op, (int)dt);
+    if (X->rank != p->n_spatial + 2 || Y->rank != X->rank || W->rank != X->rank)
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: ranks of X, W, Y do not match params", op);
+    conv_geom g;
+    if (!make_geom(p, X->dims, Y->dims, W->dims[1], transpose, &g))
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: bad geometry", op);
+    int64_t nx = gu_count(X), nw = gu_count(W), ny = gu_count(Y);
+    if (nx < 0 || nw < 0 || ny < 0) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: tensor too large", op);
+    if (ny == 0) return NETRUN_OK;
+    int64_t lim = INT_MAX;
+    if (g.out_size > lim || g.in_size > lim || g.cg * g.ksize > lim || g.mg * g.ksize > lim)
+        return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "%s: a GEMM dimension exceeds the BLAS int range", op);
+    conv_plan pl;
+    int depthwise = is_depthwise(&g, transpose);
+    make_plan(&g, p, transpose, ctx->threads, &pl);
+
+    netrun_status rc = NETRUN_OK;
+    float *tx = NULL, *tw = NULL, *tb = NULL, *tz = NULL, *ty = NULL, *tws = NULL;
+    conv_job j = {&g, &pl, p, NULL, NULL, NULL, NULL, NULL, NULL};
+    j.x = gu_to_float(dt, X->data, nx, &tx);
+    j.w = st && st->w ? st->w : gu_to_float(dt, W->data, nw, &tw);
+    if (B) j.b = gu_to_float(dt, B->data, g.m, &tb);
+    if (Z) j.z = gu_to_float(dt, Z->data, ny, &tz);
+    if (dt == NETRUN_DTYPE_FLOAT) j.y = Y->data;
+    else j.y = ty = cpu_alloc((size_t)ny * sizeof(float));
+    if (!j.x || !j.w || (B && !j.b) || (Z && !j.z) || !j.y) {
+        rc = cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: out of memory staging float16 tensors", op);
+        goto done;
+    }
+    if (depthwise) {
+        cpu_parallel_for(ctx, g.n * g.c, 1, depthwise_range, &j);
+    } else {
+        size_t need = (size_t)(pl.slots * pl.slot_floats) * sizeof(float);
+        if (need) {
+            if (args->workspace && args->workspace_size >= need) j.ws = args->workspace;
+            else if (!(j.ws = tws = cpu_alloc(need))) {
+                rc = cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes of workspace", op, need);
+                goto done;
+            }
+        }
+        gu_run_slots(ctx, pl.tasks, pl.slots, transpose ? convt_slot : conv_slot, &j);
+    }
+    if (ty) gu_from_float(dt, ty, ny, Y->data);
+done:
+    gu_free(tx);
+    gu_free(tw);
+    gu_free(tb);
+    gu_free(tz);
+    gu_free(ty);
+    gu_free(tws);
+    return rc;
+}
+
+static netrun_status conv_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    return run_common(ctx, state, args, 0);
+}
+static netrun_status convt_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    return run_common(ctx, state, args, 1);
+}
+
+#define CONV_DTYPES (NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16))
+
+const cpu_op cpu_ops_conv[] = {
+    {"Conv", "", CONV_DTYPES, "1-3 spatial dims; groups, depthwise direct; fused activation and sum",
+     conv_supports, conv_create, conv_run, conv_destroy},
+    {"ConvTranspose", "", CONV_DTYPES, "1-3 spatial dims; groups; output_shape/output_padding",
+     conv_supports, convt_create, convt_run, conv_destroy},
+    {0},
+};

@@ -1,0 +1,225 @@
+/* The CPU backend plugin: entry point, context, host buffers, and dispatch to the op family tables. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "cpu_internal.h"
+
+#define FAMILIES(X) X(conv) X(gemm) X(norm) X(pool) X(elementwise) X(shape_ops) X(data_movement) \
+    X(resize) X(reduce) X(softmax) X(rnn)
+
+#define DECLARE(f) extern const cpu_op cpu_ops_##f[];
+FAMILIES(DECLARE)
+#undef DECLARE
+#define LIST(f) cpu_ops_##f,
+static const cpu_op *const families[] = {FAMILIES(LIST)};
+#undef LIST
+
+const netrun_host_api *cpu_host;
+
+typedef struct cpu_kernel {
+    const cpu_op *op;
+    void *state;
+} cpu_kernel;
+
+static int default_domain(const char *d) { return !d || !*d || !strcmp(d, "ai.onnx"); }
+
+static const cpu_op *find_op(const char *domain, const char *op_type) {
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+        for (const cpu_op *o = families[f]; o->op_type; o++) {
+            int dom_ok = default_domain(o->domain) ? default_domain(domain) : (domain && !strcmp(o->domain, domain));
+            if (dom_ok && !strcmp(o->op_type, op_type)) return o;
+        }
+    return NULL;
+}
+
+static int online_cores(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static netrun_status cpu_probe(char *msg, size_t size) {
+    snprintf(msg, size, "host CPU, %d cores", online_cores());
+    return NETRUN_OK;
+}
+
+static int cpu_device_count(void) { return 1; }
+
+static netrun_status cpu_device_describe(int device, char *buf, size_t size) {
+    if (device != 0) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cpu has one device (0), not %d", device);
+    char model[128] = "unknown CPU";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f)) {
+            if (!strncmp(line, "model name", 10)) {
+                char *p = strchr(line, ':');
+                if (p) {
+                    p += 1 + (p[1] == ' ');
+                    p[strcspn(p, "\n")] = 0;
+                    snprintf(model, sizeof model, "%s", p);
+                }
+                break;
+            }
+        }
+        fclose(f);
+    }
+    snprintf(buf, size, "%s, %d cores", model, online_cores());
+    return NETRUN_OK;
+}
+
+static int cpu_supports(const netrun_backend_config *config, const netrun_node_desc *node, char *reason,
+                        size_t size) {
+    const cpu_op *op = find_op(node->domain, node->op_type);
+    if (!op) {
+        snprintf(reason, size, "no CPU kernel for %s%s%s", node->domain && *node->domain ? node->domain : "",
+                 node->domain && *node->domain ? "." : "", node->op_type);
+        return 0;
+    }
+    if (op->supports) return op->supports(node, reason, size);
+    netrun_dtype t = node->n_inputs > 0 && node->inputs[0].rank >= 0 ? node->inputs[0].dtype
+                     : node->n_outputs > 0                           ? node->outputs[0].dtype
+                                                                     : NETRUN_DTYPE_UNDEFINED;
+    if (!(op->dtypes & NETRUN_DTYPE_BIT(t))) {
+        snprintf(reason, size, "dtype %d not supported by the CPU %s kernel", (int)t, node->op_type);
+        return 0;
+    }
+    return 1;
+}
+
+static netrun_status cpu_context_create(const netrun_backend_config *config, netrun_backend_context **out) {
+    cpu_context *ctx = cpu_host->alloc(sizeof *ctx, 64);
+    if (!ctx) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cpu: out of memory creating a context");
+    memset(ctx, 0, sizeof *ctx);
+    ctx->config = *config;
+    ctx->threads = config->threads > 0 ? config->threads : online_cores();
+    ctx->pool = cpu_pool_create(ctx->threads);
+    if (!ctx->pool) {
+        cpu_host->free(ctx);
+        return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cpu: cannot start %d threads", ctx->threads);
+    }
+    *out = (netrun_backend_context *)ctx;
+    return NETRUN_OK;
+}
+
+static void cpu_context_destroy(netrun_backend_context *c) {
+    cpu_context *ctx = (cpu_context *)c;
+    if (!ctx) return;
+    cpu_pool_destroy(ctx->pool);
+    cpu_host->free(ctx);
+}
+
+static netrun_status cpu_buffer_alloc(netrun_backend_context *c, size_t bytes, void **buffer) {
+    *buffer = cpu_host->alloc(bytes ? bytes : 1, 64);
+    if (!*buffer) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cpu: cannot allocate %zu bytes", bytes);
+    return NETRUN_OK;
+}
+
+static void cpu_buffer_free(netrun_backend_context *c, void *buffer) { cpu_host->free(buffer); }
+
+static void *cpu_buffer_address(netrun_backend_context *c, void *buffer) { return buffer; }
+
+static netrun_status cpu_copy_from_host(netrun_backend_context *c, void *buffer, size_t offset, const void *src,
+                                        size_t bytes) {
+    if (bytes) memcpy((char *)buffer + offset, src, bytes);
+    return NETRUN_OK;
+}
+
+static netrun_status cpu_copy_to_host(netrun_backend_context *c, void *dst, const void *buffer, size_t offset,
+                                      size_t bytes) {
+    if (bytes) memcpy(dst, (const char *)buffer + offset, bytes);
+    return NETRUN_OK;
+}
+
+static netrun_status cpu_kernel_create(netrun_backend_context *c, const netrun_node_desc *node,
+                                       netrun_kernel **out, size_t *workspace) {
+    cpu_context *ctx = (cpu_context *)c;
+    const cpu_op *op = find_op(node->domain, node->op_type);
+    if (!op) return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "no CPU kernel for %s", node->op_type);
+    cpu_kernel *k = cpu_host->alloc(sizeof *k, 16);
+    if (!k) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cpu: out of memory");
+    k->op = op;
+    k->state = NULL;
+    *workspace = 0;
+    if (op->create) {
+        netrun_status st = op->create(ctx, node, &k->state, workspace);
+        if (st != NETRUN_OK) {
+            cpu_host->free(k);
+            return st;
+        }
+    }
+    *out = (netrun_kernel *)k;
+    return NETRUN_OK;
+}
+
+static netrun_status cpu_kernel_run(netrun_backend_context *c, netrun_kernel *kernel,
+                                    const netrun_kernel_args *args) {
+    cpu_kernel *k = (cpu_kernel *)kernel;
+    return k->op->run((cpu_context *)c, k->state, args);
+}
+
+static void cpu_kernel_destroy(netrun_backend_context *c, netrun_kernel *kernel) {
+    cpu_kernel *k = (cpu_kernel *)kernel;
+    if (!k) return;
+    if (k->op->destroy && k->state) k->op->destroy(k->state);
+    cpu_host->free(k);
+}
+
+/* The support matrix: one row per op, built once from the family tables. */
+#define MAX_OPS 512
+static netrun_op_support op_table[MAX_OPS];
+
+static size_t build_op_table(void) {
+    size_t n = 0;
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+        for (const cpu_op *o = families[f]; o->op_type && n < MAX_OPS; o++)
+            op_table[n++] = (netrun_op_support){o->domain ? o->domain : "", o->op_type, o->dtypes,
+                                                o->constraints ? o->constraints : ""};
+    return n;
+}
+
+static netrun_backend_api api = {
+    .abi_version = NETRUN_ABI_VERSION,
+    .struct_size = sizeof(netrun_backend_api),
+    .name = "cpu",
+    .description = "host CPU: OpenBLAS GEMM, netrun thread pool",
+    .flags = NETRUN_BACKEND_HOST_MEMORY,
+    .probe = cpu_probe,
+    .device_count = cpu_device_count,
+    .device_describe = cpu_device_describe,
+    .supports = cpu_supports,
+    .context_create = cpu_context_create,
+    .context_destroy = cpu_context_destroy,
+    .buffer_alloc = cpu_buffer_alloc,
+    .buffer_free = cpu_buffer_free,
+    .buffer_address = cpu_buffer_address,
+    .copy_from_host = cpu_copy_from_host,
+    .copy_to_host = cpu_copy_to_host,
+    .kernel_create = cpu_kernel_create,
+    .kernel_run = cpu_kernel_run,
+    .kernel_destroy = cpu_kernel_destroy,
+    .synchronize = NULL,
+};
+
+NETRUN_BACKEND_EXPORT const netrun_backend_api *netrun_backend_entry(const netrun_host_api *host) {
+    if (!host || NETRUN_ABI_MAJOR_OF(host->abi_version) != NETRUN_ABI_MAJOR) return NULL;
+    cpu_host = host;
+    if (!api.op_table) {
+        api.op_table_len = build_op_table();
+        api.op_table = op_table;
+    }
+    return &api;
+}
+
+void cpu_broadcast_strides(int r, const int64_t *d, int out_rank, const int64_t *out_dims, int64_t *strides) {
+    int64_t s = 1;
+    for (int i = out_rank - 1; i >= 0; i--) {
+        int j = i - (out_rank - r);
+        if (j < 0) {
+            strides[i] = 0;
+            continue;
+        }
+        strides[i] = d[j] == 1 && out_dims[i] != 1 ? 0 : s;
+        s *= d[j];
+    }
+}

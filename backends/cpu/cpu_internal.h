@@ -1,0 +1,110 @@
+/*
+ * Inside the CPU backend. Each op family lives in one file (mirroring layers/) and exports a table
+ * `const cpu_op cpu_ops_<family>[]` ended by an entry with op_type == NULL; cpu_backend.c lists the tables.
+ * Buffers are host pointers (NETRUN_BACKEND_HOST_MEMORY): args->inputs[i].data is the element array.
+ */
+#ifndef CPU_INTERNAL_H
+#define CPU_INTERNAL_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "netrun_backend.h"
+
+typedef struct cpu_pool cpu_pool;
+
+typedef struct cpu_context {
+    netrun_backend_config config;
+    int threads;
+    cpu_pool *pool;
+} cpu_context;
+
+extern const netrun_host_api *cpu_host; /* set by the entry point */
+
+typedef struct cpu_op {
+    const char *op_type;
+    const char *domain;         /* NULL or "" = default domain */
+    uint64_t dtypes;            /* element types accepted for the op's main dtype (see supports) */
+    const char *constraints;    /* for the support matrix ("" = none) */
+    /* Finer check. NULL: supported when input 0's dtype (output 0's when there are no inputs) is in dtypes. */
+    int (*supports)(const netrun_node_desc *node, char *reason, size_t reason_size);
+    /* Optional per-node state (packed weights...) and workspace need. NULL: state is NULL, no workspace. */
+    netrun_status (*create)(cpu_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace);
+    netrun_status (*run)(cpu_context *ctx, void *state, const netrun_kernel_args *args);
+    void (*destroy)(void *state);
+} cpu_op;
+
+/* Run fn(arg, begin, end) over [0, n) split into chunks on the context's threads (the caller thread takes
+ * part). grain: smallest chunk worth a task. Returns when all chunks are done. */
+typedef void (*cpu_range_fn)(void *arg, int64_t begin, int64_t end);
+void cpu_parallel_for(cpu_context *ctx, int64_t n, int64_t grain, cpu_range_fn fn, void *arg);
+
+cpu_pool *cpu_pool_create(int threads);
+void cpu_pool_destroy(cpu_pool *pool);
+
+/* Scratch memory for a kernel run (host->alloc, 64-byte aligned). */
+static inline void *cpu_alloc(size_t bytes) { return cpu_host->alloc(bytes ? bytes : 1, 64); }
+static inline void cpu_free(void *p) { cpu_host->free(p); }
+
+static inline int64_t cpu_count(const netrun_tensor *t) {
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++) n *= t->dims[i];
+    return n;
+}
+
+/* IEEE half <-> float (round to nearest even). */
+static inline float cpu_half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu, bits;
+    if (exp == 0) {
+        if (mant == 0) bits = sign;
+        else { /* subnormal */
+            exp = 127 - 15 + 1;
+            while (!(mant & 0x400u)) { mant <<= 1; exp--; }
+            mant &= 0x3ffu;
+            bits = sign | (exp << 23) | (mant << 13);
+        }
+    } else if (exp == 31) bits = sign | 0x7f800000u | (mant << 13);
+    else bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static inline uint16_t cpu_float_to_half(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t absx = x & 0x7fffffffu;
+    if (absx >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0));
+    if (absx >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* overflow to inf */
+    if (absx < 0x38800000u) { /* subnormal or zero: the result is round(|f| * 2^24) units of 2^-24 */
+        float af;
+        memcpy(&af, &absx, 4);
+        return (uint16_t)(sign | (uint32_t)lrintf(af * 16777216.0f));
+    }
+    uint32_t r = ((absx - 0x38000000u) >> 13);
+    uint32_t rem = absx & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (r & 1))) r++;
+    return (uint16_t)(sign | r);
+}
+
+/* bfloat16 <-> float. */
+static inline float cpu_bf16_to_float(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+static inline uint16_t cpu_float_to_bf16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);
+    x += 0x7fffu + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}
+
+/* Broadcasting: strides of a tensor of rank r (dims d) seen as rank `out_rank` output, 0 where broadcast. */
+void cpu_broadcast_strides(int r, const int64_t *d, int out_rank, const int64_t *out_dims, int64_t *strides);
+
+#endif

@@ -1,0 +1,632 @@
+/* CPU kernels: reduce (ReduceXxx, ArgMax/ArgMin, TopK, CumSum).
+ *
+ * A reduction first merges adjacent dims that are all reduced or all kept (dims of size 1 dropped), which
+ * turns most cases into one of two fast shapes: [outer, R] (innermost contiguous axis: one line per output)
+ * or [outer, R, inner] (a middle axis: rows of `inner` contiguous elements accumulated into a block of
+ * outputs, which vectorizes). Anything else goes through a table of the reduced elements' offsets.
+ * Integers accumulate in int64 (wrapping like the narrower type would) and finish in double where the op
+ * needs it (mean, L2, logs); float16 computes in float. */
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "cpu_internal.h"
+
+enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_L1, R_L2, R_LOGSUM, R_LSE, R_SUMSQ };
+
+#define BLK 256 /* outputs accumulated together in the middle-axis path */
+
+typedef struct reduce_job {
+    int kind;
+    const void *x;
+    void *y;
+    int64_t R;                       /* elements reduced per output */
+    int64_t inner;                   /* middle path: contiguous kept elements after the reduced run */
+    int64_t nblk;                    /* middle path: blocks of BLK per outer index */
+    const int64_t *off;              /* general path: offsets of the reduced elements */
+    int n_kept;                      /* general path: kept dims (merged) */
+    int64_t kept_dims[NETRUN_MAX_RANK], kept_strides[NETRUN_MAX_RANK];
+} reduce_job;
+
+/* Saturating float -> integer conversions (NaN and out of range give the type's minimum, as ORT does). */
+#define SAT(name, T, LO, HI) \
+    static inline T name(double v) { return (v != v || v < (double)(LO) || v >= (double)(HI) + 1.0) ? (T)(LO) : (T)v; }
+SAT(sat_i8, int8_t, INT8_MIN, INT8_MAX)
+SAT(sat_u8, uint8_t, 0, UINT8_MAX)
+SAT(sat_i32, int32_t, INT32_MIN, INT32_MAX)
+static inline int64_t sat_i64(double v) {
+    return (v != v || v < -9223372036854775808.0 || v >= 9223372036854775808.0) ? INT64_MIN : (int64_t)v;
+}
+
+static inline int64_t wadd(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static inline int64_t wmul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+static inline int64_t iabs64(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t)a) : a; }
+
+#define ID(x) (x)
+#define FADD(a, b) ((a) + (b))
+#define FMUL(a, b) ((a) * (b))
+#define I64(x) ((int64_t)(x))
+
+/* One reduction family per element type:
+ *   T stored type, A accumulator, F type for transcendental math, LOAD T->A, ST_A A->T, ST_F F->T. */
+#define DEFINE_REDUCE(S, T, A, F, LOAD, ST_A, ST_F, ADD, MUL, ABS, EXP_, LOG_, SQRT_, AMIN, AMAX, IS_INT)     \
+    static inline T finish_##S(int kind, A acc, int64_t R) {                                                  \
+        switch (kind) {                                                                                       \
+        case R_MEAN:                                                                                          \
+            if (R == 0) return ST_F((F)NAN);                                                                  \
+            return IS_INT ? ST_A(acc / (A)R) : ST_F((F)acc / (F)R);                                           \
+        case R_L2: return ST_F(SQRT_((F)acc));                                                                \
+        case R_LOGSUM: return ST_F(LOG_((F)acc));                                                             \
+        default: return ST_A(acc);                                                                            \
+        }                                                                                                     \
+    }                                                                                                         \
+    static inline A init_##S(int kind) {                                                                      \
+        return kind == R_PROD ? (A)1 : kind == R_MAX || kind == R_LSE ? (A)(AMIN) : kind == R_MIN ? (A)(AMAX) \
+                                                                                                 : (A)0;      \
+    }                                                                                                         \
+    /* Reduce R elements: element k at x[off[k]] (off != NULL) or x[k]. */                                    \
+    static T line_##S(int kind, const T *x, const int64_t *off, int64_t R) {                                  \
+        A acc = init_##S(kind);                                                                               \
+        F s = 0;                                                                                              \
+        switch (kind) {                                                                                       \
+        case R_SUM: case R_MEAN: case R_LOGSUM:                                                               \
+            LOOP_##S(acc = ADD(acc, v)); break;                                                               \
+        case R_MAX: LOOP_##S(acc = v > acc ? v : acc); break;                                                 \
+        case R_MIN: LOOP_##S(acc = v < acc ? v : acc); break;                                                 \
+        case R_PROD: LOOP_##S(acc = MUL(acc, v)); break;                                                      \
+        case R_L1: LOOP_##S(acc = ADD(acc, ABS(v))); break;                                                   \
+        case R_L2: case R_SUMSQ: LOOP_##S(acc = ADD(acc, MUL(v, v))); break;                                  \
+        case R_LSE:                                                                                           \
+            LOOP_##S(acc = v > acc ? v : acc);                                                                \
+            LOOP_##S(s += EXP_((F)v - (F)acc));                                                               \
+            return ST_F(LOG_(s) + (F)acc);                                                                    \
+        }                                                                                                     \
+        return finish_##S(kind, acc, R);                                                                      \
+    }                                                                                                         \
+    static void range_lines_##S(void *arg, int64_t b, int64_t e) {                                            \
+        const reduce_job *j = arg;                                                                            \
+        const T *x = j->x;                                                                                    \
+        T *y = j->y;                                                                                          \
+        for (int64_t i = b; i < e; i++) y[i] = line_##S(j->kind, x + i * j->R, NULL, j->R);                   \
+    }                                                                                                         \
+    static void range_general_##S(void *arg, int64_t b, int64_t e) {                                          \
+        const reduce_job *j = arg;                                                                            \
+        const T *x = j->x;                                                                                    \
+        T *y = j->y;                                                                                          \
+        for (int64_t i = b; i < e; i++) {                                                                     \
+            int64_t rem = i, base = 0;                                                                        \
+            for (int d = j->n_kept - 1; d >= 0; d--) {                                                        \
+                base += (rem % j->kept_dims[d]) * j->kept_strides[d];                                         \
+                rem /= j->kept_dims[d];                                                                       \
+            }                                                                                                 \
+            y[i] = line_##S(j->kind, x + base, j->off, j->R);                                                 \
+        }                                                                                                     \
+    }                                                                                                         \
+    /* Task t = (outer o, block of BLK inner elements): rows of the reduced axis accumulated together. */     \
+    static void range_middle_##S(void *arg, int64_t b, int64_t e) {                                           \
+        const reduce_job *j = arg;                                                                            \
+        const T *x = j->x;                                                                                    \
+        T *y = j->y;                                                                                          \
+        A acc[BLK];                                                                                           \
+        F s[BLK];                                                                                             \
+        for (int64_t t = b; t < e; t++) {                                                                     \
+            int64_t o = t / j->nblk, i0 = (t % j->nblk) * BLK;                                                \
+            int64_t n = j->inner - i0 < BLK ? j->inner - i0 : BLK;                                            \
+            const T *base = x + o * j->R * j->inner + i0;                                                     \
+            A a0 = init_##S(j->kind);                                                                         \
+            for (int64_t k = 0; k < n; k++) acc[k] = a0;                                                      \
+            for (int64_t r = 0; r < j->R; r++) {                                                              \
+                const T *row = base + r * j->inner;                                                           \
+                switch (j->kind) {                                                                            \
+                case R_SUM: case R_MEAN: case R_LOGSUM:                                                       \
+                    for (int64_t k = 0; k < n; k++) acc[k] = ADD(acc[k], (A)LOAD(row[k]));                    \
+                    break;                                                                                    \
+                case R_MAX: case R_LSE:                                                                       \
+                    for (int64_t k = 0; k < n; k++) { A v = LOAD(row[k]); acc[k] = v > acc[k] ? v : acc[k]; } \
+                    break;                                                                                    \
+                case R_MIN:                                                                                   \
+                    for (int64_t k = 0; k < n; k++) { A v = LOAD(row[k]); acc[k] = v < acc[k] ? v : acc[k]; } \
+                    break;                                                                                    \
+                case R_PROD:                                                                                  \
+                    for (int64_t k = 0; k < n; k++) acc[k] = MUL(acc[k], (A)LOAD(row[k]));                    \
+                    break;                                                                                    \
+                case R_L1:                                                                                    \
+                    for (int64_t k = 0; k < n; k++) acc[k] = ADD(acc[k], ABS((A)LOAD(row[k])));               \
+                    break;                                                                                    \
+                default: /* L2, SUMSQ */                                                                      \
+                    for (int64_t k = 0; k < n; k++) { A v = LOAD(row[k]); acc[k] = ADD(acc[k], MUL(v, v)); }  \
+                }                                                                                             \
+            }                                                                                                 \
+            T *out = y + o * j->inner + i0;                                                                   \
+            if (j->kind == R_LSE) {                                                                           \
+                for (int64_t k = 0; k < n; k++) s[k] = 0;                                                     \
+                for (int64_t r = 0; r < j->R; r++) {                                                          \
+                    const T *row = base + r * j->inner;                                                       \
+                    for (int64_t k = 0; k < n; k++) s[k] += EXP_((F)LOAD(row[k]) - (F)acc[k]);                \
+                }                                                                                             \
+                for (int64_t k = 0; k < n; k++) out[k] = ST_F(LOG_(s[k]) + (F)acc[k]);                        \
+            } else {                                                                                          \
+                for (int64_t k = 0; k < n; k++) out[k] = finish_##S(j->kind, acc[k], j->R);                   \
+            }                                                                                                 \
+        }                                                                                                     \
+    }
+
+/* Loop over the line's elements, v = the loaded element. Two copies so the contiguous one vectorizes. */
+#define LOOP_GEN(T, A, LOAD, body)                                                                            \
+    do {                                                                                                      \
+        if (off) { for (int64_t k = 0; k < R; k++) { A v = (A)LOAD(x[off[k]]); body; } }                     \
+        else { for (int64_t k = 0; k < R; k++) { A v = (A)LOAD(x[k]); body; } }                               \
+    } while (0)
+
+#define LOOP_f32(body) LOOP_GEN(float, float, ID, body)
+#define LOOP_f16(body) LOOP_GEN(uint16_t, float, cpu_half_to_float, body)
+#define LOOP_f64(body) LOOP_GEN(double, double, ID, body)
+#define LOOP_i32(body) LOOP_GEN(int32_t, int64_t, I64, body)
+#define LOOP_i64(body) LOOP_GEN(int64_t, int64_t, I64, body)
+#define LOOP_u8(body) LOOP_GEN(uint8_t, int64_t, I64, body)
+#define LOOP_i8(body) LOOP_GEN(int8_t, int64_t, I64, body)
+
+#define ST_HALF(a) cpu_float_to_half((float)(a))
+#define CAST_F(a) ((float)(a))
+#define CAST_D(a) ((double)(a))
+#define CAST_I32(a) ((int32_t)(a))
+#define CAST_I64(a) ((int64_t)(a))
+#define CAST_U8(a) ((uint8_t)(a))
+#define CAST_I8(a) ((int8_t)(a))
+
+DEFINE_REDUCE(f32, float, float, float, ID, CAST_F, CAST_F, FADD, FMUL, fabsf, expf, logf, sqrtf, -INFINITY,
+              INFINITY, 0)
+DEFINE_REDUCE(f16, uint16_t, float, float, cpu_half_to_float, ST_HALF, ST_HALF, FADD, FMUL, fabsf, expf, logf,
+              sqrtf, -INFINITY, INFINITY, 0)
+DEFINE_REDUCE(f64, double, double, double, ID, CAST_D, CAST_D, FADD, FMUL, fabs, exp, log, sqrt, -INFINITY,
+              INFINITY, 0)
+DEFINE_REDUCE(i32, int32_t, int64_t, double, I64, CAST_I32, sat_i32, wadd, wmul, iabs64, exp, log, sqrt,
+              INT64_MIN, INT64_MAX, 1)
+DEFINE_REDUCE(i64, int64_t, int64_t, double, I64, CAST_I64, sat_i64, wadd, wmul, iabs64, exp, log, sqrt,
+              INT64_MIN, INT64_MAX, 1)
+DEFINE_REDUCE(u8, uint8_t, int64_t, double, I64, CAST_U8, sat_u8, wadd, wmul, iabs64, exp, log, sqrt, INT64_MIN,
+              INT64_MAX, 1)
+DEFINE_REDUCE(i8, int8_t, int64_t, double, I64, CAST_I8, sat_i8, wadd, wmul, iabs64, exp, log, sqrt, INT64_MIN,
+              INT64_MAX, 1)
+
+typedef struct reduce_fns {
+    cpu_range_fn lines, middle, general;
+} reduce_fns;
+
+static int reduce_fns_for(netrun_dtype t, reduce_fns *f) {
+#define CASE(D, S) case D: *f = (reduce_fns){range_lines_##S, range_middle_##S, range_general_##S}; return 1;
+    switch (t) {
+        CASE(NETRUN_DTYPE_FLOAT, f32)
+        CASE(NETRUN_DTYPE_FLOAT16, f16)
+        CASE(NETRUN_DTYPE_DOUBLE, f64)
+        CASE(NETRUN_DTYPE_INT32, i32)
+        CASE(NETRUN_DTYPE_INT64, i64)
+        CASE(NETRUN_DTYPE_UINT8, u8)
+        CASE(NETRUN_DTYPE_INT8, i8)
+    default: return 0;
+    }
+#undef CASE
+}
+
+static size_t dtype_size(netrun_dtype t) {
+    switch (t) {
+    case NETRUN_DTYPE_UINT8: case NETRUN_DTYPE_INT8: case NETRUN_DTYPE_BOOL: return 1;
+    case NETRUN_DTYPE_FLOAT16: case NETRUN_DTYPE_BFLOAT16: case NETRUN_DTYPE_INT16: case NETRUN_DTYPE_UINT16: return 2;
+    case NETRUN_DTYPE_FLOAT: case NETRUN_DTYPE_INT32: case NETRUN_DTYPE_UINT32: return 4;
+    case NETRUN_DTYPE_DOUBLE: case NETRUN_DTYPE_INT64: case NETRUN_DTYPE_UINT64: return 8;
+    default: return 0;
+    }
+}
+
+/* Merged view of a reduction: n dims, d[i] sizes, red[i] 1 when reduced. Dims of size 1 are dropped. */
+typedef struct merged {
+    int n;
+    int64_t d[NETRUN_MAX_RANK];
+    int red[NETRUN_MAX_RANK];
+} merged;
+
+static void merge_dims(const netrun_tensor *x, const int *axes, int n_axes, merged *m) {
+    m->n = 0;
+    for (int i = 0, k = 0; i < x->rank; i++) {
+        int r = k < n_axes && axes[k] == i;
+        if (r) k++;
+        if (x->dims[i] == 1) continue;
+        if (m->n > 0 && m->red[m->n - 1] == r) m->d[m->n - 1] *= x->dims[i];
+        else {
+            m->d[m->n] = x->dims[i];
+            m->red[m->n] = r;
+            m->n++;
+        }
+    }
+}
+
+/* Chunks of at least ~32K elements of work each. */
+static int64_t grain_for(int64_t work_per_item) {
+    int64_t g = 32768 / (work_per_item > 0 ? work_per_item : 1);
+    return g > 0 ? g : 1;
+}
+
+static netrun_status reduce_run(cpu_context *ctx, const netrun_kernel_args *args, int kind) {
+    const netrun_reduce_params *p = args->params;
+    const netrun_tensor *x = &args->inputs[0];
+    netrun_tensor *y = &args->outputs[0];
+    if (!p) return cpu_host->error(NETRUN_ERR_INTERNAL, "reduce: missing params");
+    if (p->noop) {
+        if (y->data != x->data && y->nbytes) memcpy(y->data, x->data, y->nbytes);
+        return NETRUN_OK;
+    }
+    reduce_fns fns;
+    if (!reduce_fns_for(x->dtype, &fns))
+        return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "reduce: dtype %d not supported", (int)x->dtype);
+    merged m;
+    merge_dims(x, p->axes, p->n_axes, &m);
+    int64_t n_out = cpu_count(y);
+    if (n_out == 0) return NETRUN_OK;
+    reduce_job j = {.kind = kind, .x = x->data, .y = y->data, .R = 1, .inner = 1};
+    for (int i = 0; i < m.n; i++)
+        if (m.red[i]) j.R *= m.d[i];
+    int n_red_runs = 0;
+    for (int i = 0; i < m.n; i++) n_red_runs += m.red[i];
+    if (n_red_runs == 0 || (n_red_runs == 1 && m.red[m.n - 1])) {
+        /* [outer, R]: one contiguous line per output */
+        cpu_parallel_for(ctx, n_out, grain_for(j.R), fns.lines, &j);
+        return NETRUN_OK;
+    }
+    if (n_red_runs == 1 && m.n <= 3) {
+        /* [outer, R, inner] with the reduced run in the middle (or first) */
+        j.inner = m.d[m.n - 1];
+        j.nblk = (j.inner + BLK - 1) / BLK;
+        int64_t tasks = (n_out / j.inner) * j.nblk;
+        cpu_parallel_for(ctx, tasks, grain_for(j.R * (j.inner < BLK ? j.inner : BLK)), fns.middle, &j);
+        return NETRUN_OK;
+    }
+    /* general: offsets of the reduced elements relative to an output's base element */
+    int64_t strides[NETRUN_MAX_RANK], s = 1;
+    for (int i = m.n - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= m.d[i];
+    }
+    size_t bytes;
+    if ((uint64_t)j.R > SIZE_MAX / sizeof(int64_t))
+        return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "reduce: %lld reduced elements are too many",
+                               (long long)j.R);
+    bytes = (size_t)j.R * sizeof(int64_t);
+    int64_t *off = cpu_alloc(bytes);
+    if (!off) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "reduce: cannot allocate %zu bytes", bytes);
+    int64_t rd[NETRUN_MAX_RANK], rs[NETRUN_MAX_RANK];
+    int nr = 0;
+    for (int i = 0; i < m.n; i++) {
+        if (m.red[i]) {
+            rd[nr] = m.d[i];
+            rs[nr++] = strides[i];
+        } else {
+            j.kept_dims[j.n_kept] = m.d[i];
+            j.kept_strides[j.n_kept++] = strides[i];
+        }
+    }
+    for (int64_t k = 0; k < j.R; k++) {
+        int64_t rem = k, o = 0;
+        for (int d = nr - 1; d >= 0; d--) {
+            o += (rem % rd[d]) * rs[d];
+            rem /= rd[d];
+        }
+        off[k] = o;
+    }
+    j.off = off;
+    cpu_parallel_for(ctx, n_out, grain_for(j.R), fns.general, &j);
+    cpu_free(off);
+    return NETRUN_OK;
+}
+
+#define REDUCE_RUN(name, kind) \
+    static netrun_status run_##name(cpu_context *ctx, void *state, const netrun_kernel_args *args) { \
+        (void)state; return reduce_run(ctx, args, kind); }
+REDUCE_RUN(sum, R_SUM)
+REDUCE_RUN(mean, R_MEAN)
+REDUCE_RUN(max, R_MAX)
+REDUCE_RUN(min, R_MIN)
+REDUCE_RUN(prod, R_PROD)
+REDUCE_RUN(l1, R_L1)
+REDUCE_RUN(l2, R_L2)
+REDUCE_RUN(logsum, R_LOGSUM)
+REDUCE_RUN(lse, R_LSE)
+REDUCE_RUN(sumsq, R_SUMSQ)
+
+/* ---------------- ArgMax / ArgMin: [outer, R, inner] with blocks of BLK inner positions ---------------- */
+
+typedef struct arg_job {
+    const void *x;
+    int64_t *y;
+    int64_t outer, R, inner, nblk;
+    int is_max, last;
+} arg_job;
+
+#define DEFINE_ARG(S, T, A, LOAD)                                                                             \
+    static void range_arg_##S(void *arg, int64_t b, int64_t e) {                                              \
+        const arg_job *j = arg;                                                                               \
+        const T *x = j->x;                                                                                    \
+        A best[BLK];                                                                                          \
+        int64_t idx[BLK];                                                                                     \
+        for (int64_t t = b; t < e; t++) {                                                                     \
+            int64_t o = t / j->nblk, i0 = (t % j->nblk) * BLK;                                                \
+            int64_t n = j->inner - i0 < BLK ? j->inner - i0 : BLK;                                            \
+            const T *base = x + o * j->R * j->inner + i0;                                                     \
+            for (int64_t k = 0; k < n; k++) { best[k] = LOAD(base[k]); idx[k] = 0; }                         \
+            for (int64_t r = 1; r < j->R; r++) {                                                              \
+                const T *row = base + r * j->inner;                                                           \
+                for (int64_t k = 0; k < n; k++) {                                                             \
+                    A v = LOAD(row[k]);                                                                       \
+                    int take = j->is_max ? (j->last ? v >= best[k] : v > best[k])                             \
+                                         : (j->last ? v <= best[k] : v < best[k]);                            \
+                    if (take) { best[k] = v; idx[k] = r; }                                                    \
+                }                                                                                             \
+            }                                                                                                 \
+            memcpy(j->y + o * j->inner + i0, idx, sizeof(int64_t) * (size_t)n);                               \
+        }                                                                                                     \
+    }
+DEFINE_ARG(f32, float, float, ID)
+DEFINE_ARG(f16, uint16_t, float, cpu_half_to_float)
+DEFINE_ARG(f64, double, double, ID)
+DEFINE_ARG(i32, int32_t, int32_t, ID)
+DEFINE_ARG(i64, int64_t, int64_t, ID)
+DEFINE_ARG(u8, uint8_t, uint8_t, ID)
+DEFINE_ARG(i8, int8_t, int8_t, ID)
+
+static cpu_range_fn arg_fn(netrun_dtype t) {
+    switch (t) {
+    case NETRUN_DTYPE_FLOAT: return range_arg_f32;
+    case NETRUN_DTYPE_FLOAT16: return range_arg_f16;
+    case NETRUN_DTYPE_DOUBLE: return range_arg_f64;
+    case NETRUN_DTYPE_INT32: return range_arg_i32;
+    case NETRUN_DTYPE_INT64: return range_arg_i64;
+    case NETRUN_DTYPE_UINT8: return range_arg_u8;
+    case NETRUN_DTYPE_INT8: return range_arg_i8;
+    default: return NULL;
+    }
+}
+
+/* outer / R / inner around one axis */
+static void split_axis(const netrun_tensor *x, int axis, int64_t *outer, int64_t *R, int64_t *inner) {
+    *outer = *inner = 1;
+    for (int i = 0; i < axis; i++) *outer *= x->dims[i];
+    for (int i = axis + 1; i < x->rank; i++) *inner *= x->dims[i];
+    *R = x->dims[axis];
+}
+
+static netrun_status arg_run(cpu_context *ctx, const netrun_kernel_args *args, int is_max) {
+    const netrun_reduce_params *p = args->params;
+    const netrun_tensor *x = &args->inputs[0];
+    cpu_range_fn fn = arg_fn(x->dtype);
+    if (!fn) return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "ArgMax/ArgMin: dtype %d not supported", (int)x->dtype);
+    if (!p || p->n_axes != 1 || p->axes[0] < 0 || p->axes[0] >= x->rank)
+        return cpu_host->error(NETRUN_ERR_INTERNAL, "ArgMax/ArgMin: bad params");
+    arg_job j = {.x = x->data, .y = args->outputs[0].data, .is_max = is_max, .last = p->select_last_index};
+    split_axis(x, p->axes[0], &j.outer, &j.R, &j.inner);
+    if (j.outer * j.inner == 0) return NETRUN_OK;
+    if (j.R == 0) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "ArgMax/ArgMin over an empty axis");
+    j.nblk = (j.inner + BLK - 1) / BLK;
+    cpu_parallel_for(ctx, j.outer * j.nblk, grain_for(j.R * (j.inner < BLK ? j.inner : BLK)), fn, &j);
+    return NETRUN_OK;
+}
+
+static netrun_status run_argmax(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    return arg_run(ctx, args, 1);
+}
+static netrun_status run_argmin(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    return arg_run(ctx, args, 0);
+}
+
+/* ---------------- TopK: a heap of the k best per line, then sorted best first ---------------- */
+
+typedef struct topk_item {
+    double v;
+    int64_t i;
+} topk_item;
+
+typedef struct topk_job {
+    const unsigned char *x;
+    unsigned char *values;
+    int64_t *indices;
+    netrun_dtype dtype;
+    size_t esize;
+    int64_t outer, R, inner, k;
+    int largest;
+    atomic_int failed;
+} topk_job;
+
+static double load_as_double(netrun_dtype t, const unsigned char *p) {
+    switch (t) {
+    case NETRUN_DTYPE_FLOAT: { float v; memcpy(&v, p, 4); return v; }
+    case NETRUN_DTYPE_DOUBLE: { double v; memcpy(&v, p, 8); return v; }
+    case NETRUN_DTYPE_FLOAT16: { uint16_t v; memcpy(&v, p, 2); return cpu_half_to_float(v); }
+    case NETRUN_DTYPE_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
+    case NETRUN_DTYPE_INT64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
+    case NETRUN_DTYPE_UINT8: return *p;
+    case NETRUN_DTYPE_INT8: return (int8_t)*p;
+    default: return 0;
+    }
+}
+
+/* a ranks before b: better value, ties to the lower index (the spec) */
+static inline int topk_before(const topk_item *a, const topk_item *b, int largest) {
+    if (a->v != b->v) return largest ? a->v > b->v : a->v < b->v;
+    return a->i < b->i;
+}
+
+/* Heap whose root is the item that ranks last. */
+static void topk_sift(topk_item *h, int64_t n, int64_t i, int largest) {
+    for (;;) {
+        int64_t l = 2 * i + 1, r = l + 1, w = i;
+        if (l < n && topk_before(&h[w], &h[l], largest)) w = l;
+        if (r < n && topk_before(&h[w], &h[r], largest)) w = r;
+        if (w == i) return;
+        topk_item t = h[i];
+        h[i] = h[w];
+        h[w] = t;
+        i = w;
+    }
+}
+
+static void range_topk(void *arg, int64_t b, int64_t e) {
+    topk_job *j = arg;
+    topk_item *h = cpu_alloc(sizeof(topk_item) * (size_t)j->k);
+    if (!h) {
+        atomic_store(&j->failed, 1);
+        return;
+    }
+    for (int64_t line = b; line < e; line++) {
+        int64_t o = line / j->inner, in = line % j->inner;
+        const unsigned char *base = j->x + (size_t)((o * j->R * j->inner + in)) * j->esize;
+        int64_t n = 0;
+        for (int64_t r = 0; r < j->R; r++) {
+            topk_item it = {load_as_double(j->dtype, base + (size_t)(r * j->inner) * j->esize), r};
+            if (it.v != it.v) it.v = j->largest ? INFINITY : -INFINITY; /* NaN ranks first, like ORT */
+            if (n < j->k) {
+                h[n++] = it;
+                if (n == j->k)
+                    for (int64_t i = n / 2 - 1; i >= 0; i--) topk_sift(h, n, i, j->largest);
+            } else if (topk_before(&it, &h[0], j->largest)) {
+                h[0] = it;
+                topk_sift(h, n, 0, j->largest);
+            }
+        }
+        if (n < j->k) /* only when k == R: heapify what we have */
+            for (int64_t i = n / 2 - 1; i >= 0; i--) topk_sift(h, n, i, j->largest);
+        /* pop the worst to the end: h ends up best first */
+        for (int64_t m = n; m > 1; m--) {
+            topk_item t = h[0];
+            h[0] = h[m - 1];
+            h[m - 1] = t;
+            topk_sift(h, m - 1, 0, j->largest);
+        }
+        int64_t obase = o * j->k * j->inner + in;
+        for (int64_t r = 0; r < n; r++) {
+            int64_t oi = obase + r * j->inner;
+            j->indices[oi] = h[r].i;
+            memcpy(j->values + (size_t)oi * j->esize, base + (size_t)(h[r].i * j->inner) * j->esize, j->esize);
+        }
+    }
+    cpu_free(h);
+}
+
+static netrun_status run_topk(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    const netrun_topk_params *p = args->params;
+    const netrun_tensor *x = &args->inputs[0];
+    if (!p || p->axis < 0 || p->axis >= x->rank) return cpu_host->error(NETRUN_ERR_INTERNAL, "TopK: bad params");
+    topk_job j = {.x = x->data, .values = args->outputs[0].data, .dtype = x->dtype, .esize = dtype_size(x->dtype),
+                  .k = p->k, .largest = p->largest};
+    if (args->n_outputs > 1) j.indices = args->outputs[1].data;
+    if (!j.esize) return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "TopK: dtype %d not supported", (int)x->dtype);
+    split_axis(x, p->axis, &j.outer, &j.R, &j.inner);
+    if (p->k > j.R) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "TopK: k %lld > axis size %lld",
+                                           (long long)p->k, (long long)j.R);
+    if (j.k == 0 || j.outer * j.inner == 0) return NETRUN_OK;
+    /* the kernel always writes both; an absent output gets a scratch buffer */
+    int64_t *scratch_idx = NULL;
+    unsigned char *scratch_val = NULL;
+    size_t n_out = (size_t)(j.outer * j.inner * j.k);
+    if (!j.indices || args->outputs[1].rank < 0) {
+        scratch_idx = cpu_alloc(n_out * sizeof(int64_t));
+        if (!scratch_idx) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "TopK: out of memory");
+        j.indices = scratch_idx;
+    }
+    if (!j.values || args->outputs[0].rank < 0) {
+        scratch_val = cpu_alloc(n_out * j.esize);
+        if (!scratch_val) {
+            cpu_free(scratch_idx);
+            return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "TopK: out of memory");
+        }
+        j.values = scratch_val;
+    }
+    atomic_init(&j.failed, 0);
+    cpu_parallel_for(ctx, j.outer * j.inner, grain_for(j.R * 4), range_topk, &j);
+    if (scratch_idx) cpu_free(scratch_idx);
+    if (scratch_val) cpu_free(scratch_val);
+    if (atomic_load(&j.failed)) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "TopK: out of memory (k = %lld)",
+                                                       (long long)p->k);
+    return NETRUN_OK;
+}
+
+/* ---------------- CumSum: [outer, R, inner], blocks of inner positions ---------------- */
+
+typedef struct cumsum_job {
+    const void *x;
+    void *y;
+    int64_t R, inner, nblk;
+    int exclusive, reverse;
+} cumsum_job;
+
+#define DEFINE_CUMSUM(S, T, A, LOAD, STORE, ADD)                                                              \
+    static void range_cumsum_##S(void *arg, int64_t b, int64_t e) {                                           \
+        const cumsum_job *j = arg;                                                                            \
+        const T *x = j->x;                                                                                    \
+        T *y = j->y;                                                                                          \
+        A acc[BLK];                                                                                           \
+        for (int64_t t = b; t < e; t++) {                                                                     \
+            int64_t o = t / j->nblk, i0 = (t % j->nblk) * BLK;                                                \
+            int64_t n = j->inner - i0 < BLK ? j->inner - i0 : BLK;                                            \
+            int64_t base = o * j->R * j->inner + i0;                                                          \
+            for (int64_t k = 0; k < n; k++) acc[k] = 0;                                                       \
+            for (int64_t rr = 0; rr < j->R; rr++) {                                                           \
+                int64_t r = j->reverse ? j->R - 1 - rr : rr;                                                  \
+                const T *row = x + base + r * j->inner;                                                       \
+                T *out = y + base + r * j->inner;                                                             \
+                if (j->exclusive)                                                                             \
+                    for (int64_t k = 0; k < n; k++) { A v = LOAD(row[k]); out[k] = STORE(acc[k]); acc[k] = ADD(acc[k], v); } \
+                else                                                                                          \
+                    for (int64_t k = 0; k < n; k++) { acc[k] = ADD(acc[k], (A)LOAD(row[k])); out[k] = STORE(acc[k]); } \
+            }                                                                                                 \
+        }                                                                                                     \
+    }
+DEFINE_CUMSUM(f32, float, float, ID, CAST_F, FADD)
+DEFINE_CUMSUM(f16, uint16_t, float, cpu_half_to_float, ST_HALF, FADD)
+DEFINE_CUMSUM(f64, double, double, ID, CAST_D, FADD)
+DEFINE_CUMSUM(i32, int32_t, int64_t, I64, CAST_I32, wadd)
+DEFINE_CUMSUM(i64, int64_t, int64_t, I64, CAST_I64, wadd)
+
+static netrun_status run_cumsum(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    const netrun_axis_params *p = args->params;
+    const netrun_tensor *x = &args->inputs[0];
+    cpu_range_fn fn;
+    switch (x->dtype) {
+    case NETRUN_DTYPE_FLOAT: fn = range_cumsum_f32; break;
+    case NETRUN_DTYPE_FLOAT16: fn = range_cumsum_f16; break;
+    case NETRUN_DTYPE_DOUBLE: fn = range_cumsum_f64; break;
+    case NETRUN_DTYPE_INT32: fn = range_cumsum_i32; break;
+    case NETRUN_DTYPE_INT64: fn = range_cumsum_i64; break;
+    default: return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "CumSum: dtype %d not supported", (int)x->dtype);
+    }
+    if (!p || p->axis < 0 || p->axis >= x->rank) return cpu_host->error(NETRUN_ERR_INTERNAL, "CumSum: bad params");
+    cumsum_job j = {.x = x->data, .y = args->outputs[0].data, .exclusive = p->exclusive, .reverse = p->reverse};
+    int64_t outer;
+    split_axis(x, p->axis, &outer, &j.R, &j.inner);
+    if (outer * j.inner * j.R == 0) return NETRUN_OK;
+    j.nblk = (j.inner + BLK - 1) / BLK;
+    cpu_parallel_for(ctx, outer * j.nblk, grain_for(j.R * (j.inner < BLK ? j.inner : BLK)), fn, &j);
+    return NETRUN_OK;
+}
+
+#define B(t) NETRUN_DTYPE_BIT(NETRUN_DTYPE_##t)
+#define DT_MAIN (B(FLOAT) | B(FLOAT16) | B(DOUBLE) | B(INT32) | B(INT64))
+#define DT_MINMAX (DT_MAIN | B(UINT8) | B(INT8))
+
+const cpu_op cpu_ops_reduce[] = {
+    {"ReduceSum", NULL, DT_MAIN, "", NULL, NULL, run_sum, NULL},
+    {"ReduceMean", NULL, DT_MAIN, "", NULL, NULL, run_mean, NULL},
+    {"ReduceMax", NULL, DT_MINMAX, "", NULL, NULL, run_max, NULL},
+    {"ReduceMin", NULL, DT_MINMAX, "", NULL, NULL, run_min, NULL},
+    {"ReduceProd", NULL, DT_MAIN, "", NULL, NULL, run_prod, NULL},
+    {"ReduceL1", NULL, DT_MAIN, "", NULL, NULL, run_l1, NULL},
+    {"ReduceL2", NULL, DT_MAIN, "", NULL, NULL, run_l2, NULL},
+    {"ReduceLogSum", NULL, DT_MAIN, "", NULL, NULL, run_logsum, NULL},
+    {"ReduceLogSumExp", NULL, DT_MAIN, "", NULL, NULL, run_lse, NULL},
+    {"ReduceSumSquare", NULL, DT_MAIN, "", NULL, NULL, run_sumsq, NULL},
+    {"ArgMax", NULL, DT_MINMAX, "", NULL, NULL, run_argmax, NULL},
+    {"ArgMin", NULL, DT_MINMAX, "", NULL, NULL, run_argmin, NULL},
+    {"TopK", NULL, DT_MINMAX, "ties resolved to the lower index; output always sorted", NULL, NULL, run_topk, NULL},
+    {"CumSum", NULL, DT_MAIN, "", NULL, NULL, run_cumsum, NULL},
+    {0},
+};

@@ -1,0 +1,154 @@
+/* CPU kernels: softmax (Softmax, LogSoftmax, Hardmax).
+ * The input is seen as [outer, D, inner]: D the normalized length (prod(d>=axis) with inner = 1 for the
+ * 2-D form of opset < 13). inner == 1 runs one contiguous row per task; otherwise blocks of BLK inner
+ * positions are normalized together so that the loops stay contiguous. Max is subtracted for stability;
+ * float16 computes in float. */
+#include "cpu_internal.h"
+
+enum { SM_SOFTMAX, SM_LOG, SM_HARD };
+
+#define BLK 128
+
+typedef struct softmax_job {
+    int kind;
+    const void *x;
+    void *y;
+    int64_t D, inner, nblk;
+} softmax_job;
+
+#define ID(x) (x)
+#define ST_HALF(a) cpu_float_to_half(a)
+
+/* T stored, F compute type. SAME: T and F are the same type (exp stored in y, then scaled). */
+#define DEFINE_SOFTMAX(S, T, F, LOAD, STORE, EXP_, LOG_, SAME)                                                \
+    static void range_rows_##S(void *arg, int64_t b, int64_t e) {                                             \
+        const softmax_job *j = arg;                                                                           \
+        const int64_t D = j->D;                                                                               \
+        for (int64_t row = b; row < e; row++) {                                                               \
+            const T *x = (const T *)j->x + row * D;                                                           \
+            T *y = (T *)j->y + row * D;                                                                       \
+            F mx = LOAD(x[0]);                                                                                \
+            int64_t amax = 0;                                                                                 \
+            for (int64_t i = 1; i < D; i++) {                                                                 \
+                F v = LOAD(x[i]);                                                                             \
+                if (v > mx) { mx = v; amax = i; }                                                            \
+            }                                                                                                 \
+            if (j->kind == SM_HARD) {                                                                         \
+                for (int64_t i = 0; i < D; i++) y[i] = STORE((F)(i == amax));                                 \
+                continue;                                                                                     \
+            }                                                                                                 \
+            F sum = 0;                                                                                        \
+            if (j->kind == SM_LOG) {                                                                          \
+                for (int64_t i = 0; i < D; i++) sum += EXP_(LOAD(x[i]) - mx);                                 \
+                F sub = mx + LOG_(sum);                                                                       \
+                for (int64_t i = 0; i < D; i++) y[i] = STORE(LOAD(x[i]) - sub);                               \
+            } else if (SAME) {                                                                                \
+                for (int64_t i = 0; i < D; i++) {                                                             \
+                    F v = EXP_(LOAD(x[i]) - mx);                                                              \
+                    y[i] = STORE(v);                                                                          \
+                    sum += v;                                                                                 \
+                }                                                                                             \
+                F inv = (F)1 / sum;                                                                           \
+                for (int64_t i = 0; i < D; i++) y[i] = STORE(LOAD(y[i]) * inv);                               \
+            } else {                                                                                          \
+                for (int64_t i = 0; i < D; i++) sum += EXP_(LOAD(x[i]) - mx);                                 \
+                F inv = (F)1 / sum;                                                                           \
+                for (int64_t i = 0; i < D; i++) y[i] = STORE(EXP_(LOAD(x[i]) - mx) * inv);                    \
+            }                                                                                                 \
+        }                                                                                                     \
+    }                                                                                                         \
+    static void range_blocks_##S(void *arg, int64_t b, int64_t e) {                                           \
+        const softmax_job *j = arg;                                                                           \
+        F mx[BLK], sum[BLK];                                                                                  \
+        int64_t am[BLK];                                                                                      \
+        for (int64_t t = b; t < e; t++) {                                                                     \
+            int64_t o = t / j->nblk, i0 = (t % j->nblk) * BLK;                                                \
+            int64_t n = j->inner - i0 < BLK ? j->inner - i0 : BLK;                                            \
+            int64_t base = o * j->D * j->inner + i0;                                                          \
+            const T *x = (const T *)j->x + base;                                                              \
+            T *y = (T *)j->y + base;                                                                          \
+            for (int64_t k = 0; k < n; k++) { mx[k] = LOAD(x[k]); am[k] = 0; sum[k] = 0; }                    \
+            for (int64_t r = 1; r < j->D; r++)                                                                \
+                for (int64_t k = 0; k < n; k++) {                                                             \
+                    F v = LOAD(x[r * j->inner + k]);                                                          \
+                    if (v > mx[k]) { mx[k] = v; am[k] = r; }                                                  \
+                }                                                                                             \
+            if (j->kind == SM_HARD) {                                                                         \
+                for (int64_t r = 0; r < j->D; r++)                                                            \
+                    for (int64_t k = 0; k < n; k++) y[r * j->inner + k] = STORE((F)(am[k] == r));             \
+                continue;                                                                                     \
+            }                                                                                                 \
+            for (int64_t r = 0; r < j->D; r++)                                                                \
+                for (int64_t k = 0; k < n; k++) sum[k] += EXP_(LOAD(x[r * j->inner + k]) - mx[k]);            \
+            if (j->kind == SM_LOG) {                                                                          \
+                for (int64_t k = 0; k < n; k++) sum[k] = mx[k] + LOG_(sum[k]);                                \
+                for (int64_t r = 0; r < j->D; r++)                                                            \
+                    for (int64_t k = 0; k < n; k++) y[r * j->inner + k] = STORE(LOAD(x[r * j->inner + k]) - sum[k]); \
+            } else {                                                                                          \
+                for (int64_t k = 0; k < n; k++) sum[k] = (F)1 / sum[k];                                       \
+                for (int64_t r = 0; r < j->D; r++)                                                            \
+                    for (int64_t k = 0; k < n; k++)                                                           \
+                        y[r * j->inner + k] = STORE(EXP_(LOAD(x[r * j->inner + k]) - mx[k]) * sum[k]);        \
+            }                                                                                                 \
+        }                                                                                                     \
+    }
+
+DEFINE_SOFTMAX(f32, float, float, ID, ID, expf, logf, 1)
+DEFINE_SOFTMAX(f64, double, double, ID, ID, exp, log, 1)
+DEFINE_SOFTMAX(f16, uint16_t, float, cpu_half_to_float, ST_HALF, expf, logf, 0)
+
+static netrun_status softmax_run(cpu_context *ctx, const netrun_kernel_args *args, int kind) {
+    const netrun_softmax_params *p = args->params;
+    const netrun_tensor *x = &args->inputs[0];
+    if (!p || p->axis < 0 || p->axis >= x->rank)
+        return cpu_host->error(NETRUN_ERR_INTERNAL, "softmax: bad params (axis)");
+    cpu_range_fn rows, blocks;
+    switch (x->dtype) {
+    case NETRUN_DTYPE_FLOAT: rows = range_rows_f32; blocks = range_blocks_f32; break;
+    case NETRUN_DTYPE_DOUBLE: rows = range_rows_f64; blocks = range_blocks_f64; break;
+    case NETRUN_DTYPE_FLOAT16: rows = range_rows_f16; blocks = range_blocks_f16; break;
+    default: return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "softmax: dtype %d not supported", (int)x->dtype);
+    }
+    int64_t outer = 1, D = 1, inner = 1;
+    for (int i = 0; i < p->axis; i++) outer *= x->dims[i];
+    if (p->coerce_2d) {
+        for (int i = p->axis; i < x->rank; i++) D *= x->dims[i];
+    } else {
+        D = x->dims[p->axis];
+        for (int i = p->axis + 1; i < x->rank; i++) inner *= x->dims[i];
+    }
+    if (outer * D * inner == 0) return NETRUN_OK;
+    softmax_job j = {.kind = kind, .x = x->data, .y = args->outputs[0].data, .D = D, .inner = inner};
+    if (inner == 1) {
+        int64_t grain = 16384 / D;
+        cpu_parallel_for(ctx, outer, grain > 0 ? grain : 1, rows, &j);
+    } else {
+        j.nblk = (inner + BLK - 1) / BLK;
+        int64_t grain = 16384 / (D * (inner < BLK ? inner : BLK));
+        cpu_parallel_for(ctx, outer * j.nblk, grain > 0 ? grain : 1, blocks, &j);
+    }
+    return NETRUN_OK;
+}
+
+static netrun_status run_softmax(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    return softmax_run(ctx, args, SM_SOFTMAX);
+}
+static netrun_status run_logsoftmax(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    return softmax_run(ctx, args, SM_LOG);
+}
+static netrun_status run_hardmax(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    return softmax_run(ctx, args, SM_HARD);
+}
+
+#define DT (NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16) | \
+            NETRUN_DTYPE_BIT(NETRUN_DTYPE_DOUBLE))
+
+const cpu_op cpu_ops_softmax[] = {
+    {"Softmax", NULL, DT, "", NULL, NULL, run_softmax, NULL},
+    {"LogSoftmax", NULL, DT, "", NULL, NULL, run_logsoftmax, NULL},
+    {"Hardmax", NULL, DT, "", NULL, NULL, run_hardmax, NULL},
+    {0},
+};

@@ -1,0 +1,272 @@
+/*
+ * netrun.h — the embedding API of netrun, a DNN inference runtime.
+ *
+ * Life of a program:
+ *   netrun_model *m;   netrun_model_load("net.onnx", &m);
+ *   netrun_options *o; netrun_options_create(&o); netrun_options_set_backends(o, "cuda,cpu");
+ *   netrun_session *s; netrun_session_create(m, o, &s);
+ *   netrun_session_set_input(s, "x", NETRUN_DTYPE_FLOAT, 4, dims, data, bytes);
+ *   netrun_session_run(s);                      // first run also prepares (lazy init)
+ *   netrun_tensor_view y; netrun_session_output(s, 0, &y);
+ *   netrun_session_destroy(s); netrun_options_destroy(o); netrun_model_release(m);
+ *
+ * Rules:
+ *   - Every call that can fail returns netrun_status; NETRUN_OK is 0.
+ *   - After a failure, netrun_model_error(m) / netrun_session_error(s) give the message of that handle's
+ *     last failure; for calls that had no handle yet (load, create) netrun_last_error() gives the message
+ *     of this thread's last failure. Messages are owned by the library; copy them to keep them.
+ *   - destroy/release(NULL) is a no-op.
+ *   - A model is immutable once loaded and may back many sessions on many threads. A session is used by
+ *     one thread at a time; different sessions run concurrently.
+ *   - The library never exits or aborts on bad input.
+ */
+#ifndef NETRUN_H
+#define NETRUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(NETRUN_BUILDING_LIBRARY)
+#define NETRUN_API __attribute__((visibility("default")))
+#else
+#define NETRUN_API
+#endif
+
+#define NETRUN_VERSION_MAJOR 0
+#define NETRUN_VERSION_MINOR 1
+#define NETRUN_VERSION_PATCH 0
+
+/* Most dimensions a tensor may have. */
+#define NETRUN_MAX_RANK 8
+
+typedef enum netrun_status {
+    NETRUN_OK = 0,
+    NETRUN_ERR_INVALID_ARGUMENT = 1, /* a bad argument to an API call (NULL, unknown name, bad size) */
+    NETRUN_ERR_INVALID_MODEL = 2,    /* the model file or graph is malformed */
+    NETRUN_ERR_UNSUPPORTED = 3,      /* an op, dtype or attribute no usable backend supports */
+    NETRUN_ERR_OUT_OF_MEMORY = 4,    /* host or device allocation failed */
+    NETRUN_ERR_BACKEND = 5,          /* a backend failed (driver error, kernel failure) */
+    NETRUN_ERR_IO = 6,               /* a file could not be read */
+    NETRUN_ERR_STATE = 7,            /* the call is not allowed now (e.g. output before run) */
+    NETRUN_ERR_INTERNAL = 8          /* a bug in netrun: please report it */
+} netrun_status;
+
+/* Element types. The numbers are ONNX's TensorProto.DataType numbers. */
+typedef enum netrun_dtype {
+    NETRUN_DTYPE_UNDEFINED = 0,
+    NETRUN_DTYPE_FLOAT = 1,
+    NETRUN_DTYPE_UINT8 = 2,
+    NETRUN_DTYPE_INT8 = 3,
+    NETRUN_DTYPE_UINT16 = 4,
+    NETRUN_DTYPE_INT16 = 5,
+    NETRUN_DTYPE_INT32 = 6,
+    NETRUN_DTYPE_INT64 = 7,
+    NETRUN_DTYPE_STRING = 8,
+    NETRUN_DTYPE_BOOL = 9,
+    NETRUN_DTYPE_FLOAT16 = 10,
+    NETRUN_DTYPE_DOUBLE = 11,
+    NETRUN_DTYPE_UINT32 = 12,
+    NETRUN_DTYPE_UINT64 = 13,
+    NETRUN_DTYPE_COMPLEX64 = 14,
+    NETRUN_DTYPE_COMPLEX128 = 15,
+    NETRUN_DTYPE_BFLOAT16 = 16,
+    NETRUN_DTYPE_FLOAT8E4M3FN = 17,
+    NETRUN_DTYPE_FLOAT8E4M3FNUZ = 18,
+    NETRUN_DTYPE_FLOAT8E5M2 = 19,
+    NETRUN_DTYPE_FLOAT8E5M2FNUZ = 20,
+    NETRUN_DTYPE_UINT4 = 21,
+    NETRUN_DTYPE_INT4 = 22,
+    NETRUN_DTYPE_COUNT_ = 23
+} netrun_dtype;
+
+typedef enum netrun_precision {
+    NETRUN_PRECISION_FP32 = 0, /* exact float32 arithmetic (default) */
+    NETRUN_PRECISION_TF32 = 1, /* allow TF32 tensor cores for float32 matrix work */
+    NETRUN_PRECISION_FP16 = 2  /* allow float16 compute where a backend measures it faster */
+} netrun_precision;
+
+typedef enum netrun_workspace_policy {
+    NETRUN_WORKSPACE_BALANCED = 0,  /* default: fast algorithms within a share of free memory */
+    NETRUN_WORKSPACE_FASTEST = 1,   /* fastest algorithm allowed by the byte cap */
+    NETRUN_WORKSPACE_MIN_MEMORY = 2 /* the algorithm with the smallest workspace */
+} netrun_workspace_policy;
+
+typedef struct netrun_model netrun_model;
+typedef struct netrun_options netrun_options;
+typedef struct netrun_session netrun_session;
+
+/* Description of a model input or output. Pointers stay valid as long as the handle they came from. */
+typedef struct netrun_tensor_info {
+    const char *name;
+    netrun_dtype dtype;
+    int rank;                       /* -1 when the rank is unknown */
+    const int64_t *dims;            /* rank entries; -1 for a dimension that is not known */
+    const char *const *dim_names;   /* rank entries; the symbolic name of a dim, or NULL when fixed */
+} netrun_tensor_info;
+
+/* A tensor in host memory. For outputs, data belongs to the session and stays valid until the next run,
+ * set_dim or destroy of that session. */
+typedef struct netrun_tensor_view {
+    const char *name;
+    netrun_dtype dtype;
+    int rank;
+    int64_t dims[NETRUN_MAX_RANK];
+    const void *data;
+    size_t nbytes;
+} netrun_tensor_view;
+
+/* Where one node of a session runs, and why. Strings stay valid until the session is destroyed. */
+typedef struct netrun_node_info {
+    const char *name;
+    const char *op_type;
+    const char *backend; /* name of the backend that runs it; "const" when folded away at prepare */
+    const char *reason;  /* why it was placed there (e.g. "cuda: fp16 not supported for Resize") */
+} netrun_node_info;
+
+/* Times and memory of a session, in milliseconds and bytes. */
+typedef struct netrun_session_stats {
+    double prepare_ms;       /* last prepare: inference, placement, planning, backend init, kernels */
+    double init_ms;          /* part of prepare_ms spent initialising backends (devices, handles) */
+    double first_run_ms;     /* the first run after the last prepare (includes lazy work in backends) */
+    double last_run_ms;      /* the latest run */
+    uint64_t runs;           /* runs since the last prepare */
+    size_t arena_bytes;      /* planned activation memory, all devices together */
+    size_t weight_bytes;     /* constant data held by the session's backends */
+    size_t workspace_bytes;  /* workspace memory reserved */
+    int n_copies;            /* tensor copies inserted at backend borders */
+    size_t copy_bytes;       /* bytes those copies move per run */
+    int n_folded;            /* nodes folded to constants at prepare */
+} netrun_session_stats;
+
+/* Description of a backend plugin found on this machine. */
+typedef struct netrun_backend_info {
+    const char *name;        /* e.g. "cpu" */
+    const char *path;        /* the shared library it came from */
+    int available;           /* 1 when it loaded and its probe passed */
+    const char *reason;      /* why it is unavailable, or a one-line description of its devices */
+    int device_count;
+} netrun_backend_info;
+
+/* ---- library ---- */
+
+/* "0.1.0": the version of the loaded library. */
+NETRUN_API const char *netrun_version(void);
+/* Static text for a status code. */
+NETRUN_API const char *netrun_status_string(netrun_status status);
+/* Message of the last failed netrun call on this thread ("" when none). */
+NETRUN_API const char *netrun_last_error(void);
+/* Name of a dtype ("float32", "int64", ...). */
+NETRUN_API const char *netrun_dtype_name(netrun_dtype dtype);
+/* Bytes per element of a dtype (0 for string/sub-byte/undefined). */
+NETRUN_API size_t netrun_dtype_size(netrun_dtype dtype);
+
+/* Number of backend plugins found (loading them on first call). */
+NETRUN_API int netrun_backend_count(void);
+/* Describe backend number index (0 <= index < netrun_backend_count()). */
+NETRUN_API netrun_status netrun_backend_get_info(int index, netrun_backend_info *info);
+/* Describe device `device` of backend `index` in one line into buf (name, memory, capabilities). */
+NETRUN_API netrun_status netrun_backend_device_describe(int index, int device, char *buf, size_t buf_size);
+
+/* ---- tensor files ---- */
+
+/* Read a tensor from a NumPy .npy file or an ONNX TensorProto .pb file (by content, not extension).
+ * The view and its data are allocated; free them with netrun_tensor_free. name is the TensorProto's name
+ * (or "" for .npy). */
+NETRUN_API netrun_status netrun_tensor_read_file(const char *path, netrun_tensor_view **out);
+/* Parse a tensor from memory (.npy or TensorProto bytes). */
+NETRUN_API netrun_status netrun_tensor_read_memory(const void *data, size_t size, netrun_tensor_view **out);
+/* Write a tensor as a .npy file. */
+NETRUN_API netrun_status netrun_tensor_write_npy(const char *path, const netrun_tensor_view *tensor);
+NETRUN_API void netrun_tensor_free(netrun_tensor_view *tensor);
+
+/* ---- models ---- */
+
+/* Load an ONNX model file. External data is read only from the model's folder. */
+NETRUN_API netrun_status netrun_model_load(const char *path, netrun_model **out);
+/* Load an ONNX model from memory (copied). base_dir: folder for external data, or NULL to forbid it. */
+NETRUN_API netrun_status netrun_model_load_memory(const void *data, size_t size, const char *base_dir,
+                                                  netrun_model **out);
+/* Drop the caller's reference; the model is freed when its last session is destroyed too. */
+NETRUN_API void netrun_model_release(netrun_model *model);
+/* Message of the model's last failure. */
+NETRUN_API const char *netrun_model_error(const netrun_model *model);
+/* Number of graph inputs (initializers excluded) and outputs. */
+NETRUN_API int netrun_model_input_count(const netrun_model *model);
+NETRUN_API int netrun_model_output_count(const netrun_model *model);
+/* Describe input / output number index, as declared in the model. */
+NETRUN_API netrun_status netrun_model_input_info(const netrun_model *model, int index, netrun_tensor_info *info);
+NETRUN_API netrun_status netrun_model_output_info(const netrun_model *model, int index, netrun_tensor_info *info);
+/* Number of nodes in the main graph. */
+NETRUN_API int netrun_model_node_count(const netrun_model *model);
+
+/* ---- session options ---- */
+
+/* Create options holding the defaults: every available backend (GPU first), fp32, threads 0 (= all
+ * cores), device 0, balanced workspace, no cap, not strict. */
+NETRUN_API netrun_status netrun_options_create(netrun_options **out);
+NETRUN_API void netrun_options_destroy(netrun_options *options);
+/* Comma-separated backend preference list, e.g. "cuda,cpu". NULL or "" restores the default. CPU is
+ * appended as the fallback unless strict mode is on. */
+NETRUN_API netrun_status netrun_options_set_backends(netrun_options *options, const char *list);
+NETRUN_API netrun_status netrun_options_set_precision(netrun_options *options, netrun_precision precision);
+/* Threads for CPU work; 0 means the number of cores. */
+NETRUN_API netrun_status netrun_options_set_threads(netrun_options *options, int threads);
+/* Device index within each backend. */
+NETRUN_API netrun_status netrun_options_set_device(netrun_options *options, int device);
+NETRUN_API netrun_status netrun_options_set_workspace(netrun_options *options, netrun_workspace_policy policy,
+                                                      size_t byte_cap /* 0 = no cap */);
+/* Strict: fail prepare if any node cannot run on the first backend of the list. */
+NETRUN_API netrun_status netrun_options_set_strict(netrun_options *options, int strict);
+/* Cap on the device memory a session may use (0 = none); lets tests force the out-of-memory paths. */
+NETRUN_API netrun_status netrun_options_set_device_memory_budget(netrun_options *options, size_t bytes);
+/* Generic key/value settings for backend-specific knobs ("cuda.graph" = "0", ...). */
+NETRUN_API netrun_status netrun_options_set(netrun_options *options, const char *key, const char *value);
+
+/* ---- sessions ---- */
+
+/* Create a session. Cheap: no device is touched until netrun_session_prepare() or the first run.
+ * options may be NULL (defaults). The session keeps its own copy of the options. */
+NETRUN_API netrun_status netrun_session_create(netrun_model *model, const netrun_options *options,
+                                               netrun_session **out);
+NETRUN_API void netrun_session_destroy(netrun_session *session);
+/* Message of the session's last failure. */
+NETRUN_API const char *netrun_session_error(const netrun_session *session);
+
+/* Inputs and outputs as the session sees them (dims set by set_dim/set_input filled in). */
+NETRUN_API int netrun_session_input_count(const netrun_session *session);
+NETRUN_API int netrun_session_output_count(const netrun_session *session);
+NETRUN_API netrun_status netrun_session_input_info(netrun_session *session, int index, netrun_tensor_info *info);
+NETRUN_API netrun_status netrun_session_output_info(netrun_session *session, int index, netrun_tensor_info *info);
+
+/* Fix a symbolic dimension (e.g. "batch") for all inputs that use it. Invalidates a previous prepare. */
+NETRUN_API netrun_status netrun_session_set_dim(netrun_session *session, const char *dim_name, int64_t value);
+/* Copy an input from host memory. Its dims must match the declared fixed dims; symbolic dims take the given
+ * value. Setting a different shape than the prepared one invalidates the prepare. */
+NETRUN_API netrun_status netrun_session_set_input(netrun_session *session, const char *name, netrun_dtype dtype,
+                                                  int rank, const int64_t *dims, const void *data,
+                                                  size_t nbytes);
+/* Explicit initialisation: shape inference, placement, memory plan, backend init, algorithm choice,
+ * weight upload. Optional: the first run does it when needed. */
+NETRUN_API netrun_status netrun_session_prepare(netrun_session *session);
+/* Run the graph on the inputs set. */
+NETRUN_API netrun_status netrun_session_run(netrun_session *session);
+/* Read output number index after a run (host memory owned by the session). */
+NETRUN_API netrun_status netrun_session_output(netrun_session *session, int index, netrun_tensor_view *out);
+/* Read an output by name. */
+NETRUN_API netrun_status netrun_session_output_by_name(netrun_session *session, const char *name,
+                                                       netrun_tensor_view *out);
+
+/* Placement of the prepared session: node count and node number index. */
+NETRUN_API int netrun_session_node_count(const netrun_session *session);
+NETRUN_API netrun_status netrun_session_node_info(const netrun_session *session, int index, netrun_node_info *info);
+/* Timing and memory figures. */
+NETRUN_API netrun_status netrun_session_get_stats(const netrun_session *session, netrun_session_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NETRUN_H */

@@ -1,0 +1,194 @@
+/*
+ * netrun_backend.h — the plugin ABI: what a backend shared library implements and what the host gives it.
+ *
+ * A backend is a shared library (libnetrun-NAME.so) exporting ONE symbol:
+ *
+ *     NETRUN_BACKEND_EXPORT const netrun_backend_api *netrun_backend_entry(const netrun_host_api *host);
+ *
+ * It must not link libnetrun: everything it needs from the host comes through `host`.
+ *
+ * Versioning (SQLite's rule): every table starts with abi_version and struct_size. The host accepts a plugin
+ * whose NETRUN_ABI_MAJOR matches and reads only the slots that fit inside struct_size. New slots are
+ * appended, never inserted or reordered; an optional slot may be NULL. The same holds for the params
+ * structs of netrun_ops.h: fields are only appended.
+ *
+ * Life of a plugin: entry -> probe (cheap: can this machine run me?) -> supports() per node at placement
+ * (no device work) -> context_create on first run or prepare (devices, handles) -> kernel_create per node
+ * (algorithm choice, weight upload; reports workspace need) -> kernel_run many times -> kernel_destroy ->
+ * context_destroy. A context is used by one thread at a time; different contexts may run concurrently.
+ *
+ * Errors: a slot that fails returns a status other than NETRUN_OK after calling host->error() with a message
+ * (the host adds the node's name). Plugins never exit or abort.
+ */
+#ifndef NETRUN_BACKEND_H
+#define NETRUN_BACKEND_H
+
+#include "netrun.h"
+#include "netrun_ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NETRUN_ABI_MAJOR 1
+#define NETRUN_ABI_MINOR 0
+#define NETRUN_ABI_VERSION ((uint32_t)((NETRUN_ABI_MAJOR << 16) | NETRUN_ABI_MINOR))
+#define NETRUN_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
+
+#define NETRUN_BACKEND_EXPORT __attribute__((visibility("default")))
+#define NETRUN_BACKEND_ENTRY_SYMBOL "netrun_backend_entry"
+
+typedef enum netrun_log_level {
+    NETRUN_LOG_ERROR = 0,
+    NETRUN_LOG_WARN = 1,
+    NETRUN_LOG_INFO = 2,
+    NETRUN_LOG_DEBUG = 3
+} netrun_log_level;
+
+/* Services of the host, so that plugins never link the runtime. */
+typedef struct netrun_host_api {
+    uint32_t abi_version;
+    uint32_t struct_size;
+    /* Log a line under the backend's name. */
+    void (*log)(netrun_log_level level, const char *backend, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+    /* Record the message of a failing call (of this thread) and return code, for `return host->error(...)`. */
+    netrun_status (*error)(netrun_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+    /* Host memory; alignment is a power of two (>= sizeof(void*)). NULL when out of memory. */
+    void *(*alloc)(size_t bytes, size_t alignment);
+    void (*free)(void *ptr);
+} netrun_host_api;
+
+/* A value as seen at placement and kernel creation. */
+typedef struct netrun_value_desc {
+    const char *name;
+    netrun_dtype dtype;
+    int rank;                        /* -1: an optional input that is absent */
+    int64_t dims[NETRUN_MAX_RANK];   /* -1: known only at run time */
+    const void *const_data;          /* host data when the value is constant (weights), else NULL */
+    size_t const_nbytes;
+} netrun_value_desc;
+
+/* A node as seen at placement (supports) and kernel creation. */
+typedef struct netrun_node_desc {
+    uint32_t struct_size;
+    const char *name;
+    const char *op_type;             /* ONNX op type, e.g. "Conv" */
+    const char *domain;              /* "" for the default ONNX domain */
+    int opset;                       /* opset version of that domain the model imports */
+    const void *params;              /* typed parameters, see netrun_ops.h (NULL for ops without) */
+    size_t params_size;
+    int n_inputs;
+    const netrun_value_desc *inputs;
+    int n_outputs;
+    const netrun_value_desc *outputs;
+} netrun_node_desc;
+
+/* A tensor at run time. */
+typedef struct netrun_tensor {
+    netrun_dtype dtype;
+    int rank;                        /* -1: optional input that is absent */
+    int64_t dims[NETRUN_MAX_RANK];
+    void *data;                      /* address (host or device) when the backend's memory is addressable */
+    void *buffer;                    /* the backend buffer that holds it */
+    size_t offset;                   /* byte offset of the tensor in buffer */
+    size_t nbytes;
+} netrun_tensor;
+
+typedef struct netrun_kernel_args {
+    uint32_t struct_size;
+    const void *params;              /* params for the current shapes (may differ from kernel_create's) */
+    int n_inputs;
+    const netrun_tensor *inputs;
+    int n_outputs;
+    netrun_tensor *outputs;          /* data is NULL when the shape depends on input values: see alloc_output */
+    void *workspace;                 /* at least the workspace bytes kernel_create asked for */
+    size_t workspace_size;
+    /* For outputs whose shape depends on input values (NonZero, ...): allocate output `index` with the given
+     * shape; fills outputs[index]. */
+    netrun_status (*alloc_output)(void *exec, int index, int rank, const int64_t *dims);
+    void *exec;
+} netrun_kernel_args;
+
+/* Settings a context is created with (from the session options). */
+typedef struct netrun_backend_config {
+    uint32_t struct_size;
+    int device;
+    int threads;                     /* >= 1 */
+    netrun_precision precision;
+    netrun_workspace_policy workspace_policy;
+    size_t workspace_limit;          /* 0 = no cap */
+    size_t device_memory_budget;     /* 0 = none */
+    /* Backend-specific knobs set with netrun_options_set ("cuda.graph" ...): NULL when not set. */
+    const char *(*get_option)(const void *opaque, const char *key);
+    const void *opaque;
+} netrun_backend_config;
+
+/* One row of a backend's static support matrix (for --support-matrix; never used for placement). */
+typedef struct netrun_op_support {
+    const char *domain;              /* "" = default ONNX domain */
+    const char *op_type;
+    uint64_t dtypes;                 /* bit (1u << netrun_dtype) per element type supported */
+    const char *constraints;         /* human-readable limits: "rank <= 5; auto_pad all" ("" = none) */
+} netrun_op_support;
+
+#define NETRUN_DTYPE_BIT(t) (UINT64_C(1) << (t))
+
+typedef struct netrun_backend_context netrun_backend_context;
+typedef struct netrun_kernel netrun_kernel;
+
+enum {
+    NETRUN_BACKEND_HOST_MEMORY = 1u << 0, /* buffers are plain host pointers: no copies to/from the CPU */
+    NETRUN_BACKEND_GPU = 1u << 1          /* a GPU backend: preferred by default, placed first */
+};
+
+typedef struct netrun_backend_api {
+    uint32_t abi_version;            /* NETRUN_ABI_VERSION the plugin was built with */
+    uint32_t struct_size;            /* sizeof(netrun_backend_api) the plugin was built with */
+    const char *name;                /* short name used in --backend lists, e.g. "cpu" */
+    const char *description;
+    uint32_t flags;                  /* NETRUN_BACKEND_* */
+    const netrun_op_support *op_table;
+    size_t op_table_len;
+
+    /* Cheap check that this machine can run the backend (driver present...). On success writes a one-line
+     * device summary into msg; on failure returns an error with the reason via host->error. No lasting
+     * device state may be created here. */
+    netrun_status (*probe)(char *msg, size_t msg_size);
+    int (*device_count)(void);
+    netrun_status (*device_describe)(int device, char *buf, size_t buf_size);
+
+    /* Can this backend run this node with these shapes and dtypes? Returns 1, or 0 with a short reason in
+     * `reason` ("dtype int8 not supported"). Must not touch the device. */
+    int (*supports)(const netrun_backend_config *config, const netrun_node_desc *node, char *reason,
+                    size_t reason_size);
+
+    netrun_status (*context_create)(const netrun_backend_config *config, netrun_backend_context **out);
+    void (*context_destroy)(netrun_backend_context *ctx);
+
+    /* Memory. Buffers are opaque handles; for NETRUN_BACKEND_HOST_MEMORY backends they are host pointers. */
+    netrun_status (*buffer_alloc)(netrun_backend_context *ctx, size_t bytes, void **buffer);
+    void (*buffer_free)(netrun_backend_context *ctx, void *buffer);
+    /* The address of a buffer when its memory is addressable (host or CUDA pointers), else NULL. */
+    void *(*buffer_address)(netrun_backend_context *ctx, void *buffer);
+    netrun_status (*copy_from_host)(netrun_backend_context *ctx, void *buffer, size_t offset, const void *src,
+                                    size_t bytes);
+    netrun_status (*copy_to_host)(netrun_backend_context *ctx, void *dst, const void *buffer, size_t offset,
+                                  size_t bytes);
+
+    /* Build a kernel for a node (choose the algorithm, upload constants). workspace_bytes receives what
+     * kernel_run needs as scratch (0 if none). */
+    netrun_status (*kernel_create)(netrun_backend_context *ctx, const netrun_node_desc *node,
+                                   netrun_kernel **out, size_t *workspace_bytes);
+    netrun_status (*kernel_run)(netrun_backend_context *ctx, netrun_kernel *kernel, const netrun_kernel_args *args);
+    void (*kernel_destroy)(netrun_backend_context *ctx, netrun_kernel *kernel);
+    /* Wait for queued work (may be NULL for synchronous backends). */
+    netrun_status (*synchronize)(netrun_backend_context *ctx);
+} netrun_backend_api;
+
+typedef const netrun_backend_api *(*netrun_backend_entry_fn)(const netrun_host_api *host);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NETRUN_BACKEND_H */

@@ -1,0 +1,38 @@
+/* The list of op families. A family is one file of layers/ exporting nr_layers_<family>[]. */
+#include <string.h>
+
+#include "layer.h"
+
+#define FAMILIES(X) X(conv) X(gemm) X(norm) X(pool) X(elementwise) X(shape_ops) X(data_movement) \
+    X(resize) X(reduce) X(softmax) X(rnn)
+
+#define DECLARE(f) extern const nr_layer nr_layers_##f[];
+FAMILIES(DECLARE)
+#undef DECLARE
+
+#define LIST(f) nr_layers_##f,
+static const nr_layer *const families[] = {FAMILIES(LIST)};
+#undef LIST
+
+static int is_default_domain(const char *d) { return !d || !*d || !strcmp(d, "ai.onnx"); }
+
+static int same_domain(const char *a, const char *b) {
+    if (is_default_domain(a)) return is_default_domain(b);
+    return b && !strcmp(a, b);
+}
+
+const nr_layer *nr_layer_find(const char *domain, const char *op_type) {
+    if (!op_type) return NULL;
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+        for (const nr_layer *l = families[f]; l->op_type; l++)
+            if (!strcmp(l->op_type, op_type) && same_domain(l->domain, domain)) return l;
+    return NULL;
+}
+
+const nr_layer *nr_layer_at(int index) {
+    if (index < 0) return NULL;
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+        for (const nr_layer *l = families[f]; l->op_type; l++)
+            if (index-- == 0) return l;
+    return NULL;
+}

@@ -1,0 +1,58 @@
+/* Public API over the backend registry: netrun_backend_count / get_info / device_describe. */
+#include <stdio.h>
+#include <string.h>
+
+#include "backend_registry.h"
+#include "status.h"
+
+NETRUN_API int netrun_backend_count(void) { return nr_backends_count(); }
+
+static const nr_backend *backend_at(int index, const char *fn) {
+    int n = nr_backends_count();
+    const nr_backend *b = nr_backends_get(index);
+    if (!b)
+        nr_error(NETRUN_ERR_INVALID_ARGUMENT, "%s: backend index %d out of range (%d backend%s found)", fn, index, n,
+                 n == 1 ? "" : "s");
+    return b;
+}
+
+NETRUN_API netrun_status netrun_backend_get_info(int index, netrun_backend_info *info) {
+    if (!info) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_backend_get_info: info is NULL");
+    const nr_backend *b = backend_at(index, "netrun_backend_get_info");
+    if (!b) return NETRUN_ERR_INVALID_ARGUMENT;
+    info->name = b->name;
+    info->path = b->path;
+    info->available = b->available;
+    /* One line either way: the device summary when usable, else why not. */
+    info->reason = b->available ? (b->summary ? b->summary : "") : (b->reason ? b->reason : "unavailable");
+    info->device_count = b->available ? b->device_count : 0;
+    return NETRUN_OK;
+}
+
+NETRUN_API netrun_status netrun_backend_device_describe(int index, int device, char *buf, size_t buf_size) {
+    if (!buf || buf_size == 0)
+        return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_backend_device_describe: empty output buffer");
+    buf[0] = 0;
+    const nr_backend *b = backend_at(index, "netrun_backend_device_describe");
+    if (!b) return NETRUN_ERR_INVALID_ARGUMENT;
+    if (!b->available)
+        return nr_error(NETRUN_ERR_STATE, "backend '%s' is unavailable: %s", b->name,
+                        b->reason ? b->reason : "unknown reason");
+    if (device < 0 || device >= b->device_count)
+        return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "backend '%s' has %d device%s; device %d does not exist", b->name,
+                        b->device_count, b->device_count == 1 ? "" : "s", device);
+    if (!NR_API_HAS(b->api, device_describe)) {
+        /* Optional slot: the probe's summary is the best description there is. */
+        snprintf(buf, buf_size, "%s", b->summary ? b->summary : b->name);
+        return NETRUN_OK;
+    }
+    nr_error_clear(); /* so a plugin that fails without a message is not blamed with a stale one */
+    netrun_status st = b->api->device_describe(device, buf, buf_size);
+    buf[buf_size - 1] = 0;
+    if (st != NETRUN_OK) {
+        const char *e = nr_error_message();
+        if (!e || !*e) return nr_error(st, "backend '%s': device_describe(%d) failed without a message", b->name, device);
+        nr_error_prefix("backend '%s' device %d: ", b->name, device);
+    }
+    return st;
+}

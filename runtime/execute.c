@@ -1,0 +1,267 @@
+/* The executor: runs the prepared steps; nodes with run-time shapes are inferred again before they run. */
+#include <stdio.h>
+#include <string.h>
+
+#include "session.h"
+
+void nr_value_tensor(netrun_session *s, int v, int dom, netrun_tensor *t) {
+    nr_svalue *sv = &s->values[v];
+    memset(t, 0, sizeof *t);
+    t->dtype = sv->desc.dtype;
+    t->rank = sv->desc.rank;
+    memcpy(t->dims, sv->desc.dims, sizeof t->dims);
+    t->nbytes = sv->nbytes;
+    nr_place *p = &sv->place[dom];
+    if (dom == NR_HOST_DOMAIN) {
+        if (sv->is_const) t->buffer = (void *)sv->desc.const_data;
+        else if (sv->graph_input >= 0) t->buffer = s->inputs[sv->graph_input].data;
+        else if (p->dyn_buffer) t->buffer = p->dyn_buffer;
+        else if (p->in_arena) t->buffer = (char *)s->host_arena + p->offset;
+        t->data = t->buffer;
+        return;
+    }
+    nr_slot *sl = &s->slots[s->domain_slot[dom]];
+    if (p->dyn_buffer) {
+        t->buffer = p->dyn_buffer;
+        t->offset = 0;
+    } else {
+        t->buffer = sv->is_const ? sl->weights : sl->arena;
+        t->offset = p->offset;
+    }
+    void *base = sl->api->buffer_address ? sl->api->buffer_address(sl->ctx, t->buffer) : NULL;
+    t->data = base ? (char *)base + t->offset : NULL;
+}
+
+/* Allocate (or reuse) a run-time buffer for a value whose shape is known only now. */
+static netrun_status dyn_alloc(netrun_session *s, int v, int dom) {
+    nr_svalue *sv = &s->values[v];
+    nr_place *p = &sv->place[dom];
+    sv->nbytes = nr_desc_bytes(&sv->desc);
+    if (p->dyn_buffer && p->offset >= sv->nbytes) return NETRUN_OK; /* offset holds the capacity here */
+    if (p->dyn_buffer) {
+        if (dom == NR_HOST_DOMAIN) nr_aligned_free(p->dyn_buffer);
+        else s->slots[s->domain_slot[dom]].api->buffer_free(s->slots[s->domain_slot[dom]].ctx, p->dyn_buffer);
+        p->dyn_buffer = NULL;
+    }
+    size_t cap = sv->nbytes ? sv->nbytes : 1;
+    if (dom == NR_HOST_DOMAIN) {
+        p->dyn_buffer = nr_aligned_alloc(cap, 64);
+        if (!p->dyn_buffer) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory: %zu bytes for '%s'", cap, sv->desc.name);
+    } else {
+        nr_slot *sl = &s->slots[s->domain_slot[dom]];
+        netrun_status st = sl->api->buffer_alloc(sl->ctx, cap, &p->dyn_buffer);
+        if (st != NETRUN_OK) return st;
+    }
+    p->offset = cap;
+    p->in_arena = 0;
+    return NETRUN_OK;
+}
+
+typedef struct alloc_ctx {
+    netrun_session *s;
+    nr_snode *sn;
+    int dom;
+} alloc_ctx;
+
+static netrun_status alloc_output(void *exec, int index, int rank, const int64_t *dims) {
+    alloc_ctx *a = exec;
+    const nr_node *nd = &a->s->model->ir->graph->nodes[a->sn->node];
+    if (index < 0 || index >= nd->n_outputs || nd->outputs[index] < 0 || rank < 0 || rank > NETRUN_MAX_RANK)
+        return nr_error(NETRUN_ERR_INTERNAL, "alloc_output: bad output %d or rank %d", index, rank);
+    int v = nd->outputs[index];
+    nr_svalue *sv = &a->s->values[v];
+    sv->desc.rank = rank;
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] < 0) return nr_error(NETRUN_ERR_INTERNAL, "alloc_output: negative dim");
+        sv->desc.dims[d] = dims[d];
+    }
+    netrun_status st = dyn_alloc(a->s, v, a->dom);
+    if (st != NETRUN_OK) return st;
+    nr_value_tensor(a->s, v, a->dom, &a->sn->out_t[index]);
+    return NETRUN_OK;
+}
+
+/* Host copy of a value produced on a device, for run-time inference that needs its value. */
+static netrun_status host_value(netrun_session *s, int v) {
+    nr_svalue *sv = &s->values[v];
+    if (sv->home == NR_HOST_DOMAIN || sv->is_const) return NETRUN_OK;
+    if (sv->nbytes > sv->host_copy_size) {
+        nr_aligned_free(sv->host_copy);
+        sv->host_copy = nr_aligned_alloc(sv->nbytes, 64);
+        if (!sv->host_copy) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+        sv->host_copy_size = sv->nbytes;
+    }
+    netrun_tensor t;
+    nr_value_tensor(s, v, sv->home, &t);
+    nr_slot *sl = &s->slots[s->domain_slot[sv->home]];
+    if (sl->api->synchronize) {
+        netrun_status st = sl->api->synchronize(sl->ctx);
+        if (st != NETRUN_OK) return st;
+    }
+    return sl->api->copy_to_host(sl->ctx, sv->host_copy, t.buffer, t.offset, sv->nbytes);
+}
+
+static netrun_status run_dynamic_infer(netrun_session *s, nr_snode *sn, int dom) {
+    nr_graph *g = s->model->ir->graph;
+    const nr_node *nd = &g->nodes[sn->node];
+    for (int i = 0; i < nd->n_inputs; i++)
+        if (nd->inputs[i] >= 0) {
+            netrun_status st = host_value(s, nd->inputs[i]);
+            if (st != NETRUN_OK) return st;
+        }
+    /* descs with host values: host-domain tensors are readable in place */
+    for (int i = 0; i < nd->n_inputs; i++) {
+        int v = nd->inputs[i];
+        netrun_value_desc *d = &sn->in_desc[i];
+        if (v < 0) {
+            memset(d, 0, sizeof *d);
+            d->name = "";
+            d->rank = -1;
+            continue;
+        }
+        nr_svalue *sv = &s->values[v];
+        *d = sv->desc;
+        if (!sv->is_const) {
+            if (sv->home == NR_HOST_DOMAIN) {
+                netrun_tensor t;
+                nr_value_tensor(s, v, NR_HOST_DOMAIN, &t);
+                d->const_data = t.data;
+            } else
+                d->const_data = sv->host_copy;
+            d->const_nbytes = sv->nbytes;
+        }
+    }
+    for (int o = 0; o < nd->n_outputs; o++) {
+        memset(&sn->out_desc[o], 0, sizeof sn->out_desc[o]);
+        sn->out_desc[o].rank = -1;
+        sn->out_desc[o].name = nd->outputs[o] >= 0 ? g->values[nd->outputs[o]].name : NULL;
+    }
+    netrun_status st = nr_infer_node(s, sn);
+    if (st == NR_STATUS_NEED_VALUE) return nr_error(NETRUN_ERR_INTERNAL, "node '%s' (%s): a value its shape needs is still unknown at run time", nd->name, nd->op_type);
+    if (st != NETRUN_OK) return st;
+    for (int o = 0; o < nd->n_outputs; o++) {
+        int v = nd->outputs[o];
+        if (v < 0) continue;
+        nr_svalue *sv = &s->values[v];
+        sv->desc = sn->out_desc[o];
+        sv->desc.const_data = NULL;
+        sv->desc.name = g->values[v].name;
+        if (nr_shape_count(sv->desc.rank, sv->desc.dims) < 0) continue; /* the kernel allocates it */
+        if (sv->dynamic) {
+            st = dyn_alloc(s, v, dom);
+            if (st != NETRUN_OK) return st;
+        } else
+            sv->nbytes = nr_desc_bytes(&sv->desc);
+    }
+    return NETRUN_OK;
+}
+
+static netrun_status run_kernel(netrun_session *s, nr_snode *sn) {
+    nr_graph *g = s->model->ir->graph;
+    const nr_node *nd = &g->nodes[sn->node];
+    nr_slot *sl = &s->slots[sn->slot];
+    int dom = sl->domain;
+    netrun_status st;
+    if (sn->dynamic && (st = run_dynamic_infer(s, sn, dom)) != NETRUN_OK) return st;
+    for (int i = 0; i < nd->n_inputs; i++) {
+        if (nd->inputs[i] < 0) {
+            memset(&sn->in_t[i], 0, sizeof sn->in_t[i]);
+            sn->in_t[i].rank = -1;
+        } else
+            nr_value_tensor(s, nd->inputs[i], dom, &sn->in_t[i]);
+    }
+    for (int o = 0; o < nd->n_outputs; o++) {
+        int v = nd->outputs[o];
+        if (v < 0) {
+            memset(&sn->out_t[o], 0, sizeof sn->out_t[o]);
+            sn->out_t[o].rank = -1;
+            continue;
+        }
+        if (nr_shape_count(s->values[v].desc.rank, s->values[v].desc.dims) < 0) {
+            memset(&sn->out_t[o], 0, sizeof sn->out_t[o]);
+            sn->out_t[o].dtype = s->values[v].desc.dtype;
+            sn->out_t[o].rank = -1;
+            continue;
+        }
+        nr_value_tensor(s, v, dom, &sn->out_t[o]);
+    }
+    alloc_ctx actx = {s, sn, dom};
+    void *ws = dom == NR_HOST_DOMAIN ? s->host_workspace : sl->workspace;
+    size_t ws_size = dom == NR_HOST_DOMAIN ? s->host_workspace_size : sl->workspace_size;
+    netrun_kernel_args args = {.struct_size = sizeof args, .params = sn->params, .n_inputs = nd->n_inputs,
+                               .inputs = sn->in_t, .n_outputs = nd->n_outputs, .outputs = sn->out_t,
+                               .workspace = ws, .workspace_size = ws_size, .alloc_output = alloc_output,
+                               .exec = &actx};
+    st = sl->api->kernel_run(sl->ctx, sn->kernel, &args);
+    if (st != NETRUN_OK) {
+        nr_error_prefix("node '%s' (%s) on %s: ", nd->name, nd->op_type, sl->be->name);
+        return st;
+    }
+    return NETRUN_OK;
+}
+
+static netrun_status run_copy(netrun_session *s, const nr_step *step) {
+    nr_svalue *sv = &s->values[step->value];
+    if (sv->dynamic) {
+        netrun_status st = dyn_alloc(s, step->value, step->to);
+        if (st != NETRUN_OK) return st;
+    }
+    netrun_tensor src, dst;
+    nr_value_tensor(s, step->value, step->from, &src);
+    nr_value_tensor(s, step->value, step->to, &dst);
+    if (!sv->nbytes) return NETRUN_OK;
+    if (step->from == NR_HOST_DOMAIN) {
+        nr_slot *sl = &s->slots[s->domain_slot[step->to]];
+        return sl->api->copy_from_host(sl->ctx, dst.buffer, dst.offset, src.data, sv->nbytes);
+    }
+    nr_slot *from = &s->slots[s->domain_slot[step->from]];
+    if (from->api->synchronize) {
+        netrun_status st = from->api->synchronize(from->ctx);
+        if (st != NETRUN_OK) return st;
+    }
+    if (step->to == NR_HOST_DOMAIN) return from->api->copy_to_host(from->ctx, dst.data, src.buffer, src.offset, sv->nbytes);
+    /* device to another device: through the host */
+    netrun_status st = host_value(s, step->value);
+    if (st != NETRUN_OK) return st;
+    nr_slot *to = &s->slots[s->domain_slot[step->to]];
+    return to->api->copy_from_host(to->ctx, dst.buffer, dst.offset, sv->host_copy, sv->nbytes);
+}
+
+netrun_status nr_session_execute(netrun_session *s) {
+    nr_graph *g = s->model->ir->graph;
+    /* inputs may change shape between runs of a dynamic session */
+    for (int i = 0; i < g->n_inputs; i++) {
+        nr_svalue *sv = &s->values[g->inputs[i]];
+        sv->desc.rank = s->inputs[i].rank;
+        memcpy(sv->desc.dims, s->inputs[i].dims, sizeof sv->desc.dims);
+        sv->nbytes = s->inputs[i].nbytes;
+    }
+    for (int k = 0; k < s->n_steps; k++) {
+        const nr_step *step = &s->steps[k];
+        netrun_status st = step->kind == NR_STEP_KERNEL ? run_kernel(s, &s->snodes[step->snode]) : run_copy(s, step);
+        if (st != NETRUN_OK) return st;
+    }
+    for (int i = 0; i < s->n_slots; i++)
+        if (s->slots[i].ctx && s->slots[i].api->synchronize) {
+            netrun_status st = s->slots[i].api->synchronize(s->slots[i].ctx);
+            if (st != NETRUN_OK) return st;
+        }
+    /* outputs produced on a device come back to host staging buffers */
+    for (int i = 0; i < g->n_outputs; i++) {
+        nr_svalue *sv = &s->values[g->outputs[i]];
+        if (sv->is_const || sv->home == NR_HOST_DOMAIN) continue;
+        nr_output *out = &s->outputs[i];
+        if (sv->nbytes > out->cap) {
+            nr_aligned_free(out->host);
+            out->host = nr_aligned_alloc(sv->nbytes, 64);
+            if (!out->host) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory for output '%s'", sv->desc.name);
+            out->cap = sv->nbytes;
+        }
+        netrun_tensor t;
+        nr_value_tensor(s, g->outputs[i], sv->home, &t);
+        nr_slot *sl = &s->slots[s->domain_slot[sv->home]];
+        netrun_status st = sl->api->copy_to_host(sl->ctx, out->host, t.buffer, t.offset, sv->nbytes);
+        if (st != NETRUN_OK) return st;
+    }
+    return NETRUN_OK;
+}

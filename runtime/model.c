@@ -1,0 +1,307 @@
+/* Loading a model: import, resolve each node's op definition, parse attributes, check the graph. */
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "model.h"
+#include "onnx_import.h"
+
+netrun_status nr_record(char *handle_error, netrun_status code) {
+    if (handle_error) snprintf(handle_error, NR_ERROR_MAX, "%s", nr_error_message());
+    return code;
+}
+
+void nr_model_retain(netrun_model *m) { atomic_fetch_add(&m->refs, 1); }
+
+static void model_free(netrun_model *m) {
+    if (!m) return;
+    if (m->param_allocs && m->ir)
+        for (int i = 0; i < m->ir->graph->n_nodes; i++) nr_alloc_list_free(&m->param_allocs[i]);
+    nr_free(m->param_allocs);
+    nr_model_ir_free(m->ir);
+    nr_free(m->source);
+    nr_free(m->order);
+    nr_free(m->inputs);
+    nr_free(m->outputs);
+    nr_free(m);
+}
+
+void netrun_model_release(netrun_model *m) {
+    if (m && atomic_fetch_sub(&m->refs, 1) == 1) model_free(m);
+}
+
+const char *netrun_model_error(const netrun_model *m) { return m ? m->error : nr_error_message(); }
+
+/* Graph checks: every input defined, one producer per value, no cycles; yields a topological order. */
+static netrun_status check_graph(netrun_model *m) {
+    nr_graph *g = m->ir->graph;
+    for (int i = 0; i < g->n_values; i++) g->values[i].producer = -1;
+    for (int n = 0; n < g->n_nodes; n++) {
+        nr_node *nd = &g->nodes[n];
+        for (int o = 0; o < nd->n_outputs; o++) {
+            int v = nd->outputs[o];
+            if (v < 0) continue;
+            nr_value *val = &g->values[v];
+            if (val->producer >= 0)
+                return nr_error(NETRUN_ERR_INVALID_MODEL, "%s: value '%s' is produced twice: by node '%s' and by node '%s'",
+                                m->source, val->name, g->nodes[val->producer].name, nd->name);
+            if (val->constant || val->is_graph_input)
+                return nr_error(NETRUN_ERR_INVALID_MODEL, "%s: node '%s' (%s) writes '%s', which is already a %s",
+                                m->source, nd->name, nd->op_type, val->name,
+                                val->constant ? "constant (initializer)" : "graph input");
+            val->producer = n;
+            val->producer_output = o;
+        }
+    }
+    for (int n = 0; n < g->n_nodes; n++) {
+        nr_node *nd = &g->nodes[n];
+        for (int i = 0; i < nd->n_inputs; i++) {
+            int v = nd->inputs[i];
+            if (v < 0) continue;
+            nr_value *val = &g->values[v];
+            if (val->producer < 0 && !val->constant && !val->is_graph_input)
+                return nr_error(NETRUN_ERR_INVALID_MODEL,
+                                "%s: node '%s' (%s) input %d '%s' is not produced by any node, not a graph input "
+                                "and not an initializer",
+                                m->source, nd->name, nd->op_type, i, val->name);
+        }
+    }
+    for (int i = 0; i < g->n_outputs; i++) {
+        nr_value *val = &g->values[g->outputs[i]];
+        if (val->producer < 0 && !val->constant && !val->is_graph_input)
+            return nr_error(NETRUN_ERR_INVALID_MODEL, "%s: graph output '%s' is not produced by any node",
+                            m->source, val->name);
+    }
+    /* Kahn's algorithm, keeping the file's order among ready nodes. */
+    int *pending = nr_calloc((size_t)g->n_nodes + 1, sizeof(int));
+    int *order = nr_calloc((size_t)g->n_nodes + 1, sizeof(int));
+    int *users_count = nr_calloc((size_t)g->n_values + 1, sizeof(int));
+    if (!pending || !order || !users_count) {
+        nr_free(pending);
+        nr_free(order);
+        nr_free(users_count);
+        return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory checking the graph");
+    }
+    for (int n = 0; n < g->n_nodes; n++)
+        for (int i = 0; i < g->nodes[n].n_inputs; i++) {
+            int v = g->nodes[n].inputs[i];
+            if (v >= 0 && g->values[v].producer >= 0) pending[n]++;
+        }
+    int head = 0, tail = 0;
+    for (int n = 0; n < g->n_nodes; n++)
+        if (!pending[n]) order[tail++] = n;
+    /* users by scanning: O(nodes * inputs) per pass is too slow for big graphs; build a CSR of users. */
+    int *start = nr_calloc((size_t)g->n_values + 1, sizeof(int));
+    int total = 0;
+    for (int n = 0; n < g->n_nodes; n++) total += g->nodes[n].n_inputs;
+    int *users = nr_calloc((size_t)total + 1, sizeof(int));
+    if (!start || !users) {
+        nr_free(start);
+        nr_free(users);
+        nr_free(pending);
+        nr_free(order);
+        nr_free(users_count);
+        return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory checking the graph");
+    }
+    for (int n = 0; n < g->n_nodes; n++)
+        for (int i = 0; i < g->nodes[n].n_inputs; i++)
+            if (g->nodes[n].inputs[i] >= 0) users_count[g->nodes[n].inputs[i]]++;
+    for (int v = 0; v < g->n_values; v++) start[v + 1] = start[v] + users_count[v];
+    memset(users_count, 0, sizeof(int) * (size_t)g->n_values);
+    for (int n = 0; n < g->n_nodes; n++)
+        for (int i = 0; i < g->nodes[n].n_inputs; i++) {
+            int v = g->nodes[n].inputs[i];
+            if (v >= 0) users[start[v] + users_count[v]++] = n;
+        }
+    while (head < tail) {
+        int n = order[head++];
+        nr_node *nd = &g->nodes[n];
+        for (int o = 0; o < nd->n_outputs; o++) {
+            int v = nd->outputs[o];
+            if (v < 0) continue;
+            for (int u = start[v]; u < start[v + 1]; u++)
+                if (--pending[users[u]] == 0) order[tail++] = users[u];
+        }
+    }
+    netrun_status st = NETRUN_OK;
+    if (tail < g->n_nodes) {
+        int culprit = 0;
+        for (int n = 0; n < g->n_nodes; n++)
+            if (pending[n]) {
+                culprit = n;
+                break;
+            }
+        st = nr_error(NETRUN_ERR_INVALID_MODEL, "%s: the graph has a cycle through node '%s' (%s)", m->source,
+                      g->nodes[culprit].name, g->nodes[culprit].op_type);
+    }
+    nr_free(start);
+    nr_free(users);
+    nr_free(pending);
+    nr_free(users_count);
+    if (st != NETRUN_OK) {
+        nr_free(order);
+        return st;
+    }
+    m->order = order;
+    return NETRUN_OK;
+}
+
+/* Resolve op definitions and parse attributes (once, shared by all sessions). */
+static netrun_status parse_nodes(netrun_model *m) {
+    nr_graph *g = m->ir->graph;
+    m->param_allocs = nr_calloc((size_t)g->n_nodes + 1, sizeof(nr_alloc_list));
+    if (!m->param_allocs) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int n = 0; n < g->n_nodes; n++) {
+        nr_node *nd = &g->nodes[n];
+        nd->opset = (int)nr_model_opset(m->ir, nd->domain);
+        nd->layer = nr_layer_find(nd->domain, nd->op_type);
+        if (!nd->layer) continue; /* reported at prepare: a plugin may still be asked */
+        if (nd->layer->params_size) {
+            nd->params = nr_calloc(1, nd->layer->params_size);
+            if (!nd->params) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        if (nd->layer->parse) {
+            nr_layer_ctx c = {.node = nd, .opset = nd->opset, .allocs = &m->param_allocs[n]};
+            netrun_status st = nd->layer->parse(&c, nd->params);
+            if (st != NETRUN_OK) {
+                nr_error_prefix("%s: ", m->source);
+                return st;
+            }
+        }
+    }
+    return NETRUN_OK;
+}
+
+static netrun_status build_io(netrun_model *m) {
+    nr_graph *g = m->ir->graph;
+    m->inputs = nr_calloc((size_t)g->n_inputs + 1, sizeof(nr_io_info));
+    m->outputs = nr_calloc((size_t)g->n_outputs + 1, sizeof(nr_io_info));
+    if (!m->inputs || !m->outputs) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int k = 0; k < 2; k++) {
+        int n = k ? g->n_outputs : g->n_inputs;
+        int *ids = k ? g->outputs : g->inputs;
+        nr_io_info *io = k ? m->outputs : m->inputs;
+        for (int i = 0; i < n; i++) {
+            nr_value *v = &g->values[ids[i]];
+            io[i].info.name = v->name;
+            io[i].info.dtype = v->dtype;
+            io[i].info.rank = v->rank;
+            io[i].info.dims = v->dims;
+            for (int d = 0; d < NETRUN_MAX_RANK; d++) io[i].dim_names[d] = v->dim_names[d];
+            io[i].info.dim_names = io[i].dim_names;
+        }
+    }
+    return NETRUN_OK;
+}
+
+static netrun_status finish_load(nr_model_ir *ir, const char *source, netrun_model **out) {
+    netrun_model *m = nr_calloc(1, sizeof *m);
+    if (!m) {
+        nr_model_ir_free(ir);
+        return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory loading %s", source);
+    }
+    atomic_init(&m->refs, 1);
+    m->ir = ir;
+    m->source = nr_strdup(source);
+    netrun_status st = m->source ? NETRUN_OK : nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+    if (st == NETRUN_OK) st = check_graph(m);
+    if (st == NETRUN_OK) st = parse_nodes(m);
+    if (st == NETRUN_OK) st = build_io(m);
+    if (st != NETRUN_OK) {
+        model_free(m);
+        return st;
+    }
+    *out = m;
+    return NETRUN_OK;
+}
+
+netrun_status netrun_model_load_memory(const void *data, size_t size, const char *base_dir, netrun_model **out) {
+    if (!out) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_model_load_memory: out is NULL");
+    *out = NULL;
+    if (!data && size) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_model_load_memory: data is NULL");
+    nr_import_limits limits = NR_IMPORT_LIMITS_DEFAULT;
+    nr_model_ir *ir = NULL;
+    netrun_status st = nr_onnx_import(data, size, "<memory>", base_dir, &limits, &ir);
+    if (st != NETRUN_OK) return st;
+    return finish_load(ir, "<memory>", out);
+}
+
+netrun_status netrun_model_load(const char *path, netrun_model **out) {
+    if (!out) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_model_load: out is NULL");
+    *out = NULL;
+    if (!path) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_model_load: path is NULL");
+    FILE *f = fopen(path, "rb");
+    if (!f) return nr_error(NETRUN_ERR_IO, "cannot open model '%s': %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        fclose(f);
+        return nr_error(NETRUN_ERR_IO, "'%s' is not a regular file", path);
+    }
+    size_t size = (size_t)sb.st_size;
+    void *buf = nr_malloc(size ? size : 1);
+    if (!buf) {
+        fclose(f);
+        return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory reading '%s' (%zu bytes)", path, size);
+    }
+    size_t got = fread(buf, 1, size, f);
+    fclose(f);
+    if (got != size) {
+        nr_free(buf);
+        return nr_error(NETRUN_ERR_IO, "cannot read '%s': got %zu of %zu bytes", path, got, size);
+    }
+    char *dircopy = nr_strdup(path);
+    if (!dircopy) {
+        nr_free(buf);
+        return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    nr_import_limits limits = NR_IMPORT_LIMITS_DEFAULT;
+    nr_model_ir *ir = NULL;
+    netrun_status st = nr_onnx_import(buf, size, path, dirname(dircopy), &limits, &ir);
+    nr_free(buf);
+    nr_free(dircopy);
+    if (st != NETRUN_OK) return st;
+    return finish_load(ir, path, out);
+}
+
+int netrun_model_input_count(const netrun_model *m) { return m ? m->ir->graph->n_inputs : 0; }
+int netrun_model_output_count(const netrun_model *m) { return m ? m->ir->graph->n_outputs : 0; }
+int netrun_model_node_count(const netrun_model *m) { return m ? m->ir->graph->n_nodes : 0; }
+
+static netrun_status io_info(const netrun_model *m, int index, int outputs, netrun_tensor_info *info) {
+    if (!m || !info) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "NULL model or info");
+    int n = outputs ? m->ir->graph->n_outputs : m->ir->graph->n_inputs;
+    if (index < 0 || index >= n)
+        return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "%s index %d out of range (the model has %d)",
+                        outputs ? "output" : "input", index, n);
+    *info = (outputs ? m->outputs : m->inputs)[index].info;
+    return NETRUN_OK;
+}
+
+netrun_status netrun_model_input_info(const netrun_model *m, int index, netrun_tensor_info *info) {
+    return io_info(m, index, 0, info);
+}
+netrun_status netrun_model_output_info(const netrun_model *m, int index, netrun_tensor_info *info) {
+    return io_info(m, index, 1, info);
+}
+
+const char *netrun_version(void) { return "0.1.0"; }
+
+const char *netrun_last_error(void) { return nr_error_message(); }
+
+const char *netrun_status_string(netrun_status s) {
+    switch (s) {
+    case NETRUN_OK: return "ok";
+    case NETRUN_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case NETRUN_ERR_INVALID_MODEL: return "invalid model";
+    case NETRUN_ERR_UNSUPPORTED: return "unsupported";
+    case NETRUN_ERR_OUT_OF_MEMORY: return "out of memory";
+    case NETRUN_ERR_BACKEND: return "backend failure";
+    case NETRUN_ERR_IO: return "i/o error";
+    case NETRUN_ERR_STATE: return "call not allowed in this state";
+    case NETRUN_ERR_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}

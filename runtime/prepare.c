@@ -1,0 +1,790 @@
+/*
+ * Prepare: bind input shapes, infer every node (folding constant subgraphs on the CPU), place nodes on
+ * backends, insert copies at domain borders, plan activation memory by lifetime, then (lazy init) create
+ * backend contexts, upload constants and build kernels.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "session.h"
+
+#define ALIGN 256
+
+static size_t align_up(size_t x) { return (x + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
+
+size_t nr_desc_bytes(const netrun_value_desc *d) {
+    if (d->rank < 0) return 0;
+    int64_t n = nr_shape_count(d->rank, d->dims);
+    size_t es = netrun_dtype_size(d->dtype), bytes;
+    if (d->dtype == NETRUN_DTYPE_INT4 || d->dtype == NETRUN_DTYPE_UINT4) es = 1;
+    if (n < 0 || !nr_mul_size((size_t)n, es, &bytes)) return 0;
+    return bytes;
+}
+
+/* ---- backends of the session ---- */
+
+static netrun_status add_slot(netrun_session *s, const nr_backend *be) {
+    for (int i = 0; i < s->n_slots; i++)
+        if (s->slots[i].be == be) return NETRUN_OK;
+    if (s->n_slots == NR_MAX_SLOTS) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "too many backends listed");
+    nr_slot *sl = &s->slots[s->n_slots++];
+    memset(sl, 0, sizeof *sl);
+    sl->be = be;
+    sl->api = be->api;
+    sl->domain = NR_HOST_DOMAIN;
+    if (!(be->api->flags & NETRUN_BACKEND_HOST_MEMORY)) {
+        if (s->n_domains >= NR_MAX_DOMAINS) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "too many device backends");
+        sl->domain = s->n_domains++;
+    }
+    return NETRUN_OK;
+}
+
+netrun_status nr_session_choose_backends(netrun_session *s) {
+    s->n_slots = 0;
+    s->n_domains = 1;
+    int n = nr_backends_count();
+    if (!s->opts.backends) { /* default: GPU backends, then cpu, then the other available ones */
+        for (int pass = 0; pass < 3; pass++)
+            for (int i = 0; i < n; i++) {
+                const nr_backend *be = nr_backends_get(i);
+                if (!be->available) continue;
+                int gpu = (be->api->flags & NETRUN_BACKEND_GPU) != 0, cpu = !strcmp(be->name, "cpu");
+                if ((pass == 0 && gpu) || (pass == 1 && cpu) || (pass == 2 && !gpu && !cpu)) {
+                    netrun_status st = add_slot(s, be);
+                    if (st != NETRUN_OK) return st;
+                }
+            }
+    } else {
+        char list[512];
+        snprintf(list, sizeof list, "%s", s->opts.backends);
+        char *save = NULL;
+        for (char *name = strtok_r(list, ", ", &save); name; name = strtok_r(NULL, ", ", &save)) {
+            const nr_backend *found = NULL;
+            for (int i = 0; i < n; i++)
+                if (!strcmp(nr_backends_get(i)->name, name)) {
+                    found = nr_backends_get(i);
+                    break;
+                }
+            if (!found) {
+                char names[256] = "";
+                for (int i = 0; i < n; i++) {
+                    size_t l = strlen(names);
+                    snprintf(names + l, sizeof names - l, "%s%s", i ? ", " : "", nr_backends_get(i)->name);
+                }
+                return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "unknown backend '%s' (found: %s)", name,
+                                *names ? names : "none; set NETRUN_BACKEND_PATH");
+            }
+            if (!found->available) {
+                if (s->opts.strict || !s->n_slots)
+                    nr_error(NETRUN_ERR_UNSUPPORTED, "backend '%s' is unavailable: %s", name,
+                             found->reason ? found->reason : "unknown reason");
+                if (s->opts.strict) return NETRUN_ERR_UNSUPPORTED;
+                continue; /* not strict: go on with the rest of the list */
+            }
+            netrun_status st = add_slot(s, found);
+            if (st != NETRUN_OK) return st;
+        }
+        const nr_backend *cpu = nr_backends_find("cpu");
+        if (!s->opts.strict && cpu) {
+            netrun_status st = add_slot(s, cpu);
+            if (st != NETRUN_OK) return st;
+        }
+    }
+    if (!s->n_slots)
+        return nr_error(NETRUN_ERR_UNSUPPORTED, "no usable backend: none of the listed backends is available "
+                                                "(run `netrun --backends` to see why)");
+    for (int d = 0; d < NR_MAX_DOMAINS; d++) s->domain_slot[d] = -1;
+    for (int i = s->n_slots - 1; i >= 0; i--) s->domain_slot[s->slots[i].domain] = i;
+    return NETRUN_OK;
+}
+
+static netrun_backend_config make_config(netrun_session *s) {
+    netrun_backend_config c = {
+        .struct_size = sizeof c,
+        .device = s->opts.device,
+        .threads = s->opts.threads,
+        .precision = s->opts.precision,
+        .workspace_policy = s->opts.policy,
+        .workspace_limit = s->opts.workspace_limit,
+        .device_memory_budget = s->opts.device_memory_budget,
+        .get_option = nr_options_get,
+        .opaque = &s->opts,
+    };
+    if (c.threads <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        c.threads = n > 0 ? (int)n : 1;
+    }
+    return c;
+}
+
+/* ---- teardown ---- */
+
+static void free_node(netrun_session *s, nr_snode *sn) {
+    if (sn->kernel && sn->slot >= 0) s->slots[sn->slot].api->kernel_destroy(s->slots[sn->slot].ctx, sn->kernel);
+    nr_alloc_list_free(&sn->allocs);
+    nr_free(sn->params);
+    nr_free(sn->reason);
+    nr_free(sn->in_desc);
+    nr_free(sn->out_desc);
+    nr_free(sn->in_t);
+    nr_free(sn->out_t);
+}
+
+static void free_buffer(netrun_session *s, int domain, void *buf) {
+    if (!buf) return;
+    if (domain == NR_HOST_DOMAIN) nr_aligned_free(buf);
+    else {
+        nr_slot *sl = &s->slots[s->domain_slot[domain]];
+        sl->api->buffer_free(sl->ctx, buf);
+    }
+}
+
+void nr_session_unprepare(netrun_session *s) {
+    nr_graph *g = s->model ? s->model->ir->graph : NULL;
+    if (s->snodes)
+        for (int i = 0; i < s->n_snodes; i++) free_node(s, &s->snodes[i]);
+    if (s->values && g)
+        for (int v = 0; v < g->n_values; v++) {
+            nr_svalue *sv = &s->values[v];
+            nr_tensor_free(sv->folded);
+            nr_aligned_free(sv->host_copy);
+            for (int d = 0; d < NR_MAX_DOMAINS; d++) free_buffer(s, d, sv->place[d].dyn_buffer);
+        }
+    for (int i = 0; i < s->n_slots; i++) {
+        nr_slot *sl = &s->slots[i];
+        if (sl->domain != NR_HOST_DOMAIN && s->domain_slot[sl->domain] == i) {
+            free_buffer(s, sl->domain, sl->arena);
+            free_buffer(s, sl->domain, sl->weights);
+            free_buffer(s, sl->domain, sl->workspace);
+        }
+        sl->arena = sl->weights = sl->workspace = NULL;
+        sl->arena_size = sl->weights_size = sl->workspace_size = 0;
+        sl->n_nodes = 0;
+    }
+    nr_aligned_free(s->host_arena);
+    nr_aligned_free(s->host_workspace);
+    s->host_arena = s->host_workspace = NULL;
+    s->host_arena_size = s->host_workspace_size = 0;
+    nr_free(s->snodes);
+    nr_free(s->values);
+    nr_free(s->steps);
+    s->snodes = NULL;
+    s->values = NULL;
+    s->steps = NULL;
+    s->n_snodes = s->n_steps = 0;
+    s->prepared = 0;
+    s->dynamic = 0;
+    s->ran_since_prepare = 0;
+    memset(&s->stats, 0, sizeof s->stats);
+}
+
+/* ---- shapes ---- */
+
+static netrun_status bind_inputs(netrun_session *s) {
+    nr_graph *g = s->model->ir->graph;
+    for (int i = 0; i < g->n_inputs; i++) {
+        int v = g->inputs[i];
+        const nr_value *val = &g->values[v];
+        nr_svalue *sv = &s->values[v];
+        sv->graph_input = i;
+        netrun_value_desc *d = &sv->desc;
+        d->dtype = val->dtype;
+        nr_input *in = &s->inputs[i];
+        if (in->set) {
+            d->rank = in->rank;
+            memcpy(d->dims, in->dims, sizeof d->dims);
+            /* remember symbolic dims from the data so other inputs sharing the name agree */
+        } else {
+            if (val->rank < 0)
+                return nr_error(NETRUN_ERR_STATE, "input '%s' has no declared shape: set it before prepare",
+                                val->name);
+            d->rank = val->rank;
+            for (int k = 0; k < val->rank; k++) {
+                d->dims[k] = val->dims[k];
+                for (int j = 0; val->dim_names[k] && j < s->n_dims; j++)
+                    if (!strcmp(s->dim_names[j], val->dim_names[k])) d->dims[k] = s->dim_values[j];
+                if (d->dims[k] < 0)
+                    return nr_error(NETRUN_ERR_STATE,
+                                    "input '%s': dim %d%s%s%s is not known: set it with netrun_session_set_dim "
+                                    "(CLI: --shape) or set the input before prepare",
+                                    val->name, k, val->dim_names[k] ? " ('" : "",
+                                    val->dim_names[k] ? val->dim_names[k] : "", val->dim_names[k] ? "')" : "");
+            }
+        }
+        if (d->dtype == NETRUN_DTYPE_UNDEFINED)
+            return nr_error(NETRUN_ERR_INVALID_MODEL, "input '%s' has no declared element type", val->name);
+        sv->nbytes = nr_desc_bytes(d);
+    }
+    return NETRUN_OK;
+}
+
+static void desc_from_tensor(netrun_value_desc *d, const char *name, const nr_tensor *t) {
+    d->name = name;
+    d->dtype = t->dtype;
+    d->rank = t->rank;
+    memcpy(d->dims, t->dims, sizeof d->dims);
+    d->const_data = t->data;
+    d->const_nbytes = t->nbytes;
+}
+
+/* Build a node's input/output descs from the current values. */
+static void gather_descs(netrun_session *s, nr_snode *sn, int with_host_values) {
+    const nr_node *nd = &s->model->ir->graph->nodes[sn->node];
+    for (int i = 0; i < nd->n_inputs; i++) {
+        int v = nd->inputs[i];
+        netrun_value_desc *d = &sn->in_desc[i];
+        if (v < 0) {
+            memset(d, 0, sizeof *d);
+            d->name = "";
+            d->rank = -1;
+            continue;
+        }
+        *d = s->values[v].desc;
+        if (!s->values[v].is_const) {
+            d->const_data = NULL;
+            d->const_nbytes = 0;
+            if (with_host_values && s->values[v].host_copy) {
+                d->const_data = s->values[v].host_copy;
+                d->const_nbytes = s->values[v].nbytes;
+            }
+        }
+    }
+    for (int o = 0; o < nd->n_outputs; o++) {
+        netrun_value_desc *d = &sn->out_desc[o];
+        memset(d, 0, sizeof *d);
+        d->rank = -1;
+        d->name = nd->outputs[o] >= 0 ? s->model->ir->graph->values[nd->outputs[o]].name : NULL;
+    }
+}
+
+netrun_status nr_infer_node(netrun_session *s, nr_snode *sn) {
+    const nr_node *nd = &s->model->ir->graph->nodes[sn->node];
+    const nr_layer *l = nd->layer;
+    if (l->params_size) memcpy(sn->params, nd->params, l->params_size);
+    nr_alloc_list_free(&sn->allocs);
+    nr_layer_ctx c = {.node = nd, .opset = nd->opset, .n_in = nd->n_inputs, .in = sn->in_desc,
+                      .n_out = nd->n_outputs, .out = sn->out_desc, .allocs = &sn->allocs};
+    netrun_status st = l->infer(&c, sn->params);
+    if (st != NETRUN_OK) return st;
+    for (int o = 0; o < nd->n_outputs; o++) {
+        netrun_value_desc *d = &sn->out_desc[o];
+        if (!d->name) continue;
+        if (d->rank < 0 || d->rank > NETRUN_MAX_RANK || d->dtype == NETRUN_DTYPE_UNDEFINED)
+            return nr_error(NETRUN_ERR_INTERNAL, "node '%s' (%s): output %d was not inferred", nd->name,
+                            nd->op_type, o);
+    }
+    return NETRUN_OK;
+}
+
+/* Compute a node on the CPU backend at prepare because all its inputs are constant. Returns 1 when folded. */
+static int try_fold(netrun_session *s, nr_snode *sn, const nr_backend *cpu, netrun_backend_context **fold_ctx) {
+    const nr_node *nd = &s->model->ir->graph->nodes[sn->node];
+    if (!cpu || (nd->layer->flags & NR_LAYER_NO_FOLD)) return 0;
+    for (int o = 0; o < nd->n_outputs; o++)
+        if (nd->outputs[o] >= 0 && nr_shape_count(sn->out_desc[o].rank, sn->out_desc[o].dims) < 0) return 0;
+    netrun_node_desc desc = {.struct_size = sizeof desc, .name = nd->name, .op_type = nd->op_type,
+                             .domain = nd->domain, .opset = nd->opset, .params = sn->params,
+                             .params_size = nd->layer->params_size, .n_inputs = nd->n_inputs,
+                             .inputs = sn->in_desc, .n_outputs = nd->n_outputs, .outputs = sn->out_desc};
+    netrun_backend_config cfg = make_config(s);
+    cfg.threads = 1;
+    char why[256];
+    if (!cpu->api->supports(&cfg, &desc, why, sizeof why)) return 0;
+    if (!*fold_ctx && cpu->api->context_create(&cfg, fold_ctx) != NETRUN_OK) return 0;
+    netrun_kernel *k = NULL;
+    size_t ws = 0;
+    if (cpu->api->kernel_create(*fold_ctx, &desc, &k, &ws) != NETRUN_OK) return 0;
+    nr_tensor *outs[16] = {0};
+    netrun_tensor in_t[64], out_t[16];
+    int ok = nd->n_outputs <= 16 && nd->n_inputs <= 64;
+    void *wsbuf = ok && ws ? nr_aligned_alloc(ws, 64) : NULL;
+    if (ws && !wsbuf) ok = 0;
+    for (int i = 0; ok && i < nd->n_inputs; i++) {
+        memset(&in_t[i], 0, sizeof in_t[i]);
+        const netrun_value_desc *d = &sn->in_desc[i];
+        in_t[i].dtype = d->dtype;
+        in_t[i].rank = d->rank;
+        memcpy(in_t[i].dims, d->dims, sizeof in_t[i].dims);
+        in_t[i].data = in_t[i].buffer = (void *)d->const_data;
+        in_t[i].nbytes = d->const_nbytes;
+    }
+    for (int o = 0; ok && o < nd->n_outputs; o++) {
+        memset(&out_t[o], 0, sizeof out_t[o]);
+        out_t[o].rank = -1;
+        if (nd->outputs[o] < 0) continue;
+        const netrun_value_desc *d = &sn->out_desc[o];
+        outs[o] = nr_tensor_new(d->dtype, d->rank, d->dims);
+        if (!outs[o]) {
+            ok = 0;
+            break;
+        }
+        out_t[o].dtype = d->dtype;
+        out_t[o].rank = d->rank;
+        memcpy(out_t[o].dims, d->dims, sizeof out_t[o].dims);
+        out_t[o].data = out_t[o].buffer = outs[o]->data;
+        out_t[o].nbytes = outs[o]->nbytes;
+    }
+    if (ok) {
+        netrun_kernel_args args = {.struct_size = sizeof args, .params = sn->params, .n_inputs = nd->n_inputs,
+                                   .inputs = in_t, .n_outputs = nd->n_outputs, .outputs = out_t,
+                                   .workspace = wsbuf, .workspace_size = ws};
+        ok = cpu->api->kernel_run(*fold_ctx, k, &args) == NETRUN_OK;
+    }
+    cpu->api->kernel_destroy(*fold_ctx, k);
+    nr_aligned_free(wsbuf);
+    if (!ok) {
+        for (int o = 0; o < 16; o++) nr_tensor_free(outs[o]);
+        nr_error_clear();
+        return 0;
+    }
+    for (int o = 0; o < nd->n_outputs; o++) {
+        int v = nd->outputs[o];
+        if (v < 0) continue;
+        nr_svalue *sv = &s->values[v];
+        sv->folded = outs[o];
+        sv->is_const = 1;
+        desc_from_tensor(&sv->desc, s->model->ir->graph->values[v].name, outs[o]);
+        sv->nbytes = outs[o]->nbytes;
+    }
+    return 1;
+}
+
+static netrun_status check_declared(netrun_session *s, const nr_node *nd, int o) {
+    int v = nd->outputs[o];
+    const nr_value *val = &s->model->ir->graph->values[v];
+    const netrun_value_desc *d = &s->values[v].desc;
+    if (val->dtype != NETRUN_DTYPE_UNDEFINED && val->dtype != d->dtype)
+        return nr_error(NETRUN_ERR_INVALID_MODEL, "node '%s' (%s): the model declares '%s' as %s but the op produces %s",
+                        nd->name, nd->op_type, val->name, netrun_dtype_name(val->dtype), netrun_dtype_name(d->dtype));
+    return NETRUN_OK;
+}
+
+/* The dtype of an output whose node can only be inferred at run time, for placement decisions before the
+ * first run (kernels always see the real dtype): most ops keep their first input's type. */
+static netrun_dtype guess_dtype(netrun_session *s, const nr_node *nd) {
+    static const char *const int64_ops[] = {"Shape", "Size", "NonZero", "ArgMax", "ArgMin", NULL};
+    static const char *const bool_ops[] = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not",
+                                           "And", "Or", "Xor", "IsNaN", "IsInf", NULL};
+    for (int i = 0; int64_ops[i]; i++)
+        if (!strcmp(nd->op_type, int64_ops[i])) return NETRUN_DTYPE_INT64;
+    for (int i = 0; bool_ops[i]; i++)
+        if (!strcmp(nd->op_type, bool_ops[i])) return NETRUN_DTYPE_BOOL;
+    for (int a = 0; a < nd->n_attrs; a++) {
+        const nr_attr *at = &nd->attrs[a];
+        if (!strcmp(nd->op_type, "Cast") && !strcmp(at->name, "to") && at->type == NR_ATTR_INT) return (netrun_dtype)at->i;
+        if (!strcmp(nd->op_type, "ConstantOfShape") && !strcmp(at->name, "value") && at->t) return at->t->dtype;
+    }
+    if (!strcmp(nd->op_type, "ConstantOfShape")) return NETRUN_DTYPE_FLOAT;
+    for (int i = 0; i < nd->n_inputs; i++)
+        if (nd->inputs[i] >= 0) return s->values[nd->inputs[i]].desc.dtype;
+    return NETRUN_DTYPE_FLOAT;
+}
+
+static netrun_status infer_all(netrun_session *s) {
+    nr_graph *g = s->model->ir->graph;
+    const nr_backend *cpu = nr_backends_find("cpu");
+    netrun_backend_context *fold_ctx = NULL;
+    netrun_status st = NETRUN_OK;
+    for (int k = 0; k < s->n_snodes && st == NETRUN_OK; k++) {
+        nr_snode *sn = &s->snodes[k];
+        const nr_node *nd = &g->nodes[sn->node];
+        sn->slot = -2; /* not placed yet */
+        if (!nd->layer) {
+            st = nr_error(NETRUN_ERR_UNSUPPORTED, "node '%s': op '%s%s%s' is not known to netrun", nd->name,
+                          *nd->domain ? nd->domain : "", *nd->domain ? "." : "", nd->op_type);
+            break;
+        }
+        if (nd->opset && nd->opset < nd->layer->min_opset) {
+            st = nr_error(NETRUN_ERR_UNSUPPORTED, "node '%s' (%s): opset %d is older than netrun supports (%d)",
+                          nd->name, nd->op_type, nd->opset, nd->layer->min_opset);
+            break;
+        }
+        int dyn_in = 0;
+        for (int i = 0; i < nd->n_inputs; i++)
+            if (nd->inputs[i] >= 0 && s->values[nd->inputs[i]].dynamic) dyn_in = 1;
+        gather_descs(s, sn, 0);
+        if (!dyn_in) {
+            st = nr_infer_node(s, sn);
+            if (st == NR_STATUS_NEED_VALUE) {
+                dyn_in = 1;
+                st = NETRUN_OK;
+                nr_error_clear();
+            } else if (st != NETRUN_OK)
+                break;
+        }
+        /* Shape and Size read only the shape of their input: with static shapes they are constants, which
+         * turns the Shape -> Gather -> Concat -> Reshape subgraphs of exported models into constants too. */
+        int shape_only = !*nd->domain && (!strcmp(nd->op_type, "Shape") || !strcmp(nd->op_type, "Size"));
+        int all_const = !dyn_in;
+        for (int i = 0; i < nd->n_inputs && all_const && !shape_only; i++)
+            if (nd->inputs[i] >= 0 && !s->values[nd->inputs[i]].is_const) all_const = 0;
+        if (all_const && try_fold(s, sn, cpu, &fold_ctx)) {
+            sn->slot = -1;
+            sn->reason = nr_strdup("folded at prepare: all inputs are constant");
+            s->stats.n_folded++;
+            for (int o = 0; o < nd->n_outputs && st == NETRUN_OK; o++)
+                if (nd->outputs[o] >= 0) st = check_declared(s, nd, o);
+            continue;
+        }
+        sn->dynamic = dyn_in;
+        for (int o = 0; o < nd->n_outputs; o++) {
+            int v = nd->outputs[o];
+            if (v < 0) continue;
+            nr_svalue *sv = &s->values[v];
+            sv->producer = k;
+            if (dyn_in) {
+                sv->dynamic = 1;
+                sv->desc.name = g->values[v].name;
+                sv->desc.dtype = g->values[v].dtype ? g->values[v].dtype : guess_dtype(s, nd);
+                sv->desc.rank = g->values[v].rank;
+                for (int d = 0; d < NETRUN_MAX_RANK; d++) sv->desc.dims[d] = -1;
+                continue;
+            }
+            sv->desc = sn->out_desc[o];
+            if (nr_shape_count(sv->desc.rank, sv->desc.dims) < 0) {
+                sv->dynamic = 1; /* data-dependent (NonZero...): the kernel allocates it */
+                sn->dynamic = 1;
+            }
+            sv->nbytes = nr_desc_bytes(&sv->desc);
+            st = check_declared(s, nd, o);
+            if (st != NETRUN_OK) break;
+        }
+        if (sn->dynamic) s->dynamic = 1;
+    }
+    if (fold_ctx) cpu->api->context_destroy(fold_ctx);
+    return st;
+}
+
+/* ---- placement ---- */
+
+static netrun_status place_all(netrun_session *s) {
+    nr_graph *g = s->model->ir->graph;
+    netrun_backend_config cfg = make_config(s);
+    for (int k = 0; k < s->n_snodes; k++) {
+        nr_snode *sn = &s->snodes[k];
+        if (sn->slot == -1) continue;
+        const nr_node *nd = &g->nodes[sn->node];
+        if (sn->dynamic) gather_descs(s, sn, 0);
+        netrun_node_desc desc = {.struct_size = sizeof desc, .name = nd->name, .op_type = nd->op_type,
+                                 .domain = nd->domain, .opset = nd->opset, .params = sn->params,
+                                 .params_size = nd->layer->params_size, .n_inputs = nd->n_inputs,
+                                 .inputs = sn->in_desc, .n_outputs = nd->n_outputs, .outputs = sn->out_desc};
+        char refusals[1024] = "";
+        for (int i = 0; i < s->n_slots; i++) {
+            char why[256] = "";
+            if (s->slots[i].api->supports(&cfg, &desc, why, sizeof why)) {
+                sn->slot = i;
+                break;
+            }
+            size_t l = strlen(refusals);
+            snprintf(refusals + l, sizeof refusals - l, "%s%s: %s", l ? "; " : "", s->slots[i].be->name,
+                     *why ? why : "not supported");
+        }
+        if (sn->slot < 0)
+            return nr_error(NETRUN_ERR_UNSUPPORTED, "node '%s' (%s): no backend supports it (%s)", nd->name,
+                            nd->op_type, refusals);
+        char reason[1200];
+        if (sn->slot == 0) snprintf(reason, sizeof reason, "first choice");
+        else snprintf(reason, sizeof reason, "fallback: %s", refusals);
+        if (s->opts.strict && sn->slot != 0)
+            return nr_error(NETRUN_ERR_UNSUPPORTED, "strict mode: node '%s' (%s) cannot run on %s (%s)", nd->name,
+                            nd->op_type, s->slots[0].be->name, refusals);
+        if (!(sn->reason = nr_strdup(reason))) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+        s->slots[sn->slot].n_nodes++;
+    }
+    return NETRUN_OK;
+}
+
+/* ---- steps and copies ---- */
+
+static netrun_status add_step(netrun_session *s, nr_step step, int *cap) {
+    if (s->n_steps == *cap) {
+        int nc = *cap ? *cap * 2 : 64;
+        nr_step *p = nr_realloc(s->steps, sizeof(nr_step) * (size_t)nc);
+        if (!p) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+        s->steps = p;
+        *cap = nc;
+    }
+    s->steps[s->n_steps++] = step;
+    return NETRUN_OK;
+}
+
+static void use(nr_place *p, int step) {
+    if (!p->present) {
+        p->present = 1;
+        p->first = step;
+        p->last = step;
+    }
+    if (step > p->last) p->last = step;
+    if (step < p->first) p->first = step;
+}
+
+static netrun_status build_steps(netrun_session *s) {
+    nr_graph *g = s->model->ir->graph;
+    int cap = 0;
+    for (int v = 0; v < g->n_values; v++) {
+        nr_svalue *sv = &s->values[v];
+        if (sv->graph_input >= 0) use(&sv->place[NR_HOST_DOMAIN], -1);
+    }
+    for (int k = 0; k < s->n_snodes; k++) {
+        nr_snode *sn = &s->snodes[k];
+        if (sn->slot < 0) continue;
+        const nr_node *nd = &g->nodes[sn->node];
+        int dom = s->slots[sn->slot].domain;
+        for (int i = 0; i < nd->n_inputs; i++) {
+            int v = nd->inputs[i];
+            if (v < 0) continue;
+            nr_svalue *sv = &s->values[v];
+            if (sv->is_const) {
+                if (dom != NR_HOST_DOMAIN) use(&sv->place[dom], 0); /* uploaded at prepare */
+                continue;
+            }
+            if (!sv->place[dom].present) {
+                netrun_status st = add_step(s, (nr_step){.kind = NR_STEP_COPY, .value = v, .from = sv->home, .to = dom}, &cap);
+                if (st != NETRUN_OK) return st;
+                use(&sv->place[sv->home], s->n_steps - 1);
+                use(&sv->place[dom], s->n_steps - 1);
+                s->stats.n_copies++;
+                s->stats.copy_bytes += sv->nbytes;
+            }
+            use(&sv->place[dom], s->n_steps);
+        }
+        netrun_status st = add_step(s, (nr_step){.kind = NR_STEP_KERNEL, .snode = k}, &cap);
+        if (st != NETRUN_OK) return st;
+        for (int o = 0; o < nd->n_outputs; o++) {
+            int v = nd->outputs[o];
+            if (v < 0) continue;
+            s->values[v].home = dom;
+            use(&s->values[v].place[dom], s->n_steps - 1);
+        }
+    }
+    /* graph outputs stay alive to the end */
+    for (int i = 0; i < g->n_outputs; i++) {
+        nr_svalue *sv = &s->values[g->outputs[i]];
+        sv->graph_output = i;
+        if (!sv->is_const) use(&sv->place[sv->home], s->n_steps + 1);
+    }
+    return NETRUN_OK;
+}
+
+/* ---- memory plan: greedy by size into one arena per domain (as TFLite and ORT do) ---- */
+
+typedef struct plan_item {
+    int value;
+    size_t size;
+    int first, last;
+    size_t offset;
+} plan_item;
+
+static int by_size_desc(const void *a, const void *b) {
+    const plan_item *x = a, *y = b;
+    return x->size < y->size ? 1 : x->size > y->size ? -1 : x->value - y->value;
+}
+
+static netrun_status plan_domain(netrun_session *s, int dom, size_t *arena_size) {
+    nr_graph *g = s->model->ir->graph;
+    plan_item *items = nr_calloc((size_t)g->n_values + 1, sizeof *items);
+    if (!items) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory planning memory");
+    int n = 0;
+    for (int v = 0; v < g->n_values; v++) {
+        nr_svalue *sv = &s->values[v];
+        nr_place *p = &sv->place[dom];
+        if (!p->present || sv->is_const || sv->dynamic) continue;
+        if (dom == NR_HOST_DOMAIN && sv->graph_input >= 0) continue; /* lives in the input buffer */
+        p->in_arena = 1;
+        items[n++] = (plan_item){.value = v, .size = align_up(sv->nbytes ? sv->nbytes : 1), .first = p->first,
+                                 .last = p->last};
+    }
+    qsort(items, (size_t)n, sizeof *items, by_size_desc);
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        /* lowest offset that does not overlap a placed item whose lifetime overlaps */
+        size_t offset = 0;
+        for (int again = 1; again;) {
+            again = 0;
+            for (int j = 0; j < i; j++) {
+                if (items[j].last < items[i].first || items[i].last < items[j].first) continue;
+                if (offset + items[i].size <= items[j].offset || items[j].offset + items[j].size <= offset) continue;
+                offset = items[j].offset + items[j].size;
+                again = 1;
+            }
+        }
+        items[i].offset = offset;
+        s->values[items[i].value].place[dom].offset = offset;
+        if (offset + items[i].size > total) total = offset + items[i].size;
+    }
+    nr_free(items);
+    *arena_size = total;
+    return NETRUN_OK;
+}
+
+/* ---- lazy init: contexts, buffers, constants, kernels ---- */
+
+static netrun_status alloc_in_domain(netrun_session *s, int dom, size_t bytes, void **out) {
+    if (dom == NR_HOST_DOMAIN) {
+        *out = nr_aligned_alloc(bytes ? bytes : 1, 64);
+        return *out ? NETRUN_OK : nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory: %zu bytes of host memory", bytes);
+    }
+    nr_slot *sl = &s->slots[s->domain_slot[dom]];
+    return sl->api->buffer_alloc(sl->ctx, bytes ? bytes : 1, out);
+}
+
+static netrun_status init_backends(netrun_session *s) {
+    double t0 = nr_now_ms();
+    netrun_backend_config cfg = make_config(s);
+    for (int i = 0; i < s->n_slots; i++) {
+        nr_slot *sl = &s->slots[i];
+        int needed = sl->n_nodes > 0 || (sl->domain != NR_HOST_DOMAIN && s->domain_slot[sl->domain] == i);
+        if (!needed || sl->ctx) continue;
+        netrun_status st = sl->api->context_create(&cfg, &sl->ctx);
+        if (st != NETRUN_OK) {
+            nr_error_prefix("backend '%s' failed to initialise: ", sl->be->name);
+            return st;
+        }
+    }
+    s->stats.init_ms = nr_now_ms() - t0;
+    return NETRUN_OK;
+}
+
+static netrun_status upload_constants(netrun_session *s) {
+    nr_graph *g = s->model->ir->graph;
+    for (int dom = 1; dom < s->n_domains; dom++) {
+        nr_slot *sl = &s->slots[s->domain_slot[dom]];
+        size_t total = 0;
+        for (int v = 0; v < g->n_values; v++) {
+            nr_svalue *sv = &s->values[v];
+            if (!sv->is_const || !sv->place[dom].present) continue;
+            sv->place[dom].offset = total;
+            total += align_up(sv->nbytes ? sv->nbytes : 1);
+        }
+        if (!total) continue;
+        netrun_status st = alloc_in_domain(s, dom, total, &sl->weights);
+        if (st != NETRUN_OK) return st;
+        sl->weights_size = total;
+        s->stats.weight_bytes += total;
+        for (int v = 0; v < g->n_values; v++) {
+            nr_svalue *sv = &s->values[v];
+            if (!sv->is_const || !sv->place[dom].present || !sv->nbytes) continue;
+            st = sl->api->copy_from_host(sl->ctx, sl->weights, sv->place[dom].offset, sv->desc.const_data, sv->nbytes);
+            if (st != NETRUN_OK) return st;
+        }
+    }
+    return NETRUN_OK;
+}
+
+static netrun_status create_kernels(netrun_session *s) {
+    nr_graph *g = s->model->ir->graph;
+    size_t ws_need[NR_MAX_DOMAINS] = {0};
+    for (int k = 0; k < s->n_snodes; k++) {
+        nr_snode *sn = &s->snodes[k];
+        if (sn->slot < 0) continue;
+        const nr_node *nd = &g->nodes[sn->node];
+        nr_slot *sl = &s->slots[sn->slot];
+        gather_descs(s, sn, 0);
+        if (!sn->dynamic)
+            for (int o = 0; o < nd->n_outputs; o++)
+                if (nd->outputs[o] >= 0) sn->out_desc[o] = s->values[nd->outputs[o]].desc;
+        netrun_node_desc desc = {.struct_size = sizeof desc, .name = nd->name, .op_type = nd->op_type,
+                                 .domain = nd->domain, .opset = nd->opset, .params = sn->params,
+                                 .params_size = nd->layer->params_size, .n_inputs = nd->n_inputs,
+                                 .inputs = sn->in_desc, .n_outputs = nd->n_outputs, .outputs = sn->out_desc};
+        netrun_status st = sl->api->kernel_create(sl->ctx, &desc, &sn->kernel, &sn->workspace);
+        if (st != NETRUN_OK) {
+            nr_error_prefix("node '%s' (%s) on %s: ", nd->name, nd->op_type, sl->be->name);
+            return st;
+        }
+        if (sn->workspace > ws_need[sl->domain]) ws_need[sl->domain] = sn->workspace;
+    }
+    /* one shared workspace per device, sized by the largest need */
+    for (int dom = 0; dom < s->n_domains; dom++) {
+        if (!ws_need[dom]) continue;
+        void *buf = NULL;
+        netrun_status st = alloc_in_domain(s, dom, ws_need[dom], &buf);
+        if (st != NETRUN_OK) return st;
+        if (dom == NR_HOST_DOMAIN) {
+            s->host_workspace = buf;
+            s->host_workspace_size = ws_need[dom];
+        } else {
+            s->slots[s->domain_slot[dom]].workspace = buf;
+            s->slots[s->domain_slot[dom]].workspace_size = ws_need[dom];
+        }
+        s->stats.workspace_bytes += ws_need[dom];
+    }
+    return NETRUN_OK;
+}
+
+netrun_status nr_session_prepare(netrun_session *s) {
+    nr_session_unprepare(s);
+    double t0 = nr_now_ms();
+    nr_graph *g = s->model->ir->graph;
+    s->values = nr_calloc((size_t)g->n_values + 1, sizeof(nr_svalue));
+    s->snodes = nr_calloc((size_t)g->n_nodes + 1, sizeof(nr_snode));
+    if (!s->values || !s->snodes) {
+        nr_session_unprepare(s);
+        return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory preparing the session");
+    }
+    for (int v = 0; v < g->n_values; v++) {
+        nr_svalue *sv = &s->values[v];
+        sv->producer = -1;
+        sv->graph_input = -1;
+        sv->graph_output = -1;
+        sv->desc.name = g->values[v].name;
+        sv->desc.rank = -1;
+        if (g->values[v].constant) {
+            desc_from_tensor(&sv->desc, g->values[v].name, g->values[v].constant);
+            sv->is_const = 1;
+            sv->nbytes = g->values[v].constant->nbytes;
+        }
+    }
+    s->n_snodes = g->n_nodes;
+    for (int k = 0; k < g->n_nodes; k++) {
+        nr_snode *sn = &s->snodes[k];
+        const nr_node *nd = &g->nodes[s->model->order[k]];
+        sn->node = s->model->order[k];
+        sn->slot = -2;
+        sn->in_desc = nr_calloc((size_t)nd->n_inputs + 1, sizeof(netrun_value_desc));
+        sn->out_desc = nr_calloc((size_t)nd->n_outputs + 1, sizeof(netrun_value_desc));
+        sn->in_t = nr_calloc((size_t)nd->n_inputs + 1, sizeof(netrun_tensor));
+        sn->out_t = nr_calloc((size_t)nd->n_outputs + 1, sizeof(netrun_tensor));
+        sn->params = nd->layer && nd->layer->params_size ? nr_calloc(1, nd->layer->params_size) : NULL;
+        if (!sn->in_desc || !sn->out_desc || !sn->in_t || !sn->out_t ||
+            (nd->layer && nd->layer->params_size && !sn->params)) {
+            nr_session_unprepare(s);
+            return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory preparing the session");
+        }
+    }
+    netrun_status st = bind_inputs(s);
+    if (st == NETRUN_OK) st = infer_all(s);
+    if (st == NETRUN_OK) st = place_all(s);
+    if (st == NETRUN_OK) st = build_steps(s);
+    for (int dom = 0; st == NETRUN_OK && dom < s->n_domains; dom++) {
+        size_t size = 0;
+        st = plan_domain(s, dom, &size);
+        if (st == NETRUN_OK) {
+            if (dom == NR_HOST_DOMAIN) s->host_arena_size = size;
+            else s->slots[s->domain_slot[dom]].arena_size = size;
+            s->stats.arena_bytes += size;
+        }
+    }
+    if (st == NETRUN_OK) st = init_backends(s);
+    if (st == NETRUN_OK) st = alloc_in_domain(s, NR_HOST_DOMAIN, s->host_arena_size, &s->host_arena);
+    for (int dom = 1; st == NETRUN_OK && dom < s->n_domains; dom++) {
+        nr_slot *sl = &s->slots[s->domain_slot[dom]];
+        st = alloc_in_domain(s, dom, sl->arena_size, &sl->arena);
+    }
+    if (st == NETRUN_OK) st = upload_constants(s);
+    if (st == NETRUN_OK) st = create_kernels(s);
+    if (st != NETRUN_OK) {
+        char keep[NR_ERROR_MAX];
+        snprintf(keep, sizeof keep, "%s", nr_error_message());
+        nr_session_unprepare(s);
+        nr_error(st, "%s", keep);
+        return st;
+    }
+    s->prepared = 1;
+    s->ran_since_prepare = 0;
+    s->stats.prepare_ms = nr_now_ms() - t0;
+    return NETRUN_OK;
+}

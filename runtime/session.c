@@ -1,0 +1,327 @@
+/* The session API: create, inputs, run, outputs, placement and stats. Prepare and execute live apart. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "session.h"
+
+#define FAIL(s, code) nr_record((s)->error, (code))
+
+static netrun_status arg_error(netrun_session *s, const char *fmt, const char *what) {
+    nr_error(NETRUN_ERR_INVALID_ARGUMENT, fmt, what);
+    return s ? FAIL(s, NETRUN_ERR_INVALID_ARGUMENT) : NETRUN_ERR_INVALID_ARGUMENT;
+}
+
+netrun_status netrun_session_create(netrun_model *model, const netrun_options *options, netrun_session **out) {
+    if (!out) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_session_create: out is NULL");
+    *out = NULL;
+    if (!model) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_session_create: model is NULL");
+    netrun_session *s = nr_calloc(1, sizeof *s);
+    if (!s) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory creating a session");
+    netrun_status st = nr_options_copy(&s->opts, options);
+    if (st != NETRUN_OK) {
+        nr_free(s);
+        return st;
+    }
+    nr_graph *g = model->ir->graph;
+    s->inputs = nr_calloc((size_t)g->n_inputs + 1, sizeof(nr_input));
+    s->outputs = nr_calloc((size_t)g->n_outputs + 1, sizeof(nr_output));
+    s->in_info = nr_calloc((size_t)g->n_inputs + 1, sizeof(netrun_tensor_info));
+    s->out_info = nr_calloc((size_t)g->n_outputs + 1, sizeof(netrun_tensor_info));
+    s->io_dims = nr_calloc((size_t)(g->n_inputs + g->n_outputs) + 1, sizeof *s->io_dims);
+    if (!s->inputs || !s->outputs || !s->in_info || !s->out_info || !s->io_dims) {
+        s->model = NULL;
+        netrun_session_destroy(s);
+        return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory creating a session");
+    }
+    nr_model_retain(model);
+    s->model = model;
+    /* Check the backend list now so that a typo fails early; devices are touched only at prepare. */
+    extern netrun_status nr_session_choose_backends(netrun_session * s);
+    st = nr_session_choose_backends(s);
+    if (st != NETRUN_OK) {
+        netrun_session_destroy(s);
+        return st;
+    }
+    *out = s;
+    return NETRUN_OK;
+}
+
+void netrun_session_destroy(netrun_session *s) {
+    if (!s) return;
+    nr_session_unprepare(s);
+    for (int i = 0; i < s->n_slots; i++)
+        if (s->slots[i].ctx) s->slots[i].api->context_destroy(s->slots[i].ctx);
+    nr_graph *g = s->model ? s->model->ir->graph : NULL;
+    if (g) {
+        for (int i = 0; i < g->n_inputs; i++) nr_aligned_free(s->inputs[i].data);
+        for (int i = 0; i < g->n_outputs; i++) nr_aligned_free(s->outputs[i].host);
+    }
+    for (int i = 0; i < s->n_dims; i++) nr_free(s->dim_names[i]);
+    nr_free(s->dim_names);
+    nr_free(s->dim_values);
+    nr_free(s->inputs);
+    nr_free(s->outputs);
+    nr_free(s->in_info);
+    nr_free(s->out_info);
+    nr_free(s->io_dims);
+    nr_options_clear(&s->opts);
+    if (s->model) netrun_model_release(s->model);
+    nr_free(s);
+}
+
+const char *netrun_session_error(const netrun_session *s) { return s ? s->error : nr_error_message(); }
+
+int netrun_session_input_count(const netrun_session *s) { return s ? s->model->ir->graph->n_inputs : 0; }
+int netrun_session_output_count(const netrun_session *s) { return s ? s->model->ir->graph->n_outputs : 0; }
+
+/* The session's view of an io value: declared shape with set dims / prepared shapes filled in. */
+static void fill_info(netrun_session *s, int value, netrun_tensor_info *info, int64_t *dims,
+                      const netrun_tensor_info *declared) {
+    *info = *declared;
+    const nr_value *v = &s->model->ir->graph->values[value];
+    int rank = v->rank;
+    netrun_dtype dtype = v->dtype;
+    if (s->prepared && s->values) {
+        rank = s->values[value].desc.rank;
+        dtype = s->values[value].desc.dtype;
+        for (int d = 0; d < rank; d++) dims[d] = s->values[value].dynamic ? -1 : s->values[value].desc.dims[d];
+    } else {
+        for (int d = 0; d < rank && d < NETRUN_MAX_RANK; d++) {
+            dims[d] = v->dims[d];
+            for (int k = 0; v->dim_names[d] && k < s->n_dims; k++)
+                if (!strcmp(s->dim_names[k], v->dim_names[d])) dims[d] = s->dim_values[k];
+        }
+    }
+    info->rank = rank;
+    info->dtype = dtype;
+    info->dims = dims;
+}
+
+static netrun_status io_info(netrun_session *s, int index, int outputs, netrun_tensor_info *info) {
+    if (!s || !info) return arg_error(s, "%s: NULL argument", "netrun_session_io_info");
+    nr_graph *g = s->model->ir->graph;
+    int n = outputs ? g->n_outputs : g->n_inputs;
+    if (index < 0 || index >= n) {
+        nr_error(NETRUN_ERR_INVALID_ARGUMENT, "%s index %d out of range (the model has %d)",
+                 outputs ? "output" : "input", index, n);
+        return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
+    }
+    int value = outputs ? g->outputs[index] : g->inputs[index];
+    int64_t *dims = s->io_dims[outputs ? g->n_inputs + index : index];
+    fill_info(s, value, info, dims, &(outputs ? s->model->outputs : s->model->inputs)[index].info);
+    return NETRUN_OK;
+}
+
+netrun_status netrun_session_input_info(netrun_session *s, int index, netrun_tensor_info *info) {
+    return io_info(s, index, 0, info);
+}
+netrun_status netrun_session_output_info(netrun_session *s, int index, netrun_tensor_info *info) {
+    return io_info(s, index, 1, info);
+}
+
+netrun_status netrun_session_set_dim(netrun_session *s, const char *name, int64_t value) {
+    if (!s || !name || !*name) return arg_error(s, "%s: NULL session or empty dim name", "netrun_session_set_dim");
+    if (value < 0) {
+        nr_error(NETRUN_ERR_INVALID_ARGUMENT, "dim '%s' cannot be negative (%lld)", name, (long long)value);
+        return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
+    }
+    int used = 0;
+    nr_graph *g = s->model->ir->graph;
+    for (int i = 0; i < g->n_inputs && !used; i++) {
+        const nr_value *v = &g->values[g->inputs[i]];
+        for (int d = 0; d < v->rank; d++)
+            if (v->dim_names[d] && !strcmp(v->dim_names[d], name)) used = 1;
+    }
+    if (!used) {
+        nr_error(NETRUN_ERR_INVALID_ARGUMENT, "no input of the model has a dimension named '%s'", name);
+        return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
+    }
+    for (int k = 0; k < s->n_dims; k++)
+        if (!strcmp(s->dim_names[k], name)) {
+            if (s->dim_values[k] != value) nr_session_unprepare(s);
+            s->dim_values[k] = value;
+            return NETRUN_OK;
+        }
+    char **names = nr_realloc(s->dim_names, sizeof(char *) * (size_t)(s->n_dims + 1));
+    if (!names) goto oom;
+    s->dim_names = names;
+    int64_t *values = nr_realloc(s->dim_values, sizeof(int64_t) * (size_t)(s->n_dims + 1));
+    if (!values) goto oom;
+    s->dim_values = values;
+    if (!(s->dim_names[s->n_dims] = nr_strdup(name))) goto oom;
+    s->dim_values[s->n_dims++] = value;
+    nr_session_unprepare(s);
+    return NETRUN_OK;
+oom:
+    nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+    return FAIL(s, NETRUN_ERR_OUT_OF_MEMORY);
+}
+
+netrun_status netrun_session_set_input(netrun_session *s, const char *name, netrun_dtype dtype, int rank,
+                                       const int64_t *dims, const void *data, size_t nbytes) {
+    if (!s || !name) return arg_error(s, "%s: NULL session or name", "netrun_session_set_input");
+    nr_graph *g = s->model->ir->graph;
+    int index = -1;
+    for (int i = 0; i < g->n_inputs; i++)
+        if (!strcmp(g->values[g->inputs[i]].name, name)) index = i;
+    if (index < 0) {
+        char names[512] = "";
+        for (int i = 0; i < g->n_inputs; i++) {
+            size_t l = strlen(names);
+            snprintf(names + l, sizeof names - l, "%s'%s'", i ? ", " : "", g->values[g->inputs[i]].name);
+        }
+        nr_error(NETRUN_ERR_INVALID_ARGUMENT, "the model has no input '%s' (inputs: %s)", name, names);
+        return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
+    }
+    const nr_value *v = &g->values[g->inputs[index]];
+    if (rank < 0 || rank > NETRUN_MAX_RANK || (rank && !dims)) {
+        nr_error(NETRUN_ERR_INVALID_ARGUMENT, "input '%s': invalid rank %d", name, rank);
+        return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
+    }
+    if (v->dtype != NETRUN_DTYPE_UNDEFINED && dtype != v->dtype) {
+        nr_error(NETRUN_ERR_INVALID_ARGUMENT, "input '%s' takes %s, not %s", name, netrun_dtype_name(v->dtype),
+                 netrun_dtype_name(dtype));
+        return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
+    }
+    if (v->rank >= 0 && rank != v->rank) {
+        nr_error(NETRUN_ERR_INVALID_ARGUMENT, "input '%s' has rank %d, not %d", name, v->rank, rank);
+        return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
+    }
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] < 0) {
+            nr_error(NETRUN_ERR_INVALID_ARGUMENT, "input '%s': dim %d is negative", name, d);
+            return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
+        }
+        if (v->rank >= 0 && v->dims[d] >= 0 && v->dims[d] != dims[d]) {
+            nr_error(NETRUN_ERR_INVALID_ARGUMENT, "input '%s': dim %d must be %lld, not %lld", name, d,
+                     (long long)v->dims[d], (long long)dims[d]);
+            return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
+        }
+    }
+    size_t esize = netrun_dtype_size(dtype);
+    int64_t count = nr_shape_count(rank, dims);
+    size_t need;
+    if (!esize || count < 0 || count == INT64_MAX || !nr_mul_size((size_t)count, esize, &need)) {
+        nr_error(NETRUN_ERR_INVALID_ARGUMENT, "input '%s': dtype %s with this shape is not supported", name,
+                 netrun_dtype_name(dtype));
+        return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
+    }
+    if (nbytes != need || (need && !data)) {
+        nr_error(NETRUN_ERR_INVALID_ARGUMENT, "input '%s': %zu bytes given, the shape and dtype need %zu", name,
+                 nbytes, need);
+        return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
+    }
+    nr_input *in = &s->inputs[index];
+    /* A new shape invalidates the prepared plan (shapes, memory, algorithms). */
+    int same_shape = in->set && in->rank == rank && !memcmp(in->dims, dims, sizeof(int64_t) * (size_t)rank);
+    if (s->prepared && !same_shape && !s->dynamic) nr_session_unprepare(s);
+    if (need > in->cap) {
+        void *p = nr_aligned_alloc(need, 64);
+        if (!p) {
+            nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory for input '%s' (%zu bytes)", name, need);
+            return FAIL(s, NETRUN_ERR_OUT_OF_MEMORY);
+        }
+        nr_aligned_free(in->data);
+        in->data = p;
+        in->cap = need;
+    }
+    if (need) memcpy(in->data, data, need);
+    in->nbytes = need;
+    in->rank = rank;
+    memcpy(in->dims, dims, sizeof(int64_t) * (size_t)rank);
+    in->set = 1;
+    return NETRUN_OK;
+}
+
+netrun_status netrun_session_prepare(netrun_session *s) {
+    if (!s) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_session_prepare: session is NULL");
+    if (s->prepared) return NETRUN_OK;
+    netrun_status st = nr_session_prepare(s);
+    return st == NETRUN_OK ? NETRUN_OK : FAIL(s, st);
+}
+
+netrun_status netrun_session_run(netrun_session *s) {
+    if (!s) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_session_run: session is NULL");
+    nr_graph *g = s->model->ir->graph;
+    for (int i = 0; i < g->n_inputs; i++)
+        if (!s->inputs[i].set) {
+            nr_error(NETRUN_ERR_STATE, "input '%s' was not set (netrun_session_set_input)",
+                     g->values[g->inputs[i]].name);
+            return FAIL(s, NETRUN_ERR_STATE);
+        }
+    if (!s->prepared) {
+        netrun_status st = nr_session_prepare(s);
+        if (st != NETRUN_OK) return FAIL(s, st);
+    }
+    double t0 = nr_now_ms();
+    netrun_status st = nr_session_execute(s);
+    double ms = nr_now_ms() - t0;
+    if (st != NETRUN_OK) return FAIL(s, st);
+    if (!s->ran_since_prepare) s->stats.first_run_ms = ms;
+    s->ran_since_prepare = 1;
+    s->stats.last_run_ms = ms;
+    s->stats.runs++;
+    return NETRUN_OK;
+}
+
+netrun_status netrun_session_output(netrun_session *s, int index, netrun_tensor_view *out) {
+    if (!s || !out) return arg_error(s, "%s: NULL argument", "netrun_session_output");
+    nr_graph *g = s->model->ir->graph;
+    if (index < 0 || index >= g->n_outputs) {
+        nr_error(NETRUN_ERR_INVALID_ARGUMENT, "output index %d out of range (the model has %d)", index,
+                 g->n_outputs);
+        return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
+    }
+    if (!s->prepared || !s->ran_since_prepare) {
+        nr_error(NETRUN_ERR_STATE, "no outputs yet: run the session first");
+        return FAIL(s, NETRUN_ERR_STATE);
+    }
+    int v = g->outputs[index];
+    nr_svalue *sv = &s->values[v];
+    memset(out, 0, sizeof *out);
+    out->name = g->values[v].name;
+    out->dtype = sv->desc.dtype;
+    out->rank = sv->desc.rank;
+    memcpy(out->dims, sv->desc.dims, sizeof out->dims);
+    out->nbytes = sv->nbytes;
+    if (sv->is_const) out->data = sv->desc.const_data;
+    else if (sv->home != NR_HOST_DOMAIN) out->data = s->outputs[index].host;
+    else {
+        netrun_tensor t;
+        nr_value_tensor(s, v, NR_HOST_DOMAIN, &t);
+        out->data = t.data;
+    }
+    return NETRUN_OK;
+}
+
+netrun_status netrun_session_output_by_name(netrun_session *s, const char *name, netrun_tensor_view *out) {
+    if (!s || !name) return arg_error(s, "%s: NULL argument", "netrun_session_output_by_name");
+    nr_graph *g = s->model->ir->graph;
+    for (int i = 0; i < g->n_outputs; i++)
+        if (!strcmp(g->values[g->outputs[i]].name, name)) return netrun_session_output(s, i, out);
+    nr_error(NETRUN_ERR_INVALID_ARGUMENT, "the model has no output '%s'", name);
+    return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
+}
+
+int netrun_session_node_count(const netrun_session *s) { return s && s->prepared ? s->n_snodes : 0; }
+
+netrun_status netrun_session_node_info(const netrun_session *s, int index, netrun_node_info *info) {
+    if (!s || !info) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_session_node_info: NULL argument");
+    if (!s->prepared) return nr_error(NETRUN_ERR_STATE, "the session is not prepared yet");
+    if (index < 0 || index >= s->n_snodes)
+        return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "node index %d out of range (%d nodes)", index, s->n_snodes);
+    const nr_snode *sn = &s->snodes[index];
+    const nr_node *nd = &s->model->ir->graph->nodes[sn->node];
+    info->name = nd->name;
+    info->op_type = nd->op_type;
+    info->backend = sn->slot >= 0 ? s->slots[sn->slot].be->name : "const";
+    info->reason = sn->reason ? sn->reason : "";
+    return NETRUN_OK;
+}
+
+netrun_status netrun_session_get_stats(const netrun_session *s, netrun_session_stats *stats) {
+    if (!s || !stats) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_session_get_stats: NULL argument");
+    *stats = s->stats;
+    return NETRUN_OK;
+}

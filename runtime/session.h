@@ -1,0 +1,146 @@
+/* Sessions: per-session shapes, placement, memory plan, kernels and the executor. */
+#ifndef NR_SESSION_H
+#define NR_SESSION_H
+
+#include "backend_registry.h"
+#include "model.h"
+
+struct netrun_options {
+    char *backends;
+    netrun_precision precision;
+    int threads;
+    int device;
+    netrun_workspace_policy policy;
+    size_t workspace_limit;
+    int strict;
+    size_t device_memory_budget;
+    char **keys, **values;
+    int n_kv;
+};
+
+netrun_status nr_options_copy(netrun_options *dst, const netrun_options *src);
+void nr_options_clear(netrun_options *o);
+const char *nr_options_get(const void *opaque, const char *key);
+
+#define NR_MAX_SLOTS 8      /* backends one session may use */
+#define NR_HOST_DOMAIN 0    /* memory domain of the host; device backends get their own */
+
+/* A backend used by the session. */
+typedef struct nr_slot {
+    const nr_backend *be;
+    const netrun_backend_api *api;
+    netrun_backend_context *ctx;   /* created at prepare (lazy init) */
+    int domain;                    /* memory domain: NR_HOST_DOMAIN for host-memory backends */
+    void *arena;                   /* activation arena buffer of this domain (owned by the first slot of it) */
+    size_t arena_size;
+    void *weights;                 /* constants uploaded into this domain */
+    size_t weights_size;
+    void *workspace;               /* one shared workspace per device */
+    size_t workspace_size;
+    int n_nodes;
+    char unavailable_reason[256];  /* set when named but unavailable */
+} nr_slot;
+
+/* Where a value's bytes are in one memory domain. */
+typedef struct nr_place {
+    int present;
+    int in_arena;                  /* planned into the domain's arena */
+    size_t offset;                 /* in the arena or weights buffer */
+    int first, last;               /* lifetime in steps */
+    void *dyn_buffer;              /* allocated per run (dynamic shapes) */
+} nr_place;
+
+#define NR_MAX_DOMAINS 4
+
+typedef struct nr_svalue {
+    netrun_value_desc desc;        /* current dtype/shape; const_data when constant */
+    nr_tensor *folded;             /* owned constant computed at prepare */
+    int is_const;
+    int dynamic;                   /* shape known only at run time */
+    int home;                      /* domain where it is produced */
+    int producer;                  /* snode index or -1 */
+    int graph_input;               /* index among the graph inputs, or -1 */
+    int graph_output;              /* index among the graph outputs, or -1 */
+    size_t nbytes;
+    nr_place place[NR_MAX_DOMAINS];
+    void *host_copy;               /* run-time host copy for dynamic inference (owned) */
+    size_t host_copy_size;
+} nr_svalue;
+
+typedef struct nr_snode {
+    int node;                      /* index in the graph */
+    int slot;                      /* backend slot, or -1 when folded */
+    char *reason;
+    void *params;                  /* session copy, completed by infer */
+    nr_alloc_list allocs;
+    netrun_kernel *kernel;
+    size_t workspace;
+    int dynamic;                   /* infer again at each run */
+    netrun_value_desc *in_desc;
+    netrun_value_desc *out_desc;
+    netrun_tensor *in_t;
+    netrun_tensor *out_t;
+} nr_snode;
+
+typedef enum { NR_STEP_KERNEL = 0, NR_STEP_COPY = 1 } nr_step_kind;
+
+typedef struct nr_step {
+    nr_step_kind kind;
+    int snode;                     /* KERNEL */
+    int value, from, to;           /* COPY: value between domains */
+} nr_step;
+
+typedef struct nr_input {
+    void *data;                    /* session-owned host copy */
+    size_t nbytes, cap;
+    int set;
+    int rank;
+    int64_t dims[NETRUN_MAX_RANK];
+} nr_input;
+
+typedef struct nr_output {
+    void *host;                    /* staging copy when the value lives on a device */
+    size_t cap;
+} nr_output;
+
+struct netrun_session {
+    netrun_model *model;
+    netrun_options opts;
+    nr_slot slots[NR_MAX_SLOTS];
+    int n_slots;
+    int n_domains;
+    int prepared;
+    int ran_since_prepare;
+    int dynamic;                   /* some shapes are known only at run time */
+    /* symbolic dims set by the user */
+    char **dim_names;
+    int64_t *dim_values;
+    int n_dims;
+    nr_input *inputs;
+    nr_output *outputs;
+    nr_svalue *values;
+    nr_snode *snodes;
+    int n_snodes;
+    nr_step *steps;
+    int n_steps;
+    int domain_slot[NR_MAX_DOMAINS];   /* the slot that owns each device domain's buffers */
+    void *host_arena;                   /* activation arena of the host domain */
+    size_t host_arena_size;
+    void *host_workspace;
+    size_t host_workspace_size;
+    netrun_session_stats stats;
+    netrun_tensor_info *in_info, *out_info; /* session view of the io (dims filled in) */
+    int64_t (*io_dims)[NETRUN_MAX_RANK];
+    char error[NR_ERROR_MAX];
+};
+
+netrun_status nr_session_prepare(netrun_session *s);
+void nr_session_unprepare(netrun_session *s);
+netrun_status nr_session_execute(netrun_session *s);
+/* Shape/dtype inference of one session node from its input descs; fills out_desc and params. */
+netrun_status nr_infer_node(netrun_session *s, nr_snode *sn);
+/* Address of a value in a domain for the current run (NULL for non-addressable device memory). */
+void nr_value_tensor(netrun_session *s, int value, int domain, netrun_tensor *t);
+size_t nr_desc_bytes(const netrun_value_desc *d);
+
+#endif

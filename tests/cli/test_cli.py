@@ -1,0 +1,451 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the netrun command-line tool.
+
+usage: test_cli.py --netrun PATH [--only NAME[,NAME...]] [--keep DIR] [--list]
+Each scenario builds tiny ONNX models with onnx.helper, runs the CLI and checks exit codes, files and reports.
+Prints one line per scenario and a last line 'N passed, N failed'; exit 1 when any failed.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import traceback
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+NETRUN = None
+WORK = None
+
+
+# ---------------------------------------------------------------- helpers
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def run(args, timeout=120):
+    r = subprocess.run([NETRUN] + [str(a) for a in args], capture_output=True, text=True, timeout=timeout)
+    return r
+
+
+def expect_rc(r, rc, what):
+    if r.returncode != rc:
+        raise Fail(f"{what}: exit {r.returncode}, want {rc}\n--- stdout\n{r.stdout[-1500:]}\n"
+                   f"--- stderr\n{r.stderr[-1500:]}")
+
+
+def save_model(model, name):
+    path = os.path.join(WORK, name)
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    return path
+
+
+def make_model(nodes, inputs, outputs, inits=(), name="g"):
+    graph = helper.make_graph(nodes, name, inputs, outputs, initializer=list(inits))
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="netrun-cli-tests")
+    m.ir_version = 8
+    return m
+
+
+W = (np.arange(12, dtype=np.float32).reshape(4, 3) / 10.0 - 0.5).astype(np.float32)
+
+
+def mlp_model():
+    """y = relu(x + b) @ W, with x [batch, 4]; the output's name has a '/' to test file-name sanitising."""
+    b = np.array([0.5, -0.25, 0.0, 1.0], dtype=np.float32)
+    nodes = [helper.make_node("Add", ["x", "b"], ["s"], name="add0"),
+             helper.make_node("Relu", ["s"], ["r"], name="relu0"),
+             helper.make_node("MatMul", ["r", "W"], ["out/y"], name="matmul0")]
+    m = make_model(nodes,
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+                   [helper.make_tensor_value_info("out/y", TensorProto.FLOAT, ["batch", 3])],
+                   [numpy_helper.from_array(b, "b"), numpy_helper.from_array(W, "W")])
+    return save_model(m, "mlp.onnx"), b
+
+
+def mlp_ref(x, b):
+    return np.maximum(x + b, 0).astype(np.float32) @ W
+
+
+def two_input_model():
+    """z = x + y (float, [batch, 3]) and k = i (int64 identity, [2, 5])."""
+    nodes = [helper.make_node("Add", ["x", "y"], ["z"], name="add"),
+             helper.make_node("Identity", ["i"], ["k"], name="ident")]
+    m = make_model(nodes,
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3]),
+                    helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3]),
+                    helper.make_tensor_value_info("i", TensorProto.INT64, [2, 5])],
+                   [helper.make_tensor_value_info("z", TensorProto.FLOAT, ["batch", 3]),
+                    helper.make_tensor_value_info("k", TensorProto.INT64, [2, 5])])
+    return save_model(m, "two.onnx")
+
+
+def npy(path, arr):
+    np.save(path, arr)
+    return path
+
+
+def tmpdir(name):
+    d = os.path.join(WORK, name)
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+# ---------------------------------------------------------------- scenarios
+
+def t_help_version():
+    r = run(["--help"])
+    expect_rc(r, 0, "--help")
+    for word in ["usage", "--backend", "--precision", "--input", "--shape", "--check", "--json", "Exit codes",
+                 "Examples"]:
+        check(word in r.stdout, f"--help lacks {word!r}")
+    r = run(["-h"])
+    expect_rc(r, 0, "-h")
+    r = run(["--version"])
+    expect_rc(r, 0, "--version")
+    check("netrun" in r.stdout and "0.1.0" in r.stdout, f"--version printed {r.stdout!r}")
+
+
+def t_bad_option():
+    model, _ = mlp_model()
+    cases = [[model, "--bogus"], [model, "--iterations", "abc"], [model, "--iterations", "-1"],
+             [model, "--precision", "fp8"], [model, "--workspace-limit", "12Q"],
+             [model, "--workspace-policy", "greedy"], [model, "--input", "noequals"], [model, "--warmup"],
+             [model, model], [model, "--strict=1"]]
+    for args in cases:
+        r = run(args)
+        expect_rc(r, 2, f"netrun {' '.join(map(str, args[1:]))}")
+        check("netrun: error:" in r.stderr, f"{args[1:]}: no 'netrun: error:' in stderr: {r.stderr!r}")
+    r = run([model, "--bogus"])
+    check("--bogus" in r.stderr, "unknown option not named in the message")
+    r = run([])
+    expect_rc(r, 2, "no model")
+    # Valid forms: --opt=value, size suffixes.
+    r = run([model, "--iterations=2", "--warmup=0", "--workspace-limit", "256M", "-q"])
+    expect_rc(r, 0, "--iterations=2 --workspace-limit 256M")
+
+
+def t_missing_model():
+    path = os.path.join(WORK, "does_not_exist.onnx")
+    r = run([path])
+    expect_rc(r, 2, "missing model")
+    check("netrun: error:" in r.stderr and "does_not_exist.onnx" in r.stderr,
+          f"message does not name the file: {r.stderr!r}")
+
+
+def t_malformed_model():
+    path = os.path.join(WORK, "garbage.onnx")
+    with open(path, "wb") as f:
+        f.write(b"\x0a\xff\xff\xff\xff\x0fthis is not an onnx model" * 3)
+    r = run([path])
+    expect_rc(r, 2, "malformed model")
+    check("netrun: error:" in r.stderr and len(r.stderr.strip()) > len("netrun: error:") + 5,
+          f"no useful message: {r.stderr!r}")
+    empty = os.path.join(WORK, "empty.onnx")
+    open(empty, "wb").close()
+    r = run([empty])
+    expect_rc(r, 2, "empty model file")
+
+
+def t_output_dir():
+    model, b = mlp_model()
+    x = np.random.default_rng(1).standard_normal((2, 4)).astype(np.float32)
+    xin = npy(os.path.join(WORK, "x24.npy"), x)
+    out = os.path.join(WORK, "out_dir", "nested")
+    r = run([model, "--backend", "cpu", "--input", f"x={xin}", "--output-dir", out, "--warmup", "0",
+             "--iterations", "2"])
+    expect_rc(r, 0, "run with --output-dir")
+    f = os.path.join(out, "out_y.npy")
+    check(os.path.exists(f), f"{f} not written (files: {os.listdir(out) if os.path.isdir(out) else 'none'})")
+    got = np.load(f)
+    want = mlp_ref(x, b)
+    check(got.shape == want.shape and got.dtype == np.float32, f"got {got.shape} {got.dtype}, want {want.shape}")
+    check(np.allclose(got, want, rtol=1e-5, atol=1e-6), f"values differ: {got} vs {want}")
+    # The text report names the output, its shape and times.
+    for word in ["out/y", "[2, 3]", "median", "peak RSS", "cpu"]:
+        check(word in r.stdout, f"text report lacks {word!r}:\n{r.stdout}")
+
+
+def t_input_pb():
+    model, b = mlp_model()
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    p = os.path.join(WORK, "x34.pb")
+    with open(p, "wb") as f:
+        f.write(numpy_helper.from_array(x, "x").SerializeToString())
+    out = tmpdir("out_pb")
+    r = run([model, "--backend", "cpu", "--input", f"x={p}", "--output-dir", out, "-q", "--iterations", "1"])
+    expect_rc(r, 0, "TensorProto input")
+    check(r.stdout.strip() == "", f"--quiet printed {r.stdout!r}")
+    got = np.load(os.path.join(out, "out_y.npy"))
+    check(np.allclose(got, mlp_ref(x, b), rtol=1e-5, atol=1e-6), "values differ with .pb input")
+
+
+def t_check():
+    model, b = mlp_model()
+    x = np.random.default_rng(2).standard_normal((2, 4)).astype(np.float32)
+    xin = npy(os.path.join(WORK, "x_check.npy"), x)
+    want = mlp_ref(x, b)
+    good = tmpdir("ref_good")
+    npy(os.path.join(good, "out_y.npy"), want)
+    r = run([model, "--input", f"x={xin}", "--check", good, "--iterations", "1"])
+    expect_rc(r, 0, "--check with correct reference")
+    check("max abs err" in r.stdout, f"no per-output error line:\n{r.stdout}")
+
+    pbdir = tmpdir("ref_pb")
+    with open(os.path.join(pbdir, "output_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(want, "out/y").SerializeToString())
+    r = run([model, "--input", f"x={xin}", "--check", pbdir, "--iterations", "1"])
+    expect_rc(r, 0, "--check with output_0.pb reference")
+
+    bad = tmpdir("ref_bad")
+    wrong = want.copy()
+    wrong[1, 2] += 0.5
+    npy(os.path.join(bad, "out_y.npy"), wrong)
+    r = run([model, "--input", f"x={xin}", "--check", bad, "--iterations", "1"])
+    expect_rc(r, 3, "--check with a wrong reference")
+    check("out/y" in r.stderr, f"mismatch message does not name the output: {r.stderr!r}")
+    # Within a loose tolerance the same reference passes.
+    r = run([model, "--input", f"x={xin}", "--check", bad, "--atol", "1", "--iterations", "1", "-q"])
+    expect_rc(r, 0, "--check with --atol 1")
+
+    shape_bad = tmpdir("ref_shape")
+    npy(os.path.join(shape_bad, "out_y.npy"), want[:1])
+    r = run([model, "--input", f"x={xin}", "--check", shape_bad, "--iterations", "1"])
+    expect_rc(r, 3, "--check with a wrong-shape reference")
+
+    missing = tmpdir("ref_missing")
+    r = run([model, "--input", f"x={xin}", "--check", missing, "--iterations", "1"])
+    expect_rc(r, 2, "--check with a missing reference")
+    check("out_y.npy" in r.stderr or "output_0.pb" in r.stderr, f"message does not say what is missing: {r.stderr!r}")
+
+
+def t_json():
+    model, b = mlp_model()
+    r = run([model, "--backend", "cpu", "--json", "-", "--warmup", "1", "--iterations", "5", "--shape", "x=2x4"])
+    expect_rc(r, 0, "--json -")
+    try:
+        rep = json.loads(r.stdout)
+    except ValueError as e:
+        raise Fail(f"--json - is not valid JSON ({e}):\n{r.stdout[:2000]}")
+    for k in ["model", "nodes", "timings", "memory", "outputs", "backends", "placement"]:
+        check(k in rep, f"JSON lacks {k!r}: keys {sorted(rep)}")
+    check(rep["model"]["path"] == model, f"model.path {rep['model']['path']!r}")
+    ins = rep["model"]["inputs"]
+    check(len(ins) == 1 and ins[0]["name"] == "x" and ins[0]["dtype"] == "float32", f"model.inputs {ins}")
+    check(ins[0]["shape"] == ["batch", 4], f"declared shape {ins[0]['shape']}")
+    outs = rep["model"]["outputs"]
+    check(len(outs) == 1 and outs[0]["name"] == "out/y", f"model.outputs {outs}")
+    nodes = rep["nodes"]
+    check(isinstance(nodes, list) and len(nodes) >= 1, f"nodes {nodes}")
+    for n in nodes:
+        for k in ["name", "op", "backend", "reason"]:
+            check(k in n, f"node lacks {k}: {n}")
+    ops = sorted(n["op"] for n in nodes)
+    check("MatMul" in ops, f"MatMul not among nodes: {ops}")
+    check(sum(rep["placement"].values()) == len(nodes), f"placement {rep['placement']} vs {len(nodes)} nodes")
+    check(rep["backends"] == ["cpu"], f"backends {rep['backends']}")
+    t = rep["timings"]
+    for k in ["load_ms", "init_ms", "prepare_ms", "first_run_ms", "latency_ms", "throughput_per_s"]:
+        check(k in t, f"timings lacks {k}: {t}")
+    lat = t["latency_ms"]
+    for k in ["min", "median", "p90", "p99", "mean"]:
+        check(isinstance(lat.get(k), (int, float)) and lat[k] >= 0, f"latency_ms.{k} = {lat.get(k)}")
+    check(lat["min"] <= lat["median"] <= lat["p90"] <= lat["p99"], f"latency order {lat}")
+    check(t["throughput_per_s"] > 0, f"throughput {t['throughput_per_s']}")
+    mem = rep["memory"]
+    for k in ["arena_bytes", "weight_bytes", "workspace_bytes", "peak_rss_bytes"]:
+        check(k in mem, f"memory lacks {k}")
+    check(mem["peak_rss_bytes"] > 1024 * 1024, f"peak RSS {mem['peak_rss_bytes']}")
+    o = rep["outputs"]
+    check(len(o) == 1 and o[0]["name"] == "out/y" and o[0]["shape"] == [2, 3] and o[0]["dtype"] == "float32",
+          f"outputs {o}")
+    check(len(o[0]["values"]) == 6 and all(isinstance(v, (int, float)) for v in o[0]["values"]),
+          f"output values {o[0]['values']}")
+
+    # --json FILE keeps the text report on stdout.
+    jf = os.path.join(WORK, "report.json")
+    r = run([model, "--json", jf, "--iterations", "1"])
+    expect_rc(r, 0, "--json FILE")
+    with open(jf) as f:
+        rep2 = json.load(f)
+    check("timings" in rep2 and "Times" in r.stdout, "--json FILE: report missing or text report suppressed")
+
+
+def t_json_escaping():
+    """Names with quotes, backslashes and control characters must still give valid JSON."""
+    weird = 'we"ird\\name\tx'
+    nodes = [helper.make_node("Relu", [weird], ["o\"ut"], name="n\"1\n")]
+    m = make_model(nodes, [helper.make_tensor_value_info(weird, TensorProto.FLOAT, [2])],
+                   [helper.make_tensor_value_info("o\"ut", TensorProto.FLOAT, [2])])
+    path = save_model(m, "weird.onnx")
+    r = run([path, "--json", "-", "--iterations", "1"])
+    expect_rc(r, 0, "weird names")
+    rep = json.loads(r.stdout)
+    check(rep["model"]["inputs"][0]["name"] == weird, f"name round trip: {rep['model']['inputs'][0]['name']!r}")
+    check(rep["outputs"][0]["name"] == "o\"ut", "output name round trip")
+
+
+def t_shape():
+    model, b = mlp_model()
+    out = tmpdir("out_shape")
+    r = run([model, "--backend", "cpu", "--shape", "x=5x4", "--output-dir", out, "--iterations", "1"])
+    expect_rc(r, 0, "--shape x=5x4")
+    got = np.load(os.path.join(out, "out_y.npy"))
+    check(got.shape == (5, 3), f"output shape {got.shape}, want (5, 3)")
+    check("batch=5" in r.stdout, f"text report does not show batch=5:\n{r.stdout}")
+    # Random floats lie in [-1, 1): x + b in [-1.25, 2), so relu(x+b) @ W is bounded.
+    check(np.all(np.isfinite(got)), "non-finite output from random input")
+
+    # --dim sets the symbol by name.
+    out2 = tmpdir("out_dim")
+    r = run([model, "--dim", "batch=7", "--output-dir", out2, "--iterations", "1", "-q"])
+    expect_rc(r, 0, "--dim batch=7")
+    check(np.load(os.path.join(out2, "out_y.npy")).shape == (7, 3), "--dim batch=7 did not give 7 rows")
+
+    # Unset symbolic dims default to 1 with a note.
+    out3 = tmpdir("out_default")
+    r = run([model, "--output-dir", out3, "--iterations", "1"])
+    expect_rc(r, 0, "default symbolic dim")
+    check(np.load(os.path.join(out3, "out_y.npy")).shape == (1, 3), "default batch is not 1")
+    check("note" in r.stderr and "batch" in r.stderr, f"no note about the default dim: {r.stderr!r}")
+
+    # Fixed dims cannot be changed; wrong rank and unknown input names are usage errors.
+    for bad in ["x=5x5", "x=5", "nosuch=1x4", "x=2xq"]:
+        r = run([model, "--shape", bad])
+        expect_rc(r, 2, f"--shape {bad}")
+    # A file input whose shape conflicts with --shape.
+    xin = npy(os.path.join(WORK, "x_conf.npy"), np.zeros((2, 4), np.float32))
+    r = run([model, "--shape", "x=3x4", "--input", f"x={xin}"])
+    expect_rc(r, 2, "--shape disagreeing with --input")
+    # Wrong dtype in an input file.
+    xi = npy(os.path.join(WORK, "x_int.npy"), np.zeros((2, 4), np.int32))
+    r = run([model, "--input", f"x={xi}"])
+    expect_rc(r, 2, "--input of the wrong dtype")
+    r = run([model, "--input", f"nosuch={xi}"])
+    expect_rc(r, 2, "--input with an unknown name")
+    r = run([model, "--input", f"x={os.path.join(WORK, 'nofile.npy')}"])
+    expect_rc(r, 2, "--input with a missing file")
+
+
+def t_random_inputs():
+    model = two_input_model()
+    out1, out2, out3 = tmpdir("rand1"), tmpdir("rand2"), tmpdir("rand3")
+    base = [model, "--shape", "x=64x3", "--iterations", "1", "--warmup", "0", "-q"]
+    expect_rc(run(base + ["--output-dir", out1]), 0, "random run 1")
+    expect_rc(run(base + ["--output-dir", out2]), 0, "random run 2")
+    expect_rc(run(base + ["--output-dir", out3, "--seed", "7"]), 0, "random run seed 7")
+    z1, z2, z3 = (np.load(os.path.join(d, "z.npy")) for d in (out1, out2, out3))
+    check(z1.shape == (64, 3), f"z shape {z1.shape}")
+    check(np.array_equal(z1, z2), "same seed gave different random inputs")
+    check(not np.array_equal(z1, z3), "different seeds gave the same random inputs")
+    check(np.all(z1 >= -2) and np.all(z1 < 2) and z1.std() > 0.1, "x + y outside [-2, 2) or constant")
+    k = np.load(os.path.join(out1, "k.npy"))
+    check(k.dtype == np.int64 and k.shape == (2, 5), f"k {k.dtype} {k.shape}")
+    check(np.all((k >= 0) & (k < 10)), f"random int64 outside [0, 10): {k}")
+    # y from a file: z - y must be the random x, which is within [-1, 1).
+    y = np.full((64, 3), 100.0, np.float32)
+    yin = npy(os.path.join(WORK, "y64.npy"), y)
+    out4 = tmpdir("rand4")
+    expect_rc(run(base + ["--input", f"y={yin}", "--output-dir", out4]), 0, "random x with file y")
+    x = np.load(os.path.join(out4, "z.npy")) - 100.0
+    check(np.all(x >= -1.0001) and np.all(x < 1.0001) and x.std() > 0.1, "random floats not in [-1, 1)")
+
+
+def t_backends():
+    r = run(["--backends"])
+    expect_rc(r, 0, "--backends")
+    lines = [ln for ln in r.stdout.splitlines() if ln.split() and ln.split()[0] == "cpu"]
+    check(lines and lines[0].split()[1] == "yes", f"cpu not listed as available:\n{r.stdout}")
+
+
+def t_strict_unknown():
+    model, _ = mlp_model()
+    r = run([model, "--backend", "nosuchbackend", "--strict"])
+    check(r.returncode in (1, 2), f"--strict with an unknown backend: exit {r.returncode}")
+    check("netrun: error:" in r.stderr and "nosuchbackend" in r.stderr,
+          f"message does not name the backend: {r.stderr!r}")
+    # Without --strict an unknown name is still a usage error: a typo must not change where the model runs.
+    r = run([model, "--backend", "nosuchbackend,cpu", "--iterations", "1"])
+    expect_rc(r, 2, "unknown backend without --strict")
+    check("nosuchbackend" in r.stderr and "cpu" in r.stderr, f"message does not list the backends: {r.stderr!r}")
+    r = run([model, "--backend", "cpu,", "--iterations", "1"])
+    expect_rc(r, 2, "empty name in the backend list")
+    r = run([model, "--backend", "cpu", "--strict", "--iterations", "1", "-q"])
+    expect_rc(r, 0, "--strict on cpu")
+
+
+def t_verbose_placement():
+    model, _ = mlp_model()
+    r = run([model, "--backend", "cpu", "-v", "--iterations", "1"])
+    expect_rc(r, 0, "-v")
+    for word in ["NODE", "REASON", "add0", "relu0", "matmul0", "Relu"]:
+        check(word in r.stdout, f"-v lacks {word!r}:\n{r.stdout}")
+
+
+SCENARIOS = {
+    "help_version": t_help_version,
+    "bad_option": t_bad_option,
+    "missing_model": t_missing_model,
+    "malformed_model": t_malformed_model,
+    "output_dir": t_output_dir,
+    "input_pb": t_input_pb,
+    "check": t_check,
+    "json": t_json,
+    "json_escaping": t_json_escaping,
+    "shape": t_shape,
+    "random_inputs": t_random_inputs,
+    "backends": t_backends,
+    "strict_unknown": t_strict_unknown,
+    "verbose_placement": t_verbose_placement,
+}
+
+
+def main():
+    global NETRUN, WORK
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--netrun", required=False)
+    ap.add_argument("--only", default=None, help="comma-separated scenario names")
+    ap.add_argument("--keep", default=None, help="work in this folder and keep it")
+    ap.add_argument("--list", action="store_true")
+    a = ap.parse_args()
+    if a.list:
+        print("\n".join(SCENARIOS))
+        return
+    if not a.netrun:
+        ap.error("--netrun is required")
+    NETRUN = os.path.abspath(a.netrun)
+    names = a.only.split(",") if a.only else list(SCENARIOS)
+    for n in names:
+        if n not in SCENARIOS:
+            sys.exit(f"unknown scenario {n!r}; known: {', '.join(SCENARIOS)}")
+    passed = failed = 0
+    with tempfile.TemporaryDirectory(prefix="netrun-cli-") as tmp:
+        for n in names:
+            WORK = os.path.join(a.keep or tmp, n)
+            os.makedirs(WORK, exist_ok=True)
+            try:
+                SCENARIOS[n]()
+                passed += 1
+                print(f"ok   {n}")
+            except Fail as e:
+                failed += 1
+                print(f"FAIL {n}: {e}")
+            except Exception:  # a crash of the test itself is a failure too
+                failed += 1
+                print(f"FAIL {n}: {traceback.format_exc()}")
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed or not passed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,11 @@
+# CLI tests: one ctest per scenario of test_cli.py (tiny ONNX models built with onnx.helper).
+set(NETRUN_CLI_SCENARIOS help_version bad_option missing_model malformed_model output_dir input_pb check json
+    json_escaping shape random_inputs backends strict_unknown verbose_placement)
+if(Python3_EXECUTABLE AND TARGET netrun-cli)
+  foreach(s ${NETRUN_CLI_SCENARIOS})
+    add_test(NAME cli.${s} COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_cli.py
+      --netrun $<TARGET_FILE:netrun-cli> --only ${s})
+    set_tests_properties(cli.${s} PROPERTIES TIMEOUT 300
+      ENVIRONMENT "NETRUN_BACKEND_PATH=${NETRUN_BACKEND_OUTPUT_DIR}")
+  endforeach()
+endif()

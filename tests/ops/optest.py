@@ -1,0 +1,63 @@
+"""Helpers for op test cases: build one-node ONNX models and declare their inputs.
+
+A family file cases_<family>.py defines CASES: a list of Case objects. run_op_tests.py computes the
+reference outputs with onnxruntime and compares netrun's CPU backend against them.
+"""
+import numpy as np
+import onnx
+from onnx import helper, TensorProto
+
+DEFAULT_OPSET = 17
+
+
+class Case:
+    def __init__(self, name, model, inputs, rtol=1e-4, atol=1e-5, outputs=None):
+        self.name = name          # unique within the family, [A-Za-z0-9_]+
+        self.model = model        # onnx.ModelProto
+        self.inputs = inputs      # {input name: np.ndarray}
+        self.rtol = rtol
+        self.atol = atol
+        self.outputs = outputs    # None = compare every graph output
+
+
+def np_to_elem(dtype):
+    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+
+
+def node_case(name, op_type, inputs, outputs=1, attrs=None, initializers=None, opset=DEFAULT_OPSET,
+              output_names=None, rtol=1e-4, atol=1e-5, domain="", input_names=None):
+    """One-node model. inputs: list of np.ndarray (graph inputs) in node input order; an entry may be None
+    (absent optional input) or ('const', array) for an initializer. outputs: count of outputs.
+    Output shapes are left for inference (declared without shape)."""
+    attrs = attrs or {}
+    node_inputs, graph_inputs, feeds, inits = [], [], {}, list(initializers or [])
+    for i, x in enumerate(inputs):
+        if x is None:
+            node_inputs.append("")
+            continue
+        nm = input_names[i] if input_names else f"in{i}"
+        if isinstance(x, tuple) and x[0] == "const":
+            arr = np.asarray(x[1])
+            inits.append(onnx.numpy_helper.from_array(arr, nm))
+        else:
+            arr = np.asarray(x)
+            graph_inputs.append(helper.make_tensor_value_info(nm, np_to_elem(arr.dtype), list(arr.shape)))
+            feeds[nm] = arr
+        node_inputs.append(nm)
+    out_names = output_names or [f"out{i}" for i in range(outputs)]
+    node = helper.make_node(op_type, node_inputs, out_names, domain=domain or None, **attrs)
+    graph_outputs = [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in out_names if o]
+    graph = helper.make_graph([node], name, graph_inputs, graph_outputs, initializer=inits)
+    opsets = [helper.make_opsetid("", opset)]
+    model = helper.make_model(graph, opset_imports=opsets, producer_name="netrun-tests")
+    model.ir_version = 8
+    return Case(name, model, feeds, rtol=rtol, atol=atol)
+
+
+def rand(*shape, dtype=np.float32, low=-1.0, high=1.0, seed=None):
+    rng = np.random.default_rng(seed if seed is not None else abs(hash(shape)) % (2**32))
+    if np.issubdtype(np.dtype(dtype), np.integer):
+        return rng.integers(int(low), int(high) + 1, size=shape).astype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) > 0.5
+    return rng.uniform(low, high, size=shape).astype(dtype)

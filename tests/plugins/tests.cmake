@@ -1,0 +1,36 @@
+# Broken backend plugins for the loader's tests, built into their own folder (never the real backends
+# folder, so the CLI does not list them) and handed to tests/unit/test_plugin_loader.c.
+set(NETRUN_TEST_PLUGIN_DIR ${CMAKE_BINARY_DIR}/test-plugins)
+set(NETRUN_TEST_SHADOW_DIR ${CMAKE_BINARY_DIR}/test-plugins-shadow)
+
+set(_test_plugin_targets)
+foreach(p abi_mismatch no_entry refuse short_api no_device)
+  string(REPLACE "_" "" _pname ${p})
+  add_library(netrun-testplugin-${_pname} MODULE ${CMAKE_CURRENT_LIST_DIR}/${p}.c)
+  target_include_directories(netrun-testplugin-${_pname} PRIVATE ${CMAKE_SOURCE_DIR}/include)
+  set_target_properties(netrun-testplugin-${_pname} PROPERTIES PREFIX "lib" OUTPUT_NAME netrun-${_pname}
+    C_VISIBILITY_PRESET hidden LIBRARY_OUTPUT_DIRECTORY ${NETRUN_TEST_PLUGIN_DIR})
+  list(APPEND _test_plugin_targets netrun-testplugin-${_pname})
+endforeach()
+
+# Not a shared library at all: dlopen must fail and the loader must say why, not crash.
+file(MAKE_DIRECTORY ${NETRUN_TEST_PLUGIN_DIR})
+file(WRITE ${NETRUN_TEST_PLUGIN_DIR}/libnetrun-garbage.so
+  "This is not an ELF file. netrun's loader must list it as unavailable with dlopen's message and go on.\n")
+
+# A second copy of the template backend, found after the real one: listed as shadowed.
+add_custom_command(OUTPUT ${NETRUN_TEST_SHADOW_DIR}/libnetrun-template.so
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${NETRUN_TEST_SHADOW_DIR}
+  COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE:netrun-template> ${NETRUN_TEST_SHADOW_DIR}/libnetrun-template.so
+  DEPENDS netrun-template
+  COMMENT "copy the template backend for the shadowing test")
+add_custom_target(netrun-test-plugins ALL DEPENDS ${NETRUN_TEST_SHADOW_DIR}/libnetrun-template.so
+  ${_test_plugin_targets})
+
+if(TARGET test_plugin_loader)
+  target_compile_definitions(test_plugin_loader PRIVATE
+    NR_TEST_PLUGIN_DIR="${NETRUN_TEST_PLUGIN_DIR}"
+    NR_TEST_SHADOW_DIR="${NETRUN_TEST_SHADOW_DIR}"
+    NR_TEST_BACKEND_DIR="${NETRUN_BACKEND_OUTPUT_DIR}")
+  add_dependencies(test_plugin_loader netrun-test-plugins netrun-cpu netrun-template)
+endif()

@@ -1,0 +1,921 @@
+/* netrun: run an ONNX model, time it, report placement/timings/memory/outputs. Public API only. */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cli.h"
+
+static int g_quiet;
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("netrun: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+void cli_note(const cli_opts *o, const char *fmt, ...)
+{
+    if ((o && o->quiet) || g_quiet)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("netrun: note: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void cli_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("netrun: warning: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+double cli_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ---- help ---- */
+
+static void print_help(FILE *f)
+{
+    fputs(
+        "usage: netrun MODEL.onnx [options]\n"
+        "       netrun --backends | --version | --help\n"
+        "\n"
+        "Run an ONNX model with netrun; report where each node runs, how long loading, preparing and\n"
+        "running take, the memory used, and the outputs. Inputs not given get seeded random data.\n"
+        "\n"
+        "Backends:\n"
+        "  --backend LIST            backend preference, comma-separated (e.g. cuda,cpu); default: every\n"
+        "                            available backend, GPU first. cpu is the fallback unless --strict\n"
+        "  --strict                  fail if any node cannot run on the first backend of the list\n"
+        "  --precision P             fp32 (default), tf32 or fp16\n"
+        "  --device N                device index within each backend (default 0)\n"
+        "  --threads N               CPU threads (default 0 = all cores)\n"
+        "  --workspace-policy P      balanced (default), fastest or min-memory\n"
+        "  --workspace-limit SIZE    cap on workspace memory: bytes, or with a K/M/G suffix (256M)\n"
+        "  --set KEY=VALUE           backend-specific setting (e.g. cuda.graph=0); repeatable\n"
+        "  --backends                list the backend plugins found, then exit\n"
+        "\n"
+        "Inputs:\n"
+        "  --input NAME=FILE         read input NAME from a .npy or ONNX TensorProto .pb file; repeatable\n"
+        "  --shape NAME=DIMS         shape of input NAME, e.g. 1x3x224x224; sets its symbolic dims\n"
+        "  --dim SYMBOL=N            set a symbolic dimension by name (e.g. batch=8)\n"
+        "  --seed N                  seed of the random inputs (default 0). Random data: floats uniform\n"
+        "                            in [-1, 1), integers in [0, 10), bool 0/1. Symbolic dims not set\n"
+        "                            default to 1 (with a note on stderr)\n"
+        "\n"
+        "Outputs and checks:\n"
+        "  --output-dir DIR          write each output as DIR/NAME.npy ('/' in names becomes '_')\n"
+        "  --check DIR               compare outputs with DIR/NAME.npy or DIR/output_K.pb (K = output index)\n"
+        "  --rtol X                  relative tolerance of --check (default 1e-3)\n"
+        "  --atol X                  absolute tolerance of --check (default 1e-5); integer outputs must\n"
+        "                            match exactly\n"
+        "\n"
+        "Timing:\n"
+        "  --warmup N                untimed runs after the first run (default 3)\n"
+        "  --iterations N            timed runs (default 20)\n"
+        "\n"
+        "Reports:\n"
+        "  --json FILE|-             write a JSON report to FILE ('-' = stdout, replacing the text report)\n"
+        "  -q, --quiet               no text report, no notes (errors still go to stderr)\n"
+        "  -v, --verbose             add a per-node placement table (node, op, backend, reason)\n"
+        "  --version                 print the versions and exit\n"
+        "  -h, --help                print this help and exit\n"
+        "\n"
+        "Exit codes: 0 ok, 1 runtime error, 2 usage or model error, 3 --check mismatch.\n"
+        "\n"
+        "Examples:\n"
+        "  netrun resnet50.onnx\n"
+        "  netrun resnet50.onnx --backend cuda --strict --precision fp16 --iterations 100\n"
+        "  netrun bert.onnx --dim batch=8 --dim seq=128 --json report.json\n"
+        "  netrun net.onnx --backend cpu --input x=x.npy --output-dir out/\n"
+        "  netrun net.onnx --input x=test_data_set_0/input_0.pb --check test_data_set_0\n",
+        f);
+}
+
+/* ---- option parsing ---- */
+
+static int parse_long(const char *opt, const char *v, long min, long max, long *out)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || end == v || *end || x < min || x > max) {
+        cli_error("%s expects an integer in [%ld, %ld], got '%s'", opt, min, max, v);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static int parse_double(const char *opt, const char *v, double *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !isfinite(x) || x < 0) {
+        cli_error("%s expects a non-negative number, got '%s'", opt, v);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static int add_kv(const char *opt, const char *arg, cli_kv **list, int *n)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg) {
+        cli_error("%s expects NAME=VALUE, got '%s'", opt, arg);
+        return -1;
+    }
+    cli_kv *nl = realloc(*list, (size_t)(*n + 1) * sizeof(**list));
+    if (!nl) {
+        cli_error("out of memory");
+        return -1;
+    }
+    *list = nl;
+    char *buf = strdup(arg);
+    if (!buf) {
+        cli_error("out of memory");
+        return -1;
+    }
+    size_t k = (size_t)(eq - arg);
+    buf[k] = '\0';
+    nl[*n].buf = buf;
+    nl[*n].name = buf;
+    nl[*n].value = buf + k + 1;
+    (*n)++;
+    return 0;
+}
+
+static void free_kvs(cli_kv *l, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(l[i].buf);
+    free(l);
+}
+
+typedef struct extra_opts {
+    int show_help, show_version, list_backends;
+    cli_kv *settings;
+    int n_settings;
+} extra_opts;
+
+/* Parse argv into o. Returns 0, or an exit code (usage error). */
+static int parse_args(int argc, char **argv, cli_opts *o, extra_opts *x)
+{
+    int only_positional = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (only_positional || a[0] != '-' || strcmp(a, "-") == 0) {
+            if (o->model_path) {
+                cli_error("more than one model given ('%s' and '%s')", o->model_path, a);
+                return CLI_EXIT_USAGE;
+            }
+            o->model_path = a;
+            continue;
+        }
+        if (strcmp(a, "--") == 0) {
+            only_positional = 1;
+            continue;
+        }
+        /* Split "--opt=value". */
+        char name[64];
+        const char *inline_val = NULL;
+        const char *eq = a[1] == '-' ? strchr(a, '=') : NULL;
+        size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
+        if (nlen >= sizeof(name)) {
+            cli_error("unknown option '%s' (see netrun --help)", a);
+            return CLI_EXIT_USAGE;
+        }
+        memcpy(name, a, nlen);
+        name[nlen] = '\0';
+        if (eq)
+            inline_val = eq + 1;
+
+        /* Flags. */
+        static const char *const flags[] = {"-h", "--help", "--version", "--backends", "--strict",
+                                            "-q", "--quiet", "-v", "--verbose"};
+        int is_flag = 0;
+        for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++)
+            if (strcmp(name, flags[k]) == 0)
+                is_flag = 1;
+        if (is_flag) {
+            if (inline_val) {
+                cli_error("option %s takes no value", name);
+                return CLI_EXIT_USAGE;
+            }
+            if (!strcmp(name, "-h") || !strcmp(name, "--help"))
+                x->show_help = 1;
+            else if (!strcmp(name, "--version"))
+                x->show_version = 1;
+            else if (!strcmp(name, "--backends"))
+                x->list_backends = 1;
+            else if (!strcmp(name, "--strict"))
+                o->strict = 1;
+            else if (!strcmp(name, "-q") || !strcmp(name, "--quiet"))
+                o->quiet = 1;
+            else
+                o->verbose = 1;
+            continue;
+        }
+
+        static const char *const valued[] = {
+            "--backend", "--precision", "--threads", "--device", "--workspace-policy", "--workspace-limit",
+            "--input", "--shape", "--dim", "--output-dir", "--check", "--rtol", "--atol", "--warmup",
+            "--iterations", "--json", "--seed", "--set"};
+        int known = 0;
+        for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
+            if (strcmp(name, valued[k]) == 0)
+                known = 1;
+        if (!known) {
+            cli_error("unknown option '%s' (see netrun --help)", name);
+            return CLI_EXIT_USAGE;
+        }
+        const char *v = inline_val;
+        if (!v) {
+            if (i + 1 >= argc) {
+                cli_error("option %s needs a value (see netrun --help)", name);
+                return CLI_EXIT_USAGE;
+            }
+            v = argv[++i];
+        }
+        long lv;
+        if (!strcmp(name, "--backend")) {
+            o->backends = v;
+        } else if (!strcmp(name, "--precision")) {
+            o->precision_set = 1;
+            if (!strcmp(v, "fp32"))
+                o->precision = NETRUN_PRECISION_FP32;
+            else if (!strcmp(v, "fp16"))
+                o->precision = NETRUN_PRECISION_FP16;
+            else if (!strcmp(v, "tf32"))
+                o->precision = NETRUN_PRECISION_TF32;
+            else {
+                cli_error("--precision expects fp32, fp16 or tf32, got '%s'", v);
+                return CLI_EXIT_USAGE;
+            }
+        } else if (!strcmp(name, "--threads")) {
+            if (parse_long(name, v, 0, 4096, &lv))
+                return CLI_EXIT_USAGE;
+            o->threads = (int)lv;
+        } else if (!strcmp(name, "--device")) {
+            if (parse_long(name, v, 0, 1024, &lv))
+                return CLI_EXIT_USAGE;
+            o->device = (int)lv;
+        } else if (!strcmp(name, "--workspace-policy")) {
+            o->workspace_set = 1;
+            if (!strcmp(v, "balanced"))
+                o->workspace_policy = NETRUN_WORKSPACE_BALANCED;
+            else if (!strcmp(v, "fastest"))
+                o->workspace_policy = NETRUN_WORKSPACE_FASTEST;
+            else if (!strcmp(v, "min-memory"))
+                o->workspace_policy = NETRUN_WORKSPACE_MIN_MEMORY;
+            else {
+                cli_error("--workspace-policy expects fastest, balanced or min-memory, got '%s'", v);
+                return CLI_EXIT_USAGE;
+            }
+        } else if (!strcmp(name, "--workspace-limit")) {
+            o->workspace_set = 1;
+            if (cli_parse_bytes(v, &o->workspace_limit) != 0) {
+                cli_error("--workspace-limit expects a size like 1048576, 512K, 256M or 2G, got '%s'", v);
+                return CLI_EXIT_USAGE;
+            }
+        } else if (!strcmp(name, "--input")) {
+            if (add_kv(name, v, &o->inputs, &o->n_inputs))
+                return CLI_EXIT_USAGE;
+        } else if (!strcmp(name, "--shape")) {
+            if (add_kv(name, v, &o->shapes, &o->n_shapes))
+                return CLI_EXIT_USAGE;
+        } else if (!strcmp(name, "--dim")) {
+            if (add_kv(name, v, &o->dims, &o->n_dims))
+                return CLI_EXIT_USAGE;
+        } else if (!strcmp(name, "--set")) {
+            if (add_kv(name, v, &x->settings, &x->n_settings))
+                return CLI_EXIT_USAGE;
+        } else if (!strcmp(name, "--output-dir")) {
+            o->output_dir = v;
+        } else if (!strcmp(name, "--check")) {
+            o->check_dir = v;
+        } else if (!strcmp(name, "--rtol")) {
+            if (parse_double(name, v, &o->rtol))
+                return CLI_EXIT_USAGE;
+        } else if (!strcmp(name, "--atol")) {
+            if (parse_double(name, v, &o->atol))
+                return CLI_EXIT_USAGE;
+        } else if (!strcmp(name, "--warmup")) {
+            if (parse_long(name, v, 0, 100000000L, &o->warmup))
+                return CLI_EXIT_USAGE;
+        } else if (!strcmp(name, "--iterations")) {
+            if (parse_long(name, v, 0, 100000000L, &o->iterations))
+                return CLI_EXIT_USAGE;
+        } else if (!strcmp(name, "--json")) {
+            o->json_path = v;
+        } else if (!strcmp(name, "--seed")) {
+            char *end;
+            errno = 0;
+            unsigned long long s = strtoull(v, &end, 10);
+            if (errno || end == v || *end || v[0] == '-') {
+                cli_error("--seed expects a non-negative integer, got '%s'", v);
+                return CLI_EXIT_USAGE;
+            }
+            o->seed = s;
+        }
+    }
+    return 0;
+}
+
+/* ---- backends ---- */
+
+static int list_backends(void)
+{
+    int n = netrun_backend_count();
+    if (n <= 0) {
+        printf("no backend plugins found (set NETRUN_BACKEND_PATH to the folder holding libnetrun-*.so)\n");
+        return CLI_EXIT_OK;
+    }
+    printf("%-12s %-10s %s\n", "BACKEND", "AVAILABLE", "DEVICES / REASON");
+    for (int i = 0; i < n; i++) {
+        netrun_backend_info bi;
+        if (netrun_backend_get_info(i, &bi) != NETRUN_OK) {
+            printf("%-12s %-10s %s\n", "?", "no", netrun_last_error());
+            continue;
+        }
+        printf("%-12s %-10s %s\n", bi.name ? bi.name : "?", bi.available ? "yes" : "no",
+               bi.reason ? bi.reason : "");
+        if (bi.path)
+            printf("%-12s %-10s library: %s\n", "", "", bi.path);
+        if (bi.available) {
+            for (int d = 0; d < bi.device_count; d++) {
+                char desc[512];
+                if (netrun_backend_device_describe(i, d, desc, sizeof(desc)) == NETRUN_OK)
+                    printf("%-12s %-10s device %d: %s\n", "", "", d, desc);
+            }
+        }
+    }
+    return CLI_EXIT_OK;
+}
+
+/* Find a backend plugin by name; fills info. Returns its index or -1. */
+static int find_backend(const char *name, size_t len, netrun_backend_info *info)
+{
+    int n = netrun_backend_count();
+    for (int i = 0; i < n; i++) {
+        netrun_backend_info bi;
+        if (netrun_backend_get_info(i, &bi) == NETRUN_OK && bi.name && strlen(bi.name) == len &&
+            strncmp(bi.name, name, len) == 0) {
+            if (info)
+                *info = bi;
+            return i;
+        }
+    }
+    return -1;
+}
+
+static int is_gpu_name(const char *n)
+{
+    static const char *const gpus[] = {"cuda", "opencl", "rocm", "hip", "vulkan", "metal"};
+    for (size_t i = 0; i < sizeof(gpus) / sizeof(gpus[0]); i++)
+        if (strcmp(n, gpus[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Check the --backend list and work out the primary backend. Returns 0 or an exit code. */
+static int resolve_backends(const cli_opts *o, cli_result *r)
+{
+    if (!o->backends || !o->backends[0]) {
+        /* The library's default order is GPU first; the public API does not say which plugin is a GPU, so the
+         * report names the first available GPU-type backend, else cpu. */
+        size_t used = 0;
+        const char *primary = NULL;
+        int n = netrun_backend_count();
+        for (int pass = 0; pass < 2; pass++) {
+            for (int i = 0; i < n; i++) {
+                netrun_backend_info bi;
+                if (netrun_backend_get_info(i, &bi) != NETRUN_OK || !bi.available || !bi.name)
+                    continue;
+                if (is_gpu_name(bi.name) != (pass == 0))
+                    continue;
+                if (!primary)
+                    primary = bi.name;
+                int w = snprintf(r->requested + used, sizeof(r->requested) - used, "%s%s", used ? "," : "",
+                                 bi.name);
+                if (w > 0 && (size_t)w < sizeof(r->requested) - used)
+                    used += (size_t)w;
+            }
+        }
+        snprintf(r->primary_backend, sizeof(r->primary_backend), "%s", primary ? primary : "cpu");
+        return 0;
+    }
+    snprintf(r->requested, sizeof(r->requested), "%s", o->backends);
+    const char *p = o->backends;
+    int first = 1;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        /* Tolerate spaces around names. */
+        while (len && isspace((unsigned char)*p)) {
+            p++;
+            len--;
+        }
+        while (len && isspace((unsigned char)p[len - 1]))
+            len--;
+        if (len == 0) {
+            cli_error("--backend '%s': empty backend name in the list", o->backends);
+            return CLI_EXIT_USAGE;
+        }
+        netrun_backend_info bi;
+        int idx = find_backend(p, len, &bi);
+        if (first)
+            snprintf(r->primary_backend, sizeof(r->primary_backend), "%.*s", (int)len, p);
+        if (idx < 0) {
+            char found[512] = "";
+            size_t used = 0;
+            for (int i = 0; i < netrun_backend_count(); i++) {
+                netrun_backend_info b2;
+                if (netrun_backend_get_info(i, &b2) == NETRUN_OK && b2.name) {
+                    int w = snprintf(found + used, sizeof(found) - used, "%s%s", used ? ", " : "", b2.name);
+                    if (w > 0 && (size_t)w < sizeof(found) - used)
+                        used += (size_t)w;
+                }
+            }
+            /* A typo must not silently change where the model runs. */
+            cli_error("--backend: unknown backend '%.*s' (backends found: %s; see netrun --backends)", (int)len, p,
+                      used ? found : "none");
+            return CLI_EXIT_USAGE;
+        } else if (!bi.available) {
+            if (o->strict && first) {
+                cli_error("--strict: backend '%.*s' is not available: %s", (int)len, p,
+                          bi.reason ? bi.reason : "probe failed");
+                return CLI_EXIT_USAGE;
+            }
+            cli_warn("backend '%.*s' is not available (%s); it will be skipped", (int)len, p,
+                     bi.reason ? bi.reason : "probe failed");
+        }
+        first = 0;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return 0;
+}
+
+/* ---- outputs ---- */
+
+/* File-name-safe version of a tensor name; empty names become output_K. */
+static void safe_name(char *buf, size_t size, const char *name, int index)
+{
+    if (!name || !name[0] || !strcmp(name, ".") || !strcmp(name, "..")) {
+        snprintf(buf, size, "output_%d", index);
+        return;
+    }
+    snprintf(buf, size, "%s", name);
+    for (char *c = buf; *c; c++)
+        if (*c == '/' || *c == '\\')
+            *c = '_';
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *c = tmp + 1; *c; c++) {
+        if (*c == '/') {
+            *c = '\0';
+            if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
+                return -1;
+            *c = '/';
+        }
+    }
+    if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
+        return -1;
+    struct stat st;
+    if (stat(tmp, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
+static int write_outputs(const cli_opts *o, cli_result *r)
+{
+    if (make_dirs(o->output_dir) != 0) {
+        cli_error("cannot create output folder %s: %s", o->output_dir, strerror(errno));
+        return CLI_EXIT_RUNTIME;
+    }
+    r->output_files = calloc((size_t)r->n_outputs + 1, sizeof(*r->output_files));
+    if (!r->output_files) {
+        cli_error("out of memory");
+        return CLI_EXIT_RUNTIME;
+    }
+    for (int i = 0; i < r->n_outputs; i++) {
+        char nm[512];
+        safe_name(nm, sizeof(nm), r->outputs[i].name, i);
+        char *path = r->output_files[i];
+        if (snprintf(path, sizeof(r->output_files[i]), "%s/%s.npy", o->output_dir, nm) >=
+            (int)sizeof(r->output_files[i])) {
+            cli_error("output path too long for '%s'", nm);
+            return CLI_EXIT_RUNTIME;
+        }
+        if (netrun_tensor_write_npy(path, &r->outputs[i]) != NETRUN_OK) {
+            cli_error("cannot write output '%s' to %s: %s", r->outputs[i].name, path, netrun_last_error());
+            return CLI_EXIT_RUNTIME;
+        }
+    }
+    return CLI_EXIT_OK;
+}
+
+static int is_float_dtype(netrun_dtype t)
+{
+    return t == NETRUN_DTYPE_FLOAT || t == NETRUN_DTYPE_DOUBLE || t == NETRUN_DTYPE_FLOAT16 ||
+           t == NETRUN_DTYPE_BFLOAT16;
+}
+
+static void compare_one(const cli_opts *o, const netrun_tensor_view *got, const netrun_tensor_view *want,
+                        cli_check *c)
+{
+    char a[128], b[128];
+    if (got->dtype != want->dtype) {
+        snprintf(c->problem, sizeof(c->problem), "dtype %s, reference %s", netrun_dtype_name(got->dtype),
+                 netrun_dtype_name(want->dtype));
+        c->mismatch = 1;
+        return;
+    }
+    if (got->rank != want->rank || memcmp(got->dims, want->dims, (size_t)got->rank * sizeof(int64_t)) != 0) {
+        cli_format_dims(a, sizeof(a), got->rank, got->dims);
+        cli_format_dims(b, sizeof(b), want->rank, want->dims);
+        snprintf(c->problem, sizeof(c->problem), "shape %s, reference %s", a, b);
+        c->mismatch = 1;
+        return;
+    }
+    size_t n;
+    if (cli_numel(got->rank, got->dims, &n) != 0 || !cli_dtype_readable(got->dtype)) {
+        snprintf(c->problem, sizeof(c->problem), "cannot compare %s tensors", netrun_dtype_name(got->dtype));
+        c->mismatch = 1;
+        return;
+    }
+    size_t es = netrun_dtype_size(got->dtype);
+    if (n > got->nbytes / es || n > want->nbytes / es) {
+        snprintf(c->problem, sizeof(c->problem), "data shorter than its shape");
+        c->mismatch = 1;
+        return;
+    }
+    int exact = !is_float_dtype(got->dtype); /* integers and bool must match exactly */
+    c->n_total = n;
+    for (size_t i = 0; i < n; i++) {
+        double g = cli_element(got->dtype, got->data, i);
+        double w = cli_element(want->dtype, want->data, i);
+        int bad;
+        double diff, rel;
+        if (isnan(g) || isnan(w)) {
+            bad = !(isnan(g) && isnan(w));
+            diff = bad ? INFINITY : 0;
+            rel = diff;
+        } else if (isinf(g) || isinf(w)) {
+            bad = g != w;
+            diff = bad ? INFINITY : 0;
+            rel = diff;
+        } else {
+            diff = fabs(g - w);
+            rel = w != 0 ? diff / fabs(w) : (diff > 0 ? INFINITY : 0);
+            bad = exact ? diff != 0 : diff > o->atol + o->rtol * fabs(w);
+        }
+        if (diff > c->max_abs)
+            c->max_abs = diff;
+        if (rel > c->max_rel)
+            c->max_rel = rel;
+        if (bad)
+            c->n_bad++;
+    }
+    if (c->n_bad)
+        c->mismatch = 1;
+}
+
+static int file_exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Returns 0, or the exit code the checks call for (2 missing reference, 3 mismatch). */
+static int check_outputs(const cli_opts *o, cli_result *r)
+{
+    r->checks = calloc((size_t)r->n_outputs + 1, sizeof(*r->checks));
+    if (!r->checks) {
+        cli_error("out of memory");
+        return CLI_EXIT_RUNTIME;
+    }
+    int missing = 0, bad = 0;
+    for (int i = 0; i < r->n_outputs; i++) {
+        cli_check *c = &r->checks[i];
+        char nm[512];
+        safe_name(nm, sizeof(nm), r->outputs[i].name, i);
+        char cands[3][1024];
+        snprintf(cands[0], sizeof(cands[0]), "%s/%s.npy", o->check_dir, nm);
+        snprintf(cands[1], sizeof(cands[1]), "%s/output_%d.pb", o->check_dir, i);
+        snprintf(cands[2], sizeof(cands[2]), "%s/%s.pb", o->check_dir, nm);
+        int found = -1;
+        for (int k = 0; k < 3 && found < 0; k++)
+            if (file_exists(cands[k]))
+                found = k;
+        if (found < 0) {
+            c->missing = 1;
+            missing++;
+            cli_error("--check: no reference for output '%s' (looked for %s and %s)", r->outputs[i].name,
+                      cands[0], cands[1]);
+            continue;
+        }
+        snprintf(c->reference, sizeof(c->reference), "%s", cands[found]);
+        netrun_tensor_view *ref = NULL;
+        if (netrun_tensor_read_file(c->reference, &ref) != NETRUN_OK) {
+            cli_error("--check: cannot read %s: %s", c->reference, netrun_last_error());
+            c->missing = 1;
+            missing++;
+            continue;
+        }
+        compare_one(o, &r->outputs[i], ref, c);
+        netrun_tensor_free(ref);
+        if (c->mismatch) {
+            bad++;
+            if (c->problem[0])
+                cli_error("--check: output '%s' differs from %s: %s", r->outputs[i].name, c->reference,
+                          c->problem);
+            else
+                cli_error("--check: output '%s' differs from %s: %zu of %zu values outside rtol %g atol %g "
+                          "(max abs err %.3g, max rel err %.3g)",
+                          r->outputs[i].name, c->reference, c->n_bad, c->n_total, o->rtol, o->atol, c->max_abs,
+                          c->max_rel);
+        }
+    }
+    if (missing)
+        return CLI_EXIT_USAGE;
+    if (bad)
+        return CLI_EXIT_MISMATCH;
+    return CLI_EXIT_OK;
+}
+
+/* ---- timing ---- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of sorted values. */
+static double percentile(const double *v, size_t n, double p)
+{
+    size_t rank = (size_t)ceil(p * (double)n);
+    if (rank < 1)
+        rank = 1;
+    if (rank > n)
+        rank = n;
+    return v[rank - 1];
+}
+
+static void compute_latency(double *ms, size_t n, cli_latency *l)
+{
+    memset(l, 0, sizeof(*l));
+    if (n == 0)
+        return;
+    qsort(ms, n, sizeof(double), cmp_double);
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += ms[i];
+    l->valid = 1;
+    l->min = ms[0];
+    l->median = n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+    l->p90 = percentile(ms, n, 0.90);
+    l->p99 = percentile(ms, n, 0.99);
+    l->mean = sum / (double)n;
+    l->throughput_per_s = l->mean > 0 ? 1000.0 / l->mean : 0;
+}
+
+static int status_exit(netrun_status st)
+{
+    return (st == NETRUN_ERR_INVALID_ARGUMENT || st == NETRUN_ERR_INVALID_MODEL) ? CLI_EXIT_USAGE
+                                                                                : CLI_EXIT_RUNTIME;
+}
+
+/* ---- main flow ---- */
+
+static int apply_options(const cli_opts *o, const extra_opts *x, netrun_options *no)
+{
+    netrun_status st = NETRUN_OK;
+    const char *what = "";
+#define TRY(call, label) do { if (st == NETRUN_OK) { st = (call); what = label; } } while (0)
+    TRY(netrun_options_set_strict(no, o->strict), "--strict");
+    if (o->backends)
+        TRY(netrun_options_set_backends(no, o->backends), "--backend");
+    if (o->precision_set)
+        TRY(netrun_options_set_precision(no, o->precision), "--precision");
+    if (o->threads >= 0)
+        TRY(netrun_options_set_threads(no, o->threads), "--threads");
+    if (o->device >= 0)
+        TRY(netrun_options_set_device(no, o->device), "--device");
+    if (o->workspace_set)
+        TRY(netrun_options_set_workspace(no, o->workspace_policy, o->workspace_limit), "--workspace-*");
+    for (int i = 0; i < x->n_settings && st == NETRUN_OK; i++)
+        TRY(netrun_options_set(no, x->settings[i].name, x->settings[i].value), "--set");
+#undef TRY
+    if (st != NETRUN_OK) {
+        cli_error("%s: %s", what, netrun_last_error());
+        return CLI_EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int run_model(const cli_opts *o, const extra_opts *x)
+{
+    cli_result r;
+    memset(&r, 0, sizeof(r));
+    r.opts = o;
+    netrun_options *no = NULL;
+    double *times = NULL;
+    int rc = resolve_backends(o, &r);
+    if (rc)
+        return rc;
+
+    double t0 = cli_now_ms();
+    netrun_status st = netrun_model_load(o->model_path, &r.model);
+    r.load_ms = cli_now_ms() - t0;
+    if (st != NETRUN_OK) {
+        const char *msg = netrun_last_error();
+        cli_error("cannot load model %s: %s", o->model_path, msg && msg[0] ? msg : netrun_status_string(st));
+        r.model = NULL;
+        return st == NETRUN_ERR_OUT_OF_MEMORY ? CLI_EXIT_RUNTIME : CLI_EXIT_USAGE;
+    }
+
+    if (netrun_options_create(&no) != NETRUN_OK) {
+        cli_error("cannot create options: %s", netrun_last_error());
+        rc = CLI_EXIT_RUNTIME;
+        goto done;
+    }
+    if ((rc = apply_options(o, x, no)) != 0)
+        goto done;
+    st = netrun_session_create(r.model, no, &r.session);
+    if (st != NETRUN_OK) {
+        r.session = NULL;
+        cli_error("cannot create a session: %s", netrun_last_error());
+        rc = status_exit(st);
+        goto done;
+    }
+    if ((rc = cli_feed_inputs(o, r.model, r.session, &r.inputs, &r.n_inputs)) != 0)
+        goto done;
+
+    t0 = cli_now_ms();
+    st = netrun_session_prepare(r.session);
+    r.prepare_ms = cli_now_ms() - t0;
+    if (st != NETRUN_OK) {
+        cli_error("prepare failed: %s", netrun_session_error(r.session));
+        rc = status_exit(st);
+        goto done;
+    }
+
+    t0 = cli_now_ms();
+    st = netrun_session_run(r.session);
+    r.first_run_ms = cli_now_ms() - t0;
+    if (st != NETRUN_OK) {
+        cli_error("run failed: %s", netrun_session_error(r.session));
+        rc = CLI_EXIT_RUNTIME;
+        goto done;
+    }
+    for (long i = 0; i < o->warmup; i++) {
+        if ((st = netrun_session_run(r.session)) != NETRUN_OK) {
+            cli_error("warmup run %ld failed: %s", i + 1, netrun_session_error(r.session));
+            rc = CLI_EXIT_RUNTIME;
+            goto done;
+        }
+    }
+    times = calloc((size_t)o->iterations + 1, sizeof(double));
+    if (!times) {
+        cli_error("out of memory for %ld timings", o->iterations);
+        rc = CLI_EXIT_RUNTIME;
+        goto done;
+    }
+    for (long i = 0; i < o->iterations; i++) {
+        t0 = cli_now_ms();
+        st = netrun_session_run(r.session);
+        times[i] = cli_now_ms() - t0;
+        if (st != NETRUN_OK) {
+            cli_error("run %ld failed: %s", i + 1, netrun_session_error(r.session));
+            rc = CLI_EXIT_RUNTIME;
+            goto done;
+        }
+    }
+    compute_latency(times, (size_t)o->iterations, &r.latency);
+
+    r.have_stats = netrun_session_get_stats(r.session, &r.stats) == NETRUN_OK;
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        r.peak_rss_bytes = (size_t)ru.ru_maxrss * 1024; /* Linux reports KiB */
+
+    r.n_outputs = netrun_session_output_count(r.session);
+    if (r.n_outputs < 0)
+        r.n_outputs = 0;
+    r.outputs = calloc((size_t)r.n_outputs + 1, sizeof(*r.outputs));
+    if (!r.outputs) {
+        cli_error("out of memory");
+        rc = CLI_EXIT_RUNTIME;
+        goto done;
+    }
+    for (int i = 0; i < r.n_outputs; i++) {
+        if (netrun_session_output(r.session, i, &r.outputs[i]) != NETRUN_OK) {
+            cli_error("cannot read output %d: %s", i, netrun_session_error(r.session));
+            rc = CLI_EXIT_RUNTIME;
+            goto done;
+        }
+    }
+    if (o->output_dir && (rc = write_outputs(o, &r)) != 0)
+        goto done;
+    int check_rc = o->check_dir ? check_outputs(o, &r) : 0;
+    if (check_rc == CLI_EXIT_RUNTIME) {
+        rc = check_rc;
+        goto done;
+    }
+
+    int json_to_stdout = o->json_path && strcmp(o->json_path, "-") == 0;
+    if (!o->quiet && !json_to_stdout)
+        cli_report_text(stdout, &r);
+    if (o->json_path && cli_report_json(o->json_path, &r) != 0) {
+        rc = CLI_EXIT_RUNTIME;
+        goto done;
+    }
+    rc = check_rc;
+
+done:
+    free(times);
+    free(r.outputs);
+    free(r.checks);
+    free(r.output_files);
+    free(r.inputs);
+    netrun_session_destroy(r.session);
+    netrun_options_destroy(no);
+    netrun_model_release(r.model);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    cli_opts o;
+    extra_opts x;
+    memset(&o, 0, sizeof(o));
+    memset(&x, 0, sizeof(x));
+    o.threads = -1;
+    o.device = -1;
+    o.rtol = 1e-3;
+    o.atol = 1e-5;
+    o.warmup = 3;
+    o.iterations = 20;
+
+    int rc = parse_args(argc, argv, &o, &x);
+    g_quiet = o.quiet;
+    if (rc) {
+        /* fall through to cleanup */
+    } else if (x.show_help) {
+        print_help(stdout);
+    } else if (x.show_version) {
+        printf("netrun %d.%d.%d (library %s)\n", NETRUN_VERSION_MAJOR, NETRUN_VERSION_MINOR, NETRUN_VERSION_PATCH,
+               netrun_version());
+    } else if (x.list_backends) {
+        rc = list_backends();
+    } else if (!o.model_path) {
+        cli_error("no model given (usage: netrun MODEL.onnx [options]; see netrun --help)");
+        rc = CLI_EXIT_USAGE;
+    } else {
+        rc = run_model(&o, &x);
+    }
+    free_kvs(o.inputs, o.n_inputs);
+    free_kvs(o.shapes, o.n_shapes);
+    free_kvs(o.dims, o.n_dims);
+    free_kvs(x.settings, x.n_settings);
+    fflush(stdout);
+    return rc;
+}

@@ -1,0 +1,564 @@
+/* The text report (stdout) and the JSON report (--json) of a run. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define SHOW_VALUES_TEXT 8
+#define SHOW_VALUES_JSON 16
+#define MAX_BACKEND_GROUPS 32
+
+/* ---- formatting helpers ---- */
+
+/* Append to buf, never overflowing (truncates). */
+static void appendf(char *buf, size_t size, size_t *used, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void appendf(char *buf, size_t size, size_t *used, const char *fmt, ...)
+{
+    if (*used >= size)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(buf + *used, size - *used, fmt, ap);
+    va_end(ap);
+    if (w < 0)
+        return;
+    *used += (size_t)w;
+    if (*used >= size)
+        *used = size - 1;
+}
+
+void cli_format_dims(char *buf, size_t size, int rank, const int64_t *dims)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    appendf(buf, size, &used, "[");
+    for (int i = 0; i < rank; i++)
+        appendf(buf, size, &used, "%s%" PRId64, i ? ", " : "", dims[i]);
+    appendf(buf, size, &used, "]");
+}
+
+void cli_format_info_shape(char *buf, size_t size, const netrun_tensor_info *decl, const netrun_tensor_info *act)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    int rank = decl->rank;
+    if (rank < 0 && act && act->rank >= 0)
+        rank = act->rank;
+    if (rank < 0) {
+        appendf(buf, size, &used, "(unknown shape)");
+        return;
+    }
+    appendf(buf, size, &used, "[");
+    for (int d = 0; d < rank; d++) {
+        const char *sym = decl->rank == rank && decl->dim_names ? decl->dim_names[d] : NULL;
+        int64_t dv = decl->rank == rank && decl->dims ? decl->dims[d] : -1;
+        int64_t av = act && act->rank == rank && act->dims ? act->dims[d] : -1;
+        appendf(buf, size, &used, "%s", d ? ", " : "");
+        if (sym && av >= 0)
+            appendf(buf, size, &used, "%s=%" PRId64, sym, av);
+        else if (sym)
+            appendf(buf, size, &used, "%s", sym);
+        else if (dv >= 0)
+            appendf(buf, size, &used, "%" PRId64, dv);
+        else if (av >= 0)
+            appendf(buf, size, &used, "?=%" PRId64, av);
+        else
+            appendf(buf, size, &used, "?");
+    }
+    appendf(buf, size, &used, "]");
+}
+
+static void format_bytes(char *buf, size_t size, double b)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (b >= 1024 && u < 4) {
+        b /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, size, "%.0f B", b);
+    else
+        snprintf(buf, size, "%.1f %s", b, units[u]);
+}
+
+static int is_int_dtype(netrun_dtype t)
+{
+    switch (t) {
+    case NETRUN_DTYPE_INT8: case NETRUN_DTYPE_UINT8: case NETRUN_DTYPE_INT16: case NETRUN_DTYPE_UINT16:
+    case NETRUN_DTYPE_INT32: case NETRUN_DTYPE_UINT32: case NETRUN_DTYPE_INT64: case NETRUN_DTYPE_UINT64:
+    case NETRUN_DTYPE_BOOL:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Elements a view holds, bounded by its bytes (0 when unreadable). */
+static size_t view_count(const netrun_tensor_view *v)
+{
+    size_t n, es = netrun_dtype_size(v->dtype);
+    if (!cli_dtype_readable(v->dtype) || es == 0 || !v->data || cli_numel(v->rank, v->dims, &n) != 0)
+        return 0;
+    return n < v->nbytes / es ? n : v->nbytes / es;
+}
+
+static void format_value(char *buf, size_t size, const netrun_tensor_view *v, size_t i)
+{
+    if (v->dtype == NETRUN_DTYPE_INT64) {
+        int64_t x;
+        memcpy(&x, (const char *)v->data + i * 8, 8);
+        snprintf(buf, size, "%" PRId64, x);
+    } else if (v->dtype == NETRUN_DTYPE_UINT64) {
+        uint64_t x;
+        memcpy(&x, (const char *)v->data + i * 8, 8);
+        snprintf(buf, size, "%" PRIu64, x);
+    } else if (v->dtype == NETRUN_DTYPE_BOOL) {
+        snprintf(buf, size, "%s", cli_element(v->dtype, v->data, i) != 0 ? "true" : "false");
+    } else if (is_int_dtype(v->dtype)) {
+        snprintf(buf, size, "%.0f", cli_element(v->dtype, v->data, i));
+    } else {
+        snprintf(buf, size, "%.6g", cli_element(v->dtype, v->data, i));
+    }
+}
+
+/* ---- placement ---- */
+
+typedef struct backend_group {
+    const char *name;
+    int count;
+} backend_group;
+
+static int group_nodes(netrun_session *s, backend_group *g, int max)
+{
+    int n = 0, nodes = netrun_session_node_count(s);
+    for (int i = 0; i < nodes; i++) {
+        netrun_node_info ni;
+        if (netrun_session_node_info(s, i, &ni) != NETRUN_OK)
+            continue;
+        const char *b = ni.backend ? ni.backend : "?";
+        int k = 0;
+        while (k < n && strcmp(g[k].name, b) != 0)
+            k++;
+        if (k == n) {
+            if (n == max)
+                continue;
+            g[n].name = b;
+            g[n].count = 0;
+            n++;
+        }
+        g[k].count++;
+    }
+    return n;
+}
+
+static const char *str_or(const char *s, const char *dflt)
+{
+    return s && s[0] ? s : dflt;
+}
+
+/* ---- text ---- */
+
+static void text_tensor_infos(FILE *f, const cli_result *r, int outputs)
+{
+    int n = outputs ? netrun_model_output_count(r->model) : netrun_model_input_count(r->model);
+    for (int i = 0; i < n; i++) {
+        netrun_tensor_info decl, act;
+        netrun_status st = outputs ? netrun_model_output_info(r->model, i, &decl)
+                                   : netrun_model_input_info(r->model, i, &decl);
+        if (st != NETRUN_OK)
+            continue;
+        int have_act = (outputs ? netrun_session_output_info(r->session, i, &act)
+                                : netrun_session_input_info(r->session, i, &act)) == NETRUN_OK;
+        char shape[256];
+        cli_format_info_shape(shape, sizeof(shape), &decl, have_act ? &act : NULL);
+        fprintf(f, "    %-24s %-9s %s", str_or(decl.name, "?"), netrun_dtype_name(decl.dtype), shape);
+        if (!outputs && i < r->n_inputs)
+            fprintf(f, "  (%s)", r->inputs[i].source ? r->inputs[i].source : "random");
+        fputc('\n', f);
+    }
+}
+
+void cli_report_text(FILE *f, const cli_result *r)
+{
+    const cli_opts *o = r->opts;
+    char b1[64], b2[64], b3[64], b4[64];
+
+    fprintf(f, "Model: %s (%d nodes, netrun %s)\n", o->model_path, netrun_model_node_count(r->model),
+            netrun_version());
+    fprintf(f, "  inputs:\n");
+    text_tensor_infos(f, r, 0);
+    fprintf(f, "  outputs:\n");
+    text_tensor_infos(f, r, 1);
+
+    /* Placement: counts per backend, then every node not on the primary backend with its reason. */
+    backend_group groups[MAX_BACKEND_GROUPS];
+    int ng = group_nodes(r->session, groups, MAX_BACKEND_GROUPS);
+    int nodes = netrun_session_node_count(r->session);
+    fprintf(f, "\nPlacement (backends: %s%s; primary: %s):\n", r->requested[0] ? r->requested : "none",
+            o->backends ? "" : " (default)", r->primary_backend);
+    for (int k = 0; k < ng; k++)
+        fprintf(f, "  %-10s %d node%s\n", groups[k].name, groups[k].count, groups[k].count == 1 ? "" : "s");
+    int off = 0;
+    for (int i = 0; i < nodes; i++) {
+        netrun_node_info ni;
+        if (netrun_session_node_info(r->session, i, &ni) != NETRUN_OK)
+            continue;
+        if (ni.backend && strcmp(ni.backend, r->primary_backend) == 0)
+            continue;
+        if (!off++)
+            fprintf(f, "  not on %s:\n", r->primary_backend);
+        fprintf(f, "    %s (%s) -> %s: %s\n", str_or(ni.name, "(unnamed)"), str_or(ni.op_type, "?"),
+                str_or(ni.backend, "?"), str_or(ni.reason, "no reason given"));
+    }
+    if (r->have_stats) {
+        format_bytes(b1, sizeof(b1), (double)r->stats.copy_bytes);
+        fprintf(f, "  copies between backends: %d (%s per run), nodes folded to constants: %d\n",
+                r->stats.n_copies, b1, r->stats.n_folded);
+    }
+    if (o->verbose && nodes > 0) {
+        fprintf(f, "\n  %-32s %-20s %-10s %s\n", "NODE", "OP", "BACKEND", "REASON");
+        for (int i = 0; i < nodes; i++) {
+            netrun_node_info ni;
+            if (netrun_session_node_info(r->session, i, &ni) != NETRUN_OK)
+                continue;
+            fprintf(f, "  %-32s %-20s %-10s %s\n", str_or(ni.name, "(unnamed)"), str_or(ni.op_type, "?"),
+                    str_or(ni.backend, "?"), str_or(ni.reason, ""));
+        }
+    }
+
+    fprintf(f, "\nTimes:\n");
+    fprintf(f, "  load        %10.3f ms\n", r->load_ms);
+    fprintf(f, "  prepare     %10.3f ms", r->prepare_ms);
+    if (r->have_stats)
+        fprintf(f, "  (backend init %.3f ms)", r->stats.init_ms);
+    fprintf(f, "\n  first run   %10.3f ms\n", r->first_run_ms);
+    if (r->latency.valid) {
+        fprintf(f, "  steady runs: %ld timed after %ld warmup\n", o->iterations, o->warmup);
+        fprintf(f, "    min %.3f ms, median %.3f ms, p90 %.3f ms, p99 %.3f ms, mean %.3f ms\n", r->latency.min,
+                r->latency.median, r->latency.p90, r->latency.p99, r->latency.mean);
+        fprintf(f, "    throughput %.1f runs/s\n", r->latency.throughput_per_s);
+    } else {
+        fprintf(f, "  steady runs: none (--iterations 0)\n");
+    }
+
+    fprintf(f, "\nMemory:\n");
+    if (r->have_stats) {
+        format_bytes(b1, sizeof(b1), (double)r->stats.arena_bytes);
+        format_bytes(b2, sizeof(b2), (double)r->stats.weight_bytes);
+        format_bytes(b3, sizeof(b3), (double)r->stats.workspace_bytes);
+        fprintf(f, "  activations (arena) %s, weights %s, workspace %s\n", b1, b2, b3);
+    }
+    format_bytes(b4, sizeof(b4), (double)r->peak_rss_bytes);
+    fprintf(f, "  peak RSS %s\n", b4);
+
+    fprintf(f, "\nOutputs:\n");
+    for (int i = 0; i < r->n_outputs; i++) {
+        const netrun_tensor_view *v = &r->outputs[i];
+        char shape[256];
+        cli_format_dims(shape, sizeof(shape), v->rank, v->dims);
+        fprintf(f, "  %s  %s %s", str_or(v->name, "?"), netrun_dtype_name(v->dtype), shape);
+        size_t n = view_count(v);
+        if (n > 0) {
+            fputs(" = [", f);
+            size_t show = n < SHOW_VALUES_TEXT ? n : SHOW_VALUES_TEXT;
+            for (size_t k = 0; k < show; k++) {
+                char val[64];
+                format_value(val, sizeof(val), v, k);
+                fprintf(f, "%s%s", k ? ", " : "", val);
+            }
+            fprintf(f, "%s]", n > show ? ", ..." : "");
+        }
+        fputc('\n', f);
+        if (r->output_files)
+            fprintf(f, "    written to %s\n", r->output_files[i]);
+    }
+
+    if (r->checks) {
+        fprintf(f, "\nCheck against %s (rtol %g, atol %g):\n", o->check_dir, o->rtol, o->atol);
+        for (int i = 0; i < r->n_outputs; i++) {
+            const cli_check *c = &r->checks[i];
+            const char *nm = str_or(r->outputs[i].name, "?");
+            if (c->missing)
+                fprintf(f, "  %s: MISSING reference\n", nm);
+            else if (c->problem[0])
+                fprintf(f, "  %s: MISMATCH (%s)\n", nm, c->problem);
+            else
+                fprintf(f, "  %s: max abs err %.3g, max rel err %.3g: %s", nm, c->max_abs, c->max_rel,
+                        c->mismatch ? "MISMATCH" : "ok");
+            if (!c->missing && !c->problem[0]) {
+                if (c->mismatch)
+                    fprintf(f, " (%zu of %zu values outside tolerance)", c->n_bad, c->n_total);
+                fputc('\n', f);
+            }
+        }
+    }
+}
+
+/* ---- JSON ---- */
+
+static void json_info_shape(cli_json *j, const char *key, const netrun_tensor_info *ti)
+{
+    if (ti->rank < 0) {
+        json_null(j, key);
+        return;
+    }
+    json_begin_array(j, key);
+    for (int d = 0; d < ti->rank; d++) {
+        const char *sym = ti->dim_names ? ti->dim_names[d] : NULL;
+        if (sym)
+            json_string(j, NULL, sym);
+        else if (ti->dims && ti->dims[d] >= 0)
+            json_int(j, NULL, ti->dims[d]);
+        else
+            json_null(j, NULL);
+    }
+    json_end_array(j);
+}
+
+static void json_dims(cli_json *j, const char *key, int rank, const int64_t *dims)
+{
+    json_begin_array(j, key);
+    for (int d = 0; d < rank; d++)
+        json_int(j, NULL, dims[d]);
+    json_end_array(j);
+}
+
+static void json_value(cli_json *j, const netrun_tensor_view *v, size_t i)
+{
+    if (v->dtype == NETRUN_DTYPE_INT64) {
+        int64_t x;
+        memcpy(&x, (const char *)v->data + i * 8, 8);
+        json_int(j, NULL, x);
+    } else if (v->dtype == NETRUN_DTYPE_UINT64) {
+        uint64_t x;
+        memcpy(&x, (const char *)v->data + i * 8, 8);
+        json_uint(j, NULL, x);
+    } else if (v->dtype == NETRUN_DTYPE_BOOL) {
+        json_bool(j, NULL, cli_element(v->dtype, v->data, i) != 0);
+    } else {
+        json_number(j, NULL, cli_element(v->dtype, v->data, i));
+    }
+}
+
+static const char *precision_name(netrun_precision p)
+{
+    return p == NETRUN_PRECISION_FP16 ? "fp16" : p == NETRUN_PRECISION_TF32 ? "tf32" : "fp32";
+}
+
+static const char *workspace_name(netrun_workspace_policy p)
+{
+    return p == NETRUN_WORKSPACE_FASTEST ? "fastest" : p == NETRUN_WORKSPACE_MIN_MEMORY ? "min-memory" : "balanced";
+}
+
+static void json_report(cli_json *j, const cli_result *r)
+{
+    const cli_opts *o = r->opts;
+    json_begin_object(j, NULL);
+    json_string(j, "netrun_version", netrun_version());
+
+    json_begin_object(j, "model");
+    json_string(j, "path", o->model_path);
+    json_int(j, "node_count", netrun_model_node_count(r->model));
+    for (int out = 0; out < 2; out++) {
+        json_begin_array(j, out ? "outputs" : "inputs");
+        int n = out ? netrun_model_output_count(r->model) : netrun_model_input_count(r->model);
+        for (int i = 0; i < n; i++) {
+            netrun_tensor_info ti, act;
+            if ((out ? netrun_model_output_info(r->model, i, &ti) : netrun_model_input_info(r->model, i, &ti)) !=
+                NETRUN_OK)
+                continue;
+            json_begin_object(j, NULL);
+            json_string(j, "name", ti.name);
+            json_string(j, "dtype", netrun_dtype_name(ti.dtype));
+            json_info_shape(j, "shape", &ti);
+            if (!out && i < r->n_inputs) {
+                json_dims(j, "run_shape", r->inputs[i].rank, r->inputs[i].dims);
+                json_string(j, "source", r->inputs[i].source ? r->inputs[i].source : "random");
+            } else if (out && netrun_session_output_info(r->session, i, &act) == NETRUN_OK && act.rank >= 0) {
+                json_info_shape(j, "run_shape", &act);
+            }
+            json_end_object(j);
+        }
+        json_end_array(j);
+    }
+    json_end_object(j);
+
+    json_begin_object(j, "options");
+    json_string(j, "precision", precision_name(o->precision_set ? o->precision : NETRUN_PRECISION_FP32));
+    json_int(j, "threads", o->threads < 0 ? 0 : o->threads);
+    json_int(j, "device", o->device < 0 ? 0 : o->device);
+    json_string(j, "workspace_policy", workspace_name(o->workspace_set ? o->workspace_policy
+                                                                      : NETRUN_WORKSPACE_BALANCED));
+    json_uint(j, "workspace_limit_bytes", o->workspace_limit);
+    json_bool(j, "strict", o->strict);
+    json_int(j, "warmup", o->warmup);
+    json_int(j, "iterations", o->iterations);
+    json_uint(j, "seed", o->seed);
+    json_end_object(j);
+
+    /* What was requested: the --backend list, or the default list expanded. */
+    json_begin_array(j, "backends");
+    {
+        const char *p = r->requested;
+        while (*p) {
+            const char *c = strchr(p, ',');
+            size_t len = c ? (size_t)(c - p) : strlen(p);
+            char nm[128];
+            snprintf(nm, sizeof(nm), "%.*s", (int)(len < sizeof(nm) ? len : sizeof(nm) - 1), p);
+            json_string(j, NULL, nm);
+            if (!c)
+                break;
+            p = c + 1;
+        }
+    }
+    json_end_array(j);
+    json_bool(j, "backends_default", o->backends == NULL);
+    json_string(j, "primary_backend", r->primary_backend);
+
+    backend_group groups[MAX_BACKEND_GROUPS];
+    int ng = group_nodes(r->session, groups, MAX_BACKEND_GROUPS);
+    json_begin_object(j, "placement");
+    for (int k = 0; k < ng; k++)
+        json_int(j, groups[k].name, groups[k].count);
+    json_end_object(j);
+
+    json_begin_array(j, "nodes");
+    int nodes = netrun_session_node_count(r->session);
+    for (int i = 0; i < nodes; i++) {
+        netrun_node_info ni;
+        if (netrun_session_node_info(r->session, i, &ni) != NETRUN_OK)
+            continue;
+        json_begin_object(j, NULL);
+        json_string(j, "name", ni.name);
+        json_string(j, "op", ni.op_type);
+        json_string(j, "backend", ni.backend);
+        json_string(j, "reason", ni.reason);
+        json_end_object(j);
+    }
+    json_end_array(j);
+
+    json_begin_object(j, "transfers");
+    json_int(j, "copies", r->have_stats ? r->stats.n_copies : 0);
+    json_uint(j, "copy_bytes_per_run", r->have_stats ? r->stats.copy_bytes : 0);
+    json_int(j, "folded_nodes", r->have_stats ? r->stats.n_folded : 0);
+    json_end_object(j);
+
+    json_begin_object(j, "timings");
+    json_number(j, "load_ms", r->load_ms);
+    json_number(j, "prepare_ms", r->prepare_ms);
+    if (r->have_stats) {
+        json_number(j, "init_ms", r->stats.init_ms);
+        json_number(j, "library_prepare_ms", r->stats.prepare_ms);
+        json_number(j, "library_first_run_ms", r->stats.first_run_ms);
+    } else {
+        json_null(j, "init_ms");
+    }
+    json_number(j, "first_run_ms", r->first_run_ms);
+    json_int(j, "warmup_runs", o->warmup);
+    json_int(j, "timed_runs", o->iterations);
+    if (r->latency.valid) {
+        json_begin_object(j, "latency_ms");
+        json_number(j, "min", r->latency.min);
+        json_number(j, "median", r->latency.median);
+        json_number(j, "p90", r->latency.p90);
+        json_number(j, "p99", r->latency.p99);
+        json_number(j, "mean", r->latency.mean);
+        json_end_object(j);
+        json_number(j, "throughput_per_s", r->latency.throughput_per_s);
+    } else {
+        json_null(j, "latency_ms");
+        json_null(j, "throughput_per_s");
+    }
+    json_end_object(j);
+
+    json_begin_object(j, "memory");
+    if (r->have_stats) {
+        json_uint(j, "arena_bytes", r->stats.arena_bytes);
+        json_uint(j, "weight_bytes", r->stats.weight_bytes);
+        json_uint(j, "workspace_bytes", r->stats.workspace_bytes);
+    } else {
+        json_null(j, "arena_bytes");
+        json_null(j, "weight_bytes");
+        json_null(j, "workspace_bytes");
+    }
+    json_uint(j, "peak_rss_bytes", r->peak_rss_bytes);
+    json_end_object(j);
+
+    json_begin_array(j, "outputs");
+    for (int i = 0; i < r->n_outputs; i++) {
+        const netrun_tensor_view *v = &r->outputs[i];
+        json_begin_object(j, NULL);
+        json_string(j, "name", v->name);
+        json_string(j, "dtype", netrun_dtype_name(v->dtype));
+        json_dims(j, "shape", v->rank, v->dims);
+        json_begin_array(j, "values");
+        size_t n = view_count(v);
+        for (size_t k = 0; k < n && k < SHOW_VALUES_JSON; k++)
+            json_value(j, v, k);
+        json_end_array(j);
+        json_bool(j, "values_truncated", n > SHOW_VALUES_JSON);
+        if (r->output_files)
+            json_string(j, "file", r->output_files[i]);
+        json_end_object(j);
+    }
+    json_end_array(j);
+
+    if (r->checks) {
+        int all_ok = 1;
+        json_begin_object(j, "check");
+        json_string(j, "dir", o->check_dir);
+        json_number(j, "rtol", o->rtol);
+        json_number(j, "atol", o->atol);
+        json_begin_array(j, "outputs");
+        for (int i = 0; i < r->n_outputs; i++) {
+            const cli_check *c = &r->checks[i];
+            all_ok &= !c->missing && !c->mismatch;
+            json_begin_object(j, NULL);
+            json_string(j, "name", r->outputs[i].name);
+            json_string(j, "status", c->missing ? "missing" : c->mismatch ? "mismatch" : "ok");
+            json_string(j, "reference", c->missing ? NULL : c->reference);
+            if (c->problem[0])
+                json_string(j, "problem", c->problem);
+            if (!c->missing) {
+                json_number(j, "max_abs_err", c->max_abs);
+                json_number(j, "max_rel_err", c->max_rel);
+                json_uint(j, "bad_values", c->n_bad);
+                json_uint(j, "values", c->n_total);
+            }
+            json_end_object(j);
+        }
+        json_end_array(j);
+        json_bool(j, "passed", all_ok);
+        json_end_object(j);
+    }
+    json_end_object(j);
+}
+
+int cli_report_json(const char *path, const cli_result *r)
+{
+    int to_stdout = strcmp(path, "-") == 0;
+    FILE *f = to_stdout ? stdout : fopen(path, "w");
+    if (!f) {
+        cli_error("cannot write the JSON report to %s: %s", path, strerror(errno));
+        return -1;
+    }
+    cli_json j;
+    json_init(&j, f);
+    json_report(&j, r);
+    int bad = j.failed || ferror(f);
+    if (to_stdout)
+        bad |= fflush(f) != 0;
+    else
+        bad |= fclose(f) != 0;
+    if (bad) {
+        cli_error("writing the JSON report to %s failed", path);
+        return -1;
+    }
+    return 0;
+}
