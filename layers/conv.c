@@ -222,13 +222,14 @@ static netrun_status convt_infer(nr_layer_ctx *c, void *params) {
             out = a.n_out_shape ? os[i] : in * s;
             int64_t total = full - out;
             if (total < 0) total = 0;
-            /* onnxruntime's split: the odd unit goes to the begin for SAME_UPPER, to the end otherwise */
+            /* the spec's split (onnxruntime agrees): the odd unit goes to the end for SAME_UPPER, to the begin
+             * otherwise */
             if (a.auto_pad == AUTO_PAD_SAME_UPPER) {
-                p->pads_begin[i] = total - total / 2;
-                p->pads_end[i] = total / 2;
-            } else {
                 p->pads_begin[i] = total / 2;
                 p->pads_end[i] = total - total / 2;
+            } else {
+                p->pads_begin[i] = total - total / 2;
+                p->pads_end[i] = total / 2;
             }
         } else if (a.auto_pad == AUTO_PAD_VALID) {
             p->pads_begin[i] = p->pads_end[i] = 0;

@@ -88,8 +88,10 @@ static netrun_status flatten_infer(nr_layer_ctx *c, void *params) {
     int64_t axis;
     netrun_status st = nr_attr_int(c, "axis", 1, &axis);
     if (st) return st;
-    int a;
-    if ((st = nr_resolve_axis(c, axis, x->rank, 1, &a))) return st;
+    /* Flatten's negative axis counts from the end: -1 keeps the last dim on its own */
+    if (axis < -x->rank || axis > x->rank)
+        return nr_layer_error(c, "axis %lld out of range [%d, %d]", (long long)axis, -x->rank, x->rank);
+    int a = (int)(axis < 0 ? axis + x->rank : axis);
     int64_t d[2];
     if ((st = count_of(c, a, x->dims, &d[0]))) return st;
     if ((st = count_of(c, x->rank - a, x->dims + a, &d[1]))) return st;

@@ -108,3 +108,140 @@ static int64_t pool_padded_count(const pool_job *j, int64_t d0, int64_t h0, int6
         }                                                                                                     \
     }
 
+
+POOL_PLANES(pool_f32, float, -FLT_MAX)
+POOL_PLANES(pool_f64, double, -DBL_MAX)
+POOL_PLANES(pool_i8, int8_t, INT8_MIN)
+POOL_PLANES(pool_u8, uint8_t, 0)
+
+typedef struct global_job {
+    const void *x;
+    void *y;
+    int64_t plane;
+    int is_max;
+} global_job;
+
+#define GLOBAL_PLANES(NAME, T, LOWEST)                                                                        \
+    static void NAME(void *arg, int64_t p0, int64_t p1) {                                                     \
+        const global_job *j = arg;                                                                            \
+        for (int64_t pl = p0; pl < p1; pl++) {                                                                \
+            const T *x = (const T *)j->x + pl * j->plane;                                                     \
+            if (j->is_max) {                                                                                  \
+                T best = LOWEST;                                                                              \
+                for (int64_t i = 0; i < j->plane; i++)                                                        \
+                    if (x[i] > best || x[i] != x[i]) best = x[i]; /* NaN propagates */                        \
+                ((T *)j->y)[pl] = best;                                                                       \
+            } else {                                                                                          \
+                double sum = 0;                                                                               \
+                for (int64_t i = 0; i < j->plane; i++) sum += (double)x[i];                                   \
+                ((T *)j->y)[pl] = (T)(j->plane ? sum / (double)j->plane : 0.0);                               \
+            }                                                                                                 \
+        }                                                                                                     \
+    }
+GLOBAL_PLANES(global_f32, float, -INFINITY)
+GLOBAL_PLANES(global_f64, double, -INFINITY)
+
+static int is_half(netrun_dtype dt) { return dt == NETRUN_DTYPE_FLOAT16 || dt == NETRUN_DTYPE_BFLOAT16; }
+
+/* Stage 16-bit input/output through float32 around fn(job). */
+static netrun_status run_staged(cpu_context *ctx, netrun_dtype dt, const void **xp, void **yp, int64_t nx, int64_t ny,
+                                int64_t planes, int64_t grain, cpu_range_fn fn, void *job, const char *op) {
+    if (!is_half(dt)) {
+        cpu_parallel_for(ctx, planes, grain, fn, job);
+        return NETRUN_OK;
+    }
+    float *tx = NULL, *ty = cpu_alloc((size_t)ny * sizeof(float));
+    void *y16 = *yp;
+    *xp = gu_to_float(dt, *xp, nx, &tx);
+    if (!*xp || !ty) {
+        gu_free(tx);
+        gu_free(ty);
+        return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: out of memory staging float16 tensors", op);
+    }
+    *yp = ty;
+    cpu_parallel_for(ctx, planes, grain, fn, job);
+    gu_from_float(dt, ty, ny, y16);
+    gu_free(tx);
+    gu_free(ty);
+    return NETRUN_OK;
+}
+
+static netrun_status pool_run_common(cpu_context *ctx, const netrun_kernel_args *args, int is_max) {
+    const char *op = is_max ? "MaxPool" : "AveragePool";
+    const netrun_pool_params *p = args->params;
+    if (!p || args->n_inputs < 1 || args->n_outputs < 1)
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: missing params or input", op);
+    const netrun_tensor *X = &args->inputs[0];
+    netrun_tensor *Y = &args->outputs[0];
+    pool_job j;
+    memset(&j, 0, sizeof j);
+    if (!pool_geom(p, X, Y, &j)) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: shapes do not match params", op);
+    int64_t nx = gu_count(X), ny = gu_count(Y);
+    if (nx < 0 || ny < 0) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: tensor too large", op);
+    if (ny == 0) return NETRUN_OK;
+    j.x = X->data;
+    j.y = Y->data;
+    j.is_max = is_max;
+    j.count_include_pad = p->count_include_pad;
+    j.storage_order = p->storage_order;
+    if (is_max && args->n_outputs > 1 && args->outputs[1].rank >= 0 && args->outputs[1].data)
+        j.ind = args->outputs[1].data;
+    int64_t planes = X->dims[0] * X->dims[1];
+    int64_t work = j.out_size * j.k[0] * j.k[1] * j.k[2];
+    int64_t grain = work >= 4096 ? 1 : 4096 / (work > 0 ? work : 1) + 1;
+    cpu_range_fn fn;
+    switch (X->dtype) {
+    case NETRUN_DTYPE_DOUBLE: fn = pool_f64; break;
+    case NETRUN_DTYPE_INT8: fn = pool_i8; break;
+    case NETRUN_DTYPE_UINT8: fn = pool_u8; break;
+    default: fn = pool_f32; break;
+    }
+    return run_staged(ctx, X->dtype, &j.x, &j.y, nx, ny, planes, grain, fn, &j, op);
+}
+
+static netrun_status maxpool_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    return pool_run_common(ctx, args, 1);
+}
+static netrun_status avgpool_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    return pool_run_common(ctx, args, 0);
+}
+
+static netrun_status global_run_common(cpu_context *ctx, const netrun_kernel_args *args, int is_max) {
+    const char *op = is_max ? "GlobalMaxPool" : "GlobalAveragePool";
+    if (args->n_inputs < 1 || args->n_outputs < 1) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: no input", op);
+    const netrun_tensor *X = &args->inputs[0];
+    netrun_tensor *Y = &args->outputs[0];
+    if (X->rank < 2) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: input rank < 2", op);
+    int64_t nx = gu_count(X), planes = X->dims[0] * X->dims[1];
+    if (nx < 0) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: tensor too large", op);
+    if (planes == 0) return NETRUN_OK;
+    global_job j = {X->data, Y->data, nx / planes, is_max};
+    int64_t grain = j.plane >= 4096 ? 1 : 4096 / (j.plane > 0 ? j.plane : 1) + 1;
+    return run_staged(ctx, X->dtype, &j.x, &j.y, nx, planes, planes, grain,
+                      X->dtype == NETRUN_DTYPE_DOUBLE ? global_f64 : global_f32, &j, op);
+}
+
+static netrun_status gavg_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    return global_run_common(ctx, args, 0);
+}
+static netrun_status gmax_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    return global_run_common(ctx, args, 1);
+}
+
+#define FLOAT_DTYPES (NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16) | \
+                      NETRUN_DTYPE_BIT(NETRUN_DTYPE_BFLOAT16) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_DOUBLE))
+#define MAXPOOL_DTYPES (FLOAT_DTYPES | NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT8) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT8))
+
+const cpu_op cpu_ops_pool[] = {
+    {"MaxPool", "", MAXPOOL_DTYPES, "1-3 spatial dims; dilations, ceil_mode, Indices (storage_order)", NULL, NULL,
+     maxpool_run, NULL},
+    {"AveragePool", "", FLOAT_DTYPES, "1-3 spatial dims; dilations, ceil_mode, count_include_pad", NULL, NULL,
+     avgpool_run, NULL},
+    {"GlobalAveragePool", "", FLOAT_DTYPES, "", NULL, NULL, gavg_run, NULL},
+    {"GlobalMaxPool", "", FLOAT_DTYPES, "", NULL, NULL, gmax_run, NULL},
+    {0},
+};

@@ -48,7 +48,7 @@ static inline int64_t iabs64(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t
 
 /* One reduction family per element type:
  *   T stored type, A accumulator, F type for transcendental math, LOAD T->A, ST_A A->T, ST_F F->T. */
-#define DEFINE_REDUCE(S, T, A, F, LOAD, ST_A, ST_F, ADD, MUL, ABS, EXP_, LOG_, SQRT_, AMIN, AMAX, IS_INT)     \
+#define DEFINE_REDUCE(S, T, A, F, LOAD, ST_A, ST_F, ADD, MUL, ABS, EXP_, LOG_, SQRT_, AMIN, AMAX, IS_INT, SACC) \
     static inline T finish_##S(int kind, A acc, int64_t R) {                                                  \
         switch (kind) {                                                                                       \
         case R_MEAN:                                                                                          \
@@ -77,7 +77,7 @@ static inline int64_t iabs64(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t
         case R_L2: case R_SUMSQ: LOOP_##S(acc = ADD(acc, MUL(v, v))); break;                                  \
         case R_LSE:                                                                                           \
             LOOP_##S(acc = v > acc ? v : acc);                                                                \
-            LOOP_##S(s += EXP_((F)v - (F)acc));                                                               \
+            LOOP_##S(s = SACC(s, EXP_((F)v - (F)acc)));                                                       \
             return ST_F(LOG_(s) + (F)acc);                                                                    \
         }                                                                                                     \
         return finish_##S(kind, acc, R);                                                                      \
@@ -141,7 +141,7 @@ static inline int64_t iabs64(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t
                 for (int64_t k = 0; k < n; k++) s[k] = 0;                                                     \
                 for (int64_t r = 0; r < j->R; r++) {                                                          \
                     const T *row = base + r * j->inner;                                                       \
-                    for (int64_t k = 0; k < n; k++) s[k] += EXP_((F)LOAD(row[k]) - (F)acc[k]);                \
+                    for (int64_t k = 0; k < n; k++) s[k] = SACC(s[k], EXP_((F)LOAD(row[k]) - (F)acc[k]));       \
                 }                                                                                             \
                 for (int64_t k = 0; k < n; k++) out[k] = ST_F(LOG_(s[k]) + (F)acc[k]);                        \
             } else {                                                                                          \
@@ -165,6 +165,9 @@ static inline int64_t iabs64(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t
 #define LOOP_u8(body) LOOP_GEN(uint8_t, int64_t, I64, body)
 #define LOOP_i8(body) LOOP_GEN(int8_t, int64_t, I64, body)
 
+/* Integer LogSumExp: the sum of exp(x - max) is kept in the integer type, truncated at each step, as
+ * onnxruntime does. */
+#define ISACC(s, e) trunc((s) + (e))
 #define ST_HALF(a) cpu_float_to_half((float)(a))
 #define CAST_F(a) ((float)(a))
 #define CAST_D(a) ((double)(a))
@@ -174,19 +177,19 @@ static inline int64_t iabs64(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t
 #define CAST_I8(a) ((int8_t)(a))
 
 DEFINE_REDUCE(f32, float, float, float, ID, CAST_F, CAST_F, FADD, FMUL, fabsf, expf, logf, sqrtf, -INFINITY,
-              INFINITY, 0)
+              INFINITY, 0, FADD)
 DEFINE_REDUCE(f16, uint16_t, float, float, cpu_half_to_float, ST_HALF, ST_HALF, FADD, FMUL, fabsf, expf, logf,
-              sqrtf, -INFINITY, INFINITY, 0)
+              sqrtf, -INFINITY, INFINITY, 0, FADD)
 DEFINE_REDUCE(f64, double, double, double, ID, CAST_D, CAST_D, FADD, FMUL, fabs, exp, log, sqrt, -INFINITY,
-              INFINITY, 0)
+              INFINITY, 0, FADD)
 DEFINE_REDUCE(i32, int32_t, int64_t, double, I64, CAST_I32, sat_i32, wadd, wmul, iabs64, exp, log, sqrt,
-              INT64_MIN, INT64_MAX, 1)
+              INT64_MIN, INT64_MAX, 1, ISACC)
 DEFINE_REDUCE(i64, int64_t, int64_t, double, I64, CAST_I64, sat_i64, wadd, wmul, iabs64, exp, log, sqrt,
-              INT64_MIN, INT64_MAX, 1)
+              INT64_MIN, INT64_MAX, 1, ISACC)
 DEFINE_REDUCE(u8, uint8_t, int64_t, double, I64, CAST_U8, sat_u8, wadd, wmul, iabs64, exp, log, sqrt, INT64_MIN,
-              INT64_MAX, 1)
+              INT64_MAX, 1, ISACC)
 DEFINE_REDUCE(i8, int8_t, int64_t, double, I64, CAST_I8, sat_i8, wadd, wmul, iabs64, exp, log, sqrt, INT64_MIN,
-              INT64_MAX, 1)
+              INT64_MAX, 1, ISACC)
 
 typedef struct reduce_fns {
     cpu_range_fn lines, middle, general;
@@ -250,7 +253,9 @@ static netrun_status reduce_run(cpu_context *ctx, const netrun_kernel_args *args
     const netrun_tensor *x = &args->inputs[0];
     netrun_tensor *y = &args->outputs[0];
     if (!p) return cpu_host->error(NETRUN_ERR_INTERNAL, "reduce: missing params");
-    if (p->noop) {
+    /* noop_with_empty_axes: identity for the plain reductions; L1, L2, LogSum, SumSquare still map each
+     * element (|x|, log x, x^2), like a reduction over one element (n_axes is 0 then) */
+    if (p->noop && (kind == R_SUM || kind == R_MEAN || kind == R_MAX || kind == R_MIN || kind == R_PROD)) {
         if (y->data != x->data && y->nbytes) memcpy(y->data, x->data, y->nbytes);
         return NETRUN_OK;
     }

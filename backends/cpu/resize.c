@@ -1,6 +1,338 @@
-/* CPU kernels: resize. */
+/* CPU kernels: resize (Resize and Upsample). Separable: for every dim a table of source taps and weights per
+ * output index (1 for nearest, 2 linear, 4 cubic; 1 where a dim maps exactly, e.g. unscaled N and C), then
+ * each output element sums the product of its taps. Nearest copies elements by size, so any dtype works;
+ * linear and cubic need float, float16, bfloat16 or double. */
+#include <stdio.h>
+
 #include "cpu_internal.h"
 
+#define MAX_TAPS 4
+
+static size_t esize(netrun_dtype t) {
+    switch (t) {
+    case NETRUN_DTYPE_UINT8: case NETRUN_DTYPE_INT8: case NETRUN_DTYPE_BOOL: return 1;
+    case NETRUN_DTYPE_UINT16: case NETRUN_DTYPE_INT16: case NETRUN_DTYPE_FLOAT16: case NETRUN_DTYPE_BFLOAT16: return 2;
+    case NETRUN_DTYPE_FLOAT: case NETRUN_DTYPE_INT32: case NETRUN_DTYPE_UINT32: return 4;
+    case NETRUN_DTYPE_INT64: case NETRUN_DTYPE_UINT64: case NETRUN_DTYPE_DOUBLE: return 8;
+    default: return 0;
+    }
+}
+
+typedef struct {
+    int k;              /* taps per output index */
+    int64_t *idx;       /* [out * k]: source offset in elements (index * input stride) */
+    float *w;           /* [out * k] */
+    unsigned char *outside; /* [out]: tf_crop_and_resize extrapolation */
+} dim_taps;
+
+/* Source coordinate of output index x, as onnxruntime computes it (float). */
+static float coord_of(const netrun_resize_params *p, int d, float x, float in_n, float out_n) {
+    float s = p->scale[d];
+    switch (p->coord) {
+    case NETRUN_COORD_ASYMMETRIC: return x / s;
+    case NETRUN_COORD_PYTORCH_HALF_PIXEL: return out_n > 1 ? (x + 0.5f) / s - 0.5f : 0.0f;
+    case NETRUN_COORD_TF_CROP_AND_RESIZE:
+        return out_n > 1 ? p->roi_start[d] * (in_n - 1) + (x * (p->roi_end[d] - p->roi_start[d]) * (in_n - 1)) / (out_n - 1)
+                         : 0.5f * (p->roi_start[d] + p->roi_end[d]) * (in_n - 1);
+    case NETRUN_COORD_ALIGN_CORNERS: return out_n == 1 ? 0.0f : x * (in_n - 1) / (out_n - 1);
+    case NETRUN_COORD_HALF_PIXEL_SYMMETRIC: {
+        float adj = out_n / (s * in_n), center = in_n / 2, offset = center * (1 - adj);
+        return offset + (x + 0.5f) / s - 0.5f;
+    }
+    case NETRUN_COORD_HALF_PIXEL:
+    default: return (x + 0.5f) / s - 0.5f;
+    }
+}
+
+static int64_t nearest_of(netrun_resize_nearest m, float x) {
+    switch (m) {
+    case NETRUN_NEAREST_ROUND_PREFER_CEIL: return (int64_t)roundf(x);
+    case NETRUN_NEAREST_FLOOR: return (int64_t)floorf(x);
+    case NETRUN_NEAREST_CEIL: return (int64_t)ceilf(x);
+    case NETRUN_NEAREST_ROUND_PREFER_FLOOR:
+    default:
+        if (x == (float)(int64_t)x + 0.5f) return (int64_t)floorf(x);
+        return (int64_t)roundf(x);
+    }
+}
+
+static int64_t clampi(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+static void build_taps(const netrun_resize_params *p, int d, int64_t in_n, int64_t out_n, int64_t stride,
+                       dim_taps *t) {
+    int k = p->mode == NETRUN_RESIZE_NEAREST ? 1 : p->mode == NETRUN_RESIZE_LINEAR ? 2 : 4;
+    int tf = p->coord == NETRUN_COORD_TF_CROP_AND_RESIZE;
+    float A = p->cubic_coeff_a;
+    for (int64_t o = 0; o < out_n; o++) {
+        float x = coord_of(p, d, (float)o, (float)in_n, (float)out_n);
+        int64_t *ix = t->idx + o * k;
+        float *w = t->w + o * k;
+        t->outside[o] = tf && (x < 0 || x > (float)(in_n - 1));
+        if (k == 1) {
+            ix[0] = clampi(nearest_of(p->nearest, x), 0, in_n - 1);
+            w[0] = 1;
+        } else if (k == 2) {
+            float c = x < 0 ? 0 : x > (float)(in_n - 1) ? (float)(in_n - 1) : x;
+            int64_t x1 = clampi((int64_t)c, 0, in_n - 1), x2 = clampi(x1 + 1, 0, in_n - 1);
+            ix[0] = x1;
+            ix[1] = x2;
+            if (x1 == x2) w[0] = w[1] = 0.5f;
+            else { w[0] = fabsf(c - (float)x2); w[1] = fabsf(c - (float)x1); }
+        } else {
+            float f = floorf(x), s = x - f;
+            int64_t xi = (int64_t)f;
+            w[0] = ((A * (s + 1) - 5 * A) * (s + 1) + 8 * A) * (s + 1) - 4 * A;
+            w[1] = ((A + 2) * s - (A + 3)) * s * s + 1;
+            w[2] = ((A + 2) * (1 - s) - (A + 3)) * (1 - s) * (1 - s) + 1;
+            w[3] = ((A * (2 - s) - 5 * A) * (2 - s) + 8 * A) * (2 - s) - 4 * A;
+            float sum = 0;
+            for (int j = 0; j < 4; j++) {
+                int64_t src = xi - 1 + j;
+                if (p->exclude_outside && (src < 0 || src >= in_n)) w[j] = 0;
+                sum += w[j];
+                ix[j] = clampi(src, 0, in_n - 1);
+            }
+            if (p->exclude_outside && sum != 0)
+                for (int j = 0; j < 4; j++) w[j] /= sum;
+        }
+    }
+    /* one tap where every output index takes a single source with weight 1 (unscaled dims) */
+    int single = k > 1;
+    for (int64_t o = 0; single && o < out_n; o++) {
+        int64_t src = -1;
+        float sum = 0;
+        for (int j = 0; j < k; j++) {
+            float wj = t->w[o * k + j];
+            if (wj == 0) continue;
+            if (src >= 0 && t->idx[o * k + j] != src) { single = 0; break; }
+            src = t->idx[o * k + j];
+            sum += wj;
+        }
+        if (sum != 1.0f || src < 0) single = 0;
+    }
+    if (single) {
+        for (int64_t o = 0; o < out_n; o++) {
+            int64_t src = 0;
+            for (int j = 0; j < k; j++)
+                if (t->w[o * k + j] != 0) src = t->idx[o * k + j];
+            t->idx[o] = src;
+            t->w[o] = 1;
+        }
+        k = 1;
+    }
+    t->k = k;
+    for (int64_t i = 0; i < out_n * k; i++) t->idx[i] *= stride;
+}
+
+typedef struct {
+    const netrun_resize_params *p;
+    const netrun_tensor *x;
+    netrun_tensor *y;
+    int rank;
+    size_t es;
+    dim_taps taps[NETRUN_MAX_RANK];
+    int64_t max_combos;
+    int failed;
+} resize_job;
+
+static inline double load(netrun_dtype t, const unsigned char *base, int64_t i) {
+    switch (t) {
+    case NETRUN_DTYPE_FLOAT: return ((const float *)base)[i];
+    case NETRUN_DTYPE_DOUBLE: return ((const double *)base)[i];
+    case NETRUN_DTYPE_FLOAT16: return cpu_half_to_float(((const uint16_t *)base)[i]);
+    case NETRUN_DTYPE_BFLOAT16: return cpu_bf16_to_float(((const uint16_t *)base)[i]);
+    default: return 0;
+    }
+}
+
+static inline void store(netrun_dtype t, unsigned char *base, int64_t i, double v) {
+    switch (t) {
+    case NETRUN_DTYPE_FLOAT: ((float *)base)[i] = (float)v; break;
+    case NETRUN_DTYPE_DOUBLE: ((double *)base)[i] = v; break;
+    case NETRUN_DTYPE_FLOAT16: ((uint16_t *)base)[i] = cpu_float_to_half((float)v); break;
+    case NETRUN_DTYPE_BFLOAT16: ((uint16_t *)base)[i] = cpu_float_to_bf16((float)v); break;
+    case NETRUN_DTYPE_INT8: ((int8_t *)base)[i] = (int8_t)v; break;
+    case NETRUN_DTYPE_UINT8: case NETRUN_DTYPE_BOOL: ((uint8_t *)base)[i] = (uint8_t)v; break;
+    case NETRUN_DTYPE_INT16: ((int16_t *)base)[i] = (int16_t)v; break;
+    case NETRUN_DTYPE_UINT16: ((uint16_t *)base)[i] = (uint16_t)v; break;
+    case NETRUN_DTYPE_INT32: ((int32_t *)base)[i] = (int32_t)v; break;
+    case NETRUN_DTYPE_UINT32: ((uint32_t *)base)[i] = (uint32_t)v; break;
+    case NETRUN_DTYPE_INT64: ((int64_t *)base)[i] = (int64_t)v; break;
+    case NETRUN_DTYPE_UINT64: ((uint64_t *)base)[i] = (uint64_t)v; break;
+    default: break;
+    }
+}
+
+static void resize_rows(void *arg, int64_t b, int64_t e) {
+    resize_job *j = arg;
+    int L = j->rank - 1;
+    const netrun_resize_params *p = j->p;
+    const unsigned char *src = j->x->data;
+    unsigned char *dst = j->y->data;
+    netrun_dtype dt = j->y->dtype;
+    size_t es = j->es;
+    int64_t w = j->y->dims[L];
+    const dim_taps *tl = &j->taps[L];
+    int64_t *coff = cpu_alloc(sizeof(int64_t) * (size_t)j->max_combos);
+    float *cw = cpu_alloc(sizeof(float) * (size_t)j->max_combos);
+    if (!coff || !cw) {
+        j->failed = 1; /* benign race: only ever set to 1 */
+        cpu_free(coff);
+        cpu_free(cw);
+        return;
+    }
+    for (int64_t row = b; row < e; row++) {
+        /* the outer coordinates of this row */
+        int64_t oc[NETRUN_MAX_RANK], rem = row;
+        int outside = 0;
+        for (int d = L - 1; d >= 0; d--) {
+            oc[d] = rem % j->y->dims[d];
+            rem /= j->y->dims[d];
+            outside |= j->taps[d].outside[oc[d]];
+        }
+        unsigned char *out = dst + (size_t)(row * w) * es;
+        if (outside) {
+            for (int64_t o = 0; o < w; o++) store(dt, out, o, p->extrapolation_value);
+            continue;
+        }
+        /* all combinations of the outer dims' taps */
+        int64_t nc = 1;
+        coff[0] = 0;
+        cw[0] = 1;
+        for (int d = 0; d < L; d++) {
+            const dim_taps *t = &j->taps[d];
+            int64_t n0 = nc;
+            for (int k = t->k - 1; k >= 0; k--)
+                for (int64_t c = 0; c < n0; c++) {
+                    coff[k * n0 + c] = coff[c] + t->idx[oc[d] * t->k + k];
+                    cw[k * n0 + c] = cw[c] * t->w[oc[d] * t->k + k];
+                }
+            nc *= t->k;
+        }
+        if (p->mode == NETRUN_RESIZE_NEAREST) { /* one combination, weight 1: copy by element size */
+            const unsigned char *s = src + (size_t)coff[0] * es;
+            for (int64_t o = 0; o < w; o++) {
+                if (tl->outside[o]) store(dt, out, o, p->extrapolation_value);
+                else memcpy(out + (size_t)o * es, s + (size_t)tl->idx[o] * es, es);
+            }
+            continue;
+        }
+        int k = tl->k;
+        if (dt == NETRUN_DTYPE_FLOAT) {
+            const float *s = (const float *)src;
+            float *of = (float *)out;
+            for (int64_t o = 0; o < w; o++) {
+                if (tl->outside[o]) { of[o] = p->extrapolation_value; continue; }
+                const int64_t *ix = tl->idx + o * k;
+                const float *wl = tl->w + o * k;
+                float acc = 0;
+                for (int64_t c = 0; c < nc; c++) {
+                    const float *sc = s + coff[c];
+                    float v = 0;
+                    for (int t = 0; t < k; t++) v += wl[t] * sc[ix[t]];
+                    acc += cw[c] * v;
+                }
+                of[o] = acc;
+            }
+        } else {
+            for (int64_t o = 0; o < w; o++) {
+                if (tl->outside[o]) { store(dt, out, o, p->extrapolation_value); continue; }
+                const int64_t *ix = tl->idx + o * k;
+                const float *wl = tl->w + o * k;
+                double acc = 0;
+                for (int64_t c = 0; c < nc; c++) {
+                    double v = 0;
+                    for (int t = 0; t < k; t++) v += wl[t] * load(dt, src, coff[c] + ix[t]);
+                    acc += cw[c] * v;
+                }
+                store(dt, out, o, acc);
+            }
+        }
+    }
+    cpu_free(coff);
+    cpu_free(cw);
+}
+
+static netrun_status run_resize(cpu_context *ctx, void *state, const netrun_kernel_args *a) {
+    (void)state;
+    const netrun_resize_params *p = a->params;
+    const netrun_tensor *x = &a->inputs[0];
+    netrun_tensor *y = &a->outputs[0];
+    if (!p) return cpu_host->error(NETRUN_ERR_INTERNAL, "cpu Resize: no params");
+    resize_job j;
+    memset(&j, 0, sizeof j);
+    j.p = p;
+    j.x = x;
+    j.y = y;
+    j.rank = x->rank;
+    j.es = esize(x->dtype);
+    if (!j.es || x->rank < 1 || y->rank != x->rank)
+        return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "cpu Resize: dtype %d / rank %d not supported", (int)x->dtype, x->rank);
+    int64_t n = cpu_count(y);
+    if (!n) return NETRUN_OK;
+    if (!cpu_count(x)) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "Resize: empty input, non-empty output");
+    /* one block for all tap tables */
+    size_t bytes = 0;
+    for (int d = 0; d < x->rank; d++) bytes += (size_t)y->dims[d] * (MAX_TAPS * (sizeof(int64_t) + sizeof(float)) + 1);
+    unsigned char *mem = cpu_alloc(bytes), *m = mem;
+    if (!mem) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cpu Resize: out of memory for %zu bytes", bytes);
+    int64_t stride = 1;
+    j.max_combos = 1;
+    for (int d = x->rank - 1; d >= 0; d--) {
+        int64_t on = y->dims[d];
+        j.taps[d].idx = (int64_t *)m;
+        m += (size_t)on * MAX_TAPS * sizeof(int64_t);
+        j.taps[d].w = (float *)m;
+        m += (size_t)on * MAX_TAPS * sizeof(float);
+        j.taps[d].outside = m;
+        m += (size_t)on;
+        build_taps(p, d, x->dims[d], on, stride, &j.taps[d]);
+        if (d < x->rank - 1) j.max_combos *= j.taps[d].k;
+        stride *= x->dims[d];
+    }
+    int64_t w = y->dims[x->rank - 1];
+    int64_t cost = w * (int64_t)j.taps[x->rank - 1].k * j.max_combos;
+    cpu_parallel_for(ctx, n / w, 1 + (1 << 14) / (cost + 1), resize_rows, &j);
+    cpu_free(mem);
+    if (j.failed) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cpu Resize: out of memory");
+    return NETRUN_OK;
+}
+
+#define FLOAT_DTYPES                                                                                            \
+    (NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_DOUBLE) |                             \
+     NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_BFLOAT16))
+#define ALL_DTYPES                                                                                              \
+    (FLOAT_DTYPES | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT8) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT8) |                 \
+     NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT16) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT16) |                             \
+     NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT32) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT64) |                              \
+     NETRUN_DTYPE_BIT(NETRUN_DTYPE_BOOL) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT32) |                              \
+     NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT64))
+
+static int resize_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    const netrun_resize_params *p = node->params;
+    netrun_dtype t = node->inputs[0].dtype;
+    if (!p) {
+        snprintf(reason, size, "no params");
+        return 0;
+    }
+    uint64_t ok = p->mode == NETRUN_RESIZE_NEAREST ? ALL_DTYPES : FLOAT_DTYPES;
+    if (!(ok & NETRUN_DTYPE_BIT(t))) {
+        snprintf(reason, size, "dtype %d not supported for %s mode", (int)t,
+                 p->mode == NETRUN_RESIZE_NEAREST ? "nearest" : p->mode == NETRUN_RESIZE_LINEAR ? "linear" : "cubic");
+        return 0;
+    }
+    int down = 0;
+    for (int d = 0; d < node->inputs[0].rank; d++) down |= p->scale[d] < 1.0f;
+    if (p->antialias && p->mode != NETRUN_RESIZE_NEAREST && down) {
+        snprintf(reason, size, "antialias is not supported");
+        return 0;
+    }
+    return 1;
+}
+
 const cpu_op cpu_ops_resize[] = {
+    {"Resize", NULL, ALL_DTYPES, "nearest: any dtype; linear/cubic: float types; no antialias downsampling",
+     resize_supports, NULL, run_resize, NULL},
+    {"Upsample", NULL, ALL_DTYPES, "nearest: any dtype; linear: float types", resize_supports, NULL, run_resize, NULL},
     {0},
 };

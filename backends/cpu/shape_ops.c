@@ -105,6 +105,17 @@ static netrun_status run_view(cpu_context *ctx, void *state, const netrun_kernel
     return NETRUN_OK;
 }
 
+/* Dropout before opset 12: onnxruntime (the reference) writes an all-false mask in inference; from 12 the
+ * spec says all true. The kernel state marks the old behaviour. */
+static const int dropout_zero_mask;
+
+static netrun_status create_dropout(cpu_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
+    (void)ctx;
+    *ws = 0;
+    *state = node->opset < 12 ? (void *)&dropout_zero_mask : NULL;
+    return NETRUN_OK;
+}
+
 static netrun_status run_dropout(cpu_context *ctx, void *state, const netrun_kernel_args *a) {
     netrun_status st = run_view(ctx, state, a);
     if (st) return st;
@@ -113,7 +124,7 @@ static netrun_status run_dropout(cpu_context *ctx, void *state, const netrun_ker
         size_t es = esize(m->dtype);
         if (!es) return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "cpu Dropout: mask dtype %d", (int)m->dtype);
         unsigned char one[8] = {0};
-        write_one(m->dtype, one);
+        if (state != &dropout_zero_mask) write_one(m->dtype, one);
         fill_pattern(m->data, one, es, cpu_count(m));
     }
     return NETRUN_OK;
@@ -150,7 +161,9 @@ static netrun_status run_cos(cpu_context *ctx, void *state, const netrun_kernel_
 }
 
 static int supports_out_dtype(const netrun_node_desc *node, char *reason, size_t size) {
-    if (node->n_outputs < 1 || !(ALL_DTYPES & NETRUN_DTYPE_BIT(node->outputs[0].dtype))) {
+    /* UNDEFINED: the node is inferred at run time (shape known late); the kernel checks the dtype then */
+    if (node->n_outputs < 1 || !((ALL_DTYPES | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UNDEFINED)) &
+                                 NETRUN_DTYPE_BIT(node->outputs[0].dtype))) {
         snprintf(reason, size, "output dtype %d not supported", node->n_outputs ? (int)node->outputs[0].dtype : -1);
         return 0;
     }
@@ -344,7 +357,7 @@ const cpu_op cpu_ops_shape_ops[] = {
     {"Squeeze", NULL, ALL_DTYPES, "", NULL, NULL, run_view, NULL},
     {"Unsqueeze", NULL, ALL_DTYPES, "", NULL, NULL, run_view, NULL},
     {"Identity", NULL, ALL_DTYPES, "", NULL, NULL, run_view, NULL},
-    {"Dropout", NULL, ALL_DTYPES, "inference only", NULL, NULL, run_dropout, NULL},
+    {"Dropout", NULL, ALL_DTYPES, "inference only", NULL, create_dropout, run_dropout, NULL},
     {"Shape", NULL, ALL_DTYPES, "", NULL, NULL, run_shape, NULL},
     {"Size", NULL, ALL_DTYPES, "", NULL, NULL, run_size, NULL},
     {"ConstantOfShape", NULL, ALL_DTYPES, "", supports_out_dtype, NULL, run_cos, NULL},

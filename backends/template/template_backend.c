@@ -77,7 +77,9 @@ static int tpl_supports(const netrun_backend_config *config, const netrun_node_d
                         size_t reason_size) {
     int op = op_of(node);
     if (op < 0) {
-        snprintf(reason, reason_size, "the template backend only runs Relu and Add, not %s", node->op_type);
+        snprintf(reason, reason_size, "the template backend only runs Relu and Add, not %s%s%s",
+                 default_domain(node->domain) ? "" : node->domain, default_domain(node->domain) ? "" : ".",
+                 node->op_type ? node->op_type : "(no op type)");
         return 0;
     }
     int want_inputs = op == TPL_ADD ? 2 : 1;

@@ -35,7 +35,8 @@ typedef struct imp_ctx {
     nr_model_ir *model;     /* NULL when parsing a lone tensor */
     ext_file *files;
     int n_files;
-    char where[768];        /* "node 'x' (Op): attribute 'body': " prefixes, nested */
+    char where[8192];       /* "node 'x' (Op): attribute 'body': " prefixes, nested */
+    size_t node_at;         /* where the innermost node's part of `where` starts */
     int pb_aligned;         /* protobuf unpacked with pb_alloc: big blocks are nr_aligned_alloc'd */
     int pb_oom;             /* pb_alloc failed: report out of memory rather than a bad file */
     size_t where_len;
@@ -773,7 +774,7 @@ static netrun_status convert_attr(imp_ctx *c, const Onnx__AttributeProto *ap, nr
     }
     a->type = (nr_attr_type)type;
     netrun_status st = NETRUN_OK;
-    size_t old = where_push(c, "attribute '%s': ", an);
+    size_t old = where_push(c, "attribute '%.100s': ", an);
     switch (type) {
     case NR_ATTR_FLOAT: a->f = ap->f; break;
     case NR_ATTR_INT: a->i = ap->i; break;
@@ -891,7 +892,7 @@ static netrun_status import_constant_node(imp_ctx *c, const Onnx__NodeProto *np,
                        np->n_attribute);
     const Onnx__AttributeProto *ap = np->attribute[0];
     const char *an = str_or_empty(ap->name);
-    size_t old = where_push(c, "attribute '%s': ", an);
+    size_t old = where_push(c, "attribute '%.100s': ", an);
     nr_tensor *t = NULL;
     netrun_status st = NETRUN_OK;
     int64_t n;
@@ -948,7 +949,9 @@ static netrun_status import_node(imp_ctx *c, const Onnx__NodeProto *np, size_t i
         snprintf(autoname, sizeof autoname, "%.120s_%zu", *op ? op : "node", index);
         name = autoname;
     }
-    size_t old = where_push(c, "node '%s' (%s): ", name, *op ? op : "?");
+    size_t saved_node_at = c->node_at;
+    c->node_at = c->where_len;
+    size_t old = where_push(c, "node '%.100s' (%.60s): ", name, *op ? op : "?");
     netrun_status st = NETRUN_OK;
     if (!*op) {
         st = imp_err(c, NETRUN_ERR_INVALID_MODEL, "op_type is empty");
@@ -1019,6 +1022,7 @@ static netrun_status import_node(imp_ctx *c, const Onnx__NodeProto *np, size_t i
     }
 done:
     where_pop(c, old);
+    c->node_at = saved_node_at;
     return st;
 }
 
@@ -1082,16 +1086,13 @@ static netrun_status import_graph_body(imp_ctx *c, const Onnx__GraphProto *gp, n
 static netrun_status import_graph(imp_ctx *c, const Onnx__GraphProto *gp, nr_graph *parent, int depth,
                                   nr_graph **out) {
     *out = NULL;
-    if (depth > c->limits.max_graph_depth)
-        return imp_err(c, NETRUN_ERR_INVALID_MODEL, "subgraphs are nested deeper than the limit of %d",
-                       c->limits.max_graph_depth);
+    if (depth > c->limits.max_graph_depth) /* only the innermost node: the full path would be huge */
+        return nr_error(NETRUN_ERR_INVALID_MODEL, "%s: %s%ssubgraphs are nested deeper than the limit of %d",
+                        c->source, c->node_at ? "... " : "", c->where + c->node_at, c->limits.max_graph_depth);
     nr_graph *g = nr_graph_new(str_or_empty(gp->name), parent);
     if (!g) return imp_err(c, NETRUN_ERR_OUT_OF_MEMORY, "out of memory creating graph '%s'",
                            str_or_empty(gp->name));
-    size_t old = c->where_len;
-    if (depth > 0) where_push(c, "graph '%s': ", str_or_empty(gp->name));
     netrun_status st = import_graph_body(c, gp, g, depth);
-    where_pop(c, old);
     if (st) {
         nr_graph_free(g);
         return st;

@@ -1,0 +1,72 @@
+"""Gemm and MatMul cases: transposes, alpha/beta, C broadcasting, optional C, numpy MatMul with 1-D operands
+and broadcast batch dims, float16/double/int dtypes."""
+import numpy as np
+import onnx
+import optest
+from optest import rand
+
+CASES = []
+
+
+def node_case(*args, **kw):
+    """optest.node_case with the graph outputs' element types filled in by ONNX shape inference
+    (onnxruntime refuses outputs declared UNDEFINED)."""
+    case = optest.node_case(*args, **kw)
+    inferred = onnx.shape_inference.infer_shapes(case.model)
+    types = {v.name: v.type.tensor_type.elem_type for v in inferred.graph.value_info}
+    types.update({v.name: v.type.tensor_type.elem_type for v in inferred.graph.output})
+    for o in case.model.graph.output:
+        if o.type.tensor_type.elem_type == 0 and types.get(o.name):
+            o.type.tensor_type.elem_type = types[o.name]
+    return case
+
+def add(name, op, ins, rtol=1e-4, atol=1e-4, opset=17, **attrs):
+    CASES.append(node_case(name, op, ins, attrs=attrs, opset=opset, rtol=rtol, atol=atol))
+
+
+# Gemm
+add("gemm_basic", "Gemm", [rand(4, 5, seed=1), rand(5, 6, seed=2), rand(4, 6, seed=3)])
+add("gemm_transA", "Gemm", [rand(5, 4, seed=4), rand(5, 6, seed=5), rand(4, 6, seed=6)], transA=1)
+add("gemm_transB", "Gemm", [rand(4, 5, seed=7), rand(6, 5, seed=8), rand(6, seed=9)], transB=1)
+add("gemm_transAB_alpha_beta", "Gemm", [rand(5, 4, seed=10), rand(6, 5, seed=11), rand(4, 1, seed=12)],
+    transA=1, transB=1, alpha=0.5, beta=-2.0)
+add("gemm_c_scalar", "Gemm", [rand(3, 4, seed=13), rand(4, 2, seed=14), rand(1, seed=15)], beta=3.0)
+add("gemm_c_row", "Gemm", [rand(3, 4, seed=16), rand(4, 2, seed=17), rand(1, 2, seed=18)])
+add("gemm_c_const", "Gemm", [rand(3, 4, seed=19), ("const", rand(4, 7, seed=20)), ("const", rand(7, seed=21))],
+    transB=0)
+add("gemm_no_c", "Gemm", [rand(8, 9, seed=22), rand(9, 10, seed=23)], opset=13)
+add("gemm_beta0", "Gemm", [rand(8, 9, seed=24), rand(9, 10, seed=25), rand(8, 10, seed=26)], beta=0.0)
+add("gemm_big", "Gemm", [rand(64, 300, seed=27), ("const", rand(200, 300, seed=28)), ("const", rand(200, seed=29))],
+    transB=1, rtol=1e-3, atol=1e-3)
+add("gemm_m1", "Gemm", [rand(1, 64, seed=30), rand(64, 33, seed=31), rand(33, seed=32)])
+add("gemm_opset7", "Gemm", [rand(3, 4, seed=33), rand(4, 5, seed=34), rand(5, seed=35)], opset=7)
+add("gemm_opset9", "Gemm", [rand(3, 4, seed=36), rand(4, 5, seed=37), rand(3, 5, seed=38)], opset=9, alpha=2.0)
+add("gemm_fp16", "Gemm", [rand(6, 8, dtype=np.float16, seed=39), rand(8, 5, dtype=np.float16, seed=40),
+                          rand(5, dtype=np.float16, seed=41)], rtol=1e-2, atol=1e-2)
+add("gemm_double", "Gemm", [rand(6, 8, dtype=np.float64, seed=42), rand(5, 8, dtype=np.float64, seed=43),
+                            rand(6, 5, dtype=np.float64, seed=44)], transB=1, rtol=1e-10, atol=1e-10)
+add("gemm_k0", "Gemm", [np.zeros((3, 0), np.float32), np.zeros((0, 4), np.float32), rand(3, 4, seed=45)])
+
+# MatMul
+add("mm_2d", "MatMul", [rand(7, 5, seed=50), rand(5, 3, seed=51)])
+add("mm_1d_1d", "MatMul", [rand(6, seed=52), rand(6, seed=53)])
+add("mm_1d_2d", "MatMul", [rand(6, seed=54), rand(6, 4, seed=55)])
+add("mm_2d_1d", "MatMul", [rand(3, 6, seed=56), rand(6, seed=57)])
+add("mm_1d_3d", "MatMul", [rand(6, seed=58), rand(2, 6, 4, seed=59)])
+add("mm_3d_1d", "MatMul", [rand(2, 3, 6, seed=60), rand(6, seed=61)])
+add("mm_3d_2d", "MatMul", [rand(4, 3, 6, seed=62), ("const", rand(6, 5, seed=63))])
+add("mm_2d_3d", "MatMul", [rand(3, 6, seed=64), rand(4, 6, 5, seed=65)])
+add("mm_batched", "MatMul", [rand(2, 3, 4, 6, seed=66), rand(2, 3, 6, 5, seed=67)])
+add("mm_broadcast_batch", "MatMul", [rand(2, 1, 4, 6, seed=68), rand(1, 3, 6, 5, seed=69)])
+add("mm_broadcast_rank", "MatMul", [rand(5, 2, 3, 4, seed=70), rand(2, 4, 3, seed=71)])
+add("mm_big", "MatMul", [rand(2, 64, 128, seed=72), rand(128, 96, seed=73)], rtol=1e-3, atol=1e-3)
+add("mm_fp16", "MatMul", [rand(2, 3, 8, dtype=np.float16, seed=74), rand(8, 4, dtype=np.float16, seed=75)],
+    rtol=1e-2, atol=1e-2)
+add("mm_double", "MatMul", [rand(2, 3, 8, dtype=np.float64, seed=76), rand(2, 8, 4, dtype=np.float64, seed=77)],
+    rtol=1e-10, atol=1e-10)
+add("mm_int32", "MatMul", [rand(2, 3, 4, dtype=np.int32, low=-5, high=5, seed=78),
+                           rand(4, 5, dtype=np.int32, low=-5, high=5, seed=79)])
+add("mm_int64", "MatMul", [rand(3, 4, dtype=np.int64, low=-9, high=9, seed=80),
+                           rand(2, 4, 2, dtype=np.int64, low=-9, high=9, seed=81)])
+add("mm_empty", "MatMul", [np.zeros((0, 3), np.float32), rand(3, 4, seed=82)])
+add("mm_opset7", "MatMul", [rand(2, 3, 4, seed=83), rand(4, 2, seed=84)], opset=7)

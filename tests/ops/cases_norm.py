@@ -1,0 +1,77 @@
+"""BatchNormalization (inference, opsets 7..15, spatial=0), InstanceNormalization, LayerNormalization
+(axis, epsilon, optional B, Mean/InvStdDev outputs, broadcast Scale) cases."""
+import numpy as np
+import onnx
+import optest
+from optest import rand
+
+CASES = []
+
+
+def node_case(*args, **kw):
+    """optest.node_case with the graph outputs' element types filled in by ONNX shape inference
+    (onnxruntime refuses outputs declared UNDEFINED)."""
+    case = optest.node_case(*args, **kw)
+    inferred = onnx.shape_inference.infer_shapes(case.model)
+    types = {v.name: v.type.tensor_type.elem_type for v in inferred.graph.value_info}
+    types.update({v.name: v.type.tensor_type.elem_type for v in inferred.graph.output})
+    for o in case.model.graph.output:
+        if o.type.tensor_type.elem_type == 0 and types.get(o.name):
+            o.type.tensor_type.elem_type = types[o.name]
+    return case
+
+def add(name, op, ins, outputs=1, rtol=1e-4, atol=1e-4, opset=17, **attrs):
+    CASES.append(node_case(name, op, ins, outputs=outputs, attrs=attrs, opset=opset, rtol=rtol, atol=atol))
+
+
+def bn_params(c, seed, dtype=np.float32, shape=None):
+    shape = shape or (c,)
+    return [("const", rand(*shape, dtype=dtype, seed=seed)), ("const", rand(*shape, dtype=dtype, seed=seed + 1)),
+            ("const", rand(*shape, dtype=dtype, seed=seed + 2)),
+            ("const", rand(*shape, dtype=dtype, low=0.1, high=2.0, seed=seed + 3))]
+
+
+add("bn_4d", "BatchNormalization", [rand(2, 3, 5, 6, seed=1)] + bn_params(3, 10))
+add("bn_2d", "BatchNormalization", [rand(4, 6, seed=2)] + bn_params(6, 20), epsilon=1e-3)
+add("bn_3d_runtime_params", "BatchNormalization",
+    [rand(2, 4, 7, seed=3), rand(4, seed=4), rand(4, seed=5), rand(4, seed=6), rand(4, low=0.5, high=1.5, seed=7)])
+add("bn_5d", "BatchNormalization", [rand(1, 2, 3, 4, 5, seed=8)] + bn_params(2, 30))
+add("bn_opset7", "BatchNormalization", [rand(2, 3, 4, 4, seed=9)] + bn_params(3, 40), opset=7)
+add("bn_opset7_spatial0", "BatchNormalization", [rand(2, 3, 4, 4, seed=10)] + bn_params(3, 50, shape=(3, 4, 4)),
+    opset=7, spatial=0)
+add("bn_opset9", "BatchNormalization", [rand(2, 3, 4, 4, seed=11)] + bn_params(3, 60), opset=9, momentum=0.8)
+add("bn_opset14", "BatchNormalization", [rand(2, 3, 4, 4, seed=12)] + bn_params(3, 70), opset=14, training_mode=0)
+add("bn_opset15_fp16", "BatchNormalization", [rand(2, 3, 4, 4, dtype=np.float16, seed=13)] +
+    bn_params(3, 80, dtype=np.float16), opset=15, rtol=1e-2, atol=1e-2)
+add("bn_double", "BatchNormalization", [rand(2, 3, 4, 4, dtype=np.float64, seed=14)] +
+    bn_params(3, 90, dtype=np.float64), rtol=1e-10, atol=1e-10)
+add("bn_large_plane", "BatchNormalization", [rand(1, 4, 64, 64, seed=15)] + bn_params(4, 100))
+
+add("in_4d", "InstanceNormalization", [rand(2, 3, 5, 6, seed=20), ("const", rand(3, seed=21)),
+                                       ("const", rand(3, seed=22))])
+add("in_3d_eps", "InstanceNormalization", [rand(3, 4, 17, seed=23), rand(4, seed=24), rand(4, seed=25)],
+    epsilon=0.01)
+add("in_5d", "InstanceNormalization", [rand(1, 2, 3, 4, 5, seed=26), rand(2, seed=27), rand(2, seed=28)])
+add("in_fp16", "InstanceNormalization", [rand(2, 3, 8, 8, dtype=np.float16, seed=29),
+                                         rand(3, dtype=np.float16, seed=30), rand(3, dtype=np.float16, seed=31)],
+    rtol=1e-2, atol=1e-2)
+add("in_opset7", "InstanceNormalization", [rand(2, 3, 5, 5, seed=32), rand(3, seed=33), rand(3, seed=34)], opset=7)
+
+add("ln_last_axis", "LayerNormalization", [rand(2, 5, 16, seed=40), ("const", rand(16, seed=41)),
+                                           ("const", rand(16, seed=42))])
+add("ln_axis1", "LayerNormalization", [rand(2, 3, 4, 5, seed=43), rand(3, 4, 5, seed=44), rand(3, 4, 5, seed=45)],
+    axis=1)
+add("ln_neg_axis_no_bias", "LayerNormalization", [rand(3, 4, 6, seed=46), rand(4, 6, seed=47)], axis=-2,
+    epsilon=1e-3)
+add("ln_mean_invstd", "LayerNormalization", [rand(2, 3, 8, seed=48), rand(8, seed=49), rand(8, seed=50)],
+    outputs=3)
+add("ln_mean_invstd_axis0", "LayerNormalization", [rand(2, 3, 8, seed=51), rand(2, 3, 8, seed=52)], outputs=3,
+    axis=0)
+add("ln_broadcast_scale", "LayerNormalization", [rand(2, 3, 4, 5, seed=53), rand(1, 5, seed=54), rand(4, 1, seed=55)],
+    axis=2)
+add("ln_fp16", "LayerNormalization", [rand(2, 4, 32, dtype=np.float16, seed=56), rand(32, dtype=np.float16, seed=57),
+                                      rand(32, dtype=np.float16, seed=58)], rtol=1e-2, atol=1e-2)
+add("ln_double", "LayerNormalization", [rand(3, 10, dtype=np.float64, seed=59), rand(10, dtype=np.float64, seed=60)],
+    rtol=1e-10, atol=1e-10)
+add("ln_wide", "LayerNormalization", [rand(4, 1000, seed=61), rand(1000, seed=62), rand(1000, seed=63)])
+add("ln_opset18", "LayerNormalization", [rand(2, 6, seed=64), rand(6, seed=65)], opset=18)

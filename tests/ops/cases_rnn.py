@@ -1,0 +1,98 @@
+"""Op cases: LSTM, GRU, RNN (compared with onnxruntime)."""
+import numpy as np
+import onnx
+
+import optest
+from optest import rand
+
+
+def fix_output_types(model):
+    """node_case declares outputs as UNDEFINED, which this onnxruntime rejects: fill in the element types
+    from onnx shape inference (shapes stay undeclared so netrun infers them itself)."""
+    inferred = onnx.shape_inference.infer_shapes(model)
+    types = {o.name: o.type.tensor_type.elem_type for o in inferred.graph.output}
+    for o in model.graph.output:
+        if o.type.tensor_type.elem_type == 0 and types.get(o.name):
+            o.type.tensor_type.elem_type = types[o.name]
+    return model
+
+
+GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+N_OUT = {"LSTM": 3, "GRU": 2, "RNN": 2}
+
+
+def rnn_case(name, op, seq=5, batch=3, inp=4, hidden=6, direction="forward", layout=0, bias=True, lens=None,
+             init_h=False, init_c=False, peep=False, outputs=None, opset=14, dtype=np.float32, const_w=True,
+             seed=0, rtol=1e-4, atol=1e-5, **attrs):
+    """One LSTM/GRU/RNN node. lens: list of sequence lengths (int32 input); outputs: names ('' = absent)."""
+    nd = 2 if direction == "bidirectional" else 1
+    G = GATES[op]
+    s = seed * 10
+    x = rand(*((batch, seq, inp) if layout else (seq, batch, inp)), dtype=dtype, seed=s + 1)
+    w = rand(nd, G * hidden, inp, dtype=dtype, low=-0.6, high=0.6, seed=s + 2)
+    r = rand(nd, G * hidden, hidden, dtype=dtype, low=-0.6, high=0.6, seed=s + 3)
+    st_shape = (batch, nd, hidden) if layout else (nd, batch, hidden)
+    wrap = (lambda a: ("const", a)) if const_w else (lambda a: a)
+    inputs = [x, wrap(w), wrap(r),
+              wrap(rand(nd, 2 * G * hidden, dtype=dtype, low=-0.5, high=0.5, seed=s + 4)) if bias else None,
+              np.array(lens, np.int32) if lens is not None else None,
+              rand(*st_shape, dtype=dtype, seed=s + 5) if init_h else None]
+    if op == "LSTM":
+        inputs += [rand(*st_shape, dtype=dtype, seed=s + 6) if init_c else None,
+                   wrap(rand(nd, 3 * hidden, dtype=dtype, low=-0.5, high=0.5, seed=s + 7)) if peep else None]
+    while inputs[-1] is None:
+        inputs.pop()
+    attrs = dict(attrs, hidden_size=hidden, direction=direction)
+    if layout:
+        attrs["layout"] = layout
+    outs = outputs or ["Y", "Y_h", "Y_c"][:N_OUT[op]]
+    c = optest.node_case(name, op, inputs, outputs=len(outs), output_names=outs, attrs=attrs, opset=opset,
+                         rtol=rtol, atol=atol)
+    fix_output_types(c.model)
+    return c
+
+
+CASES = []
+for op in ["LSTM", "GRU", "RNN"]:
+    CASES.append(rnn_case(f"{op}_fwd", op))
+    CASES.append(rnn_case(f"{op}_rev", op, direction="reverse", seed=1))
+    CASES.append(rnn_case(f"{op}_bidi", op, direction="bidirectional", seed=2))
+    CASES.append(rnn_case(f"{op}_nobias", op, bias=False, seed=3))
+    CASES.append(rnn_case(f"{op}_init", op, init_h=True, init_c=True, seed=4))
+    CASES.append(rnn_case(f"{op}_lens", op, lens=[5, 2, 4], init_h=True, seed=5))
+    CASES.append(rnn_case(f"{op}_lens_rev", op, direction="reverse", lens=[3, 5, 1], seed=6))
+    CASES.append(rnn_case(f"{op}_lens_bidi", op, direction="bidirectional", lens=[4, 1, 5], init_h=True,
+                          init_c=True, seed=7))
+    CASES.append(rnn_case(f"{op}_clip", op, clip=0.4, direction="bidirectional", seed=8))
+    CASES.append(rnn_case(f"{op}_batch1_seq1", op, seq=1, batch=1, seed=9))
+    CASES.append(rnn_case(f"{op}_big", op, seq=12, batch=8, inp=33, hidden=40, direction="bidirectional",
+                          seed=10, rtol=1e-3, atol=1e-4))
+    CASES.append(rnn_case(f"{op}_weights_runtime", op, const_w=False, direction="bidirectional", seed=11))
+    CASES.append(rnn_case(f"{op}_only_Yh", op, outputs=["", "Y_h"], seed=12))
+    CASES.append(rnn_case(f"{op}_only_Y", op, outputs=["Y"], seed=13))
+    CASES.append(rnn_case(f"{op}_opset7", op, opset=7, direction="bidirectional", seed=14))
+    CASES.append(rnn_case(f"{op}_f16", op, dtype=np.float16, init_h=True, seed=15, rtol=1e-2, atol=1e-2))
+
+# activations with alpha/beta
+CASES.append(rnn_case("LSTM_acts", "LSTM", activations=["HardSigmoid", "Tanh", "Softsign"],
+                      activation_alpha=[0.3], activation_beta=[0.4], seed=20))
+CASES.append(rnn_case("LSTM_acts_bidi", "LSTM", direction="bidirectional",
+                      activations=["Sigmoid", "LeakyRelu", "ScaledTanh", "HardSigmoid", "Elu", "Softplus"],
+                      activation_alpha=[0.05, 0.9, 0.25, 0.7], activation_beta=[1.2, 0.45], seed=21))
+CASES.append(rnn_case("LSTM_peep", "LSTM", peep=True, init_h=True, init_c=True, seed=22))
+CASES.append(rnn_case("LSTM_peep_bidi_lens", "LSTM", peep=True, direction="bidirectional", lens=[2, 5, 3],
+                      seed=23))
+CASES.append(rnn_case("LSTM_input_forget", "LSTM", input_forget=1, peep=True, seed=24))
+CASES.append(rnn_case("GRU_lbr", "GRU", linear_before_reset=1, seed=25))
+CASES.append(rnn_case("GRU_lbr_bidi_lens", "GRU", linear_before_reset=1, direction="bidirectional",
+                      lens=[5, 3, 2], init_h=True, seed=26))
+CASES.append(rnn_case("GRU_acts", "GRU", activations=["HardSigmoid", "Affine"], activation_alpha=[0.25, 0.8],
+                      activation_beta=[0.5, 0.1], seed=27))
+CASES.append(rnn_case("GRU_acts_bidi", "GRU", direction="bidirectional",
+                      activations=["Sigmoid", "ThresholdedRelu", "Sigmoid", "Relu"], activation_alpha=[0.1],
+                      seed=28))
+CASES.append(rnn_case("RNN_relu", "RNN", activations=["Relu"], seed=29))
+CASES.append(rnn_case("RNN_bidi_acts", "RNN", direction="bidirectional", activations=["Sigmoid", "Softsign"],
+                      seed=30))
+CASES.append(rnn_case("GRU_opset3", "GRU", opset=3, seed=31))
+CASES.append(rnn_case("LSTM_no_hidden_size_attr_opset13", "LSTM", opset=13, seed=32))

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what netrun needs on Debian (12+): the build toolchain and libraries from apt; with --tests, also
+# a Python virtual environment (.venv) with the pinned test oracles (onnx, onnxruntime, numpy).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+PKGS="build-essential cmake ninja-build pkg-config protobuf-c-compiler libprotobuf-c-dev libopenblas-dev"
+if [ "${1:-}" = "--tests" ]; then PKGS="$PKGS python3 python3-venv python3-pip"; fi
+missing=""
+for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+if [ -n "$missing" ]; then
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing
+fi
+if [ "${1:-}" = "--tests" ]; then
+  [ -x .venv/bin/python ] || python3 -m venv .venv
+  .venv/bin/python -m pip install -q --disable-pip-version-check -r tests/requirements.txt
+fi
