@@ -197,7 +197,7 @@ static netrun_status build_io(netrun_model *m) {
     return NETRUN_OK;
 }
 
-static netrun_status finish_load(nr_model_ir *ir, const char *source, netrun_model **out) {
+netrun_status nr_model_from_ir(nr_model_ir *ir, const char *source, netrun_model **out) {
     netrun_model *m = nr_calloc(1, sizeof *m);
     if (!m) {
         nr_model_ir_free(ir);
@@ -226,7 +226,7 @@ netrun_status netrun_model_load_memory(const void *data, size_t size, const char
     nr_model_ir *ir = NULL;
     netrun_status st = nr_onnx_import(data, size, "<memory>", base_dir, &limits, &ir);
     if (st != NETRUN_OK) return st;
-    return finish_load(ir, "<memory>", out);
+    return nr_model_from_ir(ir, "<memory>", out);
 }
 
 netrun_status netrun_model_load(const char *path, netrun_model **out) {
@@ -263,7 +263,7 @@ netrun_status netrun_model_load(const char *path, netrun_model **out) {
     nr_free(buf);
     nr_free(dircopy);
     if (st != NETRUN_OK) return st;
-    return finish_load(ir, path, out);
+    return nr_model_from_ir(ir, path, out);
 }
 
 int netrun_model_input_count(const netrun_model *m) { return m ? m->ir->graph->n_inputs : 0; }

@@ -24,6 +24,8 @@ struct netrun_model {
 };
 
 void nr_model_retain(netrun_model *m);
+/* Wrap imported IR into a model (checks the graph, resolves and parses ops). Takes ownership of ir. */
+netrun_status nr_model_from_ir(nr_model_ir *ir, const char *source, netrun_model **out);
 /* Record the thread's current error message on a handle's error buffer and return code. */
 netrun_status nr_record(char *handle_error, netrun_status code);
 

@@ -43,6 +43,8 @@ def rnn_case(name, op, seq=5, batch=3, inp=4, hidden=6, direction="forward", lay
     while inputs[-1] is None:
         inputs.pop()
     attrs = dict(attrs, hidden_size=hidden, direction=direction)
+    if attrs.pop("no_hidden_size", False):  # netrun then takes it from R's shape
+        del attrs["hidden_size"]
     if layout:
         attrs["layout"] = layout
     outs = outputs or ["Y", "Y_h", "Y_c"][:N_OUT[op]]
@@ -94,5 +96,4 @@ CASES.append(rnn_case("GRU_acts_bidi", "GRU", direction="bidirectional",
 CASES.append(rnn_case("RNN_relu", "RNN", activations=["Relu"], seed=29))
 CASES.append(rnn_case("RNN_bidi_acts", "RNN", direction="bidirectional", activations=["Sigmoid", "Softsign"],
                       seed=30))
-CASES.append(rnn_case("GRU_opset3", "GRU", opset=3, seed=31))
-CASES.append(rnn_case("LSTM_no_hidden_size_attr_opset13", "LSTM", opset=13, seed=32))
+CASES.append(rnn_case("GRU_opset7_lbr", "GRU", opset=7, linear_before_reset=1, seed=31))
