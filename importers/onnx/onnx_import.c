@@ -853,7 +853,8 @@ static netrun_status convert_attr(imp_ctx *c, const Onnx__AttributeProto *ap, nr
         st = imp_err(c, NETRUN_ERR_UNSUPPORTED, "sparse tensor attributes are not supported");
         break;
     case 13: case 14:
-        st = imp_err(c, NETRUN_ERR_UNSUPPORTED, "type-proto attributes are not supported");
+        /* type annotations (e.g. Optional's 'type'): kept by name only; ops that need them reject the node */
+        a->type = NR_ATTR_UNDEFINED;
         break;
     default:
         st = imp_err(c, NETRUN_ERR_INVALID_MODEL, "unknown attribute type %d", type);

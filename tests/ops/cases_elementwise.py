@@ -168,7 +168,8 @@ for op in ("Max", "Min", "Sum", "Mean"):
     add(f"{op}_one", op, [va])
     add(f"{op}_two", op, [va, vb])
     add(f"{op}_three_bcast", op, [vb, vc, va])
-    add(f"{op}_three_f64", op, [va.astype(F64), vb.astype(F64), vc.astype(F64)], rtol=1e-12, atol=1e-12)
+    if op != "Mean":  # onnxruntime has no double Mean kernel
+        add(f"{op}_three_f64", op, [va.astype(F64), vb.astype(F64), vc.astype(F64)], rtol=1e-12, atol=1e-12)
 add("Max_nan", "Max", [np.array([np.nan, 1, 2], F32), np.array([1, np.nan, 1], F32)], opset=13)
 add("Min_int32_three", "Min", [rand(3, 4, dtype=np.int32, low=-9, high=9, seed=46), np.array([0], np.int32),
                                rand(4, dtype=np.int32, low=-9, high=9, seed=47)], opset=13)
@@ -192,7 +193,7 @@ add("Less_nan", "Less", [np.array([np.nan, 1, 2], F32), np.array([1, np.nan, 3],
 la, lb = rand(3, 1, 4, dtype=np.bool_, seed=57), rand(5, 1, dtype=np.bool_, seed=58)
 for op in ("And", "Or", "Xor"):
     add(f"{op}_bcast", op, [la, lb])
-for dt in (np.uint8, np.uint16, np.uint32, np.uint64):
+for dt in (np.uint8, np.uint32, np.uint64):  # onnxruntime has no uint16 BitShift
     bits = 8 * np.dtype(dt).itemsize
     x = rand(2, 6, dtype=dt, low=0, high=200, seed=59)
     s = np.array([0, 1, 3, bits - 1, bits, bits + 3], dt)
@@ -217,7 +218,6 @@ add("PRelu_int32", "PRelu", [rand(3, 6, dtype=np.int32, low=-9, high=9, seed=68)
 wc = rand(3, 1, 5, dtype=np.bool_, seed=70)
 add("Where_f32_bcast", "Where", [wc, rand(4, 5, seed=71), rand(3, 4, 1, seed=72)])
 add("Where_int64_scalar", "Where", [wc, np.array(7, np.int64), rand(5, dtype=np.int64, low=-9, high=9, seed=73)])
-add("Where_bool", "Where", [wc, rand(3, 1, 5, dtype=np.bool_, seed=74), np.array(True)])
 add("Where_f16", "Where", [wc, rand(5, seed=75).astype(F16), np.array(0, F16)])
 add("Where_uint8", "Where", [wc, rand(1, 5, dtype=np.uint8, low=0, high=255, seed=76), np.array(3, np.uint8)])
 add("Where_large", "Where", [rand(300, 1, dtype=np.bool_, seed=77), rand(300, 200, seed=78), rand(200, seed=79)])
@@ -253,7 +253,7 @@ for s, arr in cast_src.items():
             x = np.where((wide >= lo) & (wide <= hi), arr, arr.dtype.type(1))
         add(f"Cast_{s}_to_{d}", "Cast", [x], attrs={"to": to}, opset=13, rtol=1e-3, atol=1e-3)
 add("Cast_opset6", "Cast", [cast_src["f32"]], attrs={"to": TensorProto.INT32}, opset=6)
-add("Cast_opset19_saturate", "Cast", [cast_src["f32"]], attrs={"to": TensorProto.FLOAT16, "saturate": 0}, opset=19)
+add("Cast_opset19_saturate", "Cast", [cast_src["f32"]], attrs={"to": TensorProto.FLOAT16, "saturate": 1}, opset=19)
 add("Cast_opset21", "Cast", [rand(3, 4, seed=83)], attrs={"to": TensorProto.DOUBLE}, opset=21)
 add("Cast_nan_inf_to_f16_bool", "Cast", [np.array([np.nan, np.inf, -np.inf, 1e6, 0], F32)],
     attrs={"to": TensorProto.FLOAT16}, opset=13)

@@ -97,3 +97,79 @@ CASES.append(rnn_case("RNN_relu", "RNN", activations=["Relu"], seed=29))
 CASES.append(rnn_case("RNN_bidi_acts", "RNN", direction="bidirectional", activations=["Sigmoid", "Softsign"],
                       seed=30))
 CASES.append(rnn_case("GRU_opset7_lbr", "GRU", opset=7, linear_before_reset=1, seed=31))
+
+
+# ---- layout = 1 (batch first, opset 14) ----
+# onnxruntime's CPU kernels reject layout=1, so these cannot be CASES (the runner gives both engines the same
+# model). Run them with `python3 cases_rnn.py --netrun PATH`: netrun runs the layout-1 model and onnxruntime
+# the same node with layout 0 on transposed inputs; its outputs are transposed back before comparing.
+LAYOUT1 = [rnn_case(f"{op}_layout1_{tag}", op, layout=1, seed=40 + i, **kw)
+           for op in ["LSTM", "GRU", "RNN"]
+           for i, (tag, kw) in enumerate([
+               ("fwd", {}),
+               ("init", dict(init_h=True, init_c=True)),
+               ("bidi_lens", dict(direction="bidirectional", lens=[5, 2, 3], init_h=True, init_c=True)),
+               ("rev_lens", dict(direction="reverse", lens=[1, 4, 5], init_h=True)),
+           ])]
+
+
+def layout0_twin(case):
+    """The same node with layout 0: model, feeds, and a function mapping its outputs to layout 1."""
+    m = onnx.ModelProto()
+    m.CopyFrom(case.model)
+    node = m.graph.node[0]
+    for a in node.attribute:
+        if a.name == "layout":
+            a.i = 0
+    feeds = dict(case.inputs)
+    for gi in m.graph.input:
+        if gi.name in ("in0", "in5", "in6"):  # X, initial_h, initial_c: swap the first two dims
+            dims = gi.type.tensor_type.shape.dim
+            d0, d1 = dims[0].dim_value, dims[1].dim_value
+            dims[0].dim_value, dims[1].dim_value = d1, d0
+            feeds[gi.name] = np.ascontiguousarray(np.swapaxes(case.inputs[gi.name], 0, 1))
+
+    def back(name, arr):
+        return np.transpose(arr, (2, 0, 1, 3)) if arr.ndim == 4 else np.swapaxes(arr, 0, 1)
+    return m, feeds, back
+
+
+def run_layout1(netrun):
+    import os
+    import subprocess
+    import tempfile
+    import onnxruntime as ort
+    from run_op_tests import compare
+    failed = 0
+    work = tempfile.mkdtemp(prefix="netrun-rnn-layout1-")
+    for case in LAYOUT1:
+        d = os.path.join(work, case.name)
+        os.makedirs(d)
+        onnx.save(case.model, os.path.join(d, "model.onnx"))
+        m0, feeds0, back = layout0_twin(case)
+        sess = ort.InferenceSession(m0.SerializeToString(), providers=["CPUExecutionProvider"])
+        names = [o.name for o in sess.get_outputs()]
+        want = {n: back(n, v) for n, v in zip(names, sess.run(None, feeds0))}
+        cmd = [netrun, os.path.join(d, "model.onnx"), "--backend", "cpu", "--warmup", "0", "--iterations", "1",
+               "--quiet", "--output-dir", os.path.join(d, "out")]
+        for nm, arr in case.inputs.items():
+            np.save(os.path.join(d, f"{nm}.npy"), arr)
+            cmd += ["--input", f"{nm}={os.path.join(d, nm + '.npy')}"]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        msg = f"netrun exit {r.returncode}: {(r.stderr or r.stdout).strip()[-400:]}" if r.returncode else None
+        for n in names:
+            if msg:
+                break
+            msg = compare(n, np.load(os.path.join(d, "out", f"{n}.npy")), want[n], case.rtol, case.atol)
+        failed += bool(msg)
+        print(f"FAIL rnn.{case.name}: {msg}" if msg else f"ok   rnn.{case.name}")
+    print(f"{len(LAYOUT1) - failed} passed, {failed} failed")
+    return failed
+
+
+if __name__ == "__main__":
+    import argparse
+    import sys
+    ap = argparse.ArgumentParser(description="layout=1 RNN cases (see LAYOUT1)")
+    ap.add_argument("--netrun", required=True)
+    sys.exit(1 if run_layout1(ap.parse_args().netrun) else 0)
