@@ -216,6 +216,27 @@ typedef struct netrun_shape_params {
     int start, end;
 } netrun_shape_params;
 
+/* ScatterElements (axis) and ScatterND (axis unused). */
+typedef enum netrun_scatter_reduction { NETRUN_SCATTER_NONE = 0, NETRUN_SCATTER_ADD = 1, NETRUN_SCATTER_MUL = 2,
+                                        NETRUN_SCATTER_MAX = 3, NETRUN_SCATTER_MIN = 4 } netrun_scatter_reduction;
+typedef struct netrun_scatter_params {
+    int axis;                              /* non-negative */
+    int reduction;                         /* netrun_scatter_reduction */
+} netrun_scatter_params;
+
+/* Trilu: keep the upper (or lower) triangle from diagonal k (resolved from the optional k input). */
+typedef struct netrun_trilu_params {
+    int upper;
+    int64_t k;
+} netrun_trilu_params;
+
+/* EyeLike: ones on diagonal k. */
+typedef struct netrun_eyelike_params {
+    int64_t k;
+} netrun_eyelike_params;
+
+/* GatherND carries batch_dims in netrun_axis_params.axis. */
+
 /* Dropout, Identity and ops whose output is a reshaped view (Reshape, Flatten, Squeeze, Unsqueeze) carry
  * no params: the output desc has the shape. */
 

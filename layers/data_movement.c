@@ -5,16 +5,6 @@
 
 #include "layer.h"
 
-/* Params of ScatterElements / ScatterND: netrun_ops.h has no struct for them yet. The CPU backend keeps an
- * identical copy (backends/cpu/data_movement.c); keep both in sync. GatherND carries batch_dims in
- * netrun_axis_params.axis. */
-typedef enum { NR_SCATTER_NONE = 0, NR_SCATTER_ADD = 1, NR_SCATTER_MUL = 2, NR_SCATTER_MAX = 3,
-               NR_SCATTER_MIN = 4 } nr_scatter_reduction;
-typedef struct nr_scatter_params {
-    int axis;                   /* ScatterElements, non-negative */
-    int reduction;              /* nr_scatter_reduction */
-} nr_scatter_params;
-
 static const netrun_value_desc *in0(const nr_layer_ctx *c) { return nr_in(c, 0); }
 
 /* ---------------- Concat ---------------- */
@@ -256,21 +246,21 @@ static netrun_status gather_nd_infer(nr_layer_ctx *c, void *params) {
 /* ---------------- Scatter family ---------------- */
 
 static netrun_status scatter_parse(nr_layer_ctx *c, void *params) {
-    nr_scatter_params *p = params;
+    netrun_scatter_params *p = params;
     const char *red;
     netrun_status st = nr_attr_string(c, "reduction", "none", &red);
     if (st) return st;
-    if (!strcmp(red, "none")) p->reduction = NR_SCATTER_NONE;
-    else if (!strcmp(red, "add")) p->reduction = NR_SCATTER_ADD;
-    else if (!strcmp(red, "mul")) p->reduction = NR_SCATTER_MUL;
-    else if (!strcmp(red, "max")) p->reduction = NR_SCATTER_MAX;
-    else if (!strcmp(red, "min")) p->reduction = NR_SCATTER_MIN;
+    if (!strcmp(red, "none")) p->reduction = NETRUN_SCATTER_NONE;
+    else if (!strcmp(red, "add")) p->reduction = NETRUN_SCATTER_ADD;
+    else if (!strcmp(red, "mul")) p->reduction = NETRUN_SCATTER_MUL;
+    else if (!strcmp(red, "max")) p->reduction = NETRUN_SCATTER_MAX;
+    else if (!strcmp(red, "min")) p->reduction = NETRUN_SCATTER_MIN;
     else return nr_layer_error(c, "unknown reduction '%s' (none, add, mul, max, min)", red);
     return NETRUN_OK;
 }
 
 static netrun_status scatter_elements_infer(nr_layer_ctx *c, void *params) {
-    nr_scatter_params *p = params;
+    netrun_scatter_params *p = params;
     const netrun_value_desc *x = in0(c), *ix = nr_in(c, 1), *u = nr_in(c, 2);
     int64_t axis;
     netrun_status st = nr_attr_int(c, "axis", 0, &axis);
@@ -461,9 +451,9 @@ const nr_layer nr_layers_data_movement[] = {
     {"Gather", "", 1, sizeof(netrun_axis_params), NULL, gather_infer, 0},
     {"GatherElements", "", 11, sizeof(netrun_axis_params), NULL, gather_elements_infer, 0},
     {"GatherND", "", 11, sizeof(netrun_axis_params), NULL, gather_nd_infer, 0},
-    {"ScatterElements", "", 11, sizeof(nr_scatter_params), scatter_parse, scatter_elements_infer, 0},
-    {"Scatter", "", 9, sizeof(nr_scatter_params), scatter_parse, scatter_elements_infer, 0},
-    {"ScatterND", "", 11, sizeof(nr_scatter_params), scatter_parse, scatter_nd_infer, 0},
+    {"ScatterElements", "", 11, sizeof(netrun_scatter_params), scatter_parse, scatter_elements_infer, 0},
+    {"Scatter", "", 9, sizeof(netrun_scatter_params), scatter_parse, scatter_elements_infer, 0},
+    {"ScatterND", "", 11, sizeof(netrun_scatter_params), scatter_parse, scatter_nd_infer, 0},
     {"Transpose", "", 1, sizeof(netrun_transpose_params), NULL, transpose_infer, 0},
     {"Pad", "", 2, sizeof(netrun_pad_params), pad_parse, pad_infer, 0},
     {"DepthToSpace", "", 1, sizeof(netrun_space_depth_params), space_depth_parse, d2s_infer, 0},

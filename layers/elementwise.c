@@ -176,7 +176,7 @@ static netrun_status parse_gelu(nr_layer_ctx *c, void *pv) {
 
 static netrun_status parse_is_inf(nr_layer_ctx *c, void *pv) {
     netrun_unary_params *p = pv;
-    int neg, pos;
+    int neg = 1, pos = 1;
     TRY(get_flag(c, "detect_negative", 1, &neg));
     TRY(get_flag(c, "detect_positive", 1, &pos));
     p->alpha = (float)neg;
@@ -186,7 +186,7 @@ static netrun_status parse_is_inf(nr_layer_ctx *c, void *pv) {
 
 static netrun_status parse_mod(nr_layer_ctx *c, void *pv) {
     netrun_unary_params *p = pv;
-    int f;
+    int f = 0;
     TRY(get_flag(c, "fmod", 0, &f));
     p->alpha = (float)f;
     return NETRUN_OK;

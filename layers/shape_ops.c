@@ -6,17 +6,6 @@
 
 #include "layer.h"
 
-/* Params of Trilu and EyeLike: netrun_ops.h has no struct for them yet. The CPU backend keeps an identical
- * copy of these definitions (backends/cpu/shape_ops.c); keep both in sync. */
-typedef struct nr_trilu_params {
-    int upper;
-    int64_t k;      /* resolved from the optional k input (0 when absent) */
-} nr_trilu_params;
-
-typedef struct nr_eyelike_params {
-    int64_t k;
-} nr_eyelike_params;
-
 static const netrun_value_desc *in0(const nr_layer_ctx *c) { return nr_in(c, 0); }
 
 /* Element count of dims, error on overflow or unknown dims. */
@@ -352,7 +341,7 @@ static netrun_status tile_infer(nr_layer_ctx *c, void *params) {
 /* ---------------- EyeLike ---------------- */
 
 static netrun_status eyelike_parse(nr_layer_ctx *c, void *params) {
-    nr_eyelike_params *p = params;
+    netrun_eyelike_params *p = params;
     return nr_attr_int(c, "k", 0, &p->k);
 }
 
@@ -373,7 +362,7 @@ static netrun_status eyelike_infer(nr_layer_ctx *c, void *params) {
 /* ---------------- Trilu ---------------- */
 
 static netrun_status trilu_parse(nr_layer_ctx *c, void *params) {
-    nr_trilu_params *p = params;
+    netrun_trilu_params *p = params;
     int64_t upper;
     netrun_status st = nr_attr_int(c, "upper", 1, &upper);
     p->upper = upper != 0;
@@ -381,7 +370,7 @@ static netrun_status trilu_parse(nr_layer_ctx *c, void *params) {
 }
 
 static netrun_status trilu_infer(nr_layer_ctx *c, void *params) {
-    nr_trilu_params *p = params;
+    netrun_trilu_params *p = params;
     const netrun_value_desc *x = in0(c);
     if (x->rank < 2) return nr_layer_error(c, "Trilu input must have rank >= 2, it has %d", x->rank);
     p->k = 0;
@@ -410,7 +399,7 @@ const nr_layer nr_layers_shape_ops[] = {
     {"Dropout", "", 7, 0, NULL, dropout_infer, NR_LAYER_VIEW},
     {"Range", "", 11, 0, NULL, range_infer, 0},
     {"Tile", "", 6, 0, NULL, tile_infer, 0},
-    {"EyeLike", "", 9, sizeof(nr_eyelike_params), eyelike_parse, eyelike_infer, 0},
-    {"Trilu", "", 14, sizeof(nr_trilu_params), trilu_parse, trilu_infer, 0},
+    {"EyeLike", "", 9, sizeof(netrun_eyelike_params), eyelike_parse, eyelike_infer, 0},
+    {"Trilu", "", 14, sizeof(netrun_trilu_params), trilu_parse, trilu_infer, 0},
     {0},
 };

@@ -113,6 +113,17 @@ static void epilogue(const conv_job *j, float *y, const float *z, int64_t ld, in
     }
 }
 
+/* For positions t in [0, n) reading input index base + t*stride, the range [lo, hi) that lies in [0, size). */
+static void valid_range(int64_t base, int64_t stride, int64_t size, int64_t n, int64_t *lo, int64_t *hi) {
+    int64_t l = base >= 0 ? 0 : (-base + stride - 1) / stride;
+    int64_t h = base > size - 1 ? 0 : (size - 1 - base) / stride + 1;
+    if (l > n) l = n;
+    if (h > n) h = n;
+    if (h < l) h = l;
+    *lo = l;
+    *hi = h;
+}
+
 /* im2col of output columns [c0, c0+cw) for cg channels: col[(ci*K + k) * cw + j]. */
 static void im2col(const conv_geom *g, const float *x, int64_t c0, int64_t cw, float *col) {
     int64_t K = g->ksize, oh = g->out[1], ow = g->out[2];
@@ -131,11 +142,15 @@ static void im2col(const conv_geom *g, const float *x, int64_t c0, int64_t cw, f
                 memset(dst + jj, 0, (size_t)run * sizeof(float));
             } else {
                 const float *xr = xc + (id * g->in[1] + ih) * g->in[2];
-                int64_t sw = g->s[2];
-                for (int64_t t = 0; t < run; t++) {
-                    int64_t iw = (ox + t) * sw + offw;
-                    dst[jj + t] = iw >= 0 && iw < g->in[2] ? xr[iw] : 0.0f;
-                }
+                int64_t sw = g->s[2], lo, hi;
+                valid_range(ox * sw + offw, sw, g->in[2], run, &lo, &hi);
+                float *dr = dst + jj;
+                for (int64_t t = 0; t < lo; t++) dr[t] = 0.0f;
+                int64_t base = ox * sw + offw; /* may be negative: index, never form a pointer before xr */
+                if (sw == 1 && hi > lo) memcpy(dr + lo, xr + base + lo, (size_t)(hi - lo) * sizeof(float));
+                else
+                    for (int64_t t = lo; t < hi; t++) dr[t] = xr[base + t * sw];
+                for (int64_t t = hi; t < run; t++) dr[t] = 0.0f;
             }
             jj += run;
             ox += run;
@@ -178,10 +193,11 @@ static void conv_slot(void *arg, int64_t slot, int64_t t0, int64_t t1) {
     }
 }
 
-/* Depthwise: one output plane per (n, c), direct loops. */
+/* Depthwise: one output plane per (n, c); each kernel tap adds a scaled input row segment to an output row. */
 static void depthwise_range(void *arg, int64_t p0, int64_t p1) {
     const conv_job *j = arg;
     const conv_geom *g = j->g;
+    int64_t ow_n = g->out[2], sw = g->s[2];
     for (int64_t pl = p0; pl < p1; pl++) {
         int64_t c = pl % g->c;
         const float *x = j->x + pl * g->in_size, *w = j->w + c * g->ksize;
@@ -189,23 +205,26 @@ static void depthwise_range(void *arg, int64_t p0, int64_t p1) {
         float bias = j->b ? j->b[c] : 0.0f;
         for (int64_t od = 0; od < g->out[0]; od++)
             for (int64_t oh = 0; oh < g->out[1]; oh++) {
-                float *yr = y + (od * g->out[1] + oh) * g->out[2];
-                for (int64_t ow = 0; ow < g->out[2]; ow++) {
-                    float acc = bias;
-                    for (int64_t kd = 0; kd < g->k[0]; kd++) {
-                        int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
-                        if (id < 0 || id >= g->in[0]) continue;
-                        for (int64_t kh = 0; kh < g->k[1]; kh++) {
-                            int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];
-                            if (ih < 0 || ih >= g->in[1]) continue;
-                            const float *xr = x + (id * g->in[1] + ih) * g->in[2];
-                            const float *wr = w + (kd * g->k[1] + kh) * g->k[2];
-                            int64_t iw = ow * g->s[2] - g->pb[2];
-                            for (int64_t kw = 0; kw < g->k[2]; kw++, iw += g->d[2])
-                                if (iw >= 0 && iw < g->in[2]) acc += xr[iw] * wr[kw];
+                float *yr = y + (od * g->out[1] + oh) * ow_n;
+                for (int64_t ow = 0; ow < ow_n; ow++) yr[ow] = bias;
+                for (int64_t kd = 0; kd < g->k[0]; kd++) {
+                    int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
+                    if (id < 0 || id >= g->in[0]) continue;
+                    for (int64_t kh = 0; kh < g->k[1]; kh++) {
+                        int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];
+                        if (ih < 0 || ih >= g->in[1]) continue;
+                        const float *xr = x + (id * g->in[1] + ih) * g->in[2];
+                        const float *wr = w + (kd * g->k[1] + kh) * g->k[2];
+                        for (int64_t kw = 0; kw < g->k[2]; kw++) {
+                            int64_t off = kw * g->d[2] - g->pb[2], lo, hi;
+                            valid_range(off, sw, g->in[2], ow_n, &lo, &hi);
+                            float wv = wr[kw];
+                            if (sw == 1)
+                                for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow + off];
+                            else
+                                for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow * sw + off];
                         }
                     }
-                    yr[ow] = acc;
                 }
             }
         epilogue(j, y, j->z ? j->z + pl * g->out_size : NULL, g->out_size, 1, g->out_size, NULL);

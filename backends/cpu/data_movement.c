@@ -4,14 +4,6 @@
 
 #include "cpu_internal.h"
 
-/* Mirror of layers/data_movement.c (netrun_ops.h has no struct for Scatter yet); keep both in sync. */
-typedef enum { NR_SCATTER_NONE = 0, NR_SCATTER_ADD = 1, NR_SCATTER_MUL = 2, NR_SCATTER_MAX = 3,
-               NR_SCATTER_MIN = 4 } nr_scatter_reduction;
-typedef struct nr_scatter_params {
-    int axis;
-    int reduction;
-} nr_scatter_params;
-
 #define ALL_DTYPES                                                                                              \
     (NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT8) |                              \
      NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT8) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT16) |                              \
@@ -359,17 +351,17 @@ static netrun_status run_gather_nd(cpu_context *ctx, void *state, const netrun_k
     {                                                                                                         \
         T *d = dst; T u = *(const T *)upd;                                                                    \
         switch (red) {                                                                                        \
-        case NR_SCATTER_ADD: *d = (T)(*d + u); break;                                                          \
-        case NR_SCATTER_MUL: *d = (T)(*d * u); break;                                                          \
-        case NR_SCATTER_MAX: if (u > *d) *d = u; break;                                                        \
-        case NR_SCATTER_MIN: if (u < *d) *d = u; break;                                                        \
+        case NETRUN_SCATTER_ADD: *d = (T)(*d + u); break;                                                          \
+        case NETRUN_SCATTER_MUL: *d = (T)(*d * u); break;                                                          \
+        case NETRUN_SCATTER_MAX: if (u > *d) *d = u; break;                                                        \
+        case NETRUN_SCATTER_MIN: if (u < *d) *d = u; break;                                                        \
         default: *d = u;                                                                                      \
         }                                                                                                     \
         return NETRUN_OK;                                                                                     \
     }
 
 static netrun_status reduce_one(netrun_dtype t, int red, void *dst, const void *upd) {
-    if (red == NR_SCATTER_NONE) { memcpy(dst, upd, esize(t)); return NETRUN_OK; }
+    if (red == NETRUN_SCATTER_NONE) { memcpy(dst, upd, esize(t)); return NETRUN_OK; }
     switch (t) {
     case NETRUN_DTYPE_FLOAT: REDUCE_CASE(float)
     case NETRUN_DTYPE_DOUBLE: REDUCE_CASE(double)
@@ -387,7 +379,7 @@ static netrun_status reduce_one(netrun_dtype t, int red, void *dst, const void *
         memcpy(&a16, dst, 2);
         memcpy(&b16, upd, 2);
         float x = h ? cpu_half_to_float(a16) : cpu_bf16_to_float(a16), u = h ? cpu_half_to_float(b16) : cpu_bf16_to_float(b16);
-        float r = red == NR_SCATTER_ADD ? x + u : red == NR_SCATTER_MUL ? x * u : red == NR_SCATTER_MAX ? (u > x ? u : x) : (u < x ? u : x);
+        float r = red == NETRUN_SCATTER_ADD ? x + u : red == NETRUN_SCATTER_MUL ? x * u : red == NETRUN_SCATTER_MAX ? (u > x ? u : x) : (u < x ? u : x);
         uint16_t o = h ? cpu_float_to_half(r) : cpu_float_to_bf16(r);
         memcpy(dst, &o, 2);
         return NETRUN_OK;
@@ -399,7 +391,7 @@ static netrun_status reduce_one(netrun_dtype t, int red, void *dst, const void *
 
 static netrun_status run_scatter_elements(cpu_context *ctx, void *state, const netrun_kernel_args *a) {
     (void)state;
-    const nr_scatter_params *p = a->params;
+    const netrun_scatter_params *p = a->params;
     const netrun_tensor *x = &a->inputs[0], *ix = &a->inputs[1], *u = &a->inputs[2];
     netrun_tensor *y = &a->outputs[0];
     size_t es;
@@ -424,7 +416,7 @@ static netrun_status run_scatter_elements(cpu_context *ctx, void *state, const n
 
 static netrun_status run_scatter_nd(cpu_context *ctx, void *state, const netrun_kernel_args *a) {
     (void)ctx; (void)state;
-    const nr_scatter_params *p = a->params;
+    const netrun_scatter_params *p = a->params;
     const netrun_tensor *x = &a->inputs[0], *ix = &a->inputs[1], *u = &a->inputs[2];
     netrun_tensor *y = &a->outputs[0];
     size_t es;
@@ -443,7 +435,7 @@ static netrun_status run_scatter_nd(cpu_context *ctx, void *state, const netrun_
         int bad = 0;
         int64_t off = nd_offset(x, idx + mi * k, k, 0, xs, &bad);
         if (bad) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "ScatterND: index out of range");
-        if (red == NR_SCATTER_NONE) {
+        if (red == NETRUN_SCATTER_NONE) {
             memcpy(dst + (size_t)off * es, up + (size_t)(mi * slice) * es, (size_t)slice * es);
             continue;
         }
@@ -760,8 +752,8 @@ static int scatter_supports(const netrun_node_desc *node, char *reason, size_t s
         snprintf(reason, size, "dtype %d not supported", (int)t);
         return 0;
     }
-    const nr_scatter_params *p = node->params;
-    if (p && p->reduction != NR_SCATTER_NONE && t == NETRUN_DTYPE_BOOL) {
+    const netrun_scatter_params *p = node->params;
+    if (p && p->reduction != NETRUN_SCATTER_NONE && t == NETRUN_DTYPE_BOOL) {
         snprintf(reason, size, "reductions on bool are not supported");
         return 0;
     }

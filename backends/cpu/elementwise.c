@@ -616,9 +616,7 @@ static int ew_supports(const netrun_node_desc *node, char *reason, size_t size) 
         }
         return 1;
     }
-    if (o->kind == K_SHIFT && node->params && ((const netrun_unary_params *)node->params)->alpha != 0)
-        o = &(ew_op){"BitShift", K_SHIFT, ShiftRight_tab};
-    if (!tab_entry(o->tab, t)) {
+    if (!tab_entry(o->tab, t)) { /* BitShift/Mod: both directions/forms cover the same dtypes */
         snprintf(reason, size, "%s: dtype %s not supported by the CPU kernel", node->op_type, dt_name(t));
         return 0;
     }

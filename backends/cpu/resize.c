@@ -271,21 +271,25 @@ static netrun_status run_resize(cpu_context *ctx, void *state, const netrun_kern
     int64_t n = cpu_count(y);
     if (!n) return NETRUN_OK;
     if (!cpu_count(x)) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "Resize: empty input, non-empty output");
-    /* one block for all tap tables */
-    size_t bytes = 0;
-    for (int d = 0; d < x->rank; d++) bytes += (size_t)y->dims[d] * (MAX_TAPS * (sizeof(int64_t) + sizeof(float)) + 1);
-    unsigned char *mem = cpu_alloc(bytes), *m = mem;
+    /* one block for all tap tables: all index arrays, then weights, then flags (keeps each aligned) */
+    size_t total_out = 0;
+    for (int d = 0; d < x->rank; d++) total_out += (size_t)y->dims[d];
+    size_t bytes = total_out * (MAX_TAPS * (sizeof(int64_t) + sizeof(float)) + 1);
+    unsigned char *mem = cpu_alloc(bytes);
     if (!mem) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cpu Resize: out of memory for %zu bytes", bytes);
+    int64_t *idx_at = (int64_t *)mem;
+    float *w_at = (float *)(idx_at + total_out * MAX_TAPS);
+    unsigned char *flag_at = (unsigned char *)(w_at + total_out * MAX_TAPS);
     int64_t stride = 1;
     j.max_combos = 1;
     for (int d = x->rank - 1; d >= 0; d--) {
         int64_t on = y->dims[d];
-        j.taps[d].idx = (int64_t *)m;
-        m += (size_t)on * MAX_TAPS * sizeof(int64_t);
-        j.taps[d].w = (float *)m;
-        m += (size_t)on * MAX_TAPS * sizeof(float);
-        j.taps[d].outside = m;
-        m += (size_t)on;
+        j.taps[d].idx = idx_at;
+        idx_at += on * MAX_TAPS;
+        j.taps[d].w = w_at;
+        w_at += on * MAX_TAPS;
+        j.taps[d].outside = flag_at;
+        flag_at += on;
         build_taps(p, d, x->dims[d], on, stride, &j.taps[d]);
         if (d < x->rank - 1) j.max_combos *= j.taps[d].k;
         stride *= x->dims[d];

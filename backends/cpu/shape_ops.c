@@ -3,16 +3,6 @@
 
 #include "cpu_internal.h"
 
-/* Mirrors of layers/shape_ops.c (netrun_ops.h has no struct for these ops yet); keep both in sync. */
-typedef struct nr_trilu_params {
-    int upper;
-    int64_t k;
-} nr_trilu_params;
-
-typedef struct nr_eyelike_params {
-    int64_t k;
-} nr_eyelike_params;
-
 #define ALL_DTYPES                                                                                              \
     (NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT8) |                              \
      NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT8) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT16) |                              \
@@ -305,7 +295,7 @@ static netrun_status run_range(cpu_context *ctx, void *state, const netrun_kerne
 
 static netrun_status run_eyelike(cpu_context *ctx, void *state, const netrun_kernel_args *a) {
     (void)ctx; (void)state;
-    const nr_eyelike_params *p = a->params;
+    const netrun_eyelike_params *p = a->params;
     netrun_tensor *y = &a->outputs[0];
     size_t es;
     netrun_status st = need_esize(y, &es, "EyeLike");
@@ -323,7 +313,7 @@ static netrun_status run_eyelike(cpu_context *ctx, void *state, const netrun_ker
 
 static netrun_status run_trilu(cpu_context *ctx, void *state, const netrun_kernel_args *a) {
     (void)state;
-    const nr_trilu_params *p = a->params;
+    const netrun_trilu_params *p = a->params;
     const netrun_tensor *x = &a->inputs[0];
     netrun_tensor *y = &a->outputs[0];
     size_t es;

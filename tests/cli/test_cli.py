@@ -392,6 +392,38 @@ def t_verbose_placement():
         check(word in r.stdout, f"-v lacks {word!r}:\n{r.stdout}")
 
 
+def t_fallback_listed():
+    """Every node not on the first backend is listed with its reason (text and JSON); needs the template
+    backend (runs only Relu and Add), which the build tree always has."""
+    r = run(["--backends"])
+    if not any(ln.split()[:2] == ["template", "yes"] for ln in r.stdout.splitlines()):
+        print("  (template backend not available: fallback listing not exercised)")
+        return
+    model, _ = mlp_model()
+    r = run([model, "--backend", "template,cpu", "--iterations", "1"])
+    expect_rc(r, 0, "--backend template,cpu")
+    check("not on template" in r.stdout, f"no fallback section:\n{r.stdout}")
+    check("matmul0 (MatMul) -> cpu:" in r.stdout, f"MatMul fallback not listed with its reason:\n{r.stdout}")
+    line = [ln for ln in r.stdout.splitlines() if "matmul0 (MatMul)" in ln][0]
+    check(len(line.split("-> cpu:", 1)[1].strip()) > 3, f"empty reason: {line!r}")
+    r = run([model, "--backend", "template,cpu", "--iterations", "0", "--json", "-"])
+    expect_rc(r, 0, "--json with --iterations 0")
+    rep = json.loads(r.stdout)
+    mm = [n for n in rep["nodes"] if n["op"] == "MatMul"]
+    check(mm and mm[0]["backend"] == "cpu" and mm[0]["reason"], f"MatMul node {mm}")
+    check(rep["primary_backend"] == "template" and rep["backends"] == ["template", "cpu"],
+          f"backends {rep['backends']} primary {rep['primary_backend']}")
+    check(rep["timings"]["latency_ms"] is None and rep["timings"]["throughput_per_s"] is None,
+          f"--iterations 0 should give null latency: {rep['timings']}")
+    check(rep["outputs"][0]["shape"] == [1, 3], "outputs still reported with --iterations 0")
+    # --strict on a backend that cannot run every node fails at prepare and names the node.
+    r = run([model, "--backend", "template", "--strict", "-q"])
+    check(r.returncode == 1 and "netrun: error:" in r.stderr, f"--strict template: exit {r.returncode} {r.stderr!r}")
+    # --check on something that is not a folder is a usage error before any run.
+    r = run([model, "--check", os.path.join(WORK, "nofolder")])
+    expect_rc(r, 2, "--check on a missing folder")
+
+
 SCENARIOS = {
     "help_version": t_help_version,
     "bad_option": t_bad_option,
@@ -407,6 +439,7 @@ SCENARIOS = {
     "backends": t_backends,
     "strict_unknown": t_strict_unknown,
     "verbose_placement": t_verbose_placement,
+    "fallback_listed": t_fallback_listed,
 }
 
 

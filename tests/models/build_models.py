@@ -447,13 +447,195 @@ def superres():
     return m, cases
 
 
-MODELS = {f.__name__: f for f in [resnet_class, mobilenet_class, bert_class, lstm_tagger, unet_small, superres]}
+# ---------------------------------------------------------------------------------------------------------
+def gpt_causal():
+    """GPT-2 style decoder as transformers exports it: fused QKV + Split, causal mask by Slice of a bool
+    buffer with run-time bounds + Where, tanh GELU, decomposed LayerNorm, tied lm_head."""
+    H, NH, DH, FF, V, P = 64, 4, 16, 256, 100, 32
+    g = Graph(1007)
+    ids = "input_ids"
+    wte = g.init("transformer.wte.weight", g.dense_w(V, H, 0.5))
+    wpe = g.init("transformer.wpe.weight", g.dense_w(P, H, 0.2))
+    sc = "/transformer"
+    shp = g.op("Shape", [ids], scope=sc)
+    seq = g.op("Gather", [shp, g.const(np.array(-1, np.int64), sc)], scope=sc, axis=0)
+    pos = g.op("Range", [g.const(np.array(0, np.int64), sc), seq, g.const(np.array(1, np.int64), sc)], scope=sc)
+    pos = g.op("Unsqueeze", [pos, g.const(np.array([0], np.int64), sc)], scope=sc)
+    h = g.op("Add", [g.op("Gather", [wte, ids], scope=f"{sc}/wte"), g.op("Gather", [wpe, pos], scope=f"{sc}/wpe")],
+             scope=sc)
+    causal = g.init("transformer.h.0.attn.bias", np.tril(np.ones((P, P), bool)).reshape(1, 1, P, P))
+    neg = g.const(np.array(np.finfo(np.float32).min, np.float32), sc)
+
+    def layernorm(x, scope):
+        pfx = scope.strip("/").replace("/", ".")
+        gamma = g.init(f"{pfx}.weight", g.rng.uniform(0.8, 1.2, H).astype(np.float32))
+        beta = g.init(f"{pfx}.bias", g.bias(H))
+        mu = g.op("ReduceMean", [x], scope=scope, axes=[-1], keepdims=1)
+        d = g.op("Sub", [x, mu], scope=scope)
+        var = g.op("ReduceMean", [g.op("Pow", [d, g.const(np.array(2.0, np.float32), scope)], scope=scope)],
+                   scope=scope, axes=[-1], keepdims=1)
+        sd = g.op("Sqrt", [g.op("Add", [var, g.const(np.array(1e-5, np.float32), scope)], scope=scope)], scope=scope)
+        return g.op("Add", [g.op("Mul", [g.op("Div", [d, sd], scope=scope), gamma], scope=scope), beta], scope=scope)
+
+    def dim(x, i, scope):
+        s_ = g.op("Shape", [x], scope=scope)
+        return g.op("Unsqueeze", [g.op("Gather", [s_, g.const(np.array(i, np.int64), scope)], scope=scope, axis=0),
+                                  g.const(np.array([0], np.int64), scope)], scope=scope)
+
+    for li in range(2):
+        L = f"{sc}/h.{li}"
+        A = f"{L}/attn"
+        x = layernorm(h, f"{L}/ln_1")
+        qkv = g.linear(x, f"{A}/c_attn", H, 3 * H, gemm=False)
+        q, k, v = g.op("Split", [qkv, g.const(np.array([H, H, H], np.int64), A)], scope=A, n_out=3, axis=2)
+
+        def heads(t, perm):
+            tgt = g.op("Concat", [dim(t, 0, A), dim(t, 1, A), g.const(np.array([NH], np.int64), A),
+                                  g.const(np.array([DH], np.int64), A)], scope=A, axis=0)
+            return g.op("Transpose", [g.op("Reshape", [t, tgt], scope=A)], scope=A, perm=perm)
+
+        q, k, v = heads(q, [0, 2, 1, 3]), heads(k, [0, 2, 3, 1]), heads(v, [0, 2, 1, 3])
+        w = g.op("Div", [g.op("MatMul", [q, k], scope=A), g.const(np.array(4.0, np.float32), A)], scope=A)
+        # causal_mask = bias[:, :, kl - ql : kl, :kl] with ql, kl from the run-time shapes
+        ql = dim(q, 2, A)
+        kl = dim(k, 3, A)
+        start = g.op("Sub", [kl, ql], scope=A)
+        cm = g.op("Slice", [causal, start, kl, g.const(np.array([2], np.int64), A),
+                            g.const(np.array([1], np.int64), A)], scope=A)
+        cm = g.op("Slice", [cm, g.const(np.array([0], np.int64), A), kl, g.const(np.array([3], np.int64), A),
+                            g.const(np.array([1], np.int64), A)], scope=A)
+        w = g.op("Where", [cm, w, neg], scope=A)
+        w = g.op("Softmax", [w], scope=A, axis=-1)
+        a = g.op("Transpose", [g.op("MatMul", [w, v], scope=A)], scope=A, perm=[0, 2, 1, 3])
+        tgt = g.op("Concat", [dim(a, 0, A), dim(a, 1, A), g.const(np.array([H], np.int64), A)], scope=A, axis=0)
+        a = g.op("Reshape", [a, tgt], scope=A)
+        a = g.linear(a, f"{A}/c_proj", H, H, gemm=False)
+        h = g.op("Add", [a, h], scope=L)
+        x = layernorm(h, f"{L}/ln_2")
+        f = g.linear(x, f"{L}/mlp/c_fc", H, FF, gemm=False)
+        G = f"{L}/mlp/act"
+        # gelu_new: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
+        c = g.op("Pow", [f, g.const(np.array(3.0, np.float32), G)], scope=G)
+        c = g.op("Mul", [g.const(np.array(0.044715, np.float32), G), c], scope=G)
+        c = g.op("Add", [f, c], scope=G)
+        c = g.op("Mul", [g.const(np.array(0.7978845608, np.float32), G), c], scope=G)
+        c = g.op("Add", [g.const(np.array(1.0, np.float32), G), g.op("Tanh", [c], scope=G)], scope=G)
+        c = g.op("Mul", [g.op("Mul", [g.const(np.array(0.5, np.float32), G), f], scope=G), c], scope=G)
+        f = g.linear(c, f"{L}/mlp/c_proj", FF, H, gemm=False)
+        h = g.op("Add", [h, f], scope=L)
+    h = layernorm(h, f"{sc}/ln_f")
+    wt = g.op("Transpose", [wte], scope="/lm_head", perm=[1, 0])   # tied weights
+    g.op("MatMul", [h, wt], scope="/lm_head")
+    g.nodes[-1].output[0] = "logits"
+    m = g.model("gpt_causal", [fvi(ids, ["batch", "sequence"], TensorProto.INT64)],
+                [fvi("logits", ["batch", "sequence", V])], 15,
+                "2-layer GPT-2 style causal decoder (hidden 64, 4 heads), transformers export style, opset 15")
+    rng = np.random.default_rng(7)
+    cases = {"": {ids: rng.integers(0, V, (1, 16)).astype(np.int64)},
+             "batch2": {ids: rng.integers(0, V, (2, 5)).astype(np.int64)}}
+    return m, cases
+
+
+# ---------------------------------------------------------------------------------------------------------
+def yolo_tiny():
+    """YOLO-style detector: LeakyRelu and SiLU (Sigmoid*Mul) convs, reflect Pad, SPP MaxPool, Resize to
+    run-time sizes, two detection heads decoded with Reshape/Transpose/Split/grid arithmetic."""
+    NA, NC = 3, 3
+    NO = 5 + NC
+    g = Graph(1008)
+
+    def cbl(x, scope, cin, cout, k, s, act, pad=None):
+        y = g.conv(x, f"{scope}/conv", cin, cout, k, stride=s, pad=pad, bias=False)
+        y = g.bn(y, f"{scope}/bn", cout)
+        if act == "leaky":
+            return g.op("LeakyRelu", [y], scope=f"{scope}/act", alpha=0.1)
+        return g.op("Mul", [y, g.op("Sigmoid", [y], scope=f"{scope}/act")], scope=f"{scope}/act")
+
+    x = cbl("images", "/model.0", 3, 8, 3, 1, "leaky")                      # 64x64
+    x = cbl(x, "/model.1", 8, 16, 3, 2, "silu")                            # 32x32
+    p3 = cbl(x, "/model.2", 16, 32, 3, 2, "silu")                          # 16x16
+    x = g.op("Pad", [p3, g.const(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "/model.3/pad")],
+             scope="/model.3/pad", mode="reflect")
+    p4 = cbl(x, "/model.3", 32, 64, 3, 2, "leaky", pad=0)                  # 8x8
+    mp = g.op("MaxPool", [p4], scope="/model.4/m", ceil_mode=0, kernel_shape=[5, 5], pads=[2, 2, 2, 2],
+              strides=[1, 1])
+    p4 = cbl(g.op("Concat", [p4, mp], scope="/model.4", axis=1), "/model.4/cv", 128, 64, 1, 1, "silu")
+    # F.interpolate(p4, size=p3.shape[2:]) -> Resize with sizes from Shape
+    s3 = g.op("Shape", [p3], scope="/model.5")
+    s4 = g.op("Shape", [p4], scope="/model.5")
+    hw = g.op("Slice", [s3, g.const(np.array([2], np.int64), "/model.5"), g.const(np.array([4], np.int64), "/model.5"),
+                        g.const(np.array([0], np.int64), "/model.5")], scope="/model.5")
+    nc = g.op("Slice", [s4, g.const(np.array([0], np.int64), "/model.5"), g.const(np.array([2], np.int64), "/model.5"),
+                        g.const(np.array([0], np.int64), "/model.5")], scope="/model.5")
+    sizes = g.op("Concat", [nc, hw], scope="/model.5", axis=0)
+    up = g.op("Resize", [p4, "", "", sizes], scope="/model.5", coordinate_transformation_mode="asymmetric",
+              mode="nearest", nearest_mode="floor")
+    p3 = cbl(g.op("Concat", [up, p3], scope="/model.6", axis=1), "/model.6/cv", 96, 32, 1, 1, "silu")
+
+    outs = []
+    anchors = [np.array([[10, 13], [16, 30], [33, 23]], np.float32),
+               np.array([[30, 61], [62, 45], [59, 119]], np.float32)]
+    for i, (feat, cin, ny, stride) in enumerate([(p3, 32, 16, 4), (p4, 64, 8, 8)]):
+        D = f"/model.7/m.{i}"
+        y = g.conv(feat, D, cin, NA * NO, 1, pad=0)
+        sh = g.op("Shape", [y], scope=f"{D}/view")
+        bs = g.op("Unsqueeze", [g.op("Gather", [sh, g.const(np.array(0, np.int64), D)], scope=D, axis=0),
+                                g.const(np.array([0], np.int64), D)], scope=D)
+        tgt = g.op("Concat", [bs, g.const(np.array([NA, NO, ny, ny], np.int64), D)], scope=D, axis=0)
+        y = g.op("Transpose", [g.op("Reshape", [y, tgt], scope=D)], scope=D, perm=[0, 1, 3, 4, 2])
+        y = g.op("Sigmoid", [y], scope=D)
+        xy, wh, conf = g.op("Split", [y, g.const(np.array([2, 2, NO - 4], np.int64), D)], scope=D, n_out=3, axis=4)
+        gy, gx = np.meshgrid(np.arange(ny), np.arange(ny), indexing="ij")
+        grid = (np.stack([gx, gy], -1).reshape(1, 1, ny, ny, 2) - 0.5).astype(np.float32)
+        xy = g.op("Mul", [xy, g.const(np.array(2.0, np.float32), D)], scope=D)
+        xy = g.op("Mul", [g.op("Add", [xy, g.init(f"model.7.grid.{i}", grid)], scope=D),
+                          g.const(np.array(float(stride), np.float32), D)], scope=D)
+        wh = g.op("Pow", [g.op("Mul", [wh, g.const(np.array(2.0, np.float32), D)], scope=D),
+                          g.const(np.array(2.0, np.float32), D)], scope=D)
+        wh = g.op("Mul", [wh, g.init(f"model.7.anchor_grid.{i}", anchors[i].reshape(1, NA, 1, 1, 2))], scope=D)
+        y = g.op("Concat", [xy, wh, conf], scope=D, axis=4)
+        tgt = g.op("Concat", [bs, g.const(np.array([-1, NO], np.int64), D)], scope=D, axis=0)
+        outs.append(g.op("Reshape", [y, tgt], scope=D))
+    g.op("Concat", outs, scope="/model.7", axis=1)
+    g.nodes[-1].output[0] = "detections"
+    n = NA * (16 * 16 + 8 * 8)
+    m = g.model("yolo_tiny", [fvi("images", ["batch", 3, 64, 64])], [fvi("detections", ["batch", n, NO])], 13,
+                "YOLO-style two-scale detector with decoded boxes, torch export style, opset 13")
+    rng = np.random.default_rng(8)
+    cases = {"": {"images": rng.uniform(0, 1, (1, 3, 64, 64)).astype(np.float32)},
+             "batch2": {"images": rng.uniform(0, 1, (2, 3, 64, 64)).astype(np.float32)}}
+    return m, cases
+
+
+def superres_init_inputs():
+    """superres as older exporters wrote it (keep_initializers_as_inputs=True): every weight is also a
+    graph input with the initializer as its default value; only 'input' is fed."""
+    m, cases = superres()
+    inits = {t.name: t for t in m.graph.initializer}
+    for name, t in inits.items():
+        m.graph.input.append(helper.make_tensor_value_info(name, t.data_type, list(t.dims)))
+    m.doc_string = "superres with initializers listed as graph inputs (keep_initializers_as_inputs), opset 15"
+    return m, cases
+
+
+def example_tiny_cnn():
+    """The committed example model examples/tiny_cnn.onnx, so the example is tested like the others."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "tiny_cnn.onnx")
+    m = onnx.load(path)
+    rng = np.random.default_rng(9)
+    return m, {"": {"image": rng.uniform(0, 1, (1, 3, 32, 32)).astype(np.float32)}}
+
+
+MODELS = {f.__name__: f for f in [resnet_class, mobilenet_class, bert_class, lstm_tagger, unet_small, superres,
+                                   gpt_causal, yolo_tiny, superres_init_inputs,
+                                   example_tiny_cnn]}
 
 
 def reference(model_path, feeds):
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.log_severity_level = 3  # no warning per initializer listed as an input (superres_init_inputs)
     sess = ort.InferenceSession(model_path, so, providers=["CPUExecutionProvider"])
     names = [o.name for o in sess.get_outputs()]
     return dict(zip(names, sess.run(None, feeds)))

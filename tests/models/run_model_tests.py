@@ -3,7 +3,8 @@
 every output compared with onnxruntime's reference.
 
 usage: run_model_tests.py --netrun PATH --models OUTDIR [--filter NAME] [--backend cpu] [--keep DIR]
-                          [--rtol 1e-4] [--atol 1e-4] [--timeout 300]
+                          [--rtol 1e-4] [--atol 1e-4] [--timeout 300] [--arg=NETRUN_ARG ...]
+--filter runs the model of exactly that name if there is one, else every model whose name contains it.
 
 A model directory holds model.onnx, inputs/ and expected/ (the main case) and optional case
 sub-directories (e.g. batch2/inputs, batch2/expected) that feed other values of the symbolic dims.
@@ -60,7 +61,7 @@ def compare(got, want, rtol, atol):
     return None, err
 
 
-def run_case(netrun, backend, model, case_dir, out_dir, rtol, atol, timeout):
+def run_case(netrun, backend, model, case_dir, out_dir, rtol, atol, timeout, extra=()):
     """Returns (error or None, {output: max abs err})."""
     inputs = sorted(glob.glob(os.path.join(case_dir, "inputs", "*.npy")))
     expected = sorted(glob.glob(os.path.join(case_dir, "expected", "*.npy")))
@@ -68,7 +69,7 @@ def run_case(netrun, backend, model, case_dir, out_dir, rtol, atol, timeout):
         return "no inputs or expected outputs", {}
     os.makedirs(out_dir, exist_ok=True)
     cmd = [netrun, model, "--backend", backend, "--output-dir", out_dir, "--warmup", "0",
-           "--iterations", "2", "--quiet"]
+           "--iterations", "2", "--quiet"] + list(extra)
     for p in inputs:
         cmd += ["--input", f"{os.path.basename(p)[:-4]}={p}"]
     try:
@@ -107,10 +108,14 @@ def main():
     ap.add_argument("--rtol", type=float, default=1e-4)
     ap.add_argument("--atol", type=float, default=1e-4)
     ap.add_argument("--timeout", type=int, default=300, help="seconds per netrun run")
+    ap.add_argument("--arg", action="append", default=[], metavar="ARG",
+                    help="extra argument for netrun, repeatable (e.g. --arg=--threads --arg=1)")
     a = ap.parse_args()
 
     models = sorted(d for d in glob.glob(os.path.join(a.models, "*"))
                     if os.path.isfile(os.path.join(d, "model.onnx")) and a.filter in os.path.basename(d))
+    exact = [d for d in models if os.path.basename(d) == a.filter]
+    models = exact or models  # --filter superres means superres, not also superres_init_inputs
     if not models:
         print(f"no models matching '{a.filter}' under {a.models}")
         print("0 passed, 1 failed")
@@ -126,7 +131,7 @@ def main():
                 bad.append("no test cases")
             for cname, cdir in cases:
                 err, errs = run_case(a.netrun, a.backend, os.path.join(md, "model.onnx"), cdir,
-                                     os.path.join(work, name, cname), a.rtol, a.atol, a.timeout)
+                                     os.path.join(work, name, cname), a.rtol, a.atol, a.timeout, a.arg)
                 if errs:
                     parts.append(f"{cname}: " + ", ".join(f"{k} {v:.2g}" for k, v in errs.items()))
                 if err:

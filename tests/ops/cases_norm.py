@@ -75,3 +75,7 @@ add("ln_double", "LayerNormalization", [rand(3, 10, dtype=np.float64, seed=59), 
     rtol=1e-10, atol=1e-10)
 add("ln_wide", "LayerNormalization", [rand(4, 1000, seed=61), rand(1000, seed=62), rand(1000, seed=63)])
 add("ln_opset18", "LayerNormalization", [rand(2, 6, seed=64), rand(6, seed=65)], opset=18)
+add("ln_fp16_stats", "LayerNormalization", [rand(2, 3, 16, dtype=np.float16, seed=66), rand(16, dtype=np.float16, seed=67)],
+    outputs=3, rtol=1e-2, atol=1e-2)
+add("bn_opset15_mixed", "BatchNormalization", [rand(2, 3, 4, 4, dtype=np.float16, seed=68)] + bn_params(3, 110),
+    opset=15, rtol=1e-2, atol=1e-2)

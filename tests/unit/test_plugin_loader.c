@@ -509,7 +509,8 @@ static void test_template_session(void) {
         if (s) {
             CHECK(netrun_session_prepare(s) != NETRUN_OK, "strict template prepare of a broadcasting Add must fail");
             const char *e = netrun_session_error(s);
-            CHECK(e && *e, "strict failure has a message");
+            CHECK(contains(e, "broadcasting"), "strict failure should carry the template's reason: \"%s\"",
+                  e ? e : "(null)");
             printf("  strict Add on template: %s\n", e ? e : "(null)");
             netrun_session_destroy(s);
         }

@@ -58,7 +58,7 @@ typedef struct cli_check {
     int missing;             /* no reference file found */
     int mismatch;            /* shape/dtype differ or values outside tolerance */
     char reference[1024];    /* the file compared with */
-    char problem[256];       /* shape/dtype problem, "" if none */
+    char problem[512];       /* shape/dtype problem, "" if none */
     double max_abs, max_rel;
     size_t n_bad, n_total;
 } cli_check;
@@ -123,7 +123,7 @@ typedef struct cli_json {
     FILE *f;
     int depth;
     int first[32];  /* per nesting level: no member written yet */
-    int in_array[32];
+    int in_array[32]; /* 1 = array, 2 = array written on one line */
     int failed;     /* nesting too deep, misuse */
 } cli_json;
 
@@ -132,6 +132,8 @@ void json_begin_object(cli_json *j, const char *key);
 void json_end_object(cli_json *j);
 void json_begin_array(cli_json *j, const char *key);
 void json_end_array(cli_json *j);
+/* An array of scalars written on one line: [1, 2, 3]. */
+void json_begin_inline_array(cli_json *j, const char *key);
 void json_string(cli_json *j, const char *key, const char *value); /* NULL value writes null */
 void json_number(cli_json *j, const char *key, double value);      /* non-finite writes null */
 void json_int(cli_json *j, const char *key, int64_t value);

@@ -87,11 +87,16 @@ void json_write_escaped(FILE *f, const char *str)
 /* Separator, newline and key before a value. */
 static void member(cli_json *j, const char *key)
 {
-    if (!j->first[j->depth])
+    int was_first = j->first[j->depth];
+    if (!was_first)
         fputc(',', j->f);
     j->first[j->depth] = 0;
-    if (j->depth > 0)
+    if (j->in_array[j->depth] == 2) {
+        if (!was_first)
+            fputc(' ', j->f);
+    } else if (j->depth > 0) {
         indent(j);
+    }
     if (j->depth > 0 && !j->in_array[j->depth]) {
         json_write_escaped(j->f, key ? key : "");
         fputs(": ", j->f);
@@ -118,8 +123,9 @@ static void end(cli_json *j, char close)
         return;
     }
     int empty = j->first[j->depth];
+    int inline_array = j->in_array[j->depth] == 2;
     j->depth--;
-    if (!empty)
+    if (!empty && !inline_array)
         indent(j);
     fputc(close, j->f);
     if (j->depth == 0)
@@ -130,6 +136,7 @@ void json_begin_object(cli_json *j, const char *key) { begin(j, key, '{', 0); }
 void json_end_object(cli_json *j) { end(j, '}'); }
 void json_begin_array(cli_json *j, const char *key) { begin(j, key, '[', 1); }
 void json_end_array(cli_json *j) { end(j, ']'); }
+void json_begin_inline_array(cli_json *j, const char *key) { begin(j, key, '[', 2); }
 
 void json_string(cli_json *j, const char *key, const char *value)
 {

@@ -762,6 +762,12 @@ static int run_model(const cli_opts *o, const extra_opts *x)
     int rc = resolve_backends(o, &r);
     if (rc)
         return rc;
+    struct stat sb;
+    if (o->check_dir && (stat(o->check_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+        /* Say so before spending time on the runs. */
+        cli_error("--check: %s is not a folder", o->check_dir);
+        return CLI_EXIT_USAGE;
+    }
 
     double t0 = cli_now_ms();
     netrun_status st = netrun_model_load(o->model_path, &r.model);

@@ -308,7 +308,7 @@ static void json_info_shape(cli_json *j, const char *key, const netrun_tensor_in
         json_null(j, key);
         return;
     }
-    json_begin_array(j, key);
+    json_begin_inline_array(j, key);
     for (int d = 0; d < ti->rank; d++) {
         const char *sym = ti->dim_names ? ti->dim_names[d] : NULL;
         if (sym)
@@ -323,7 +323,7 @@ static void json_info_shape(cli_json *j, const char *key, const netrun_tensor_in
 
 static void json_dims(cli_json *j, const char *key, int rank, const int64_t *dims)
 {
-    json_begin_array(j, key);
+    json_begin_inline_array(j, key);
     for (int d = 0; d < rank; d++)
         json_int(j, NULL, dims[d]);
     json_end_array(j);
@@ -369,7 +369,7 @@ static void json_report(cli_json *j, const cli_result *r)
         json_begin_array(j, out ? "outputs" : "inputs");
         int n = out ? netrun_model_output_count(r->model) : netrun_model_input_count(r->model);
         for (int i = 0; i < n; i++) {
-            netrun_tensor_info ti, act;
+            netrun_tensor_info ti;
             if ((out ? netrun_model_output_info(r->model, i, &ti) : netrun_model_input_info(r->model, i, &ti)) !=
                 NETRUN_OK)
                 continue;
@@ -380,8 +380,8 @@ static void json_report(cli_json *j, const cli_result *r)
             if (!out && i < r->n_inputs) {
                 json_dims(j, "run_shape", r->inputs[i].rank, r->inputs[i].dims);
                 json_string(j, "source", r->inputs[i].source ? r->inputs[i].source : "random");
-            } else if (out && netrun_session_output_info(r->session, i, &act) == NETRUN_OK && act.rank >= 0) {
-                json_info_shape(j, "run_shape", &act);
+            } else if (out && i < r->n_outputs) {
+                json_dims(j, "run_shape", r->outputs[i].rank, r->outputs[i].dims);
             }
             json_end_object(j);
         }
@@ -403,7 +403,7 @@ static void json_report(cli_json *j, const cli_result *r)
     json_end_object(j);
 
     /* What was requested: the --backend list, or the default list expanded. */
-    json_begin_array(j, "backends");
+    json_begin_inline_array(j, "backends");
     {
         const char *p = r->requested;
         while (*p) {
@@ -497,7 +497,7 @@ static void json_report(cli_json *j, const cli_result *r)
         json_string(j, "name", v->name);
         json_string(j, "dtype", netrun_dtype_name(v->dtype));
         json_dims(j, "shape", v->rank, v->dims);
-        json_begin_array(j, "values");
+        json_begin_inline_array(j, "values");
         size_t n = view_count(v);
         for (size_t k = 0; k < n && k < SHOW_VALUES_JSON; k++)
             json_value(j, v, k);
