@@ -149,6 +149,7 @@ typedef struct netrun_backend_info {
     int available;           /* 1 when it loaded and its probe passed */
     const char *reason;      /* why it is unavailable, or a one-line description of its devices */
     int device_count;
+    int is_gpu;              /* a GPU backend: placed before the CPU by default */
 } netrun_backend_info;
 
 /* ---- library ---- */

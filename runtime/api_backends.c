@@ -26,6 +26,7 @@ NETRUN_API netrun_status netrun_backend_get_info(int index, netrun_backend_info 
     /* One line either way: the device summary when usable, else why not. */
     info->reason = b->available ? (b->summary ? b->summary : "") : (b->reason ? b->reason : "unavailable");
     info->device_count = b->available ? b->device_count : 0;
+    info->is_gpu = b->api && (b->api->flags & NETRUN_BACKEND_GPU) != 0;
     return NETRUN_OK;
 }
 

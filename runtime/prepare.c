@@ -539,6 +539,10 @@ static netrun_status build_steps(netrun_session *s) {
             nr_svalue *sv = &s->values[v];
             if (sv->is_const) {
                 if (dom != NR_HOST_DOMAIN) use(&sv->place[dom], 0); /* uploaded at prepare */
+                else if (!sv->place[dom].present) { /* host constants are used in place: count them once */
+                    use(&sv->place[dom], 0);
+                    s->stats.weight_bytes += sv->nbytes;
+                }
                 continue;
             }
             if (!sv->place[dom].present) {

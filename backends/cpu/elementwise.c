@@ -269,14 +269,43 @@ typedef void (*un_fn)(void *y, const void *x, int64_t n, const netrun_unary_para
 #define SFXOF_u64
 #define SFXOF_b
 
+/* expf that the compiler can vectorize (Cephes polynomial, ~1 ulp): libm's expf is a scalar call. The
+ * scale 2^n is applied in two halves so that results run smoothly into subnormals and infinity. NaN stays
+ * NaN (no float->int conversion of the input happens). */
+static inline float fexpf(float x) {
+    x = x < -104.0f ? -104.0f : x;
+    x = x > 89.0f ? 89.0f : x;
+    const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer in the low bits */
+    float t = x * 1.44269504088896341f + magic;
+    float nf = t - magic;
+    uint32_t tb;
+    memcpy(&tb, &t, 4);
+    int32_t n = (int32_t)(tb - 0x4B400000u);
+    float r = x - nf * 0.693359375f + nf * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t n1 = n / 2, n2 = n - n1;
+    uint32_t b1 = (uint32_t)(n1 + 127) << 23, b2 = (uint32_t)(n2 + 127) << 23;
+    float s1, s2;
+    memcpy(&s1, &b1, 4);
+    memcpy(&s2, &b2, 4);
+    return p * s1 * s2;
+}
+static inline double fexp(double x) { return exp(x); }
+
 #define U_RELU(T, F) x < 0 ? (T)0 : x
 #define U_LEAKY(T, F) x >= 0 ? x : x * A
-#define U_SIGMOID(T, F) x >= 0 ? 1 / (1 + F(exp)(-x)) : F(exp)(x) / (1 + F(exp)(x))
+#define U_SIGMOID(T, F) 1 / (1 + F(fexp)(-x))
 #define U_TANH(T, F) F(tanh)(x)
 #define U_HSIG(T, F) F(fmax)((T)0, F(fmin)((T)1, A * x + B))
 #define U_HSWISH(T, F) x * F(fmax)((T)0, F(fmin)((T)1, x / 6 + (T)0.5))
 #define U_ERF(T, F) F(erf)(x)
-#define U_EXP(T, F) F(exp)(x)
+#define U_EXP(T, F) F(fexp)(x)
 #define U_LOG(T, F) F(log)(x)
 #define U_SQRT(T, F) F(sqrt)(x)
 #define U_NEGF(T, F) -x
@@ -838,20 +867,23 @@ static netrun_status run_clip(cpu_context *ctx, const ew_op *o, const netrun_ker
 static void where_run(void *arg, char *y, const char *const *x, const int *s, int64_t n) {
     size_t sz = *(const size_t *)arg;
     const uint8_t *c = (const uint8_t *)x[0];
+/* Both sides are loaded and blended with a mask so that the loop vectorizes. */
 #define SEL(T)                                                                                           \
     {                                                                                                    \
         const T *a = (const T *)x[1], *b = (const T *)x[2];                                              \
         T *o = (T *)y;                                                                                   \
-        if (s[0] && s[1] && s[2]) for (int64_t i = 0; i < n; i++) o[i] = c[i] ? a[i] : b[i];             \
-        else for (int64_t i = 0; i < n; i++) o[i] = c[i * s[0]] ? a[i * s[1]] : b[i * s[2]];             \
+        if (s[0] && s[1] && s[2])                                                                        \
+            for (int64_t i = 0; i < n; i++) {                                                            \
+                T m = (T)((T)0 - (T)(c[i] != 0)), av = a[i], bv = b[i];                                  \
+                o[i] = (T)((av & m) | (bv & (T)~m));                                                     \
+            }                                                                                            \
+        else                                                                                             \
+            for (int64_t i = 0; i < n; i++) {                                                            \
+                T m = (T)((T)0 - (T)(c[i * s[0]] != 0)), av = a[i * s[1]], bv = b[i * s[2]];             \
+                o[i] = (T)((av & m) | (bv & (T)~m));                                                     \
+            }                                                                                            \
     }                                                                                                    \
     break;
-    switch (sz) {
-    case 1: SEL(uint8_t)
-    case 2: SEL(uint16_t)
-    case 4: SEL(uint32_t)
-    default: SEL(uint64_t)
-    }
 #undef SEL
 }
 

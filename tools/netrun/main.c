@@ -394,21 +394,11 @@ static int find_backend(const char *name, size_t len, netrun_backend_info *info)
     return -1;
 }
 
-static int is_gpu_name(const char *n)
-{
-    static const char *const gpus[] = {"cuda", "opencl", "rocm", "hip", "vulkan", "metal"};
-    for (size_t i = 0; i < sizeof(gpus) / sizeof(gpus[0]); i++)
-        if (strcmp(n, gpus[i]) == 0)
-            return 1;
-    return 0;
-}
-
 /* Check the --backend list and work out the primary backend. Returns 0 or an exit code. */
 static int resolve_backends(const cli_opts *o, cli_result *r)
 {
     if (!o->backends || !o->backends[0]) {
-        /* The library's default order is GPU first; the public API does not say which plugin is a GPU, so the
-         * report names the first available GPU-type backend, else cpu. */
+        /* The library's default order is GPU backends first, then cpu: the report names that first one. */
         size_t used = 0;
         const char *primary = NULL;
         int n = netrun_backend_count();
@@ -417,7 +407,7 @@ static int resolve_backends(const cli_opts *o, cli_result *r)
                 netrun_backend_info bi;
                 if (netrun_backend_get_info(i, &bi) != NETRUN_OK || !bi.available || !bi.name)
                     continue;
-                if (is_gpu_name(bi.name) != (pass == 0))
+                if ((bi.is_gpu != 0) != (pass == 0))
                     continue;
                 if (!primary)
                     primary = bi.name;
