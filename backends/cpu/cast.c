@@ -99,6 +99,56 @@ static const char *dtype_name(netrun_dtype t) {
     return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "unknown";
 }
 
+/* float <-> float16 blocks: with F16C when the CPU has it (same round-to-nearest-even as the scalar code),
+ * else the portable conversions of cpu_internal.h. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define HAVE_F16C_PATH 1
+__attribute__((target("avx,f16c"))) static void f32_to_f16_hw(const float *s, uint16_t *d, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(void *)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) d[i] = cpu_float_to_half(s[i]);
+}
+__attribute__((target("avx,f16c"))) static void f16_to_f32_hw(const uint16_t *s, float *d, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(s + i))));
+    for (; i < n; i++) d[i] = cpu_half_to_float(s[i]);
+}
+static int has_f16c(void) {
+    static int cached = -1; /* benign race: every thread computes the same value */
+    if (cached < 0) {
+        __builtin_cpu_init();
+        cached = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+    }
+    return cached;
+}
+#endif
+
+void cpu_f32_to_f16(const float *s, uint16_t *d, int64_t n);
+void cpu_f16_to_f32(const uint16_t *s, float *d, int64_t n);
+
+void cpu_f32_to_f16(const float *s, uint16_t *d, int64_t n) {
+#ifdef HAVE_F16C_PATH
+    if (has_f16c()) {
+        f32_to_f16_hw(s, d, n);
+        return;
+    }
+#endif
+    for (int64_t i = 0; i < n; i++) d[i] = cpu_float_to_half(s[i]);
+}
+
+void cpu_f16_to_f32(const uint16_t *s, float *d, int64_t n) {
+#ifdef HAVE_F16C_PATH
+    if (has_f16c()) {
+        f16_to_f32_hw(s, d, n);
+        return;
+    }
+#endif
+    for (int64_t i = 0; i < n; i++) d[i] = cpu_half_to_float(s[i]);
+}
+
 /* Exported to elementwise.c. */
 int cpu_cast_supported(netrun_dtype from, netrun_dtype to);
 void cpu_cast_elems(const void *src, netrun_dtype from, void *dst, netrun_dtype to, int64_t n);
@@ -112,8 +162,23 @@ int cpu_cast_supported(netrun_dtype from, netrun_dtype to) {
 /* Convert n elements; the pair must be cpu_cast_supported. Same dtype is a copy. */
 void cpu_cast_elems(const void *src, netrun_dtype from, void *dst, netrun_dtype to, int64_t n) {
     if (n <= 0) return;
-    if (from == to) memmove(dst, src, (size_t)n * elem_size(from));
-    else cast_table[from][to](src, dst, n);
+    if (from == to) {
+        memmove(dst, src, (size_t)n * elem_size(from));
+    } else if (from == NETRUN_DTYPE_FLOAT && to == NETRUN_DTYPE_FLOAT16) {
+        cpu_f32_to_f16(src, dst, n);
+    } else if (from == NETRUN_DTYPE_FLOAT16 && to == NETRUN_DTYPE_FLOAT) {
+        cpu_f16_to_f32(src, dst, n);
+    } else if (from == NETRUN_DTYPE_FLOAT16) { /* through float blocks: the same values as directly */
+        float t[256];
+        size_t dsz = elem_size(to);
+        for (int64_t b = 0; b < n; b += 256) {
+            int64_t m = n - b < 256 ? n - b : 256;
+            cpu_f16_to_f32((const uint16_t *)src + b, t, m);
+            cast_table[NETRUN_DTYPE_FLOAT][to](t, (char *)dst + (size_t)b * dsz, m);
+        }
+    } else {
+        cast_table[from][to](src, dst, n);
+    }
 }
 
 int cpu_cast_supports(const netrun_node_desc *node, char *reason, size_t reason_size) {

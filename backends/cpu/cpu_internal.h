@@ -104,6 +104,33 @@ static inline uint16_t cpu_float_to_bf16(float f) {
     return (uint16_t)(x >> 16);
 }
 
+/* Every dtype the byte-moving kernels (copies, gathers, pads...) serve. */
+#define CPU_ALL_DTYPES                                                                                          \
+    (NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT8) |                              \
+     NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT8) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT16) |                              \
+     NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT16) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT32) |                              \
+     NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT64) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_BOOL) |                               \
+     NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_DOUBLE) |                           \
+     NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT32) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT64) |                            \
+     NETRUN_DTYPE_BIT(NETRUN_DTYPE_BFLOAT16))
+
+/* Element size of the dtypes in CPU_ALL_DTYPES (0 for others). */
+static inline size_t cpu_esize(netrun_dtype t) {
+    switch (t) {
+    case NETRUN_DTYPE_UINT8: case NETRUN_DTYPE_INT8: case NETRUN_DTYPE_BOOL: return 1;
+    case NETRUN_DTYPE_UINT16: case NETRUN_DTYPE_INT16: case NETRUN_DTYPE_FLOAT16: case NETRUN_DTYPE_BFLOAT16: return 2;
+    case NETRUN_DTYPE_FLOAT: case NETRUN_DTYPE_INT32: case NETRUN_DTYPE_UINT32: return 4;
+    case NETRUN_DTYPE_INT64: case NETRUN_DTYPE_UINT64: case NETRUN_DTYPE_DOUBLE: return 8;
+    default: return 0;
+    }
+}
+
+static inline netrun_status cpu_need_esize(const netrun_tensor *t, size_t *es, const char *op) {
+    *es = cpu_esize(t->dtype);
+    if (!*es) return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "cpu %s: dtype %d not supported", op, (int)t->dtype);
+    return NETRUN_OK;
+}
+
 /* Broadcasting: strides of a tensor of rank r (dims d) seen as rank `out_rank` output, 0 where broadcast. */
 void cpu_broadcast_strides(int r, const int64_t *d, int out_rank, const int64_t *out_dims, int64_t *strides);
 

@@ -4,31 +4,6 @@
 
 #include "cpu_internal.h"
 
-#define ALL_DTYPES                                                                                              \
-    (NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT8) |                              \
-     NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT8) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT16) |                              \
-     NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT16) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT32) |                              \
-     NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT64) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_BOOL) |                               \
-     NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_DOUBLE) |                           \
-     NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT32) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT64) |                            \
-     NETRUN_DTYPE_BIT(NETRUN_DTYPE_BFLOAT16))
-
-static size_t esize(netrun_dtype t) {
-    switch (t) {
-    case NETRUN_DTYPE_UINT8: case NETRUN_DTYPE_INT8: case NETRUN_DTYPE_BOOL: return 1;
-    case NETRUN_DTYPE_UINT16: case NETRUN_DTYPE_INT16: case NETRUN_DTYPE_FLOAT16: case NETRUN_DTYPE_BFLOAT16: return 2;
-    case NETRUN_DTYPE_FLOAT: case NETRUN_DTYPE_INT32: case NETRUN_DTYPE_UINT32: return 4;
-    case NETRUN_DTYPE_INT64: case NETRUN_DTYPE_UINT64: case NETRUN_DTYPE_DOUBLE: return 8;
-    default: return 0;
-    }
-}
-
-static netrun_status need_esize(const netrun_tensor *t, size_t *es, const char *op) {
-    *es = esize(t->dtype);
-    if (!*es) return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "cpu %s: dtype %d not supported", op, (int)t->dtype);
-    return NETRUN_OK;
-}
-
 /* dst[i] = src[i * stride] for n elements of es bytes (stride in elements). */
 static void copy_strided(unsigned char *dst, const unsigned char *src, int64_t n, size_t es, int64_t stride) {
     if (stride == 1) { memcpy(dst, src, (size_t)n * es); return; }
@@ -98,7 +73,7 @@ static netrun_status concat_split(cpu_context *ctx, const netrun_kernel_args *a,
     const netrun_tensor *whole = concat ? &a->outputs[0] : &a->inputs[0];
     int n = concat ? a->n_inputs : a->n_outputs;
     size_t es;
-    netrun_status st = need_esize(whole, &es, concat ? "Concat" : "Split");
+    netrun_status st = cpu_need_esize(whole, &es, concat ? "Concat" : "Split");
     if (st) return st;
     int64_t stack_blk[MAX_PIECES];
     const unsigned char *stack_src[MAX_PIECES];
@@ -183,7 +158,7 @@ static netrun_status run_slice(cpu_context *ctx, void *state, const netrun_kerne
     const netrun_tensor *x = &a->inputs[0];
     netrun_tensor *y = &a->outputs[0];
     slice_job j;
-    netrun_status st = need_esize(x, &j.blk, "Slice");
+    netrun_status st = cpu_need_esize(x, &j.blk, "Slice");
     if (st || !p) return st ? st : cpu_host->error(NETRUN_ERR_INTERNAL, "cpu Slice: no params");
     int64_t n = cpu_count(y);
     if (!n) return NETRUN_OK;
@@ -241,7 +216,7 @@ static netrun_status run_gather(cpu_context *ctx, void *state, const netrun_kern
     const netrun_tensor *x = &a->inputs[0], *ix = &a->inputs[1];
     netrun_tensor *y = &a->outputs[0];
     size_t es;
-    netrun_status st = need_esize(x, &es, "Gather");
+    netrun_status st = cpu_need_esize(x, &es, "Gather");
     if (st) return st;
     int axis = p ? p->axis : 0;
     int64_t outer = 1, inner = 1, dim = x->dims[axis], nidx = cpu_count(ix);
@@ -288,7 +263,7 @@ static netrun_status run_gather_elements(cpu_context *ctx, void *state, const ne
     const netrun_tensor *x = &a->inputs[0], *ix = &a->inputs[1];
     netrun_tensor *y = &a->outputs[0];
     size_t es;
-    netrun_status st = need_esize(x, &es, "GatherElements");
+    netrun_status st = cpu_need_esize(x, &es, "GatherElements");
     if (st) return st;
     int64_t xs[NETRUN_MAX_RANK], n = cpu_count(ix);
     strides_of(x->rank, x->dims, xs);
@@ -322,7 +297,7 @@ static netrun_status run_gather_nd(cpu_context *ctx, void *state, const netrun_k
     const netrun_tensor *x = &a->inputs[0], *ix = &a->inputs[1];
     netrun_tensor *y = &a->outputs[0];
     size_t es;
-    netrun_status st = need_esize(x, &es, "GatherND");
+    netrun_status st = cpu_need_esize(x, &es, "GatherND");
     if (st) return st;
     int b = p ? p->axis : 0, q = ix->rank;
     int64_t k = ix->dims[q - 1], batches = 1, m = 1, slice = 1, xs[NETRUN_MAX_RANK];
@@ -361,7 +336,7 @@ static netrun_status run_gather_nd(cpu_context *ctx, void *state, const netrun_k
     }
 
 static netrun_status reduce_one(netrun_dtype t, int red, void *dst, const void *upd) {
-    if (red == NETRUN_SCATTER_NONE) { memcpy(dst, upd, esize(t)); return NETRUN_OK; }
+    if (red == NETRUN_SCATTER_NONE) { memcpy(dst, upd, cpu_esize(t)); return NETRUN_OK; }
     switch (t) {
     case NETRUN_DTYPE_FLOAT: REDUCE_CASE(float)
     case NETRUN_DTYPE_DOUBLE: REDUCE_CASE(double)
@@ -395,7 +370,7 @@ static netrun_status run_scatter_elements(cpu_context *ctx, void *state, const n
     const netrun_tensor *x = &a->inputs[0], *ix = &a->inputs[1], *u = &a->inputs[2];
     netrun_tensor *y = &a->outputs[0];
     size_t es;
-    netrun_status st = need_esize(x, &es, "ScatterElements");
+    netrun_status st = cpu_need_esize(x, &es, "ScatterElements");
     if (st) return st;
     (void)ctx;
     if (y->data != x->data) memmove(y->data, x->data, (size_t)cpu_count(x) * es);
@@ -420,7 +395,7 @@ static netrun_status run_scatter_nd(cpu_context *ctx, void *state, const netrun_
     const netrun_tensor *x = &a->inputs[0], *ix = &a->inputs[1], *u = &a->inputs[2];
     netrun_tensor *y = &a->outputs[0];
     size_t es;
-    netrun_status st = need_esize(x, &es, "ScatterND");
+    netrun_status st = cpu_need_esize(x, &es, "ScatterND");
     if (st) return st;
     if (y->data != x->data) memmove(y->data, x->data, (size_t)cpu_count(x) * es);
     int q = ix->rank;
@@ -504,7 +479,7 @@ static netrun_status run_transpose(cpu_context *ctx, void *state, const netrun_k
     const netrun_tensor *x = &a->inputs[0];
     netrun_tensor *y = &a->outputs[0];
     transpose_job j;
-    netrun_status st = need_esize(x, &j.es, "Transpose");
+    netrun_status st = cpu_need_esize(x, &j.es, "Transpose");
     if (st || !p) return st ? st : cpu_host->error(NETRUN_ERR_INTERNAL, "cpu Transpose: no params");
     int64_t n = cpu_count(y);
     if (!n) return NETRUN_OK;
@@ -654,7 +629,7 @@ static netrun_status run_pad(cpu_context *ctx, void *state, const netrun_kernel_
     const netrun_tensor *x = &a->inputs[0];
     netrun_tensor *y = &a->outputs[0];
     pad_job j;
-    netrun_status st = need_esize(x, &j.es, "Pad");
+    netrun_status st = cpu_need_esize(x, &j.es, "Pad");
     if (st || !p) return st ? st : cpu_host->error(NETRUN_ERR_INTERNAL, "cpu Pad: no params");
     int64_t n = cpu_count(y);
     if (!n) return NETRUN_OK;
@@ -722,7 +697,7 @@ static netrun_status run_space_depth(cpu_context *ctx, const netrun_kernel_args 
     const netrun_tensor *x = &a->inputs[0];
     netrun_tensor *y = &a->outputs[0];
     s2d_job j;
-    netrun_status st = need_esize(x, &j.es, d2s ? "DepthToSpace" : "SpaceToDepth");
+    netrun_status st = cpu_need_esize(x, &j.es, d2s ? "DepthToSpace" : "SpaceToDepth");
     if (st || !p) return st ? st : cpu_host->error(NETRUN_ERR_INTERNAL, "cpu DepthToSpace: no params");
     if (!cpu_count(y)) return NETRUN_OK;
     j.src = x->data;
@@ -748,7 +723,7 @@ static netrun_status run_s2d(cpu_context *ctx, void *state, const netrun_kernel_
 
 static int scatter_supports(const netrun_node_desc *node, char *reason, size_t size) {
     netrun_dtype t = node->inputs[0].dtype;
-    if (!(ALL_DTYPES & NETRUN_DTYPE_BIT(t))) {
+    if (!(CPU_ALL_DTYPES & NETRUN_DTYPE_BIT(t))) {
         snprintf(reason, size, "dtype %d not supported", (int)t);
         return 0;
     }
@@ -761,19 +736,19 @@ static int scatter_supports(const netrun_node_desc *node, char *reason, size_t s
 }
 
 const cpu_op cpu_ops_data_movement[] = {
-    {"Concat", NULL, ALL_DTYPES, "", NULL, NULL, run_concat, NULL},
-    {"Split", NULL, ALL_DTYPES, "", NULL, NULL, run_split, NULL},
-    {"Slice", NULL, ALL_DTYPES, "", NULL, NULL, run_slice, NULL},
-    {"Gather", NULL, ALL_DTYPES, "", NULL, NULL, run_gather, NULL},
-    {"GatherElements", NULL, ALL_DTYPES, "", NULL, NULL, run_gather_elements, NULL},
-    {"GatherND", NULL, ALL_DTYPES, "", NULL, NULL, run_gather_nd, NULL},
-    {"ScatterElements", NULL, ALL_DTYPES, "reduction none/add/mul/max/min", scatter_supports, NULL,
+    {"Concat", NULL, CPU_ALL_DTYPES, "", NULL, NULL, run_concat, NULL},
+    {"Split", NULL, CPU_ALL_DTYPES, "", NULL, NULL, run_split, NULL},
+    {"Slice", NULL, CPU_ALL_DTYPES, "", NULL, NULL, run_slice, NULL},
+    {"Gather", NULL, CPU_ALL_DTYPES, "", NULL, NULL, run_gather, NULL},
+    {"GatherElements", NULL, CPU_ALL_DTYPES, "", NULL, NULL, run_gather_elements, NULL},
+    {"GatherND", NULL, CPU_ALL_DTYPES, "", NULL, NULL, run_gather_nd, NULL},
+    {"ScatterElements", NULL, CPU_ALL_DTYPES, "reduction none/add/mul/max/min", scatter_supports, NULL,
      run_scatter_elements, NULL},
-    {"Scatter", NULL, ALL_DTYPES, "", scatter_supports, NULL, run_scatter_elements, NULL},
-    {"ScatterND", NULL, ALL_DTYPES, "reduction none/add/mul/max/min", scatter_supports, NULL, run_scatter_nd, NULL},
-    {"Transpose", NULL, ALL_DTYPES, "", NULL, NULL, run_transpose, NULL},
-    {"Pad", NULL, ALL_DTYPES, "modes constant, reflect, edge, wrap", NULL, NULL, run_pad, NULL},
-    {"DepthToSpace", NULL, ALL_DTYPES, "4-D", NULL, NULL, run_d2s, NULL},
-    {"SpaceToDepth", NULL, ALL_DTYPES, "4-D", NULL, NULL, run_s2d, NULL},
+    {"Scatter", NULL, CPU_ALL_DTYPES, "", scatter_supports, NULL, run_scatter_elements, NULL},
+    {"ScatterND", NULL, CPU_ALL_DTYPES, "reduction none/add/mul/max/min", scatter_supports, NULL, run_scatter_nd, NULL},
+    {"Transpose", NULL, CPU_ALL_DTYPES, "", NULL, NULL, run_transpose, NULL},
+    {"Pad", NULL, CPU_ALL_DTYPES, "modes constant, reflect, edge, wrap", NULL, NULL, run_pad, NULL},
+    {"DepthToSpace", NULL, CPU_ALL_DTYPES, "4-D", NULL, NULL, run_d2s, NULL},
+    {"SpaceToDepth", NULL, CPU_ALL_DTYPES, "4-D", NULL, NULL, run_s2d, NULL},
     {0},
 };

@@ -47,12 +47,14 @@ static const char *dt_name(netrun_dtype t) {
 static int half_kind(netrun_dtype t) {
     return t == NETRUN_DTYPE_FLOAT16 ? 1 : t == NETRUN_DTYPE_BFLOAT16 ? 2 : 0;
 }
+void cpu_f32_to_f16(const float *s, uint16_t *d, int64_t n); /* cast.c: F16C when available */
+void cpu_f16_to_f32(const uint16_t *s, float *d, int64_t n);
 static void half_to_f32(int kind, const uint16_t *s, float *d, int64_t n) {
-    if (kind == 1) for (int64_t i = 0; i < n; i++) d[i] = cpu_half_to_float(s[i]);
+    if (kind == 1) cpu_f16_to_f32(s, d, n);
     else for (int64_t i = 0; i < n; i++) d[i] = cpu_bf16_to_float(s[i]);
 }
 static void f32_to_half(int kind, const float *s, uint16_t *d, int64_t n) {
-    if (kind == 1) for (int64_t i = 0; i < n; i++) d[i] = cpu_float_to_half(s[i]);
+    if (kind == 1) cpu_f32_to_f16(s, d, n);
     else for (int64_t i = 0; i < n; i++) d[i] = cpu_float_to_bf16(s[i]);
 }
 

@@ -8,16 +8,6 @@
 
 #define MAX_TAPS 4
 
-static size_t esize(netrun_dtype t) {
-    switch (t) {
-    case NETRUN_DTYPE_UINT8: case NETRUN_DTYPE_INT8: case NETRUN_DTYPE_BOOL: return 1;
-    case NETRUN_DTYPE_UINT16: case NETRUN_DTYPE_INT16: case NETRUN_DTYPE_FLOAT16: case NETRUN_DTYPE_BFLOAT16: return 2;
-    case NETRUN_DTYPE_FLOAT: case NETRUN_DTYPE_INT32: case NETRUN_DTYPE_UINT32: return 4;
-    case NETRUN_DTYPE_INT64: case NETRUN_DTYPE_UINT64: case NETRUN_DTYPE_DOUBLE: return 8;
-    default: return 0;
-    }
-}
-
 typedef struct {
     int k;              /* taps per output index */
     int64_t *idx;       /* [out * k]: source offset in elements (index * input stride) */
@@ -265,7 +255,7 @@ static netrun_status run_resize(cpu_context *ctx, void *state, const netrun_kern
     j.x = x;
     j.y = y;
     j.rank = x->rank;
-    j.es = esize(x->dtype);
+    j.es = cpu_esize(x->dtype);
     if (!j.es || x->rank < 1 || y->rank != x->rank)
         return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "cpu Resize: dtype %d / rank %d not supported", (int)x->dtype, x->rank);
     int64_t n = cpu_count(y);
@@ -305,13 +295,6 @@ static netrun_status run_resize(cpu_context *ctx, void *state, const netrun_kern
 #define FLOAT_DTYPES                                                                                            \
     (NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_DOUBLE) |                             \
      NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_BFLOAT16))
-#define ALL_DTYPES                                                                                              \
-    (FLOAT_DTYPES | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT8) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT8) |                 \
-     NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT16) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT16) |                             \
-     NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT32) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT64) |                              \
-     NETRUN_DTYPE_BIT(NETRUN_DTYPE_BOOL) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT32) |                              \
-     NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT64))
-
 static int resize_supports(const netrun_node_desc *node, char *reason, size_t size) {
     const netrun_resize_params *p = node->params;
     netrun_dtype t = node->inputs[0].dtype;
@@ -319,7 +302,7 @@ static int resize_supports(const netrun_node_desc *node, char *reason, size_t si
         snprintf(reason, size, "no params");
         return 0;
     }
-    uint64_t ok = p->mode == NETRUN_RESIZE_NEAREST ? ALL_DTYPES : FLOAT_DTYPES;
+    uint64_t ok = p->mode == NETRUN_RESIZE_NEAREST ? CPU_ALL_DTYPES : FLOAT_DTYPES;
     if (!(ok & NETRUN_DTYPE_BIT(t))) {
         snprintf(reason, size, "dtype %d not supported for %s mode", (int)t,
                  p->mode == NETRUN_RESIZE_NEAREST ? "nearest" : p->mode == NETRUN_RESIZE_LINEAR ? "linear" : "cubic");
@@ -335,8 +318,8 @@ static int resize_supports(const netrun_node_desc *node, char *reason, size_t si
 }
 
 const cpu_op cpu_ops_resize[] = {
-    {"Resize", NULL, ALL_DTYPES, "nearest: any dtype; linear/cubic: float types; no antialias downsampling",
+    {"Resize", NULL, CPU_ALL_DTYPES, "nearest: any dtype; linear/cubic: float types; no antialias downsampling",
      resize_supports, NULL, run_resize, NULL},
-    {"Upsample", NULL, ALL_DTYPES, "nearest: any dtype; linear: float types", resize_supports, NULL, run_resize, NULL},
+    {"Upsample", NULL, CPU_ALL_DTYPES, "nearest: any dtype; linear: float types", resize_supports, NULL, run_resize, NULL},
     {0},
 };

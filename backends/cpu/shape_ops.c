@@ -3,31 +3,6 @@
 
 #include "cpu_internal.h"
 
-#define ALL_DTYPES                                                                                              \
-    (NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT8) |                              \
-     NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT8) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT16) |                              \
-     NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT16) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT32) |                              \
-     NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT64) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_BOOL) |                               \
-     NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_DOUBLE) |                           \
-     NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT32) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT64) |                            \
-     NETRUN_DTYPE_BIT(NETRUN_DTYPE_BFLOAT16))
-
-static size_t esize(netrun_dtype t) {
-    switch (t) {
-    case NETRUN_DTYPE_UINT8: case NETRUN_DTYPE_INT8: case NETRUN_DTYPE_BOOL: return 1;
-    case NETRUN_DTYPE_UINT16: case NETRUN_DTYPE_INT16: case NETRUN_DTYPE_FLOAT16: case NETRUN_DTYPE_BFLOAT16: return 2;
-    case NETRUN_DTYPE_FLOAT: case NETRUN_DTYPE_INT32: case NETRUN_DTYPE_UINT32: return 4;
-    case NETRUN_DTYPE_INT64: case NETRUN_DTYPE_UINT64: case NETRUN_DTYPE_DOUBLE: return 8;
-    default: return 0;
-    }
-}
-
-static netrun_status need_esize(const netrun_tensor *t, size_t *es, const char *op) {
-    *es = esize(t->dtype);
-    if (!*es) return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "cpu %s: dtype %d not supported", op, (int)t->dtype);
-    return NETRUN_OK;
-}
-
 /* The value 1 in dtype t. */
 static void write_one(netrun_dtype t, void *p) {
     switch (t) {
@@ -36,7 +11,7 @@ static void write_one(netrun_dtype t, void *p) {
     case NETRUN_DTYPE_FLOAT16: { uint16_t v = 0x3c00; memcpy(p, &v, 2); break; }
     case NETRUN_DTYPE_BFLOAT16: { uint16_t v = 0x3f80; memcpy(p, &v, 2); break; }
     default: {
-        size_t es = esize(t);
+        size_t es = cpu_esize(t);
         uint64_t v = 1; /* little-endian integer 1 of any width */
         memcpy(p, &v, es);
     }
@@ -87,7 +62,7 @@ static netrun_status run_view(cpu_context *ctx, void *state, const netrun_kernel
     const netrun_tensor *x = &a->inputs[0];
     netrun_tensor *y = &a->outputs[0];
     size_t es;
-    netrun_status st = need_esize(x, &es, "copy");
+    netrun_status st = cpu_need_esize(x, &es, "copy");
     if (st) return st;
     size_t bytes = (size_t)cpu_count(y) * es;
     if (bytes > x->nbytes && x->nbytes) bytes = x->nbytes;
@@ -111,7 +86,7 @@ static netrun_status run_dropout(cpu_context *ctx, void *state, const netrun_ker
     if (st) return st;
     if (a->n_outputs > 1 && a->outputs[1].rank >= 0 && a->outputs[1].data) {
         netrun_tensor *m = &a->outputs[1];
-        size_t es = esize(m->dtype);
+        size_t es = cpu_esize(m->dtype);
         if (!es) return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "cpu Dropout: mask dtype %d", (int)m->dtype);
         unsigned char one[8] = {0};
         if (state != &dropout_zero_mask) write_one(m->dtype, one);
@@ -143,7 +118,7 @@ static netrun_status run_cos(cpu_context *ctx, void *state, const netrun_kernel_
     const netrun_fill_params *p = a->params;
     netrun_tensor *y = &a->outputs[0];
     size_t es;
-    netrun_status st = need_esize(y, &es, "ConstantOfShape");
+    netrun_status st = cpu_need_esize(y, &es, "ConstantOfShape");
     if (st) return st;
     static const unsigned char zero[16];
     fill_pattern(y->data, p ? p->value : zero, es, cpu_count(y));
@@ -152,7 +127,7 @@ static netrun_status run_cos(cpu_context *ctx, void *state, const netrun_kernel_
 
 static int supports_out_dtype(const netrun_node_desc *node, char *reason, size_t size) {
     /* UNDEFINED: the node is inferred at run time (shape known late); the kernel checks the dtype then */
-    if (node->n_outputs < 1 || !((ALL_DTYPES | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UNDEFINED)) &
+    if (node->n_outputs < 1 || !((CPU_ALL_DTYPES | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UNDEFINED)) &
                                  NETRUN_DTYPE_BIT(node->outputs[0].dtype))) {
         snprintf(reason, size, "output dtype %d not supported", node->n_outputs ? (int)node->outputs[0].dtype : -1);
         return 0;
@@ -210,7 +185,7 @@ static netrun_status run_bcast(cpu_context *ctx, const netrun_kernel_args *a, in
     const netrun_tensor *x = &a->inputs[0];
     netrun_tensor *y = &a->outputs[0];
     bcast_job j;
-    netrun_status st = need_esize(x, &j.es, tile ? "Tile" : "Expand");
+    netrun_status st = cpu_need_esize(x, &j.es, tile ? "Tile" : "Expand");
     if (st) return st;
     int64_t n = cpu_count(y);
     if (n == 0) return NETRUN_OK;
@@ -298,7 +273,7 @@ static netrun_status run_eyelike(cpu_context *ctx, void *state, const netrun_ker
     const netrun_eyelike_params *p = a->params;
     netrun_tensor *y = &a->outputs[0];
     size_t es;
-    netrun_status st = need_esize(y, &es, "EyeLike");
+    netrun_status st = cpu_need_esize(y, &es, "EyeLike");
     if (st) return st;
     int64_t rows = y->dims[0], cols = y->dims[1], k = p ? p->k : 0;
     unsigned char *o = y->data, one[8] = {0};
@@ -317,7 +292,7 @@ static netrun_status run_trilu(cpu_context *ctx, void *state, const netrun_kerne
     const netrun_tensor *x = &a->inputs[0];
     netrun_tensor *y = &a->outputs[0];
     size_t es;
-    netrun_status st = need_esize(x, &es, "Trilu");
+    netrun_status st = cpu_need_esize(x, &es, "Trilu");
     if (st) return st;
     int64_t k = p ? p->k : 0;
     int upper = p ? p->upper : 1;
@@ -342,23 +317,23 @@ static netrun_status run_trilu(cpu_context *ctx, void *state, const netrun_kerne
 }
 
 const cpu_op cpu_ops_shape_ops[] = {
-    {"Reshape", NULL, ALL_DTYPES, "", NULL, NULL, run_view, NULL},
-    {"Flatten", NULL, ALL_DTYPES, "", NULL, NULL, run_view, NULL},
-    {"Squeeze", NULL, ALL_DTYPES, "", NULL, NULL, run_view, NULL},
-    {"Unsqueeze", NULL, ALL_DTYPES, "", NULL, NULL, run_view, NULL},
-    {"Identity", NULL, ALL_DTYPES, "", NULL, NULL, run_view, NULL},
-    {"Dropout", NULL, ALL_DTYPES, "inference only", NULL, create_dropout, run_dropout, NULL},
-    {"Shape", NULL, ALL_DTYPES, "", NULL, NULL, run_shape, NULL},
-    {"Size", NULL, ALL_DTYPES, "", NULL, NULL, run_size, NULL},
-    {"ConstantOfShape", NULL, ALL_DTYPES, "", supports_out_dtype, NULL, run_cos, NULL},
-    {"Expand", NULL, ALL_DTYPES, "", NULL, NULL, run_expand, NULL},
-    {"Tile", NULL, ALL_DTYPES, "", NULL, NULL, run_tile, NULL},
+    {"Reshape", NULL, CPU_ALL_DTYPES, "", NULL, NULL, run_view, NULL},
+    {"Flatten", NULL, CPU_ALL_DTYPES, "", NULL, NULL, run_view, NULL},
+    {"Squeeze", NULL, CPU_ALL_DTYPES, "", NULL, NULL, run_view, NULL},
+    {"Unsqueeze", NULL, CPU_ALL_DTYPES, "", NULL, NULL, run_view, NULL},
+    {"Identity", NULL, CPU_ALL_DTYPES, "", NULL, NULL, run_view, NULL},
+    {"Dropout", NULL, CPU_ALL_DTYPES, "inference only", NULL, create_dropout, run_dropout, NULL},
+    {"Shape", NULL, CPU_ALL_DTYPES, "", NULL, NULL, run_shape, NULL},
+    {"Size", NULL, CPU_ALL_DTYPES, "", NULL, NULL, run_size, NULL},
+    {"ConstantOfShape", NULL, CPU_ALL_DTYPES, "", supports_out_dtype, NULL, run_cos, NULL},
+    {"Expand", NULL, CPU_ALL_DTYPES, "", NULL, NULL, run_expand, NULL},
+    {"Tile", NULL, CPU_ALL_DTYPES, "", NULL, NULL, run_tile, NULL},
     {"Range", NULL,
      NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_DOUBLE) |
          NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT16) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT32) |
          NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT64),
      "", NULL, NULL, run_range, NULL},
-    {"EyeLike", NULL, ALL_DTYPES, "", supports_out_dtype, NULL, run_eyelike, NULL},
-    {"Trilu", NULL, ALL_DTYPES, "", NULL, NULL, run_trilu, NULL},
+    {"EyeLike", NULL, CPU_ALL_DTYPES, "", supports_out_dtype, NULL, run_eyelike, NULL},
+    {"Trilu", NULL, CPU_ALL_DTYPES, "", NULL, NULL, run_trilu, NULL},
     {0},
 };
