@@ -468,7 +468,7 @@ static netrun_status load_external(imp_ctx *c, const Onnx__TensorProto *tp, cons
     if (has_length && length != file_bytes)
         return imp_err(c, NETRUN_ERR_INVALID_MODEL, "%s: external data length %llu does not match the "
                        "%zu bytes its dims and type need", tname, (unsigned long long)length, file_bytes);
-    ext_file *f;
+    ext_file *f = NULL;
     netrun_status st = open_external(c, tname, location, &f);
     if (st) return st;
     if (offset > f->size || file_bytes > f->size - offset)
@@ -639,7 +639,7 @@ static netrun_status convert_tensor(imp_ctx *c, const Onnx__TensorProto *tp, con
         if (dt == NETRUN_DTYPE_STRING)
             return imp_err(c, NETRUN_ERR_INVALID_MODEL, "%s: string tensors cannot use external data",
                            tname);
-        t = tensor_alloc(c, dt, (int)tp->n_dims, dims, nbytes, 0);
+        t = tensor_alloc(c, dt, (int)tp->n_dims, dims, nbytes, file_bytes == 0); /* empty: never NULL */
         if (!t) return NETRUN_ERR_OUT_OF_MEMORY;
         st = load_external(c, tp, tname, t, count, file_bytes);
     } else if (tp->has_raw_data && (tp->raw_data.len || dt == NETRUN_DTYPE_STRING || count == 0 ||
@@ -709,7 +709,7 @@ static netrun_status set_value_type(imp_ctx *c, nr_value *v, const Onnx__TypePro
     }
     for (size_t i = 0; i < sp->n_dim; i++) {
         const Onnx__TensorShapeProto__Dimension *d = sp->dim[i];
-        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value < 0)
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value < 0 && strict)
             return imp_err(c, NETRUN_ERR_INVALID_MODEL, "%s '%s': dimension %zu is negative (%lld)", kind,
                            v->name, i, (long long)d->dim_value);
     }
@@ -722,7 +722,7 @@ static netrun_status set_value_type(imp_ctx *c, nr_value *v, const Onnx__TypePro
     for (size_t i = 0; i < sp->n_dim; i++) {
         const Onnx__TensorShapeProto__Dimension *d = sp->dim[i];
         if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
-            v->dims[i] = d->dim_value;
+            v->dims[i] = d->dim_value < 0 ? -1 : d->dim_value; /* value_info only: negative = unknown */
         } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param &&
                    *d->dim_param) {
             v->dim_names[i] = nr_strdup(d->dim_param);
@@ -903,8 +903,7 @@ static netrun_status import_constant_node(imp_ctx *c, const Onnx__NodeProto *np,
     } else if (strcmp(an, "value_float") == 0 || strcmp(an, "value_floats") == 0) {
         int list = an[11] == 's';
         n = list ? (int64_t)ap->n_floats : 1;
-        if (!list && !ap->has_f && ap->n_floats) st = imp_err(c, NETRUN_ERR_INVALID_MODEL, "expects 'f'");
-        else if (!(t = tensor_alloc(c, NETRUN_DTYPE_FLOAT, list, &n, (size_t)n * sizeof(float), 1)))
+        if (!(t = tensor_alloc(c, NETRUN_DTYPE_FLOAT, list, &n, (size_t)n * sizeof(float), 1)))
             st = NETRUN_ERR_OUT_OF_MEMORY;
         else if (list) { if (n) memcpy(t->data, ap->floats, (size_t)n * sizeof(float)); }
         else memcpy(t->data, &ap->f, sizeof(float));
@@ -1128,6 +1127,8 @@ netrun_status nr_onnx_import(const void *data, size_t size, const char *source, 
     if (!out) return imp_err(&c, NETRUN_ERR_INVALID_ARGUMENT, "no output pointer");
     *out = NULL;
     if (size == 0) return imp_err(&c, NETRUN_ERR_INVALID_MODEL, "the model is empty (0 bytes)");
+    if (data && size >= 6 && memcmp(data, "\x93NUMPY", 6) == 0)
+        return imp_err(&c, NETRUN_ERR_INVALID_MODEL, "this is a NumPy .npy file, not an ONNX model");
     Onnx__ModelProto *mp =
         (Onnx__ModelProto *)checked_unpack(&c, &onnx__model_proto__descriptor, data, size, "ONNX model");
     if (!mp) return c.pb_oom ? NETRUN_ERR_OUT_OF_MEMORY : NETRUN_ERR_INVALID_MODEL;
