@@ -91,7 +91,8 @@ typedef struct netrun_norm_params {
 /* Elementwise unary ops with constants: LeakyRelu(alpha), Elu(alpha), Selu(alpha, gamma),
  * HardSigmoid(alpha, beta), Clip(min = alpha, max = beta when has_min/has_max; opset < 11 attributes and
  * constant min/max inputs both land here), ThresholdedRelu(alpha), Celu(alpha), Gelu(approximate),
- * Shrink(bias = alpha, lambd = beta), Softplus, ... */
+ * Shrink(bias = alpha, lambd = beta), Softplus, Mod(alpha = fmod), BitShift(alpha = 1 for RIGHT),
+ * IsInf(alpha = detect_negative, beta = detect_positive), ... */
 typedef struct netrun_unary_params {
     float alpha, beta, gamma;
     int has_min, has_max;                  /* Clip: bounds known at prepare (else from inputs 1/2) */

@@ -229,8 +229,8 @@ static const bin_fn Pow_tab[NDT] = {[NETRUN_DTYPE_FLOAT] = Pow_f32, [NETRUN_DTYP
 
 typedef void (*un_fn)(void *y, const void *x, int64_t n, const netrun_unary_params *p);
 
-/* F(name) picks the float or double libm function: SFX is f or empty. */
-#define UN_LOOP(NAME, T, OT, SFX, EXPR)                                                   \
+/* EXPR sees x and the constants; F(name) picks the float or double libm function. */
+#define UN_LOOP(NAME, T, OT, EXPR)                                                   \
     static void NAME(void *yv, const void *xv, int64_t n, const netrun_unary_params *p) { \
         const T *px = xv;                                                                 \
         OT *y = yv;                                                                       \
@@ -243,7 +243,7 @@ typedef void (*un_fn)(void *y, const void *x, int64_t n, const netrun_unary_para
         }                                                                                 \
     }
 
-#define GEN_UNF(S, T, WT, E, NAME, OT, EXPR) UN_LOOP(NAME##_##S, T, OT(T), SFXOF_##S, EXPR(T, F_##S))
+#define GEN_UNF(S, T, WT, E, NAME, OT, EXPR) UN_LOOP(NAME##_##S, T, OT(T), EXPR(T, F_##S))
 #define TAB_UN(S, T, WT, E, NAME, OT, EXPR) [E] = NAME##_##S,
 #define DEF_UN(NAME, SET, OT, EXPR) \
     SET(GEN_UNF, NAME, OT, EXPR) static const un_fn NAME##_tab[NDT] = {SET(TAB_UN, NAME, OT, EXPR)};
@@ -259,24 +259,18 @@ typedef void (*un_fn)(void *y, const void *x, int64_t n, const netrun_unary_para
 #define F_u32(fn) fn
 #define F_u64(fn) fn
 #define F_b(fn) fn
-#define SFXOF_f32 f
-#define SFXOF_f64
-#define SFXOF_i8
-#define SFXOF_i16
-#define SFXOF_i32
-#define SFXOF_i64
-#define SFXOF_u8
-#define SFXOF_u16
-#define SFXOF_u32
-#define SFXOF_u64
-#define SFXOF_b
 
 /* expf that the compiler can vectorize (Cephes polynomial, ~1 ulp): libm's expf is a scalar call. The
  * scale 2^n is applied in two halves so that results run smoothly into subnormals and infinity. NaN stays
  * NaN (no float->int conversion of the input happens). */
 static inline float fexpf(float x) {
-    x = x < -104.0f ? -104.0f : x;
-    x = x > 89.0f ? 89.0f : x;
+    /* Clamp to [-104, 89] by bit masks: GCC keeps float selects as branches (trapping math) and would not
+     * vectorize. NaN compares false both ways and passes through. */
+    uint32_t xb, mlo = 0u - (uint32_t)(x < -104.0f), mhi = 0u - (uint32_t)(x > 89.0f);
+    const uint32_t lob = 0xC2D00000u, hib = 0x42B20000u; /* -104.0f, 89.0f */
+    memcpy(&xb, &x, 4);
+    xb = (xb & ~(mlo | mhi)) | (lob & mlo) | (hib & mhi);
+    memcpy(&x, &xb, 4);
     const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer in the low bits */
     float t = x * 1.44269504088896341f + magic;
     float nf = t - magic;
@@ -388,7 +382,7 @@ DEF_UN(Not, T_BOOL, OUT_BOOL, U_NOT)
 DEF_UN(BitwiseNot, T_INT, OUT_SAME, U_BNOT)
 
 /* Ops whose float and integer forms differ: build the float part and the integer part separately. */
-#define GEN_UN2(S, T, WT, E, NAME, EXPR) UN_LOOP(NAME##_##S, T, T, SFXOF_##S, EXPR(T, F_##S))
+#define GEN_UN2(S, T, WT, E, NAME, EXPR) UN_LOOP(NAME##_##S, T, T, EXPR(T, F_##S))
 #define TAB_UN2(S, T, WT, E, NAME, EXPR) [E] = NAME##_##S,
 T_FLT(GEN_UN2, Neg, U_NEGF)
 T_SINT(GEN_UN2, Neg, U_NEGI)
@@ -886,6 +880,12 @@ static void where_run(void *arg, char *y, const char *const *x, const int *s, in
             }                                                                                            \
     }                                                                                                    \
     break;
+    switch (sz) {
+    case 1: SEL(uint8_t)
+    case 2: SEL(uint16_t)
+    case 4: SEL(uint32_t)
+    default: SEL(uint64_t)
+    }
 #undef SEL
 }
 

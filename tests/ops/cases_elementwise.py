@@ -264,3 +264,16 @@ add("Cast_f16_round", "Cast", [np.array([1.0 + 2**-11, 1.0 + 3 * 2**-11, 65519.0
     attrs={"to": TensorProto.FLOAT16}, opset=13)
 add("CastLike_f32_to_i64", "CastLike", [cast_src["f32"], np.array([0], np.int64)], opset=15)
 add("CastLike_i32_to_f16", "CastLike", [cast_src["i32"][:7], np.zeros((2, 2), F16)], opset=19)
+
+# exp-based kernels over their whole range: overflow to inf, underflow to 0, NaN passes through
+wide = np.concatenate([np.linspace(-110, 95, 4001, dtype=F32), np.array([np.nan, np.inf, -np.inf, 0, -0.0], F32)])
+add("Exp_wide_range", "Exp", [wide], rtol=2e-6, atol=1e-30)
+add("Sigmoid_wide_range", "Sigmoid", [wide], rtol=2e-6, atol=1e-6)  # onnxruntime flushes tails to 0
+add("Exp_f16_range", "Exp", [np.linspace(-17, 11, 999).astype(F16)], rtol=1e-3, atol=1e-7)
+
+# newest opsets
+add("Elu_opset22", "Elu", [rand(3, 5, low=-2, high=2, seed=85)], opset=22, attrs={"alpha": 0.7})
+add("Sin_opset22", "Sin", [rand(3, 5, low=-3, high=3, seed=86)], opset=22)
+add("HardSigmoid_opset22_f16", "HardSigmoid", [rand(3, 5, low=-4, high=4, seed=87).astype(F16)], opset=22,
+    rtol=2e-3, atol=2e-3)
+add("Add_opset22_int8", "Add", [rand(3, 5, dtype=np.int8, low=-100, high=100, seed=88), np.array(100, np.int8)], opset=22)
