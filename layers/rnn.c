@@ -3,6 +3,7 @@
  * Inputs: X, W, R, B, sequence_lens, initial_h, initial_c (LSTM), P (LSTM).
  * Outputs: Y, Y_h, Y_c (LSTM). layout 1 (opset 14) puts batch first in X, Y, initial/final states. */
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "layer.h"
@@ -131,11 +132,15 @@ static netrun_status check_shape(nr_layer_ctx *c, int i, int64_t a, int64_t b, i
     int ok = v->rank == rank;
     for (int d = 0; ok && d < rank; d++) ok = v->dims[d] == want[d];
     if (!ok) {
+        char got[96] = "[";
+        for (int d = 0; d < v->rank && d < NETRUN_MAX_RANK; d++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", d ? ", " : "", (long long)v->dims[d]);
+        snprintf(got + strlen(got), sizeof got - strlen(got), "]");
         if (rank == 2)
-            return nr_layer_error(c, "input '%s' must have shape [%lld, %lld]", input_names[i], (long long)a,
-                                  (long long)b);
-        return nr_layer_error(c, "input '%s' must have shape [%lld, %lld, %lld]", input_names[i], (long long)a,
-                              (long long)b, (long long)cc);
+            return nr_layer_error(c, "input '%s' must have shape [%lld, %lld], got %s", input_names[i], (long long)a,
+                                  (long long)b, got);
+        return nr_layer_error(c, "input '%s' must have shape [%lld, %lld, %lld], got %s", input_names[i],
+                              (long long)a, (long long)b, (long long)cc, got);
     }
     return nr_check_same_dtype(c, 0, i);
 }

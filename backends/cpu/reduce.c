@@ -11,6 +11,12 @@
 
 #include "cpu_internal.h"
 
+/* Let compare-and-select loops be if-converted and vectorized: netrun never enables FP traps, so assuming
+ * none changes no result. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
 enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_L1, R_L2, R_LOGSUM, R_LSE, R_SUMSQ };
 
 #define BLK 256 /* outputs accumulated together in the middle-axis path */
@@ -191,6 +197,52 @@ DEFINE_REDUCE(u8, uint8_t, int64_t, double, I64, CAST_U8, sat_u8, wadd, wmul, ia
 DEFINE_REDUCE(i8, int8_t, int64_t, double, I64, CAST_I8, sat_i8, wadd, wmul, iabs64, exp, log, sqrt, INT64_MIN,
               INT64_MAX, 1, ISACC)
 
+/* float32 contiguous lines with 16 independent lanes: the plain loop is one serial dependency chain that
+ * the compiler may not reorder (FP addition is not associative), this one vectorizes. */
+#define LANES 16
+#define LANE_LOOP(init, body)                                                                                 \
+    do {                                                                                                      \
+        for (int l = 0; l < LANES; l++) a[l] = (init);                                                        \
+        int64_t k = 0;                                                                                        \
+        for (; k + LANES <= R; k += LANES)                                                                    \
+            for (int l = 0; l < LANES; l++) { float v = x[k + l]; float *acc = &a[l]; body; }                 \
+        for (; k < R; k++) { float v = x[k]; float *acc = &a[0]; body; }                                      \
+    } while (0)
+
+static void range_lines_f32_fast(void *arg, int64_t b, int64_t e) {
+    const reduce_job *j = arg;
+    int kind = j->kind;
+    if (kind == R_PROD || kind == R_LSE || j->R < LANES) {
+        range_lines_f32(arg, b, e);
+        return;
+    }
+    const int64_t R = j->R;
+    float a[LANES];
+    for (int64_t i = b; i < e; i++) {
+        const float *x = (const float *)j->x + i * R;
+        float r;
+        switch (kind) {
+        case R_MAX:
+            LANE_LOOP(x[0], *acc = v > *acc ? v : *acc);
+            r = a[0];
+            for (int l = 1; l < LANES; l++) r = a[l] > r ? a[l] : r;
+            break;
+        case R_MIN:
+            LANE_LOOP(x[0], *acc = v < *acc ? v : *acc);
+            r = a[0];
+            for (int l = 1; l < LANES; l++) r = a[l] < r ? a[l] : r;
+            break;
+        default:
+            if (kind == R_L1) LANE_LOOP(0.f, *acc += fabsf(v));
+            else if (kind == R_L2 || kind == R_SUMSQ) LANE_LOOP(0.f, *acc += v * v);
+            else LANE_LOOP(0.f, *acc += v); /* SUM, MEAN, LOGSUM */
+            r = 0.f;
+            for (int l = 0; l < LANES; l++) r += a[l];
+        }
+        ((float *)j->y)[i] = finish_f32(kind, r, R);
+    }
+}
+
 typedef struct reduce_fns {
     cpu_range_fn lines, middle, general;
 } reduce_fns;
@@ -198,7 +250,7 @@ typedef struct reduce_fns {
 static int reduce_fns_for(netrun_dtype t, reduce_fns *f) {
 #define CASE(D, S) case D: *f = (reduce_fns){range_lines_##S, range_middle_##S, range_general_##S}; return 1;
     switch (t) {
-        CASE(NETRUN_DTYPE_FLOAT, f32)
+        case NETRUN_DTYPE_FLOAT: *f = (reduce_fns){range_lines_f32_fast, range_middle_f32, range_general_f32}; return 1;
         CASE(NETRUN_DTYPE_FLOAT16, f16)
         CASE(NETRUN_DTYPE_DOUBLE, f64)
         CASE(NETRUN_DTYPE_INT32, i32)
@@ -351,6 +403,32 @@ typedef struct arg_job {
         const T *x = j->x;                                                                                    \
         A best[BLK];                                                                                          \
         int64_t idx[BLK];                                                                                     \
+        if (j->inner == 1) {                                                                                  \
+            /* contiguous lines: the extreme value with independent lanes, then its first / last index */     \
+            for (int64_t o = b; o < e; o++) {                                                                 \
+                const T *row = x + o * j->R;                                                                  \
+                A m = LOAD(row[0]);                                                                           \
+                int64_t r = 0;                                                                                \
+                if (j->R >= BLK) {                                                                            \
+                    for (int l = 0; l < 16; l++) best[l] = m;                                                 \
+                    for (; r + 16 <= j->R; r += 16)                                                           \
+                        for (int l = 0; l < 16; l++) {                                                        \
+                            A v = LOAD(row[r + l]);                                                           \
+                            best[l] = j->is_max ? (v > best[l] ? v : best[l]) : (v < best[l] ? v : best[l]); \
+                        }                                                                                     \
+                    for (int l = 0; l < 16; l++) m = j->is_max ? (best[l] > m ? best[l] : m) : (best[l] < m ? best[l] : m); \
+                }                                                                                             \
+                for (; r < j->R; r++) {                                                                       \
+                    A v = LOAD(row[r]);                                                                       \
+                    m = j->is_max ? (v > m ? v : m) : (v < m ? v : m);                                        \
+                }                                                                                             \
+                int64_t at = 0;                                                                               \
+                if (j->last) { for (at = j->R - 1; at > 0 && !(LOAD(row[at]) == m); at--) {} }              \
+                else { while (at < j->R - 1 && !(LOAD(row[at]) == m)) at++; }                                 \
+                j->y[o] = at;                                                                                 \
+            }                                                                                                 \
+            return;                                                                                           \
+        }                                                                                                     \
         for (int64_t t = b; t < e; t++) {                                                                     \
             int64_t o = t / j->nblk, i0 = (t % j->nblk) * BLK;                                                \
             int64_t n = j->inner - i0 < BLK ? j->inner - i0 : BLK;                                            \

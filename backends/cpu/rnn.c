@@ -9,6 +9,12 @@
 
 #include "cpu_internal.h"
 
+/* Let the branch-free clamps below be if-converted and vectorized: netrun never enables FP traps, so
+ * assuming none changes no result. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
 void openblas_set_num_threads(int);
 
 enum { K_LSTM, K_GRU, K_RNN };
@@ -26,12 +32,33 @@ typedef struct rnn_job {
     int64_t xw_tasks_per_dir;
 } rnn_job;
 
+/* exp for float, branch-free so the gate loops vectorize: Cephes' polynomial after reducing by n*ln2
+ * (relative error ~1e-7; below -87 it gives ~1e-38 instead of a denormal). Same as in softmax.c. */
+static inline float fast_expf(float x) {
+    float c = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
+    float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
+    float r = c - n * 0.693359375f + n * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t bits = ((int32_t)n + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, 4);
+    return x != x ? x : p * scale;
+}
+
 static void act_apply(netrun_activation a, float alpha, float beta, float *v, int64_t n) {
     switch (a) {
     case NETRUN_ACT_RELU: for (int64_t i = 0; i < n; i++) v[i] = v[i] > 0.f ? v[i] : 0.f; break;
-    case NETRUN_ACT_TANH: for (int64_t i = 0; i < n; i++) v[i] = tanhf(v[i]); break;
+    case NETRUN_ACT_TANH: /* 2 / (1 + e^-2x) - 1: absolute error ~1e-7 */
+        for (int64_t i = 0; i < n; i++) v[i] = 2.f / (1.f + fast_expf(-2.f * v[i])) - 1.f;
+        break;
     case NETRUN_ACT_SIGMOID:
-        for (int64_t i = 0; i < n; i++) v[i] = 1.f / (1.f + expf(-v[i]));
+        for (int64_t i = 0; i < n; i++) v[i] = 1.f / (1.f + fast_expf(-v[i]));
         break;
     case NETRUN_ACT_AFFINE: for (int64_t i = 0; i < n; i++) v[i] = alpha * v[i] + beta; break;
     case NETRUN_ACT_LEAKY_RELU: for (int64_t i = 0; i < n; i++) v[i] = v[i] >= 0.f ? v[i] : alpha * v[i]; break;
@@ -64,7 +91,7 @@ static inline int64_t x_row(const rnn_job *j, int64_t t, int64_t b) {
 
 /* Task: rows [r0, r1) of direction d's projection xw = X·W^T + biases. */
 static void xw_task(void *arg, int64_t begin, int64_t end) {
-    rnn_job *j = arg;
+    const rnn_job *j = arg;
     int64_t GH = j->G * j->H, rows = j->seq * j->batch;
     for (int64_t t = begin; t < end; t++) {
         int64_t d = t / j->xw_tasks_per_dir, r0 = (t % j->xw_tasks_per_dir) * j->xw_chunk;
@@ -92,104 +119,155 @@ static inline int64_t step_time(const rnn_job *j, int reverse, int64_t s, int64_
     return reverse ? len - 1 - s : s;
 }
 
-static void direction_task(void *arg, int64_t begin, int64_t end) {
-    rnn_job *j = arg;
+/* Pointers of direction d. */
+typedef struct dir_view {
+    int reverse;
+    float *xw, *hr, *h, *c, *tmp;
+    const float *R, *P, *rb, *al, *be;
+    const netrun_activation *act;
+} dir_view;
+
+static dir_view view_of(const rnn_job *j, int64_t d) {
     const netrun_rnn_params *p = j->p;
-    int64_t H = j->H, G = j->G, GH = G * H, batch = j->batch, nd = j->nd;
-    for (int64_t d = begin; d < end; d++) {
-        int reverse = p->direction == NETRUN_RNN_REVERSE || (p->direction == NETRUN_RNN_BIDIRECTIONAL && d == 1);
-        float *xw = j->work + (size_t)d * j->work_per_dir;
-        float *hr = xw + j->seq * batch * GH, *h = hr + batch * GH, *c = h + batch * H, *tmp = c + batch * H;
-        const float *R = j->R + d * GH * H;
-        const float *P = j->P ? j->P + d * 3 * H : NULL;
-        const float *rb = j->B ? j->B + d * 2 * GH + GH : NULL;
-        int na = j->kind == K_LSTM ? 3 : j->kind == K_GRU ? 2 : 1;
-        const netrun_activation *act = p->activations + d * na;
-        const float *al = p->activation_alpha + d * na, *be = p->activation_beta + d * na;
-        /* initial states; layout 1 stores them [batch, nd, H] */
-        for (int64_t b = 0; b < batch; b++) {
-            int64_t si = p->layout ? (b * nd + d) * H : (d * batch + b) * H;
-            if (j->init_h) memcpy(h + b * H, j->init_h + si, sizeof(float) * (size_t)H);
-            else memset(h + b * H, 0, sizeof(float) * (size_t)H);
-            if (j->kind == K_LSTM) {
-                if (j->init_c) memcpy(c + b * H, j->init_c + si, sizeof(float) * (size_t)H);
-                else memset(c + b * H, 0, sizeof(float) * (size_t)H);
-            }
-        }
-        for (int64_t s = 0; s < j->seq; s++) {
-            /* hr = h·R^T for all gates (GRU without linear_before_reset: z and r only, h after the reset) */
-            int64_t ng = j->kind == K_GRU && !p->linear_before_reset ? 2 * H : GH;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)batch, (int)ng, (int)H, 1.f, h, (int)H, R,
-                        (int)H, 0.f, hr, (int)GH);
-            for (int64_t b = 0; b < batch; b++) {
-                int64_t t = step_time(j, reverse, s, b);
-                if (t < 0) continue;
-                float *g = hr + b * GH, *hb = h + b * H;
-                const float *xr = xw + x_row(j, t, b) * GH;
-                if (j->kind == K_LSTM) {
-                    /* gates i, o, f, c; peepholes P = [Pi, Po, Pf] */
-                    float *cb = c + b * H;
-                    float *gi = g, *go = g + H, *gf = g + 2 * H, *gc = g + 3 * H;
-                    for (int64_t k = 0; k < GH; k++) g[k] += xr[k];
-                    if (P)
-                        for (int64_t k = 0; k < H; k++) {
-                            gi[k] += P[k] * cb[k];
-                            gf[k] += P[2 * H + k] * cb[k];
-                        }
-                    clip_vec(p->clip, gi, H);
-                    act_apply(act[0], al[0], be[0], gi, H);
-                    if (p->input_forget) {
-                        for (int64_t k = 0; k < H; k++) gf[k] = 1.f - gi[k];
-                    } else {
-                        clip_vec(p->clip, gf, H);
-                        act_apply(act[0], al[0], be[0], gf, H);
-                    }
-                    clip_vec(p->clip, gc, H);
-                    act_apply(act[1], al[1], be[1], gc, H);
-                    for (int64_t k = 0; k < H; k++) cb[k] = gf[k] * cb[k] + gi[k] * gc[k];
-                    if (P)
-                        for (int64_t k = 0; k < H; k++) go[k] += P[H + k] * cb[k];
-                    clip_vec(p->clip, go, H);
-                    act_apply(act[0], al[0], be[0], go, H);
-                    memcpy(tmp + b * H, cb, sizeof(float) * (size_t)H);
-                    act_apply(act[2], al[2], be[2], tmp + b * H, H);
-                    for (int64_t k = 0; k < H; k++) hb[k] = go[k] * tmp[b * H + k];
-                } else if (j->kind == K_GRU) {
-                    float *gz = g, *gr = g + H, *gh = g + 2 * H;
-                    for (int64_t k = 0; k < 2 * H; k++) g[k] += xr[k];
-                    clip_vec(p->clip, g, 2 * H);
-                    act_apply(act[0], al[0], be[0], g, 2 * H);
-                    if (p->linear_before_reset) {
-                        for (int64_t k = 0; k < H; k++) gh[k] = xr[2 * H + k] + gr[k] * (gh[k] + (rb ? rb[2 * H + k] : 0.f));
-                    } else {
-                        /* (r ⊙ h_prev)·Rh^T for this entry */
-                        float *rh = tmp + b * H;
-                        for (int64_t k = 0; k < H; k++) rh[k] = gr[k] * hb[k];
-                        cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)H, (int)H, 1.f, R + 2 * H * H, (int)H, rh, 1,
-                                    0.f, gh, 1);
-                        for (int64_t k = 0; k < H; k++) gh[k] += xr[2 * H + k];
-                    }
-                    clip_vec(p->clip, gh, H);
-                    act_apply(act[1], al[1], be[1], gh, H);
-                    for (int64_t k = 0; k < H; k++) hb[k] = (1.f - gz[k]) * gh[k] + gz[k] * hb[k];
-                } else {
-                    for (int64_t k = 0; k < H; k++) g[k] += xr[k];
-                    clip_vec(p->clip, g, H);
-                    act_apply(act[0], al[0], be[0], g, H);
-                    memcpy(hb, g, sizeof(float) * (size_t)H);
-                }
-                if (j->Y) {
-                    int64_t yi = p->layout ? ((b * j->seq + t) * nd + d) * H : ((t * nd + d) * batch + b) * H;
-                    memcpy(j->Y + yi, hb, sizeof(float) * (size_t)H);
-                }
-            }
-        }
-        for (int64_t b = 0; b < batch; b++) {
-            int64_t si = p->layout ? (b * nd + d) * H : (d * batch + b) * H;
-            if (j->Yh) memcpy(j->Yh + si, h + b * H, sizeof(float) * (size_t)H);
-            if (j->Yc) memcpy(j->Yc + si, c + b * H, sizeof(float) * (size_t)H);
+    int64_t H = j->H, GH = j->G * H, batch = j->batch;
+    dir_view v;
+    v.reverse = p->direction == NETRUN_RNN_REVERSE || (p->direction == NETRUN_RNN_BIDIRECTIONAL && d == 1);
+    v.xw = j->work + (size_t)d * j->work_per_dir;
+    v.hr = v.xw + j->seq * batch * GH;
+    v.h = v.hr + batch * GH;
+    v.c = v.h + batch * H;
+    v.tmp = v.c + batch * H;
+    v.R = j->R + d * GH * H;
+    v.P = j->P ? j->P + d * 3 * H : NULL;
+    v.rb = j->B ? j->B + d * 2 * GH + GH : NULL;
+    int na = j->kind == K_LSTM ? 3 : j->kind == K_GRU ? 2 : 1;
+    v.act = p->activations + d * na;
+    v.al = p->activation_alpha + d * na;
+    v.be = p->activation_beta + d * na;
+    return v;
+}
+
+/* Initial states of direction d; layout 1 stores them [batch, nd, H]. */
+static void dir_init(const rnn_job *j, int64_t d) {
+    dir_view v = view_of(j, d);
+    int64_t H = j->H;
+    for (int64_t b = 0; b < j->batch; b++) {
+        int64_t si = j->p->layout ? (b * j->nd + d) * H : (d * j->batch + b) * H;
+        if (j->init_h) memcpy(v.h + b * H, j->init_h + si, sizeof(float) * (size_t)H);
+        else memset(v.h + b * H, 0, sizeof(float) * (size_t)H);
+        if (j->kind == K_LSTM) {
+            if (j->init_c) memcpy(v.c + b * H, j->init_c + si, sizeof(float) * (size_t)H);
+            else memset(v.c + b * H, 0, sizeof(float) * (size_t)H);
         }
     }
+}
+
+/* Step s of direction d for batch entries [b0, b1). */
+static void dir_step(const rnn_job *j, int64_t d, int64_t s, int64_t b0, int64_t b1) {
+    const netrun_rnn_params *p = j->p;
+    int64_t H = j->H, GH = j->G * H, batch = j->batch, nd = j->nd;
+    dir_view v = view_of(j, d);
+    float *xw = v.xw, *hr = v.hr, *h = v.h, *c = v.c, *tmp = v.tmp;
+    const float *R = v.R, *P = v.P, *rb = v.rb, *al = v.al, *be = v.be;
+    const netrun_activation *act = v.act;
+    int reverse = v.reverse;
+    /* hr = h·R^T for all gates (GRU without linear_before_reset: z and r only, h after the reset) */
+    int64_t ng = j->kind == K_GRU && !p->linear_before_reset ? 2 * H : GH;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(b1 - b0), (int)ng, (int)H, 1.f, h + b0 * H, (int)H,
+                R, (int)H, 0.f, hr + b0 * GH, (int)GH);
+    for (int64_t b = b0; b < b1; b++) {
+        int64_t t = step_time(j, reverse, s, b);
+        if (t < 0) continue;
+        float *g = hr + b * GH, *hb = h + b * H;
+        const float *xr = xw + x_row(j, t, b) * GH;
+        if (j->kind == K_LSTM) {
+            /* gates i, o, f, c; peepholes P = [Pi, Po, Pf] */
+            float *cb = c + b * H;
+            float *gi = g, *go = g + H, *gf = g + 2 * H, *gc = g + 3 * H;
+            for (int64_t k = 0; k < GH; k++) g[k] += xr[k];
+            if (P)
+                for (int64_t k = 0; k < H; k++) {
+                    gi[k] += P[k] * cb[k];
+                    gf[k] += P[2 * H + k] * cb[k];
+                }
+            clip_vec(p->clip, gi, H);
+            act_apply(act[0], al[0], be[0], gi, H);
+            if (p->input_forget) {
+                for (int64_t k = 0; k < H; k++) gf[k] = 1.f - gi[k];
+            } else {
+                clip_vec(p->clip, gf, H);
+                act_apply(act[0], al[0], be[0], gf, H);
+            }
+            clip_vec(p->clip, gc, H);
+            act_apply(act[1], al[1], be[1], gc, H);
+            for (int64_t k = 0; k < H; k++) cb[k] = gf[k] * cb[k] + gi[k] * gc[k];
+            if (P)
+                for (int64_t k = 0; k < H; k++) go[k] += P[H + k] * cb[k];
+            clip_vec(p->clip, go, H);
+            act_apply(act[0], al[0], be[0], go, H);
+            memcpy(tmp + b * H, cb, sizeof(float) * (size_t)H);
+            act_apply(act[2], al[2], be[2], tmp + b * H, H);
+            for (int64_t k = 0; k < H; k++) hb[k] = go[k] * tmp[b * H + k];
+        } else if (j->kind == K_GRU) {
+            float *gz = g, *gr = g + H, *gh = g + 2 * H;
+            for (int64_t k = 0; k < 2 * H; k++) g[k] += xr[k];
+            clip_vec(p->clip, g, 2 * H);
+            act_apply(act[0], al[0], be[0], g, 2 * H);
+            if (p->linear_before_reset) {
+                for (int64_t k = 0; k < H; k++) gh[k] = xr[2 * H + k] + gr[k] * (gh[k] + (rb ? rb[2 * H + k] : 0.f));
+            } else {
+                /* (r ⊙ h_prev)·Rh^T for this entry */
+                float *rh = tmp + b * H;
+                for (int64_t k = 0; k < H; k++) rh[k] = gr[k] * hb[k];
+                cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)H, (int)H, 1.f, R + 2 * H * H, (int)H, rh, 1,
+                            0.f, gh, 1);
+                for (int64_t k = 0; k < H; k++) gh[k] += xr[2 * H + k];
+            }
+            clip_vec(p->clip, gh, H);
+            act_apply(act[1], al[1], be[1], gh, H);
+            for (int64_t k = 0; k < H; k++) hb[k] = (1.f - gz[k]) * gh[k] + gz[k] * hb[k];
+        } else {
+            for (int64_t k = 0; k < H; k++) g[k] += xr[k];
+            clip_vec(p->clip, g, H);
+            act_apply(act[0], al[0], be[0], g, H);
+            memcpy(hb, g, sizeof(float) * (size_t)H);
+        }
+        if (j->Y) {
+            int64_t yi = p->layout ? ((b * j->seq + t) * nd + d) * H : ((t * nd + d) * batch + b) * H;
+            memcpy(j->Y + yi, hb, sizeof(float) * (size_t)H);
+        }
+    }
+}
+
+static void dir_finish(const rnn_job *j, int64_t d) {
+    dir_view v = view_of(j, d);
+    int64_t H = j->H;
+    for (int64_t b = 0; b < j->batch; b++) {
+        int64_t si = j->p->layout ? (b * j->nd + d) * H : (d * j->batch + b) * H;
+        if (j->Yh) memcpy(j->Yh + si, v.h + b * H, sizeof(float) * (size_t)H);
+        if (j->Yc) memcpy(j->Yc + si, v.c + b * H, sizeof(float) * (size_t)H);
+    }
+}
+
+/* Whole directions, one per task (bidirectional runs both at once). */
+static void direction_task(void *arg, int64_t begin, int64_t end) {
+    const rnn_job *j = arg;
+    for (int64_t d = begin; d < end; d++) {
+        dir_init(j, d);
+        for (int64_t s = 0; s < j->seq; s++) dir_step(j, d, s, 0, j->batch);
+        dir_finish(j, d);
+    }
+}
+
+/* One step of one direction, batch entries split over the pool (single direction, large steps). */
+typedef struct step_arg {
+    const rnn_job *j;
+    int64_t d, s;
+} step_arg;
+
+static void step_task(void *arg, int64_t b0, int64_t b1) {
+    const step_arg *a = arg;
+    dir_step(a->j, a->d, a->s, b0, b1);
 }
 
 static int present(const netrun_kernel_args *a, int i) {
@@ -287,7 +365,19 @@ static netrun_status rnn_run(cpu_context *ctx, const netrun_kernel_args *args, i
     if (j.xw_chunk < 16) j.xw_chunk = 16;
     j.xw_tasks_per_dir = (rows + j.xw_chunk - 1) / j.xw_chunk;
     cpu_parallel_for(ctx, j.nd * j.xw_tasks_per_dir, 1, xw_task, &j);
-    cpu_parallel_for(ctx, j.nd, 1, direction_task, &j);
+    int64_t step_flops = j.batch * GH * j.H;
+    if (j.nd == 1 && ctx->threads > 1 && j.batch >= 2 && step_flops >= (1 << 20)) {
+        /* one direction: split each step's batch over the threads (a pool round per step pays off here) */
+        dir_init(&j, 0);
+        int64_t grain = (j.batch + ctx->threads - 1) / ctx->threads;
+        for (int64_t s = 0; s < j.seq; s++) {
+            step_arg a = {&j, 0, s};
+            cpu_parallel_for(ctx, j.batch, grain, step_task, &a);
+        }
+        dir_finish(&j, 0);
+    } else {
+        cpu_parallel_for(ctx, j.nd, 1, direction_task, &j);
+    }
     cpu_free(j.work);
     for (int i = 0; i < 3; i++)
         if (out_scratch[i]) {

@@ -5,6 +5,12 @@
  * float16 computes in float. */
 #include "cpu_internal.h"
 
+/* Let the branch-free clamps and selects below be if-converted and vectorized: netrun never enables FP
+ * traps, so assuming none changes no result. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
 enum { SM_SOFTMAX, SM_LOG, SM_HARD };
 
 #define BLK 128
@@ -16,38 +22,100 @@ typedef struct softmax_job {
     int64_t D, inner, nblk;
 } softmax_job;
 
+/* exp for float, written branch-free so loops over it vectorize: Cephes' polynomial after reducing by
+ * n*ln2 (relative error ~2e-7). Inputs below -87 give ~1e-38 instead of a denormal; NaN stays NaN.
+ * (Also in reduce.c and rnn.c: cpu_internal.h is not ours to extend.) */
+static inline float fast_expf(float x) {
+    float c = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
+    float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
+    float r = c - n * 0.693359375f + n * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t bits = ((int32_t)n + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, 4);
+    return x != x ? x : p * scale;
+}
+
+/* Sum and max of a contiguous float row with independent lanes (vectorizes without -ffast-math). */
+static inline float row_sum(const float *x, int64_t n) {
+    float a[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++) a[l] += x[i + l];
+    float s = 0;
+    for (int l = 0; l < 16; l++) s += a[l];
+    for (; i < n; i++) s += x[i];
+    return s;
+}
+
+static inline float row_max(const float *x, int64_t n) {
+    float a[16];
+    for (int l = 0; l < 16; l++) a[l] = x[0];
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++) a[l] = x[i + l] > a[l] ? x[i + l] : a[l];
+    float m = a[0];
+    for (int l = 1; l < 16; l++) m = a[l] > m ? a[l] : m;
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+static inline double row_sum_d(const double *x, int64_t n) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += x[i];
+    return s;
+}
+static inline double row_max_d(const double *x, int64_t n) {
+    double m = x[0];
+    for (int64_t i = 1; i < n; i++) m = x[i] > m ? x[i] : m;
+    return m;
+}
+static inline float row_max_h(const uint16_t *x, int64_t n) {
+    float m = cpu_half_to_float(x[0]);
+    for (int64_t i = 1; i < n; i++) {
+        float v = cpu_half_to_float(x[i]);
+        m = v > m ? v : m;
+    }
+    return m;
+}
+static inline float row_sum_h(const uint16_t *x, int64_t n) { (void)x, (void)n; return 0; } /* unused: not SAME */
+
 #define ID(x) (x)
 #define ST_HALF(a) cpu_float_to_half(a)
 
 /* T stored, F compute type. SAME: T and F are the same type (exp stored in y, then scaled). */
-#define DEFINE_SOFTMAX(S, T, F, LOAD, STORE, EXP_, LOG_, SAME)                                                \
+#define DEFINE_SOFTMAX(S, T, F, LOAD, STORE, EXP_, LOG_, SAME, ROWSUM, ROWMAX)                               \
     static void range_rows_##S(void *arg, int64_t b, int64_t e) {                                             \
         const softmax_job *j = arg;                                                                           \
         const int64_t D = j->D;                                                                               \
         for (int64_t row = b; row < e; row++) {                                                               \
             const T *x = (const T *)j->x + row * D;                                                           \
             T *y = (T *)j->y + row * D;                                                                       \
-            F mx = LOAD(x[0]);                                                                                \
-            int64_t amax = 0;                                                                                 \
-            for (int64_t i = 1; i < D; i++) {                                                                 \
-                F v = LOAD(x[i]);                                                                             \
-                if (v > mx) { mx = v; amax = i; }                                                            \
-            }                                                                                                 \
             if (j->kind == SM_HARD) {                                                                         \
+                F mx = LOAD(x[0]);                                                                            \
+                int64_t amax = 0;                                                                             \
+                for (int64_t i = 1; i < D; i++) {                                                             \
+                    F v = LOAD(x[i]);                                                                         \
+                    if (v > mx) { mx = v; amax = i; }                                                        \
+                }                                                                                             \
                 for (int64_t i = 0; i < D; i++) y[i] = STORE((F)(i == amax));                                 \
                 continue;                                                                                     \
             }                                                                                                 \
+            F mx = ROWMAX(x, D);                                                                              \
             F sum = 0;                                                                                        \
             if (j->kind == SM_LOG) {                                                                          \
                 for (int64_t i = 0; i < D; i++) sum += EXP_(LOAD(x[i]) - mx);                                 \
                 F sub = mx + LOG_(sum);                                                                       \
                 for (int64_t i = 0; i < D; i++) y[i] = STORE(LOAD(x[i]) - sub);                               \
             } else if (SAME) {                                                                                \
-                for (int64_t i = 0; i < D; i++) {                                                             \
-                    F v = EXP_(LOAD(x[i]) - mx);                                                              \
-                    y[i] = STORE(v);                                                                          \
-                    sum += v;                                                                                 \
-                }                                                                                             \
+                for (int64_t i = 0; i < D; i++) y[i] = STORE(EXP_(LOAD(x[i]) - mx));                          \
+                sum = ROWSUM(y, D);                                                                               \
                 F inv = (F)1 / sum;                                                                           \
                 for (int64_t i = 0; i < D; i++) y[i] = STORE(LOAD(y[i]) * inv);                               \
             } else {                                                                                          \
@@ -78,6 +146,18 @@ typedef struct softmax_job {
                     for (int64_t k = 0; k < n; k++) y[r * j->inner + k] = STORE((F)(am[k] == r));             \
                 continue;                                                                                     \
             }                                                                                                 \
+            if (SAME && j->kind == SM_SOFTMAX) {                                                              \
+                for (int64_t r = 0; r < j->D; r++)                                                            \
+                    for (int64_t k = 0; k < n; k++) {                                                         \
+                        F v = EXP_(LOAD(x[r * j->inner + k]) - mx[k]);                                        \
+                        y[r * j->inner + k] = STORE(v);                                                       \
+                        sum[k] += v;                                                                          \
+                    }                                                                                         \
+                for (int64_t k = 0; k < n; k++) sum[k] = (F)1 / sum[k];                                       \
+                for (int64_t r = 0; r < j->D; r++)                                                            \
+                    for (int64_t k = 0; k < n; k++) y[r * j->inner + k] = STORE(LOAD(y[r * j->inner + k]) * sum[k]); \
+                continue;                                                                                     \
+            }                                                                                                 \
             for (int64_t r = 0; r < j->D; r++)                                                                \
                 for (int64_t k = 0; k < n; k++) sum[k] += EXP_(LOAD(x[r * j->inner + k]) - mx[k]);            \
             if (j->kind == SM_LOG) {                                                                          \
@@ -93,9 +173,9 @@ typedef struct softmax_job {
         }                                                                                                     \
     }
 
-DEFINE_SOFTMAX(f32, float, float, ID, ID, expf, logf, 1)
-DEFINE_SOFTMAX(f64, double, double, ID, ID, exp, log, 1)
-DEFINE_SOFTMAX(f16, uint16_t, float, cpu_half_to_float, ST_HALF, expf, logf, 0)
+DEFINE_SOFTMAX(f32, float, float, ID, ID, fast_expf, logf, 1, row_sum, row_max)
+DEFINE_SOFTMAX(f64, double, double, ID, ID, exp, log, 1, row_sum_d, row_max_d)
+DEFINE_SOFTMAX(f16, uint16_t, float, cpu_half_to_float, ST_HALF, fast_expf, logf, 0, row_sum_h, row_max_h)
 
 static netrun_status softmax_run(cpu_context *ctx, const netrun_kernel_args *args, int kind) {
     const netrun_softmax_params *p = args->params;

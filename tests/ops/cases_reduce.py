@@ -93,6 +93,11 @@ for op in ["ArgMax", "ArgMin"]:
             CASES.append(case(f"{op}_ties_ax{axis}_last{last}", op, [ties],
                               attrs={"axis": axis, "select_last_index": last}, opset=12))
     CASES.append(case(f"{op}_default_axis_opset11", op, [x], opset=11))
+    # long contiguous lines (the lane path) with ties, first and last index
+    long_ties = np.round(rand(6, 1000, low=-4, high=4, seed=14)).astype(np.float32)
+    for last in [0, 1]:
+        CASES.append(case(f"{op}_long_ties_last{last}", op, [long_ties], attrs={"axis": -1, "select_last_index": last},
+                          opset=13))
     for dt in [np.float16, np.float64, np.int64, np.uint8, np.int8]:
         xd = rand(5, 7, dtype=dt, low=0 if dt == np.uint8 else -50, high=50, seed=13)
         CASES.append(case(f"{op}_{np.dtype(dt).name}", op, [xd], attrs={"axis": 1}, opset=13))

@@ -75,6 +75,16 @@ for op in ["LSTM", "GRU", "RNN"]:
     CASES.append(rnn_case(f"{op}_opset7", op, opset=7, direction="bidirectional", seed=14))
     CASES.append(rnn_case(f"{op}_f16", op, dtype=np.float16, init_h=True, seed=15, rtol=1e-2, atol=1e-2))
 
+# one direction with steps large enough to split the batch over threads
+CASES.append(rnn_case("LSTM_split_steps", "LSTM", seq=4, batch=16, inp=20, hidden=128, init_h=True, init_c=True,
+                      lens=[4, 3, 2, 1] * 4, peep=True, seed=33, rtol=1e-3, atol=1e-4))
+CASES.append(rnn_case("GRU_split_steps", "GRU", seq=4, batch=16, inp=20, hidden=150, direction="reverse",
+                      lens=[1, 2, 3, 4] * 4, seed=34, rtol=1e-3, atol=1e-4))
+CASES.append(rnn_case("GRU_lbr_split_steps", "GRU", seq=3, batch=16, inp=20, hidden=150, linear_before_reset=1,
+                      seed=35, rtol=1e-3, atol=1e-4))
+CASES.append(rnn_case("RNN_split_steps", "RNN", seq=4, batch=32, inp=10, hidden=200, init_h=True, seed=36,
+                      rtol=1e-3, atol=1e-4))
+
 # activations with alpha/beta
 CASES.append(rnn_case("LSTM_acts", "LSTM", activations=["HardSigmoid", "Tanh", "Softsign"],
                       activation_alpha=[0.3], activation_beta=[0.4], seed=20))
