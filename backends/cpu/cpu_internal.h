@@ -104,6 +104,38 @@ static inline uint16_t cpu_float_to_bf16(float f) {
     return (uint16_t)(x >> 16);
 }
 
+/* expf that the compiler can vectorize (Cephes polynomial, ~1 ulp): libm's expf is a scalar call. The
+ * scale 2^n is applied in two halves so that results run smoothly into subnormals and infinity. NaN stays
+ * NaN (no float->int conversion of the input happens). */
+static inline float cpu_expf(float x) {
+    /* Clamp to [-104, 89] by bit masks: GCC keeps float selects as branches (trapping math) and would not
+     * vectorize. NaN compares false both ways and passes through. */
+    uint32_t xb, mlo = 0u - (uint32_t)(x < -104.0f), mhi = 0u - (uint32_t)(x > 89.0f);
+    const uint32_t lob = 0xC2D00000u, hib = 0x42B20000u; /* -104.0f, 89.0f */
+    memcpy(&xb, &x, 4);
+    xb = (xb & ~(mlo | mhi)) | (lob & mlo) | (hib & mhi);
+    memcpy(&x, &xb, 4);
+    const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer in the low bits */
+    float t = x * 1.44269504088896341f + magic;
+    float nf = t - magic;
+    uint32_t tb;
+    memcpy(&tb, &t, 4);
+    int32_t n = (int32_t)(tb - 0x4B400000u);
+    float r = x - nf * 0.693359375f + nf * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t n1 = n / 2, n2 = n - n1;
+    uint32_t b1 = (uint32_t)(n1 + 127) << 23, b2 = (uint32_t)(n2 + 127) << 23;
+    float s1, s2;
+    memcpy(&s1, &b1, 4);
+    memcpy(&s2, &b2, 4);
+    return p * s1 * s2;
+}
 /* Every dtype the byte-moving kernels (copies, gathers, pads...) serve. */
 #define CPU_ALL_DTYPES                                                                                          \
     (NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT8) |                              \

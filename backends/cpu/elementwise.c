@@ -260,38 +260,8 @@ typedef void (*un_fn)(void *y, const void *x, int64_t n, const netrun_unary_para
 #define F_u64(fn) fn
 #define F_b(fn) fn
 
-/* expf that the compiler can vectorize (Cephes polynomial, ~1 ulp): libm's expf is a scalar call. The
- * scale 2^n is applied in two halves so that results run smoothly into subnormals and infinity. NaN stays
- * NaN (no float->int conversion of the input happens). */
-static inline float fexpf(float x) {
-    /* Clamp to [-104, 89] by bit masks: GCC keeps float selects as branches (trapping math) and would not
-     * vectorize. NaN compares false both ways and passes through. */
-    uint32_t xb, mlo = 0u - (uint32_t)(x < -104.0f), mhi = 0u - (uint32_t)(x > 89.0f);
-    const uint32_t lob = 0xC2D00000u, hib = 0x42B20000u; /* -104.0f, 89.0f */
-    memcpy(&xb, &x, 4);
-    xb = (xb & ~(mlo | mhi)) | (lob & mlo) | (hib & mhi);
-    memcpy(&x, &xb, 4);
-    const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer in the low bits */
-    float t = x * 1.44269504088896341f + magic;
-    float nf = t - magic;
-    uint32_t tb;
-    memcpy(&tb, &t, 4);
-    int32_t n = (int32_t)(tb - 0x4B400000u);
-    float r = x - nf * 0.693359375f + nf * 2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    int32_t n1 = n / 2, n2 = n - n1;
-    uint32_t b1 = (uint32_t)(n1 + 127) << 23, b2 = (uint32_t)(n2 + 127) << 23;
-    float s1, s2;
-    memcpy(&s1, &b1, 4);
-    memcpy(&s2, &b2, 4);
-    return p * s1 * s2;
-}
+/* fexp / fexpf: exp by dtype for the F(...) name mapping below; the float one vectorizes (cpu_internal.h). */
+static inline float fexpf(float x) { return cpu_expf(x); }
 static inline double fexp(double x) { return exp(x); }
 
 #define U_RELU(T, F) x < 0 ? (T)0 : x

@@ -32,33 +32,14 @@ typedef struct rnn_job {
     int64_t xw_tasks_per_dir;
 } rnn_job;
 
-/* exp for float, branch-free so the gate loops vectorize: Cephes' polynomial after reducing by n*ln2
- * (relative error ~1e-7; below -87 it gives ~1e-38 instead of a denormal). Same as in softmax.c. */
-static inline float fast_expf(float x) {
-    float c = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
-    float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
-    float r = c - n * 0.693359375f + n * 2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    int32_t bits = ((int32_t)n + 127) << 23;
-    float scale;
-    memcpy(&scale, &bits, 4);
-    return x != x ? x : p * scale;
-}
-
 static void act_apply(netrun_activation a, float alpha, float beta, float *v, int64_t n) {
     switch (a) {
     case NETRUN_ACT_RELU: for (int64_t i = 0; i < n; i++) v[i] = v[i] > 0.f ? v[i] : 0.f; break;
     case NETRUN_ACT_TANH: /* 2 / (1 + e^-2x) - 1: absolute error ~1e-7 */
-        for (int64_t i = 0; i < n; i++) v[i] = 2.f / (1.f + fast_expf(-2.f * v[i])) - 1.f;
+        for (int64_t i = 0; i < n; i++) v[i] = 2.f / (1.f + cpu_expf(-2.f * v[i])) - 1.f;
         break;
     case NETRUN_ACT_SIGMOID:
-        for (int64_t i = 0; i < n; i++) v[i] = 1.f / (1.f + fast_expf(-v[i]));
+        for (int64_t i = 0; i < n; i++) v[i] = 1.f / (1.f + cpu_expf(-v[i]));
         break;
     case NETRUN_ACT_AFFINE: for (int64_t i = 0; i < n; i++) v[i] = alpha * v[i] + beta; break;
     case NETRUN_ACT_LEAKY_RELU: for (int64_t i = 0; i < n; i++) v[i] = v[i] >= 0.f ? v[i] : alpha * v[i]; break;

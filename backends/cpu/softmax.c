@@ -22,26 +22,6 @@ typedef struct softmax_job {
     int64_t D, inner, nblk;
 } softmax_job;
 
-/* exp for float, written branch-free so loops over it vectorize: Cephes' polynomial after reducing by
- * n*ln2 (relative error ~2e-7). Inputs below -87 give ~1e-38 instead of a denormal; NaN stays NaN.
- * (Also in reduce.c and rnn.c: cpu_internal.h is not ours to extend.) */
-static inline float fast_expf(float x) {
-    float c = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
-    float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
-    float r = c - n * 0.693359375f + n * 2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    int32_t bits = ((int32_t)n + 127) << 23;
-    float scale;
-    memcpy(&scale, &bits, 4);
-    return x != x ? x : p * scale;
-}
-
 /* Sum and max of a contiguous float row with independent lanes (vectorizes without -ffast-math). */
 static inline float row_sum(const float *x, int64_t n) {
     float a[16] = {0};
@@ -173,9 +153,9 @@ static inline float row_sum_h(const uint16_t *x, int64_t n) { (void)x, (void)n; 
         }                                                                                                     \
     }
 
-DEFINE_SOFTMAX(f32, float, float, ID, ID, fast_expf, logf, 1, row_sum, row_max)
+DEFINE_SOFTMAX(f32, float, float, ID, ID, cpu_expf, logf, 1, row_sum, row_max)
 DEFINE_SOFTMAX(f64, double, double, ID, ID, exp, log, 1, row_sum_d, row_max_d)
-DEFINE_SOFTMAX(f16, uint16_t, float, cpu_half_to_float, ST_HALF, fast_expf, logf, 0, row_sum_h, row_max_h)
+DEFINE_SOFTMAX(f16, uint16_t, float, cpu_half_to_float, ST_HALF, cpu_expf, logf, 0, row_sum_h, row_max_h)
 
 static netrun_status softmax_run(cpu_context *ctx, const netrun_kernel_args *args, int kind) {
     const netrun_softmax_params *p = args->params;

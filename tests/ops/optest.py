@@ -51,7 +51,22 @@ def node_case(name, op_type, inputs, outputs=1, attrs=None, initializers=None, o
     opsets = [helper.make_opsetid("", opset)]
     model = helper.make_model(graph, opset_imports=opsets, producer_name="netrun-tests")
     model.ir_version = 8
+    fix_output_types(model)
     return Case(name, model, feeds, rtol=rtol, atol=atol)
+
+
+def fix_output_types(model):
+    """node_case declares outputs without a type, which onnxruntime refuses: fill in the element types from
+    onnx shape inference (shapes stay undeclared so netrun infers them itself)."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:
+        return model
+    types = {v.name: v.type.tensor_type.elem_type for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
+    for out in model.graph.output:
+        if out.type.tensor_type.elem_type == 0 and types.get(out.name):
+            out.type.tensor_type.elem_type = types[out.name]
+    return model
 
 
 def rand(*shape, dtype=np.float32, low=-1.0, high=1.0, seed=None):

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "cli.h"
+#include "json.h"
 
 #define JSON_MAX_DEPTH ((int)(sizeof(((cli_json *)0)->first) / sizeof(int)))
 
