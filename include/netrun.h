@@ -162,7 +162,8 @@ NETRUN_API const char *netrun_status_string(netrun_status status);
 NETRUN_API const char *netrun_last_error(void);
 /* Name of a dtype ("float32", "int64", ...). */
 NETRUN_API const char *netrun_dtype_name(netrun_dtype dtype);
-/* Bytes per element of a dtype (0 for string/sub-byte/undefined). */
+/* Bytes per element of a dtype as netrun stores it (0 for string and undefined). int4/uint4 are stored
+ * unpacked, one element per byte (sign-extended for int4), so their size is 1. */
 NETRUN_API size_t netrun_dtype_size(netrun_dtype dtype);
 
 /* Number of backend plugins found (loading them on first call). */

@@ -15,8 +15,8 @@ static const struct {
     [NETRUN_DTYPE_COMPLEX64] = {"complex64", 8}, [NETRUN_DTYPE_COMPLEX128] = {"complex128", 16},
     [NETRUN_DTYPE_BFLOAT16] = {"bfloat16", 2},   [NETRUN_DTYPE_FLOAT8E4M3FN] = {"float8e4m3fn", 1},
     [NETRUN_DTYPE_FLOAT8E4M3FNUZ] = {"float8e4m3fnuz", 1}, [NETRUN_DTYPE_FLOAT8E5M2] = {"float8e5m2", 1},
-    [NETRUN_DTYPE_FLOAT8E5M2FNUZ] = {"float8e5m2fnuz", 1}, [NETRUN_DTYPE_UINT4] = {"uint4", 0},
-    [NETRUN_DTYPE_INT4] = {"int4", 0},
+    [NETRUN_DTYPE_FLOAT8E5M2FNUZ] = {"float8e5m2fnuz", 1}, [NETRUN_DTYPE_UINT4] = {"uint4", 1},
+    [NETRUN_DTYPE_INT4] = {"int4", 1},
 };
 
 const char *netrun_dtype_name(netrun_dtype t) {

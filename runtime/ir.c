@@ -167,9 +167,7 @@ nr_tensor *nr_tensor_new(netrun_dtype dtype, int rank, const int64_t *dims) {
         return NULL;
     }
     int64_t count = nr_shape_count(rank, dims);
-    size_t esize = dtype == NETRUN_DTYPE_STRING ? sizeof(char *)
-                   : (dtype == NETRUN_DTYPE_INT4 || dtype == NETRUN_DTYPE_UINT4) ? 1
-                                                                                 : netrun_dtype_size(dtype);
+    size_t esize = dtype == NETRUN_DTYPE_STRING ? sizeof(char *) : netrun_dtype_size(dtype);
     size_t bytes;
     if (count < 0 || count == INT64_MAX || !esize || !nr_mul_size((size_t)count, esize, &bytes)) {
         nr_error(NETRUN_ERR_INVALID_MODEL, "tensor of dtype %s has an invalid or too large shape",

@@ -18,7 +18,6 @@ size_t nr_desc_bytes(const netrun_value_desc *d) {
     if (d->rank < 0) return 0;
     int64_t n = nr_shape_count(d->rank, d->dims);
     size_t es = netrun_dtype_size(d->dtype), bytes;
-    if (d->dtype == NETRUN_DTYPE_INT4 || d->dtype == NETRUN_DTYPE_UINT4) es = 1;
     if (n < 0 || !nr_mul_size((size_t)n, es, &bytes)) return 0;
     return bytes;
 }

@@ -216,8 +216,8 @@ netrun_status netrun_session_set_input(netrun_session *s, const char *name, netr
     /* A new shape invalidates the prepared plan (shapes, memory, algorithms). */
     int same_shape = in->set && in->rank == rank && !memcmp(in->dims, dims, sizeof(int64_t) * (size_t)rank);
     if (s->prepared && !same_shape && !s->dynamic) nr_session_unprepare(s);
-    if (need > in->cap) {
-        void *p = nr_aligned_alloc(need, 64);
+    if (need > in->cap || !in->data) { /* never NULL, even for empty tensors: a zero-size value is known */
+        void *p = nr_aligned_alloc(need ? need : 1, 64);
         if (!p) {
             nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory for input '%s' (%zu bytes)", name, need);
             return FAIL(s, NETRUN_ERR_OUT_OF_MEMORY);

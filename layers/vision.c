@@ -1,0 +1,6 @@
+/* Op family: vision (definitions: attribute parsing, validation, shape inference). */
+#include "layer.h"
+
+const nr_layer nr_layers_vision[] = {
+    {0},
+};
