@@ -428,6 +428,14 @@ static netrun_status infer_all(netrun_session *s) {
             continue;
         }
         sn->dynamic = dyn_in;
+        /* A node inferred only at run time still gets its parsed attributes for placement (Cast's `to`...). */
+        if (dyn_in && nd->layer->params_size) memcpy(sn->params, nd->params, nd->layer->params_size);
+        int guess_rank = 1;
+        for (int i = 0; i < nd->n_inputs; i++)
+            if (nd->inputs[i] >= 0 && s->values[nd->inputs[i]].desc.rank >= 0) {
+                guess_rank = s->values[nd->inputs[i]].desc.rank;
+                break;
+            }
         for (int o = 0; o < nd->n_outputs; o++) {
             int v = nd->outputs[o];
             if (v < 0) continue;
@@ -437,7 +445,8 @@ static netrun_status infer_all(netrun_session *s) {
                 sv->dynamic = 1;
                 sv->desc.name = g->values[v].name;
                 sv->desc.dtype = g->values[v].dtype ? g->values[v].dtype : guess_dtype(s, nd);
-                sv->desc.rank = g->values[v].rank;
+                /* rank -1 means "absent" to backends: use the declared rank, else a guess (dims stay -1) */
+                sv->desc.rank = g->values[v].rank >= 0 ? g->values[v].rank : guess_rank;
                 for (int d = 0; d < NETRUN_MAX_RANK; d++) sv->desc.dims[d] = -1;
                 continue;
             }
@@ -465,7 +474,11 @@ static netrun_status place_all(netrun_session *s) {
         nr_snode *sn = &s->snodes[k];
         if (sn->slot == -1) continue;
         const nr_node *nd = &g->nodes[sn->node];
-        if (sn->dynamic) gather_descs(s, sn, 0);
+        if (sn->dynamic) { /* descs as far as known before the run: dims -1, dtypes and ranks guessed */
+            gather_descs(s, sn, 0);
+            for (int o = 0; o < nd->n_outputs; o++)
+                if (nd->outputs[o] >= 0) sn->out_desc[o] = s->values[nd->outputs[o]].desc;
+        }
         netrun_node_desc desc = {.struct_size = sizeof desc, .name = nd->name, .op_type = nd->op_type,
                                  .domain = nd->domain, .opset = nd->opset, .params = sn->params,
                                  .params_size = nd->layer->params_size, .n_inputs = nd->n_inputs,
@@ -686,9 +699,8 @@ static netrun_status create_kernels(netrun_session *s) {
         const nr_node *nd = &g->nodes[sn->node];
         nr_slot *sl = &s->slots[sn->slot];
         gather_descs(s, sn, 0);
-        if (!sn->dynamic)
-            for (int o = 0; o < nd->n_outputs; o++)
-                if (nd->outputs[o] >= 0) sn->out_desc[o] = s->values[nd->outputs[o]].desc;
+        for (int o = 0; o < nd->n_outputs; o++)
+            if (nd->outputs[o] >= 0) sn->out_desc[o] = s->values[nd->outputs[o]].desc;
         netrun_node_desc desc = {.struct_size = sizeof desc, .name = nd->name, .op_type = nd->op_type,
                                  .domain = nd->domain, .opset = nd->opset, .params = sn->params,
                                  .params_size = nd->layer->params_size, .n_inputs = nd->n_inputs,
