@@ -26,7 +26,8 @@ typedef struct nr_layer_ctx nr_layer_ctx;
 
 enum {
     NR_LAYER_NO_FOLD = 1u << 0,     /* never fold to a constant at prepare (random ops) */
-    NR_LAYER_VIEW = 1u << 1         /* output 0 has input 0's bytes in another shape (Reshape, Squeeze...) */
+    NR_LAYER_VIEW = 1u << 1,        /* output 0 has input 0's bytes in another shape (Reshape, Squeeze...) */
+    NR_LAYER_CONTROL_FLOW = 1u << 2 /* run by the runtime itself on its subgraphs (If, Loop, Scan) */
 };
 
 typedef struct nr_layer {
@@ -34,7 +35,8 @@ typedef struct nr_layer {
     const char *domain;             /* "" = default ONNX domain */
     int min_opset;                  /* the first opset version of this op we implement */
     size_t params_size;             /* sizeof the params struct (0 = none) */
-    /* Parse and validate attributes into params (zeroed before). Runs once at load. May be NULL. */
+    /* Parse and validate attributes into params (zeroed before). Runs once at load. May be NULL. Input and
+     * output counts and names are known then, shapes not (rank -1). */
     netrun_status (*parse)(nr_layer_ctx *c, void *params);
     /* Infer outputs and complete params, see the contract above. */
     netrun_status (*infer)(nr_layer_ctx *c, void *params);
@@ -62,6 +64,8 @@ netrun_status nr_attr_ints(const nr_layer_ctx *c, const char *name, const int64_
 netrun_status nr_attr_floats(const nr_layer_ctx *c, const char *name, const float **out, int64_t *n);
 netrun_status nr_attr_strings(const nr_layer_ctx *c, const char *name, char *const **out, int64_t *n);
 netrun_status nr_attr_tensor(const nr_layer_ctx *c, const char *name, const nr_tensor **out);
+/* Graph attribute (subgraph of control flow); *out is NULL when absent. */
+netrun_status nr_attr_graph(const nr_layer_ctx *c, const char *name, const nr_graph **out);
 
 /* Inputs (infer only). nr_in(c, i) is never NULL for i < nr_in_count; absent inputs have rank -1. */
 int nr_in_count(const nr_layer_ctx *c);

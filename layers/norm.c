@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "layer.h"
+#include "loss_params.h"
 
 #define TRY(x)                                   \
     do {                                         \
@@ -148,9 +149,127 @@ static netrun_status ln_infer(nr_layer_ctx *c, void *params) {
     return NETRUN_OK;
 }
 
+/* ---- GroupNormalization (opset 18: scale/bias per group; opset 21: per channel) ---- */
+
+static netrun_status gn_parse(nr_layer_ctx *c, void *params) {
+    netrun_norm_params *p = params;
+    TRY(read_epsilon(c, p));
+    if (!nr_attr_has(c, "num_groups")) return nr_layer_error(c, "attribute num_groups is required");
+    TRY(nr_attr_int(c, "num_groups", 0, &p->num_groups));
+    if (p->num_groups < 1) return nr_layer_error(c, "num_groups = %lld must be >= 1", (long long)p->num_groups);
+    int64_t stash;
+    TRY(nr_attr_int(c, "stash_type", 1, &stash));
+    if (stash != NETRUN_DTYPE_FLOAT && stash != NETRUN_DTYPE_DOUBLE && stash != NETRUN_DTYPE_FLOAT16 &&
+        stash != NETRUN_DTYPE_BFLOAT16)
+        return nr_layer_error(c, "stash_type %lld is not a floating-point type", (long long)stash);
+    return NETRUN_OK;
+}
+
+static netrun_status gn_infer(nr_layer_ctx *c, void *params) {
+    netrun_norm_params *p = params;
+    if (nr_in_count(c) < 3 || !nr_in_present(c, 1) || !nr_in_present(c, 2))
+        return nr_layer_error(c, "needs inputs X, scale and bias");
+    TRY(nr_check_dtype(c, 0, NR_DTYPES_FLOAT));
+    TRY(nr_check_same_dtype(c, 0, 1));
+    TRY(nr_check_same_dtype(c, 0, 2));
+    const netrun_value_desc *x = nr_in(c, 0);
+    if (x->rank < 2) return nr_layer_error(c, "X has rank %d; expected [N, C, ...]", x->rank);
+    int64_t ch = x->dims[1], g = p->num_groups;
+    if (ch % g) return nr_layer_error(c, "the %lld channels do not split into num_groups = %lld groups", (long long)ch,
+                                      (long long)g);
+    int64_t want = nr_opset(c) >= 21 ? ch : g;
+    for (int i = 1; i < 3; i++) {
+        const netrun_value_desc *v = nr_in(c, i);
+        if (v->rank != 1 || v->dims[0] != want)
+            return nr_layer_error(c, "%s must be 1-D with %lld values (one per %s)", i == 1 ? "scale" : "bias",
+                                  (long long)want, nr_opset(c) >= 21 ? "channel" : "group");
+    }
+    nr_out_set(c, 0, x->dtype, x->rank, x->dims);
+    return NETRUN_OK;
+}
+
+/* ---- MeanVarianceNormalization: axes in netrun_reduce_params ---- */
+
+static netrun_status mvn_infer(nr_layer_ctx *c, void *params) {
+    netrun_reduce_params *p = params;
+    TRY(nr_check_dtype(c, 0, NR_DTYPES_FLOAT));
+    const netrun_value_desc *x = nr_in(c, 0);
+    const int64_t *axes;
+    int64_t n;
+    static const int64_t def_axes[3] = {0, 2, 3};
+    TRY(nr_attr_ints(c, "axes", &axes, &n));
+    if (!nr_attr_has(c, "axes")) {
+        axes = def_axes;
+        n = 3;
+    }
+    if (n > x->rank) return nr_layer_error(c, "axes has %lld values for an input of rank %d", (long long)n, x->rank);
+    int seen[NETRUN_MAX_RANK] = {0};
+    for (int64_t i = 0; i < n; i++) {
+        int a;
+        TRY(nr_resolve_axis(c, axes[i], x->rank, 0, &a));
+        if (seen[a]) return nr_layer_error(c, "axis %lld appears twice in axes", (long long)axes[i]);
+        seen[a] = 1;
+    }
+    p->n_axes = 0;
+    for (int a = 0; a < x->rank; a++)
+        if (seen[a]) p->axes[p->n_axes++] = a;
+    p->keepdims = 1;
+    nr_out_set(c, 0, x->dtype, x->rank, x->dims);
+    return NETRUN_OK;
+}
+
+/* ---- LpNormalization ---- */
+
+static netrun_status lpn_parse(nr_layer_ctx *c, void *params) {
+    netrun_lpnorm_params *p = params;
+    int64_t pv;
+    TRY(nr_attr_int(c, "p", 2, &pv));
+    if (pv != 1 && pv != 2) return nr_layer_error(c, "p = %lld; only 1 and 2 are defined", (long long)pv);
+    p->p = pv;
+    return NETRUN_OK;
+}
+
+static netrun_status lpn_infer(nr_layer_ctx *c, void *params) {
+    netrun_lpnorm_params *p = params;
+    TRY(nr_check_dtype(c, 0, NR_DTYPES_FLOAT));
+    const netrun_value_desc *x = nr_in(c, 0);
+    if (x->rank < 1) return nr_layer_error(c, "input must have rank >= 1, got a scalar");
+    int64_t axis;
+    TRY(nr_attr_int(c, "axis", -1, &axis));
+    TRY(nr_resolve_axis(c, axis, x->rank, 0, &p->axis));
+    nr_out_set(c, 0, x->dtype, x->rank, x->dims);
+    return NETRUN_OK;
+}
+
+/* ---- LRN ---- */
+
+static netrun_status lrn_parse(nr_layer_ctx *c, void *params) {
+    netrun_lrn_params *p = params;
+    if (!nr_attr_has(c, "size")) return nr_layer_error(c, "attribute size is required");
+    TRY(nr_attr_int(c, "size", 1, &p->size));
+    if (p->size < 1) return nr_layer_error(c, "size = %lld must be >= 1", (long long)p->size);
+    TRY(nr_attr_float(c, "alpha", 1e-4f, &p->alpha));
+    TRY(nr_attr_float(c, "beta", 0.75f, &p->beta));
+    TRY(nr_attr_float(c, "bias", 1.0f, &p->bias));
+    return NETRUN_OK;
+}
+
+static netrun_status lrn_infer(nr_layer_ctx *c, void *params) {
+    (void)params;
+    TRY(nr_check_dtype(c, 0, NR_DTYPES_FLOAT));
+    const netrun_value_desc *x = nr_in(c, 0);
+    if (x->rank < 3) return nr_layer_error(c, "X has rank %d; expected [N, C, D1, ...] (rank >= 3)", x->rank);
+    nr_out_set(c, 0, x->dtype, x->rank, x->dims);
+    return NETRUN_OK;
+}
+
 const nr_layer nr_layers_norm[] = {
     {"BatchNormalization", "", 1, sizeof(netrun_norm_params), bn_parse, bn_infer, 0},
     {"InstanceNormalization", "", 1, sizeof(netrun_norm_params), in_parse, in_infer, 0},
     {"LayerNormalization", "", 17, sizeof(netrun_norm_params), ln_parse, ln_infer, 0},
+    {"GroupNormalization", "", 18, sizeof(netrun_norm_params), gn_parse, gn_infer, 0},
+    {"MeanVarianceNormalization", "", 9, sizeof(netrun_reduce_params), NULL, mvn_infer, 0},
+    {"LpNormalization", "", 1, sizeof(netrun_lpnorm_params), lpn_parse, lpn_infer, 0},
+    {"LRN", "", 1, sizeof(netrun_lrn_params), lrn_parse, lrn_infer, 0},
     {0},
 };

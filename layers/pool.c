@@ -125,6 +125,32 @@ static netrun_status pool_infer_common(nr_layer_ctx *c, netrun_pool_params *p, i
 }
 
 static netrun_status maxpool_infer(nr_layer_ctx *c, void *params) { return pool_infer_common(c, params, 1); }
+
+/* LpPool: the average pool's geometry plus p (opset < 11 had a float p; its value is used as an integer). */
+static netrun_status lp_read_p(const nr_layer_ctx *c, netrun_pool_params *p) {
+    int64_t v = 2;
+    if (nr_opset(c) < 11 && nr_attr_has(c, "p")) {
+        float f;
+        TRY(nr_attr_float(c, "p", 2.0f, &f));
+        if (!(f >= 1.0f && f <= 1e6f) || f != (float)(int64_t)f)
+            return nr_layer_error(c, "p = %g must be a positive integer", (double)f);
+        v = (int64_t)f;
+    } else {
+        TRY(nr_attr_int(c, "p", 2, &v));
+    }
+    if (v < 1) return nr_layer_error(c, "p = %lld must be >= 1", (long long)v);
+    p->p = v;
+    return NETRUN_OK;
+}
+
+static netrun_status lppool_parse(nr_layer_ctx *c, void *params) {
+    TRY(pool_resolve(c, params, 0, NULL, NULL));
+    return lp_read_p(c, params);
+}
+static netrun_status lppool_infer(nr_layer_ctx *c, void *params) {
+    TRY(pool_infer_common(c, params, 0));
+    return lp_read_p(c, params);
+}
 static netrun_status avgpool_infer(nr_layer_ctx *c, void *params) { return pool_infer_common(c, params, 0); }
 
 static netrun_status global_infer(nr_layer_ctx *c, void *params) {
@@ -142,6 +168,7 @@ static netrun_status global_infer(nr_layer_ctx *c, void *params) {
 const nr_layer nr_layers_pool[] = {
     {"MaxPool", "", 1, sizeof(netrun_pool_params), maxpool_parse, maxpool_infer, 0},
     {"AveragePool", "", 1, sizeof(netrun_pool_params), avgpool_parse, avgpool_infer, 0},
+    {"LpPool", "", 2, sizeof(netrun_pool_params), lppool_parse, lppool_infer, 0},
     {"GlobalAveragePool", "", 1, 0, NULL, global_infer, 0},
     {"GlobalMaxPool", "", 1, 0, NULL, global_infer, 0},
     {0},

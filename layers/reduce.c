@@ -78,8 +78,9 @@ static void reduced_shape(const netrun_value_desc *x, const netrun_reduce_params
     *rank = r;
 }
 
-static netrun_status reduce_infer_common(nr_layer_ctx *c, netrun_reduce_params *p, int axes_input_opset) {
-    netrun_status st = nr_check_dtype(c, 0, NR_DTYPES_NUMERIC);
+static netrun_status reduce_infer_common(nr_layer_ctx *c, netrun_reduce_params *p, int axes_input_opset,
+                                         uint64_t dtypes) {
+    netrun_status st = nr_check_dtype(c, 0, dtypes);
     if (st != NETRUN_OK) return st;
     const netrun_value_desc *x = nr_in(c, 0);
     int64_t raw[NETRUN_MAX_RANK];
@@ -125,9 +126,15 @@ static netrun_status reduce_infer_common(nr_layer_ctx *c, netrun_reduce_params *
     return NETRUN_OK;
 }
 
-static netrun_status reduce_infer_sum(nr_layer_ctx *c, void *params) { return reduce_infer_common(c, params, 13); }
+static netrun_status reduce_infer_sum(nr_layer_ctx *c, void *params) {
+    return reduce_infer_common(c, params, 13, NR_DTYPES_NUMERIC);
+}
+/* ReduceMax/ReduceMin also take bool (opset 20): any / all. */
+static netrun_status reduce_infer_minmax(nr_layer_ctx *c, void *params) {
+    return reduce_infer_common(c, params, 18, NR_DTYPES_NUMERIC | NETRUN_DTYPE_BIT(NETRUN_DTYPE_BOOL));
+}
 static netrun_status reduce_infer_other(nr_layer_ctx *c, void *params) {
-    return reduce_infer_common(c, params, 18);
+    return reduce_infer_common(c, params, 18, NR_DTYPES_NUMERIC);
 }
 
 /* ---- ArgMax / ArgMin: params.axes[0] holds the raw axis until infer ---- */
@@ -228,7 +235,7 @@ static netrun_status topk_infer(nr_layer_ctx *c, void *params) {
     return NETRUN_OK;
 }
 
-/* ---- CumSum: the axis is input 1 ---- */
+/* ---- CumSum, CumProd: the axis is input 1 ---- */
 
 static netrun_status cumsum_parse(nr_layer_ctx *c, void *params) {
     netrun_axis_params *p = params;
@@ -268,8 +275,8 @@ static netrun_status cumsum_infer(nr_layer_ctx *c, void *params) {
 const nr_layer nr_layers_reduce[] = {
     REDUCE_SUM("ReduceSum"),
     REDUCE("ReduceMean"),
-    REDUCE("ReduceMax"),
-    REDUCE("ReduceMin"),
+    {"ReduceMax", "", 1, sizeof(netrun_reduce_params), reduce_parse_other, reduce_infer_minmax, 0},
+    {"ReduceMin", "", 1, sizeof(netrun_reduce_params), reduce_parse_other, reduce_infer_minmax, 0},
     REDUCE("ReduceProd"),
     REDUCE("ReduceL1"),
     REDUCE("ReduceL2"),
@@ -280,5 +287,6 @@ const nr_layer nr_layers_reduce[] = {
     {"ArgMin", "", 1, sizeof(netrun_reduce_params), arg_parse, arg_infer, 0},
     {"TopK", "", 1, sizeof(netrun_topk_params), topk_parse, topk_infer, 0},
     {"CumSum", "", 11, sizeof(netrun_axis_params), cumsum_parse, cumsum_infer, 0},
+    {"CumProd", "", 26, sizeof(netrun_axis_params), cumsum_parse, cumsum_infer, 0},
     {0},
 };

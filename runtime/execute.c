@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "session.h"
+#include "control_flow.h"
 
 void nr_value_tensor(netrun_session *s, int v, int dom, netrun_tensor *t) {
     nr_svalue *sv = &s->values[v];
@@ -33,7 +33,7 @@ void nr_value_tensor(netrun_session *s, int v, int dom, netrun_tensor *t) {
 }
 
 /* Allocate (or reuse) a run-time buffer for a value whose shape is known only now. */
-static netrun_status dyn_alloc(netrun_session *s, int v, int dom) {
+netrun_status nr_dyn_alloc(netrun_session *s, int v, int dom) {
     nr_svalue *sv = &s->values[v];
     nr_place *p = &sv->place[dom];
     sv->nbytes = nr_desc_bytes(&sv->desc);
@@ -75,14 +75,14 @@ static netrun_status alloc_output(void *exec, int index, int rank, const int64_t
         if (dims[d] < 0) return nr_error(NETRUN_ERR_INTERNAL, "alloc_output: negative dim");
         sv->desc.dims[d] = dims[d];
     }
-    netrun_status st = dyn_alloc(a->s, v, a->dom);
+    netrun_status st = nr_dyn_alloc(a->s, v, a->dom);
     if (st != NETRUN_OK) return st;
     nr_value_tensor(a->s, v, a->dom, &a->sn->out_t[index]);
     return NETRUN_OK;
 }
 
 /* Host copy of a value produced on a device, for run-time inference that needs its value. */
-static netrun_status host_value(netrun_session *s, int v) {
+netrun_status nr_host_value(netrun_session *s, int v) {
     nr_svalue *sv = &s->values[v];
     if (sv->home == NR_HOST_DOMAIN || sv->is_const) return NETRUN_OK;
     if (sv->nbytes > sv->host_copy_size) {
@@ -106,7 +106,7 @@ static netrun_status run_dynamic_infer(netrun_session *s, nr_snode *sn, int dom)
     const nr_node *nd = &g->nodes[sn->node];
     for (int i = 0; i < nd->n_inputs; i++)
         if (nd->inputs[i] >= 0) {
-            netrun_status st = host_value(s, nd->inputs[i]);
+            netrun_status st = nr_host_value(s, nd->inputs[i]);
             if (st != NETRUN_OK) return st;
         }
     /* descs with host values: host-domain tensors are readable in place */
@@ -148,7 +148,7 @@ static netrun_status run_dynamic_infer(netrun_session *s, nr_snode *sn, int dom)
         sv->desc.name = g->values[v].name;
         if (nr_shape_count(sv->desc.rank, sv->desc.dims) < 0) continue; /* the kernel allocates it */
         if (sv->dynamic) {
-            st = dyn_alloc(s, v, dom);
+            st = nr_dyn_alloc(s, v, dom);
             if (st != NETRUN_OK) return st;
         } else
             sv->nbytes = nr_desc_bytes(&sv->desc);
@@ -159,6 +159,7 @@ static netrun_status run_dynamic_infer(netrun_session *s, nr_snode *sn, int dom)
 static netrun_status run_kernel(netrun_session *s, nr_snode *sn) {
     nr_graph *g = s->model->ir->graph;
     const nr_node *nd = &g->nodes[sn->node];
+    if (sn->slot == NR_SLOT_RUNTIME) return nr_run_control_flow(s, sn);
     nr_slot *sl = &s->slots[sn->slot];
     int dom = sl->domain;
     netrun_status st;
@@ -203,7 +204,7 @@ static netrun_status run_kernel(netrun_session *s, nr_snode *sn) {
 static netrun_status run_copy(netrun_session *s, const nr_step *step) {
     nr_svalue *sv = &s->values[step->value];
     if (sv->dynamic) {
-        netrun_status st = dyn_alloc(s, step->value, step->to);
+        netrun_status st = nr_dyn_alloc(s, step->value, step->to);
         if (st != NETRUN_OK) return st;
     }
     netrun_tensor src, dst;
@@ -221,7 +222,7 @@ static netrun_status run_copy(netrun_session *s, const nr_step *step) {
     }
     if (step->to == NR_HOST_DOMAIN) return from->api->copy_to_host(from->ctx, dst.data, src.buffer, src.offset, sv->nbytes);
     /* device to another device: through the host */
-    netrun_status st = host_value(s, step->value);
+    netrun_status st = nr_host_value(s, step->value);
     if (st != NETRUN_OK) return st;
     nr_slot *to = &s->slots[s->domain_slot[step->to]];
     return to->api->copy_from_host(to->ctx, dst.buffer, dst.offset, sv->host_copy, sv->nbytes);

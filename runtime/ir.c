@@ -15,6 +15,7 @@ nr_graph *nr_graph_new(const char *name, nr_graph *parent) {
         return NULL;
     }
     g->parent = parent;
+    g->n_formal_inputs = -1;
     return g;
 }
 
@@ -32,6 +33,7 @@ void nr_tensor_free(nr_tensor *t) {
 }
 
 void nr_attr_clear(nr_attr *a) {
+    netrun_model_release(a->sub_model);
     nr_free(a->name);
     nr_free(a->s);
     nr_tensor_free(a->t);
@@ -195,7 +197,7 @@ oom:
 
 void nr_model_ir_free(nr_model_ir *m) {
     if (!m) return;
-    nr_graph_free(m->graph);
+    if (!m->borrowed_graph) nr_graph_free(m->graph);
     for (int i = 0; i < m->n_opsets; i++) nr_free(m->opsets[i].domain);
     nr_free(m->opsets);
     nr_free(m->producer);

@@ -53,6 +53,7 @@ typedef struct nr_attr {
     char **strings;
     nr_tensor **tensors;
     struct nr_graph **graphs;
+    struct netrun_model *sub_model;      /* GRAPH attribute compiled into a model at load (control flow) */
 } nr_attr;
 
 typedef struct nr_value {
@@ -93,6 +94,7 @@ typedef struct nr_graph {
     int n_inputs, cap_inputs;
     int *outputs;
     int n_outputs, cap_outputs;
+    int n_formal_inputs;                 /* subgraphs: inputs before the captured outer values (-1: not resolved) */
     nr_strmap value_ids;                 /* name -> value id */
     struct nr_graph *parent;             /* enclosing graph for subgraphs (outer-scope names) */
 } nr_graph;
@@ -116,6 +118,7 @@ typedef struct nr_model_ir {
     char *producer;
     nr_mapping *mappings;
     int n_mappings;
+    int borrowed_graph;                  /* graph belongs to an attribute of an enclosing model */
 } nr_model_ir;
 
 /* ---- building (used by importers); each returns NETRUN_OK or an error recorded with nr_error ---- */

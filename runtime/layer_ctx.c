@@ -106,6 +106,15 @@ netrun_status nr_attr_tensor(const nr_layer_ctx *c, const char *name, const nr_t
     return NETRUN_OK;
 }
 
+netrun_status nr_attr_graph(const nr_layer_ctx *c, const char *name, const nr_graph **out) {
+    const nr_attr *a = find_attr(c, name);
+    *out = NULL;
+    if (!a) return NETRUN_OK;
+    if (a->type != NR_ATTR_GRAPH) return wrong_type(c, a, "graph");
+    *out = a->g;
+    return NETRUN_OK;
+}
+
 static const netrun_value_desc absent_desc = {.name = "", .rank = -1};
 
 int nr_in_count(const nr_layer_ctx *c) { return c->n_in; }

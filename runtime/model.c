@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "model.h"
+#include "control_flow.h"
 #include "onnx_import.h"
 
 netrun_status nr_record(char *handle_error, netrun_status code) {
@@ -85,18 +85,24 @@ static netrun_status check_graph(netrun_model *m) {
         nr_free(users_count);
         return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory checking the graph");
     }
-    for (int n = 0; n < g->n_nodes; n++)
+    /* dependencies: explicit inputs and the values the node's subgraphs capture */
+    int caps[NR_MAX_CAPTURES];
+    for (int n = 0; n < g->n_nodes; n++) {
         for (int i = 0; i < g->nodes[n].n_inputs; i++) {
             int v = g->nodes[n].inputs[i];
             if (v >= 0 && g->values[v].producer >= 0) pending[n]++;
         }
+        int nc = nr_node_captures(g, &g->nodes[n], caps, NR_MAX_CAPTURES);
+        for (int c = 0; c < nc; c++)
+            if (g->values[caps[c]].producer >= 0) pending[n]++;
+    }
     int head = 0, tail = 0;
     for (int n = 0; n < g->n_nodes; n++)
         if (!pending[n]) order[tail++] = n;
     /* users by scanning: O(nodes * inputs) per pass is too slow for big graphs; build a CSR of users. */
     int *start = nr_calloc((size_t)g->n_values + 1, sizeof(int));
     int total = 0;
-    for (int n = 0; n < g->n_nodes; n++) total += g->nodes[n].n_inputs;
+    for (int n = 0; n < g->n_nodes; n++) total += g->nodes[n].n_inputs + nr_node_captures(g, &g->nodes[n], caps, NR_MAX_CAPTURES);
     int *users = nr_calloc((size_t)total + 1, sizeof(int));
     if (!start || !users) {
         nr_free(start);
@@ -106,16 +112,22 @@ static netrun_status check_graph(netrun_model *m) {
         nr_free(users_count);
         return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory checking the graph");
     }
-    for (int n = 0; n < g->n_nodes; n++)
+    for (int n = 0; n < g->n_nodes; n++) {
         for (int i = 0; i < g->nodes[n].n_inputs; i++)
             if (g->nodes[n].inputs[i] >= 0) users_count[g->nodes[n].inputs[i]]++;
+        int nc = nr_node_captures(g, &g->nodes[n], caps, NR_MAX_CAPTURES);
+        for (int c = 0; c < nc; c++) users_count[caps[c]]++;
+    }
     for (int v = 0; v < g->n_values; v++) start[v + 1] = start[v] + users_count[v];
     memset(users_count, 0, sizeof(int) * (size_t)g->n_values);
-    for (int n = 0; n < g->n_nodes; n++)
+    for (int n = 0; n < g->n_nodes; n++) {
         for (int i = 0; i < g->nodes[n].n_inputs; i++) {
             int v = g->nodes[n].inputs[i];
             if (v >= 0) users[start[v] + users_count[v]++] = n;
         }
+        int nc = nr_node_captures(g, &g->nodes[n], caps, NR_MAX_CAPTURES);
+        for (int c = 0; c < nc; c++) users[start[caps[c]] + users_count[caps[c]]++] = n;
+    }
     while (head < tail) {
         int n = order[head++];
         nr_node *nd = &g->nodes[n];
@@ -164,8 +176,27 @@ static netrun_status parse_nodes(netrun_model *m) {
             if (!nd->params) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
         }
         if (nd->layer->parse) {
-            nr_layer_ctx c = {.node = nd, .opset = nd->opset, .allocs = &m->param_allocs[n]};
+            /* parse sees the input and output counts and names; shapes are not known yet (rank -1) */
+            netrun_value_desc *in = nr_calloc((size_t)nd->n_inputs + 1, sizeof *in);
+            netrun_value_desc *out = nr_calloc((size_t)nd->n_outputs + 1, sizeof *out);
+            if (!in || !out) {
+                nr_free(in);
+                nr_free(out);
+                return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+            }
+            for (int i = 0; i < nd->n_inputs; i++) {
+                in[i].rank = -1;
+                in[i].name = nd->inputs[i] >= 0 ? g->values[nd->inputs[i]].name : "";
+            }
+            for (int o = 0; o < nd->n_outputs; o++) {
+                out[o].rank = -1;
+                out[o].name = nd->outputs[o] >= 0 ? g->values[nd->outputs[o]].name : NULL;
+            }
+            nr_layer_ctx c = {.node = nd, .opset = nd->opset, .n_in = nd->n_inputs, .in = in,
+                              .n_out = nd->n_outputs, .out = out, .allocs = &m->param_allocs[n]};
             netrun_status st = nd->layer->parse(&c, nd->params);
+            nr_free(in);
+            nr_free(out);
             if (st != NETRUN_OK) {
                 nr_error_prefix("%s: ", m->source);
                 return st;
@@ -207,9 +238,12 @@ netrun_status nr_model_from_ir(nr_model_ir *ir, const char *source, netrun_model
     m->ir = ir;
     m->source = nr_strdup(source);
     netrun_status st = m->source ? NETRUN_OK : nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+    if (st == NETRUN_OK && !ir->borrowed_graph) st = nr_resolve_captures(ir->graph, m->source, 0);
     if (st == NETRUN_OK) st = check_graph(m);
     if (st == NETRUN_OK) st = parse_nodes(m);
+    if (st == NETRUN_OK) st = nr_compile_subgraphs(m);
     if (st == NETRUN_OK) st = build_io(m);
+    m->n_formal_inputs = ir->graph->n_inputs;
     if (st != NETRUN_OK) {
         model_free(m);
         return st;

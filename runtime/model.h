@@ -20,6 +20,7 @@ struct netrun_model {
     int *order;              /* nodes of the main graph in topological order */
     nr_alloc_list *param_allocs; /* per node: allocations made by parse */
     nr_io_info *inputs, *outputs;
+    int n_formal_inputs;     /* a subgraph's own inputs; the rest are values captured from enclosing graphs */
     char error[NR_ERROR_MAX];
 };
 

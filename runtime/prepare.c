@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "session.h"
+#include "control_flow.h"
 
 #define ALIGN 256
 
@@ -121,6 +121,7 @@ static netrun_backend_config make_config(netrun_session *s) {
 /* ---- teardown ---- */
 
 static void free_node(netrun_session *s, nr_snode *sn) {
+    nr_cf_free(sn);
     if (sn->kernel && sn->slot >= 0) s->slots[sn->slot].api->kernel_destroy(s->slots[sn->slot].ctx, sn->kernel);
     nr_alloc_list_free(&sn->allocs);
     nr_free(sn->params);
@@ -192,6 +193,7 @@ static netrun_status bind_inputs(netrun_session *s) {
         d->dtype = val->dtype;
         nr_input *in = &s->inputs[i];
         if (in->set) {
+            d->dtype = in->dtype; /* equal to the declared one, or the only one known (subgraph inputs) */
             d->rank = in->rank;
             memcpy(d->dims, in->dims, sizeof d->dims);
             /* remember symbolic dims from the data so other inputs sharing the name agree */
@@ -472,8 +474,14 @@ static netrun_status place_all(netrun_session *s) {
     netrun_backend_config cfg = make_config(s);
     for (int k = 0; k < s->n_snodes; k++) {
         nr_snode *sn = &s->snodes[k];
-        if (sn->slot == -1) continue;
+        if (sn->slot == NR_SLOT_FOLDED) continue;
         const nr_node *nd = &g->nodes[sn->node];
+        if (nd->layer->flags & NR_LAYER_CONTROL_FLOW) {
+            sn->slot = NR_SLOT_RUNTIME;
+            if (!(sn->reason = nr_strdup("control flow: the runtime runs its subgraphs")))
+                return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+            continue;
+        }
         if (sn->dynamic) { /* descs as far as known before the run: dims -1, dtypes and ranks guessed */
             gather_descs(s, sn, 0);
             for (int o = 0; o < nd->n_outputs; o++)
@@ -542,9 +550,9 @@ static netrun_status build_steps(netrun_session *s) {
     }
     for (int k = 0; k < s->n_snodes; k++) {
         nr_snode *sn = &s->snodes[k];
-        if (sn->slot < 0) continue;
+        if (sn->slot < 0 && sn->slot != NR_SLOT_RUNTIME) continue;
         const nr_node *nd = &g->nodes[sn->node];
-        int dom = s->slots[sn->slot].domain;
+        int dom = sn->slot >= 0 ? s->slots[sn->slot].domain : NR_HOST_DOMAIN;
         for (int i = 0; i < nd->n_inputs; i++) {
             int v = nd->inputs[i];
             if (v < 0) continue;
@@ -569,6 +577,12 @@ static netrun_status build_steps(netrun_session *s) {
         }
         netrun_status st = add_step(s, (nr_step){.kind = NR_STEP_KERNEL, .snode = k}, &cap);
         if (st != NETRUN_OK) return st;
+        if (sn->slot == NR_SLOT_RUNTIME) { /* captured values live until the subgraph ran */
+            int caps[NR_MAX_CAPTURES];
+            int nc = nr_node_captures(g, nd, caps, NR_MAX_CAPTURES);
+            for (int c = 0; c < nc; c++)
+                if (!s->values[caps[c]].is_const) use(&s->values[caps[c]].place[s->values[caps[c]].home], s->n_steps - 1);
+        }
         for (int o = 0; o < nd->n_outputs; o++) {
             int v = nd->outputs[o];
             if (v < 0) continue;

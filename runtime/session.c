@@ -228,6 +228,8 @@ netrun_status netrun_session_set_input(netrun_session *s, const char *name, netr
     }
     if (need) memcpy(in->data, data, need);
     in->nbytes = need;
+    if (in->set && in->dtype != dtype && s->prepared) nr_session_unprepare(s);
+    in->dtype = dtype;
     in->rank = rank;
     memcpy(in->dims, dims, sizeof(int64_t) * (size_t)rank);
     in->set = 1;
@@ -315,7 +317,7 @@ netrun_status netrun_session_node_info(const netrun_session *s, int index, netru
     const nr_node *nd = &s->model->ir->graph->nodes[sn->node];
     info->name = nd->name;
     info->op_type = nd->op_type;
-    info->backend = sn->slot >= 0 ? s->slots[sn->slot].be->name : "const";
+    info->backend = sn->slot >= 0 ? s->slots[sn->slot].be->name : sn->slot == NR_SLOT_RUNTIME ? "runtime" : "const";
     info->reason = sn->reason ? sn->reason : "";
     return NETRUN_OK;
 }

@@ -80,7 +80,11 @@ typedef struct nr_snode {
     netrun_value_desc *out_desc;
     netrun_tensor *in_t;
     netrun_tensor *out_t;
+    void *cf;                      /* control flow: its sub-sessions */
 } nr_snode;
+
+#define NR_SLOT_FOLDED (-1)        /* computed at prepare */
+#define NR_SLOT_RUNTIME (-3)       /* run by the runtime itself (control flow) */
 
 typedef enum { NR_STEP_KERNEL = 0, NR_STEP_COPY = 1 } nr_step_kind;
 
@@ -94,6 +98,7 @@ typedef struct nr_input {
     void *data;                    /* session-owned host copy */
     size_t nbytes, cap;
     int set;
+    netrun_dtype dtype;
     int rank;
     int64_t dims[NETRUN_MAX_RANK];
 } nr_input;
@@ -142,5 +147,9 @@ netrun_status nr_infer_node(netrun_session *s, nr_snode *sn);
 /* Address of a value in a domain for the current run (NULL for non-addressable device memory). */
 void nr_value_tensor(netrun_session *s, int value, int domain, netrun_tensor *t);
 size_t nr_desc_bytes(const netrun_value_desc *d);
+/* A run-time buffer in a domain for a value whose shape is known only now (shape already in its desc). */
+netrun_status nr_dyn_alloc(netrun_session *s, int value, int domain);
+/* Make a device-resident value readable on the host (sv->host_copy); no-op for host values. */
+netrun_status nr_host_value(netrun_session *s, int value);
 
 #endif

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
-PKGS="build-essential cmake ninja-build pkg-config protobuf-c-compiler libprotobuf-c-dev libopenblas-dev"
+PKGS="build-essential cmake ninja-build pkg-config protobuf-c-compiler libprotobuf-c-dev libopenblas-dev libstb-dev"
 if [ "${1:-}" = "--tests" ]; then PKGS="$PKGS python3 python3-venv python3-pip"; fi
 missing=""
 for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done

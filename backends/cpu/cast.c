@@ -18,6 +18,75 @@ static inline uint64_t f_to_u64(double v) {
     return (uint64_t)f_to_i64(v);
 }
 
+/* ---- float8 (E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ) ----
+ * FN: no infinity, NaN is S.1111.111; FNUZ: no infinity, no -0, NaN is 0x80; E5M2 is IEEE-like. */
+typedef struct f8_format {
+    int mbits, bias;
+    uint8_t max_code; /* largest finite magnitude */
+    int fnuz;
+} f8_format;
+
+static inline f8_format f8_fmt(netrun_dtype t) {
+    switch (t) {
+    case NETRUN_DTYPE_FLOAT8E4M3FN: return (f8_format){3, 7, 0x7e, 0};
+    case NETRUN_DTYPE_FLOAT8E4M3FNUZ: return (f8_format){3, 8, 0x7f, 1};
+    case NETRUN_DTYPE_FLOAT8E5M2: return (f8_format){2, 15, 0x7b, 0};
+    default: return (f8_format){2, 16, 0x7f, 1}; /* E5M2FNUZ */
+    }
+}
+
+float cpu_f8_to_float(uint8_t b, netrun_dtype t);
+uint8_t cpu_float_to_f8(float f, netrun_dtype t, int saturate);
+
+float cpu_f8_to_float(uint8_t b, netrun_dtype t) {
+    f8_format F = f8_fmt(t);
+    int neg = b >> 7, mag = b & 0x7f, e = mag >> F.mbits, m = mag & ((1 << F.mbits) - 1);
+    if (F.fnuz) {
+        if (b == 0x80) return NAN;
+    } else if (t == NETRUN_DTYPE_FLOAT8E4M3FN) {
+        if (mag == 0x7f) return neg ? -NAN : NAN;
+    } else if (e == 31) {
+        if (m) return neg ? -NAN : NAN;
+        return neg ? -INFINITY : INFINITY;
+    }
+    float v = e ? ldexpf((float)((1 << F.mbits) | m), e - F.bias - F.mbits)
+                : ldexpf((float)m, 1 - F.bias - F.mbits);
+    return neg ? -v : v;
+}
+
+/* Round to nearest even; out of range gives the largest finite value when saturating, else NaN (Inf for
+ * E5M2), as the ONNX Cast table says. */
+uint8_t cpu_float_to_f8(float f, netrun_dtype t, int saturate) {
+    f8_format F = f8_fmt(t);
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint8_t sign = (uint8_t)((x >> 24) & 0x80u);
+    uint32_t ax = x & 0x7fffffffu;
+    uint8_t nan = F.fnuz ? 0x80 : (uint8_t)(sign | (t == NETRUN_DTYPE_FLOAT8E5M2 ? 0x7e : 0x7f));
+    uint8_t overflow = saturate ? (uint8_t)(sign | F.max_code)
+                       : t == NETRUN_DTYPE_FLOAT8E5M2 ? (uint8_t)(sign | 0x7c) : nan;
+    if (ax > 0x7f800000u) return nan;
+    if (ax == 0x7f800000u) return overflow;
+    int e = (int)(ax >> 23) - 127; /* unbiased exponent of the float (normal floats) */
+    uint32_t code;
+    if (e < 1 - F.bias) { /* float8 subnormal (or zero): count units of 2^(1 - bias - mbits) */
+        float af;
+        memcpy(&af, &ax, 4);
+        code = (uint32_t)rintf(ldexpf(af, F.bias - 1 + F.mbits)); /* may reach the smallest normal: fine */
+    } else {
+        int shift = 23 - F.mbits;
+        uint32_t mant = ax & 0x7fffffu, r = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (r & 1))) r++;
+        if (r >> F.mbits) { r = 0; e++; }
+        int be = e + F.bias;
+        if (be > 31) return overflow;
+        code = ((uint32_t)be << F.mbits) | r;
+    }
+    if (code > F.max_code) return overflow;
+    if (code == 0 && F.fnuz) return 0; /* no negative zero */
+    return (uint8_t)(sign | code);
+}
+
 /* Load one stored element as a C value (halves widen to float, bool stays 0/1). */
 #define LD_f32(x) (x)
 #define LD_f64(x) (x)
@@ -32,6 +101,12 @@ static inline uint64_t f_to_u64(double v) {
 #define LD_u32(x) (x)
 #define LD_u64(x) (x)
 #define LD_bool(x) (x)
+#define LD_i4(x) (x) /* stored unpacked, int4 sign-extended */
+#define LD_u4(x) (x)
+#define LD_e4m3(x) cpu_f8_to_float((x), NETRUN_DTYPE_FLOAT8E4M3FN)
+#define LD_e4m3uz(x) cpu_f8_to_float((x), NETRUN_DTYPE_FLOAT8E4M3FNUZ)
+#define LD_e5m2(x) cpu_f8_to_float((x), NETRUN_DTYPE_FLOAT8E5M2)
+#define LD_e5m2uz(x) cpu_f8_to_float((x), NETRUN_DTYPE_FLOAT8E5M2FNUZ)
 
 /* Store a C value of any type into a target element; _Generic picks the safe path for float sources. */
 #define FLT_OR(v, ffn, cast) _Generic((v), float: cast ffn((double)(v)), double: cast ffn((double)(v)), \
@@ -49,14 +124,27 @@ static inline uint64_t f_to_u64(double v) {
 #define TO_u32(v) FLT_OR(v, f_to_i64, (uint32_t))
 #define TO_u64(v) FLT_OR(v, f_to_u64, (uint64_t))
 #define TO_bool(v) ((uint8_t)((v) != 0))
+/* 4-bit integers keep the low 4 bits (wrap like the other fixed-point targets); int4 is sign-extended. */
+static inline int8_t wrap_i4(int64_t v) { return (int8_t)((int)(((uint64_t)v & 0xfu) ^ 0x8u) - 8); }
+static inline uint8_t wrap_u4(int64_t v) { return (uint8_t)((uint64_t)v & 0xfu); }
+#define TO_i4(v) wrap_i4(FLT_OR(v, f_to_i32, (int64_t)))
+#define TO_u4(v) wrap_u4(FLT_OR(v, f_to_i32, (int64_t)))
+/* float8 targets saturate here (the default); cpu_cast_run handles saturate = 0. */
+#define TO_e4m3(v) cpu_float_to_f8((float)(v), NETRUN_DTYPE_FLOAT8E4M3FN, 1)
+#define TO_e4m3uz(v) cpu_float_to_f8((float)(v), NETRUN_DTYPE_FLOAT8E4M3FNUZ, 1)
+#define TO_e5m2(v) cpu_float_to_f8((float)(v), NETRUN_DTYPE_FLOAT8E5M2, 1)
+#define TO_e5m2uz(v) cpu_float_to_f8((float)(v), NETRUN_DTYPE_FLOAT8E5M2FNUZ, 1)
 
-/* The 13 element types (suffix, storage type, dtype). Two copies so that the matrix can nest them. */
+/* The 19 element types (suffix, storage type, dtype). Two copies so that the matrix can nest them. */
 #define CAST_TYPES_OUTER(X)                                                                                   \
     X(f32, float, NETRUN_DTYPE_FLOAT) X(f64, double, NETRUN_DTYPE_DOUBLE) X(f16, uint16_t, NETRUN_DTYPE_FLOAT16) \
     X(bf16, uint16_t, NETRUN_DTYPE_BFLOAT16) X(i8, int8_t, NETRUN_DTYPE_INT8) X(i16, int16_t, NETRUN_DTYPE_INT16) \
     X(i32, int32_t, NETRUN_DTYPE_INT32) X(i64, int64_t, NETRUN_DTYPE_INT64) X(u8, uint8_t, NETRUN_DTYPE_UINT8)    \
     X(u16, uint16_t, NETRUN_DTYPE_UINT16) X(u32, uint32_t, NETRUN_DTYPE_UINT32)                                 \
-    X(u64, uint64_t, NETRUN_DTYPE_UINT64) X(bool, uint8_t, NETRUN_DTYPE_BOOL)
+    X(u64, uint64_t, NETRUN_DTYPE_UINT64) X(bool, uint8_t, NETRUN_DTYPE_BOOL) X(i4, int8_t, NETRUN_DTYPE_INT4)   \
+    X(u4, uint8_t, NETRUN_DTYPE_UINT4) X(e4m3, uint8_t, NETRUN_DTYPE_FLOAT8E4M3FN)                              \
+    X(e4m3uz, uint8_t, NETRUN_DTYPE_FLOAT8E4M3FNUZ) X(e5m2, uint8_t, NETRUN_DTYPE_FLOAT8E5M2)                    \
+    X(e5m2uz, uint8_t, NETRUN_DTYPE_FLOAT8E5M2FNUZ)
 #define CAST_TYPES_INNER(X, S, ST, SE)                                                                         \
     X(S, ST, SE, f32, float, NETRUN_DTYPE_FLOAT) X(S, ST, SE, f64, double, NETRUN_DTYPE_DOUBLE)                \
     X(S, ST, SE, f16, uint16_t, NETRUN_DTYPE_FLOAT16) X(S, ST, SE, bf16, uint16_t, NETRUN_DTYPE_BFLOAT16)       \
@@ -64,7 +152,10 @@ static inline uint64_t f_to_u64(double v) {
     X(S, ST, SE, i32, int32_t, NETRUN_DTYPE_INT32) X(S, ST, SE, i64, int64_t, NETRUN_DTYPE_INT64)              \
     X(S, ST, SE, u8, uint8_t, NETRUN_DTYPE_UINT8) X(S, ST, SE, u16, uint16_t, NETRUN_DTYPE_UINT16)             \
     X(S, ST, SE, u32, uint32_t, NETRUN_DTYPE_UINT32) X(S, ST, SE, u64, uint64_t, NETRUN_DTYPE_UINT64)          \
-    X(S, ST, SE, bool, uint8_t, NETRUN_DTYPE_BOOL)
+    X(S, ST, SE, bool, uint8_t, NETRUN_DTYPE_BOOL) X(S, ST, SE, i4, int8_t, NETRUN_DTYPE_INT4)                 \
+    X(S, ST, SE, u4, uint8_t, NETRUN_DTYPE_UINT4) X(S, ST, SE, e4m3, uint8_t, NETRUN_DTYPE_FLOAT8E4M3FN)        \
+    X(S, ST, SE, e4m3uz, uint8_t, NETRUN_DTYPE_FLOAT8E4M3FNUZ) X(S, ST, SE, e5m2, uint8_t, NETRUN_DTYPE_FLOAT8E5M2) \
+    X(S, ST, SE, e5m2uz, uint8_t, NETRUN_DTYPE_FLOAT8E5M2FNUZ)
 
 typedef void (*cast_fn)(const void *src, void *dst, int64_t n);
 
@@ -87,6 +178,8 @@ static size_t elem_size(netrun_dtype t) {
     case NETRUN_DTYPE_FLOAT: case NETRUN_DTYPE_INT32: case NETRUN_DTYPE_UINT32: return 4;
     case NETRUN_DTYPE_FLOAT16: case NETRUN_DTYPE_BFLOAT16: case NETRUN_DTYPE_INT16: case NETRUN_DTYPE_UINT16: return 2;
     case NETRUN_DTYPE_INT8: case NETRUN_DTYPE_UINT8: case NETRUN_DTYPE_BOOL: return 1;
+    case NETRUN_DTYPE_INT4: case NETRUN_DTYPE_UINT4: case NETRUN_DTYPE_FLOAT8E4M3FN:
+    case NETRUN_DTYPE_FLOAT8E4M3FNUZ: case NETRUN_DTYPE_FLOAT8E5M2: case NETRUN_DTYPE_FLOAT8E5M2FNUZ: return 1;
     default: return 0;
     }
 }
@@ -188,7 +281,7 @@ int cpu_cast_supports(const netrun_node_desc *node, char *reason, size_t reason_
     }
     netrun_dtype from = node->inputs[0].dtype, to = node->outputs[0].dtype;
     if (!cpu_cast_supported(from, to)) {
-        snprintf(reason, reason_size, "%s from %s to %s not supported (float8, int4, string and complex casts "
+        snprintf(reason, reason_size, "%s from %s to %s not supported (string and complex casts "
                  "are not implemented on the CPU)", node->op_type, dtype_name(from), dtype_name(to));
         return 0;
     }
@@ -200,11 +293,27 @@ typedef struct cast_job {
     char *dst;
     netrun_dtype from, to;
     size_t ssz, dsz;
+    int no_saturate; /* float8 target with saturate = 0 */
 } cast_job;
+
+static int is_f8(netrun_dtype t) {
+    return t == NETRUN_DTYPE_FLOAT8E4M3FN || t == NETRUN_DTYPE_FLOAT8E4M3FNUZ || t == NETRUN_DTYPE_FLOAT8E5M2 ||
+           t == NETRUN_DTYPE_FLOAT8E5M2FNUZ;
+}
 
 static void cast_range(void *arg, int64_t b, int64_t e) {
     const cast_job *j = arg;
-    cpu_cast_elems(j->src + (size_t)b * j->ssz, j->from, j->dst + (size_t)b * j->dsz, j->to, e - b);
+    if (!j->no_saturate) {
+        cpu_cast_elems(j->src + (size_t)b * j->ssz, j->from, j->dst + (size_t)b * j->dsz, j->to, e - b);
+        return;
+    }
+    float t[256]; /* through float, then the non-saturating float8 rounding */
+    uint8_t *d = (uint8_t *)j->dst;
+    for (int64_t i = b; i < e; i += 256) {
+        int64_t m = e - i < 256 ? e - i : 256;
+        cpu_cast_elems(j->src + (size_t)i * j->ssz, j->from, t, NETRUN_DTYPE_FLOAT, m);
+        for (int64_t k = 0; k < m; k++) d[i + k] = cpu_float_to_f8(t[k], j->to, 0);
+    }
 }
 
 /* Cast and CastLike (input 1 of CastLike only lends its dtype, which is the output's). */
@@ -218,7 +327,9 @@ netrun_status cpu_cast_run(cpu_context *ctx, void *state, const netrun_kernel_ar
     if (n != cpu_count(y))
         return cpu_host->error(NETRUN_ERR_INTERNAL, "Cast: output has %lld elements, input %lld",
                                (long long)cpu_count(y), (long long)n);
-    cast_job j = {x->data, y->data, x->dtype, y->dtype, elem_size(x->dtype), elem_size(y->dtype)};
+    const netrun_cast_params *p = args->params;
+    int no_sat = p && !p->saturate && is_f8(y->dtype) && x->dtype != y->dtype;
+    cast_job j = {x->data, y->data, x->dtype, y->dtype, elem_size(x->dtype), elem_size(y->dtype), no_sat};
     if (n >= 2 * CAST_GRAIN) cpu_parallel_for(ctx, n, CAST_GRAIN, cast_range, &j);
     else cast_range(&j, 0, n);
     return NETRUN_OK;

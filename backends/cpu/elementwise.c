@@ -925,9 +925,9 @@ const cpu_op cpu_ops_elementwise[] = {
     OP(BitwiseXor, M_SINT | M_UINT, "")
     OP(Clip, M_NUM, "min/max from attributes, constants or run-time inputs")
     OP(PRelu, M_NUM, "slope broadcast to X") OP(Where, M_ALL, "X/Y of any fixed-size dtype")
-    {"Cast", "", M_ALL, "float8, int4, string and complex casts not supported", cpu_cast_supports, NULL,
+    {"Cast", "", M_ALL, "string and complex casts not supported", cpu_cast_supports, NULL,
      cpu_cast_run, NULL},
-    {"CastLike", "", M_ALL, "float8, int4, string and complex casts not supported", cpu_cast_supports, NULL,
+    {"CastLike", "", M_ALL, "string and complex casts not supported", cpu_cast_supports, NULL,
      cpu_cast_run, NULL},
     {0},
 };

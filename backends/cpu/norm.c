@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "gemm_util.h"
+#include "../../layers/loss_params.h"
 
 #define CHUNK 256
 
@@ -294,6 +295,273 @@ static netrun_status in_run(cpu_context *ctx, void *state, const netrun_kernel_a
     return rc;
 }
 
+/* ---- element access for the ops below (any norm dtype, one element at a time) ---- */
+
+static inline double ld1(netrun_dtype dt, const void *b, int64_t i) {
+    switch (dt) {
+    case NETRUN_DTYPE_FLOAT: return ((const float *)b)[i];
+    case NETRUN_DTYPE_DOUBLE: return ((const double *)b)[i];
+    case NETRUN_DTYPE_FLOAT16: return cpu_half_to_float(((const uint16_t *)b)[i]);
+    default: return cpu_bf16_to_float(((const uint16_t *)b)[i]);
+    }
+}
+
+static inline void st1(netrun_dtype dt, void *b, int64_t i, double v) {
+    switch (dt) {
+    case NETRUN_DTYPE_FLOAT: ((float *)b)[i] = (float)v; break;
+    case NETRUN_DTYPE_DOUBLE: ((double *)b)[i] = v; break;
+    case NETRUN_DTYPE_FLOAT16: ((uint16_t *)b)[i] = cpu_float_to_half((float)v); break;
+    default: ((uint16_t *)b)[i] = cpu_float_to_bf16((float)v); break;
+    }
+}
+
+/* ---- GroupNormalization: rows of (C/G) * spatial elements, scale/bias per channel ---- */
+
+typedef struct gn_job {
+    netrun_dtype dt;
+    const void *x;
+    void *y;
+    int64_t d, cpg, spatial, groups; /* row length; channels per group; spatial size; groups */
+    const double *scale, *bias;      /* per channel */
+    double eps;
+} gn_job;
+
+static void gn_range(void *arg, int64_t r0, int64_t r1) {
+    const gn_job *j = arg;
+    double buf[CHUNK];
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t off = r * j->d, c0 = (r % j->groups) * j->cpg;
+        double sum = 0, sq = 0;
+        for (int64_t i = 0; i < j->d; i += CHUNK) {
+            int64_t n = j->d - i < CHUNK ? j->d - i : CHUNK;
+            load_chunk(j->dt, j->x, off + i, n, buf);
+            for (int64_t k = 0; k < n; k++) sum += buf[k];
+        }
+        double mean = j->d ? sum / (double)j->d : 0.0;
+        for (int64_t i = 0; i < j->d; i += CHUNK) {
+            int64_t n = j->d - i < CHUNK ? j->d - i : CHUNK;
+            load_chunk(j->dt, j->x, off + i, n, buf);
+            for (int64_t k = 0; k < n; k++) sq += (buf[k] - mean) * (buf[k] - mean);
+        }
+        double inv = 1.0 / sqrt((j->d ? sq / (double)j->d : 0.0) + j->eps);
+        for (int64_t i = 0; i < j->d; i += CHUNK) {
+            int64_t n = j->d - i < CHUNK ? j->d - i : CHUNK;
+            load_chunk(j->dt, j->x, off + i, n, buf);
+            for (int64_t k = 0; k < n; k++) {
+                int64_t ch = c0 + (i + k) / j->spatial;
+                buf[k] = (buf[k] - mean) * inv * j->scale[ch] + j->bias[ch];
+            }
+            store_chunk(j->dt, j->y, off + i, n, buf);
+        }
+    }
+}
+
+/* Per-channel values of a scale/bias given per channel (count C) or per group (count G, opset 18). */
+static double *gn_param(const netrun_tensor *t, int64_t ch, int64_t groups) {
+    int64_t cnt = gu_count(t);
+    if (cnt != ch && cnt != groups) return NULL;
+    double *src = load_all(t, cnt), *dst = cpu_alloc((size_t)(ch > 0 ? ch : 1) * sizeof(double));
+    if (src && dst)
+        for (int64_t c = 0; c < ch; c++) dst[c] = cnt == ch ? src[c] : src[c / (ch / groups)];
+    gu_free(src);
+    if (!src) {
+        gu_free(dst);
+        return NULL;
+    }
+    return dst;
+}
+
+static netrun_status gn_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    const netrun_norm_params *p = args->params;
+    if (!p || args->n_inputs < 3 || args->n_outputs < 1)
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "GroupNormalization: needs X, scale, bias");
+    const netrun_tensor *X = &args->inputs[0];
+    if (X->rank < 2 || p->num_groups < 1 || X->dims[1] % p->num_groups)
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "GroupNormalization: bad shape or num_groups");
+    int64_t total = gu_count(X), ch = X->dims[1], g = p->num_groups;
+    if (total < 0) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "GroupNormalization: X too large");
+    if (total == 0) return NETRUN_OK;
+    double *sc = gn_param(&args->inputs[1], ch, g), *bi = gn_param(&args->inputs[2], ch, g);
+    netrun_status rc = NETRUN_OK;
+    if (!sc || !bi) {
+        rc = cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "GroupNormalization: scale/bias size mismatch or out of memory");
+    } else {
+        int64_t spatial = total / (X->dims[0] * ch);
+        gn_job j = {X->dtype, X->data, args->outputs[0].data, total / (X->dims[0] * g), ch / g, spatial, g, sc, bi,
+                    p->epsilon};
+        cpu_parallel_for(ctx, X->dims[0] * g, j.d >= 4096 ? 1 : 4096 / j.d + 1, gn_range, &j);
+    }
+    gu_free(sc);
+    gu_free(bi);
+    return rc;
+}
+
+/* ---- MeanVarianceNormalization: (x - mean) / (sqrt(var) + 1e-9) over the given axes ---- */
+
+typedef struct mvn_job {
+    netrun_dtype dt;
+    const void *x;
+    void *y;
+    const int64_t *off;              /* offsets of the R reduced elements from a group's base */
+    int64_t R;
+    int n_kept;
+    int64_t kept_dims[NETRUN_MAX_RANK], kept_strides[NETRUN_MAX_RANK];
+} mvn_job;
+
+static void mvn_range(void *arg, int64_t k0, int64_t k1) {
+    const mvn_job *j = arg;
+    for (int64_t k = k0; k < k1; k++) {
+        int64_t base = 0, rem = k;
+        for (int i = j->n_kept - 1; i >= 0; i--) {
+            base += (rem % j->kept_dims[i]) * j->kept_strides[i];
+            rem /= j->kept_dims[i];
+        }
+        double sum = 0, sq = 0;
+        for (int64_t r = 0; r < j->R; r++) sum += ld1(j->dt, j->x, base + j->off[r]);
+        double mean = sum / (double)j->R;
+        for (int64_t r = 0; r < j->R; r++) {
+            double v = ld1(j->dt, j->x, base + j->off[r]) - mean;
+            sq += v * v;
+        }
+        double den = sqrt(sq / (double)j->R) + 1e-9;
+        for (int64_t r = 0; r < j->R; r++)
+            st1(j->dt, j->y, base + j->off[r], (ld1(j->dt, j->x, base + j->off[r]) - mean) / den);
+    }
+}
+
+static netrun_status mvn_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    const netrun_reduce_params *p = args->params;
+    const netrun_tensor *X = &args->inputs[0];
+    if (!p || p->n_axes < 0 || p->n_axes > X->rank)
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "MeanVarianceNormalization: bad params");
+    int64_t total = gu_count(X);
+    if (total < 0) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "MeanVarianceNormalization: X too large");
+    if (total == 0) return NETRUN_OK;
+    int64_t strides[NETRUN_MAX_RANK], st = 1;
+    for (int i = X->rank - 1; i >= 0; i--) {
+        strides[i] = st;
+        st *= X->dims[i];
+    }
+    int red[NETRUN_MAX_RANK] = {0};
+    for (int i = 0; i < p->n_axes; i++) {
+        if (p->axes[i] < 0 || p->axes[i] >= X->rank)
+            return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "MeanVarianceNormalization: axis out of range");
+        red[p->axes[i]] = 1;
+    }
+    mvn_job j = {.dt = X->dtype, .x = X->data, .y = args->outputs[0].data, .R = 1};
+    int rd[NETRUN_MAX_RANK], nr = 0;
+    for (int i = 0; i < X->rank; i++) {
+        if (red[i]) {
+            rd[nr++] = i;
+            j.R *= X->dims[i];
+        } else {
+            j.kept_dims[j.n_kept] = X->dims[i];
+            j.kept_strides[j.n_kept++] = strides[i];
+        }
+    }
+    int64_t *off = cpu_alloc((size_t)j.R * sizeof(int64_t));
+    if (!off) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "MeanVarianceNormalization: out of memory");
+    for (int64_t r = 0; r < j.R; r++) {
+        int64_t o = 0, rem = r;
+        for (int i = nr - 1; i >= 0; i--) {
+            o += (rem % X->dims[rd[i]]) * strides[rd[i]];
+            rem /= X->dims[rd[i]];
+        }
+        off[r] = o;
+    }
+    j.off = off;
+    cpu_parallel_for(ctx, total / j.R, j.R >= 4096 ? 1 : 4096 / j.R + 1, mvn_range, &j);
+    cpu_free(off);
+    return NETRUN_OK;
+}
+
+/* ---- LpNormalization: x / ||x||_p along one axis ([outer, R, inner]); a zero norm gives 0 ---- */
+
+typedef struct lpn_job {
+    netrun_dtype dt;
+    const void *x;
+    void *y;
+    int64_t R, inner;
+    int64_t p;
+} lpn_job;
+
+static void lpn_range(void *arg, int64_t t0, int64_t t1) {
+    const lpn_job *j = arg;
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t base = (t / j->inner) * j->R * j->inner + t % j->inner;
+        double s = 0;
+        for (int64_t r = 0; r < j->R; r++) {
+            double v = ld1(j->dt, j->x, base + r * j->inner);
+            s += j->p == 1 ? fabs(v) : v * v;
+        }
+        double norm = j->p == 1 ? s : sqrt(s);
+        for (int64_t r = 0; r < j->R; r++) {
+            int64_t i = base + r * j->inner;
+            st1(j->dt, j->y, i, norm == 0.0 ? 0.0 : ld1(j->dt, j->x, i) / norm);
+        }
+    }
+}
+
+static netrun_status lpn_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    const netrun_lpnorm_params *p = args->params;
+    const netrun_tensor *X = &args->inputs[0];
+    if (!p || p->axis < 0 || p->axis >= X->rank || (p->p != 1 && p->p != 2))
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "LpNormalization: bad params");
+    int64_t total = gu_count(X);
+    if (total < 0) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "LpNormalization: X too large");
+    if (total == 0) return NETRUN_OK;
+    lpn_job j = {X->dtype, X->data, args->outputs[0].data, X->dims[p->axis], 1, p->p};
+    for (int i = p->axis + 1; i < X->rank; i++) j.inner *= X->dims[i];
+    cpu_parallel_for(ctx, total / j.R, j.R >= 4096 ? 1 : 4096 / j.R + 1, lpn_range, &j);
+    return NETRUN_OK;
+}
+
+/* ---- LRN: across channels, window [c - floor((size-1)/2), c + ceil((size-1)/2)] ---- */
+
+typedef struct lrn_job {
+    netrun_dtype dt;
+    const void *x;
+    void *y;
+    int64_t ch, plane;
+    netrun_lrn_params p;
+} lrn_job;
+
+static void lrn_range(void *arg, int64_t q0, int64_t q1) {
+    const lrn_job *j = arg;
+    int64_t lo = (j->p.size - 1) / 2, hi = j->p.size / 2; /* floor and ceil of (size - 1) / 2 */
+    double a = (double)j->p.alpha / (double)j->p.size;
+    for (int64_t q = q0; q < q1; q++) { /* q: (n, c) plane */
+        int64_t n = q / j->ch, c = q % j->ch;
+        int64_t c_lo = c - lo < 0 ? 0 : c - lo, c_hi = c + hi > j->ch - 1 ? j->ch - 1 : c + hi;
+        for (int64_t s = 0; s < j->plane; s++) {
+            double sq = 0;
+            for (int64_t k = c_lo; k <= c_hi; k++) {
+                double v = ld1(j->dt, j->x, (n * j->ch + k) * j->plane + s);
+                sq += v * v;
+            }
+            int64_t i = q * j->plane + s;
+            st1(j->dt, j->y, i, ld1(j->dt, j->x, i) / pow((double)j->p.bias + a * sq, (double)j->p.beta));
+        }
+    }
+}
+
+static netrun_status lrn_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    const netrun_lrn_params *p = args->params;
+    const netrun_tensor *X = &args->inputs[0];
+    if (!p || X->rank < 3 || p->size < 1) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "LRN: bad params");
+    int64_t total = gu_count(X);
+    if (total < 0) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "LRN: X too large");
+    if (total == 0) return NETRUN_OK;
+    lrn_job j = {X->dtype, X->data, args->outputs[0].data, X->dims[1], total / (X->dims[0] * X->dims[1]), *p};
+    int64_t work = j.plane * p->size;
+    cpu_parallel_for(ctx, X->dims[0] * X->dims[1], work >= 4096 ? 1 : 4096 / work + 1, lrn_range, &j);
+    return NETRUN_OK;
+}
+
 static int norm_supports(const netrun_node_desc *node, char *reason, size_t size) {
     netrun_dtype t = node->n_inputs > 0 ? node->inputs[0].dtype : NETRUN_DTYPE_UNDEFINED;
     int ok = is_norm_dtype(t);
@@ -316,5 +584,10 @@ const cpu_op cpu_ops_norm[] = {
     {"InstanceNormalization", "", NORM_DTYPES, "", norm_supports, NULL, in_run, NULL},
     {"LayerNormalization", "", NORM_DTYPES, "Scale/B broadcast over the normalized dims; Mean/InvStdDev outputs",
      norm_supports, NULL, ln_run, NULL},
+    {"GroupNormalization", "", NORM_DTYPES, "scale/bias per channel (opset 21) or per group (opset 18)", norm_supports,
+     NULL, gn_run, NULL},
+    {"MeanVarianceNormalization", "", NORM_DTYPES, "", norm_supports, NULL, mvn_run, NULL},
+    {"LpNormalization", "", NORM_DTYPES, "p = 1 or 2", norm_supports, NULL, lpn_run, NULL},
+    {"LRN", "", NORM_DTYPES, "", norm_supports, NULL, lrn_run, NULL},
     {0},
 };

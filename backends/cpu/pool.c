@@ -12,7 +12,15 @@ typedef struct pool_job {
     void *y;
     int64_t *ind;            /* MaxPool Indices, or NULL */
     int is_max, count_include_pad, storage_order;
+    int64_t lp;              /* LpPool: p (> 0), else 0 */
 } pool_job;
+
+/* |v|^p for LpPool; the common p = 1, 2 avoid pow. */
+static inline double lp_pow(double v, int64_t p) {
+    double a = fabs(v);
+    return p == 1 ? a : p == 2 ? a * a : pow(a, (double)p);
+}
+static inline double lp_root(double s, int64_t p) { return p == 1 ? s : p == 2 ? sqrt(s) : pow(s, 1.0 / (double)p); }
 
 static int pool_geom(const netrun_pool_params *p, const netrun_tensor *x, const netrun_tensor *y, pool_job *j) {
     int ns = p->n_spatial;
@@ -82,6 +90,8 @@ static int64_t pool_padded_count(const pool_job *j, int64_t d0, int64_t h0, int6
                                             best = v;                                                         \
                                             best_i = xi;                                                      \
                                         }                                                                     \
+                                    } else if (j->lp) {                                                       \
+                                        sum += lp_pow((double)v, j->lp);                                      \
                                     } else {                                                                  \
                                         sum += (double)v;                                                     \
                                     }                                                                         \
@@ -99,6 +109,8 @@ static int64_t pool_padded_count(const pool_job *j, int64_t d0, int64_t h0, int6
                                 }                                                                             \
                                 ind[oi] = pl * j->in_size + bi;                                               \
                             }                                                                                 \
+                        } else if (j->lp) { /* padded taps are zeros: they add nothing */                     \
+                            y[oi] = (T)lp_root(sum, j->lp);                                                   \
                         } else {                                                                              \
                             if (j->count_include_pad) cnt_pad = pool_padded_count(j, d0, h0, w0);             \
                             int64_t div = j->count_include_pad ? cnt_pad : cnt;                               \
@@ -166,8 +178,11 @@ static netrun_status run_staged(cpu_context *ctx, netrun_dtype dt, const void **
     return NETRUN_OK;
 }
 
-static netrun_status pool_run_common(cpu_context *ctx, const netrun_kernel_args *args, int is_max) {
-    const char *op = is_max ? "MaxPool" : "AveragePool";
+enum { POOL_AVG = 0, POOL_MAX = 1, POOL_LP = 2 };
+
+static netrun_status pool_run_common(cpu_context *ctx, const netrun_kernel_args *args, int kind) {
+    const char *op = kind == POOL_MAX ? "MaxPool" : kind == POOL_LP ? "LpPool" : "AveragePool";
+    int is_max = kind == POOL_MAX;
     const netrun_pool_params *p = args->params;
     if (!p || args->n_inputs < 1 || args->n_outputs < 1)
         return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: missing params or input", op);
@@ -184,6 +199,10 @@ static netrun_status pool_run_common(cpu_context *ctx, const netrun_kernel_args 
     j.is_max = is_max;
     j.count_include_pad = p->count_include_pad;
     j.storage_order = p->storage_order;
+    if (kind == POOL_LP) {
+        if (p->p < 1) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "LpPool: p = %lld must be >= 1", (long long)p->p);
+        j.lp = p->p;
+    }
     if (is_max && args->n_outputs > 1 && args->outputs[1].rank >= 0 && args->outputs[1].data)
         j.ind = args->outputs[1].data;
     int64_t planes = X->dims[0] * X->dims[1];
@@ -201,11 +220,15 @@ static netrun_status pool_run_common(cpu_context *ctx, const netrun_kernel_args 
 
 static netrun_status maxpool_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
     (void)state;
-    return pool_run_common(ctx, args, 1);
+    return pool_run_common(ctx, args, POOL_MAX);
 }
 static netrun_status avgpool_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
     (void)state;
-    return pool_run_common(ctx, args, 0);
+    return pool_run_common(ctx, args, POOL_AVG);
+}
+static netrun_status lppool_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    return pool_run_common(ctx, args, POOL_LP);
 }
 
 static netrun_status global_run_common(cpu_context *ctx, const netrun_kernel_args *args, int is_max) {
@@ -241,6 +264,7 @@ const cpu_op cpu_ops_pool[] = {
      maxpool_run, NULL},
     {"AveragePool", "", FLOAT_DTYPES, "1-3 spatial dims; dilations, ceil_mode, count_include_pad", NULL, NULL,
      avgpool_run, NULL},
+    {"LpPool", "", FLOAT_DTYPES, "1-3 spatial dims; dilations, ceil_mode", NULL, NULL, lppool_run, NULL},
     {"GlobalAveragePool", "", FLOAT_DTYPES, "", NULL, NULL, gavg_run, NULL},
     {"GlobalMaxPool", "", FLOAT_DTYPES, "", NULL, NULL, gmax_run, NULL},
     {0},

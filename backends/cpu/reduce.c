@@ -1,4 +1,4 @@
-/* CPU kernels: reduce (ReduceXxx, ArgMax/ArgMin, TopK, CumSum).
+/* CPU kernels: reduce (ReduceXxx, ArgMax/ArgMin, TopK, CumSum, CumProd).
  *
  * A reduction first merges adjacent dims that are all reduced or all kept (dims of size 1 dropped), which
  * turns most cases into one of two fast shapes: [outer, R] (innermost contiguous axis: one line per output)
@@ -312,7 +312,9 @@ static netrun_status reduce_run(cpu_context *ctx, const netrun_kernel_args *args
         return NETRUN_OK;
     }
     reduce_fns fns;
-    if (!reduce_fns_for(x->dtype, &fns))
+    netrun_dtype dt = x->dtype;
+    if (dt == NETRUN_DTYPE_BOOL && (kind == R_MAX || kind == R_MIN)) dt = NETRUN_DTYPE_UINT8; /* any / all of 0, 1 */
+    if (!reduce_fns_for(dt, &fns))
         return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "reduce: dtype %d not supported", (int)x->dtype);
     merged m;
     merge_dims(x, p->axes, p->n_axes, &m);
@@ -527,6 +529,11 @@ static double load_as_double(netrun_dtype t, const unsigned char *p) {
     case NETRUN_DTYPE_INT64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
     case NETRUN_DTYPE_UINT8: return *p;
     case NETRUN_DTYPE_INT8: return (int8_t)*p;
+    case NETRUN_DTYPE_INT16: { int16_t v; memcpy(&v, p, 2); return v; }
+    case NETRUN_DTYPE_UINT16: { uint16_t v; memcpy(&v, p, 2); return v; }
+    case NETRUN_DTYPE_UINT32: { uint32_t v; memcpy(&v, p, 4); return v; }
+    case NETRUN_DTYPE_UINT64: { uint64_t v; memcpy(&v, p, 8); return (double)v; }
+    case NETRUN_DTYPE_BFLOAT16: { uint16_t v; memcpy(&v, p, 2); return cpu_bf16_to_float(v); }
     default: return 0;
     }
 }
@@ -632,7 +639,7 @@ static netrun_status run_topk(cpu_context *ctx, void *state, const netrun_kernel
     return NETRUN_OK;
 }
 
-/* ---------------- CumSum: [outer, R, inner], blocks of inner positions ---------------- */
+/* ---------------- CumSum, CumProd: [outer, R, inner], blocks of inner positions ---------------- */
 
 typedef struct cumsum_job {
     const void *x;
@@ -641,7 +648,7 @@ typedef struct cumsum_job {
     int exclusive, reverse;
 } cumsum_job;
 
-#define DEFINE_CUMSUM(S, T, A, LOAD, STORE, ADD)                                                              \
+#define DEFINE_CUMSUM(S, T, A, LOAD, STORE, ADD, INIT)                                                        \
     static void range_cumsum_##S(void *arg, int64_t b, int64_t e) {                                           \
         const cumsum_job *j = arg;                                                                            \
         const T *x = j->x;                                                                                    \
@@ -651,7 +658,7 @@ typedef struct cumsum_job {
             int64_t o = t / j->nblk, i0 = (t % j->nblk) * BLK;                                                \
             int64_t n = j->inner - i0 < BLK ? j->inner - i0 : BLK;                                            \
             int64_t base = o * j->R * j->inner + i0;                                                          \
-            for (int64_t k = 0; k < n; k++) acc[k] = 0;                                                       \
+            for (int64_t k = 0; k < n; k++) acc[k] = INIT;                                                    \
             for (int64_t rr = 0; rr < j->R; rr++) {                                                           \
                 int64_t r = j->reverse ? j->R - 1 - rr : rr;                                                  \
                 const T *row = x + base + r * j->inner;                                                       \
@@ -663,26 +670,31 @@ typedef struct cumsum_job {
             }                                                                                                 \
         }                                                                                                     \
     }
-DEFINE_CUMSUM(f32, float, float, ID, CAST_F, FADD)
-DEFINE_CUMSUM(f16, uint16_t, float, cpu_half_to_float, ST_HALF, FADD)
-DEFINE_CUMSUM(f64, double, double, ID, CAST_D, FADD)
-DEFINE_CUMSUM(i32, int32_t, int64_t, I64, CAST_I32, wadd)
-DEFINE_CUMSUM(i64, int64_t, int64_t, I64, CAST_I64, wadd)
+DEFINE_CUMSUM(f32, float, float, ID, CAST_F, FADD, 0)
+DEFINE_CUMSUM(f16, uint16_t, float, cpu_half_to_float, ST_HALF, FADD, 0)
+DEFINE_CUMSUM(f64, double, double, ID, CAST_D, FADD, 0)
+DEFINE_CUMSUM(i32, int32_t, int64_t, I64, CAST_I32, wadd, 0)
+DEFINE_CUMSUM(i64, int64_t, int64_t, I64, CAST_I64, wadd, 0)
+DEFINE_CUMSUM(prod_f32, float, float, ID, CAST_F, FMUL, 1)
+DEFINE_CUMSUM(prod_f16, uint16_t, float, cpu_half_to_float, ST_HALF, FMUL, 1)
+DEFINE_CUMSUM(prod_f64, double, double, ID, CAST_D, FMUL, 1)
+DEFINE_CUMSUM(prod_i32, int32_t, int64_t, I64, CAST_I32, wmul, 1)
+DEFINE_CUMSUM(prod_i64, int64_t, int64_t, I64, CAST_I64, wmul, 1)
 
-static netrun_status run_cumsum(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
-    (void)state;
+static netrun_status cum_run(cpu_context *ctx, const netrun_kernel_args *args, int prod) {
+    const char *op = prod ? "CumProd" : "CumSum";
     const netrun_axis_params *p = args->params;
     const netrun_tensor *x = &args->inputs[0];
     cpu_range_fn fn;
     switch (x->dtype) {
-    case NETRUN_DTYPE_FLOAT: fn = range_cumsum_f32; break;
-    case NETRUN_DTYPE_FLOAT16: fn = range_cumsum_f16; break;
-    case NETRUN_DTYPE_DOUBLE: fn = range_cumsum_f64; break;
-    case NETRUN_DTYPE_INT32: fn = range_cumsum_i32; break;
-    case NETRUN_DTYPE_INT64: fn = range_cumsum_i64; break;
-    default: return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "CumSum: dtype %d not supported", (int)x->dtype);
+    case NETRUN_DTYPE_FLOAT: fn = prod ? range_cumsum_prod_f32 : range_cumsum_f32; break;
+    case NETRUN_DTYPE_FLOAT16: fn = prod ? range_cumsum_prod_f16 : range_cumsum_f16; break;
+    case NETRUN_DTYPE_DOUBLE: fn = prod ? range_cumsum_prod_f64 : range_cumsum_f64; break;
+    case NETRUN_DTYPE_INT32: fn = prod ? range_cumsum_prod_i32 : range_cumsum_i32; break;
+    case NETRUN_DTYPE_INT64: fn = prod ? range_cumsum_prod_i64 : range_cumsum_i64; break;
+    default: return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "%s: dtype %d not supported", op, (int)x->dtype);
     }
-    if (!p || p->axis < 0 || p->axis >= x->rank) return cpu_host->error(NETRUN_ERR_INTERNAL, "CumSum: bad params");
+    if (!p || p->axis < 0 || p->axis >= x->rank) return cpu_host->error(NETRUN_ERR_INTERNAL, "%s: bad params", op);
     cumsum_job j = {.x = x->data, .y = args->outputs[0].data, .exclusive = p->exclusive, .reverse = p->reverse};
     int64_t outer;
     split_axis(x, p->axis, &outer, &j.R, &j.inner);
@@ -692,6 +704,15 @@ static netrun_status run_cumsum(cpu_context *ctx, void *state, const netrun_kern
     return NETRUN_OK;
 }
 
+static netrun_status run_cumsum(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    return cum_run(ctx, args, 0);
+}
+static netrun_status run_cumprod(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    return cum_run(ctx, args, 1);
+}
+
 #define B(t) NETRUN_DTYPE_BIT(NETRUN_DTYPE_##t)
 #define DT_MAIN (B(FLOAT) | B(FLOAT16) | B(DOUBLE) | B(INT32) | B(INT64))
 #define DT_MINMAX (DT_MAIN | B(UINT8) | B(INT8))
@@ -699,8 +720,8 @@ static netrun_status run_cumsum(cpu_context *ctx, void *state, const netrun_kern
 const cpu_op cpu_ops_reduce[] = {
     {"ReduceSum", NULL, DT_MAIN, "", NULL, NULL, run_sum, NULL},
     {"ReduceMean", NULL, DT_MAIN, "", NULL, NULL, run_mean, NULL},
-    {"ReduceMax", NULL, DT_MINMAX, "", NULL, NULL, run_max, NULL},
-    {"ReduceMin", NULL, DT_MINMAX, "", NULL, NULL, run_min, NULL},
+    {"ReduceMax", NULL, DT_MINMAX | B(BOOL), "", NULL, NULL, run_max, NULL},
+    {"ReduceMin", NULL, DT_MINMAX | B(BOOL), "", NULL, NULL, run_min, NULL},
     {"ReduceProd", NULL, DT_MAIN, "", NULL, NULL, run_prod, NULL},
     {"ReduceL1", NULL, DT_MAIN, "", NULL, NULL, run_l1, NULL},
     {"ReduceL2", NULL, DT_MAIN, "", NULL, NULL, run_l2, NULL},
@@ -709,7 +730,10 @@ const cpu_op cpu_ops_reduce[] = {
     {"ReduceSumSquare", NULL, DT_MAIN, "", NULL, NULL, run_sumsq, NULL},
     {"ArgMax", NULL, DT_MINMAX, "", NULL, NULL, run_argmax, NULL},
     {"ArgMin", NULL, DT_MINMAX, "", NULL, NULL, run_argmin, NULL},
-    {"TopK", NULL, DT_MINMAX, "ties resolved to the lower index; output always sorted", NULL, NULL, run_topk, NULL},
+    {"TopK", NULL, DT_MINMAX | B(INT16) | B(UINT16) | B(UINT32) | B(UINT64) | B(BFLOAT16),
+     "ties resolved to the lower index; output always sorted; 64-bit integers compared as double (exact to 2^53)",
+     NULL, NULL, run_topk, NULL},
     {"CumSum", NULL, DT_MAIN, "", NULL, NULL, run_cumsum, NULL},
+    {"CumProd", NULL, DT_MAIN, "", NULL, NULL, run_cumprod, NULL},
     {0},
 };

@@ -69,3 +69,46 @@ add("ln_fp16_stats", "LayerNormalization", [rand(2, 3, 16, dtype=np.float16, see
     outputs=3, rtol=1e-2, atol=1e-2)
 add("bn_opset15_mixed", "BatchNormalization", [rand(2, 3, 4, 4, dtype=np.float16, seed=68)] + bn_params(3, 110),
     opset=15, rtol=1e-2, atol=1e-2)
+
+# ---- GroupNormalization (opset 21: scale/bias per channel; opset 18: per group) ----
+def add_gn(name, ins, opset, **attrs):
+    # onnx shape inference does not type this function op's output: declare it like X
+    c = node_case(name, "GroupNormalization", ins, attrs=attrs, opset=opset, rtol=1e-4, atol=1e-4)
+    c.model.graph.output[0].type.tensor_type.elem_type = optest.np_to_elem(ins[0].dtype)
+    CASES.append(c)
+
+
+xg = rand(2, 6, 4, 5, seed=81, low=-3, high=3)
+for g in [1, 2, 3, 6]:
+    add_gn(f"gn21_g{g}", [xg, rand(6, seed=82), rand(6, seed=83)], opset=21, num_groups=g)
+    add_gn(f"gn18_g{g}", [xg, rand(g, seed=84), rand(g, seed=85)], opset=18, num_groups=g)
+add_gn("gn21_eps_3d", [rand(3, 4, 7, seed=86), rand(4, seed=87), rand(4, seed=88)], opset=21,
+    num_groups=2, epsilon=0.1)
+add_gn("gn21_2d", [rand(3, 4, seed=89), rand(4, seed=90), rand(4, seed=91)], opset=21,
+    num_groups=2)
+
+# ---- MeanVarianceNormalization ----
+xm = rand(3, 4, 5, 2, seed=92, low=-2, high=4)
+add("mvn_default", "MeanVarianceNormalization", [xm], opset=13)
+add("mvn_axes_123", "MeanVarianceNormalization", [xm], opset=13, axes=[1, 2, 3])
+add("mvn_axes_neg", "MeanVarianceNormalization", [xm], opset=13, axes=[-1])
+add("mvn_axes_02", "MeanVarianceNormalization", [rand(4, 3, 6, seed=93)], opset=13, axes=[0, 2])
+add("mvn_opset9", "MeanVarianceNormalization", [xm], opset=9)
+
+# ---- LpNormalization ----
+xn = rand(3, 4, 5, seed=94, low=-2, high=2)
+for pv in [1, 2]:
+    for axis in [0, 1, -1]:
+        add(f"lpn_p{pv}_ax{axis}".replace("-", "m"), "LpNormalization", [xn], opset=17, p=pv, axis=axis)
+add("lpn_default", "LpNormalization", [xn], opset=17)
+zr = xn.copy()
+zr[1, :, 2] = 0  # a zero norm gives zeros (onnxruntime too)
+add("lpn_zero_row", "LpNormalization", [zr], opset=17, axis=1)
+add("lpn_f64", "LpNormalization", [rand(4, 7, dtype=np.float64, seed=95)], opset=17, rtol=1e-9, atol=1e-12)
+
+# ---- LRN ----
+xr = rand(2, 7, 4, 5, seed=96, low=-3, high=3)
+for size in [1, 3, 5]:  # onnxruntime: odd sizes and 4-D only
+    add(f"lrn_size{size}", "LRN", [xr], opset=13, size=size)
+add("lrn_params", "LRN", [xr], opset=13, size=3, alpha=0.01, beta=0.5, bias=2.0)
+add("lrn_wide", "LRN", [rand(1, 16, 3, 3, seed=97)], opset=13, size=5, alpha=0.1)

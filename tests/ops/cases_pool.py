@@ -66,3 +66,18 @@ add("gmp_4d", "GlobalMaxPool", [rand(2, 5, 7, 9, seed=25)])
 add("gmp_3d", "GlobalMaxPool", [rand(2, 5, 11, seed=26)])
 add("gmp_fp16", "GlobalMaxPool", [rand(2, 4, 8, 8, dtype=np.float16, seed=27)])
 add("gmp_opset7", "GlobalMaxPool", [rand(1, 3, 4, 4, seed=28)], opset=7)
+
+# ---- LpPool: p, pads (zeros add nothing), strides, dilations, auto_pad, ceil_mode, 1-D/3-D ----
+xl = rand(2, 3, 9, 10, seed=71)
+for pv in [1, 2, 3]:
+    add(f"lp_p{pv}", "LpPool", [xl], opset=18, kernel_shape=[3, 3], p=pv)
+add("lp_default_p", "LpPool", [xl], opset=18, kernel_shape=[2, 2])
+add("lp_pads_strides", "LpPool", [xl], opset=18, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], p=2)
+add("lp_same_upper", "LpPool", [xl], opset=18, kernel_shape=[2, 3], auto_pad="SAME_UPPER", p=3)
+add("lp_dilations", "LpPool", [xl], opset=18, kernel_shape=[2, 2], dilations=[2, 2], p=2)
+add("lp_ceil", "LpPool", [xl], opset=18, kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1, p=2)
+add("lp_1d", "LpPool", [rand(2, 4, 11, seed=72)], opset=18, kernel_shape=[3], p=2)
+add("lp_3d", "LpPool", [rand(1, 2, 5, 6, 4, seed=73)], opset=18, kernel_shape=[2, 2, 2], p=2)
+add("lp_opset11", "LpPool", [xl], opset=11, kernel_shape=[2, 2], p=2)
+add("lp_f16", "LpPool", [rand(1, 2, 6, 6, dtype=np.float16, seed=74)], opset=18, kernel_shape=[2, 2], p=2,
+    rtol=1e-2, atol=1e-2)

@@ -135,3 +135,19 @@ for dt in [np.float64, np.int32, np.int64]:
                       attrs={"exclusive": 1}, opset=14))
 CASES.append(case("CumSum_wide", "CumSum", [rand(3, 5, 600, seed=33), ("const", np.array(1, np.int64))],
                   opset=14, rtol=1e-4, atol=1e-4))
+
+# ---- CumProd (opset 26): values near 1 keep products in range ----
+xp = rand(3, 4, 5, seed=41, low=0.5, high=1.5)
+for axis in [0, 1, 2, -1]:
+    for excl in [0, 1]:
+        for rev in [0, 1]:
+            CASES.append(case(f"CumProd_ax{axis}_e{excl}_r{rev}".replace("-", "m"), "CumProd",
+                              [xp, ("const", np.array(axis, np.int64))],
+                              attrs={"exclusive": excl, "reverse": rev}, opset=26))
+CASES.append(case("CumProd_axis_runtime", "CumProd", [xp, np.array(-2, np.int32)], opset=26))
+for dt in [np.float64, np.int32, np.int64]:
+    CASES.append(case(f"CumProd_{np.dtype(dt).name}", "CumProd",
+                      [rand(4, 6, dtype=dt, low=-3, high=3, seed=42), ("const", np.array(1, np.int64))],
+                      attrs={"reverse": 1}, opset=26, rtol=1e-9, atol=0))
+CASES.append(case("CumProd_wide", "CumProd", [rand(3, 5, 600, seed=43, low=0.8, high=1.2),
+                                              ("const", np.array(1, np.int64))], opset=26))

@@ -143,7 +143,7 @@ static int placement(netrun_session *s, conf_result *r)
             continue;
         if (ni.backend) {
             conf_list_add(r->backends, sizeof(r->backends), ni.backend);
-            if (strcmp(ni.backend, "const") != 0 && strcmp(ni.backend, r->first_backend) != 0)
+            if (strcmp(ni.backend, "const") != 0 && strcmp(ni.backend, "runtime") != 0 && strcmp(ni.backend, r->first_backend) != 0)
                 native = 0;
         }
         if (ni.op_type)

@@ -1,0 +1,529 @@
+/*
+ * Control flow (If, Loop, Scan). Their subgraphs are compiled at load into models of their own; values a
+ * subgraph reads from enclosing graphs ("captures") become extra inputs of that model. At run time the
+ * runtime itself executes these nodes: it feeds a sub-session per subgraph (created lazily with the same
+ * options, so the subgraph is placed on the backends like any graph) and gathers its outputs.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control_flow.h"
+
+/* ---- load: captures and sub-models ---- */
+
+static int defined_in(const nr_graph *g, int v, const char *produced) {
+    return produced[v] || g->values[v].constant || g->values[v].is_graph_input;
+}
+
+/* Make every name a graph reads but does not define an input of that graph (recursively, deepest first), so
+ * that each subgraph can be checked and run as a model of its own. The main graph keeps its undefined names:
+ * the graph checks report them. */
+netrun_status nr_resolve_captures(nr_graph *g, const char *source, int depth) {
+    if (depth > 64) return nr_error(NETRUN_ERR_INVALID_MODEL, "%s: subgraphs nested too deeply", source);
+    for (int n = 0; n < g->n_nodes; n++)
+        for (int a = 0; a < g->nodes[n].n_attrs; a++) {
+            nr_attr *at = &g->nodes[n].attrs[a];
+            if (at->type == NR_ATTR_GRAPH && at->g) {
+                netrun_status st = nr_resolve_captures(at->g, source, depth + 1);
+                if (st != NETRUN_OK) return st;
+            }
+        }
+    if (!g->parent) return NETRUN_OK;
+    if (g->n_formal_inputs < 0) g->n_formal_inputs = g->n_inputs;
+    /* names that nested subgraphs capture become values here first (they may pass through this graph) */
+    for (int n = 0; n < g->n_nodes; n++)
+        for (int a = 0; a < g->nodes[n].n_attrs; a++) {
+            const nr_graph *sub = g->nodes[n].attrs[a].type == NR_ATTR_GRAPH ? g->nodes[n].attrs[a].g : NULL;
+            for (int k = sub ? sub->n_formal_inputs : 0; sub && k < sub->n_inputs; k++)
+                if (nr_graph_value(g, sub->values[sub->inputs[k]].name) < 0)
+                    return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+    char *produced = nr_calloc((size_t)g->n_values + 1, 1);
+    if (!produced) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int n = 0; n < g->n_nodes; n++)
+        for (int o = 0; o < g->nodes[n].n_outputs; o++)
+            if (g->nodes[n].outputs[o] >= 0) produced[g->nodes[n].outputs[o]] = 1;
+    netrun_status st = NETRUN_OK;
+    /* names read by nodes, graph outputs, and captures of nested subgraphs */
+    int n_values = g->n_values;
+    for (int v = 0; v < n_values && st == NETRUN_OK; v++) {
+        if (defined_in(g, v, produced)) continue;
+        int used = 0;
+        for (int n = 0; n < g->n_nodes && !used; n++) {
+            for (int i = 0; i < g->nodes[n].n_inputs; i++)
+                if (g->nodes[n].inputs[i] == v) used = 1;
+            for (int a = 0; a < g->nodes[n].n_attrs && !used; a++) {
+                const nr_graph *sub = g->nodes[n].attrs[a].type == NR_ATTR_GRAPH ? g->nodes[n].attrs[a].g : NULL;
+                for (int k = sub ? sub->n_formal_inputs : 0; sub && k < sub->n_inputs; k++)
+                    if (!strcmp(sub->values[sub->inputs[k]].name, g->values[v].name)) used = 1;
+            }
+        }
+        for (int k = 0; k < g->n_outputs; k++)
+            if (g->outputs[k] == v) used = 1;
+        if (!used) continue;
+        /* the enclosing graphs must know it */
+        const nr_graph *p = g->parent;
+        while (p && nr_graph_find_value(p, g->values[v].name) < 0) p = p->parent;
+        if (!p) {
+            st = nr_error(NETRUN_ERR_INVALID_MODEL,
+                          "%s: subgraph '%s' reads '%s', which neither it nor an enclosing graph defines", source,
+                          g->name, g->values[v].name);
+            break;
+        }
+        st = nr_graph_add_input(g, v);
+    }
+    nr_free(produced);
+    return st;
+}
+
+int nr_node_captures(const nr_graph *g, const nr_node *nd, int *out, int max) {
+    int n = 0;
+    for (int a = 0; a < nd->n_attrs; a++) {
+        const nr_graph *sub = nd->attrs[a].type == NR_ATTR_GRAPH ? nd->attrs[a].g : NULL;
+        for (int k = sub && sub->n_formal_inputs >= 0 ? sub->n_formal_inputs : 0; sub && k < sub->n_inputs; k++) {
+            int v = nr_graph_find_value(g, sub->values[sub->inputs[k]].name);
+            if (v < 0) continue;
+            int dup = 0;
+            for (int j = 0; j < n; j++) dup |= out[j] == v;
+            if (!dup && n < max) out[n++] = v;
+        }
+    }
+    return n;
+}
+
+/* Compile each GRAPH attribute of the model's nodes into a sub-model. */
+netrun_status nr_compile_subgraphs(netrun_model *m) {
+    nr_graph *g = m->ir->graph;
+    for (int n = 0; n < g->n_nodes; n++)
+        for (int a = 0; a < g->nodes[n].n_attrs; a++) {
+            nr_attr *at = &g->nodes[n].attrs[a];
+            if (at->type != NR_ATTR_GRAPH || !at->g || at->sub_model) continue;
+            nr_model_ir *ir = nr_calloc(1, sizeof *ir);
+            if (!ir) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+            ir->graph = at->g;
+            ir->borrowed_graph = 1;
+            ir->ir_version = m->ir->ir_version;
+            ir->opsets = nr_calloc((size_t)m->ir->n_opsets + 1, sizeof *ir->opsets);
+            if (!ir->opsets) {
+                nr_free(ir);
+                return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+            }
+            for (int k = 0; k < m->ir->n_opsets; k++) {
+                ir->opsets[k].version = m->ir->opsets[k].version;
+                ir->opsets[k].domain = nr_strdup(m->ir->opsets[k].domain);
+                ir->n_opsets++;
+                if (!ir->opsets[k].domain) {
+                    nr_model_ir_free(ir);
+                    return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+                }
+            }
+            char source[512];
+            snprintf(source, sizeof source, "%s: node '%s' (%s) attribute '%s'", m->source, g->nodes[n].name,
+                     g->nodes[n].op_type, at->name);
+            netrun_status st = nr_model_from_ir(ir, source, &at->sub_model);
+            if (st != NETRUN_OK) return st;
+            at->sub_model->n_formal_inputs = at->g->n_formal_inputs >= 0 ? at->g->n_formal_inputs : at->g->n_inputs;
+        }
+    return NETRUN_OK;
+}
+
+/* ---- run ---- */
+
+typedef struct nr_cf_state {
+    netrun_session *sub[2];          /* If: then/else; Loop/Scan: body */
+} nr_cf_state;
+
+static const nr_attr *graph_attr(const nr_node *nd, const char *name) {
+    for (int a = 0; a < nd->n_attrs; a++)
+        if (!strcmp(nd->attrs[a].name, name) && nd->attrs[a].type == NR_ATTR_GRAPH) return &nd->attrs[a];
+    return NULL;
+}
+
+static netrun_status sub_session(netrun_session *s, nr_snode *sn, int which, const nr_attr *at,
+                                 netrun_session **out) {
+    nr_cf_state *cf = sn->cf;
+    if (!cf) {
+        cf = sn->cf = nr_calloc(1, sizeof *cf);
+        if (!cf) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (!cf->sub[which]) {
+        netrun_status st = netrun_session_create(at->sub_model, &s->opts, &cf->sub[which]);
+        if (st != NETRUN_OK) return st;
+    }
+    *out = cf->sub[which];
+    return NETRUN_OK;
+}
+
+void nr_cf_free(nr_snode *sn) {
+    nr_cf_state *cf = sn->cf;
+    if (!cf) return;
+    netrun_session_destroy(cf->sub[0]);
+    netrun_session_destroy(cf->sub[1]);
+    nr_free(cf);
+    sn->cf = NULL;
+}
+
+/* Host view of an outer value (copied from a device when it lives there). */
+static netrun_status outer_view(netrun_session *s, int v, netrun_tensor *t) {
+    nr_svalue *sv = &s->values[v];
+    netrun_status st = nr_host_value(s, v);
+    if (st != NETRUN_OK) return st;
+    nr_value_tensor(s, v, NR_HOST_DOMAIN, t);
+    if (sv->home != NR_HOST_DOMAIN && !sv->is_const) t->data = sv->host_copy;
+    return NETRUN_OK;
+}
+
+static netrun_status feed(netrun_session *sub, const char *name, const netrun_tensor *t) {
+    return netrun_session_set_input(sub, name, t->dtype, t->rank, t->dims, t->data, t->nbytes);
+}
+
+/* Feed the captured outer values (inputs after the formal ones). */
+static netrun_status feed_captures(netrun_session *s, netrun_session *sub) {
+    const netrun_model *m = sub->model;
+    nr_graph *sg = m->ir->graph, *g = s->model->ir->graph;
+    for (int i = m->n_formal_inputs; i < sg->n_inputs; i++) {
+        const char *name = sg->values[sg->inputs[i]].name;
+        int v = nr_graph_find_value(g, name);
+        if (v < 0) return nr_error(NETRUN_ERR_INTERNAL, "captured value '%s' not found", name);
+        netrun_tensor t;
+        netrun_status st = outer_view(s, v, &t);
+        if (st == NETRUN_OK) st = feed(sub, name, &t);
+        if (st != NETRUN_OK) return st;
+    }
+    return NETRUN_OK;
+}
+
+static netrun_status run_sub(netrun_session *sub) {
+    netrun_status st = netrun_session_run(sub);
+    if (st != NETRUN_OK) nr_error(st, "%s", netrun_session_error(sub));
+    return st;
+}
+
+/* Allocate output `o` of the node in host memory with this shape. */
+static netrun_status host_output(netrun_session *s, nr_snode *sn, int o, netrun_dtype dtype, int rank,
+                                 const int64_t *dims, void **data) {
+    const nr_node *nd = &s->model->ir->graph->nodes[sn->node];
+    int v = nd->outputs[o];
+    *data = NULL;
+    if (v < 0) return NETRUN_OK;
+    nr_svalue *sv = &s->values[v];
+    sv->desc.dtype = dtype;
+    sv->desc.rank = rank;
+    for (int d = 0; d < rank; d++) sv->desc.dims[d] = dims[d];
+    netrun_status st = nr_dyn_alloc(s, v, NR_HOST_DOMAIN);
+    if (st != NETRUN_OK) return st;
+    netrun_tensor t;
+    nr_value_tensor(s, v, NR_HOST_DOMAIN, &t);
+    *data = t.data;
+    return NETRUN_OK;
+}
+
+static netrun_status run_if(netrun_session *s, nr_snode *sn, const nr_node *nd) {
+    netrun_tensor cond;
+    netrun_status st = outer_view(s, nd->inputs[0], &cond);
+    if (st != NETRUN_OK) return st;
+    if (nr_shape_count(cond.rank, cond.dims) < 1)
+        return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "If: the condition is empty");
+    int which = ((const uint8_t *)cond.data)[0] ? 0 : 1;
+    const nr_attr *at = graph_attr(nd, which ? "else_branch" : "then_branch");
+    if (!at || !at->sub_model) return nr_error(NETRUN_ERR_INVALID_MODEL, "If: missing %s", which ? "else_branch" : "then_branch");
+    netrun_session *sub;
+    if ((st = sub_session(s, sn, which, at, &sub)) != NETRUN_OK) return st;
+    if ((st = feed_captures(s, sub)) != NETRUN_OK || (st = run_sub(sub)) != NETRUN_OK) return st;
+    if (netrun_session_output_count(sub) < nd->n_outputs)
+        return nr_error(NETRUN_ERR_INVALID_MODEL, "If: the branch has %d outputs, the node %d",
+                        netrun_session_output_count(sub), nd->n_outputs);
+    for (int o = 0; o < nd->n_outputs; o++) {
+        netrun_tensor_view out;
+        if ((st = netrun_session_output(sub, o, &out)) != NETRUN_OK) return nr_error(st, "%s", netrun_session_error(sub));
+        void *dst;
+        if ((st = host_output(s, sn, o, out.dtype, out.rank, out.dims, &dst)) != NETRUN_OK) return st;
+        if (dst && out.nbytes) memcpy(dst, out.data, out.nbytes);
+    }
+    return NETRUN_OK;
+}
+
+/* A growing buffer of stacked per-iteration outputs (Loop scan outputs, Scan outputs). */
+typedef struct stack_buf {
+    char *data;
+    size_t size, cap, elem_bytes;
+    netrun_dtype dtype;
+    int rank;
+    int64_t dims[NETRUN_MAX_RANK];
+    int64_t count;
+} stack_buf;
+
+static netrun_status stack_push(stack_buf *b, const netrun_tensor_view *t) {
+    if (b->count == 0) {
+        b->dtype = t->dtype;
+        b->rank = t->rank;
+        memcpy(b->dims, t->dims, sizeof b->dims);
+        b->elem_bytes = t->nbytes;
+    } else if (t->nbytes != b->elem_bytes || t->rank != b->rank || memcmp(t->dims, b->dims, sizeof(int64_t) * (size_t)t->rank))
+        return nr_error(NETRUN_ERR_INVALID_MODEL, "a scan output changes shape between iterations");
+    if (b->size + t->nbytes > b->cap) {
+        size_t nc = b->cap ? b->cap * 2 : 1024;
+        while (nc < b->size + t->nbytes) nc *= 2;
+        char *p = nr_realloc(b->data, nc);
+        if (!p) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory stacking scan outputs");
+        b->data = p;
+        b->cap = nc;
+    }
+    if (t->nbytes) memcpy(b->data + b->size, t->data, t->nbytes);
+    b->size += t->nbytes;
+    b->count++;
+    return NETRUN_OK;
+}
+
+static netrun_status run_loop(netrun_session *s, nr_snode *sn, const nr_node *nd) {
+    const nr_attr *at = graph_attr(nd, "body");
+    if (!at || !at->sub_model) return nr_error(NETRUN_ERR_INVALID_MODEL, "Loop: missing body");
+    netrun_session *sub;
+    netrun_status st = sub_session(s, sn, 0, at, &sub);
+    if (st != NETRUN_OK) return st;
+    const nr_graph *bg = at->sub_model->ir->graph;
+    int n_carried = nd->n_inputs - 2, n_scan = nd->n_outputs - n_carried;
+    if (n_carried < 0 || n_scan < 0 || at->sub_model->n_formal_inputs != n_carried + 2 || bg->n_outputs != 1 + n_carried + n_scan)
+        return nr_error(NETRUN_ERR_INVALID_MODEL, "Loop: the body's inputs/outputs do not match the node's");
+    int64_t trip = INT64_MAX;
+    int cond = 1;
+    netrun_tensor t;
+    if (nd->inputs[0] >= 0) {
+        if ((st = outer_view(s, nd->inputs[0], &t)) != NETRUN_OK) return st;
+        if (nr_shape_count(t.rank, t.dims) >= 1) trip = ((const int64_t *)t.data)[0];
+    }
+    if (nd->n_inputs > 1 && nd->inputs[1] >= 0) {
+        if ((st = outer_view(s, nd->inputs[1], &t)) != NETRUN_OK) return st;
+        if (nr_shape_count(t.rank, t.dims) >= 1) cond = ((const uint8_t *)t.data)[0] != 0;
+    }
+    /* carried values: start from the node's inputs, then from the body's outputs */
+    netrun_tensor_view *carried = nr_calloc((size_t)n_carried + 1, sizeof *carried);
+    void **owned = nr_calloc((size_t)n_carried + 1, sizeof(void *));
+    stack_buf *stacks = nr_calloc((size_t)n_scan + 1, sizeof *stacks);
+    if (!carried || !owned || !stacks) {
+        st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    for (int k = 0; k < n_carried; k++) {
+        if ((st = outer_view(s, nd->inputs[2 + k], &t)) != NETRUN_OK) goto done;
+        carried[k] = (netrun_tensor_view){.dtype = t.dtype, .rank = t.rank, .data = t.data, .nbytes = t.nbytes};
+        memcpy(carried[k].dims, t.dims, sizeof t.dims);
+    }
+    for (int64_t it = 0; it < trip && cond; it++) {
+        int64_t iter = it;
+        uint8_t c = 1;
+        int64_t none[1] = {0};
+        if ((st = netrun_session_set_input(sub, bg->values[bg->inputs[0]].name, NETRUN_DTYPE_INT64, 0, none, &iter, sizeof iter)) != NETRUN_OK ||
+            (st = netrun_session_set_input(sub, bg->values[bg->inputs[1]].name, NETRUN_DTYPE_BOOL, 0, none, &c, 1)) != NETRUN_OK)
+            goto sub_error;
+        for (int k = 0; k < n_carried; k++)
+            if ((st = netrun_session_set_input(sub, bg->values[bg->inputs[2 + k]].name, carried[k].dtype, carried[k].rank,
+                                               carried[k].dims, carried[k].data, carried[k].nbytes)) != NETRUN_OK)
+                goto sub_error;
+        if ((st = feed_captures(s, sub)) != NETRUN_OK) goto done;
+        if ((st = run_sub(sub)) != NETRUN_OK) goto done;
+        netrun_tensor_view out;
+        if ((st = netrun_session_output(sub, 0, &out)) != NETRUN_OK) goto sub_error;
+        cond = nr_shape_count(out.rank, out.dims) >= 1 ? ((const uint8_t *)out.data)[0] != 0 : 0;
+        for (int k = 0; k < n_carried; k++) {
+            if ((st = netrun_session_output(sub, 1 + k, &out)) != NETRUN_OK) goto sub_error;
+            /* the body's outputs die with its next run: keep a copy */
+            void *copy = nr_aligned_alloc(out.nbytes ? out.nbytes : 1, 64);
+            if (!copy) {
+                st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+                goto done;
+            }
+            if (out.nbytes) memcpy(copy, out.data, out.nbytes);
+            nr_aligned_free(owned[k]);
+            owned[k] = copy;
+            carried[k] = out;
+            carried[k].data = copy;
+        }
+        for (int k = 0; k < n_scan; k++) {
+            if ((st = netrun_session_output(sub, 1 + n_carried + k, &out)) != NETRUN_OK) goto sub_error;
+            if ((st = stack_push(&stacks[k], &out)) != NETRUN_OK) goto done;
+        }
+    }
+    for (int k = 0; k < n_carried; k++) {
+        void *dst;
+        if ((st = host_output(s, sn, k, carried[k].dtype, carried[k].rank, carried[k].dims, &dst)) != NETRUN_OK) goto done;
+        if (dst && carried[k].nbytes) memcpy(dst, carried[k].data, carried[k].nbytes);
+    }
+    for (int k = 0; k < n_scan; k++) {
+        stack_buf *b = &stacks[k];
+        int64_t dims[NETRUN_MAX_RANK] = {b->count};
+        if (b->rank + 1 > NETRUN_MAX_RANK) {
+            st = nr_error(NETRUN_ERR_UNSUPPORTED, "Loop: scan output rank over %d", NETRUN_MAX_RANK);
+            goto done;
+        }
+        for (int d = 0; d < b->rank; d++) dims[d + 1] = b->dims[d];
+        netrun_dtype dtype = b->count ? b->dtype : s->values[nd->outputs[n_carried + k] >= 0 ? nd->outputs[n_carried + k] : 0].desc.dtype;
+        void *dst;
+        if ((st = host_output(s, sn, n_carried + k, dtype, b->count ? b->rank + 1 : 1, dims, &dst)) != NETRUN_OK) goto done;
+        if (dst && b->size) memcpy(dst, b->data, b->size);
+    }
+    goto done;
+sub_error:
+    nr_error(st, "%s", netrun_session_error(sub));
+done:
+    for (int k = 0; owned && k < n_carried; k++) nr_aligned_free(owned[k]);
+    for (int k = 0; stacks && k < n_scan; k++) nr_free(stacks[k].data);
+    nr_free(owned);
+    nr_free(carried);
+    nr_free(stacks);
+    return st;
+}
+
+/* Copy slice `index` along `axis` of t (element size es) into dst, or the reverse when `scatter`. */
+static void slice_copy(const netrun_tensor *t, int axis, int64_t index, char *buf, int scatter) {
+    size_t es = netrun_dtype_size(t->dtype);
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++) outer *= t->dims[d];
+    for (int d = axis + 1; d < t->rank; d++) inner *= t->dims[d];
+    size_t row = (size_t)inner * es;
+    for (int64_t o = 0; o < outer; o++) {
+        char *src = (char *)t->data + ((size_t)(o * t->dims[axis] + index)) * row;
+        if (scatter) memcpy(src, buf + (size_t)o * row, row);
+        else memcpy(buf + (size_t)o * row, src, row);
+    }
+}
+
+static netrun_status run_scan(netrun_session *s, nr_snode *sn, const nr_node *nd) {
+    const nr_attr *at = graph_attr(nd, "body");
+    if (!at || !at->sub_model) return nr_error(NETRUN_ERR_INVALID_MODEL, "Scan: missing body");
+    const nr_cf_params *p = sn->params;
+    int n_scan_in = p->n_scan_inputs, n_state = nd->n_inputs - n_scan_in, n_scan_out = nd->n_outputs - n_state;
+    const nr_graph *bg = at->sub_model->ir->graph;
+    if (n_state < 0 || n_scan_out < 0 || at->sub_model->n_formal_inputs != nd->n_inputs || bg->n_outputs != nd->n_outputs)
+        return nr_error(NETRUN_ERR_INVALID_MODEL, "Scan: the body's inputs/outputs do not match the node's");
+    netrun_session *sub;
+    netrun_status st = sub_session(s, sn, 0, at, &sub);
+    if (st != NETRUN_OK) return st;
+    netrun_tensor *ins = nr_calloc((size_t)nd->n_inputs + 1, sizeof *ins);
+    netrun_tensor_view *state = nr_calloc((size_t)n_state + 1, sizeof *state);
+    void **owned = nr_calloc((size_t)n_state + 1, sizeof(void *));
+    char **slices = nr_calloc((size_t)n_scan_in + 1, sizeof(char *));
+    netrun_tensor *outs = nr_calloc((size_t)n_scan_out + 1, sizeof *outs);
+    if (!ins || !state || !owned || !slices || !outs) {
+        st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < nd->n_inputs; i++)
+        if ((st = outer_view(s, nd->inputs[i], &ins[i])) != NETRUN_OK) goto done;
+    int64_t len = -1;
+    for (int k = 0; k < n_scan_in; k++) {
+        const netrun_tensor *t = &ins[n_state + k];
+        int ax = p->scan_input_axes[k] < 0 ? p->scan_input_axes[k] + t->rank : p->scan_input_axes[k];
+        if (ax < 0 || ax >= t->rank) {
+            st = nr_error(NETRUN_ERR_INVALID_MODEL, "Scan: scan_input_axes[%d] out of range", k);
+            goto done;
+        }
+        if (len >= 0 && t->dims[ax] != len) {
+            st = nr_error(NETRUN_ERR_INVALID_ARGUMENT, "Scan: scan inputs have different lengths");
+            goto done;
+        }
+        len = t->dims[ax];
+        slices[k] = nr_aligned_alloc(t->nbytes / (size_t)(len ? len : 1) + 1, 64);
+        if (!slices[k]) {
+            st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+            goto done;
+        }
+    }
+    if (len < 0) len = 0;
+    for (int k = 0; k < n_state; k++) {
+        state[k] = (netrun_tensor_view){.dtype = ins[k].dtype, .rank = ins[k].rank, .data = ins[k].data, .nbytes = ins[k].nbytes};
+        memcpy(state[k].dims, ins[k].dims, sizeof ins[k].dims);
+    }
+    for (int64_t it = 0; it < len; it++) {
+        for (int k = 0; k < n_state; k++)
+            if ((st = netrun_session_set_input(sub, bg->values[bg->inputs[k]].name, state[k].dtype, state[k].rank,
+                                               state[k].dims, state[k].data, state[k].nbytes)) != NETRUN_OK)
+                goto sub_error;
+        for (int k = 0; k < n_scan_in; k++) {
+            const netrun_tensor *t = &ins[n_state + k];
+            int ax = p->scan_input_axes[k] < 0 ? p->scan_input_axes[k] + t->rank : p->scan_input_axes[k];
+            int64_t idx = p->scan_input_directions[k] ? len - 1 - it : it;
+            slice_copy(t, ax, idx, slices[k], 0);
+            int64_t dims[NETRUN_MAX_RANK];
+            int r = 0;
+            for (int d = 0; d < t->rank; d++)
+                if (d != ax) dims[r++] = t->dims[d];
+            if ((st = netrun_session_set_input(sub, bg->values[bg->inputs[n_state + k]].name, t->dtype, r, dims,
+                                               slices[k], t->nbytes / (size_t)len)) != NETRUN_OK)
+                goto sub_error;
+        }
+        if ((st = feed_captures(s, sub)) != NETRUN_OK || (st = run_sub(sub)) != NETRUN_OK) goto done;
+        netrun_tensor_view out;
+        for (int k = 0; k < n_state; k++) {
+            if ((st = netrun_session_output(sub, k, &out)) != NETRUN_OK) goto sub_error;
+            void *copy = nr_aligned_alloc(out.nbytes ? out.nbytes : 1, 64);
+            if (!copy) {
+                st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+                goto done;
+            }
+            if (out.nbytes) memcpy(copy, out.data, out.nbytes);
+            nr_aligned_free(owned[k]);
+            owned[k] = copy;
+            state[k] = out;
+            state[k].data = copy;
+        }
+        for (int k = 0; k < n_scan_out; k++) {
+            if ((st = netrun_session_output(sub, n_state + k, &out)) != NETRUN_OK) goto sub_error;
+            netrun_tensor *o = &outs[k];
+            int ax = p->scan_output_axes[k] < 0 ? p->scan_output_axes[k] + out.rank + 1 : p->scan_output_axes[k];
+            if (ax < 0 || ax > out.rank || out.rank + 1 > NETRUN_MAX_RANK) {
+                st = nr_error(NETRUN_ERR_INVALID_MODEL, "Scan: scan_output_axes[%d] out of range", k);
+                goto done;
+            }
+            if (it == 0) { /* first iteration fixes the output's shape */
+                int64_t dims[NETRUN_MAX_RANK];
+                for (int d = 0, r = 0; d <= out.rank; d++) dims[d] = d == ax ? len : out.dims[r++];
+                void *dst;
+                if ((st = host_output(s, sn, n_state + k, out.dtype, out.rank + 1, dims, &dst)) != NETRUN_OK) goto done;
+                o->dtype = out.dtype;
+                o->rank = out.rank + 1;
+                memcpy(o->dims, dims, sizeof dims);
+                o->data = dst;
+            }
+            int64_t idx = p->scan_output_directions[k] ? len - 1 - it : it;
+            if (o->data) slice_copy(o, ax, idx, (char *)out.data, 1);
+        }
+    }
+    for (int k = 0; k < n_state; k++) {
+        void *dst;
+        if ((st = host_output(s, sn, k, state[k].dtype, state[k].rank, state[k].dims, &dst)) != NETRUN_OK) goto done;
+        if (dst && state[k].nbytes) memcpy(dst, state[k].data, state[k].nbytes);
+    }
+    if (len == 0)
+        for (int k = 0; k < n_scan_out; k++) { /* no iteration: empty outputs of unknown inner shape */
+            int64_t dims[1] = {0};
+            void *dst;
+            int v = nd->outputs[n_state + k];
+            if ((st = host_output(s, sn, n_state + k, v >= 0 ? s->values[v].desc.dtype : NETRUN_DTYPE_FLOAT, 1, dims, &dst)) != NETRUN_OK)
+                goto done;
+        }
+    goto done;
+sub_error:
+    nr_error(st, "%s", netrun_session_error(sub));
+done:
+    for (int k = 0; owned && k < n_state; k++) nr_aligned_free(owned[k]);
+    for (int k = 0; slices && k < n_scan_in; k++) nr_aligned_free(slices[k]);
+    nr_free(owned);
+    nr_free(slices);
+    nr_free(state);
+    nr_free(ins);
+    nr_free(outs);
+    return st;
+}
+
+netrun_status nr_run_control_flow(netrun_session *s, nr_snode *sn) {
+    const nr_node *nd = &s->model->ir->graph->nodes[sn->node];
+    netrun_status st;
+    if (!strcmp(nd->op_type, "If")) st = run_if(s, sn, nd);
+    else if (!strcmp(nd->op_type, "Loop")) st = run_loop(s, sn, nd);
+    else if (!strcmp(nd->op_type, "Scan")) st = run_scan(s, sn, nd);
+    else st = nr_error(NETRUN_ERR_INTERNAL, "no runtime implementation of %s", nd->op_type);
+    if (st != NETRUN_OK) nr_error_prefix("node '%s' (%s): ", nd->name, nd->op_type);
+    return st;
+}

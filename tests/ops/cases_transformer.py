@@ -1,0 +1,88 @@
+"""Op cases: Attention, RMSNormalization, RotaryEmbedding (opset 23; compared with onnxruntime).
+LinearAttention, CausalConvWithState (opset 27) and ai.onnx.preview FlexAttention are not in onnxruntime
+1.31: they are covered by the ONNX conformance node tests only."""
+import numpy as np
+
+import optest
+from optest import rand
+
+
+def case(name, op, inputs, **kw):
+    kw.setdefault("opset", 23)
+    c = optest.node_case(name, op, inputs, **kw)
+    c.model.ir_version = 10  # opset 23 needs IR 10 in onnxruntime
+    return c
+
+
+CASES = []
+
+# ---- Attention ----
+B, Hq, Hk, Lq, Lk, E, Ev, Lp = 2, 4, 2, 5, 7, 8, 6, 3
+
+
+def q4(h=Hq, l=Lq, e=E, seed=1, dt=np.float32):
+    return rand(B, h, l, e, seed=seed, dtype=dt)
+
+
+A = "Attention"
+CASES.append(case("attn_4d", A, [q4(), q4(Hq, Lk, E, 2), q4(Hq, Lk, Ev, 3)]))
+CASES.append(case("attn_4d_gqa", A, [q4(), q4(Hk, Lk, E, 2), q4(Hk, Lk, Ev, 3)]))
+CASES.append(case("attn_4d_mqa_causal", A, [q4(), q4(1, Lk, E, 2), q4(1, Lk, Ev, 3)], attrs={"is_causal": 1}))
+CASES.append(case("attn_4d_scale_softcap", A, [q4(), q4(Hk, Lk, E, 2), q4(Hk, Lk, Ev, 3)],
+                  attrs={"scale": 0.3, "softcap": 1.5}))
+CASES.append(case("attn_4d_mask2d", A, [q4(), q4(Hk, Lk, E, 2), q4(Hk, Lk, Ev, 3), rand(Lq, Lk, seed=4)]))
+CASES.append(case("attn_4d_mask_bool4d", A, [q4(), q4(Hk, Lk, E, 2), q4(Hk, Lk, Ev, 3),
+                                             rand(B, 1, Lq, Lk, dtype=np.bool_, seed=5) | np.eye(Lq, Lk, dtype=bool)]))
+CASES.append(case("attn_4d_mask3d_causal", A, [q4(), q4(Hk, Lk, E, 2), q4(Hk, Lk, Ev, 3), rand(Hq, Lq, Lk, seed=6)],
+                  attrs={"is_causal": 1}))
+# KV cache: past + new -> present, causal offset by the past length; every output compared
+CASES.append(case("attn_4d_past", A, [q4(), q4(Hk, Lk, E, 2), q4(Hk, Lk, Ev, 3), rand(Lq, Lp + Lk, seed=7),
+                                      q4(Hk, Lp, E, 8), q4(Hk, Lp, Ev, 9)], outputs=3))
+CASES.append(case("attn_4d_past_causal", A, [q4(), q4(Hk, Lk, E, 2), q4(Hk, Lk, Ev, 3), None,
+                                             q4(Hk, Lp, E, 8), q4(Hk, Lp, Ev, 9)], outputs=3, attrs={"is_causal": 1}))
+for mode in range(4):
+    CASES.append(case(f"attn_4d_qk_mode{mode}", A, [q4(), q4(Hq, Lk, E, 2), q4(Hq, Lk, Ev, 3), rand(Lq, Lk, seed=4)],
+                      outputs=4, output_names=["y", "", "", "qk"], attrs={"qk_matmul_output_mode": mode}))
+# 3-D inputs need the head counts
+CASES.append(case("attn_3d", A, [rand(B, Lq, Hq * E, seed=1), rand(B, Lk, Hq * E, seed=2), rand(B, Lk, Hq * Ev, seed=3)],
+                  attrs={"q_num_heads": Hq, "kv_num_heads": Hq}))
+CASES.append(case("attn_3d_gqa_causal_mask", A, [rand(B, Lq, Hq * E, seed=1), rand(B, Lk, Hk * E, seed=2),
+                                                 rand(B, Lk, Hk * Ev, seed=3), rand(Lq, Lk, seed=4)],
+                  attrs={"q_num_heads": Hq, "kv_num_heads": Hk, "is_causal": 1}))
+CASES.append(case("attn_3d_past", A, [rand(B, Lq, Hq * E, seed=1), rand(B, Lk, Hk * E, seed=2),
+                                      rand(B, Lk, Hk * Ev, seed=3), None, q4(Hk, Lp, E, 8), q4(Hk, Lp, Ev, 9)],
+                  outputs=3, attrs={"q_num_heads": Hq, "kv_num_heads": Hk}))
+# a longer sequence: larger GEMMs, several tasks per thread
+CASES.append(case("attn_4d_long", A, [rand(1, 2, 64, 32, seed=11), rand(1, 2, 96, 32, seed=12),
+                                      rand(1, 2, 96, 16, seed=13)], attrs={"is_causal": 1}))
+CASES.append(case("attn_4d_f16", A, [q4(dt=np.float16), q4(Hk, Lk, E, 2, dt=np.float16), q4(Hk, Lk, Ev, 3, dt=np.float16)],
+                  rtol=1e-2, atol=2e-3))
+
+# ---- RMSNormalization ----
+R = "RMSNormalization"
+x4 = rand(2, 3, 4, 5, low=-3, high=3, seed=21)
+for axis in [-1, -2, 0, 1, 3]:
+    ax = axis % 4
+    CASES.append(case(f"rms_ax{axis}".replace("-", "m"), R, [x4, rand(*x4.shape[ax:], seed=22)], attrs={"axis": axis}))
+CASES.append(case("rms_eps", R, [x4, rand(5, seed=22)], attrs={"epsilon": 0.5}))
+CASES.append(case("rms_scale_bcast", R, [x4, rand(1, 5, seed=23)], attrs={"axis": 2}))
+CASES.append(case("rms_f16", R, [x4.astype(np.float16), rand(5, seed=22, dtype=np.float16)], rtol=1e-2, atol=2e-3))
+CASES.append(case("rms_f64", R, [x4.astype(np.float64), rand(5, seed=22, dtype=np.float64)], rtol=1e-9, atol=1e-12))
+CASES.append(case("rms_wide", R, [rand(3, 1000, seed=24), rand(1000, seed=25)]))
+
+# ---- RotaryEmbedding ----
+RO = "RotaryEmbedding"
+S, H, D = 5, 3, 8
+pos = np.array([[0, 1, 2, 3, 4], [7, 3, 9, 0, 1]], dtype=np.int64)
+for inter in [0, 1]:
+    for rd in [0, 4]:
+        half = (rd or D) // 2
+        cos, sin = rand(12, half, seed=31), rand(12, half, seed=32)
+        attrs = {"interleaved": inter, "rotary_embedding_dim": rd}
+        CASES.append(case(f"rope_4d_i{inter}_rd{rd}", RO, [rand(2, H, S, D, seed=33), cos, sin, pos], attrs=attrs))
+        CASES.append(case(f"rope_3d_i{inter}_rd{rd}", RO, [rand(2, S, H * D, seed=34), cos, sin, pos],
+                          attrs=dict(attrs, num_heads=H)))
+        CASES.append(case(f"rope_nopos_i{inter}_rd{rd}", RO, [rand(2, H, S, D, seed=35), rand(2, S, half, seed=36),
+                                                              rand(2, S, half, seed=37)], attrs=attrs))
+CASES.append(case("rope_f16", RO, [rand(2, H, S, D, seed=33, dtype=np.float16), rand(12, 4, seed=31, dtype=np.float16),
+                                   rand(12, 4, seed=32, dtype=np.float16), pos], rtol=1e-2, atol=2e-3))
