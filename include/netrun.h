@@ -80,7 +80,11 @@ typedef enum netrun_dtype {
     NETRUN_DTYPE_FLOAT8E5M2FNUZ = 20,
     NETRUN_DTYPE_UINT4 = 21,
     NETRUN_DTYPE_INT4 = 22,
-    NETRUN_DTYPE_COUNT_ = 23
+    NETRUN_DTYPE_FLOAT4E2M1 = 23,
+    NETRUN_DTYPE_FLOAT8E8M0 = 24,
+    NETRUN_DTYPE_UINT2 = 25,
+    NETRUN_DTYPE_INT2 = 26,
+    NETRUN_DTYPE_COUNT_ = 27
 } netrun_dtype;
 
 typedef enum netrun_precision {
@@ -125,7 +129,29 @@ typedef struct netrun_node_info {
     const char *op_type;
     const char *backend; /* name of the backend that runs it; "const" when folded away at prepare */
     const char *reason;  /* why it was placed there (e.g. "cuda: fp16 not supported for Resize") */
+    const char *kernel;  /* the kernel or algorithm the backend chose ("" when it does not say) */
+    size_t workspace_bytes; /* scratch memory the kernel asked for */
 } netrun_node_info;
+
+/* One timed event of a profiled run: a node's kernel, or a copy between memory domains. */
+typedef struct netrun_profile_event {
+    const char *name;        /* node name, or the copied value's name */
+    const char *op_type;     /* op type, or "Copy" */
+    const char *backend;     /* backend that ran it ("runtime" for control flow; "host->cuda" for copies) */
+    int is_copy;
+    uint64_t run;            /* index of the run since profiling was switched on */
+    double start_ms;         /* from the start of that run */
+    double duration_ms;      /* wall time; the backend is synchronised after each event while profiling */
+    size_t bytes;            /* copies: bytes moved */
+} netrun_profile_event;
+
+/* One row of a backend's support matrix, as the plugin states it. */
+typedef struct netrun_op_support_info {
+    const char *domain;      /* "" = default ONNX domain */
+    const char *op_type;
+    uint64_t dtypes;         /* bit (1 << netrun_dtype) per element type */
+    const char *constraints; /* human-readable limits ("" = none) */
+} netrun_op_support_info;
 
 /* Times and memory of a session, in milliseconds and bytes. */
 typedef struct netrun_session_stats {
@@ -162,8 +188,9 @@ NETRUN_API const char *netrun_status_string(netrun_status status);
 NETRUN_API const char *netrun_last_error(void);
 /* Name of a dtype ("float32", "int64", ...). */
 NETRUN_API const char *netrun_dtype_name(netrun_dtype dtype);
-/* Bytes per element of a dtype as netrun stores it (0 for string and undefined). int4/uint4 are stored
- * unpacked, one element per byte (sign-extended for int4), so their size is 1. */
+/* Bytes per element of a dtype as netrun stores it (0 for string and undefined). The sub-byte types
+ * (int4/uint4, int2/uint2, float4e2m1) are stored unpacked, one element per byte (signed ones sign-extended,
+ * float4e2m1 in the low 4 bits), so their size is 1. */
 NETRUN_API size_t netrun_dtype_size(netrun_dtype dtype);
 
 /* Number of backend plugins found (loading them on first call). */
@@ -184,6 +211,13 @@ NETRUN_API netrun_status netrun_tensor_read_memory(const void *data, size_t size
 /* Write a tensor as a .npy file. */
 NETRUN_API netrun_status netrun_tensor_write_npy(const char *path, const netrun_tensor_view *tensor);
 NETRUN_API void netrun_tensor_free(netrun_tensor_view *tensor);
+
+/* Rows of backend `index`'s support matrix (0 when unavailable) and row number `row`. */
+NETRUN_API int netrun_backend_op_count(int index);
+NETRUN_API netrun_status netrun_backend_op_get(int index, int row, netrun_op_support_info *info);
+/* Ops the runtime itself knows (it parses, validates and infers them): count, and "domain", "op" of number i. */
+NETRUN_API int netrun_op_count(void);
+NETRUN_API netrun_status netrun_op_get(int i, const char **domain, const char **op_type);
 
 /* ---- models ---- */
 
@@ -265,6 +299,12 @@ NETRUN_API netrun_status netrun_session_output_by_name(netrun_session *session, 
 /* Placement of the prepared session: node count and node number index. */
 NETRUN_API int netrun_session_node_count(const netrun_session *session);
 NETRUN_API netrun_status netrun_session_node_info(const netrun_session *session, int index, netrun_node_info *info);
+/* Profiling: while on, every run records one event per kernel and per copy (backends are synchronised after
+ * each, so times are device times at the cost of overlap). Turning it on clears earlier events. */
+NETRUN_API netrun_status netrun_session_set_profiling(netrun_session *session, int on);
+NETRUN_API int netrun_session_profile_count(const netrun_session *session);
+NETRUN_API netrun_status netrun_session_profile_get(const netrun_session *session, int index,
+                                                    netrun_profile_event *event);
 /* Timing and memory figures. */
 NETRUN_API netrun_status netrun_session_get_stats(const netrun_session *session, netrun_session_stats *stats);
 

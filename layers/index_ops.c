@@ -1,6 +1,6 @@
 /* Op family: index_ops (definitions: attribute parsing, validation, shape inference).
  * NonZero, Unique, OneHot, Compress, ReverseSequence, TensorScatter, and ops no other family hosts yet
- * (BitCast, Swish, LRN). NonZero, Unique and Compress have data-dependent output dims: infer sets them to -1
+ (none at the moment). NonZero, Unique and Compress have data-dependent output dims: infer sets them to -1
  * and the kernel allocates the output. */
 #include <string.h>
 
@@ -221,72 +221,6 @@ static netrun_status tscatter_infer(nr_layer_ctx *c, void *params) {
     return NETRUN_OK;
 }
 
-/* ---- BitCast ---- */
-
-static netrun_status bitcast_parse(nr_layer_ctx *c, void *params) {
-    netrun_cast_params *p = params;
-    int64_t to;
-    if (!nr_attr_has(c, "to")) return nr_layer_error(c, "attribute 'to' is required");
-    netrun_status st = nr_attr_int(c, "to", 0, &to);
-    if (st != NETRUN_OK) return st;
-    if (to <= 0 || to >= NETRUN_DTYPE_COUNT_ || to == NETRUN_DTYPE_STRING)
-        return nr_layer_error(c, "attribute 'to' = %lld is not a supported dtype", (long long)to);
-    p->to = (int)to;
-    return NETRUN_OK;
-}
-
-static int bit_width(netrun_dtype t) {
-    if (t == NETRUN_DTYPE_INT4 || t == NETRUN_DTYPE_UINT4) return 4;
-    return (int)(netrun_dtype_size(t) * 8);
-}
-
-static netrun_status bitcast_infer(nr_layer_ctx *c, void *params) {
-    netrun_cast_params *p = params;
-    const netrun_value_desc *x = nr_in(c, 0);
-    int wi = bit_width(x->dtype), wo = bit_width((netrun_dtype)p->to);
-    if (wi == 0 || wi != wo)
-        return nr_layer_error(c, "cannot reinterpret %s (%d bits) as %s (%d bits): widths must match",
-                              netrun_dtype_name(x->dtype), wi, netrun_dtype_name((netrun_dtype)p->to), wo);
-    if (wi == 4) return nr_layer_error(c, "4-bit types are not supported");
-    nr_out_set(c, 0, (netrun_dtype)p->to, x->rank, x->dims);
-    return NETRUN_OK;
-}
-
-/* ---- Swish ---- */
-
-static netrun_status swish_parse(nr_layer_ctx *c, void *params) {
-    netrun_unary_params *p = params;
-    return nr_attr_float(c, "alpha", 1.0f, &p->alpha);
-}
-
-static netrun_status float_same_infer(nr_layer_ctx *c, void *params) {
-    (void)params;
-    netrun_status st = nr_check_dtype(c, 0, NR_DTYPES_FLOAT);
-    if (st != NETRUN_OK) return st;
-    const netrun_value_desc *x = nr_in(c, 0);
-    nr_out_set(c, 0, x->dtype, x->rank, x->dims);
-    return NETRUN_OK;
-}
-
-/* ---- LRN ---- */
-
-static netrun_status lrn_parse(nr_layer_ctx *c, void *params) {
-    netrun_lrn_params *p = params;
-    if (!nr_attr_has(c, "size")) return nr_layer_error(c, "attribute 'size' is required");
-    netrun_status st = nr_attr_float(c, "alpha", 1e-4f, &p->alpha);
-    if (st == NETRUN_OK) st = nr_attr_float(c, "beta", 0.75f, &p->beta);
-    if (st == NETRUN_OK) st = nr_attr_float(c, "bias", 1.0f, &p->bias);
-    if (st == NETRUN_OK) st = nr_attr_int(c, "size", 1, &p->size);
-    if (st != NETRUN_OK) return st;
-    if (p->size < 1) return nr_layer_error(c, "attribute 'size' = %lld must be >= 1", (long long)p->size);
-    return NETRUN_OK;
-}
-
-static netrun_status lrn_infer(nr_layer_ctx *c, void *params) {
-    if (nr_in(c, 0)->rank < 2) return nr_layer_error(c, "input must be [N, C, ...], got rank %d", nr_in(c, 0)->rank);
-    return float_same_infer(c, params);
-}
-
 /* ---- training optimizers (ai.onnx.preview.training) ---- */
 
 #define TRAINING "ai.onnx.preview.training"
@@ -461,9 +395,6 @@ const nr_layer nr_layers_index_ops[] = {
     {"Compress", "", 9, sizeof(netrun_compress_params), compress_parse, compress_infer, 0},
     {"ReverseSequence", "", 10, sizeof(netrun_reverse_sequence_params), revseq_parse, revseq_infer, 0},
     {"TensorScatter", "", 24, sizeof(netrun_tensor_scatter_params), tscatter_parse, tscatter_infer, 0},
-    {"BitCast", "", 26, sizeof(netrun_cast_params), bitcast_parse, bitcast_infer, 0},
-    {"Swish", "", 24, sizeof(netrun_unary_params), swish_parse, float_same_infer, 0},
-    {"LRN", "", 1, sizeof(netrun_lrn_params), lrn_parse, lrn_infer, 0},
     {"TfIdfVectorizer", "", 9, sizeof(netrun_tfidf_params), NULL, tfidf_infer, 0},
     {"Binarizer", ML, 1, sizeof(netrun_unary_params), binarizer_parse, binarizer_infer, 0},
     {"ArrayFeatureExtractor", ML, 1, 0, NULL, afe_infer, 0},

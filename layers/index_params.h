@@ -35,12 +35,6 @@ typedef struct netrun_tensor_scatter_params {
     int circular;
 } netrun_tensor_scatter_params;
 
-/* LRN across channels (dim 1). */
-typedef struct netrun_lrn_params {
-    float alpha, beta, bias;
-    int64_t size;
-} netrun_lrn_params;
-
 /* TfIdfVectorizer over integer tokens: the pool's n-grams (lengths in [min_gram, max_gram]) as a table. */
 typedef struct netrun_tfidf_params {
     int mode;            /* 0 TF, 1 IDF, 2 TFIDF */

@@ -4,6 +4,7 @@
 
 #include "backend_registry.h"
 #include "status.h"
+#include "layer.h"
 
 NETRUN_API int netrun_backend_count(void) { return nr_backends_count(); }
 
@@ -56,4 +57,37 @@ NETRUN_API netrun_status netrun_backend_device_describe(int index, int device, c
         nr_error_prefix("backend '%s' device %d: ", b->name, device);
     }
     return st;
+}
+
+NETRUN_API int netrun_backend_op_count(int index) {
+    const nr_backend *b = nr_backends_get(index);
+    return b && b->api ? (int)b->api->op_table_len : 0;
+}
+
+NETRUN_API netrun_status netrun_backend_op_get(int index, int row, netrun_op_support_info *info) {
+    if (!info) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_backend_op_get: info is NULL");
+    const nr_backend *b = backend_at(index, "netrun_backend_op_get");
+    if (!b) return NETRUN_ERR_INVALID_ARGUMENT;
+    if (!b->api || row < 0 || (size_t)row >= b->api->op_table_len)
+        return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "backend '%s' has no support-matrix row %d", b->name, row);
+    const netrun_op_support *r = &b->api->op_table[row];
+    info->domain = r->domain ? r->domain : "";
+    info->op_type = r->op_type ? r->op_type : "";
+    info->dtypes = r->dtypes;
+    info->constraints = r->constraints ? r->constraints : "";
+    return NETRUN_OK;
+}
+
+NETRUN_API int netrun_op_count(void) {
+    int n = 0;
+    while (nr_layer_at(n)) n++;
+    return n;
+}
+
+NETRUN_API netrun_status netrun_op_get(int i, const char **domain, const char **op_type) {
+    const nr_layer *l = nr_layer_at(i);
+    if (!l) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_op_get: op index %d out of range", i);
+    if (domain) *domain = l->domain ? l->domain : "";
+    if (op_type) *op_type = l->op_type;
+    return NETRUN_OK;
 }

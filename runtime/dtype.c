@@ -17,6 +17,8 @@ static const struct {
     [NETRUN_DTYPE_FLOAT8E4M3FNUZ] = {"float8e4m3fnuz", 1}, [NETRUN_DTYPE_FLOAT8E5M2] = {"float8e5m2", 1},
     [NETRUN_DTYPE_FLOAT8E5M2FNUZ] = {"float8e5m2fnuz", 1}, [NETRUN_DTYPE_UINT4] = {"uint4", 1},
     [NETRUN_DTYPE_INT4] = {"int4", 1},
+    [NETRUN_DTYPE_FLOAT4E2M1] = {"float4e2m1", 1}, [NETRUN_DTYPE_FLOAT8E8M0] = {"float8e8m0", 1},
+    [NETRUN_DTYPE_UINT2] = {"uint2", 1},         [NETRUN_DTYPE_INT2] = {"int2", 1},
 };
 
 const char *netrun_dtype_name(netrun_dtype t) {

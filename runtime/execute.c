@@ -187,7 +187,9 @@ static netrun_status run_kernel(netrun_session *s, nr_snode *sn) {
         nr_value_tensor(s, v, dom, &sn->out_t[o]);
     }
     alloc_ctx actx = {s, sn, dom};
-    void *ws = dom == NR_HOST_DOMAIN ? s->host_workspace : sl->workspace;
+    void *ws = dom == NR_HOST_DOMAIN ? s->host_workspace
+               : sl->workspace && sl->api->buffer_address ? sl->api->buffer_address(sl->ctx, sl->workspace)
+                                                          : sl->workspace;
     size_t ws_size = dom == NR_HOST_DOMAIN ? s->host_workspace_size : sl->workspace_size;
     netrun_kernel_args args = {.struct_size = sizeof args, .params = sn->params, .n_inputs = nd->n_inputs,
                                .inputs = sn->in_t, .n_outputs = nd->n_outputs, .outputs = sn->out_t,
@@ -228,6 +230,36 @@ static netrun_status run_copy(netrun_session *s, const nr_step *step) {
     return to->api->copy_from_host(to->ctx, dst.buffer, dst.offset, sv->host_copy, sv->nbytes);
 }
 
+/* Profiling: wait for the step's backend so the event holds device time, then record it. */
+static netrun_status record_event(netrun_session *s, const nr_step *step, double run_start, double t0) {
+    int slot = -1;
+    if (step->kind == NR_STEP_KERNEL) slot = s->snodes[step->snode].slot;
+    else slot = s->domain_slot[step->to != NR_HOST_DOMAIN ? step->to : step->from];
+    if (slot >= 0 && s->slots[slot].ctx && s->slots[slot].api->synchronize) {
+        netrun_status st = s->slots[slot].api->synchronize(s->slots[slot].ctx);
+        if (st != NETRUN_OK) return st;
+    }
+    double t1 = nr_now_ms();
+    if (s->n_prof == s->cap_prof) {
+        int nc = s->cap_prof ? s->cap_prof * 2 : 256;
+        nr_prof_event *p = nr_realloc(s->prof, sizeof *p * (size_t)nc);
+        if (!p) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory recording the profile");
+        s->prof = p;
+        s->cap_prof = nc;
+    }
+    nr_prof_event *e = &s->prof[s->n_prof++];
+    memset(e, 0, sizeof *e);
+    e->snode = step->kind == NR_STEP_KERNEL ? step->snode : -1;
+    e->value = step->value;
+    e->from = step->from;
+    e->to = step->to;
+    e->run = s->prof_runs;
+    e->start_ms = t0 - run_start;
+    e->duration_ms = t1 - t0;
+    e->bytes = step->kind == NR_STEP_COPY ? s->values[step->value].nbytes : 0;
+    return NETRUN_OK;
+}
+
 netrun_status nr_session_execute(netrun_session *s) {
     nr_graph *g = s->model->ir->graph;
     /* inputs may change shape between runs of a dynamic session */
@@ -237,11 +269,15 @@ netrun_status nr_session_execute(netrun_session *s) {
         memcpy(sv->desc.dims, s->inputs[i].dims, sizeof sv->desc.dims);
         sv->nbytes = s->inputs[i].nbytes;
     }
+    double run_start = nr_now_ms();
     for (int k = 0; k < s->n_steps; k++) {
         const nr_step *step = &s->steps[k];
+        double t0 = s->profiling ? nr_now_ms() : 0;
         netrun_status st = step->kind == NR_STEP_KERNEL ? run_kernel(s, &s->snodes[step->snode]) : run_copy(s, step);
         if (st != NETRUN_OK) return st;
+        if (s->profiling && (st = record_event(s, step, run_start, t0)) != NETRUN_OK) return st;
     }
+    if (s->profiling) s->prof_runs++;
     for (int i = 0; i < s->n_slots; i++)
         if (s->slots[i].ctx && s->slots[i].api->synchronize) {
             netrun_status st = s->slots[i].api->synchronize(s->slots[i].ctx);

@@ -573,10 +573,13 @@ static netrun_status build_steps(netrun_session *s) {
                 s->stats.n_copies++;
                 s->stats.copy_bytes += sv->nbytes;
             }
-            use(&sv->place[dom], s->n_steps);
         }
         netrun_status st = add_step(s, (nr_step){.kind = NR_STEP_KERNEL, .snode = k}, &cap);
         if (st != NETRUN_OK) return st;
+        /* inputs live until the kernel step, whose index is known only after the copies were added */
+        for (int i = 0; i < nd->n_inputs; i++)
+            if (nd->inputs[i] >= 0 && !s->values[nd->inputs[i]].is_const)
+                use(&s->values[nd->inputs[i]].place[dom], s->n_steps - 1);
         if (sn->slot == NR_SLOT_RUNTIME) { /* captured values live until the subgraph ran */
             int caps[NR_MAX_CAPTURES];
             int nc = nr_node_captures(g, nd, caps, NR_MAX_CAPTURES);
@@ -725,6 +728,11 @@ static netrun_status create_kernels(netrun_session *s) {
             return st;
         }
         if (sn->workspace > ws_need[sl->domain]) ws_need[sl->domain] = sn->workspace;
+        sn->kernel_name[0] = 0;
+        if (NR_API_HAS(sl->api, kernel_describe) &&
+            sl->api->kernel_describe(sl->ctx, sn->kernel, sn->kernel_name, sizeof sn->kernel_name) != NETRUN_OK)
+            sn->kernel_name[0] = 0;
+        sn->kernel_name[sizeof sn->kernel_name - 1] = 0;
     }
     /* one shared workspace per device, sized by the largest need */
     for (int dom = 0; dom < s->n_domains; dom++) {

@@ -66,6 +66,7 @@ void netrun_session_destroy(netrun_session *s) {
     nr_free(s->out_info);
     nr_free(s->io_dims);
     nr_options_clear(&s->opts);
+    nr_free(s->prof);
     if (s->model) netrun_model_release(s->model);
     nr_free(s);
 }
@@ -319,11 +320,58 @@ netrun_status netrun_session_node_info(const netrun_session *s, int index, netru
     info->op_type = nd->op_type;
     info->backend = sn->slot >= 0 ? s->slots[sn->slot].be->name : sn->slot == NR_SLOT_RUNTIME ? "runtime" : "const";
     info->reason = sn->reason ? sn->reason : "";
+    info->kernel = sn->kernel_name;
+    info->workspace_bytes = sn->workspace;
     return NETRUN_OK;
 }
 
 netrun_status netrun_session_get_stats(const netrun_session *s, netrun_session_stats *stats) {
     if (!s || !stats) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_session_get_stats: NULL argument");
     *stats = s->stats;
+    return NETRUN_OK;
+}
+
+netrun_status netrun_session_set_profiling(netrun_session *s, int on) {
+    if (!s) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_session_set_profiling: session is NULL");
+    s->profiling = on != 0;
+    s->n_prof = 0;
+    s->prof_runs = 0;
+    return NETRUN_OK;
+}
+
+int netrun_session_profile_count(const netrun_session *s) { return s ? s->n_prof : 0; }
+
+static const char *domain_name(const netrun_session *s, int dom) {
+    if (dom == NR_HOST_DOMAIN) return "host";
+    int slot = s->domain_slot[dom];
+    return slot >= 0 ? s->slots[slot].be->name : "?";
+}
+
+netrun_status netrun_session_profile_get(const netrun_session *s, int index, netrun_profile_event *ev) {
+    if (!s || !ev) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_session_profile_get: NULL argument");
+    if (index < 0 || index >= s->n_prof)
+        return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "profile event %d out of range (%d recorded)", index, s->n_prof);
+    const nr_prof_event *p = &s->prof[index];
+    const nr_graph *g = s->model->ir->graph;
+    memset(ev, 0, sizeof *ev);
+    ev->run = p->run;
+    ev->start_ms = p->start_ms;
+    ev->duration_ms = p->duration_ms;
+    ev->bytes = p->bytes;
+    if (p->snode >= 0) {
+        const nr_snode *sn = &s->snodes[p->snode];
+        const nr_node *nd = &g->nodes[sn->node];
+        ev->name = nd->name;
+        ev->op_type = nd->op_type;
+        ev->backend = sn->slot >= 0 ? s->slots[sn->slot].be->name : sn->slot == NR_SLOT_RUNTIME ? "runtime" : "const";
+    } else {
+        ev->name = g->values[p->value].name;
+        ev->op_type = "Copy";
+        ev->is_copy = 1;
+        /* "host->cuda": built on demand into the session (events of copies share the text per direction) */
+        netrun_session *ms = (netrun_session *)s;
+        snprintf(ms->prof_backend, sizeof ms->prof_backend, "%s->%s", domain_name(s, p->from), domain_name(s, p->to));
+        ev->backend = ms->prof_backend;
+    }
     return NETRUN_OK;
 }

@@ -81,7 +81,17 @@ typedef struct nr_snode {
     netrun_tensor *in_t;
     netrun_tensor *out_t;
     void *cf;                      /* control flow: its sub-sessions */
+    char kernel_name[96];          /* what the backend says it chose (kernel_describe) */
 } nr_snode;
+
+typedef struct nr_prof_event {
+    int snode;                     /* kernel: snode index; copy: -1 */
+    int value;                     /* copy: the value */
+    int from, to;
+    uint64_t run;
+    double start_ms, duration_ms;
+    size_t bytes;
+} nr_prof_event;
 
 #define NR_SLOT_FOLDED (-1)        /* computed at prepare */
 #define NR_SLOT_RUNTIME (-3)       /* run by the runtime itself (control flow) */
@@ -134,6 +144,11 @@ struct netrun_session {
     void *host_workspace;
     size_t host_workspace_size;
     netrun_session_stats stats;
+    int profiling;
+    nr_prof_event *prof;
+    int n_prof, cap_prof;
+    uint64_t prof_runs;
+    char prof_backend[64];         /* scratch for copy event names ("host->cuda") */
     netrun_tensor_info *in_info, *out_info; /* session view of the io (dims filled in) */
     int64_t (*io_dims)[NETRUN_MAX_RANK];
     char error[NR_ERROR_MAX];

@@ -163,6 +163,24 @@ static inline netrun_status cpu_need_esize(const netrun_tensor *t, size_t *es, c
     return NETRUN_OK;
 }
 
+/* Element i of a float-like array (float32, float64, float16, bfloat16) as double, and back. */
+static inline double cpu_load_f(const void *p, netrun_dtype t, int64_t i) {
+    switch (t) {
+    case NETRUN_DTYPE_FLOAT: return ((const float *)p)[i];
+    case NETRUN_DTYPE_DOUBLE: return ((const double *)p)[i];
+    case NETRUN_DTYPE_FLOAT16: return cpu_half_to_float(((const uint16_t *)p)[i]);
+    default: return cpu_bf16_to_float(((const uint16_t *)p)[i]);
+    }
+}
+static inline void cpu_store_f(void *p, netrun_dtype t, int64_t i, double v) {
+    switch (t) {
+    case NETRUN_DTYPE_FLOAT: ((float *)p)[i] = (float)v; break;
+    case NETRUN_DTYPE_DOUBLE: ((double *)p)[i] = v; break;
+    case NETRUN_DTYPE_FLOAT16: ((uint16_t *)p)[i] = cpu_float_to_half((float)v); break;
+    default: ((uint16_t *)p)[i] = cpu_float_to_bf16((float)v); break;
+    }
+}
+
 /* Broadcasting: strides of a tensor of rank r (dims d) seen as rank `out_rank` output, 0 where broadcast. */
 void cpu_broadcast_strides(int r, const int64_t *d, int out_rank, const int64_t *out_dims, int64_t *strides);
 

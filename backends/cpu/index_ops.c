@@ -1,5 +1,5 @@
 /* CPU kernels: index_ops (NonZero, Unique, OneHot, Compress, ReverseSequence, TensorScatter) and the ops
- * this family hosts for now (BitCast, Swish, LRN). Byte-moving kernels serve every dtype by element size;
+ * this family hosts for now. Byte-moving kernels serve every dtype by element size;
  * NonZero, Unique and Compress size their outputs at run time through args->alloc_output. */
 #include <stdlib.h>
 
@@ -358,104 +358,6 @@ static netrun_status run_tscatter(cpu_context *ctx, void *state, const netrun_ke
     return NETRUN_OK;
 }
 
-/* ---- BitCast: the bytes unchanged ---- */
-
-static netrun_status run_bitcast(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
-    (void)ctx, (void)state;
-    const netrun_tensor *x = &args->inputs[0];
-    netrun_tensor *y = &args->outputs[0];
-    if (y->nbytes != x->nbytes) return cpu_host->error(NETRUN_ERR_INTERNAL, "bitcast: byte sizes differ");
-    if (y->data != x->data && x->nbytes) memmove(y->data, x->data, x->nbytes);
-    return NETRUN_OK;
-}
-
-/* ---- Swish: x * sigmoid(alpha * x) ---- */
-
-static double load_f(const void *p, netrun_dtype t, int64_t i) {
-    switch (t) {
-    case NETRUN_DTYPE_FLOAT: return ((const float *)p)[i];
-    case NETRUN_DTYPE_DOUBLE: return ((const double *)p)[i];
-    case NETRUN_DTYPE_FLOAT16: return cpu_half_to_float(((const uint16_t *)p)[i]);
-    default: return cpu_bf16_to_float(((const uint16_t *)p)[i]);
-    }
-}
-static void store_f(void *p, netrun_dtype t, int64_t i, double v) {
-    switch (t) {
-    case NETRUN_DTYPE_FLOAT: ((float *)p)[i] = (float)v; break;
-    case NETRUN_DTYPE_DOUBLE: ((double *)p)[i] = v; break;
-    case NETRUN_DTYPE_FLOAT16: ((uint16_t *)p)[i] = cpu_float_to_half((float)v); break;
-    default: ((uint16_t *)p)[i] = cpu_float_to_bf16((float)v); break;
-    }
-}
-
-typedef struct swish_job {
-    const void *x;
-    void *y;
-    netrun_dtype dt;
-    double alpha;
-} swish_job;
-
-static void swish_range(void *arg, int64_t b, int64_t e) {
-    const swish_job *j = arg;
-    if (j->dt == NETRUN_DTYPE_FLOAT) {
-        const float *x = j->x;
-        float *y = j->y, a = (float)j->alpha;
-        for (int64_t i = b; i < e; i++) y[i] = x[i] / (1.0f + cpu_expf(-a * x[i]));
-        return;
-    }
-    for (int64_t i = b; i < e; i++) {
-        double v = load_f(j->x, j->dt, i);
-        store_f(j->y, j->dt, i, v / (1.0 + exp(-j->alpha * v)));
-    }
-}
-
-static netrun_status run_swish(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
-    (void)state;
-    const netrun_unary_params *p = args->params;
-    if (!p) return cpu_host->error(NETRUN_ERR_INTERNAL, "swish: bad params");
-    swish_job j = {args->inputs[0].data, args->outputs[0].data, args->inputs[0].dtype, p->alpha};
-    cpu_parallel_for(ctx, cpu_count(&args->inputs[0]), 16384, swish_range, &j);
-    return NETRUN_OK;
-}
-
-/* ---- LRN: x / (bias + alpha/size * sum of squares over nearby channels)^beta ---- */
-
-typedef struct lrn_job {
-    const netrun_lrn_params *p;
-    const void *x;
-    void *y;
-    netrun_dtype dt;
-    int64_t C, inner;
-} lrn_job;
-
-static void lrn_range(void *arg, int64_t b, int64_t e) {
-    const lrn_job *j = arg;
-    const int64_t lo = (j->p->size - 1) / 2, hi = j->p->size - 1 - lo; /* floor below, ceil above */
-    for (int64_t t = b; t < e; t++) { /* t = (n, c, i) */
-        int64_t i = t % j->inner, c = (t / j->inner) % j->C, base = t - c * j->inner - i;
-        double s = 0;
-        for (int64_t k = c - lo; k <= c + hi; k++) {
-            if (k < 0 || k >= j->C) continue;
-            double v = load_f(j->x, j->dt, base + k * j->inner + i);
-            s += v * v;
-        }
-        double d = pow((double)j->p->bias + (double)j->p->alpha / (double)j->p->size * s, (double)j->p->beta);
-        store_f(j->y, j->dt, t, load_f(j->x, j->dt, t) / d);
-    }
-}
-
-static netrun_status run_lrn(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
-    (void)state;
-    const netrun_lrn_params *p = args->params;
-    const netrun_tensor *x = &args->inputs[0];
-    if (!p || x->rank < 2 || p->size < 1) return cpu_host->error(NETRUN_ERR_INTERNAL, "lrn: bad params");
-    lrn_job j = {p, x->data, args->outputs[0].data, x->dtype, x->dims[1], 1};
-    for (int d = 2; d < x->rank; d++) j.inner *= x->dims[d];
-    int64_t grain = 4096 / p->size;
-    cpu_parallel_for(ctx, cpu_count(x), grain > 0 ? grain : 1, lrn_range, &j);
-    return NETRUN_OK;
-}
-
 /* ---- training optimizers: one update step per tensor, computed in double ---- */
 
 static netrun_status run_optimizer(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
@@ -464,7 +366,7 @@ static netrun_status run_optimizer(cpu_context *ctx, void *state, const netrun_k
     int k_in = p && p->kind == NETRUN_OPT_ADAM ? 4 : 3;
     if (!p || p->n < 1 || args->n_inputs != 2 + k_in * p->n)
         return cpu_host->error(NETRUN_ERR_INTERNAL, "optimizer: bad params");
-    double r = load_f(args->inputs[0].data, args->inputs[0].dtype, 0);
+    double r = cpu_load_f(args->inputs[0].data, args->inputs[0].dtype, 0);
     int64_t t = *(const int64_t *)args->inputs[1].data;
     const int n = p->n;
     const double nc = p->norm_coefficient, al = p->alpha, be = p->beta, eps = p->epsilon;
@@ -479,13 +381,13 @@ static netrun_status run_optimizer(cpu_context *ctx, void *state, const netrun_k
         void *o2 = k_in == 4 && args->n_outputs > 2 * n + q && args->outputs[2 * n + q].data ? args->outputs[2 * n + q].data : NULL;
         int64_t cnt = cpu_count(X);
         for (int64_t i = 0; i < cnt; i++) {
-            double x = load_f(X->data, dt, i), g = nc * x + load_f(G, dt, i), s1 = load_f(S1, dt, i), xn, s1n, s2n = 0;
+            double x = cpu_load_f(X->data, dt, i), g = nc * x + cpu_load_f(G, dt, i), s1 = cpu_load_f(S1, dt, i), xn, s1n, s2n = 0;
             if (p->kind == NETRUN_OPT_ADAGRAD) {
                 double rr = r / (1.0 + (double)t * p->decay_factor);
                 s1n = s1 + g * g;
                 xn = x - rr * g / (sqrt(s1n) + eps);
             } else if (p->kind == NETRUN_OPT_ADAM) {
-                double h = load_f(S2, dt, i);
+                double h = cpu_load_f(S2, dt, i);
                 s1n = al * s1 + (1 - al) * g;
                 s2n = be * h + (1 - be) * g * g;
                 double ra = t > 0 ? r * sqrt(1 - pow(be, (double)t)) / (1 - pow(al, (double)t)) : r;
@@ -494,9 +396,9 @@ static netrun_status run_optimizer(cpu_context *ctx, void *state, const netrun_k
                 s1n = al * s1 + (t > 0 ? be : 1.0) * g;
                 xn = p->nesterov ? x - r * (g + al * s1n) : x - r * s1n;
             }
-            if (ox) store_f(ox, dt, i, xn);
-            if (o1) store_f(o1, dt, i, s1n);
-            if (o2) store_f(o2, dt, i, s2n);
+            if (ox) cpu_store_f(ox, dt, i, xn);
+            if (o1) cpu_store_f(o1, dt, i, s1n);
+            if (o2) cpu_store_f(o2, dt, i, s2n);
         }
     }
     return NETRUN_OK;
@@ -605,9 +507,6 @@ const cpu_op cpu_ops_index_ops[] = {
     {"Compress", NULL, CPU_ALL_DTYPES, "", NULL, NULL, run_compress, NULL},
     {"ReverseSequence", NULL, CPU_ALL_DTYPES, "", NULL, NULL, run_revseq, NULL},
     {"TensorScatter", NULL, CPU_ALL_DTYPES, "", NULL, NULL, run_tscatter, NULL},
-    {"BitCast", NULL, CPU_ALL_DTYPES, "same bit width; no 4-bit types", NULL, NULL, run_bitcast, NULL},
-    {"Swish", NULL, FLOATS, "", NULL, NULL, run_swish, NULL},
-    {"LRN", NULL, FLOATS, "", NULL, NULL, run_lrn, NULL},
     {"TfIdfVectorizer", NULL, NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT32) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT64),
      "integer tokens only", NULL, NULL, run_tfidf, NULL},
     {"Binarizer", "ai.onnx.ml", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_DOUBLE) |

@@ -151,3 +151,17 @@ for dt in [np.float64, np.int32, np.int64]:
                       attrs={"reverse": 1}, opset=26, rtol=1e-9, atol=0))
 CASES.append(case("CumProd_wide", "CumProd", [rand(3, 5, 600, seed=43, low=0.8, high=1.2),
                                               ("const", np.array(1, np.int64))], opset=26))
+
+# ---- ReduceMax / ReduceMin on bool (opset 20: any / all) ----
+xb = rand(3, 4, 5, dtype=np.bool_, seed=44)
+for op in ["ReduceMax", "ReduceMin"]:
+    CASES.append(case(f"{op}_bool_axis1", op, [xb, ("const", np.array([1], np.int64))], opset=20))
+    CASES.append(case(f"{op}_bool_all", op, [xb], attrs={"keepdims": 0}, opset=20))
+    CASES.append(case(f"{op}_bool_mid", op, [rand(2, 3, 300, dtype=np.bool_, seed=45),
+                                             ("const", np.array([0, 2], np.int64))], opset=20))
+
+# ---- TopK on more integer types (onnxruntime has no uint32/uint64 TopK; test_top_k_uint64 covers those) ----
+for dt in [np.int16]:
+    CASES.append(case(f"TopK_{np.dtype(dt).name}", "TopK",
+                      [rand(4, 9, dtype=dt, low=0, high=60, seed=46), ("const", np.array([3], np.int64))],
+                      outputs=2, attrs={"largest": 0}, opset=11))

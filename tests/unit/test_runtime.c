@@ -247,6 +247,14 @@ static void test_memory_plan(void) {
     CHECK(netrun_session_run(s) == NETRUN_OK);
     netrun_session_get_stats(s, &st);
     CHECK(st.runs == 1 && st.first_run_ms >= 0);
+    /* profiling: one event per kernel per run, in order, with non-negative times */
+    CHECK(netrun_session_set_profiling(s, 1) == NETRUN_OK);
+    CHECK(netrun_session_run(s) == NETRUN_OK && netrun_session_run(s) == NETRUN_OK);
+    CHECK(netrun_session_profile_count(s) == 24);
+    netrun_profile_event ev;
+    CHECK(netrun_session_profile_get(s, 13, &ev) == NETRUN_OK && ev.run == 1 && !strcmp(ev.op_type, "Sigmoid") &&
+          ev.duration_ms >= 0 && ev.start_ms >= 0 && !ev.is_copy && !strcmp(ev.backend, "cpu"));
+    CHECK(netrun_session_profile_get(s, 24, &ev) == NETRUN_ERR_INVALID_ARGUMENT);
     netrun_session_destroy(s);
     netrun_model_release(m);
 }

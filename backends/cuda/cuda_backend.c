@@ -1,0 +1,381 @@
+/* The CUDA backend plugin: entry point, probe, context (stream, cuBLAS and cuDNN handles), device buffers and
+ * dispatch to the op family tables. Nothing touches the GPU before context_create except the probe's
+ * cudaGetDeviceCount / property queries, which create no context. */
+#include <stdarg.h>
+#include <stdlib.h>
+
+#include "cuda_internal.h"
+
+#define FAMILIES(X) X(conv) X(gemm) X(norm) X(pool) X(elementwise) X(shape_ops) X(data_movement) X(resize) \
+    X(reduce) X(softmax)
+
+#define DECLARE(f) extern const cuda_op cuda_ops_##f[];
+FAMILIES(DECLARE)
+#undef DECLARE
+#define LIST(f) cuda_ops_##f,
+static const cuda_op *const families[] = {FAMILIES(LIST)};
+#undef LIST
+
+const netrun_host_api *cuda_host;
+
+typedef struct cuda_kernel {
+    const cuda_op *op;
+    void *state;
+} cuda_kernel;
+
+/* ---- helpers shared by the families ---- */
+
+int cuda_refuse(char *reason, size_t size, const char *fmt, ...) {
+    if (reason && size) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(reason, size, fmt, ap);
+        va_end(ap);
+    }
+    return 0;
+}
+
+netrun_status cuda_fail(cudaError_t e, const char *what) {
+    netrun_status code = e == cudaErrorMemoryAllocation ? NETRUN_ERR_OUT_OF_MEMORY : NETRUN_ERR_BACKEND;
+    return cuda_host->error(code, "cuda: %s failed: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+netrun_status cuda_check_launch(const char *what) {
+    cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, what);
+}
+
+netrun_status cublas_fail(cublasStatus_t s, const char *what) {
+    netrun_status code = s == CUBLAS_STATUS_ALLOC_FAILED ? NETRUN_ERR_OUT_OF_MEMORY : NETRUN_ERR_BACKEND;
+    return cuda_host->error(code, "cuda: %s failed: %s", what, cublasGetStatusString(s));
+}
+
+netrun_status cudnn_fail(cudnnStatus_t s, const char *what) {
+    netrun_status code = s == CUDNN_STATUS_ALLOC_FAILED ? NETRUN_ERR_OUT_OF_MEMORY
+                         : s == CUDNN_STATUS_NOT_SUPPORTED ? NETRUN_ERR_UNSUPPORTED
+                                                           : NETRUN_ERR_BACKEND;
+    return cuda_host->error(code, "cuda: %s failed: %s", what, cudnnGetErrorString(s));
+}
+
+netrun_dtype cuda_main_dtype(const netrun_node_desc *node) {
+    if (node->n_inputs > 0 && node->inputs[0].rank >= 0) return node->inputs[0].dtype;
+    if (node->n_outputs > 0) return node->outputs[0].dtype;
+    return NETRUN_DTYPE_UNDEFINED;
+}
+
+void cuda_broadcast_strides(int r, const int64_t *d, int out_rank, const int64_t *out_dims, int64_t *strides) {
+    int64_t s = 1;
+    for (int i = out_rank - 1; i >= 0; i--) {
+        int j = i - (out_rank - r);
+        if (j < 0) {
+            strides[i] = 0;
+            continue;
+        }
+        strides[i] = d[j] == 1 && out_dims[i] != 1 ? 0 : s;
+        s *= d[j];
+    }
+}
+
+const char *cuda_dtype_name(netrun_dtype t) {
+    static const char *const names[NETRUN_DTYPE_COUNT_] = {
+        "undefined", "float32", "uint8", "int8", "uint16", "int16", "int32", "int64", "string", "bool", "float16",
+        "float64", "uint32", "uint64", "complex64", "complex128", "bfloat16", "float8e4m3fn", "float8e4m3fnuz",
+        "float8e5m2", "float8e5m2fnuz", "uint4", "int4"};
+    return (unsigned)t < NETRUN_DTYPE_COUNT_ ? names[t] : "unknown";
+}
+
+static int default_domain(const char *d) { return !d || !*d || !strcmp(d, "ai.onnx"); }
+
+static const cuda_op *find_op(const char *domain, const char *op_type) {
+    if (!default_domain(domain)) return NULL;
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+        for (const cuda_op *o = families[f]; o->op_type; o++)
+            if (!strcmp(o->op_type, op_type)) return o;
+    return NULL;
+}
+
+/* ---- probe and devices ---- */
+
+static netrun_status cuda_probe(char *msg, size_t size) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess)
+        return cuda_host->error(NETRUN_ERR_BACKEND, "no usable CUDA driver or device: cudaGetDeviceCount: %s (%s)",
+                                cudaGetErrorString(e), cudaGetErrorName(e));
+    if (n <= 0) return cuda_host->error(NETRUN_ERR_BACKEND, "no CUDA device found");
+    size_t v = cudnnGetVersion();
+    if (v / 10000 != CUDNN_MAJOR)
+        return cuda_host->error(NETRUN_ERR_BACKEND, "cuDNN %zu.%zu found, the plugin was built for major version %d",
+                                v / 10000, v / 100 % 100, CUDNN_MAJOR);
+    int rt = 0, drv = 0;
+    cudaRuntimeGetVersion(&rt);
+    cudaDriverGetVersion(&drv);
+    struct cudaDeviceProp p;
+    char first[320] = "";
+    if (cudaGetDeviceProperties(&p, 0) == cudaSuccess)
+        snprintf(first, sizeof first, "%s (sm_%d%d)", p.name, p.major, p.minor);
+    snprintf(msg, size, "%d device%s: %s; CUDA runtime %d.%d, driver %d.%d, cuDNN %zu.%zu.%zu, cuBLAS %d", n,
+             n == 1 ? "" : "s", first, rt / 1000, rt % 1000 / 10, drv / 1000, drv % 1000 / 10, v / 10000,
+             v / 100 % 100, v % 100, (int)cublasGetCudartVersion());
+    return NETRUN_OK;
+}
+
+static int cuda_device_count(void) {
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
+static netrun_status cuda_device_describe(int device, char *buf, size_t size) {
+    int n = cuda_device_count();
+    if (device < 0 || device >= n)
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda: device %d does not exist (%d found)", device, n);
+    struct cudaDeviceProp p;
+    cudaError_t e = cudaGetDeviceProperties(&p, device);
+    if (e != cudaSuccess) return cuda_fail(e, "cudaGetDeviceProperties");
+    snprintf(buf, size, "%s, sm_%d%d, %d SMs, %.1f GiB", p.name, p.major, p.minor, p.multiProcessorCount,
+             (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
+    return NETRUN_OK;
+}
+
+static int cuda_supports(const netrun_backend_config *config, const netrun_node_desc *node, char *reason,
+                         size_t size) {
+    const cuda_op *op = find_op(node->domain, node->op_type);
+    if (!op)
+        return cuda_refuse(reason, size, "no CUDA kernel for %s%s%s",
+                           node->domain && *node->domain ? node->domain : "",
+                           node->domain && *node->domain ? "." : "", node->op_type);
+    for (int i = 0; i < node->n_inputs; i++)
+        if (node->inputs[i].rank > NETRUN_MAX_RANK) return cuda_refuse(reason, size, "rank above %d", NETRUN_MAX_RANK);
+    if (op->supports) return op->supports(node, reason, size);
+    netrun_dtype t = cuda_main_dtype(node);
+    if (!(op->dtypes & NETRUN_DTYPE_BIT(t)))
+        return cuda_refuse(reason, size, "dtype %s not supported by the CUDA %s kernel", cuda_dtype_name(t),
+                           node->op_type);
+    return 1;
+}
+
+/* ---- context ---- */
+
+static netrun_status cuda_context_create(const netrun_backend_config *config, netrun_backend_context **out) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) return cuda_fail(e, "cudaGetDeviceCount");
+    if (config->device < 0 || config->device >= n)
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda: device %d does not exist (%d found)",
+                                config->device, n);
+    cuda_context *ctx = cuda_host->alloc(sizeof *ctx, 64);
+    if (!ctx) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda: out of memory creating a context");
+    memset(ctx, 0, sizeof *ctx);
+    ctx->config = *config;
+    ctx->device = config->device;
+    netrun_status st = NETRUN_OK;
+    struct cudaDeviceProp p;
+    if ((e = cudaSetDevice(ctx->device)) != cudaSuccess) st = cuda_fail(e, "cudaSetDevice");
+    else if ((e = cudaGetDeviceProperties(&p, ctx->device)) != cudaSuccess) st = cuda_fail(e, "cudaGetDeviceProperties");
+    else if ((e = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking)) != cudaSuccess)
+        st = cuda_fail(e, "cudaStreamCreate");
+    if (st == NETRUN_OK) {
+        ctx->total_memory = p.totalGlobalMem;
+        ctx->sm_count = p.multiProcessorCount;
+        cublasStatus_t bs = cublasCreate(&ctx->cublas);
+        if (bs != CUBLAS_STATUS_SUCCESS) {
+            ctx->cublas = NULL;
+            st = cublas_fail(bs, "cublasCreate");
+        } else if ((bs = cublasSetStream(ctx->cublas, ctx->stream)) != CUBLAS_STATUS_SUCCESS)
+            st = cublas_fail(bs, "cublasSetStream");
+    }
+    if (st == NETRUN_OK) {
+        cudnnStatus_t ds = cudnnCreate(&ctx->cudnn);
+        if (ds != CUDNN_STATUS_SUCCESS) {
+            ctx->cudnn = NULL;
+            st = cudnn_fail(ds, "cudnnCreate");
+        } else if ((ds = cudnnSetStream(ctx->cudnn, ctx->stream)) != CUDNN_STATUS_SUCCESS)
+            st = cudnn_fail(ds, "cudnnSetStream");
+    }
+    if (st != NETRUN_OK) {
+        if (ctx->cudnn) cudnnDestroy(ctx->cudnn);
+        if (ctx->cublas) cublasDestroy(ctx->cublas);
+        if (ctx->stream) cudaStreamDestroy(ctx->stream);
+        cuda_host->free(ctx);
+        return st;
+    }
+    *out = (netrun_backend_context *)ctx;
+    return NETRUN_OK;
+}
+
+static void cuda_context_destroy(netrun_backend_context *c) {
+    cuda_context *ctx = (cuda_context *)c;
+    if (!ctx) return;
+    cudaSetDevice(ctx->device);
+    cudaStreamSynchronize(ctx->stream);
+    if (ctx->cudnn) cudnnDestroy(ctx->cudnn);
+    if (ctx->cublas) cublasDestroy(ctx->cublas);
+    if (ctx->stream) cudaStreamDestroy(ctx->stream);
+    cuda_host->free(ctx);
+}
+
+/* ---- memory: a buffer handle is a small host record of the cudaMalloc pointer and its size (for bounds
+ * checks and the device memory budget) ---- */
+
+typedef struct cuda_buffer {
+    void *ptr;
+    size_t bytes;
+} cuda_buffer;
+
+void *cuda_workspace_address(void *workspace) {
+    if (!workspace) return NULL;
+    struct cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, workspace) == cudaSuccess && a.type == cudaMemoryTypeDevice) return workspace;
+    cudaGetLastError(); /* host memory is not an error to keep */
+    return ((cuda_buffer *)workspace)->ptr;
+}
+
+static netrun_status cuda_buffer_alloc(netrun_backend_context *c, size_t bytes, void **buffer) {
+    cuda_context *ctx = (cuda_context *)c;
+    size_t budget = ctx->config.device_memory_budget;
+    if (budget && (bytes > budget || ctx->allocated > budget - bytes))
+        return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY,
+                                "cuda: device memory budget exceeded: %zu bytes in use, %zu more asked, budget %zu",
+                                ctx->allocated, bytes, budget);
+    cuda_buffer *b = cuda_host->alloc(sizeof *b, 16);
+    if (!b) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda: out of host memory");
+    b->bytes = bytes ? bytes : 1;
+    cudaSetDevice(ctx->device);
+    cudaError_t e = cudaMalloc(&b->ptr, b->bytes);
+    if (e != cudaSuccess) {
+        cuda_host->free(b);
+        cudaGetLastError(); /* clear the sticky-free error so later launches do not report it */
+        return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda: cannot allocate %zu bytes of device memory: %s",
+                                bytes, cudaGetErrorString(e));
+    }
+    ctx->allocated += b->bytes;
+    *buffer = b;
+    return NETRUN_OK;
+}
+
+static void cuda_buffer_free(netrun_backend_context *c, void *buffer) {
+    cuda_context *ctx = (cuda_context *)c;
+    cuda_buffer *b = buffer;
+    if (!b) return;
+    cudaFree(b->ptr);
+    ctx->allocated -= b->bytes < ctx->allocated ? b->bytes : ctx->allocated;
+    cuda_host->free(b);
+}
+
+static void *cuda_buffer_address(netrun_backend_context *c, void *buffer) {
+    return buffer ? ((cuda_buffer *)buffer)->ptr : NULL;
+}
+
+static netrun_status cuda_copy_from_host(netrun_backend_context *c, void *buffer, size_t offset, const void *src,
+                                         size_t bytes) {
+    cuda_context *ctx = (cuda_context *)c;
+    cuda_buffer *b = buffer;
+    if (!bytes) return NETRUN_OK;
+    if (!b || offset > b->bytes || bytes > b->bytes - offset)
+        return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda: copy of %zu bytes at %zu outside a buffer", bytes, offset);
+    /* pageable source: cudaMemcpyAsync returns once the source has been staged, so the caller may reuse it */
+    cudaError_t e = cudaMemcpyAsync((char *)b->ptr + offset, src, bytes, cudaMemcpyHostToDevice, ctx->stream);
+    return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, "copy to the device");
+}
+
+static netrun_status cuda_copy_to_host(netrun_backend_context *c, void *dst, const void *buffer, size_t offset,
+                                       size_t bytes) {
+    cuda_context *ctx = (cuda_context *)c;
+    const cuda_buffer *b = buffer;
+    if (!bytes) return NETRUN_OK;
+    if (!b || offset > b->bytes || bytes > b->bytes - offset)
+        return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda: copy of %zu bytes at %zu outside a buffer", bytes, offset);
+    cudaError_t e = cudaMemcpyAsync(dst, (const char *)b->ptr + offset, bytes, cudaMemcpyDeviceToHost, ctx->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->stream);
+    return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, "copy to the host");
+}
+
+static netrun_status cuda_synchronize(netrun_backend_context *c) {
+    cuda_context *ctx = (cuda_context *)c;
+    cudaError_t e = cudaStreamSynchronize(ctx->stream);
+    return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, "stream synchronize (a kernel failed)");
+}
+
+/* ---- kernels ---- */
+
+static netrun_status cuda_kernel_create(netrun_backend_context *c, const netrun_node_desc *node,
+                                        netrun_kernel **out, size_t *workspace) {
+    cuda_context *ctx = (cuda_context *)c;
+    const cuda_op *op = find_op(node->domain, node->op_type);
+    if (!op) return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "no CUDA kernel for %s", node->op_type);
+    cuda_kernel *k = cuda_host->alloc(sizeof *k, 16);
+    if (!k) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda: out of memory");
+    k->op = op;
+    k->state = NULL;
+    *workspace = 0;
+    cudaSetDevice(ctx->device);
+    if (op->create) {
+        netrun_status st = op->create(ctx, node, &k->state, workspace);
+        if (st != NETRUN_OK) {
+            cuda_host->free(k);
+            return st;
+        }
+    }
+    *out = (netrun_kernel *)k;
+    return NETRUN_OK;
+}
+
+static netrun_status cuda_kernel_run(netrun_backend_context *c, netrun_kernel *kernel,
+                                     const netrun_kernel_args *args) {
+    cuda_kernel *k = (cuda_kernel *)kernel;
+    for (int o = 0; o < args->n_outputs; o++)
+        if (args->outputs[o].rank >= 0 && !args->outputs[o].data && cuda_count(&args->outputs[o]) > 0)
+            return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda %s: output %d has no device memory", k->op->op_type, o);
+    return k->op->run((cuda_context *)c, k->state, args);
+}
+
+static void cuda_kernel_destroy(netrun_backend_context *c, netrun_kernel *kernel) {
+    cuda_kernel *k = (cuda_kernel *)kernel;
+    if (!k) return;
+    if (k->op->destroy && k->state) k->op->destroy((cuda_context *)c, k->state);
+    cuda_host->free(k);
+}
+
+#define MAX_OPS 256
+static netrun_op_support op_table[MAX_OPS];
+
+static size_t build_op_table(void) {
+    size_t n = 0;
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+        for (const cuda_op *o = families[f]; o->op_type && n < MAX_OPS; o++)
+            op_table[n++] = (netrun_op_support){"", o->op_type, o->dtypes, o->constraints ? o->constraints : ""};
+    return n;
+}
+
+static netrun_backend_api api = {
+    .abi_version = NETRUN_ABI_VERSION,
+    .struct_size = sizeof(netrun_backend_api),
+    .name = "cuda",
+    .description = "NVIDIA GPU: cuDNN convolutions, cuBLAS GEMM, netrun CUDA kernels",
+    .flags = NETRUN_BACKEND_GPU,
+    .probe = cuda_probe,
+    .device_count = cuda_device_count,
+    .device_describe = cuda_device_describe,
+    .supports = cuda_supports,
+    .context_create = cuda_context_create,
+    .context_destroy = cuda_context_destroy,
+    .buffer_alloc = cuda_buffer_alloc,
+    .buffer_free = cuda_buffer_free,
+    .buffer_address = cuda_buffer_address,
+    .copy_from_host = cuda_copy_from_host,
+    .copy_to_host = cuda_copy_to_host,
+    .kernel_create = cuda_kernel_create,
+    .kernel_run = cuda_kernel_run,
+    .kernel_destroy = cuda_kernel_destroy,
+    .synchronize = cuda_synchronize,
+};
+
+NETRUN_BACKEND_EXPORT const netrun_backend_api *netrun_backend_entry(const netrun_host_api *host) {
+    if (!host || NETRUN_ABI_MAJOR_OF(host->abi_version) != NETRUN_ABI_MAJOR) return NULL;
+    cuda_host = host;
+    if (!api.op_table) {
+        api.op_table_len = build_op_table();
+        api.op_table = op_table;
+    }
+    return &api;
+}

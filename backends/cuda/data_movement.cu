@@ -1,0 +1,387 @@
+/* CUDA kernels: data movement. Transpose, Concat / Split (2-D strided copies), Slice, Gather,
+ * GatherElements, Pad (constant / reflect / edge / wrap), DepthToSpace / SpaceToDepth. These move elements by
+ * size, so every fixed-size dtype works; Pad converts its fill value per dtype. */
+#include "cuda_kernels.cuh"
+
+/* ---- Transpose ---- */
+
+template <typename E> __global__ void transpose_k(const E *x, E *y, int64_t n, shape8 out, strides8 in_strides) {
+    GRID_LOOP(i, n) y[i] = x[bcast_offset(i, out, in_strides)];
+}
+
+static netrun_status transpose_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_transpose_params *p = (const netrun_transpose_params *)args->params;
+    const netrun_tensor *X = &args->inputs[0];
+    netrun_tensor *Y = &args->outputs[0];
+    int64_t n = cuda_count(Y);
+    if (n == 0) return NETRUN_OK;
+    int64_t xs[NETRUN_MAX_RANK], s = 1;
+    for (int i = X->rank - 1; i >= 0; i--) {
+        xs[i] = s;
+        s *= X->dims[i];
+    }
+    strides8 st;
+    memset(&st, 0, sizeof st);
+    for (int i = 0; i < Y->rank; i++) {
+        int a = p ? p->perm[i] : Y->rank - 1 - i;
+        if (a < 0 || a >= X->rank) return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda Transpose: bad perm");
+        st.s[i] = xs[a];
+    }
+    shape8 sh = make_shape(Y->rank, Y->dims);
+    DISPATCH_ES(cuda_esize(X->dtype), (transpose_k<E><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(
+                                          (const E *)X->data, (E *)Y->data, n, sh, st)));
+    return cuda_check_launch("Transpose");
+}
+
+/* ---- Concat / Split: each input is a 2-D block of the output (rows = outer dims) ---- */
+
+static netrun_status copy2d(cuda_context *ctx, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                            size_t height) {
+    if (!width || !height) return NETRUN_OK;
+    cudaError_t e = cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, cudaMemcpyDeviceToDevice, ctx->stream);
+    return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, "strided copy");
+}
+
+static netrun_status concat_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_axis_params *p = (const netrun_axis_params *)args->params;
+    netrun_tensor *Y = &args->outputs[0];
+    int axis = p ? p->axis : 0;
+    size_t es = cuda_esize(Y->dtype);
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < axis; i++) outer *= Y->dims[i];
+    for (int i = axis + 1; i < Y->rank; i++) inner *= Y->dims[i];
+    size_t row = (size_t)(Y->dims[axis] * inner) * es, at = 0;
+    for (int k = 0; k < args->n_inputs; k++) {
+        const netrun_tensor *X = &args->inputs[k];
+        if (X->rank < 0) continue;
+        size_t w = (size_t)(X->dims[axis] * inner) * es;
+        netrun_status s = copy2d(ctx, (char *)Y->data + at, row, X->data, w, w, (size_t)outer);
+        if (s != NETRUN_OK) return s;
+        at += w;
+    }
+    return NETRUN_OK;
+}
+
+static netrun_status split_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_split_params *p = (const netrun_split_params *)args->params;
+    const netrun_tensor *X = &args->inputs[0];
+    int axis = p ? p->axis : 0;
+    size_t es = cuda_esize(X->dtype);
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < axis; i++) outer *= X->dims[i];
+    for (int i = axis + 1; i < X->rank; i++) inner *= X->dims[i];
+    size_t row = (size_t)(X->dims[axis] * inner) * es, at = 0;
+    for (int k = 0; k < args->n_outputs; k++) {
+        netrun_tensor *Y = &args->outputs[k];
+        int64_t len = p && p->sizes && k < p->n_outputs ? p->sizes[k] : (Y->rank >= 0 ? Y->dims[axis] : 0);
+        size_t w = (size_t)(len * inner) * es;
+        if (Y->rank >= 0 && Y->data) {
+            netrun_status s = copy2d(ctx, Y->data, w, (const char *)X->data + at, row, w, (size_t)outer);
+            if (s != NETRUN_OK) return s;
+        }
+        at += w;
+    }
+    return NETRUN_OK;
+}
+
+/* ---- Slice ---- */
+
+template <typename E>
+__global__ void slice_k(const E *x, E *y, int64_t n, shape8 out, strides8 step_strides, int64_t base) {
+    GRID_LOOP(i, n) y[i] = x[base + bcast_offset(i, out, step_strides)];
+}
+
+static netrun_status slice_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_slice_params *p = (const netrun_slice_params *)args->params;
+    const netrun_tensor *X = &args->inputs[0];
+    netrun_tensor *Y = &args->outputs[0];
+    int64_t n = cuda_count(Y);
+    if (n == 0) return NETRUN_OK;
+    int64_t xs[NETRUN_MAX_RANK], s = 1, base = 0;
+    for (int i = X->rank - 1; i >= 0; i--) {
+        xs[i] = s;
+        s *= X->dims[i];
+    }
+    strides8 st;
+    memset(&st, 0, sizeof st);
+    for (int i = 0; i < X->rank; i++) {
+        base += p->start[i] * xs[i];
+        st.s[i] = p->step[i] * xs[i];
+    }
+    shape8 sh = make_shape(Y->rank, Y->dims);
+    DISPATCH_ES(cuda_esize(X->dtype), (slice_k<E><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(
+                                          (const E *)X->data, (E *)Y->data, n, sh, st, base)));
+    return cuda_check_launch("Slice");
+}
+
+/* ---- Gather / GatherElements ---- */
+
+template <typename E, typename I>
+__global__ void gather_k(const E *x, const I *idx, E *y, int64_t n, int64_t nidx, int64_t axis_len, int64_t inner,
+                         int *bad) {
+    GRID_LOOP(i, n) {
+        int64_t in = i % inner, r = i / inner, j = r % nidx, o = r / nidx;
+        int64_t k = (int64_t)idx[j];
+        if (k < 0) k += axis_len;
+        if (k < 0 || k >= axis_len) {
+            *bad = 1;
+            y[i] = 0;
+            continue;
+        }
+        y[i] = x[(o * axis_len + k) * inner + in];
+    }
+}
+
+template <typename E, typename I>
+__global__ void gather_elements_k(const E *x, const I *idx, E *y, int64_t n, shape8 ish, strides8 xs, int axis,
+                                  int64_t axis_len, int *bad) {
+    GRID_LOOP(i, n) {
+        int64_t r = i, off = 0;
+        for (int d = ish.rank - 1; d >= 0; d--) {
+            int64_t c = r % ish.dims[d];
+            r /= ish.dims[d];
+            if (d == axis) {
+                c = (int64_t)idx[i];
+                if (c < 0) c += axis_len;
+                if (c < 0 || c >= axis_len) {
+                    *bad = 1;
+                    c = 0;
+                }
+            }
+            off += c * xs.s[d];
+        }
+        y[i] = x[off];
+    }
+}
+
+typedef struct gather_state {
+    int *bad; /* device flag: an index was out of range */
+} gather_state;
+
+static netrun_status gather_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
+    gather_state *g = (gather_state *)cuda_host->alloc(sizeof *g, 16);
+    if (!g) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda Gather: out of memory");
+    cudaError_t e = cudaMalloc((void **)&g->bad, sizeof(int));
+    if (e == cudaSuccess) e = cudaMemsetAsync(g->bad, 0, sizeof(int), ctx->stream);
+    if (e != cudaSuccess) {
+        cuda_host->free(g);
+        return cuda_fail(e, "Gather flag");
+    }
+    *state = g;
+    return NETRUN_OK;
+}
+
+static void gather_destroy(cuda_context *ctx, void *state) {
+    gather_state *g = (gather_state *)state;
+    cudaFree(g->bad);
+    cuda_host->free(g);
+}
+
+static int gather_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    if (!cuda_esize(node->inputs[0].dtype)) return cuda_refuse(reason, size, "dtype %s", cuda_dtype_name(node->inputs[0].dtype));
+    netrun_dtype it = node->inputs[1].dtype;
+    if (it != NETRUN_DTYPE_INT32 && it != NETRUN_DTYPE_INT64) return cuda_refuse(reason, size, "indices not int32/int64");
+    return 1;
+}
+
+/* Out-of-range indices are an error in ONNX: the kernel raises a device flag, read back after the launch (one
+ * stream synchronization per Gather run). */
+static netrun_status gather_check(cuda_context *ctx, gather_state *g, const char *op) {
+    int bad = 0;
+    cudaError_t e = cudaMemcpyAsync(&bad, g->bad, sizeof(int), cudaMemcpyDeviceToHost, ctx->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->stream);
+    if (e != cudaSuccess) return cuda_fail(e, op);
+    if (bad) {
+        cudaMemsetAsync(g->bad, 0, sizeof(int), ctx->stream);
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda %s: index out of range", op);
+    }
+    return NETRUN_OK;
+}
+
+static netrun_status gather_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_axis_params *p = (const netrun_axis_params *)args->params;
+    gather_state *g = (gather_state *)state;
+    const netrun_tensor *X = &args->inputs[0], *I = &args->inputs[1];
+    netrun_tensor *Y = &args->outputs[0];
+    int64_t n = cuda_count(Y);
+    if (n == 0) return NETRUN_OK;
+    int axis = p ? p->axis : 0;
+    int64_t inner = 1;
+    for (int i = axis + 1; i < X->rank; i++) inner *= X->dims[i];
+    int64_t nidx = cuda_count(I), alen = X->dims[axis];
+    unsigned b = cuda_blocks(n);
+    if (I->dtype == NETRUN_DTYPE_INT64) {
+        DISPATCH_ES(cuda_esize(X->dtype), (gather_k<E, int64_t><<<b, CUDA_THREADS, 0, ctx->stream>>>(
+                                              (const E *)X->data, (const int64_t *)I->data, (E *)Y->data, n, nidx, alen, inner, g->bad)));
+    } else {
+        DISPATCH_ES(cuda_esize(X->dtype), (gather_k<E, int32_t><<<b, CUDA_THREADS, 0, ctx->stream>>>(
+                                              (const E *)X->data, (const int32_t *)I->data, (E *)Y->data, n, nidx, alen, inner, g->bad)));
+    }
+    netrun_status s = cuda_check_launch("Gather");
+    return s != NETRUN_OK ? s : gather_check(ctx, g, "Gather");
+}
+
+static netrun_status gather_elements_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_axis_params *p = (const netrun_axis_params *)args->params;
+    gather_state *g = (gather_state *)state;
+    const netrun_tensor *X = &args->inputs[0], *I = &args->inputs[1];
+    netrun_tensor *Y = &args->outputs[0];
+    int64_t n = cuda_count(Y);
+    if (n == 0) return NETRUN_OK;
+    int axis = p ? p->axis : 0;
+    strides8 xs;
+    memset(&xs, 0, sizeof xs);
+    int64_t s = 1;
+    for (int i = X->rank - 1; i >= 0; i--) {
+        xs.s[i] = s;
+        s *= X->dims[i];
+    }
+    shape8 ish = make_shape(I->rank, I->dims);
+    unsigned b = cuda_blocks(n);
+    if (I->dtype == NETRUN_DTYPE_INT64) {
+        DISPATCH_ES(cuda_esize(X->dtype), (gather_elements_k<E, int64_t><<<b, CUDA_THREADS, 0, ctx->stream>>>(
+                                              (const E *)X->data, (const int64_t *)I->data, (E *)Y->data, n, ish, xs, axis, X->dims[axis], g->bad)));
+    } else {
+        DISPATCH_ES(cuda_esize(X->dtype), (gather_elements_k<E, int32_t><<<b, CUDA_THREADS, 0, ctx->stream>>>(
+                                              (const E *)X->data, (const int32_t *)I->data, (E *)Y->data, n, ish, xs, axis, X->dims[axis], g->bad)));
+    }
+    netrun_status st = cuda_check_launch("GatherElements");
+    return st != NETRUN_OK ? st : gather_check(ctx, g, "GatherElements");
+}
+
+/* ---- Pad ---- */
+
+template <typename T>
+__global__ void pad_k(const T *x, T *y, int64_t n, shape8 in, shape8 out, shape8 pb, int mode, T value) {
+    GRID_LOOP(i, n) {
+        int64_t r = i, off = 0, mul = 1;
+        bool outside = false;
+        for (int d = out.rank - 1; d >= 0; d--) {
+            int64_t c = r % out.dims[d] - pb.dims[d], len = in.dims[d];
+            r /= out.dims[d];
+            if (c < 0 || c >= len) {
+                if (mode == NETRUN_PAD_CONSTANT || len == 0) outside = true;
+                else if (mode == NETRUN_PAD_EDGE) c = c < 0 ? 0 : len - 1;
+                else if (mode == NETRUN_PAD_WRAP) c = ((c % len) + len) % len;
+                else if (len == 1) c = 0;
+                else { /* reflect without repeating the edge */
+                    int64_t period = 2 * (len - 1);
+                    c = ((c % period) + period) % period;
+                    if (c >= len) c = period - c;
+                }
+            }
+            off += c * mul;
+            mul *= len;
+        }
+        y[i] = outside ? value : x[off];
+    }
+}
+
+static int pad_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    netrun_dtype t = node->inputs[0].dtype;
+    if (!cuda_esize(t) || t == NETRUN_DTYPE_BFLOAT16) return cuda_refuse(reason, size, "dtype %s", cuda_dtype_name(t));
+    return 1;
+}
+
+template <typename T> static netrun_status launch_pad(cuda_context *ctx, const netrun_tensor *X, netrun_tensor *Y,
+                                                      const int64_t *pads_begin, int mode, T value) {
+    int64_t n = cuda_count(Y);
+    if (n == 0) return NETRUN_OK;
+    shape8 in = make_shape(X->rank, X->dims), out = make_shape(Y->rank, Y->dims), pb = make_shape(X->rank, pads_begin);
+    pad_k<T><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>((const T *)X->data, (T *)Y->data, n, in, out, pb, mode, value);
+    return cuda_check_launch("Pad");
+}
+
+static netrun_status pad_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_pad_params *p = (const netrun_pad_params *)args->params;
+    const netrun_tensor *X = &args->inputs[0];
+    netrun_tensor *Y = &args->outputs[0];
+    if (cuda_count(X) == 0 && p->mode != NETRUN_PAD_CONSTANT && cuda_count(Y) > 0)
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda Pad: cannot %s-pad an empty tensor",
+                                p->mode == NETRUN_PAD_EDGE ? "edge" : "reflect");
+    double v = p->value;
+    int m = (int)p->mode;
+    switch (X->dtype) {
+    case NETRUN_DTYPE_FLOAT: return launch_pad<float>(ctx, X, Y, p->pads_begin, m, (float)v);
+    case NETRUN_DTYPE_DOUBLE: return launch_pad<double>(ctx, X, Y, p->pads_begin, m, v);
+    case NETRUN_DTYPE_FLOAT16: return launch_pad<__half>(ctx, X, Y, p->pads_begin, m, __float2half_rn((float)v));
+    case NETRUN_DTYPE_INT8: return launch_pad<int8_t>(ctx, X, Y, p->pads_begin, m, (int8_t)v);
+    case NETRUN_DTYPE_UINT8: return launch_pad<uint8_t>(ctx, X, Y, p->pads_begin, m, (uint8_t)v);
+    case NETRUN_DTYPE_BOOL: return launch_pad<uint8_t>(ctx, X, Y, p->pads_begin, m, (uint8_t)(v != 0));
+    case NETRUN_DTYPE_INT16: return launch_pad<int16_t>(ctx, X, Y, p->pads_begin, m, (int16_t)v);
+    case NETRUN_DTYPE_UINT16: return launch_pad<uint16_t>(ctx, X, Y, p->pads_begin, m, (uint16_t)v);
+    case NETRUN_DTYPE_INT32: return launch_pad<int32_t>(ctx, X, Y, p->pads_begin, m, (int32_t)v);
+    case NETRUN_DTYPE_UINT32: return launch_pad<uint32_t>(ctx, X, Y, p->pads_begin, m, (uint32_t)v);
+    case NETRUN_DTYPE_INT64: return launch_pad<int64_t>(ctx, X, Y, p->pads_begin, m, (int64_t)v);
+    case NETRUN_DTYPE_UINT64: return launch_pad<uint64_t>(ctx, X, Y, p->pads_begin, m, (uint64_t)v);
+    default: return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda Pad: dtype %s", cuda_dtype_name(X->dtype));
+    }
+}
+
+extern "C" netrun_status cuda_zero_pad(cuda_context *ctx, size_t es, void *dst, const void *src, int rank,
+                                       const int64_t *in_dims, const int64_t *pads_begin, const int64_t *out_dims) {
+    netrun_tensor X, Y;
+    memset(&X, 0, sizeof X);
+    memset(&Y, 0, sizeof Y);
+    X.rank = Y.rank = rank;
+    memcpy(X.dims, in_dims, sizeof(int64_t) * (size_t)rank);
+    memcpy(Y.dims, out_dims, sizeof(int64_t) * (size_t)rank);
+    X.data = (void *)src;
+    Y.data = dst;
+    if (es == 2) return launch_pad<uint16_t>(ctx, &X, &Y, pads_begin, NETRUN_PAD_CONSTANT, (uint16_t)0);
+    if (es == 4) return launch_pad<uint32_t>(ctx, &X, &Y, pads_begin, NETRUN_PAD_CONSTANT, 0u);
+    return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda zero pad: element size %zu", es);
+}
+
+/* ---- DepthToSpace / SpaceToDepth (4-D) ---- */
+
+template <typename E>
+__global__ void d2s_k(const E *x, E *y, int64_t n, int64_t C, int64_t H, int64_t W, int64_t b, int crd, int to_space) {
+    /* y index decomposed in the output's layout; x is the other side */
+    GRID_LOOP(i, n) {
+        if (to_space) { /* out [N, C/(b*b), H*b, W*b] */
+            int64_t oc = C / (b * b), ow = W * b, oh = H * b;
+            int64_t w = i % ow, h = (i / ow) % oh, c = (i / (ow * oh)) % oc, nn = i / (ow * oh * oc);
+            int64_t bh = h % b, bw = w % b, ih = h / b, iw = w / b;
+            int64_t ic = crd ? c * b * b + bh * b + bw : (bh * b + bw) * oc + c;
+            y[i] = x[((nn * C + ic) * H + ih) * W + iw];
+        } else { /* SpaceToDepth: out [N, C*b*b, H/b, W/b], DCR order */
+            int64_t oc = C * b * b, oh = H / b, ow = W / b;
+            int64_t w = i % ow, h = (i / ow) % oh, c = (i / (ow * oh)) % oc, nn = i / (ow * oh * oc);
+            int64_t ic = c % C, blk = c / C, bh = blk / b, bw = blk % b;
+            y[i] = x[((nn * C + ic) * H + h * b + bh) * W + w * b + bw];
+        }
+    }
+}
+
+static netrun_status d2s_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_space_depth_params *p = (const netrun_space_depth_params *)args->params;
+    const netrun_tensor *X = &args->inputs[0];
+    netrun_tensor *Y = &args->outputs[0];
+    int64_t n = cuda_count(Y);
+    if (n == 0) return NETRUN_OK;
+    if (X->rank != 4 || !p || p->blocksize < 1) return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda DepthToSpace: 4-D input");
+    int to_space = (intptr_t)state == 1;
+    DISPATCH_ES(cuda_esize(X->dtype), (d2s_k<E><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(
+                                          (const E *)X->data, (E *)Y->data, n, X->dims[1], X->dims[2], X->dims[3],
+                                          p->blocksize, p->crd, to_space)));
+    return cuda_check_launch("DepthToSpace");
+}
+
+static netrun_status d2s_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
+    *state = (void *)(intptr_t)(!strcmp(node->op_type, "DepthToSpace") ? 1 : 2);
+    return NETRUN_OK;
+}
+
+extern "C" const cuda_op cuda_ops_data_movement[] = {
+    {"Transpose", CUDA_ALL_DTYPES, "", NULL, NULL, transpose_run, NULL},
+    {"Concat", CUDA_ALL_DTYPES, "", NULL, NULL, concat_run, NULL},
+    {"Split", CUDA_ALL_DTYPES, "", NULL, NULL, split_run, NULL},
+    {"Slice", CUDA_ALL_DTYPES, "", NULL, NULL, slice_run, NULL},
+    {"Gather", CUDA_ALL_DTYPES, "int32/int64 indices", gather_supports, gather_create, gather_run, gather_destroy},
+    {"GatherElements", CUDA_ALL_DTYPES, "int32/int64 indices", gather_supports, gather_create, gather_elements_run,
+     gather_destroy},
+    {"Pad", CUDA_ALL_DTYPES & ~CUDA_DT(BFLOAT16), "constant, reflect, edge, wrap", pad_supports, NULL, pad_run, NULL},
+    {"DepthToSpace", CUDA_ALL_DTYPES, "4-D; DCR and CRD", NULL, d2s_create, d2s_run, NULL},
+    {"SpaceToDepth", CUDA_ALL_DTYPES, "4-D", NULL, d2s_create, d2s_run, NULL},
+    {NULL, 0, NULL, NULL, NULL, NULL, NULL}};

@@ -1,0 +1,542 @@
+/* CUDA kernels: elementwise unary and binary ops with numpy broadcasting, variadic Sum/Max/Min/Mean, Where,
+ * Cast, PRelu, plus the bias + activation and broadcast-copy launchers that Conv and Gemm use. float16 is
+ * computed in float; integer binary ops in int64. */
+#include "cuda_kernels.cuh"
+
+/* ---- unary ---- */
+
+enum un_op {
+    U_RELU, U_NEG, U_ABS, U_SIGN, U_SIGMOID, U_TANH, U_ERF, U_EXP, U_LOG, U_SQRT, U_RECIPROCAL, U_FLOOR, U_CEIL,
+    U_ROUND, U_SIN, U_COS, U_TAN, U_ASIN, U_ACOS, U_ATAN, U_SINH, U_COSH, U_ASINH, U_ACOSH, U_ATANH, U_SOFTPLUS,
+    U_SOFTSIGN, U_HARD_SWISH, U_MISH, U_LEAKY_RELU, U_ELU, U_SELU, U_CELU, U_HARD_SIGMOID, U_THRESHOLDED_RELU,
+    U_GELU, U_SHRINK, U_CLIP, U_SCALE, U_COUNT
+};
+
+struct un_args {
+    int op;
+    float alpha, beta, gamma;
+    int approx;
+};
+
+__device__ __forceinline__ float un_float(float x, const un_args &a, float lo, float hi) {
+    switch (a.op) {
+    case U_RELU: return x > 0 ? x : (x == x ? 0.0f : x);
+    case U_NEG: return -x;
+    case U_ABS: return fabsf(x);
+    case U_SIGN: return x > 0 ? 1.0f : x < 0 ? -1.0f : x;
+    case U_SIGMOID: return x >= 0 ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));
+    case U_TANH: return tanhf(x);
+    case U_ERF: return erff(x);
+    case U_EXP: return expf(x);
+    case U_LOG: return logf(x);
+    case U_SQRT: return sqrtf(x);
+    case U_RECIPROCAL: return 1.0f / x;
+    case U_FLOOR: return floorf(x);
+    case U_CEIL: return ceilf(x);
+    case U_ROUND: return rintf(x); /* half to even, as ONNX asks */
+    case U_SIN: return sinf(x);
+    case U_COS: return cosf(x);
+    case U_TAN: return tanf(x);
+    case U_ASIN: return asinf(x);
+    case U_ACOS: return acosf(x);
+    case U_ATAN: return atanf(x);
+    case U_SINH: return sinhf(x);
+    case U_COSH: return coshf(x);
+    case U_ASINH: return asinhf(x);
+    case U_ACOSH: return acoshf(x);
+    case U_ATANH: return atanhf(x);
+    case U_SOFTPLUS: return x > 20.0f ? x : log1pf(expf(x));
+    case U_SOFTSIGN: return x / (1.0f + fabsf(x));
+    case U_HARD_SWISH: return x * fminf(fmaxf(x / 6.0f + 0.5f, 0.0f), 1.0f);
+    case U_MISH: return x * tanhf(x > 20.0f ? x : log1pf(expf(x)));
+    case U_LEAKY_RELU: return x >= 0 ? x : a.alpha * x;
+    case U_ELU: return x >= 0 ? x : a.alpha * (expf(x) - 1.0f);
+    case U_SELU: return x > 0 ? a.gamma * x : a.gamma * (a.alpha * expf(x) - a.alpha);
+    case U_CELU: return fmaxf(0.0f, x) + fminf(0.0f, a.alpha * (expf(x / a.alpha) - 1.0f));
+    case U_HARD_SIGMOID: return fminf(fmaxf(a.alpha * x + a.beta, 0.0f), 1.0f);
+    case U_THRESHOLDED_RELU: return x > a.alpha ? x : 0.0f;
+    case U_GELU:
+        if (a.approx) return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+        return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
+    case U_SHRINK: return x < -a.beta ? x + a.alpha : x > a.beta ? x - a.alpha : 0.0f;
+    case U_CLIP: return x != x ? x : fminf(fmaxf(x, lo), hi);
+    case U_SCALE: return x * a.alpha;
+    default: return x;
+    }
+}
+
+template <typename T>
+__global__ void unary_k(const T *x, T *y, int64_t n, un_args a, const T *minp, const T *maxp) {
+    float lo = a.alpha, hi = a.beta;
+    if (minp) lo = to_f(*minp);
+    if (maxp) hi = to_f(*maxp);
+    GRID_LOOP(i, n) y[i] = from_f<T>(un_float(to_f(x[i]), a, lo, hi));
+}
+
+template <typename T> __global__ void unary_int_k(const T *x, T *y, int64_t n, int op) {
+    GRID_LOOP(i, n) {
+        T v = x[i];
+        switch (op) {
+        case U_RELU: v = v > 0 ? v : 0; break;
+        case U_NEG: v = -v; break;
+        case U_ABS: v = v < 0 ? -v : v; break;
+        case U_SIGN: v = v > 0 ? 1 : v < 0 ? -1 : 0; break;
+        default: break;
+        }
+        y[i] = v;
+    }
+}
+
+struct un_entry {
+    const char *name;
+    int op;
+    int ints; /* also on int32/int64 */
+};
+
+static const un_entry un_table[] = {
+    {"Relu", U_RELU, 1}, {"Neg", U_NEG, 1}, {"Abs", U_ABS, 1}, {"Sign", U_SIGN, 1}, {"Sigmoid", U_SIGMOID, 0},
+    {"Tanh", U_TANH, 0}, {"Erf", U_ERF, 0}, {"Exp", U_EXP, 0}, {"Log", U_LOG, 0}, {"Sqrt", U_SQRT, 0},
+    {"Reciprocal", U_RECIPROCAL, 0}, {"Floor", U_FLOOR, 0}, {"Ceil", U_CEIL, 0}, {"Round", U_ROUND, 0},
+    {"Sin", U_SIN, 0}, {"Cos", U_COS, 0}, {"Tan", U_TAN, 0}, {"Asin", U_ASIN, 0}, {"Acos", U_ACOS, 0},
+    {"Atan", U_ATAN, 0}, {"Sinh", U_SINH, 0}, {"Cosh", U_COSH, 0}, {"Asinh", U_ASINH, 0}, {"Acosh", U_ACOSH, 0},
+    {"Atanh", U_ATANH, 0}, {"Softplus", U_SOFTPLUS, 0}, {"Softsign", U_SOFTSIGN, 0}, {"HardSwish", U_HARD_SWISH, 0},
+    {"Mish", U_MISH, 0}, {"LeakyRelu", U_LEAKY_RELU, 0}, {"Elu", U_ELU, 0}, {"Selu", U_SELU, 0},
+    {"Celu", U_CELU, 0}, {"HardSigmoid", U_HARD_SIGMOID, 0}, {"ThresholdedRelu", U_THRESHOLDED_RELU, 0},
+    {"Gelu", U_GELU, 0}, {"Shrink", U_SHRINK, 0}, {"Clip", U_CLIP, 0}, {NULL, 0, 0}};
+
+static const un_entry *un_find(const char *name) {
+    for (const un_entry *e = un_table; e->name; e++)
+        if (!strcmp(e->name, name)) return e;
+    return NULL;
+}
+
+static int unary_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    const un_entry *e = un_find(node->op_type);
+    netrun_dtype t = cuda_main_dtype(node);
+    if (!e) return cuda_refuse(reason, size, "no CUDA kernel for %s", node->op_type);
+    int ok = t == NETRUN_DTYPE_FLOAT || t == NETRUN_DTYPE_FLOAT16 ||
+             (e->ints && (t == NETRUN_DTYPE_INT32 || t == NETRUN_DTYPE_INT64));
+    if (!ok) return cuda_refuse(reason, size, "dtype %s not supported by the CUDA %s kernel", cuda_dtype_name(t), node->op_type);
+    if (e->op == U_CLIP)
+        for (int i = 1; i < node->n_inputs && i < 3; i++)
+            if (node->inputs[i].rank >= 0 && node->inputs[i].dtype != t)
+                return cuda_refuse(reason, size, "Clip bounds of another dtype");
+    return 1;
+}
+
+static netrun_status unary_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
+    *state = (void *)un_find(node->op_type);
+    return *state ? NETRUN_OK : cuda_host->error(NETRUN_ERR_UNSUPPORTED, "no CUDA kernel for %s", node->op_type);
+}
+
+static netrun_status unary_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const un_entry *e = (const un_entry *)state;
+    const netrun_tensor *X = &args->inputs[0];
+    netrun_tensor *Y = &args->outputs[0];
+    int64_t n = cuda_count(X);
+    if (n == 0) return NETRUN_OK;
+    un_args a;
+    memset(&a, 0, sizeof a);
+    a.op = e->op;
+    const netrun_unary_params *p = (const netrun_unary_params *)args->params;
+    if (p) {
+        a.alpha = p->alpha;
+        a.beta = p->beta;
+        a.gamma = p->gamma;
+        a.approx = p->approximate_tanh;
+    }
+    const void *minp = NULL, *maxp = NULL;
+    if (e->op == U_CLIP) {
+        if (!p || !p->has_min) {
+            a.alpha = -INFINITY;
+            if (args->n_inputs > 1 && args->inputs[1].rank >= 0 && cuda_count(&args->inputs[1]) > 0) minp = args->inputs[1].data;
+        }
+        if (!p || !p->has_max) {
+            a.beta = INFINITY;
+            if (args->n_inputs > 2 && args->inputs[2].rank >= 0 && cuda_count(&args->inputs[2]) > 0) maxp = args->inputs[2].data;
+        }
+    }
+    unsigned b = cuda_blocks(n);
+    switch (X->dtype) {
+    case NETRUN_DTYPE_FLOAT:
+        unary_k<float><<<b, CUDA_THREADS, 0, ctx->stream>>>((const float *)X->data, (float *)Y->data, n, a,
+                                                            (const float *)minp, (const float *)maxp);
+        break;
+    case NETRUN_DTYPE_FLOAT16:
+        unary_k<__half><<<b, CUDA_THREADS, 0, ctx->stream>>>((const __half *)X->data, (__half *)Y->data, n, a,
+                                                             (const __half *)minp, (const __half *)maxp);
+        break;
+    case NETRUN_DTYPE_INT32:
+        unary_int_k<int32_t><<<b, CUDA_THREADS, 0, ctx->stream>>>((const int32_t *)X->data, (int32_t *)Y->data, n, a.op);
+        break;
+    case NETRUN_DTYPE_INT64:
+        unary_int_k<int64_t><<<b, CUDA_THREADS, 0, ctx->stream>>>((const int64_t *)X->data, (int64_t *)Y->data, n, a.op);
+        break;
+    default: return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda %s: dtype %s", e->name, cuda_dtype_name(X->dtype));
+    }
+    return cuda_check_launch(e->name);
+}
+
+/* ---- binary ---- */
+
+enum bin_op { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_PRELU, B_EQ, B_LT, B_GT, B_LE, B_GE, B_AND, B_OR, B_XOR };
+
+template <typename C> __device__ __forceinline__ C bin_arith(int op, C x, C y);
+template <> __device__ __forceinline__ float bin_arith<float>(int op, float x, float y) {
+    switch (op) {
+    case B_ADD: return x + y;
+    case B_SUB: return x - y;
+    case B_MUL: return x * y;
+    case B_DIV: return x / y;
+    case B_POW: return powf(x, y);
+    case B_MAX: return (x != x || y != y) ? x + y : fmaxf(x, y);
+    case B_MIN: return (x != x || y != y) ? x + y : fminf(x, y);
+    case B_PRELU: return x < 0 ? x * y : x;
+    default: return 0;
+    }
+}
+template <> __device__ __forceinline__ int64_t bin_arith<int64_t>(int op, int64_t x, int64_t y) {
+    switch (op) {
+    case B_ADD: return (int64_t)((uint64_t)x + (uint64_t)y);
+    case B_SUB: return (int64_t)((uint64_t)x - (uint64_t)y);
+    case B_MUL: return (int64_t)((uint64_t)x * (uint64_t)y);
+    case B_DIV: return y == 0 ? 0 : (y == -1 ? (int64_t)(0 - (uint64_t)x) : x / y);
+    case B_MAX: return x > y ? x : y;
+    case B_MIN: return x < y ? x : y;
+    case B_PRELU: return x < 0 ? x * y : x;
+    default: return 0;
+    }
+}
+template <typename C> __device__ __forceinline__ bool bin_cmp(int op, C x, C y) {
+    switch (op) {
+    case B_EQ: return x == y;
+    case B_LT: return x < y;
+    case B_GT: return x > y;
+    case B_LE: return x <= y;
+    case B_GE: return x >= y;
+    case B_AND: return (x != 0) && (y != 0);
+    case B_OR: return (x != 0) || (y != 0);
+    case B_XOR: return (x != 0) != (y != 0);
+    default: return false;
+    }
+}
+
+template <typename T> struct compute_of { typedef float t; };
+template <> struct compute_of<int32_t> { typedef int64_t t; };
+template <> struct compute_of<int64_t> { typedef int64_t t; };
+template <> struct compute_of<uint8_t> { typedef int64_t t; };
+
+template <typename C> __device__ __forceinline__ C load_c(float v) { return v; }
+template <typename T, typename C> __device__ __forceinline__ C ld(const T *p, int64_t i) { return (C)p[i]; }
+template <> __device__ __forceinline__ float ld<__half, float>(const __half *p, int64_t i) { return __half2float(p[i]); }
+template <typename T, typename C> __device__ __forceinline__ void st(T *p, int64_t i, C v) { p[i] = (T)v; }
+template <> __device__ __forceinline__ void st<__half, float>(__half *p, int64_t i, float v) { p[i] = __float2half_rn(v); }
+
+template <typename T, bool CMP>
+__global__ void binary_k(int op, const T *a, const T *b, void *y, int64_t n, int plain, shape8 sh, strides8 sa,
+                         strides8 sb) {
+    typedef typename compute_of<T>::t C;
+    GRID_LOOP(i, n) {
+        int64_t ia = i, ib = i;
+        if (!plain) {
+            ia = bcast_offset(i, sh, sa);
+            ib = bcast_offset(i, sh, sb);
+        }
+        C x = ld<T, C>(a, ia), z = ld<T, C>(b, ib);
+        if (CMP) ((bool *)y)[i] = bin_cmp<C>(op, x, z);
+        else st<T, C>((T *)y, i, bin_arith<C>(op, x, z));
+    }
+}
+
+struct bin_entry {
+    const char *name;
+    int op;
+    int cmp;       /* bool output */
+    int variadic;  /* Sum/Max/Min/Mean: any number of inputs */
+    int mean;
+};
+
+static const bin_entry bin_table[] = {
+    {"Add", B_ADD, 0, 0, 0}, {"Sub", B_SUB, 0, 0, 0}, {"Mul", B_MUL, 0, 0, 0}, {"Div", B_DIV, 0, 0, 0},
+    {"Pow", B_POW, 0, 0, 0}, {"PRelu", B_PRELU, 0, 0, 0}, {"Equal", B_EQ, 1, 0, 0}, {"Less", B_LT, 1, 0, 0},
+    {"Greater", B_GT, 1, 0, 0}, {"LessOrEqual", B_LE, 1, 0, 0}, {"GreaterOrEqual", B_GE, 1, 0, 0},
+    {"And", B_AND, 1, 0, 0}, {"Or", B_OR, 1, 0, 0}, {"Xor", B_XOR, 1, 0, 0}, {"Sum", B_ADD, 0, 1, 0},
+    {"Max", B_MAX, 0, 1, 0}, {"Min", B_MIN, 0, 1, 0}, {"Mean", B_ADD, 0, 1, 1}, {NULL, 0, 0, 0, 0}};
+
+static const bin_entry *bin_find(const char *name) {
+    for (const bin_entry *e = bin_table; e->name; e++)
+        if (!strcmp(e->name, name)) return e;
+    return NULL;
+}
+
+static int binary_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    const bin_entry *e = bin_find(node->op_type);
+    if (!e) return cuda_refuse(reason, size, "no CUDA kernel for %s", node->op_type);
+    netrun_dtype t = cuda_main_dtype(node);
+    for (int i = 1; i < node->n_inputs; i++)
+        if (node->inputs[i].rank >= 0 && node->inputs[i].dtype != t)
+            return cuda_refuse(reason, size, "inputs of different dtypes");
+    int fl = t == NETRUN_DTYPE_FLOAT || t == NETRUN_DTYPE_FLOAT16, in = t == NETRUN_DTYPE_INT32 || t == NETRUN_DTYPE_INT64;
+    int ok;
+    if (e->op == B_AND || e->op == B_OR || e->op == B_XOR) ok = t == NETRUN_DTYPE_BOOL;
+    else if (e->op == B_EQ) ok = fl || in || t == NETRUN_DTYPE_BOOL;
+    else if (e->op == B_POW || e->mean) ok = fl;
+    else ok = fl || in;
+    if (!ok) return cuda_refuse(reason, size, "dtype %s not supported by the CUDA %s kernel", cuda_dtype_name(t), node->op_type);
+    if (node->n_inputs < 1 || node->n_inputs > 64) return cuda_refuse(reason, size, "%d inputs", node->n_inputs);
+    return 1;
+}
+
+static netrun_status binary_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
+    *state = (void *)bin_find(node->op_type);
+    return *state ? NETRUN_OK : cuda_host->error(NETRUN_ERR_UNSUPPORTED, "no CUDA kernel for %s", node->op_type);
+}
+
+static netrun_status launch_binary(cuda_context *ctx, int op, int cmp, const netrun_tensor *A, const netrun_tensor *B,
+                                   netrun_tensor *Y) {
+    int64_t n = cuda_count(Y);
+    if (n == 0) return NETRUN_OK;
+    shape8 sh = make_shape(Y->rank, Y->dims);
+    strides8 sa, sb;
+    memset(&sa, 0, sizeof sa);
+    memset(&sb, 0, sizeof sb);
+    cuda_broadcast_strides(A->rank, A->dims, Y->rank, Y->dims, sa.s);
+    cuda_broadcast_strides(B->rank, B->dims, Y->rank, Y->dims, sb.s);
+    int plain = cuda_count(A) == n && cuda_count(B) == n;
+    unsigned bl = cuda_blocks(n);
+#define BIN(T)                                                                                                    \
+    if (cmp) binary_k<T, true><<<bl, CUDA_THREADS, 0, ctx->stream>>>(op, (const T *)A->data, (const T *)B->data,  \
+                                                                     Y->data, n, plain, sh, sa, sb);              \
+    else binary_k<T, false><<<bl, CUDA_THREADS, 0, ctx->stream>>>(op, (const T *)A->data, (const T *)B->data,     \
+                                                                  Y->data, n, plain, sh, sa, sb);
+    switch (A->dtype) {
+    case NETRUN_DTYPE_FLOAT: BIN(float) break;
+    case NETRUN_DTYPE_FLOAT16: BIN(__half) break;
+    case NETRUN_DTYPE_INT32: BIN(int32_t) break;
+    case NETRUN_DTYPE_INT64: BIN(int64_t) break;
+    case NETRUN_DTYPE_BOOL:
+        binary_k<uint8_t, true><<<bl, CUDA_THREADS, 0, ctx->stream>>>(op, (const uint8_t *)A->data,
+                                                                      (const uint8_t *)B->data, Y->data, n, plain, sh, sa, sb);
+        break;
+    default: return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda binary op: dtype %s", cuda_dtype_name(A->dtype));
+    }
+#undef BIN
+    return cuda_check_launch("binary op");
+}
+
+static netrun_status binary_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const bin_entry *e = (const bin_entry *)state;
+    netrun_tensor *Y = &args->outputs[0];
+    if (!e->variadic) return launch_binary(ctx, e->op, e->cmp, &args->inputs[0], &args->inputs[1], Y);
+    int64_t st[NETRUN_MAX_RANK];
+    netrun_status s;
+    if (args->n_inputs == 1) {
+        cuda_broadcast_strides(args->inputs[0].rank, args->inputs[0].dims, Y->rank, Y->dims, st);
+        s = cuda_expand(ctx, cuda_esize(Y->dtype), Y->data, args->inputs[0].data, Y->rank, Y->dims, st);
+    } else {
+        s = launch_binary(ctx, e->op, 0, &args->inputs[0], &args->inputs[1], Y);
+        /* then fold the rest in: Y is contiguous with Y's shape, so it is its own left operand */
+        for (int i = 2; s == NETRUN_OK && i < args->n_inputs; i++) s = launch_binary(ctx, e->op, 0, Y, &args->inputs[i], Y);
+    }
+    if (s == NETRUN_OK && e->mean && args->n_inputs > 1) {
+        un_args a;
+        memset(&a, 0, sizeof a);
+        a.op = U_SCALE;
+        a.alpha = 1.0f / (float)args->n_inputs;
+        int64_t n = cuda_count(Y);
+        if (Y->dtype == NETRUN_DTYPE_FLOAT)
+            unary_k<float><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>((const float *)Y->data, (float *)Y->data, n, a, NULL, NULL);
+        else
+            unary_k<__half><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>((const __half *)Y->data, (__half *)Y->data, n, a, NULL, NULL);
+        s = cuda_check_launch("Mean");
+    }
+    return s;
+}
+
+/* ---- Where ---- */
+
+template <typename E>
+__global__ void where_k(const uint8_t *c, const E *x, const E *y, E *out, int64_t n, shape8 sh, strides8 sc,
+                        strides8 sx, strides8 sy) {
+    GRID_LOOP(i, n) {
+        out[i] = c[bcast_offset(i, sh, sc)] ? x[bcast_offset(i, sh, sx)] : y[bcast_offset(i, sh, sy)];
+    }
+}
+
+static int where_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    if (node->n_inputs != 3 || node->inputs[0].dtype != NETRUN_DTYPE_BOOL)
+        return cuda_refuse(reason, size, "Where needs a bool condition");
+    if (!cuda_esize(node->inputs[1].dtype)) return cuda_refuse(reason, size, "dtype %s", cuda_dtype_name(node->inputs[1].dtype));
+    return 1;
+}
+
+static netrun_status where_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    netrun_tensor *Y = &args->outputs[0];
+    int64_t n = cuda_count(Y);
+    if (n == 0) return NETRUN_OK;
+    shape8 sh = make_shape(Y->rank, Y->dims);
+    strides8 s[3];
+    memset(s, 0, sizeof s);
+    for (int i = 0; i < 3; i++) cuda_broadcast_strides(args->inputs[i].rank, args->inputs[i].dims, Y->rank, Y->dims, s[i].s);
+    DISPATCH_ES(cuda_esize(Y->dtype),
+                (where_k<E><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(
+                    (const uint8_t *)args->inputs[0].data, (const E *)args->inputs[1].data,
+                    (const E *)args->inputs[2].data, (E *)Y->data, n, sh, s[0], s[1], s[2])));
+    return cuda_check_launch("Where");
+}
+
+/* ---- Cast: every pair of the numeric types, through double (floats) or int64 (integers) ---- */
+
+__device__ __forceinline__ int dt_is_int(int t) {
+    return t == NETRUN_DTYPE_UINT8 || t == NETRUN_DTYPE_INT8 || t == NETRUN_DTYPE_UINT16 || t == NETRUN_DTYPE_INT16 ||
+           t == NETRUN_DTYPE_INT32 || t == NETRUN_DTYPE_INT64 || t == NETRUN_DTYPE_UINT32 || t == NETRUN_DTYPE_UINT64 ||
+           t == NETRUN_DTYPE_BOOL;
+}
+
+__device__ __forceinline__ int64_t ld_int(const void *p, int t, int64_t i) {
+    switch (t) {
+    case NETRUN_DTYPE_UINT8: return ((const uint8_t *)p)[i];
+    case NETRUN_DTYPE_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case NETRUN_DTYPE_INT8: return ((const int8_t *)p)[i];
+    case NETRUN_DTYPE_UINT16: return ((const uint16_t *)p)[i];
+    case NETRUN_DTYPE_INT16: return ((const int16_t *)p)[i];
+    case NETRUN_DTYPE_INT32: return ((const int32_t *)p)[i];
+    case NETRUN_DTYPE_UINT32: return ((const uint32_t *)p)[i];
+    case NETRUN_DTYPE_UINT64: return (int64_t)((const uint64_t *)p)[i];
+    default: return ((const int64_t *)p)[i];
+    }
+}
+__device__ __forceinline__ double ld_dbl(const void *p, int t, int64_t i) {
+    switch (t) {
+    case NETRUN_DTYPE_FLOAT: return ((const float *)p)[i];
+    case NETRUN_DTYPE_DOUBLE: return ((const double *)p)[i];
+    case NETRUN_DTYPE_FLOAT16: return __half2float(((const __half *)p)[i]);
+    case NETRUN_DTYPE_UINT64: return (double)((const uint64_t *)p)[i];
+    default: return (double)ld_int(p, t, i);
+    }
+}
+__device__ __forceinline__ void st_int(void *p, int t, int64_t i, int64_t v) {
+    switch (t) {
+    case NETRUN_DTYPE_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case NETRUN_DTYPE_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    case NETRUN_DTYPE_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
+    case NETRUN_DTYPE_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    case NETRUN_DTYPE_INT16: ((int16_t *)p)[i] = (int16_t)v; break;
+    case NETRUN_DTYPE_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
+    case NETRUN_DTYPE_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    case NETRUN_DTYPE_UINT64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+    default: ((int64_t *)p)[i] = v; break;
+    }
+}
+__device__ __forceinline__ void st_dbl(void *p, int t, int64_t i, double v) {
+    switch (t) {
+    case NETRUN_DTYPE_FLOAT: ((float *)p)[i] = (float)v; break;
+    case NETRUN_DTYPE_DOUBLE: ((double *)p)[i] = v; break;
+    case NETRUN_DTYPE_FLOAT16: ((__half *)p)[i] = __float2half_rn((float)v); break;
+    case NETRUN_DTYPE_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    case NETRUN_DTYPE_UINT64: ((uint64_t *)p)[i] = v != v ? 0 : (uint64_t)v; break;
+    case NETRUN_DTYPE_INT64: case NETRUN_DTYPE_UINT32:
+        /* as x86's cvttsd2si, which the CPU backend and onnxruntime inherit: NaN and out of range give INT64_MIN */
+        st_int(p, t, i, (v != v || v >= 9.2233720368547758e18 || v < -9.2233720368547758e18) ? INT64_MIN : (int64_t)v);
+        break;
+    default: /* 32-bit conversion, then truncation to the narrower types; NaN / out of range give INT32_MIN */
+        st_int(p, t, i, (v != v || v >= 2147483648.0 || v < -2147483648.0) ? (int64_t)INT32_MIN : (int64_t)(int32_t)v);
+        break;
+    }
+}
+
+__global__ void cast_k(const void *x, int tx, void *y, int ty, int64_t n) {
+    int ix = dt_is_int(tx), iy = dt_is_int(ty);
+    GRID_LOOP(i, n) {
+        if (ix && iy) st_int(y, ty, i, ld_int(x, tx, i));
+        else if (ty == NETRUN_DTYPE_FLOAT16 && tx == NETRUN_DTYPE_FLOAT)
+            ((__half *)y)[i] = __float2half_rn(((const float *)x)[i]); /* one rounding, not two */
+        else st_dbl(y, ty, i, ld_dbl(x, tx, i));
+    }
+}
+
+static int cast_type_ok(netrun_dtype t) {
+    return cuda_esize(t) && t != NETRUN_DTYPE_BFLOAT16;
+}
+
+static int cast_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    netrun_dtype a = node->inputs[0].dtype, b = node->n_outputs > 0 ? node->outputs[0].dtype : NETRUN_DTYPE_UNDEFINED;
+    const netrun_cast_params *p = (const netrun_cast_params *)node->params;
+    if (p) b = (netrun_dtype)p->to;
+    if (!cast_type_ok(a) || !cast_type_ok(b))
+        return cuda_refuse(reason, size, "Cast %s -> %s not supported", cuda_dtype_name(a), cuda_dtype_name(b));
+    return 1;
+}
+
+static netrun_status cast_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_tensor *X = &args->inputs[0];
+    netrun_tensor *Y = &args->outputs[0];
+    int64_t n = cuda_count(X);
+    if (n == 0) return NETRUN_OK;
+    if (X->dtype == Y->dtype) {
+        cudaError_t e = cudaMemcpyAsync(Y->data, X->data, (size_t)n * cuda_esize(X->dtype), cudaMemcpyDeviceToDevice, ctx->stream);
+        return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, "Cast copy");
+    }
+    cast_k<<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(X->data, X->dtype, Y->data, Y->dtype, n);
+    return cuda_check_launch("Cast");
+}
+
+/* ---- launchers for other families ---- */
+
+template <typename T>
+__global__ void bias_act_k(T *y, const T *bias, int64_t total, int64_t c, int64_t inner, act_params a) {
+    GRID_LOOP(i, total) {
+        float v = to_f(y[i]);
+        if (bias) v += to_f(bias[(i / inner) % c]);
+        y[i] = from_f<T>(apply_act(v, a));
+    }
+}
+
+extern "C" netrun_status cuda_bias_activation(cuda_context *ctx, netrun_dtype dt, void *y, const void *bias, int64_t n,
+                                              int64_t c, int64_t inner, const netrun_fused_activation *act) {
+    int64_t total = n * c * inner;
+    if (total == 0 || (!bias && (!act || act->kind == NETRUN_ACT_NONE))) return NETRUN_OK;
+    act_params a = make_act(act);
+    if (inner < 1) inner = 1;
+    if (c < 1) c = 1;
+    if (dt == NETRUN_DTYPE_FLOAT)
+        bias_act_k<float><<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>((float *)y, (const float *)bias, total, c, inner, a);
+    else if (dt == NETRUN_DTYPE_FLOAT16)
+        bias_act_k<__half><<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>((__half *)y, (const __half *)bias, total, c, inner, a);
+    else return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda bias/activation: dtype %s", cuda_dtype_name(dt));
+    return cuda_check_launch("bias + activation");
+}
+
+template <typename E> __global__ void expand_k(E *dst, const E *src, int64_t n, shape8 sh, strides8 ss) {
+    GRID_LOOP(i, n) dst[i] = src[bcast_offset(i, sh, ss)];
+}
+
+extern "C" netrun_status cuda_expand(cuda_context *ctx, size_t es, void *dst, const void *src, int rank,
+                                     const int64_t *out_dims, const int64_t *src_strides) {
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= out_dims[i];
+    if (n == 0) return NETRUN_OK;
+    shape8 sh = make_shape(rank, out_dims);
+    strides8 ss;
+    memset(&ss, 0, sizeof ss);
+    for (int i = 0; i < rank; i++) ss.s[i] = src_strides[i];
+    DISPATCH_ES(es, (expand_k<E><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>((E *)dst, (const E *)src, n, sh, ss)));
+    return cuda_check_launch("broadcast copy");
+}
+
+#define UNARY(name) {name, CUDA_FLOAT_DTYPES, "", unary_supports, unary_create, unary_run, NULL},
+#define BINARY(name) {name, CUDA_FLOAT_DTYPES | CUDA_DT(INT32) | CUDA_DT(INT64), "numpy broadcasting", binary_supports, binary_create, binary_run, NULL},
+
+extern "C" const cuda_op cuda_ops_elementwise[] = {
+    UNARY("Relu") UNARY("Neg") UNARY("Abs") UNARY("Sign") UNARY("Sigmoid") UNARY("Tanh") UNARY("Erf") UNARY("Exp")
+    UNARY("Log") UNARY("Sqrt") UNARY("Reciprocal") UNARY("Floor") UNARY("Ceil") UNARY("Round") UNARY("Sin")
+    UNARY("Cos") UNARY("Tan") UNARY("Asin") UNARY("Acos") UNARY("Atan") UNARY("Sinh") UNARY("Cosh") UNARY("Asinh")
+    UNARY("Acosh") UNARY("Atanh") UNARY("Softplus") UNARY("Softsign") UNARY("HardSwish") UNARY("Mish")
+    UNARY("LeakyRelu") UNARY("Elu") UNARY("Selu") UNARY("Celu") UNARY("HardSigmoid") UNARY("ThresholdedRelu")
+    UNARY("Gelu") UNARY("Shrink") UNARY("Clip")
+    BINARY("Add") BINARY("Sub") BINARY("Mul") BINARY("Div") BINARY("Pow") BINARY("PRelu") BINARY("Equal")
+    BINARY("Less") BINARY("Greater") BINARY("LessOrEqual") BINARY("GreaterOrEqual") BINARY("And") BINARY("Or")
+    BINARY("Xor") BINARY("Sum") BINARY("Max") BINARY("Min") BINARY("Mean")
+    {"Where", CUDA_ALL_DTYPES, "bool condition; three-way broadcasting", where_supports, NULL, where_run, NULL},
+    {"Cast", CUDA_ALL_DTYPES & ~CUDA_DT(BFLOAT16), "no bfloat16 / float8 / string", cast_supports, NULL, cast_run, NULL},
+    {NULL, 0, NULL, NULL, NULL, NULL, NULL}};

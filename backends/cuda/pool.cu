@@ -1,0 +1,149 @@
+/* CUDA kernels: pool. MaxPool / AveragePool in 1-3 spatial dims (dilations, ceil_mode, count_include_pad,
+ * the output shape comes from the layer) with one thread per output element, and GlobalAveragePool /
+ * GlobalMaxPool with one block per plane. Same semantics as the CPU backend: max ignores padded taps; the
+ * average divides by the taps inside the input, or with count_include_pad by the taps inside the padded
+ * extent [-pads_begin, in + pads_end). float32/float16. */
+#include "cuda_kernels.cuh"
+
+struct pool_geo {
+    int ns;
+    int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
+    int is_max, include_pad;
+};
+
+template <typename T> __global__ void pool_k(const T *x, T *y, int64_t total, pool_geo g) {
+    GRID_LOOP(i, total) {
+        int64_t o[3] = {0, 0, 0}, r = i;
+        for (int d = g.ns - 1; d >= 0; d--) {
+            o[d] = r % g.out[d];
+            r /= g.out[d];
+        }
+        int64_t plane = r, in_plane = 1;
+        for (int d = 0; d < g.ns; d++) in_plane *= g.in[d];
+        const T *xp = x + plane * in_plane;
+        int64_t k0 = g.k[0], k1 = g.ns > 1 ? g.k[1] : 1, k2 = g.ns > 2 ? g.k[2] : 1;
+        float best = -INFINITY, sum = 0;
+        int64_t cnt = 0, cnt_pad = 1;
+        for (int d = 0; d < g.ns; d++) { /* taps inside the padded extent, per dim */
+            int64_t c = 0;
+            for (int64_t j = 0; j < g.k[d]; j++) {
+                int64_t p = o[d] * g.s[d] - g.pb[d] + j * g.d[d];
+                if (p >= -g.pb[d] && p < g.in[d] + g.pe[d]) c++;
+            }
+            cnt_pad *= c;
+        }
+        for (int64_t a = 0; a < k0; a++) {
+            int64_t p0 = o[0] * g.s[0] - g.pb[0] + a * g.d[0];
+            if (p0 < 0 || p0 >= g.in[0]) continue;
+            for (int64_t b = 0; b < k1; b++) {
+                int64_t p1 = g.ns > 1 ? o[1] * g.s[1] - g.pb[1] + b * g.d[1] : 0;
+                if (g.ns > 1 && (p1 < 0 || p1 >= g.in[1])) continue;
+                for (int64_t c = 0; c < k2; c++) {
+                    int64_t p2 = g.ns > 2 ? o[2] * g.s[2] - g.pb[2] + c * g.d[2] : 0;
+                    if (g.ns > 2 && (p2 < 0 || p2 >= g.in[2])) continue;
+                    int64_t off = p0;
+                    if (g.ns > 1) off = off * g.in[1] + p1;
+                    if (g.ns > 2) off = off * g.in[2] + p2;
+                    float v = to_f(xp[off]);
+                    if (v != v) best = v; /* NaN wins */
+                    else if (best == best && v > best) best = v;
+                    sum += v;
+                    cnt++;
+                }
+            }
+        }
+        float res;
+        if (g.is_max) res = cnt ? best : -INFINITY;
+        else {
+            int64_t div = g.include_pad ? cnt_pad : cnt;
+            res = div ? sum / (float)div : 0.0f;
+        }
+        y[i] = from_f<T>(res);
+    }
+}
+
+static int pool_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    netrun_dtype t = cuda_main_dtype(node);
+    if (t != NETRUN_DTYPE_FLOAT && t != NETRUN_DTYPE_FLOAT16)
+        return cuda_refuse(reason, size, "dtype %s not supported by the CUDA %s kernel", cuda_dtype_name(t), node->op_type);
+    const netrun_pool_params *p = (const netrun_pool_params *)node->params;
+    if (!strncmp(node->op_type, "Global", 6)) return 1;
+    if (!p || p->n_spatial < 1 || p->n_spatial > 3) return cuda_refuse(reason, size, "1-3 spatial dims only");
+    if (node->n_outputs > 1 && node->outputs[1].name && *node->outputs[1].name)
+        return cuda_refuse(reason, size, "MaxPool Indices output");
+    return 1;
+}
+
+static netrun_status pool_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_pool_params *p = (const netrun_pool_params *)args->params;
+    const netrun_tensor *X = &args->inputs[0];
+    netrun_tensor *Y = &args->outputs[0];
+    int64_t total = cuda_count(Y);
+    if (total == 0) return NETRUN_OK;
+    pool_geo g;
+    memset(&g, 0, sizeof g);
+    g.ns = p->n_spatial;
+    if (X->rank != g.ns + 2 || Y->rank != g.ns + 2) return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda pool: rank");
+    for (int d = 0; d < g.ns; d++) {
+        g.in[d] = X->dims[2 + d];
+        g.out[d] = Y->dims[2 + d];
+        g.k[d] = p->kernel[d];
+        g.s[d] = p->strides[d];
+        g.d[d] = p->dilations[d] > 0 ? p->dilations[d] : 1;
+        g.pb[d] = p->pads_begin[d];
+        g.pe[d] = p->pads_end[d];
+    }
+    g.is_max = (intptr_t)state == 1;
+    g.include_pad = p->count_include_pad;
+    if (X->dtype == NETRUN_DTYPE_FLOAT)
+        pool_k<float><<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>((const float *)X->data, (float *)Y->data, total, g);
+    else
+        pool_k<__half><<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>((const __half *)X->data, (__half *)Y->data, total, g);
+    return cuda_check_launch("pool");
+}
+
+static netrun_status maxpool_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
+    *state = (void *)(intptr_t)1;
+    return NETRUN_OK;
+}
+
+template <typename T> __global__ void global_pool_k(const T *x, T *y, int64_t plane, int is_max) {
+    __shared__ float sh[32];
+    const T *xp = x + (int64_t)blockIdx.x * plane;
+    float acc = is_max ? -INFINITY : 0.0f;
+    int nan = 0;
+    for (int64_t i = threadIdx.x; i < plane; i += blockDim.x) {
+        float v = to_f(xp[i]);
+        if (v != v) nan = 1;
+        acc = is_max ? fmaxf(acc, v) : acc + v;
+    }
+    float r = is_max ? block_max(acc, sh) : block_sum(acc, sh) / (float)plane;
+    __syncthreads();
+    float anynan = block_sum((float)nan, sh);
+    if (threadIdx.x == 0) y[blockIdx.x] = from_f<T>(anynan > 0 && is_max ? NAN : r);
+}
+
+static netrun_status global_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_tensor *X = &args->inputs[0];
+    netrun_tensor *Y = &args->outputs[0];
+    if (X->rank < 2) return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda global pool: rank < 2");
+    int64_t planes = X->dims[0] * X->dims[1], plane = 1;
+    for (int i = 2; i < X->rank; i++) plane *= X->dims[i];
+    if (planes == 0) return NETRUN_OK;
+    if (plane == 0 || planes > INT32_MAX) return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda global pool: empty or huge planes");
+    int is_max = (intptr_t)state == 1, threads = plane >= 1024 ? 512 : plane >= 128 ? 128 : 32;
+    if (X->dtype == NETRUN_DTYPE_FLOAT)
+        global_pool_k<float><<<(unsigned)planes, threads, 0, ctx->stream>>>((const float *)X->data, (float *)Y->data, plane, is_max);
+    else
+        global_pool_k<__half><<<(unsigned)planes, threads, 0, ctx->stream>>>((const __half *)X->data, (__half *)Y->data, plane, is_max);
+    return cuda_check_launch("global pool");
+}
+
+extern "C" const cuda_op cuda_ops_pool[] = {
+    {"MaxPool", CUDA_FLOAT_DTYPES, "1-3 spatial dims; dilations, ceil_mode; no Indices output", pool_supports,
+     maxpool_create, pool_run, NULL},
+    {"AveragePool", CUDA_FLOAT_DTYPES, "1-3 spatial dims; dilations, ceil_mode, count_include_pad", pool_supports,
+     NULL, pool_run, NULL},
+    {"GlobalAveragePool", CUDA_FLOAT_DTYPES, "", pool_supports, NULL, global_run, NULL},
+    {"GlobalMaxPool", CUDA_FLOAT_DTYPES, "", pool_supports, maxpool_create, global_run, NULL},
+    {NULL, 0, NULL, NULL, NULL, NULL, NULL}};

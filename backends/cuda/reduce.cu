@@ -1,0 +1,157 @@
+/* CUDA kernels: reduce. ReduceSum/Mean/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp over any set of axes,
+ * float32/float16 with float accumulation. Each output element owns a set of input elements addressed by the
+ * kept and reduced dims; large reductions take one block per output, small ones one thread per output. */
+#include "cuda_kernels.cuh"
+
+enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_L1, R_L2, R_SUMSQ, R_LOGSUM, R_LSE };
+
+struct red_geo {
+    int nk, nr;
+    int64_t kd[NETRUN_MAX_RANK], ks[NETRUN_MAX_RANK]; /* kept dims and their input strides */
+    int64_t rd[NETRUN_MAX_RANK], rs[NETRUN_MAX_RANK]; /* reduced dims and strides */
+    int64_t count;                                    /* reduced elements per output */
+};
+
+__device__ __forceinline__ int64_t geo_off(int64_t i, int n, const int64_t *d, const int64_t *s) {
+    int64_t off = 0;
+    for (int k = n - 1; k >= 0; k--) {
+        int64_t q = i / d[k];
+        off += (i - q * d[k]) * s[k];
+        i = q;
+    }
+    return off;
+}
+
+__device__ __forceinline__ float red_map(int op, float v) {
+    switch (op) {
+    case R_L1: return fabsf(v);
+    case R_L2: case R_SUMSQ: return v * v;
+    default: return v;
+    }
+}
+
+__device__ __forceinline__ float red_final(int op, float acc, int64_t count) {
+    switch (op) {
+    case R_MEAN: return acc / (float)count;
+    case R_L2: return sqrtf(acc);
+    case R_LOGSUM: return logf(acc);
+    default: return acc;
+    }
+}
+
+/* one thread per output */
+template <typename T> __global__ void reduce_thread_k(const T *x, T *y, int64_t nout, red_geo g, int op) {
+    GRID_LOOP(o, nout) {
+        const T *base = x + geo_off(o, g.nk, g.kd, g.ks);
+        float acc;
+        if (op == R_LSE) {
+            float mx = -INFINITY;
+            for (int64_t r = 0; r < g.count; r++) mx = fmaxf(mx, to_f(base[geo_off(r, g.nr, g.rd, g.rs)]));
+            float s = 0;
+            for (int64_t r = 0; r < g.count; r++) s += expf(to_f(base[geo_off(r, g.nr, g.rd, g.rs)]) - mx);
+            acc = g.count ? mx + logf(s) : -INFINITY;
+        } else {
+            acc = op == R_MAX ? -INFINITY : op == R_MIN ? INFINITY : op == R_PROD ? 1.0f : 0.0f;
+            for (int64_t r = 0; r < g.count; r++) {
+                float v = red_map(op, to_f(base[geo_off(r, g.nr, g.rd, g.rs)]));
+                if (op == R_MAX) acc = (v != v || acc != acc) ? NAN : fmaxf(acc, v);
+                else if (op == R_MIN) acc = (v != v || acc != acc) ? NAN : fminf(acc, v);
+                else if (op == R_PROD) acc *= v;
+                else acc += v;
+            }
+            acc = red_final(op, acc, g.count);
+        }
+        y[o] = from_f<T>(acc);
+    }
+}
+
+/* one block per output (sum-like, max, min) */
+template <typename T> __global__ void reduce_block_k(const T *x, T *y, red_geo g, int op) {
+    __shared__ float sh[32];
+    int64_t o = blockIdx.x;
+    const T *base = x + geo_off(o, g.nk, g.kd, g.ks);
+    int mx = op == R_MAX, mn = op == R_MIN;
+    float acc = mx || mn ? -INFINITY : 0.0f, nan = 0;
+    for (int64_t r = threadIdx.x; r < g.count; r += blockDim.x) {
+        float v = red_map(op, to_f(base[geo_off(r, g.nr, g.rd, g.rs)]));
+        if (v != v) nan = 1;
+        if (mx) acc = fmaxf(acc, v);
+        else if (mn) acc = fmaxf(acc, -v);
+        else acc += v;
+    }
+    float r = mx || mn ? block_max(acc, sh) : block_sum(acc, sh);
+    __syncthreads();
+    nan = block_sum(nan, sh);
+    if (threadIdx.x == 0) {
+        float v = mn ? -r : r;
+        if (mx || mn) v = nan > 0 ? NAN : v;
+        else v = red_final(op, v, g.count);
+        y[o] = from_f<T>(v);
+    }
+}
+
+static const struct {
+    const char *name;
+    int op;
+} red_ops[] = {{"ReduceSum", R_SUM}, {"ReduceMean", R_MEAN}, {"ReduceMax", R_MAX}, {"ReduceMin", R_MIN},
+               {"ReduceProd", R_PROD}, {"ReduceL1", R_L1}, {"ReduceL2", R_L2}, {"ReduceSumSquare", R_SUMSQ},
+               {"ReduceLogSum", R_LOGSUM}, {"ReduceLogSumExp", R_LSE}, {NULL, 0}};
+
+static netrun_status reduce_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
+    for (int i = 0; red_ops[i].name; i++)
+        if (!strcmp(red_ops[i].name, node->op_type)) {
+            *state = (void *)(intptr_t)(red_ops[i].op + 1);
+            return NETRUN_OK;
+        }
+    return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "no CUDA kernel for %s", node->op_type);
+}
+
+static netrun_status reduce_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_reduce_params *p = (const netrun_reduce_params *)args->params;
+    const netrun_tensor *X = &args->inputs[0];
+    netrun_tensor *Y = &args->outputs[0];
+    int op = (int)(intptr_t)state - 1;
+    int64_t nout = cuda_count(Y);
+    if (nout == 0) return NETRUN_OK;
+    int red[NETRUN_MAX_RANK] = {0};
+    if (p && !p->noop) {
+        if (p->n_axes == 0)
+            for (int i = 0; i < X->rank; i++) red[i] = 1;
+        for (int i = 0; i < p->n_axes; i++)
+            if (p->axes[i] >= 0 && p->axes[i] < X->rank) red[p->axes[i]] = 1;
+    }
+    red_geo g;
+    memset(&g, 0, sizeof g);
+    int64_t stride = 1, strides[NETRUN_MAX_RANK];
+    for (int i = X->rank - 1; i >= 0; i--) {
+        strides[i] = stride;
+        stride *= X->dims[i];
+    }
+    g.count = 1;
+    for (int i = 0; i < X->rank; i++) {
+        if (red[i]) {
+            g.rd[g.nr] = X->dims[i];
+            g.rs[g.nr++] = strides[i];
+            g.count *= X->dims[i];
+        } else {
+            g.kd[g.nk] = X->dims[i];
+            g.ks[g.nk++] = strides[i];
+        }
+    }
+    int block = g.count >= 256 && op != R_PROD && op != R_LSE && nout <= INT32_MAX;
+#define RED(T)                                                                                                     \
+    if (block)                                                                                                     \
+        reduce_block_k<T><<<(unsigned)nout, 256, 0, ctx->stream>>>((const T *)X->data, (T *)Y->data, g, op);     \
+    else                                                                                                           \
+        reduce_thread_k<T><<<cuda_blocks(nout), CUDA_THREADS, 0, ctx->stream>>>((const T *)X->data, (T *)Y->data, nout, g, op);
+    if (X->dtype == NETRUN_DTYPE_FLOAT) { RED(float) }
+    else { RED(__half) }
+#undef RED
+    return cuda_check_launch("reduce");
+}
+
+#define R(name) {name, CUDA_FLOAT_DTYPES, "any axes", NULL, reduce_create, reduce_run, NULL},
+extern "C" const cuda_op cuda_ops_reduce[] = {
+    R("ReduceSum") R("ReduceMean") R("ReduceMax") R("ReduceMin") R("ReduceProd") R("ReduceL1") R("ReduceL2")
+    R("ReduceSumSquare") R("ReduceLogSum") R("ReduceLogSumExp")
+    {NULL, 0, NULL, NULL, NULL, NULL, NULL}};
