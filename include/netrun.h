@@ -223,6 +223,15 @@ NETRUN_API netrun_status netrun_op_get(int i, const char **domain, const char **
 
 /* Load an ONNX model file. External data is read only from the model's folder. */
 NETRUN_API netrun_status netrun_model_load(const char *path, netrun_model **out);
+/* Limits that keep a hostile model from taking the process down; 0 in a field means its safe default. */
+typedef struct netrun_load_limits {
+    size_t max_tensor_bytes;  /* largest single tensor (default 16 GiB) */
+    int max_graph_depth;      /* deepest nesting of subgraphs (default 32) */
+    size_t max_model_bytes;   /* largest model file (default: no limit beyond memory) */
+} netrun_load_limits;
+
+/* netrun_model_load with explicit limits (NULL = defaults). */
+NETRUN_API netrun_status netrun_model_load_ex(const char *path, const netrun_load_limits *limits, netrun_model **out);
 /* Load an ONNX model from memory (copied). base_dir: folder for external data, or NULL to forbid it. */
 NETRUN_API netrun_status netrun_model_load_memory(const void *data, size_t size, const char *base_dir,
                                                   netrun_model **out);
@@ -295,6 +304,11 @@ NETRUN_API netrun_status netrun_session_output(netrun_session *session, int inde
 /* Read an output by name. */
 NETRUN_API netrun_status netrun_session_output_by_name(netrun_session *session, const char *name,
                                                        netrun_tensor_view *out);
+
+/* Read any value of the graph by name after a run: inputs, outputs and constants always; intermediate values
+ * only when the session was created with the option "debug.keep_values" = "1" (no memory reuse), which is what
+ * `netrun --compare` uses to find the first node whose outputs diverge. Valid until the next run. */
+NETRUN_API netrun_status netrun_session_value(netrun_session *session, const char *name, netrun_tensor_view *out);
 
 /* Placement of the prepared session: node count and node number index. */
 NETRUN_API int netrun_session_node_count(const netrun_session *session);

@@ -263,7 +263,16 @@ netrun_status netrun_model_load_memory(const void *data, size_t size, const char
     return nr_model_from_ir(ir, "<memory>", out);
 }
 
-netrun_status netrun_model_load(const char *path, netrun_model **out) {
+static nr_import_limits import_limits(const netrun_load_limits *l) {
+    nr_import_limits limits = NR_IMPORT_LIMITS_DEFAULT;
+    if (l && l->max_tensor_bytes) limits.max_tensor_bytes = l->max_tensor_bytes;
+    if (l && l->max_graph_depth > 0) limits.max_graph_depth = l->max_graph_depth;
+    return limits;
+}
+
+netrun_status netrun_model_load(const char *path, netrun_model **out) { return netrun_model_load_ex(path, NULL, out); }
+
+netrun_status netrun_model_load_ex(const char *path, const netrun_load_limits *user_limits, netrun_model **out) {
     if (!out) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_model_load: out is NULL");
     *out = NULL;
     if (!path) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_model_load: path is NULL");
@@ -275,6 +284,11 @@ netrun_status netrun_model_load(const char *path, netrun_model **out) {
         return nr_error(NETRUN_ERR_IO, "'%s' is not a regular file", path);
     }
     size_t size = (size_t)sb.st_size;
+    if (user_limits && user_limits->max_model_bytes && size > user_limits->max_model_bytes) {
+        fclose(f);
+        return nr_error(NETRUN_ERR_INVALID_MODEL, "'%s' has %zu bytes, over the limit of %zu", path, size,
+                        user_limits->max_model_bytes);
+    }
     void *buf = nr_malloc(size ? size : 1);
     if (!buf) {
         fclose(f);
@@ -291,7 +305,7 @@ netrun_status netrun_model_load(const char *path, netrun_model **out) {
         nr_free(buf);
         return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    nr_import_limits limits = NR_IMPORT_LIMITS_DEFAULT;
+    nr_import_limits limits = import_limits(user_limits);
     nr_model_ir *ir = NULL;
     netrun_status st = nr_onnx_import(buf, size, path, dirname(dircopy), &limits, &ir);
     nr_free(buf);

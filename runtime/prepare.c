@@ -494,7 +494,9 @@ static netrun_status place_all(netrun_session *s) {
         char refusals[1024] = "";
         for (int i = 0; i < s->n_slots; i++) {
             char why[256] = "";
-            if (s->slots[i].api->supports(&cfg, &desc, why, sizeof why)) {
+            if (s->slots[i].failed) snprintf(why, sizeof why, "failed to initialise: %.200s", s->slots[i].failed_reason);
+            else if (s->avoid && (s->avoid[sn->node] >> i & 1u)) snprintf(why, sizeof why, "its kernel failed to build");
+            else if (s->slots[i].api->supports(&cfg, &desc, why, sizeof why)) {
                 sn->slot = i;
                 break;
             }
@@ -638,7 +640,7 @@ static netrun_status plan_domain(netrun_session *s, int dom, size_t *arena_size)
         for (int again = 1; again;) {
             again = 0;
             for (int j = 0; j < i; j++) {
-                if (items[j].last < items[i].first || items[i].last < items[j].first) continue;
+                if (!s->keep_values && (items[j].last < items[i].first || items[i].last < items[j].first)) continue;
                 if (offset + items[i].size <= items[j].offset || items[j].offset + items[j].size <= offset) continue;
                 offset = items[j].offset + items[j].size;
                 again = 1;
@@ -673,6 +675,9 @@ static netrun_status init_backends(netrun_session *s) {
         if (!needed || sl->ctx) continue;
         netrun_status st = sl->api->context_create(&cfg, &sl->ctx);
         if (st != NETRUN_OK) {
+            sl->ctx = NULL;
+            snprintf(sl->failed_reason, sizeof sl->failed_reason, "%s", nr_error_message());
+            s->fail_slot = i;
             nr_error_prefix("backend '%s' failed to initialise: ", sl->be->name);
             return st;
         }
@@ -724,6 +729,9 @@ static netrun_status create_kernels(netrun_session *s) {
                                  .inputs = sn->in_desc, .n_outputs = nd->n_outputs, .outputs = sn->out_desc};
         netrun_status st = sl->api->kernel_create(sl->ctx, &desc, &sn->kernel, &sn->workspace);
         if (st != NETRUN_OK) {
+            sn->kernel = NULL;
+            s->fail_slot = sn->slot;
+            s->fail_node = sn->node;
             nr_error_prefix("node '%s' (%s) on %s: ", nd->name, nd->op_type, sl->be->name);
             return st;
         }
@@ -752,7 +760,7 @@ static netrun_status create_kernels(netrun_session *s) {
     return NETRUN_OK;
 }
 
-netrun_status nr_session_prepare(netrun_session *s) {
+static netrun_status prepare_once(netrun_session *s) {
     nr_session_unprepare(s);
     double t0 = nr_now_ms();
     nr_graph *g = s->model->ir->graph;
@@ -824,4 +832,26 @@ netrun_status nr_session_prepare(netrun_session *s) {
     s->ran_since_prepare = 0;
     s->stats.prepare_ms = nr_now_ms() - t0;
     return NETRUN_OK;
+}
+
+/* Prepare; when a backend fails to initialise, or fails to build a node's kernel, place again without it
+ * (unless strict mode forbids falling back): the failure shows in the placement reasons. */
+netrun_status nr_session_prepare(netrun_session *s) {
+    const char *kv = nr_options_get(&s->opts, "debug.keep_values");
+    s->keep_values = kv && strcmp(kv, "0") != 0;
+    for (int attempt = 0;; attempt++) {
+        s->fail_slot = s->fail_node = -1;
+        netrun_status st = prepare_once(s);
+        if (st == NETRUN_OK || s->opts.strict || s->fail_slot < 0 || attempt > 4 * NR_MAX_SLOTS) return st;
+        int others = 0;
+        for (int i = 0; i < s->n_slots; i++) others += i != s->fail_slot && !s->slots[i].failed;
+        if (!others) return st;
+        if (s->fail_node >= 0) {
+            if (!s->avoid) s->avoid = nr_calloc((size_t)s->model->ir->graph->n_nodes + 1, sizeof(uint32_t));
+            if (!s->avoid) return st;
+            s->avoid[s->fail_node] |= 1u << s->fail_slot;
+        } else
+            s->slots[s->fail_slot].failed = 1;
+        nr_error_clear();
+    }
 }

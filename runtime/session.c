@@ -67,6 +67,7 @@ void netrun_session_destroy(netrun_session *s) {
     nr_free(s->io_dims);
     nr_options_clear(&s->opts);
     nr_free(s->prof);
+    nr_free(s->avoid);
     if (s->model) netrun_model_release(s->model);
     nr_free(s);
 }
@@ -372,6 +373,43 @@ netrun_status netrun_session_profile_get(const netrun_session *s, int index, net
         netrun_session *ms = (netrun_session *)s;
         snprintf(ms->prof_backend, sizeof ms->prof_backend, "%s->%s", domain_name(s, p->from), domain_name(s, p->to));
         ev->backend = ms->prof_backend;
+    }
+    return NETRUN_OK;
+}
+
+netrun_status netrun_session_value(netrun_session *s, const char *name, netrun_tensor_view *out) {
+    if (!s || !name || !out) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_session_value: NULL argument");
+    if (!s->prepared || !s->ran_since_prepare) {
+        nr_error(NETRUN_ERR_STATE, "no values yet: run the session first");
+        return FAIL(s, NETRUN_ERR_STATE);
+    }
+    const nr_graph *g = s->model->ir->graph;
+    int v = nr_graph_find_value(g, name);
+    if (v < 0) {
+        nr_error(NETRUN_ERR_INVALID_ARGUMENT, "the model has no value '%s'", name);
+        return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
+    }
+    nr_svalue *sv = &s->values[v];
+    int produced = sv->is_const || sv->graph_input >= 0 || sv->producer >= 0 || sv->graph_output >= 0;
+    if (!produced || (!s->keep_values && !sv->is_const && sv->graph_input < 0 && sv->graph_output < 0)) {
+        nr_error(NETRUN_ERR_STATE, "value '%s' is not kept after a run: set the option debug.keep_values=1", name);
+        return FAIL(s, NETRUN_ERR_STATE);
+    }
+    memset(out, 0, sizeof *out);
+    out->name = g->values[v].name;
+    out->dtype = sv->desc.dtype;
+    out->rank = sv->desc.rank;
+    memcpy(out->dims, sv->desc.dims, sizeof out->dims);
+    out->nbytes = sv->nbytes;
+    if (sv->is_const) out->data = sv->desc.const_data;
+    else if (sv->home == NR_HOST_DOMAIN) {
+        netrun_tensor t;
+        nr_value_tensor(s, v, NR_HOST_DOMAIN, &t);
+        out->data = t.data;
+    } else {
+        netrun_status st = nr_host_value(s, v);
+        if (st != NETRUN_OK) return FAIL(s, st);
+        out->data = sv->host_copy;
     }
     return NETRUN_OK;
 }

@@ -39,6 +39,8 @@ typedef struct nr_slot {
     size_t workspace_size;
     int n_nodes;
     char unavailable_reason[256];  /* set when named but unavailable */
+    int failed;                    /* context_create failed: not used again by this session */
+    char failed_reason[256];
 } nr_slot;
 
 /* Where a value's bytes are in one memory domain. */
@@ -144,6 +146,9 @@ struct netrun_session {
     void *host_workspace;
     size_t host_workspace_size;
     netrun_session_stats stats;
+    uint32_t *avoid;               /* per graph node: slots whose kernel_create failed for it (bit per slot) */
+    int fail_slot, fail_node;      /* what the last failed prepare blames (-1: nothing to retry) */
+    int keep_values;               /* debug: no memory reuse, every value readable after a run */
     int profiling;
     nr_prof_event *prof;
     int n_prof, cap_prof;
