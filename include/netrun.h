@@ -319,6 +319,11 @@ NETRUN_API netrun_status netrun_session_set_profiling(netrun_session *session, i
 NETRUN_API int netrun_session_profile_count(const netrun_session *session);
 NETRUN_API netrun_status netrun_session_profile_get(const netrun_session *session, int index,
                                                     netrun_profile_event *event);
+/* Edges of prepared node `node`: returns its number of inputs (output = 0) or outputs (output = 1), or -1 for a
+ * bad node index; when 0 <= k < that number, *value_name receives the name of that input/output ("" when an
+ * optional one is absent). */
+NETRUN_API int netrun_session_node_io(const netrun_session *session, int node, int output, int k,
+                                      const char **value_name);
 /* Timing and memory figures. */
 NETRUN_API netrun_status netrun_session_get_stats(const netrun_session *session, netrun_session_stats *stats);
 

@@ -413,3 +413,15 @@ netrun_status netrun_session_value(netrun_session *s, const char *name, netrun_t
     }
     return NETRUN_OK;
 }
+
+int netrun_session_node_io(const netrun_session *s, int node, int output, int k, const char **value_name) {
+    if (!s || !s->prepared || node < 0 || node >= s->n_snodes) return -1;
+    const nr_graph *g = s->model->ir->graph;
+    const nr_node *nd = &g->nodes[s->snodes[node].node];
+    int n = output ? nd->n_outputs : nd->n_inputs;
+    if (value_name && k >= 0 && k < n) {
+        int v = output ? nd->outputs[k] : nd->inputs[k];
+        *value_name = v >= 0 ? g->values[v].name : "";
+    }
+    return n;
+}
