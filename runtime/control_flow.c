@@ -310,8 +310,16 @@ static netrun_status run_loop(netrun_session *s, nr_snode *sn, const nr_node *nd
         carried[k] = (netrun_tensor_view){.dtype = t.dtype, .rank = t.rank, .data = t.data, .nbytes = t.nbytes};
         memcpy(carried[k].dims, t.dims, sizeof t.dims);
     }
+    /* Without a trip count only the condition ends the loop: cap it so a model cannot hang the process. */
+    const char *cap_opt = nr_options_get(&s->opts, "limits.max_loop_iterations");
+    int64_t cap = cap_opt ? strtoll(cap_opt, NULL, 10) : 10000000;
     for (int64_t it = 0; it < trip && cond; it++) {
         int64_t iter = it;
+        if (trip == INT64_MAX && cap > 0 && it >= cap) {
+            st = nr_error(NETRUN_ERR_BACKEND, "Loop ran %lld iterations without a trip count and its condition is "
+                          "still true; raise the option limits.max_loop_iterations if that is intended", (long long)it);
+            goto done;
+        }
         uint8_t c = 1;
         int64_t none[1] = {0};
         if ((st = netrun_session_set_input(sub, bg->values[bg->inputs[0]].name, NETRUN_DTYPE_INT64, 0, none, &iter, sizeof iter)) != NETRUN_OK ||
