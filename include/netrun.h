@@ -143,6 +143,7 @@ typedef struct netrun_profile_event {
     double start_ms;         /* from the start of that run */
     double duration_ms;      /* wall time; the backend is synchronised after each event while profiling */
     size_t bytes;            /* copies: bytes moved */
+    int node;                /* kernels: index for netrun_session_node_info; copies: -1 */
 } netrun_profile_event;
 
 /* One row of a backend's support matrix, as the plugin states it. */
@@ -314,7 +315,8 @@ NETRUN_API netrun_status netrun_session_value(netrun_session *session, const cha
 NETRUN_API int netrun_session_node_count(const netrun_session *session);
 NETRUN_API netrun_status netrun_session_node_info(const netrun_session *session, int index, netrun_node_info *info);
 /* Profiling: while on, every run records one event per kernel and per copy (backends are synchronised after
- * each, so times are device times at the cost of overlap). Turning it on clears earlier events. */
+ * each, so times are device times at the cost of overlap). Turning it on clears earlier events; turning it
+ * off keeps them for reading. */
 NETRUN_API netrun_status netrun_session_set_profiling(netrun_session *session, int on);
 NETRUN_API int netrun_session_profile_count(const netrun_session *session);
 NETRUN_API netrun_status netrun_session_profile_get(const netrun_session *session, int index,

@@ -13,6 +13,8 @@
 
 #include <stdint.h>
 
+#include "netrun.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif

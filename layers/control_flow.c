@@ -21,7 +21,7 @@ static void set_unknown(nr_layer_ctx *c, int o, netrun_dtype dtype, int rank) {
     if (rank == 0) { /* a scalar is fully known: keep it dynamic anyway through a rank-1 placeholder */
         rank = 1;
     }
-    nr_out_set(c, o, dtype ? dtype : NETRUN_DTYPE_FLOAT, rank, dims);
+    nr_out_set(c, o, dtype, rank, dims); /* UNDEFINED: the runtime takes the model's declaration */
 }
 
 static netrun_status parse_if(nr_layer_ctx *c, void *pv) {

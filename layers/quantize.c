@@ -16,8 +16,11 @@
 #define DT(x) NETRUN_DTYPE_BIT(NETRUN_DTYPE_##x)
 #define F8_TYPES (DT(FLOAT8E4M3FN) | DT(FLOAT8E4M3FNUZ) | DT(FLOAT8E5M2) | DT(FLOAT8E5M2FNUZ))
 #define SCALE_TYPES (DT(FLOAT) | DT(FLOAT16) | DT(BFLOAT16))
+/* Scales may also be powers of two in float8e8m0 (opset 25, microscaling). */
+#define SCALE_IN_TYPES (SCALE_TYPES | DT(FLOAT8E8M0))
 /* Element types a quantized tensor may have. */
-#define QUANT_TYPES (DT(UINT8) | DT(INT8) | DT(UINT16) | DT(INT16) | DT(UINT4) | DT(INT4) | F8_TYPES)
+#define QUANT_TYPES (DT(UINT8) | DT(INT8) | DT(UINT16) | DT(INT16) | DT(UINT4) | DT(INT4) | DT(UINT2) | DT(INT2) | \
+                     DT(FLOAT4E2M1) | F8_TYPES)
 #define INT8_TYPES (DT(UINT8) | DT(INT8))
 
 static int64_t numel(const netrun_value_desc *v) {
@@ -116,7 +119,7 @@ static netrun_status quantize_infer(nr_layer_ctx *c, void *pv) {
     netrun_quantize_params *p = pv;
     TRY(need_inputs(c, 2, 3));
     TRY(nr_check_dtype(c, 0, SCALE_TYPES | DT(INT32)));
-    TRY(nr_check_dtype(c, 1, SCALE_TYPES | DT(INT32)));
+    TRY(nr_check_dtype(c, 1, SCALE_IN_TYPES | DT(INT32)));
     netrun_dtype xt = nr_in(c, 0)->dtype, st = nr_in(c, 1)->dtype;
     int has_zp = nr_in_count(c) > 2 && nr_in_present(c, 2);
     int64_t odt_attr = 0, prec_attr = 0; /* read again: params hold the previous infer's results */
@@ -132,7 +135,7 @@ static netrun_status quantize_infer(nr_layer_ctx *c, void *pv) {
     if (!odt) odt = NETRUN_DTYPE_UINT8;
     if (!in_mask(odt, QUANT_TYPES))
         return nr_layer_error(c, "output type %d is not a quantized type netrun supports (uint8, int8, uint16, "
-                              "int16, uint4, int4, float8)", odt);
+                              "int16, uint4, int4, uint2, int2, float4e2m1, float8)", odt);
     int mode, axis;
     TRY(q_granularity(c, p, &mode, &axis));
     p->precision = (int)prec_attr;
@@ -154,13 +157,14 @@ static netrun_status dequantize_infer(nr_layer_ctx *c, void *pv) {
     netrun_quantize_params *p = pv;
     TRY(need_inputs(c, 2, 3));
     TRY(nr_check_dtype(c, 0, QUANT_TYPES | DT(INT32)));
-    TRY(nr_check_dtype(c, 1, SCALE_TYPES));
+    TRY(nr_check_dtype(c, 1, SCALE_IN_TYPES));
     if (nr_in_count(c) > 2 && nr_in_present(c, 2)) TRY(nr_check_same_dtype(c, 0, 2));
     int64_t odt_attr = 0;
     if (nr_opset(c) >= 23) TRY(nr_attr_int(c, "output_dtype", 0, &odt_attr));
     int odt = odt_attr ? (int)odt_attr : (int)nr_in(c, 1)->dtype;
     if (!in_mask(odt, SCALE_TYPES))
-        return nr_layer_error(c, "output_dtype %d must be float, float16 or bfloat16", odt);
+        return nr_layer_error(c, "output_dtype %d must be float, float16 or bfloat16%s", odt,
+                              odt_attr ? "" : " (set it when the scale is float8e8m0)");
     int mode, axis;
     TRY(q_granularity(c, p, &mode, &axis));
     p->mode = mode;

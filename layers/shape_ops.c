@@ -296,7 +296,8 @@ static netrun_status range_infer(nr_layer_ctx *c, void *params) {
     netrun_status st;
     const uint64_t ok = NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_DOUBLE) |
                         NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT16) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT32) |
-                        NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT64);
+                        NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT64) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16) |
+                        NETRUN_DTYPE_BIT(NETRUN_DTYPE_BFLOAT16);
     if ((st = nr_check_dtype(c, 0, ok))) return st;
     for (int i = 0; i < 3; i++) {
         if (i && (st = nr_check_same_dtype(c, 0, i))) return st;

@@ -272,6 +272,12 @@ netrun_status nr_infer_node(netrun_session *s, nr_snode *sn) {
     for (int o = 0; o < nd->n_outputs; o++) {
         netrun_value_desc *d = &sn->out_desc[o];
         if (!d->name) continue;
+        /* ops whose output type comes from a subgraph that does not declare it: the model's declaration */
+        if (d->dtype == NETRUN_DTYPE_UNDEFINED && nd->outputs[o] >= 0)
+            d->dtype = s->model->ir->graph->values[nd->outputs[o]].dtype;
+        /* still unknown, and known only after the run (control flow): a placeholder until the node ran */
+        if (d->dtype == NETRUN_DTYPE_UNDEFINED && d->rank >= 0 && nr_shape_count(d->rank, d->dims) < 0)
+            d->dtype = NETRUN_DTYPE_FLOAT;
         if (d->rank < 0 || d->rank > NETRUN_MAX_RANK || d->dtype == NETRUN_DTYPE_UNDEFINED)
             return nr_error(NETRUN_ERR_INTERNAL, "node '%s' (%s): output %d was not inferred", nd->name,
                             nd->op_type, o);

@@ -334,9 +334,11 @@ netrun_status netrun_session_get_stats(const netrun_session *s, netrun_session_s
 
 netrun_status netrun_session_set_profiling(netrun_session *s, int on) {
     if (!s) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_session_set_profiling: session is NULL");
+    if (on && !s->profiling) {
+        s->n_prof = 0;
+        s->prof_runs = 0;
+    }
     s->profiling = on != 0;
-    s->n_prof = 0;
-    s->prof_runs = 0;
     return NETRUN_OK;
 }
 
@@ -359,6 +361,7 @@ netrun_status netrun_session_profile_get(const netrun_session *s, int index, net
     ev->start_ms = p->start_ms;
     ev->duration_ms = p->duration_ms;
     ev->bytes = p->bytes;
+    ev->node = p->snode;
     if (p->snode >= 0) {
         const nr_snode *sn = &s->snodes[p->snode];
         const nr_node *nd = &g->nodes[sn->node];

@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "cpu_internal.h"
+#include "../../layers/cast_params.h"
 
 #define CAST_GRAIN 16384
 
@@ -87,6 +88,57 @@ uint8_t cpu_float_to_f8(float f, netrun_dtype t, int saturate) {
     return (uint8_t)(sign | code);
 }
 
+/* ---- float4e2m1: sign bit 3, 2 exponent bits (bias 1), 1 mantissa bit; no infinity, no NaN ---- */
+static const float f4_values[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+
+float cpu_f4_to_float(uint8_t b);
+uint8_t cpu_float_to_f4(float f);
+float cpu_e8m0_to_float(uint8_t b);
+uint8_t cpu_float_to_e8m0(float f, int saturate, int round_mode);
+
+float cpu_f4_to_float(uint8_t b) {
+    float v = f4_values[b & 7];
+    return (b & 8) ? -v : v;
+}
+
+/* Round to nearest even, saturating to +-6 (infinities too); NaN has no code: it becomes a zero with the
+ * opposite sign bit, as ml_dtypes (the ONNX reference) gives. */
+uint8_t cpu_float_to_f4(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint8_t sign = (uint8_t)((x >> 28) & 8u);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint8_t)(sign ^ 8u);
+    float a = fabsf(f);
+    if (a >= 6.0f) return (uint8_t)(sign | 7u);
+    int k = 0;
+    while (k < 6 && a >= f4_values[k + 1]) k++;
+    float mid = 0.5f * (f4_values[k] + f4_values[k + 1]); /* exact: all values are short binary fractions */
+    if (a > mid || (a == mid && (k & 1))) k++;
+    return (uint8_t)(sign | (uint8_t)k);
+}
+
+/* ---- float8e8m0: an unsigned power of two 2^(code - 127); 0xff is NaN ---- */
+float cpu_e8m0_to_float(uint8_t b) { return b == 0xff ? NAN : ldexpf(1.0f, (int)b - 127); }
+
+/* The float's exponent field, rounded by its mantissa as onnx.numpy_helper.to_float8e8m0 does (the sign is
+ * ignored: negative inputs are undefined by the spec); NaN and infinity give 0xff. With saturate, rounding
+ * never carries past the largest power (0xfe); without, it carries into 0xff (NaN). */
+uint8_t cpu_float_to_e8m0(float f, int saturate, int round_mode) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    unsigned e = (x >> 23) & 0xffu;
+    if (e == 0xffu) return 0xff;
+    int up = 0;
+    if (round_mode == NETRUN_CAST_ROUND_UP) {
+        up = (x & 0x7fffffu) != 0;
+    } else if (round_mode == NETRUN_CAST_ROUND_NEAREST) {
+        int g = (x & 0x400000u) != 0, r = (x & 0x200000u) != 0, st = (x & 0x1fffffu) != 0, lsb = e > 0;
+        up = g && (r || st || lsb);
+    }
+    if (up && !(saturate && e == 0xfeu)) e++;
+    return (uint8_t)e;
+}
+
 /* Load one stored element as a C value (halves widen to float, bool stays 0/1). */
 #define LD_f32(x) (x)
 #define LD_f64(x) (x)
@@ -103,6 +155,10 @@ uint8_t cpu_float_to_f8(float f, netrun_dtype t, int saturate) {
 #define LD_bool(x) (x)
 #define LD_i4(x) (x) /* stored unpacked, int4 sign-extended */
 #define LD_u4(x) (x)
+#define LD_i2(x) (x) /* int2 sign-extended too */
+#define LD_u2(x) (x)
+#define LD_f4(x) cpu_f4_to_float(x)
+#define LD_e8m0(x) cpu_e8m0_to_float(x)
 #define LD_e4m3(x) cpu_f8_to_float((x), NETRUN_DTYPE_FLOAT8E4M3FN)
 #define LD_e4m3uz(x) cpu_f8_to_float((x), NETRUN_DTYPE_FLOAT8E4M3FNUZ)
 #define LD_e5m2(x) cpu_f8_to_float((x), NETRUN_DTYPE_FLOAT8E5M2)
@@ -129,13 +185,21 @@ static inline int8_t wrap_i4(int64_t v) { return (int8_t)((int)(((uint64_t)v & 0
 static inline uint8_t wrap_u4(int64_t v) { return (uint8_t)((uint64_t)v & 0xfu); }
 #define TO_i4(v) wrap_i4(FLT_OR(v, f_to_i32, (int64_t)))
 #define TO_u4(v) wrap_u4(FLT_OR(v, f_to_i32, (int64_t)))
+static inline int8_t wrap_i2(int64_t v) { return (int8_t)((int)(((uint64_t)v & 0x3u) ^ 0x2u) - 2); }
+static inline uint8_t wrap_u2(int64_t v) { return (uint8_t)((uint64_t)v & 0x3u); }
+#define TO_i2(v) wrap_i2(FLT_OR(v, f_to_i32, (int64_t)))
+#define TO_u2(v) wrap_u2(FLT_OR(v, f_to_i32, (int64_t)))
+/* float4e2m1 has no saturate variant; float8e8m0 saturates and rounds up here (the defaults), cpu_cast_run
+ * handles the other settings. */
+#define TO_f4(v) cpu_float_to_f4((float)(v))
+#define TO_e8m0(v) cpu_float_to_e8m0((float)(v), 1, NETRUN_CAST_ROUND_UP)
 /* float8 targets saturate here (the default); cpu_cast_run handles saturate = 0. */
 #define TO_e4m3(v) cpu_float_to_f8((float)(v), NETRUN_DTYPE_FLOAT8E4M3FN, 1)
 #define TO_e4m3uz(v) cpu_float_to_f8((float)(v), NETRUN_DTYPE_FLOAT8E4M3FNUZ, 1)
 #define TO_e5m2(v) cpu_float_to_f8((float)(v), NETRUN_DTYPE_FLOAT8E5M2, 1)
 #define TO_e5m2uz(v) cpu_float_to_f8((float)(v), NETRUN_DTYPE_FLOAT8E5M2FNUZ, 1)
 
-/* The 19 element types (suffix, storage type, dtype). Two copies so that the matrix can nest them. */
+/* The 23 element types (suffix, storage type, dtype). Two copies so that the matrix can nest them. */
 #define CAST_TYPES_OUTER(X)                                                                                   \
     X(f32, float, NETRUN_DTYPE_FLOAT) X(f64, double, NETRUN_DTYPE_DOUBLE) X(f16, uint16_t, NETRUN_DTYPE_FLOAT16) \
     X(bf16, uint16_t, NETRUN_DTYPE_BFLOAT16) X(i8, int8_t, NETRUN_DTYPE_INT8) X(i16, int16_t, NETRUN_DTYPE_INT16) \
@@ -144,7 +208,8 @@ static inline uint8_t wrap_u4(int64_t v) { return (uint8_t)((uint64_t)v & 0xfu);
     X(u64, uint64_t, NETRUN_DTYPE_UINT64) X(bool, uint8_t, NETRUN_DTYPE_BOOL) X(i4, int8_t, NETRUN_DTYPE_INT4)   \
     X(u4, uint8_t, NETRUN_DTYPE_UINT4) X(e4m3, uint8_t, NETRUN_DTYPE_FLOAT8E4M3FN)                              \
     X(e4m3uz, uint8_t, NETRUN_DTYPE_FLOAT8E4M3FNUZ) X(e5m2, uint8_t, NETRUN_DTYPE_FLOAT8E5M2)                    \
-    X(e5m2uz, uint8_t, NETRUN_DTYPE_FLOAT8E5M2FNUZ)
+    X(e5m2uz, uint8_t, NETRUN_DTYPE_FLOAT8E5M2FNUZ) X(i2, int8_t, NETRUN_DTYPE_INT2) X(u2, uint8_t, NETRUN_DTYPE_UINT2) \
+    X(f4, uint8_t, NETRUN_DTYPE_FLOAT4E2M1) X(e8m0, uint8_t, NETRUN_DTYPE_FLOAT8E8M0)
 #define CAST_TYPES_INNER(X, S, ST, SE)                                                                         \
     X(S, ST, SE, f32, float, NETRUN_DTYPE_FLOAT) X(S, ST, SE, f64, double, NETRUN_DTYPE_DOUBLE)                \
     X(S, ST, SE, f16, uint16_t, NETRUN_DTYPE_FLOAT16) X(S, ST, SE, bf16, uint16_t, NETRUN_DTYPE_BFLOAT16)       \
@@ -155,7 +220,9 @@ static inline uint8_t wrap_u4(int64_t v) { return (uint8_t)((uint64_t)v & 0xfu);
     X(S, ST, SE, bool, uint8_t, NETRUN_DTYPE_BOOL) X(S, ST, SE, i4, int8_t, NETRUN_DTYPE_INT4)                 \
     X(S, ST, SE, u4, uint8_t, NETRUN_DTYPE_UINT4) X(S, ST, SE, e4m3, uint8_t, NETRUN_DTYPE_FLOAT8E4M3FN)        \
     X(S, ST, SE, e4m3uz, uint8_t, NETRUN_DTYPE_FLOAT8E4M3FNUZ) X(S, ST, SE, e5m2, uint8_t, NETRUN_DTYPE_FLOAT8E5M2) \
-    X(S, ST, SE, e5m2uz, uint8_t, NETRUN_DTYPE_FLOAT8E5M2FNUZ)
+    X(S, ST, SE, e5m2uz, uint8_t, NETRUN_DTYPE_FLOAT8E5M2FNUZ) X(S, ST, SE, i2, int8_t, NETRUN_DTYPE_INT2)        \
+    X(S, ST, SE, u2, uint8_t, NETRUN_DTYPE_UINT2) X(S, ST, SE, f4, uint8_t, NETRUN_DTYPE_FLOAT4E2M1)             \
+    X(S, ST, SE, e8m0, uint8_t, NETRUN_DTYPE_FLOAT8E8M0)
 
 typedef void (*cast_fn)(const void *src, void *dst, int64_t n);
 
@@ -180,6 +247,7 @@ static size_t elem_size(netrun_dtype t) {
     case NETRUN_DTYPE_INT8: case NETRUN_DTYPE_UINT8: case NETRUN_DTYPE_BOOL: return 1;
     case NETRUN_DTYPE_INT4: case NETRUN_DTYPE_UINT4: case NETRUN_DTYPE_FLOAT8E4M3FN:
     case NETRUN_DTYPE_FLOAT8E4M3FNUZ: case NETRUN_DTYPE_FLOAT8E5M2: case NETRUN_DTYPE_FLOAT8E5M2FNUZ: return 1;
+    case NETRUN_DTYPE_INT2: case NETRUN_DTYPE_UINT2: case NETRUN_DTYPE_FLOAT4E2M1: case NETRUN_DTYPE_FLOAT8E8M0: return 1;
     default: return 0;
     }
 }
@@ -188,13 +256,14 @@ static const char *dtype_name(netrun_dtype t) {
     static const char *names[] = {"undefined", "float32", "uint8", "int8", "uint16", "int16", "int32", "int64",
                                   "string", "bool", "float16", "double", "uint32", "uint64", "complex64",
                                   "complex128", "bfloat16", "float8e4m3fn", "float8e4m3fnuz", "float8e5m2",
-                                  "float8e5m2fnuz", "uint4", "int4"};
+                                  "float8e5m2fnuz", "uint4", "int4", "float4e2m1", "float8e8m0", "uint2", "int2"};
     return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "unknown";
 }
 
 /* float <-> float16 blocks: with F16C when the CPU has it (same round-to-nearest-even as the scalar code),
  * else the portable conversions of cpu_internal.h. */
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define HAVE_F16C_PATH 1
 __attribute__((target("avx,f16c"))) static void f32_to_f16_hw(const float *s, uint16_t *d, int64_t n) {
@@ -212,8 +281,11 @@ __attribute__((target("avx,f16c"))) static void f16_to_f32_hw(const uint16_t *s,
 static int has_f16c(void) {
     static int cached = -1; /* benign race: every thread computes the same value */
     if (cached < 0) {
+        /* F16C from CPUID leaf 1 (ECX bit 29): clang 14 does not know __builtin_cpu_supports("f16c") */
+        unsigned a, b, c, d;
+        int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
         __builtin_cpu_init();
-        cached = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+        cached = f16c && __builtin_cpu_supports("avx");
     }
     return cached;
 }
@@ -293,7 +365,8 @@ typedef struct cast_job {
     char *dst;
     netrun_dtype from, to;
     size_t ssz, dsz;
-    int no_saturate; /* float8 target with saturate = 0 */
+    int special;     /* float8 target with saturate = 0, or float8e8m0 target with non-default settings */
+    int saturate, round_mode;
 } cast_job;
 
 static int is_f8(netrun_dtype t) {
@@ -303,16 +376,19 @@ static int is_f8(netrun_dtype t) {
 
 static void cast_range(void *arg, int64_t b, int64_t e) {
     const cast_job *j = arg;
-    if (!j->no_saturate) {
+    if (!j->special) {
         cpu_cast_elems(j->src + (size_t)b * j->ssz, j->from, j->dst + (size_t)b * j->dsz, j->to, e - b);
         return;
     }
-    float t[256]; /* through float, then the non-saturating float8 rounding */
+    float t[256]; /* through float, then the float8 rounding with these settings */
     uint8_t *d = (uint8_t *)j->dst;
     for (int64_t i = b; i < e; i += 256) {
         int64_t m = e - i < 256 ? e - i : 256;
         cpu_cast_elems(j->src + (size_t)i * j->ssz, j->from, t, NETRUN_DTYPE_FLOAT, m);
-        for (int64_t k = 0; k < m; k++) d[i + k] = cpu_float_to_f8(t[k], j->to, 0);
+        if (j->to == NETRUN_DTYPE_FLOAT8E8M0)
+            for (int64_t k = 0; k < m; k++) d[i + k] = cpu_float_to_e8m0(t[k], j->saturate, j->round_mode);
+        else
+            for (int64_t k = 0; k < m; k++) d[i + k] = cpu_float_to_f8(t[k], j->to, 0);
     }
 }
 
@@ -327,9 +403,12 @@ netrun_status cpu_cast_run(cpu_context *ctx, void *state, const netrun_kernel_ar
     if (n != cpu_count(y))
         return cpu_host->error(NETRUN_ERR_INTERNAL, "Cast: output has %lld elements, input %lld",
                                (long long)cpu_count(y), (long long)n);
-    const netrun_cast_params *p = args->params;
-    int no_sat = p && !p->saturate && is_f8(y->dtype) && x->dtype != y->dtype;
-    cast_job j = {x->data, y->data, x->dtype, y->dtype, elem_size(x->dtype), elem_size(y->dtype), no_sat};
+    /* Cast and CastLike params are netrun_cast_ex_params (layers/elementwise.c) */
+    const netrun_cast_ex_params *p = args->params;
+    int sat = p ? p->cast.saturate != 0 : 1, rm = p ? p->round_mode : NETRUN_CAST_ROUND_UP;
+    int special = x->dtype != y->dtype && ((!sat && is_f8(y->dtype)) ||
+                                           (y->dtype == NETRUN_DTYPE_FLOAT8E8M0 && (!sat || rm != NETRUN_CAST_ROUND_UP)));
+    cast_job j = {x->data, y->data, x->dtype, y->dtype, elem_size(x->dtype), elem_size(y->dtype), special, sat, rm};
     if (n >= 2 * CAST_GRAIN) cpu_parallel_for(ctx, n, CAST_GRAIN, cast_range, &j);
     else cast_range(&j, 0, n);
     return NETRUN_OK;

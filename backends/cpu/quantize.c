@@ -11,6 +11,9 @@
 /* From cast.c. */
 float cpu_f8_to_float(uint8_t b, netrun_dtype t);
 uint8_t cpu_float_to_f8(float f, netrun_dtype t, int saturate);
+float cpu_f4_to_float(uint8_t b);
+uint8_t cpu_float_to_f4(float f);
+float cpu_e8m0_to_float(uint8_t b);
 
 #define DT(x) NETRUN_DTYPE_BIT(NETRUN_DTYPE_##x)
 #define F8_MASK (DT(FLOAT8E4M3FN) | DT(FLOAT8E4M3FNUZ) | DT(FLOAT8E5M2) | DT(FLOAT8E5M2FNUZ))
@@ -19,15 +22,19 @@ uint8_t cpu_float_to_f8(float f, netrun_dtype t, int saturate);
 
 static int is_f8(netrun_dtype t) { return (F8_MASK >> t) & 1; }
 
-/* Element i of any numeric tensor as double (int4/uint4 are stored one per byte, int4 sign-extended). */
+/* Element i of any numeric tensor as double (int4/uint4/int2/uint2 are stored one per byte, the signed ones
+ * sign-extended; float4e2m1 as its 4-bit code). */
 static double ld(const void *p, netrun_dtype t, int64_t i) {
     switch (t) {
     case NETRUN_DTYPE_FLOAT: return ((const float *)p)[i];
     case NETRUN_DTYPE_DOUBLE: return ((const double *)p)[i];
     case NETRUN_DTYPE_FLOAT16: return cpu_half_to_float(((const uint16_t *)p)[i]);
     case NETRUN_DTYPE_BFLOAT16: return cpu_bf16_to_float(((const uint16_t *)p)[i]);
-    case NETRUN_DTYPE_INT8: case NETRUN_DTYPE_INT4: return ((const int8_t *)p)[i];
-    case NETRUN_DTYPE_UINT8: case NETRUN_DTYPE_UINT4: case NETRUN_DTYPE_BOOL: return ((const uint8_t *)p)[i];
+    case NETRUN_DTYPE_INT8: case NETRUN_DTYPE_INT4: case NETRUN_DTYPE_INT2: return ((const int8_t *)p)[i];
+    case NETRUN_DTYPE_UINT8: case NETRUN_DTYPE_UINT4: case NETRUN_DTYPE_UINT2: case NETRUN_DTYPE_BOOL:
+        return ((const uint8_t *)p)[i];
+    case NETRUN_DTYPE_FLOAT4E2M1: return cpu_f4_to_float(((const uint8_t *)p)[i]);
+    case NETRUN_DTYPE_FLOAT8E8M0: return cpu_e8m0_to_float(((const uint8_t *)p)[i]);
     case NETRUN_DTYPE_INT16: return ((const int16_t *)p)[i];
     case NETRUN_DTYPE_UINT16: return ((const uint16_t *)p)[i];
     case NETRUN_DTYPE_INT32: return ((const int32_t *)p)[i];
@@ -63,6 +70,8 @@ static int int_range(netrun_dtype t, double *lo, double *hi) {
     case NETRUN_DTYPE_INT16: *lo = -32768; *hi = 32767; return 1;
     case NETRUN_DTYPE_UINT4: *lo = 0; *hi = 15; return 1;
     case NETRUN_DTYPE_INT4: *lo = -8; *hi = 7; return 1;
+    case NETRUN_DTYPE_UINT2: *lo = 0; *hi = 3; return 1;
+    case NETRUN_DTYPE_INT2: *lo = -2; *hi = 1; return 1;
     default: return 0;
     }
 }
@@ -76,8 +85,8 @@ static inline double sat_round(double v, double lo, double hi) {
 
 static void st_int(void *p, netrun_dtype t, int64_t i, double v) {
     switch (t) {
-    case NETRUN_DTYPE_UINT8: case NETRUN_DTYPE_UINT4: ((uint8_t *)p)[i] = (uint8_t)v; break;
-    case NETRUN_DTYPE_INT8: case NETRUN_DTYPE_INT4: ((int8_t *)p)[i] = (int8_t)v; break;
+    case NETRUN_DTYPE_UINT8: case NETRUN_DTYPE_UINT4: case NETRUN_DTYPE_UINT2: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case NETRUN_DTYPE_INT8: case NETRUN_DTYPE_INT4: case NETRUN_DTYPE_INT2: ((int8_t *)p)[i] = (int8_t)v; break;
     case NETRUN_DTYPE_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
     case NETRUN_DTYPE_INT16: ((int16_t *)p)[i] = (int16_t)v; break;
     default: break;
@@ -127,6 +136,7 @@ static void q_range(void *arg, int64_t b, int64_t e) {
         double q = prec == NETRUN_DTYPE_DOUBLE ? x / s
                                                : round_to((float)round_to(x, prec) / (float)round_to(s, prec), prec);
         if (integer) st_int(j->y->data, yt, i, sat_round(nearbyint(q) + zp, lo, hi));
+        else if (yt == NETRUN_DTYPE_FLOAT4E2M1) ((uint8_t *)j->y->data)[i] = cpu_float_to_f4((float)(q + zp));
         else ((uint8_t *)j->y->data)[i] = cpu_float_to_f8((float)(q + zp), yt, p->saturate);
     }
 }
@@ -136,7 +146,9 @@ static void dq_range(void *arg, int64_t b, int64_t e) {
     netrun_dtype yt = j->y->dtype, xt = j->x->dtype;
     for (int64_t i = b; i < e; i++) {
         int64_t k = q_param_index(j, i);
-        float x = (float)ld(j->x->data, xt, i), zp = j->z && !is_f8(xt) ? (float)ld(j->z->data, j->z->dtype, k) : 0.0f;
+        /* float8 and float4e2m1 zero points are ignored (the reference requires float8 ones to be 0) */
+        int float_q = is_f8(xt) || xt == NETRUN_DTYPE_FLOAT4E2M1;
+        float x = (float)ld(j->x->data, xt, i), zp = j->z && !float_q ? (float)ld(j->z->data, j->z->dtype, k) : 0.0f;
         float s = (float)ld(j->s->data, j->s->dtype, k);
         st_float(j->y->data, yt, i, (x - zp) * s);
     }
@@ -531,13 +543,14 @@ static netrun_status bitcast_run(cpu_context *ctx, void *state, const netrun_ker
 }
 
 #define QUANT_IN (DT(FLOAT) | DT(FLOAT16) | DT(BFLOAT16) | DT(INT32))
-#define DEQUANT_IN (DT(UINT8) | DT(INT8) | DT(UINT16) | DT(INT16) | DT(INT32) | DT(UINT4) | DT(INT4) | F8_MASK)
+#define DEQUANT_IN (DT(UINT8) | DT(INT8) | DT(UINT16) | DT(INT16) | DT(INT32) | DT(UINT4) | DT(INT4) | DT(UINT2) | \
+                    DT(INT2) | DT(FLOAT4E2M1) | F8_MASK)
 #define BITCAST_IN (CPU_ALL_DTYPES | F8_MASK | DT(UINT4) | DT(INT4) | DT(COMPLEX64) | DT(COMPLEX128))
 
 const cpu_op cpu_ops_quantize[] = {
-    {"QuantizeLinear", "", QUANT_IN, "per-tensor, per-axis and blocked; to (u)int8/16, (u)int4, float8",
+    {"QuantizeLinear", "", QUANT_IN, "per-tensor, per-axis and blocked; to (u)int8/16, (u)int4, (u)int2, float4e2m1, float8; float8e8m0 scales",
      NULL, NULL, quantize_run, NULL},
-    {"DequantizeLinear", "", DEQUANT_IN, "per-tensor, per-axis and blocked; to float/float16/bfloat16",
+    {"DequantizeLinear", "", DEQUANT_IN, "per-tensor, per-axis and blocked; to float/float16/bfloat16; float8e8m0 scales",
      NULL, NULL, dequantize_run, NULL},
     {"DynamicQuantizeLinear", "", DT(FLOAT), "uint8 output", NULL, NULL, dynq_run, NULL},
     {"QLinearMatMul", "", INT8_MASK, "A, B of rank >= 2; y_scale/y_zero_point one value", NULL, NULL, qlmm_run, NULL},

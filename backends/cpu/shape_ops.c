@@ -261,6 +261,12 @@ static netrun_status run_range(cpu_context *ctx, void *state, const netrun_kerne
         for (int64_t i = 0; i < n; i++) o[i] = (int16_t)(s + i * d);
         break;
     }
+    case NETRUN_DTYPE_FLOAT16:
+    case NETRUN_DTYPE_BFLOAT16: { /* computed in float, stored rounded */
+        double s = cpu_load_f(a->inputs[0].data, y->dtype, 0), d = cpu_load_f(a->inputs[2].data, y->dtype, 0);
+        for (int64_t i = 0; i < n; i++) cpu_store_f(y->data, y->dtype, i, (float)(s + (double)i * d));
+        break;
+    }
     default: return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "cpu Range: dtype %d not supported", (int)y->dtype);
     }
     return NETRUN_OK;
@@ -331,7 +337,8 @@ const cpu_op cpu_ops_shape_ops[] = {
     {"Range", NULL,
      NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_DOUBLE) |
          NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT16) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT32) |
-         NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT64),
+         NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT64) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16) |
+         NETRUN_DTYPE_BIT(NETRUN_DTYPE_BFLOAT16),
      "", NULL, NULL, run_range, NULL},
     {"EyeLike", NULL, CPU_ALL_DTYPES, "", supports_out_dtype, NULL, run_eyelike, NULL},
     {"Trilu", NULL, CPU_ALL_DTYPES, "", NULL, NULL, run_trilu, NULL},

@@ -230,7 +230,9 @@ static size_t storage_size(int dt) {
     case NETRUN_DTYPE_FLOAT: case NETRUN_DTYPE_INT32: case NETRUN_DTYPE_UINT32: return 4;
     case NETRUN_DTYPE_UINT8: case NETRUN_DTYPE_INT8: case NETRUN_DTYPE_BOOL:
     case NETRUN_DTYPE_FLOAT8E4M3FN: case NETRUN_DTYPE_FLOAT8E4M3FNUZ: case NETRUN_DTYPE_FLOAT8E5M2:
-    case NETRUN_DTYPE_FLOAT8E5M2FNUZ: case NETRUN_DTYPE_UINT4: case NETRUN_DTYPE_INT4: return 1;
+    case NETRUN_DTYPE_FLOAT8E5M2FNUZ: case NETRUN_DTYPE_UINT4: case NETRUN_DTYPE_INT4:
+    case NETRUN_DTYPE_FLOAT4E2M1: case NETRUN_DTYPE_FLOAT8E8M0: case NETRUN_DTYPE_UINT2: case NETRUN_DTYPE_INT2:
+        return 1;
     case NETRUN_DTYPE_UINT16: case NETRUN_DTYPE_INT16: case NETRUN_DTYPE_FLOAT16: case NETRUN_DTYPE_BFLOAT16:
         return 2;
     case NETRUN_DTYPE_INT64: case NETRUN_DTYPE_DOUBLE: case NETRUN_DTYPE_UINT64: case NETRUN_DTYPE_COMPLEX64:
@@ -245,12 +247,28 @@ static const char *dtype_label(int dt) {
     static const char *names[] = {"undefined", "float", "uint8", "int8", "uint16", "int16", "int32", "int64",
                                   "string", "bool", "float16", "double", "uint32", "uint64", "complex64",
                                   "complex128", "bfloat16", "float8e4m3fn", "float8e4m3fnuz", "float8e5m2",
-                                  "float8e5m2fnuz", "uint4", "int4"};
+                                  "float8e5m2fnuz", "uint4", "int4", "float4e2m1", "float8e8m0", "uint2", "int2"};
     if (dt >= 0 && dt < (int)(sizeof names / sizeof names[0])) return names[dt];
     return "unknown";
 }
 
-static int is_sub_byte(int dt) { return dt == NETRUN_DTYPE_INT4 || dt == NETRUN_DTYPE_UINT4; }
+/* Bits per element where the file packs it (raw_data, external data, int32_data entries): the 4-bit types
+ * two per byte, the 2-bit types four per byte, low bits first; 8 for everything else. */
+static int packed_bits(int dt) {
+    switch (dt) {
+    case NETRUN_DTYPE_INT4: case NETRUN_DTYPE_UINT4: case NETRUN_DTYPE_FLOAT4E2M1: return 4;
+    case NETRUN_DTYPE_INT2: case NETRUN_DTYPE_UINT2: return 2;
+    default: return 8;
+    }
+}
+
+static int is_sub_byte(int dt) { return packed_bits(dt) < 8; }
+
+/* Bytes that count packed elements of a sub-byte type take (the last byte may be partly padding). */
+static size_t packed_bytes(int dt, size_t count) {
+    size_t per = (size_t)(8 / packed_bits(dt));
+    return count / per + (count % per != 0);
+}
 
 static void format_dims(char *buf, size_t cap, size_t n, const int64_t *dims) {
     size_t len = 0;
@@ -291,13 +309,21 @@ static nr_tensor *tensor_alloc(imp_ctx *c, int dt, int rank, const int64_t *dims
     return t;
 }
 
-static void unpack_nibbles(uint8_t *dst, const uint8_t *src, size_t count, int is_signed) {
-    for (size_t i = 0; i < count; i++) {
-        uint8_t b = src[i / 2];
-        uint8_t v = (i & 1) ? (uint8_t)(b >> 4) : (uint8_t)(b & 0x0f);
-        if (is_signed && (v & 0x8)) v = (uint8_t)(v | 0xf0); /* sign-extend int4 */
-        dst[i] = v;
-    }
+/* Element i of a sub-byte type out of the packed byte b that holds it, as netrun stores it (one per byte):
+ * int4/int2 sign-extended, uint4/uint2 and float4e2m1 (its 4-bit code) zero-extended. */
+static uint8_t unpack_elem(uint8_t b, size_t i, int dt) {
+    int bits = packed_bits(dt);
+    unsigned per = (unsigned)(8 / bits), shift = (unsigned)(i % per) * (unsigned)bits;
+    uint8_t mask = (uint8_t)((1u << bits) - 1u);
+    uint8_t v = (uint8_t)((b >> shift) & mask);
+    if ((dt == NETRUN_DTYPE_INT4 || dt == NETRUN_DTYPE_INT2) && (v >> (bits - 1)))
+        v = (uint8_t)(v | (uint8_t)~mask);
+    return v;
+}
+
+static void unpack_sub_byte(uint8_t *dst, const uint8_t *src, size_t count, int dt) {
+    size_t per = (size_t)(8 / packed_bits(dt));
+    for (size_t i = 0; i < count; i++) dst[i] = unpack_elem(src[i / per], i, dt);
 }
 
 static int host_is_little_endian(void) {
@@ -486,7 +512,7 @@ static netrun_status load_external(imp_ctx *c, const Onnx__TensorProto *tp, cons
     if (!t->data) return imp_err(c, NETRUN_ERR_OUT_OF_MEMORY, "%s: out of memory", tname);
     t->owns_data = 1;
     if (is_sub_byte(t->dtype)) {
-        unpack_nibbles(t->data, src, count, t->dtype == NETRUN_DTYPE_INT4);
+        unpack_sub_byte(t->data, src, count, t->dtype);
     } else {
         memcpy(t->data, src, t->nbytes);
         if (!host_is_little_endian()) byteswap_elems(t->data, t->nbytes, t->dtype);
@@ -536,7 +562,7 @@ static netrun_status fill_typed(imp_ctx *c, const Onnx__TensorProto *tp, const c
                            field_label(f));
     size_t have = typed_count(tp, f), need = count;
     if (dt == NETRUN_DTYPE_COMPLEX64 || dt == NETRUN_DTYPE_COMPLEX128) need = count * 2; /* count*16 fits */
-    if (is_sub_byte(dt)) need = count / 2 + (count & 1);
+    if (is_sub_byte(dt)) need = packed_bytes(dt, count);
     if (have != need)
         return imp_err(c, NETRUN_ERR_INVALID_MODEL, "%s: %s has %zu entries, dims %s of %s need %zu",
                        tname, field_label(f), have, dimstr, dtype_label(dt), need);
@@ -560,14 +586,11 @@ static netrun_status fill_typed(imp_ctx *c, const Onnx__TensorProto *tp, const c
     case NETRUN_DTYPE_BOOL:
         for (size_t i = 0; i < count; i++) d[i] = tp->int32_data[i] != 0;
         break;
-    case NETRUN_DTYPE_INT4: case NETRUN_DTYPE_UINT4: {
-        /* each int32 entry carries one packed byte (two nibbles) */
-        for (size_t i = 0; i < count; i++) {
-            uint8_t b = (uint8_t)(uint32_t)tp->int32_data[i / 2];
-            uint8_t v = (i & 1) ? (uint8_t)(b >> 4) : (uint8_t)(b & 0x0f);
-            if (dt == NETRUN_DTYPE_INT4 && (v & 0x8)) v = (uint8_t)(v | 0xf0);
-            d[i] = v;
-        }
+    case NETRUN_DTYPE_INT4: case NETRUN_DTYPE_UINT4: case NETRUN_DTYPE_FLOAT4E2M1: case NETRUN_DTYPE_INT2:
+    case NETRUN_DTYPE_UINT2: {
+        /* each int32 entry carries one packed byte (two 4-bit or four 2-bit elements) */
+        size_t per = (size_t)(8 / packed_bits(dt));
+        for (size_t i = 0; i < count; i++) d[i] = unpack_elem((uint8_t)(uint32_t)tp->int32_data[i / per], i, dt);
         break;
     }
     case NETRUN_DTYPE_STRING: {
@@ -578,7 +601,7 @@ static netrun_status fill_typed(imp_ctx *c, const Onnx__TensorProto *tp, const c
         }
         break;
     }
-    default: /* 1-byte types: int8, uint8, float8 variants */
+    default: /* 1-byte types: int8, uint8, float8 variants (float8e8m0 included) */
         for (size_t i = 0; i < count; i++) d[i] = (uint8_t)(uint32_t)tp->int32_data[i];
         break;
     }
@@ -624,8 +647,8 @@ static netrun_status convert_tensor(imp_ctx *c, const Onnx__TensorProto *tp, con
                        "%zu bytes", tname, dimstr, dtype_label(dt), nbytes, c->limits.max_tensor_bytes);
     if (tp->segment)
         return imp_err(c, NETRUN_ERR_UNSUPPORTED, "%s: segmented tensors are not supported", tname);
-    /* size of the data as stored in raw_data / files: sub-byte types are packed two per byte */
-    size_t file_bytes = is_sub_byte(dt) ? count / 2 + (count & 1) : nbytes;
+    /* size of the data as stored in raw_data / files: sub-byte types are packed (see packed_bits) */
+    size_t file_bytes = is_sub_byte(dt) ? packed_bytes(dt, count) : nbytes;
     int external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
     if (tp->has_data_location && !external && tp->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__DEFAULT)
         return imp_err(c, NETRUN_ERR_INVALID_MODEL, "%s: unknown data_location %d", tname,
@@ -661,7 +684,7 @@ static netrun_status convert_tensor(imp_ctx *c, const Onnx__TensorProto *tp, con
             ((Onnx__TensorProto *)tp)->raw_data.data = NULL; /* free_unpacked skips NULL bytes */
             ((Onnx__TensorProto *)tp)->raw_data.len = 0;
         } else if (is_sub_byte(dt)) {
-            unpack_nibbles(t->data, tp->raw_data.data, count, dt == NETRUN_DTYPE_INT4);
+            unpack_sub_byte(t->data, tp->raw_data.data, count, dt);
         } else if (nbytes) {
             memcpy(t->data, tp->raw_data.data, nbytes);
             if (!host_is_little_endian()) byteswap_elems(t->data, nbytes, dt);

@@ -107,7 +107,9 @@ def t_help_version():
     r = run(["--help"])
     expect_rc(r, 0, "--help")
     for word in ["usage", "--backend", "--precision", "--input", "--shape", "--check", "--json", "Exit codes",
-                 "Examples"]:
+                 "Examples", "--profile", "--profile-json", "--dot", "--support-matrix", "--explain", "--compare",
+                 "--image", "--size", "--mean", "--scale", "--swap-rb", "--crop", "--layout", "--duration", "--batch",
+                 "--max-tensor-bytes", "--max-graph-depth", "Image inputs", "Profiling and debugging:", "NO_COLOR"]:
         check(word in r.stdout, f"--help lacks {word!r}")
     r = run(["-h"])
     expect_rc(r, 0, "-h")
@@ -424,6 +426,365 @@ def t_fallback_listed():
     expect_rc(r, 2, "--check on a missing folder")
 
 
+# ---------------------------------------------------------------- performance and debugging flags
+
+def backends_available():
+    r = run(["--backends"])
+    return [ln.split()[0] for ln in r.stdout.splitlines()[1:] if len(ln.split()) >= 2 and ln.split()[1] == "yes"
+            and not ln.startswith(" ")]
+
+
+def gpu_backend():
+    """A GPU backend that is available here (cuda), else None."""
+    av = backends_available()
+    return "cuda" if "cuda" in av else None
+
+
+def heavy_model():
+    """relu(x @ W1) @ W2 with x [batch, 256]: enough work per node that runtime overhead between events is small."""
+    rng = np.random.default_rng(5)
+    w1 = (rng.standard_normal((256, 256)) / 16).astype(np.float32)
+    w2 = (rng.standard_normal((256, 256)) / 16).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "W1"], ["h"], name="mm1"),
+             helper.make_node("Relu", ["h"], ["r"], name="relu"),
+             helper.make_node("MatMul", ["r", "W2"], ["y"], name="mm2"),
+             helper.make_node("ArgMax", ["y"], ["cls"], name="argmax", axis=1)]
+    m = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 256])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 256]),
+                    helper.make_tensor_value_info("cls", TensorProto.INT64, ["batch", 1])],
+                   [numpy_helper.from_array(w1, "W1"), numpy_helper.from_array(w2, "W2")])
+    return save_model(m, "heavy.onnx")
+
+
+def t_profile():
+    model = heavy_model()
+    r = run([model, "--backend", "cpu", "--batch", "64", "--profile", "--iterations", "10", "--warmup", "2"])
+    expect_rc(r, 0, "--profile")
+    out = r.stdout
+    for word in ["Profile (10 profiled runs", "NODE", "OP", "BACKEND", "KERNEL", "WORKSPACE", "TIME (ms)", "SHARE",
+                 "BY OP", "BY BACKEND", "sum of node and copy times per run", "measured wall time per profiled run"]:
+        check(word in out, f"--profile output lacks {word!r}:\n{out}")
+    table = out.split("Profile (", 1)[1].split("BY OP")[0]
+    rows = [ln.split() for ln in table.splitlines()[2:] if ln.strip() and not ln.strip().startswith("(")]
+    names = [row[0] for row in rows]
+    check(sorted(names) == ["argmax", "mm1", "mm2", "relu"], f"profile rows {names}")
+    times = [float(row[-2]) for row in rows]
+    check(times == sorted(times, reverse=True), f"rows not sorted by time: {times}")
+    shares = [float(row[-1].rstrip("%")) for row in rows]
+    check(abs(sum(shares) - 100) < 1.0, f"shares sum to {sum(shares)}")
+    # The JSON report carries the same profile; the event sum must be within 10% of the measured run time.
+    r = run([model, "--backend", "cpu", "--batch", "64", "--profile", "--iterations", "10", "--json", "-"])
+    expect_rc(r, 0, "--profile --json -")
+    p = json.loads(r.stdout)["profile"]
+    check(p["runs"] == 10, f"profile runs {p['runs']}")
+    check(len([n for n in p["nodes"] if not n["is_copy"]]) == 4, f"profile nodes {p['nodes']}")
+    ratio = p["event_ms_per_run"] / p["wall_ms_per_run"]
+    check(0.9 <= ratio <= 1.1, f"node times sum to {p['event_ms_per_run']} ms per run, measured "
+                               f"{p['wall_ms_per_run']} ms (ratio {ratio:.3f})")
+    check({o["op"] for o in p["by_op"]} == {"MatMul", "Relu", "ArgMax"}, f"by_op {p['by_op']}")
+    check([b["backend"] for b in p["by_backend"]] == ["cpu"], f"by_backend {p['by_backend']}")
+    r = run([model, "--profile", "--iterations", "0"])
+    expect_rc(r, 2, "--profile with no timed runs")
+
+
+def check_trace(path, n_nodes, runs, expect_copies):
+    with open(path) as f:
+        tr = json.load(f)
+    ev = tr["traceEvents"]
+    xs = [e for e in ev if e["ph"] == "X"]
+    for e in xs:
+        for k in ["name", "cat", "ts", "dur", "pid", "tid"]:
+            check(k in e, f"X event lacks {k}: {e}")
+        check(e["dur"] >= 0 and e["ts"] >= 0, f"negative time: {e}")
+    nodes = [e for e in xs if e["cat"] not in ("run", "copy")]
+    copies = [e for e in xs if e["cat"] == "copy"]
+    run_ev = [e for e in xs if e["cat"] == "run"]
+    check(len(nodes) == n_nodes * runs, f"{len(nodes)} node events, want {n_nodes} x {runs}")
+    check(len(run_ev) == runs, f"{len(run_ev)} run events, want {runs}")
+    for name in {e["name"] for e in nodes}:
+        cnt = sum(1 for e in nodes if e["name"] == name)
+        check(cnt == runs, f"node {name}: {cnt} events, want one per run ({runs})")
+    if expect_copies:
+        check(copies, "no copy events although a device backend ran part of the model")
+        check(all("->" in e["args"]["direction"] for e in copies), f"copy directions {copies[:3]}")
+    else:
+        check(not copies, f"copy events between host backends: {copies[:3]}")
+    # Runs laid end to end: each run's events lie after the previous run's.
+    by_run = {}
+    for e in nodes + copies:
+        by_run.setdefault(e["args"]["run"], []).append(e)
+    ends = []
+    for k in sorted(by_run):
+        start = min(e["ts"] for e in by_run[k])
+        if ends:
+            check(start >= ends[-1] - 1e-3, f"run {k} starts at {start} before the previous ended at {ends[-1]}")
+        ends.append(max(e["ts"] + e["dur"] for e in by_run[k]))
+    meta = [e for e in ev if e["ph"] == "M"]
+    check(any(e["name"] == "process_name" for e in meta), "no process_name metadata")
+    names = {e["args"]["name"] for e in meta if e["name"] == "thread_name"}
+    for e in nodes:
+        check(e["cat"] in names, f"backend {e['cat']} has no named track: {names}")
+    return tr
+
+
+def t_profile_json():
+    model, _ = mlp_model()
+    tf = os.path.join(WORK, "trace.json")
+    have_template = "template" in backends_available()
+    backends = "template,cpu" if have_template else "cpu"
+    r = run([model, "--backend", backends, "--shape", "x=4x4", "--profile-json", tf, "--iterations", "5", "-q"])
+    expect_rc(r, 0, "--profile-json")
+    tr = check_trace(tf, 3, 5, expect_copies=False)
+    cats = {e["cat"] for e in tr["traceEvents"] if e["ph"] == "X"}
+    if have_template:
+        check({"template", "cpu"} <= cats, f"backends as categories: {cats}")
+    gpu = gpu_backend()
+    if gpu:
+        hm = heavy_model()   # ArgMax falls back to cpu: copies at the border
+        tf2 = os.path.join(WORK, "trace_gpu.json")
+        r = run([hm, "--backend", f"{gpu},cpu", "--profile-json", tf2, "--iterations", "3", "-q"])
+        expect_rc(r, 0, "--profile-json on a GPU")
+        check_trace(tf2, 4, 3, expect_copies=True)
+    else:
+        print("  (no GPU backend: copy events checked absent only)")
+
+
+def t_support_matrix():
+    av = run(["--backends"])
+    found = [ln.split()[0] for ln in av.stdout.splitlines()[1:] if ln and not ln.startswith(" ")]
+    r = run(["--support-matrix"])
+    expect_rc(r, 0, "--support-matrix")
+    lines = r.stdout.splitlines()
+    header = [ln for ln in lines if ln.startswith("OP ")]
+    check(header, f"no header line:\n{r.stdout[:500]}")
+    for b in found:
+        check(b in header[0].split(), f"backend {b} missing from the header {header[0]!r}")
+    body = lines[lines.index(header[0]) + 1:lines.index("Constraints stated by the backends:") - 1]
+    check(len(body) >= 100, f"only {len(body)} ops in the matrix")
+    relu = [ln for ln in body if ln.split()[0] == "Relu"]
+    check(relu and "f32" in relu[0], f"Relu row {relu}")
+    r = run(["--support-matrix", "--format", "csv"])
+    expect_rc(r, 0, "--support-matrix --format csv")
+    import csv, io
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    ops = {(x["domain"], x["op"]) for x in rows}
+    check(len(ops) >= 100, f"csv: {len(ops)} ops")
+    check(len(rows) == len(ops) * len(found), f"csv: {len(rows)} rows for {len(ops)} ops x {len(found)} backends")
+    cpu_relu = [x for x in rows if x["op"] == "Relu" and x["backend"] == "cpu"]
+    check(cpu_relu and cpu_relu[0]["supported"] == "1" and "float32" in cpu_relu[0]["dtypes"], f"cpu Relu {cpu_relu}")
+    if "template" in found:
+        t_mm = [x for x in rows if x["op"] == "MatMul" and x["backend"] == "template"]
+        check(t_mm and t_mm[0]["supported"] == "0", f"template MatMul {t_mm}")
+        t_add = [x for x in rows if x["op"] == "Add" and x["backend"] == "template"]
+        check(t_add and t_add[0]["constraints"], f"template Add states no constraint: {t_add}")
+    r = run(["--support-matrix", "--format", "md"])
+    expect_rc(r, 0, "--support-matrix --format md")
+    check("| Op |" in r.stdout and "|---|" in r.stdout, "md table header")
+    check(sum(1 for ln in r.stdout.splitlines() if ln.startswith("| ")) >= 101, "md: fewer than 100 op rows")
+    expect_rc(run(["--support-matrix", "--format", "xml"]), 2, "--format xml")
+    model, _ = mlp_model()
+    expect_rc(run([model, "--format", "md"]), 2, "--format without --support-matrix")
+
+
+def t_explain():
+    model, _ = mlp_model()
+    r = run(["--explain", model, "--backend", "cpu"])
+    expect_rc(r, 0, "--explain")
+    for word in ["add0", "relu0", "matmul0", "reason:", "listed by:", "-> cpu"]:
+        check(word in r.stdout, f"--explain lacks {word!r}:\n{r.stdout}")
+    check("Times" not in r.stdout, "--explain should not run the model")
+    if "template" in backends_available():
+        r = run([model, "--explain", "--backend", "template,cpu"])
+        expect_rc(r, 0, "--explain template,cpu")
+        block = r.stdout.split("matmul0", 1)[1]
+        check("fallback" in block.split("listed by:")[0], f"MatMul's fallback reason not shown:\n{r.stdout}")
+
+
+def t_dot():
+    model, _ = mlp_model()
+    df = os.path.join(WORK, "g.dot")
+    backends = "template,cpu" if "template" in backends_available() else "cpu"
+    r = run([model, "--backend", backends, "--dot", df, "--iterations", "1", "-q"])
+    expect_rc(r, 0, "--dot")
+    text = open(df).read()
+    check(text.startswith("digraph"), "not a digraph")
+    for w in ["add0", "relu0", "matmul0", "fillcolor", "->", "cluster_legend"]:
+        check(w in text, f"DOT lacks {w!r}")
+    edges = [ln for ln in text.splitlines() if "->" in ln and "[" in ln and "label=\"/" not in ln]
+    check(len(edges) >= 4, f"edges {edges}")  # x->add0->relu0->matmul0->out/y
+    check("copy " not in text, "copy edges between host backends")
+    colours = {ln.split('fillcolor="')[1].split('"')[0] for ln in text.splitlines() if ln.strip().startswith("n")
+               and "fillcolor" in ln}
+    if backends == "template,cpu":
+        check(len(colours) == 2, f"nodes on two backends should have two colours: {colours}")
+    import shutil
+    if shutil.which("dot"):
+        svg = os.path.join(WORK, "g.svg")
+        p = subprocess.run(["dot", "-Tsvg", df, "-o", svg], capture_output=True, text=True)
+        check(p.returncode == 0 and os.path.getsize(svg) > 500, f"graphviz rejected the DOT: {p.stderr}")
+    gpu = gpu_backend()
+    if gpu:
+        df2 = os.path.join(WORK, "g_gpu.dot")
+        r = run([heavy_model(), "--backend", f"{gpu},cpu", "--dot", df2, "--iterations", "1", "-q"])
+        expect_rc(r, 0, "--dot on a GPU")
+        check("style=dashed" in open(df2).read(), "no dashed copy edge on a GPU placement")
+
+
+def write_ppm(path, img):
+    h, w, _ = img.shape
+    with open(path, "wb") as f:
+        f.write(b"P6\n%d %d\n255\n" % (w, h) + img.astype(np.uint8).tobytes())
+
+
+def t_image():
+    nodes = [helper.make_node("Identity", ["data"], ["out"], name="id")]
+    m = make_model(nodes, [helper.make_tensor_value_info("data", TensorProto.FLOAT, ["N", 3, 4, 4])],
+                   [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["N", 3, 4, 4])])
+    model = save_model(m, "img_nchw.onnx")
+    img = (np.arange(4 * 8 * 3) * 7 % 256).astype(np.uint8).reshape(4, 8, 3)  # h 4, w 8
+    ppm = os.path.join(WORK, "img.ppm")
+    write_ppm(ppm, img)
+    out = tmpdir("img_out")
+    r = run([model, "--image", f"data={ppm}", "--crop", "--mean", "10,20,30", "--scale", "0.5", "--swap-rb",
+             "--batch", "2", "--output-dir", out, "--iterations", "1"])
+    expect_rc(r, 0, "--image with crop/mean/scale/swap-rb")
+    got = np.load(os.path.join(out, "out.npy"))
+    # crop: the 8x4 image already covers 4x4 at scale 1, so the center 4 columns are kept without resampling.
+    want = ((img[:, 2:6, ::-1].astype(np.float32) - np.array([10, 20, 30], np.float32)) * 0.5).transpose(2, 0, 1)
+    check(got.shape == (2, 3, 4, 4), f"shape {got.shape}")
+    check(np.array_equal(got[0], want) and np.array_equal(got[1], want), f"pixels differ:\n{got[0]}\nvs\n{want}")
+    check(ppm in r.stdout, "the report does not name the image as the input's source")
+    # NHWC, stretched resize to 2x2: shape and value range only (the filter is stb's).
+    m2 = make_model([helper.make_node("Identity", ["data"], ["out"], name="id")],
+                    [helper.make_tensor_value_info("data", TensorProto.FLOAT, [1, "H", "W", 3])],
+                    [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, "H", "W", 3])])
+    model2 = save_model(m2, "img_nhwc.onnx")
+    out2 = tmpdir("img_out2")
+    r = run([model2, "--image", f"data={ppm}", "--size", "2x2", "--layout", "nhwc", "--scale", "0.00392156862745098",
+             "--output-dir", out2, "--iterations", "1", "-q"])
+    expect_rc(r, 0, "--image nhwc --size 2x2")
+    got = np.load(os.path.join(out2, "out.npy"))
+    check(got.shape == (1, 2, 2, 3) and got.min() >= 0 and got.max() <= 1.0001, f"nhwc {got.shape} {got.min()} {got.max()}")
+    # Errors: not an image, no size for symbolic H/W, bad option values.
+    bad = os.path.join(WORK, "bad.jpg")
+    open(bad, "wb").write(b"not an image at all")
+    r = run([model, "--image", f"data={bad}"])
+    expect_rc(r, 2, "--image with a file that is not an image")
+    check("bad.jpg" in r.stderr, f"message does not name the file: {r.stderr!r}")
+    expect_rc(run([model2, "--image", f"data={ppm}"]), 2, "--image with symbolic H/W and no --size")
+    for args in [["--size", "12"], ["--mean", "1,2"], ["--layout", "chw"], ["--scale", "x"]]:
+        expect_rc(run([model, "--image", f"data={ppm}"] + args), 2, f"--image {args}")
+
+
+def t_compare():
+    model, _ = mlp_model()
+    second = "template+cpu" if "template" in backends_available() else "cpu"
+    r = run([model, "--compare", f"cpu,{second}", "--shape", "x=8x4"])
+    expect_rc(r, 0, f"--compare cpu,{second}")
+    for w in ["Compare", "A = [cpu]", "out/y", "max abs err", "Intermediate values: 3 compared over 3 nodes",
+              "no node diverged beyond tolerance"]:
+        check(w in r.stdout, f"--compare output lacks {w!r}:\n{r.stdout}")
+    r = run([model, "--compare", f"{second},cpu", "--json", "-", "--rtol", "0", "--atol", "0", "-v"])
+    expect_rc(r, 0, "--compare --json -")
+    c = json.loads(r.stdout)["compare"]
+    check(c["outputs_match"] is True and c["first_divergent_node"] is None, f"compare {c}")
+    check(c["values_compared"] == 3 and c["nodes_diverged"] == 0, f"compare counts {c}")
+    check(c["outputs"][0]["value"] == "out/y" and c["outputs"][0]["max_abs_err"] == 0, f"outputs {c['outputs']}")
+    for bad in [["--compare", "cpu"], ["--compare", "cpu,"], ["--compare", "cpu,cpu", "--backend", "cpu"],
+                ["--compare", "cpu,nosuch"]]:
+        r = run([model] + bad)
+        check(r.returncode == 2, f"{bad}: exit {r.returncode}, want 2 ({r.stderr!r})")
+    gpu = gpu_backend()
+    if gpu:  # a real second implementation: report the first node over an impossible tolerance, exit 3
+        r = run([heavy_model(), "--compare", f"{gpu}+cpu,cpu", "--batch", "8", "--rtol", "0", "--atol", "0"])
+        check(r.returncode in (0, 3), f"--compare on a GPU: exit {r.returncode} {r.stderr}")
+        if r.returncode == 3:
+            check("first divergent node: #" in r.stdout, f"no first divergent node:\n{r.stdout}")
+
+
+def t_duration_batch():
+    model, _ = mlp_model()
+    r = run([model, "--duration", "0.3", "--warmup", "0", "--json", "-"])
+    expect_rc(r, 0, "--duration 0.3")
+    rep = json.loads(r.stdout)
+    check(rep["timings"]["timed_runs"] > 1, f"timed runs {rep['timings']['timed_runs']}")
+    check(rep["options"]["duration_s"] == 0.3, f"duration_s {rep['options']['duration_s']}")
+    out = tmpdir("batch")
+    r = run([model, "--batch", "3", "--output-dir", out, "--iterations", "1", "-q"])
+    expect_rc(r, 0, "--batch 3")
+    check(np.load(os.path.join(out, "out_y.npy")).shape == (3, 3), "--batch 3 did not give 3 rows")
+    expect_rc(run([model, "--batch", "3", "--dim", "batch=4"]), 2, "--batch disagreeing with --dim")
+    expect_rc(run([model, "--duration", "1", "--iterations", "5"]), 2, "--duration with --iterations")
+    expect_rc(run([model, "--duration", "0"]), 2, "--duration 0")
+    expect_rc(run([model, "--batch", "0"]), 2, "--batch 0")
+    fixed = save_model(make_model([helper.make_node("Relu", ["x"], ["y"])],
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])]), "fixed.onnx")
+    expect_rc(run([fixed, "--batch", "5"]), 2, "--batch on a model without a symbolic batch")
+
+
+def t_load_limits():
+    model, _ = mlp_model()   # W is 4x3 float = 48 bytes
+    r = run([model, "--max-tensor-bytes", "16", "--iterations", "1"])
+    expect_rc(r, 2, "--max-tensor-bytes 16")
+    check("netrun: error:" in r.stderr and "limit" in r.stderr, f"message: {r.stderr!r}")
+    expect_rc(run([model, "--max-tensor-bytes", "1K", "--max-graph-depth", "4", "--iterations", "1", "-q"]), 0,
+              "--max-tensor-bytes 1K")
+    for bad in [["--max-tensor-bytes", "12Q"], ["--max-tensor-bytes", "0"], ["--max-graph-depth", "0"],
+                ["--max-graph-depth", "x"]]:
+        expect_rc(run([model] + bad), 2, f"{bad}")
+    # Nesting: an If whose branch holds another If is 2 deep: a limit of 1 refuses it.
+    inner = helper.make_graph([helper.make_node("Identity", ["x"], ["t"])], "inner", [],
+                              [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2])])
+    mid = helper.make_graph([helper.make_node("If", ["c"], ["m"], then_branch=inner, else_branch=inner)], "mid", [],
+                            [helper.make_tensor_value_info("m", TensorProto.FLOAT, [2])])
+    top = make_model([helper.make_node("If", ["c"], ["y"], then_branch=mid, else_branch=mid)],
+                     [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+                      helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    nested = save_model(top, "nested.onnx")
+    r = run([nested, "--max-graph-depth", "1", "--iterations", "1"])
+    expect_rc(r, 2, "--max-graph-depth 1 on a 2-deep model")
+
+
+def t_progress_quiet():
+    """Progress shows on a terminal only; never with --quiet; colour never with NO_COLOR."""
+    import pty
+    model, _ = mlp_model()
+    r = run([model, "--duration", "1.5", "--warmup", "0"])
+    expect_rc(r, 0, "--duration 1.5 without a terminal")
+    check("\r" not in r.stderr and "ETA" not in r.stderr and "\033[" not in r.stderr,
+          f"progress or colour on a pipe: {r.stderr!r}")
+
+    def on_tty(args, env=None):
+        master, slave = pty.openpty()
+        p = subprocess.Popen([NETRUN] + args, stdout=subprocess.PIPE, stderr=slave, env=env)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                b = os.read(master, 4096)
+            except OSError:
+                break
+            if not b:
+                break
+            chunks.append(b)
+        p.wait(timeout=60)
+        os.close(master)
+        return p.returncode, b"".join(chunks).decode(errors="replace")
+
+    rc, err = on_tty([model, "--duration", "2", "--warmup", "0"])
+    check(rc == 0 and "ETA" in err and "runs" in err, f"no progress on a terminal: rc {rc} {err!r}")
+    rc, err = on_tty([model, "--duration", "2", "--warmup", "0", "-q"])
+    check(rc == 0 and "ETA" not in err, f"progress despite --quiet: {err!r}")
+    env = dict(os.environ, NO_COLOR="1")
+    rc, err = on_tty([model, "--backend", "nosuch"], env)
+    check(rc == 2 and "netrun: error:" in err and "\033[" not in err, f"colour despite NO_COLOR: {err!r}")
+    env.pop("NO_COLOR")
+    rc, err = on_tty([model, "--backend", "nosuch"], env)
+    check(rc == 2 and "\033[" in err, f"no colour on a terminal: {err!r}")
+
+
 SCENARIOS = {
     "help_version": t_help_version,
     "bad_option": t_bad_option,
@@ -440,6 +801,16 @@ SCENARIOS = {
     "strict_unknown": t_strict_unknown,
     "verbose_placement": t_verbose_placement,
     "fallback_listed": t_fallback_listed,
+    "profile": t_profile,
+    "profile_json": t_profile_json,
+    "support_matrix": t_support_matrix,
+    "explain": t_explain,
+    "dot": t_dot,
+    "image": t_image,
+    "compare": t_compare,
+    "duration_batch": t_duration_batch,
+    "load_limits": t_load_limits,
+    "progress_quiet": t_progress_quiet,
 }
 
 

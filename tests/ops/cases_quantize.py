@@ -1,7 +1,7 @@
 """Op cases: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul, MatMulInteger,
-QLinearConv, ConvInteger, and float8 / int4 Cast (compared with onnxruntime).
+QLinearConv, ConvInteger, and float8 / int4 / int2 / float8e8m0 Cast (compared with onnxruntime).
 
-float8 and int4 tensors cannot travel in .npy files, so those cases are two-node models that go there and
+float8, int4 and int2 tensors cannot travel in .npy files, so those cases are two-node models that go there and
 back (float -> float8/int4 -> float) and compare the float result, which pins every rounding decision."""
 import numpy as np
 import onnx
@@ -131,6 +131,61 @@ for nm, t in {"int4": TensorProto.INT4, "uint4": TensorProto.UINT4}.items():
           [helper.make_node("Cast", ["x"], ["q"], to=t), helper.make_node("Cast", ["q"], ["y"], to=TensorProto.FLOAT)], 21)
     chain(f"Cast_i32_{nm}", np.array([-9, -8, -7, -1, 0, 1, 7, 8, 9, 15, 16, 17, 1000, -1000], np.int32),
           [helper.make_node("Cast", ["x"], ["q"], to=t), helper.make_node("Cast", ["q"], ["y"], to=TensorProto.INT32)], 21)
+
+# int2 / uint2 (opset 25): QuantizeLinear/DequantizeLinear there and back, and Cast through them. Values stay
+# inside the int32 range: beyond it the reference (numpy's int32 cast) and onnxruntime give the low end while
+# netrun saturates, as it does for the wider types.
+ints2 = np.array([-3.0, -2.0, -1.5, -0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 1e6,
+                  -1e6, np.nan], F32)
+for nm, t, zpv in (("int2", TensorProto.INT2, 0), ("int2_zp", TensorProto.INT2, -1), ("uint2", TensorProto.UINT2, 1)):
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "zp"], ["y"])]
+    # NaN: the reference's int32 cast gives INT32_MIN, which a negative zero point wraps to the top of the range
+    xs = ints2[~np.isnan(ints2)] if zpv < 0 else ints2
+    chain(f"QDQ_{nm}", np.concatenate([xs, rand(40, low=-3, high=3, seed=44)]), nodes, 25, [("s", F32(0.5))])
+    CASES[-1].model.graph.initializer.append(helper.make_tensor("zp", t, [], [zpv]))
+    optest.fix_output_types(CASES[-1].model)
+    if nm == "int2_zp":
+        continue
+    # integral values only (fractions: the reference truncates, onnxruntime may round); NaN and Inf give 0
+    chain(f"Cast_f32_{nm}", np.array([-5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 100, -100, np.nan, np.inf, -np.inf], F32),
+          [helper.make_node("Cast", ["x"], ["q"], to=t), helper.make_node("Cast", ["q"], ["y"], to=TensorProto.FLOAT)], 25)
+    chain(f"Cast_f16_{nm}", np.array([-5, -3, -2, -1, 0, 1, 2, 3, 6, 7, 1000], F16),
+          [helper.make_node("Cast", ["x"], ["q"], to=t),
+           helper.make_node("Cast", ["q"], ["y"], to=TensorProto.FLOAT16)], 25)
+    chain(f"Cast_i32_{nm}", np.array([-9, -5, -3, -2, -1, 0, 1, 2, 3, 4, 7, 1000, -1001, 2**31 - 1], np.int32),
+          [helper.make_node("Cast", ["x"], ["q"], to=t), helper.make_node("Cast", ["q"], ["y"], to=TensorProto.INT32)], 25)
+    chain(f"CastLike_{nm}", np.array([-3, -2, -1, 0, 1, 2, 3, 6], F32),
+          [helper.make_node("CastLike", ["x", "like"], ["q"]),
+           helper.make_node("Cast", ["q"], ["y"], to=TensorProto.FLOAT)], 25)
+    CASES[-1].model.graph.initializer.append(helper.make_tensor("like", t, [1], [0]))
+    optest.fix_output_types(CASES[-1].model)
+
+# float8e8m0 (opset 25): Cast to it with every round_mode and saturate, and back. onnxruntime agrees with the
+# ONNX reference (which netrun follows) on normal floats below 2^127, and with saturation also on 0 and the
+# top of the range; it differs on float subnormals (the reference rounds the exponent field, onnxruntime the
+# value) and, without saturation, on 0 and on values above 2^127 that round down (NaN in onnxruntime).
+e8_norm = np.concatenate([np.array([2.0 ** -126, 2.0 ** -100, 0.124, 0.125, 0.1875, 0.25, 0.3, 0.375, 0.75, 0.76,
+                                    1.0, 1.0000001, 1.1, 1.5, 1.75, 2.0, 3.0, 6.0, 1e10, 2.0 ** 100, 2.0 ** 126,
+                                    1.5 * 2.0 ** 126, 2.0 ** 127], F32),
+                          rand(60, low=0.001, high=1000, seed=45), np.array([np.nan], F32)])
+e8_top = np.array([0.0, 1.2 * 2.0 ** 127, 1.5 * 2.0 ** 127, 3.4e38], F32)
+for rm in ("up", "down", "nearest"):
+    for sat in (1, 0):
+        x8 = np.concatenate([e8_norm, e8_top]) if sat else e8_norm
+        chain(f"Cast_f32_e8m0_{rm}_sat{sat}", x8,
+              [helper.make_node("Cast", ["x"], ["q"], to=TensorProto.FLOAT8E8M0, round_mode=rm, saturate=sat),
+               helper.make_node("Cast", ["q"], ["y"], to=TensorProto.FLOAT)], 25)
+chain("Cast_f16_e8m0", np.array([2.0 ** -14, 0.001, 0.3, 1.0, 1.5, 3.0, 1000.0, 65504.0, 0.0], F16),
+      [helper.make_node("Cast", ["x"], ["q"], to=TensorProto.FLOAT8E8M0),
+       helper.make_node("Cast", ["q"], ["y"], to=TensorProto.FLOAT16)], 25)
+# CastLike with the default round_mode only: onnxruntime, the ONNX reference and CastLike's function body all
+# ignore a round_mode given to CastLike; netrun applies it as the attribute's documentation says.
+chain("CastLike_e8m0", e8_norm, [helper.make_node("CastLike", ["x", "like"], ["q"]),
+                                 helper.make_node("Cast", ["q"], ["y"], to=TensorProto.FLOAT)], 25)
+CASES[-1].model.graph.initializer.append(helper.make_tensor("like", TensorProto.FLOAT8E8M0, [1], [1.0]))
+optest.fix_output_types(CASES[-1].model)
+# float4e2m1: onnxruntime 1.31 has no CPU kernel for it (Cast, QuantizeLinear); the ONNX node tests cover it.
 
 # ---- DynamicQuantizeLinear ----
 for nm, x in {"mixed": rand(4, 7, low=-3, high=5, seed=51), "positive": rand(20, low=0.5, high=9, seed=52),

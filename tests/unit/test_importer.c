@@ -427,6 +427,82 @@ static void test_encodings(void) {
     nt = import_one_initializer(t, &st, &ir);
     CHECK(st == NETRUN_OK && nt && ((uint8_t *)nt->data)[1] == 14 && ((uint8_t *)nt->data)[2] == 7);
     nr_model_ir_free(ir);
+    /* The types newer than the generated enum (23..26) by number. int2 raw: four per byte, lowest bits
+     * first, sign-extended; 5 elements need 2 bytes, the padding bits of the last one are ignored. */
+    int64_t d5[1] = {5};
+    t = mk_tensor("t", NETRUN_DTYPE_INT2, 1, d5);
+    uint8_t p2[2] = {0xb4, 0xfd}; /* 0b10110100: 0, 1, -1, -2; then 0b01 = 1 under padding 0b111111 */
+    set_raw(t, p2, 2);
+    nt = import_one_initializer(t, &st, &ir);
+    CHECK(st == NETRUN_OK && nt && nt->nbytes == 5 && nt->dtype == NETRUN_DTYPE_INT2);
+    if (nt) {
+        int8_t *v = nt->data;
+        CHECK(v[0] == 0 && v[1] == 1 && v[2] == -1 && v[3] == -2 && v[4] == 1);
+    }
+    nr_model_ir_free(ir);
+    /* uint2 raw with a wrong byte count: 5 elements need 2 bytes, not 5 */
+    t = mk_tensor("t", NETRUN_DTYPE_UINT2, 1, d5);
+    uint8_t p5[5] = {0};
+    set_raw(t, p5, 5);
+    nt = import_one_initializer(t, &st, &ir);
+    CHECK(st == NETRUN_ERR_INVALID_MODEL && !nt);
+    CHECK_ERR(st, "uint2", "need 2");
+    if (!st) nr_model_ir_free(ir);
+    /* uint2 in int32_data: each entry one packed byte of four */
+    t = mk_tensor("t", NETRUN_DTYPE_UINT2, 1, d5);
+    t->n_int32_data = 2;
+    t->int32_data = malloc(2 * sizeof(int32_t));
+    t->int32_data[0] = 0xb4, t->int32_data[1] = 0x03;
+    nt = import_one_initializer(t, &st, &ir);
+    CHECK(st == NETRUN_OK && nt && nt->nbytes == 5);
+    if (nt) {
+        uint8_t *v = nt->data;
+        CHECK(v[0] == 0 && v[1] == 1 && v[2] == 3 && v[3] == 2 && v[4] == 3);
+    }
+    nr_model_ir_free(ir);
+    /* float4e2m1 raw: two codes per byte, kept as codes (sign bit 3 not extended) */
+    t = mk_tensor("t", NETRUN_DTYPE_FLOAT4E2M1, 1, d3);
+    uint8_t p4[2] = {0x9f, 0x07}; /* codes 15 (-6), 9 (-0.5), 7 (6) */
+    set_raw(t, p4, 2);
+    nt = import_one_initializer(t, &st, &ir);
+    CHECK(st == NETRUN_OK && nt && nt->nbytes == 3);
+    if (nt) {
+        uint8_t *v = nt->data;
+        CHECK(v[0] == 15 && v[1] == 9 && v[2] == 7);
+    }
+    nr_model_ir_free(ir);
+    /* float4e2m1 in int32_data: two codes per entry; one entry too many is an error */
+    t = mk_tensor("t", NETRUN_DTYPE_FLOAT4E2M1, 1, d3);
+    t->n_int32_data = 3;
+    t->int32_data = malloc(3 * sizeof(int32_t));
+    t->int32_data[0] = 0x21, t->int32_data[1] = 0x0c, t->int32_data[2] = 0;
+    nt = import_one_initializer(t, &st, &ir);
+    CHECK(st == NETRUN_ERR_INVALID_MODEL && !nt);
+    CHECK_ERR(st, "int32_data has 3 entries", "float4e2m1 need 2");
+    if (!st) nr_model_ir_free(ir);
+    t = mk_tensor("t", NETRUN_DTYPE_FLOAT4E2M1, 1, d3);
+    t->n_int32_data = 2;
+    t->int32_data = malloc(2 * sizeof(int32_t));
+    t->int32_data[0] = 0x21, t->int32_data[1] = 0x0c;
+    nt = import_one_initializer(t, &st, &ir);
+    CHECK(st == NETRUN_OK && nt && ((uint8_t *)nt->data)[0] == 1 && ((uint8_t *)nt->data)[1] == 2 &&
+          ((uint8_t *)nt->data)[2] == 12);
+    nr_model_ir_free(ir);
+    /* float8e8m0: one byte per element, raw and in int32_data */
+    t = mk_tensor("t", NETRUN_DTYPE_FLOAT8E8M0, 1, d3);
+    uint8_t pe[3] = {0, 127, 255};
+    set_raw(t, pe, 3);
+    nt = import_one_initializer(t, &st, &ir);
+    CHECK(st == NETRUN_OK && nt && nt->nbytes == 3 && ((uint8_t *)nt->data)[1] == 127 &&
+          ((uint8_t *)nt->data)[2] == 255);
+    nr_model_ir_free(ir);
+    t = mk_tensor("t", NETRUN_DTYPE_FLOAT8E8M0, 1, d3);
+    t->n_int32_data = 3;
+    t->int32_data = malloc(3 * sizeof(int32_t));
+    t->int32_data[0] = 0, t->int32_data[1] = 130, t->int32_data[2] = 254;
+    nt = import_one_initializer(t, &st, &ir);
+    CHECK(st == NETRUN_OK && nt && ((uint8_t *)nt->data)[1] == 130 && ((uint8_t *)nt->data)[2] == 254);
+    nr_model_ir_free(ir);
     /* int8 / float16 / int16 in int32_data */
     int types[3] = {ONNX__TENSOR_PROTO__DATA_TYPE__INT8, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16,
                     ONNX__TENSOR_PROTO__DATA_TYPE__INT16};

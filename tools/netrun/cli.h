@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "netrun.h"
+#include "json.h"
 
 /* Exit codes (documented in docs/cli.md). */
 enum { CLI_EXIT_OK = 0, CLI_EXIT_RUNTIME = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_MISMATCH = 3 };
@@ -42,7 +43,33 @@ typedef struct cli_opts {
     uint64_t seed;
     const char *json_path;
     int quiet, verbose;
+    /* --duration: timed runs until this many seconds passed (< 0 = use --iterations). */
+    double duration_s;
+    int iterations_set;
+    long batch;              /* --batch: value of every input's first symbolic dim (-1 = not set) */
+    size_t max_tensor_bytes; /* --max-tensor-bytes (0 = library default) */
+    long max_graph_depth;    /* --max-graph-depth (0 = library default) */
+    /* Profiling and graph views. */
+    int profile;             /* --profile: per-node table */
+    const char *profile_json;/* --profile-json FILE: Chrome trace */
+    const char *dot_path;    /* --dot FILE */
+    int explain;             /* --explain: placement reasons per node */
+    int support_matrix;      /* --support-matrix */
+    const char *format;      /* --format text|md|csv (support matrix) */
+    const char *compare;     /* --compare A,B */
+    /* Image inputs (--image NAME=FILE and its preprocessing). */
+    cli_kv *images;
+    int n_images;
+    int size_w, size_h;      /* --size WxH (0 = from the model) */
+    double mean[3];          /* --mean R,G,B: subtracted before scaling */
+    double scale;            /* --scale S (default 1) */
+    int swap_rb, crop;
+    int layout;              /* CLI_LAYOUT_* */
+    int color_out, color_err; /* colour on stdout / stderr (TTY and no NO_COLOR) */
+    int progress;            /* progress line on stderr (TTY and not quiet) */
 } cli_opts;
+
+enum { CLI_LAYOUT_AUTO = 0, CLI_LAYOUT_NCHW = 1, CLI_LAYOUT_NHWC = 2 };
 
 /* One input as the CLI fed it. */
 typedef struct cli_input {
@@ -86,9 +113,16 @@ typedef struct cli_result {
     netrun_tensor_view *outputs;    /* views owned by the session (valid until the next run) */
     cli_check *checks;              /* n_outputs entries when --check was given, else NULL */
     char (*output_files)[1024];     /* n_outputs paths written by --output-dir, else NULL */
+    long timed_runs;                /* runs timed (--iterations, or as many as --duration allowed) */
+    const struct cli_profile_runs *profile; /* profiled runs, or NULL without --profile/--profile-json */
 } cli_result;
 
 /* ---- util (main.c) ---- */
+/* Load the model honouring --max-tensor-bytes / --max-graph-depth. Returns 0 or an exit code. */
+int cli_load_model(const cli_opts *o, netrun_model **out, double *load_ms);
+/* Compare got with want as --check does (NumPy isclose; integers exactly); fills c. */
+void cli_compare_views(double rtol, double atol, const netrun_tensor_view *got, const netrun_tensor_view *want,
+                       cli_check *c);
 /* Print "netrun: error: ..." to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print "netrun: note: ..." to stderr unless quiet. */
@@ -109,6 +143,61 @@ int cli_dtype_readable(netrun_dtype dtype);
 /* Number of elements of a shape; returns 0 on success, -1 on overflow. */
 int cli_numel(int rank, const int64_t *dims, size_t *out);
 
+/* ---- image.c ---- */
+/* An image decoded and preprocessed into a tensor for input ti (float32, or uint8 when the input is uint8).
+ * batch copies of the image fill dim 0. data is malloc'ed. Returns 0, or an exit code after a message. */
+typedef struct cli_image {
+    netrun_dtype dtype;
+    int rank;
+    int64_t dims[NETRUN_MAX_RANK];
+    void *data;
+    size_t nbytes;
+} cli_image;
+int cli_image_load(const cli_opts *o, const netrun_tensor_info *ti, const char *path, int64_t batch,
+                   cli_image *out);
+/* Whether this build can decode images. */
+int cli_image_supported(void);
+
+/* ---- progress.c: progress line on stderr, colours ---- */
+typedef struct cli_progress {
+    const cli_opts *o;
+    const char *what;        /* "warmup", "timed" */
+    long total;              /* runs planned, or 0 with a duration */
+    double duration_ms;      /* > 0: planned by time */
+    double start_ms, last_draw_ms;
+    int drawn;
+} cli_progress;
+void cli_progress_begin(cli_progress *p, const cli_opts *o, const char *what, long total, double duration_ms);
+void cli_progress_step(cli_progress *p, long done);
+void cli_progress_end(cli_progress *p);
+/* ANSI sequence or "" when colour is off for that stream. */
+const char *cli_color(int on, const char *code);
+
+/* ---- profile.c ---- */
+/* Per-run wall times of the profiled runs (for the trace timeline and the sum check). */
+typedef struct cli_profile_runs { /* struct tag used by cli_result */
+    double *wall_ms;
+    long n;
+} cli_profile_runs;
+/* Print the --profile table. Returns 0 or an exit code. */
+int cli_profile_print(FILE *f, const cli_opts *o, netrun_session *s, const cli_profile_runs *runs);
+/* Write the Chrome trace of the recorded events to path. Returns 0 or an exit code. */
+int cli_profile_trace(const char *path, const cli_opts *o, netrun_session *s, const cli_profile_runs *runs);
+/* Add a "profile" member to a JSON report. */
+void cli_profile_json(cli_json *j, netrun_session *s, const cli_profile_runs *runs);
+
+/* ---- support.c ---- */
+int cli_support_matrix(FILE *f, const char *format);
+/* Per-node placement with reasons, kernels, and which backends' tables list the op. */
+void cli_explain(FILE *f, const cli_opts *o, netrun_session *s);
+
+/* ---- dot.c ---- */
+int cli_write_dot(const char *path, const cli_opts *o, netrun_session *s);
+
+/* ---- compare.c ---- */
+/* --compare A,B: returns an exit code (3 when the outputs diverge). */
+int cli_compare(const cli_opts *o, const netrun_options *base_a, const netrun_options *base_b);
+
 /* ---- report.c ---- */
 void cli_report_text(FILE *f, const cli_result *r);
 /* Write the JSON report to path ("-" = stdout). Returns 0 on success. */
@@ -118,7 +207,5 @@ void cli_format_info_shape(char *buf, size_t size, const netrun_tensor_info *dec
                            const netrun_tensor_info *actual);
 void cli_format_dims(char *buf, size_t size, int rank, const int64_t *dims);
 
-/* ---- JSON writer: tools/common/json.c (shared with netrun-conformance) ---- */
-#include "json.h"
 
 #endif

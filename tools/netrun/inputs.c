@@ -377,6 +377,7 @@ int cli_feed_inputs(const cli_opts *o, netrun_model *m, netrun_session *s, cli_i
     int n = netrun_model_input_count(m);
     cli_input *in = NULL;
     netrun_tensor_view **files = NULL;
+    cli_image *images = NULL;
     int *shape_of = NULL; /* index+1 of the --shape given for each input, 0 if none */
     char names[1024];
     *out_inputs = NULL;
@@ -386,7 +387,8 @@ int cli_feed_inputs(const cli_opts *o, netrun_model *m, netrun_session *s, cli_i
     in = calloc((size_t)n + 1, sizeof(*in));
     files = calloc((size_t)n + 1, sizeof(*files));
     shape_of = calloc((size_t)n + 1, sizeof(*shape_of));
-    if (!in || !files || !shape_of) {
+    images = calloc((size_t)n + 1, sizeof(*images));
+    if (!in || !files || !shape_of || !images) {
         cli_error("out of memory");
         rc = CLI_EXIT_RUNTIME;
         goto done;
@@ -413,6 +415,27 @@ int cli_feed_inputs(const cli_opts *o, netrun_model *m, netrun_session *s, cli_i
         }
         if (bind_dim(&fs, o->dims[k].name, v, "--dim") != 0)
             goto done;
+    }
+
+    /* --batch N: every input whose first dim is symbolic takes N through its symbol. */
+    if (o->batch > 0) {
+        int bound = 0, fixed_ok = 0;
+        for (int i = 0; i < n; i++) {
+            netrun_tensor_info ti;
+            if (netrun_model_input_info(m, i, &ti) != NETRUN_OK || ti.rank < 1)
+                continue;
+            if (ti.dim_names && ti.dim_names[0]) {
+                if (bind_dim(&fs, ti.dim_names[0], o->batch, "--batch") != 0)
+                    goto done;
+                bound++;
+            } else if (ti.dims && ti.dims[0] == o->batch) {
+                fixed_ok++;
+            }
+        }
+        if (!bound && !fixed_ok) {
+            cli_error("--batch %ld: no input has a symbolic first dimension to set", o->batch);
+            goto done;
+        }
     }
 
     /* --shape NAME=AxBxC */
@@ -484,9 +507,52 @@ int cli_feed_inputs(const cli_opts *o, netrun_model *m, netrun_session *s, cli_i
         in[idx].source = o->inputs[k].value;
     }
 
+    /* --image NAME=FILE: after the files, so that a batch they set is the image's batch too. */
+    for (int k = 0; k < o->n_images; k++) {
+        netrun_tensor_info ti;
+        int idx = find_input(m, o->images[k].name, &ti);
+        if (idx < 0) {
+            list_inputs(m, names, sizeof(names));
+            cli_error("--image: the model has no input '%s' (inputs: %s)", o->images[k].name, names);
+            goto done;
+        }
+        if (files[idx] || images[idx].data) {
+            cli_error("input '%s' is given twice (--input/--image)", o->images[k].name);
+            goto done;
+        }
+        int64_t batch = 1;
+        if (ti.rank >= 1 && ti.dim_names && ti.dim_names[0]) {
+            dim_binding *b = find_dim(&fs, ti.dim_names[0]);
+            if (b)
+                batch = b->value;
+        } else if (ti.rank >= 1 && ti.dims && ti.dims[0] > 0) {
+            batch = ti.dims[0];
+        }
+        if (shape_of[idx] && in[idx].rank >= 1)
+            batch = in[idx].dims[0];
+        int irc = cli_image_load(o, &ti, o->images[k].value, batch, &images[idx]);
+        if (irc) {
+            rc = irc;
+            goto done;
+        }
+        char origin[96];
+        snprintf(origin, sizeof(origin), "image %.80s", o->images[k].value);
+        if (match_declared(&fs, &ti, images[idx].rank, images[idx].dims, origin) != 0)
+            goto done;
+        if (shape_of[idx] && (in[idx].rank != images[idx].rank ||
+                              memcmp(in[idx].dims, images[idx].dims, (size_t)in[idx].rank * sizeof(int64_t)) != 0)) {
+            cli_error("--shape %s disagrees with the image's shape (check --size and --layout)", ti.name);
+            goto done;
+        }
+        in[idx].dtype = images[idx].dtype;
+        in[idx].rank = images[idx].rank;
+        memcpy(in[idx].dims, images[idx].dims, sizeof(in[idx].dims));
+        in[idx].source = o->images[k].value;
+    }
+
     /* Shapes of the inputs left to random data: declared dims, bound symbols, else 1 with a note. */
     for (int i = 0; i < n; i++) {
-        if (files[i] || shape_of[i])
+        if (files[i] || shape_of[i] || images[i].data)
             continue;
         netrun_tensor_info ti;
         if (netrun_model_input_info(m, i, &ti) != NETRUN_OK)
@@ -538,6 +604,9 @@ int cli_feed_inputs(const cli_opts *o, netrun_model *m, netrun_session *s, cli_i
         if (files[i]) {
             const netrun_tensor_view *t = files[i];
             st = netrun_session_set_input(s, in[i].name, t->dtype, t->rank, t->dims, t->data, t->nbytes);
+        } else if (images[i].data) {
+            const cli_image *t = &images[i];
+            st = netrun_session_set_input(s, in[i].name, t->dtype, t->rank, t->dims, t->data, t->nbytes);
         } else {
             size_t count, esize = netrun_dtype_size(in[i].dtype);
             if (!cli_dtype_readable(in[i].dtype) || esize == 0) {
@@ -577,6 +646,10 @@ done:
         for (int i = 0; i < n; i++)
             netrun_tensor_free(files[i]);
     free(files);
+    if (images)
+        for (int i = 0; i < n; i++)
+            free(images[i].data);
+    free(images);
     free(in);
     free(fs.dims);
     return rc;

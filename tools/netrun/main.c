@@ -10,16 +10,18 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
 static int g_quiet;
+static int g_color_err;
 
 void cli_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("netrun: error: ", stderr);
+    fprintf(stderr, "%snetrun: error:%s ", cli_color(g_color_err, "\033[1;31m"), cli_color(g_color_err, "\033[0m"));
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
@@ -42,7 +44,7 @@ static void cli_warn(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("netrun: warning: ", stderr);
+    fprintf(stderr, "%snetrun: warning:%s ", cli_color(g_color_err, "\033[1;33m"), cli_color(g_color_err, "\033[0m"));
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
@@ -61,6 +63,9 @@ static void print_help(FILE *f)
 {
     fputs(
         "usage: netrun MODEL.onnx [options]\n"
+        "       netrun MODEL.onnx --profile [--profile-json trace.json] [--dot graph.dot]\n"
+        "       netrun MODEL.onnx --explain | --compare A,B\n"
+        "       netrun --support-matrix [--format text|md|csv]\n"
         "       netrun --backends | --version | --help\n"
         "\n"
         "Run an ONNX model with netrun; report where each node runs, how long loading, preparing and\n"
@@ -82,36 +87,72 @@ static void print_help(FILE *f)
         "  --input NAME=FILE         read input NAME from a .npy or ONNX TensorProto .pb file; repeatable\n"
         "  --shape NAME=DIMS         shape of input NAME, e.g. 1x3x224x224; sets its symbolic dims\n"
         "  --dim SYMBOL=N            set a symbolic dimension by name (e.g. batch=8)\n"
+        "  --batch N                 set the first dimension of every input whose first dim is symbolic\n"
         "  --seed N                  seed of the random inputs (default 0). Random data: floats uniform\n"
         "                            in [-1, 1), integers in [0, 10), bool 0/1. Symbolic dims not set\n"
         "                            default to 1 (with a note on stderr)\n"
         "\n"
+        "Image inputs (decoded with stb_image: JPEG, PNG, BMP, GIF, PNM, TGA, PSD, HDR):\n"
+        "  --image NAME=FILE         fill input NAME (rank 4) from an image, copied over the batch\n"
+        "  --size WxH                resize to W x H (default: the input's fixed H and W)\n"
+        "  --crop                    keep the aspect ratio: resize so the image covers WxH, then center crop\n"
+        "                            (OpenCV blobFromImage's crop=true); without it the image is stretched\n"
+        "  --mean R,G,B              subtracted from each channel (0-255 scale) before --scale\n"
+        "  --scale S                 multiply after the mean (default 1; e.g. 0.00392 for [0, 1])\n"
+        "  --swap-rb                 feed BGR instead of RGB\n"
+        "  --layout nchw|nhwc        layout of the input (default: guessed from where the 1/3/4 channels are)\n"
+        "\n"
         "Outputs and checks:\n"
         "  --output-dir DIR          write each output as DIR/NAME.npy ('/' in names becomes '_')\n"
         "  --check DIR               compare outputs with DIR/NAME.npy or DIR/output_K.pb (K = output index)\n"
-        "  --rtol X                  relative tolerance of --check (default 1e-3)\n"
-        "  --atol X                  absolute tolerance of --check (default 1e-5); integer outputs must\n"
-        "                            match exactly\n"
+        "  --compare A,B             run the same inputs on backend lists A and B (use '+' inside a list:\n"
+        "                            template+cpu), report per-output errors and the first node whose\n"
+        "                            outputs differ beyond --rtol/--atol; exit 3 when they do\n"
+        "  --rtol X                  relative tolerance of --check/--compare (default 1e-3)\n"
+        "  --atol X                  absolute tolerance of --check/--compare (default 1e-5); integer outputs\n"
+        "                            must match exactly\n"
         "\n"
         "Timing:\n"
         "  --warmup N                untimed runs after the first run (default 3)\n"
         "  --iterations N            timed runs (default 20)\n"
+        "  --duration SECONDS        run timed runs for this long instead (at least one run)\n"
+        "\n"
+        "Profiling and debugging:\n"
+        "  --profile                 profile the timed runs: per-node table (op, backend, kernel, workspace,\n"
+        "                            mean time, share) sorted by time, with per-op and per-backend sums\n"
+        "  --profile-json FILE       write the profiled runs as a Chrome trace (Perfetto, chrome://tracing)\n"
+        "  --dot FILE                write the placed graph as Graphviz DOT (colour = backend, copies dashed)\n"
+        "  --explain                 print every node's placement, kernel and reason, then exit (no runs)\n"
+        "  --support-matrix          print every op the runtime knows x every backend found, then exit\n"
+        "  --format F                text (default), md or csv: format of --support-matrix\n"
+        "\n"
+        "Model limits:\n"
+        "  --max-tensor-bytes SIZE   refuse models with a larger tensor (K/M/G suffixes; default 16G)\n"
+        "  --max-graph-depth N       refuse models with deeper subgraph nesting (default 32)\n"
         "\n"
         "Reports:\n"
         "  --json FILE|-             write a JSON report to FILE ('-' = stdout, replacing the text report)\n"
-        "  -q, --quiet               no text report, no notes (errors still go to stderr)\n"
-        "  -v, --verbose             add a per-node placement table (node, op, backend, reason)\n"
+        "  -q, --quiet               no text report, no notes, no progress (errors still go to stderr)\n"
+        "  -v, --verbose             add a per-node placement table (node, op, backend, kernel, reason)\n"
         "  --version                 print the versions and exit\n"
         "  -h, --help                print this help and exit\n"
+        "  Progress (runs, elapsed, ETA) shows on stderr only when it is a terminal; colours only on a\n"
+        "  terminal and never when NO_COLOR is set.\n"
         "\n"
-        "Exit codes: 0 ok, 1 runtime error, 2 usage or model error, 3 --check mismatch.\n"
+        "Exit codes: 0 ok, 1 runtime error, 2 usage or model error, 3 --check mismatch or --compare divergence.\n"
         "\n"
         "Examples:\n"
         "  netrun resnet50.onnx\n"
         "  netrun resnet50.onnx --backend cuda --strict --precision fp16 --iterations 100\n"
-        "  netrun bert.onnx --dim batch=8 --dim seq=128 --json report.json\n"
+        "  netrun resnet50.onnx --profile --profile-json trace.json --duration 10\n"
+        "  netrun resnet50.onnx --image data=cat.jpg --size 224x224 --crop --mean 123.7,116.3,103.5 \\\n"
+        "         --scale 0.0171 --output-dir out/\n"
+        "  netrun bert.onnx --batch 8 --dim seq=128 --json report.json\n"
         "  netrun net.onnx --backend cpu --input x=x.npy --output-dir out/\n"
-        "  netrun net.onnx --input x=test_data_set_0/input_0.pb --check test_data_set_0\n",
+        "  netrun net.onnx --input x=test_data_set_0/input_0.pb --check test_data_set_0\n"
+        "  netrun net.onnx --compare cuda,cpu --atol 1e-4\n"
+        "  netrun net.onnx --backend template,cpu --dot placed.dot && dot -Tsvg placed.dot -o placed.svg\n"
+        "  netrun --support-matrix --format md > support.md\n",
         f);
 }
 
@@ -217,7 +258,8 @@ static int parse_args(int argc, char **argv, cli_opts *o, extra_opts *x)
 
         /* Flags. */
         static const char *const flags[] = {"-h", "--help", "--version", "--backends", "--strict",
-                                            "-q", "--quiet", "-v", "--verbose"};
+                                            "-q", "--quiet", "-v", "--verbose", "--profile", "--explain",
+                                            "--support-matrix", "--swap-rb", "--crop"};
         int is_flag = 0;
         for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++)
             if (strcmp(name, flags[k]) == 0)
@@ -237,6 +279,16 @@ static int parse_args(int argc, char **argv, cli_opts *o, extra_opts *x)
                 o->strict = 1;
             else if (!strcmp(name, "-q") || !strcmp(name, "--quiet"))
                 o->quiet = 1;
+            else if (!strcmp(name, "--profile"))
+                o->profile = 1;
+            else if (!strcmp(name, "--explain"))
+                o->explain = 1;
+            else if (!strcmp(name, "--support-matrix"))
+                o->support_matrix = 1;
+            else if (!strcmp(name, "--swap-rb"))
+                o->swap_rb = 1;
+            else if (!strcmp(name, "--crop"))
+                o->crop = 1;
             else
                 o->verbose = 1;
             continue;
@@ -245,7 +297,9 @@ static int parse_args(int argc, char **argv, cli_opts *o, extra_opts *x)
         static const char *const valued[] = {
             "--backend", "--precision", "--threads", "--device", "--workspace-policy", "--workspace-limit",
             "--input", "--shape", "--dim", "--output-dir", "--check", "--rtol", "--atol", "--warmup",
-            "--iterations", "--json", "--seed", "--set"};
+            "--iterations", "--json", "--seed", "--set", "--profile-json", "--dot", "--format", "--compare",
+            "--image", "--size", "--mean", "--scale", "--layout", "--duration", "--batch", "--max-tensor-bytes",
+            "--max-graph-depth"};
         int known = 0;
         for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
             if (strcmp(name, valued[k]) == 0)
@@ -331,6 +385,108 @@ static int parse_args(int argc, char **argv, cli_opts *o, extra_opts *x)
         } else if (!strcmp(name, "--iterations")) {
             if (parse_long(name, v, 0, 100000000L, &o->iterations))
                 return CLI_EXIT_USAGE;
+            o->iterations_set = 1;
+        } else if (!strcmp(name, "--duration")) {
+            if (parse_double(name, v, &o->duration_s))
+                return CLI_EXIT_USAGE;
+            if (o->duration_s <= 0 || o->duration_s > 1e7) {
+                cli_error("--duration expects seconds in (0, 1e7], got '%s'", v);
+                return CLI_EXIT_USAGE;
+            }
+        } else if (!strcmp(name, "--batch")) {
+            if (parse_long(name, v, 1, INT32_MAX, &o->batch))
+                return CLI_EXIT_USAGE;
+        } else if (!strcmp(name, "--max-tensor-bytes")) {
+            if (cli_parse_bytes(v, &o->max_tensor_bytes) != 0 || o->max_tensor_bytes == 0) {
+                cli_error("--max-tensor-bytes expects a positive size like 1048576, 512K, 256M or 2G, got '%s'", v);
+                return CLI_EXIT_USAGE;
+            }
+        } else if (!strcmp(name, "--max-graph-depth")) {
+            if (parse_long(name, v, 1, 100000, &o->max_graph_depth))
+                return CLI_EXIT_USAGE;
+        } else if (!strcmp(name, "--profile-json")) {
+            o->profile_json = v;
+        } else if (!strcmp(name, "--dot")) {
+            o->dot_path = v;
+        } else if (!strcmp(name, "--format")) {
+            if (strcmp(v, "text") && strcmp(v, "md") && strcmp(v, "csv")) {
+                cli_error("--format expects text, md or csv, got '%s'", v);
+                return CLI_EXIT_USAGE;
+            }
+            o->format = v;
+        } else if (!strcmp(name, "--compare")) {
+            const char *c = strchr(v, ',');
+            if (!c || c == v || !c[1] || strchr(c + 1, ',')) {
+                cli_error("--compare expects two backend lists A,B (e.g. cuda,cpu or template+cpu,cpu), got '%s'",
+                          v);
+                return CLI_EXIT_USAGE;
+            }
+            o->compare = v;
+        } else if (!strcmp(name, "--image")) {
+            if (add_kv(name, v, &o->images, &o->n_images))
+                return CLI_EXIT_USAGE;
+        } else if (!strcmp(name, "--size")) {
+            char *end;
+            errno = 0;
+            long w = strtol(v, &end, 10), h = -1;
+            if (!errno && end != v && (*end == 'x' || *end == 'X')) {
+                const char *hp = end + 1;
+                h = strtol(hp, &end, 10);
+                if (errno || end == hp || *end)
+                    h = -1;
+            }
+            if (w < 1 || w > 65536 || h < 1 || h > 65536) {
+                cli_error("--size expects WIDTHxHEIGHT like 224x224 (1 to 65536), got '%s'", v);
+                return CLI_EXIT_USAGE;
+            }
+            o->size_w = (int)w;
+            o->size_h = (int)h;
+        } else if (!strcmp(name, "--mean")) {
+            double m[3];
+            int k = 0, bad = 0;
+            const char *p = v;
+            while (!bad) {
+                char *end;
+                errno = 0;
+                double mv = strtod(p, &end);
+                if (errno || end == p || !isfinite(mv) || k == 3) {
+                    bad = 1;
+                    break;
+                }
+                m[k++] = mv;
+                p = end;
+                if (*p == '\0')
+                    break;
+                if (*p++ != ',')
+                    bad = 1;
+            }
+            if (!bad && k == 1) /* one value: the same mean for every channel */
+                m[1] = m[2] = m[0];
+            else if (k != 3)
+                bad = 1;
+            if (bad) {
+                cli_error("--mean expects R,G,B (or one value for all channels), got '%s'", v);
+                return CLI_EXIT_USAGE;
+            }
+            memcpy(o->mean, m, sizeof(m));
+        } else if (!strcmp(name, "--scale")) {
+            char *end;
+            errno = 0;
+            double sv = strtod(v, &end);
+            if (errno || end == v || *end || !isfinite(sv)) {
+                cli_error("--scale expects a number, got '%s'", v);
+                return CLI_EXIT_USAGE;
+            }
+            o->scale = sv;
+        } else if (!strcmp(name, "--layout")) {
+            if (!strcmp(v, "nchw"))
+                o->layout = CLI_LAYOUT_NCHW;
+            else if (!strcmp(v, "nhwc"))
+                o->layout = CLI_LAYOUT_NHWC;
+            else {
+                cli_error("--layout expects nchw or nhwc, got '%s'", v);
+                return CLI_EXIT_USAGE;
+            }
         } else if (!strcmp(name, "--json")) {
             o->json_path = v;
         } else if (!strcmp(name, "--seed")) {
@@ -548,8 +704,8 @@ static int is_float_dtype(netrun_dtype t)
            t == NETRUN_DTYPE_BFLOAT16;
 }
 
-static void compare_one(const cli_opts *o, const netrun_tensor_view *got, const netrun_tensor_view *want,
-                        cli_check *c)
+void cli_compare_views(double rtol, double atol, const netrun_tensor_view *got, const netrun_tensor_view *want,
+                       cli_check *c)
 {
     char a[128], b[128];
     if (got->dtype != want->dtype) {
@@ -595,7 +751,7 @@ static void compare_one(const cli_opts *o, const netrun_tensor_view *got, const 
         } else {
             diff = fabs(g - w);
             rel = w != 0 ? diff / fabs(w) : (diff > 0 ? INFINITY : 0);
-            bad = exact ? diff != 0 : diff > o->atol + o->rtol * fabs(w);
+            bad = exact ? diff != 0 : diff > atol + rtol * fabs(w);
         }
         if (diff > c->max_abs)
             c->max_abs = diff;
@@ -650,7 +806,7 @@ static int check_outputs(const cli_opts *o, cli_result *r)
             missing++;
             continue;
         }
-        compare_one(o, &r->outputs[i], ref, c);
+        cli_compare_views(o->rtol, o->atol, &r->outputs[i], ref, c);
         netrun_tensor_free(ref);
         if (c->mismatch) {
             bad++;
@@ -742,6 +898,86 @@ static int apply_options(const cli_opts *o, const extra_opts *x, netrun_options 
     return 0;
 }
 
+int cli_load_model(const cli_opts *o, netrun_model **out, double *load_ms)
+{
+    netrun_load_limits lim;
+    memset(&lim, 0, sizeof(lim));
+    lim.max_tensor_bytes = o->max_tensor_bytes;
+    lim.max_graph_depth = (int)o->max_graph_depth;
+    double t0 = cli_now_ms();
+    netrun_status st = netrun_model_load_ex(o->model_path, &lim, out);
+    if (load_ms)
+        *load_ms = cli_now_ms() - t0;
+    if (st != NETRUN_OK) {
+        const char *msg = netrun_last_error();
+        cli_error("cannot load model %s: %s", o->model_path, msg && msg[0] ? msg : netrun_status_string(st));
+        *out = NULL;
+        return st == NETRUN_ERR_OUT_OF_MEMORY ? CLI_EXIT_RUNTIME : CLI_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* Record copy events for --dot when the timed runs were not profiled: one extra profiled run. */
+static int ensure_profile_events(cli_result *r)
+{
+    if (r->profile)
+        return 0;
+    if (netrun_session_set_profiling(r->session, 1) != NETRUN_OK || netrun_session_run(r->session) != NETRUN_OK) {
+        cli_error("profiled run for --dot failed: %s", netrun_session_error(r->session));
+        return CLI_EXIT_RUNTIME;
+    }
+    return 0;
+}
+
+/* Timed runs: --iterations N, or as many as fit in --duration. Fills *times (malloc'ed) and *n. */
+static int timed_runs(const cli_opts *o, cli_result *r, double **times_out, long *n_out)
+{
+    long cap = o->duration_s > 0 ? 1024 : o->iterations + 1, n = 0;
+    double *times = malloc((size_t)cap * sizeof(double));
+    if (!times) {
+        cli_error("out of memory for %ld timings", cap);
+        return CLI_EXIT_RUNTIME;
+    }
+    cli_progress pg;
+    double budget_ms = o->duration_s > 0 ? o->duration_s * 1000.0 : 0;
+    cli_progress_begin(&pg, o, "timed", o->duration_s > 0 ? 0 : o->iterations, budget_ms);
+    double start = cli_now_ms();
+    for (;;) {
+        if (o->duration_s > 0 ? (n > 0 && cli_now_ms() - start >= budget_ms) : n >= o->iterations)
+            break;
+        if (n == cap) {
+            if (cap > LONG_MAX / 2 || (size_t)cap * 2 > SIZE_MAX / sizeof(double)) {
+                cli_error("too many timed runs");
+                break;
+            }
+            double *nt = realloc(times, (size_t)cap * 2 * sizeof(double));
+            if (!nt) {
+                cli_error("out of memory for %ld timings", cap * 2);
+                free(times);
+                cli_progress_end(&pg);
+                return CLI_EXIT_RUNTIME;
+            }
+            times = nt;
+            cap *= 2;
+        }
+        double t0 = cli_now_ms();
+        netrun_status st = netrun_session_run(r->session);
+        times[n] = cli_now_ms() - t0;
+        if (st != NETRUN_OK) {
+            cli_progress_end(&pg);
+            cli_error("run %ld failed: %s", n + 1, netrun_session_error(r->session));
+            free(times);
+            return CLI_EXIT_RUNTIME;
+        }
+        n++;
+        cli_progress_step(&pg, n);
+    }
+    cli_progress_end(&pg);
+    *times_out = times;
+    *n_out = n;
+    return 0;
+}
+
 static int run_model(const cli_opts *o, const extra_opts *x)
 {
     cli_result r;
@@ -749,6 +985,8 @@ static int run_model(const cli_opts *o, const extra_opts *x)
     r.opts = o;
     netrun_options *no = NULL;
     double *times = NULL;
+    cli_profile_runs prof = {NULL, 0};
+    int profiling = o->profile || o->profile_json;
     int rc = resolve_backends(o, &r);
     if (rc)
         return rc;
@@ -758,17 +996,16 @@ static int run_model(const cli_opts *o, const extra_opts *x)
         cli_error("--check: %s is not a folder", o->check_dir);
         return CLI_EXIT_USAGE;
     }
-
-    double t0 = cli_now_ms();
-    netrun_status st = netrun_model_load(o->model_path, &r.model);
-    r.load_ms = cli_now_ms() - t0;
-    if (st != NETRUN_OK) {
-        const char *msg = netrun_last_error();
-        cli_error("cannot load model %s: %s", o->model_path, msg && msg[0] ? msg : netrun_status_string(st));
-        r.model = NULL;
-        return st == NETRUN_ERR_OUT_OF_MEMORY ? CLI_EXIT_RUNTIME : CLI_EXIT_USAGE;
+    if (profiling && o->iterations == 0 && o->duration_s <= 0) {
+        cli_error("--profile and --profile-json profile the timed runs: --iterations must be at least 1");
+        return CLI_EXIT_USAGE;
     }
 
+    if ((rc = cli_load_model(o, &r.model, &r.load_ms)) != 0)
+        return rc;
+
+    double t0;
+    netrun_status st;
     if (netrun_options_create(&no) != NETRUN_OK) {
         cli_error("cannot create options: %s", netrun_last_error());
         rc = CLI_EXIT_RUNTIME;
@@ -794,6 +1031,12 @@ static int run_model(const cli_opts *o, const extra_opts *x)
         rc = status_exit(st);
         goto done;
     }
+    if (o->explain) { /* placement only: no runs */
+        if (!o->quiet)
+            cli_explain(stdout, o, r.session);
+        rc = CLI_EXIT_OK;
+        goto done;
+    }
 
     t0 = cli_now_ms();
     st = netrun_session_run(r.session);
@@ -803,30 +1046,39 @@ static int run_model(const cli_opts *o, const extra_opts *x)
         rc = CLI_EXIT_RUNTIME;
         goto done;
     }
+    cli_progress pg;
+    cli_progress_begin(&pg, o, "warmup", o->warmup, 0);
     for (long i = 0; i < o->warmup; i++) {
         if ((st = netrun_session_run(r.session)) != NETRUN_OK) {
+            cli_progress_end(&pg);
             cli_error("warmup run %ld failed: %s", i + 1, netrun_session_error(r.session));
             rc = CLI_EXIT_RUNTIME;
             goto done;
         }
+        cli_progress_step(&pg, i + 1);
     }
-    times = calloc((size_t)o->iterations + 1, sizeof(double));
-    if (!times) {
-        cli_error("out of memory for %ld timings", o->iterations);
+    cli_progress_end(&pg);
+    /* Profiling covers exactly the timed runs, so the per-node sums can be set against their wall times. */
+    if (profiling && netrun_session_set_profiling(r.session, 1) != NETRUN_OK) {
+        cli_error("cannot switch profiling on: %s", netrun_session_error(r.session));
         rc = CLI_EXIT_RUNTIME;
         goto done;
     }
-    for (long i = 0; i < o->iterations; i++) {
-        t0 = cli_now_ms();
-        st = netrun_session_run(r.session);
-        times[i] = cli_now_ms() - t0;
-        if (st != NETRUN_OK) {
-            cli_error("run %ld failed: %s", i + 1, netrun_session_error(r.session));
+    if ((rc = timed_runs(o, &r, &times, &r.timed_runs)) != 0)
+        goto done;
+    if (profiling) {
+        /* Profiling stays on: switching it off clears the events (runtime/session.c), and no run follows. */
+        prof.wall_ms = malloc(((size_t)r.timed_runs + 1) * sizeof(double));
+        if (!prof.wall_ms) {
+            cli_error("out of memory");
             rc = CLI_EXIT_RUNTIME;
             goto done;
         }
+        memcpy(prof.wall_ms, times, (size_t)r.timed_runs * sizeof(double));
+        prof.n = r.timed_runs;
+        r.profile = &prof;
     }
-    compute_latency(times, (size_t)o->iterations, &r.latency);
+    compute_latency(times, (size_t)r.timed_runs, &r.latency);
 
     r.have_stats = netrun_session_get_stats(r.session, &r.stats) == NETRUN_OK;
     struct rusage ru;
@@ -858,16 +1110,27 @@ static int run_model(const cli_opts *o, const extra_opts *x)
     }
 
     int json_to_stdout = o->json_path && strcmp(o->json_path, "-") == 0;
-    if (!o->quiet && !json_to_stdout)
+    if (!o->quiet && !json_to_stdout) {
         cli_report_text(stdout, &r);
+        if (o->profile && (rc = cli_profile_print(stdout, o, r.session, &prof)) != 0)
+            goto done;
+    }
     if (o->json_path && cli_report_json(o->json_path, &r) != 0) {
         rc = CLI_EXIT_RUNTIME;
         goto done;
+    }
+    if (o->profile_json && (rc = cli_profile_trace(o->profile_json, o, r.session, &prof)) != 0)
+        goto done;
+    if (o->dot_path) {
+        /* Outputs are read; an extra profiled run only finds the copies. */
+        if ((rc = ensure_profile_events(&r)) != 0 || (rc = cli_write_dot(o->dot_path, o, r.session)) != 0)
+            goto done;
     }
     rc = check_rc;
 
 done:
     free(times);
+    free(prof.wall_ms);
     free(r.outputs);
     free(r.checks);
     free(r.output_files);
@@ -875,6 +1138,26 @@ done:
     netrun_session_destroy(r.session);
     netrun_options_destroy(no);
     netrun_model_release(r.model);
+    return rc;
+}
+
+/* --compare A,B: both lists get the common options; '+' separates backends inside one list. */
+static int compare_mode(const cli_opts *o, const extra_opts *x)
+{
+    netrun_options *oa = NULL, *ob = NULL;
+    int rc = CLI_EXIT_RUNTIME;
+    if (netrun_options_create(&oa) != NETRUN_OK || netrun_options_create(&ob) != NETRUN_OK) {
+        cli_error("cannot create options: %s", netrun_last_error());
+        goto done;
+    }
+    cli_opts common = *o;
+    common.backends = NULL;
+    if ((rc = apply_options(&common, x, oa)) != 0 || (rc = apply_options(&common, x, ob)) != 0)
+        goto done;
+    rc = cli_compare(o, oa, ob);
+done:
+    netrun_options_destroy(oa);
+    netrun_options_destroy(ob);
     return rc;
 }
 
@@ -891,8 +1174,27 @@ int main(int argc, char **argv)
     o.warmup = 3;
     o.iterations = 20;
 
+    o.duration_s = -1;
+    o.batch = -1;
+    o.scale = 1.0;
+
     int rc = parse_args(argc, argv, &o, &x);
     g_quiet = o.quiet;
+    /* Colour and progress only for a person at a terminal (https://no-color.org). */
+    const char *nc = getenv("NO_COLOR");
+    int colour_ok = !(nc && nc[0]);
+    o.color_out = colour_ok && isatty(STDOUT_FILENO);
+    o.color_err = colour_ok && isatty(STDERR_FILENO);
+    g_color_err = o.color_err;
+    o.progress = !o.quiet && isatty(STDERR_FILENO);
+    if (!rc && o.duration_s > 0 && o.iterations_set) {
+        cli_error("give --iterations or --duration, not both");
+        rc = CLI_EXIT_USAGE;
+    }
+    if (!rc && o.format && !o.support_matrix) {
+        cli_error("--format applies to --support-matrix");
+        rc = CLI_EXIT_USAGE;
+    }
     if (rc) {
         /* fall through to cleanup */
     } else if (x.show_help) {
@@ -902,15 +1204,25 @@ int main(int argc, char **argv)
                netrun_version());
     } else if (x.list_backends) {
         rc = list_backends();
+    } else if (o.support_matrix) {
+        rc = cli_support_matrix(stdout, o.format ? o.format : "text");
     } else if (!o.model_path) {
         cli_error("no model given (usage: netrun MODEL.onnx [options]; see netrun --help)");
         rc = CLI_EXIT_USAGE;
+    } else if (o.compare) {
+        if (o.backends) {
+            cli_error("--compare A,B chooses the backends itself: drop --backend");
+            rc = CLI_EXIT_USAGE;
+        } else {
+            rc = compare_mode(&o, &x);
+        }
     } else {
         rc = run_model(&o, &x);
     }
     free_kvs(o.inputs, o.n_inputs);
     free_kvs(o.shapes, o.n_shapes);
     free_kvs(o.dims, o.n_dims);
+    free_kvs(o.images, o.n_images);
     free_kvs(x.settings, x.n_settings);
     fflush(stdout);
     return rc;

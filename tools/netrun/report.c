@@ -222,13 +222,13 @@ void cli_report_text(FILE *f, const cli_result *r)
                 r->stats.n_copies, b1, r->stats.n_folded);
     }
     if (o->verbose && nodes > 0) {
-        fprintf(f, "\n  %-32s %-20s %-10s %s\n", "NODE", "OP", "BACKEND", "REASON");
+        fprintf(f, "\n  %-32s %-20s %-10s %-24s %s\n", "NODE", "OP", "BACKEND", "KERNEL", "REASON");
         for (int i = 0; i < nodes; i++) {
             netrun_node_info ni;
             if (netrun_session_node_info(r->session, i, &ni) != NETRUN_OK)
                 continue;
-            fprintf(f, "  %-32s %-20s %-10s %s\n", str_or(ni.name, "(unnamed)"), str_or(ni.op_type, "?"),
-                    str_or(ni.backend, "?"), str_or(ni.reason, ""));
+            fprintf(f, "  %-32s %-20s %-10s %-24s %s\n", str_or(ni.name, "(unnamed)"), str_or(ni.op_type, "?"),
+                    str_or(ni.backend, "?"), str_or(ni.kernel, "-"), str_or(ni.reason, ""));
         }
     }
 
@@ -239,7 +239,8 @@ void cli_report_text(FILE *f, const cli_result *r)
         fprintf(f, "  (backend init %.3f ms)", r->stats.init_ms);
     fprintf(f, "\n  first run   %10.3f ms\n", r->first_run_ms);
     if (r->latency.valid) {
-        fprintf(f, "  steady runs: %ld timed after %ld warmup\n", o->iterations, o->warmup);
+        fprintf(f, "  steady runs: %ld timed after %ld warmup%s\n", r->timed_runs, o->warmup,
+                r->profile ? " (profiled: backends synchronised after every node)" : "");
         fprintf(f, "    min %.3f ms, median %.3f ms, p90 %.3f ms, p99 %.3f ms, mean %.3f ms\n", r->latency.min,
                 r->latency.median, r->latency.p90, r->latency.p99, r->latency.mean);
         fprintf(f, "    throughput %.1f runs/s\n", r->latency.throughput_per_s);
@@ -399,6 +400,14 @@ static void json_report(cli_json *j, const cli_result *r)
     json_bool(j, "strict", o->strict);
     json_int(j, "warmup", o->warmup);
     json_int(j, "iterations", o->iterations);
+    if (o->duration_s > 0)
+        json_number(j, "duration_s", o->duration_s);
+    else
+        json_null(j, "duration_s");
+    if (o->batch > 0)
+        json_int(j, "batch", o->batch);
+    else
+        json_null(j, "batch");
     json_uint(j, "seed", o->seed);
     json_end_object(j);
 
@@ -439,6 +448,8 @@ static void json_report(cli_json *j, const cli_result *r)
         json_string(j, "op", ni.op_type);
         json_string(j, "backend", ni.backend);
         json_string(j, "reason", ni.reason);
+        json_string(j, "kernel", ni.kernel ? ni.kernel : "");
+        json_uint(j, "workspace_bytes", ni.workspace_bytes);
         json_end_object(j);
     }
     json_end_array(j);
@@ -461,7 +472,8 @@ static void json_report(cli_json *j, const cli_result *r)
     }
     json_number(j, "first_run_ms", r->first_run_ms);
     json_int(j, "warmup_runs", o->warmup);
-    json_int(j, "timed_runs", o->iterations);
+    json_int(j, "timed_runs", r->timed_runs);
+    json_bool(j, "profiled", r->profile != NULL);
     if (r->latency.valid) {
         json_begin_object(j, "latency_ms");
         json_number(j, "min", r->latency.min);
@@ -508,6 +520,9 @@ static void json_report(cli_json *j, const cli_result *r)
         json_end_object(j);
     }
     json_end_array(j);
+
+    if (r->profile)
+        cli_profile_json(j, r->session, r->profile);
 
     if (r->checks) {
         int all_ok = 1;

@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""Generate docs/api.md from the comments of include/netrun.h.
+
+    python3 tools/gen-api-doc.py            # rewrite docs/api.md
+    python3 tools/gen-api-doc.py --check    # exit 1 when docs/api.md is stale (a ctest runs this)
+
+What it takes from the header: the file's top comment (overview), each `/* ---- section ---- */` line (a
+heading), each NETRUN_API declaration with the comment block right above it (a comment shared by adjacent
+declarations documents all of them), and each typedef'd enum/struct with its comment (the types section).
+The header is the source of truth: edit its comments, then rerun this script.
+"""
+import argparse
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HEADER = os.path.join(ROOT, "include", "netrun.h")
+OUTPUT = os.path.join(ROOT, "docs", "api.md")
+
+SECTION = re.compile(r"^/\*\s*-{2,}\s*(.*?)\s*-{2,}\s*\*/$")
+
+
+def comment_text(lines):
+    """Text of a comment block (/* ... */ lines or // lines), without the markers."""
+    text = "\n".join(lines).strip()
+    if text.startswith("/*"):
+        text = text[2:]
+        if text.endswith("*/"):
+            text = text[:-2]
+        out = []
+        for line in text.split("\n"):
+            line = line.strip()
+            if line.startswith("*"):
+                line = line[1:]
+                if line.startswith(" "):
+                    line = line[1:]
+            out.append(line.rstrip())
+        return "\n".join(out).strip()
+    return "\n".join(l.strip()[2:].strip() for l in lines).strip()
+
+
+def parse(path):
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    items = []  # ("section", title) | ("func", [(name, decl)...], doc) | ("type", name, code, doc)
+    overview = ""
+    i = 0
+    # The file's top comment: everything up to the first */.
+    if lines and lines[0].startswith("/*"):
+        j = 0
+        while j < len(lines) and "*/" not in lines[j]:
+            j += 1
+        overview = comment_text(lines[: j + 1])
+        i = j + 1
+    pending = []      # the comment block just above the current line
+    in_group = False  # the previous line ended a declaration: a declaration now shares its comment
+    while i < len(lines):
+        line = lines[i]
+        s = line.strip()
+        m = SECTION.match(s)
+        if m:
+            items.append(("section", m.group(1)))
+            pending, in_group = [], False
+            i += 1
+            continue
+        if s.startswith("/*") and not s.startswith("/* ----"):
+            block = [line]
+            while "*/" not in lines[i] and i + 1 < len(lines):
+                i += 1
+                block.append(lines[i])
+            pending = block
+            in_group = False
+            i += 1
+            continue
+        if s.startswith("//"):
+            pending = pending + [line] if pending and pending[0].strip().startswith("//") else [line]
+            i += 1
+            continue
+        if s.startswith("NETRUN_API"):
+            decl = [s]
+            while not decl[-1].rstrip().endswith(";") and i + 1 < len(lines):
+                i += 1
+                decl.append(lines[i].strip())
+            text = " ".join(decl)
+            text = re.sub(r"^NETRUN_API\s+", "", text)
+            text = re.sub(r"\s+", " ", text).replace("( ", "(").replace(" )", ")")
+            name = re.search(r"\b(netrun_\w+)\s*\(", text)
+            if not name:
+                raise SystemExit(f"gen-api-doc: cannot find the function name in: {text}")
+            if pending or not (items and items[-1][0] == "func" and in_group):
+                items.append(("func", [(name.group(1), text)], comment_text(pending) if pending else ""))
+            else:
+                items[-1][1].append((name.group(1), text))  # right below the previous one: same comment
+            in_group = True
+            pending = []
+            i += 1
+            continue
+        tm = re.match(r"^typedef (struct|enum) (netrun_\w+) \{", s)
+        if tm:
+            code = [line]
+            while not re.match(r"^\}\s*\w+;", lines[i].strip()) and i + 1 < len(lines):
+                i += 1
+                code.append(lines[i])
+            doc = comment_text(pending) if pending else ""
+            items.append(("type", tm.group(2), "\n".join(code), doc))
+            pending, in_group = [], False
+            i += 1
+            continue
+        if s == "":
+            # A blank line ends a comment that documents nothing, and a group of declarations.
+            pending, in_group = [], False
+        elif not s.startswith("#"):
+            pending, in_group = [], False
+        i += 1
+    return overview, items
+
+
+def render(overview, items):
+    funcs = [d for it in items if it[0] == "func" for d in it[1]]
+    types = [it for it in items if it[0] == "type"]
+    out = [
+        "# The netrun C API (`include/netrun.h`)",
+        "",
+        "<!-- Generated by tools/gen-api-doc.py from the comments of include/netrun.h. Do not edit: edit the",
+        "     header, then run `python3 tools/gen-api-doc.py`. A ctest (packaging.api_doc) fails when stale. -->",
+        "",
+        f"{len(funcs)} functions. Link with `netrun::netrun` (CMake: `find_package(netrun)`) or",
+        "`pkg-config --cflags --libs netrun`; `examples/embed/` is a complete program. Backend plugins use",
+        "`include/netrun_backend.h` instead: see [writing-a-backend.md](writing-a-backend.md).",
+        "",
+        "## Overview",
+        "",
+        "```text",
+        overview,
+        "```",
+        "",
+    ]
+    # Functions, by section, in header order.
+    for it in items:
+        if it[0] == "section":
+            title = it[1]
+            out += [f"## {title[:1].upper()}{title[1:]}", ""]
+        elif it[0] == "func":
+            _, decls, doc = it
+            out += ["### " + ", ".join(f"`{n}`" for n, _ in decls), "", "```c"] + [d for _, d in decls] + ["```", ""]
+            if doc:
+                out += [doc, ""]
+    out += ["## Types", ""]
+    for _, name, code, doc in types:
+        out += [f"### `{name}`", ""]
+        if doc:
+            out += [doc, ""]
+        out += ["```c", code, "```", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--check", action="store_true", help="fail when the output file is stale instead of writing it")
+    ap.add_argument("--header", default=HEADER)
+    ap.add_argument("--output", default=OUTPUT)
+    args = ap.parse_args()
+    overview, items = parse(args.header)
+    text = render(overview, items)
+    if args.check:
+        try:
+            with open(args.output, encoding="utf-8") as f:
+                current = f.read()
+        except OSError as e:
+            print(f"gen-api-doc: cannot read {args.output}: {e}", file=sys.stderr)
+            return 1
+        if current != text:
+            print(f"gen-api-doc: {os.path.relpath(args.output, ROOT)} is stale: include/netrun.h changed. "
+                  "Run: python3 tools/gen-api-doc.py", file=sys.stderr)
+            return 1
+        print(f"gen-api-doc: {os.path.relpath(args.output, ROOT)} is up to date "
+              f"({sum(len(it[1]) for it in items if it[0] == 'func')} functions)")
+        return 0
+    with open(args.output, "w", encoding="utf-8") as f:
+        f.write(text)
+    print(f"gen-api-doc: wrote {os.path.relpath(args.output, ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
