@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 #define NETRUN_ABI_MAJOR 1
-#define NETRUN_ABI_MINOR 1
+#define NETRUN_ABI_MINOR 2
 #define NETRUN_ABI_VERSION ((uint32_t)((NETRUN_ABI_MAJOR << 16) | NETRUN_ABI_MINOR))
 #define NETRUN_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 
@@ -185,7 +185,7 @@ typedef struct netrun_backend_api {
     /* Wait for queued work (may be NULL for synchronous backends). */
     netrun_status (*synchronize)(netrun_backend_context *ctx);
 
-    /* ---- ABI 1.1 ---- */
+    /* ---- ABI 1.1 (1.2 appended params structs to netrun_ops.h, no slots) ---- */
     /* Optional: name the kernel or algorithm chosen for a node (for profiles), e.g. "cudnn IMPLICIT_GEMM". */
     netrun_status (*kernel_describe)(netrun_backend_context *ctx, netrun_kernel *kernel, char *buf, size_t buf_size);
 } netrun_backend_api;

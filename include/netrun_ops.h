@@ -149,9 +149,17 @@ typedef struct netrun_transpose_params {
 } netrun_transpose_params;
 
 /* Cast. */
+/* Cast's round_mode (opset 24+): how a value rounds to float8e8m0 (a power of two). */
+typedef enum netrun_cast_round_mode {
+    NETRUN_CAST_ROUND_UP = 0,     /* "up", the default: any fraction rounds to the next power of two */
+    NETRUN_CAST_ROUND_DOWN = 1,   /* "down": truncate to the exponent */
+    NETRUN_CAST_ROUND_NEAREST = 2 /* "nearest" */
+} netrun_cast_round_mode;
+
 typedef struct netrun_cast_params {
     int to;                                /* netrun_dtype */
     int saturate;
+    int round_mode;                        /* netrun_cast_round_mode */
 } netrun_cast_params;
 
 /* Pad, resolved to every dim. */
@@ -239,6 +247,313 @@ typedef struct netrun_eyelike_params {
 } netrun_eyelike_params;
 
 /* GatherND carries batch_dims in netrun_axis_params.axis. */
+
+/* ---- index family ---- */
+/* Params of the index_ops family (and the leftover ops it hosts); to move into netrun_ops.h later. */
+
+
+/* Unique: over the flattened input (has_axis 0) or over slices along axis. */
+typedef struct netrun_unique_params {
+    int sorted;
+    int has_axis;
+    int axis;            /* non-negative when has_axis */
+    int present[4];      /* which of Y, indices, inverse_indices, counts the node asks for */
+} netrun_unique_params;
+
+/* OneHot: output inserts a dim of size depth at axis. */
+typedef struct netrun_onehot_params {
+    int axis;            /* non-negative, in the output's rank */
+    int64_t depth;
+} netrun_onehot_params;
+
+/* Compress: along axis, or over the flattened input when has_axis is 0. */
+typedef struct netrun_compress_params {
+    int has_axis;
+    int axis;
+} netrun_compress_params;
+
+/* ReverseSequence. */
+typedef struct netrun_reverse_sequence_params {
+    int time_axis, batch_axis; /* 0 and 1 in some order */
+} netrun_reverse_sequence_params;
+
+/* TensorScatter: write update into a copy of past_cache along axis at write_indices[batch]. */
+typedef struct netrun_tensor_scatter_params {
+    int axis;            /* non-negative, >= 1 */
+    int circular;
+} netrun_tensor_scatter_params;
+
+/* TfIdfVectorizer over integer tokens: the pool's n-grams (lengths in [min_gram, max_gram]) as a table. */
+typedef struct netrun_tfidf_params {
+    int mode;            /* 0 TF, 1 IDF, 2 TFIDF */
+    int64_t min_gram, max_gram, max_skip;
+    int64_t output_size;
+    int64_t n_grams;
+    const int64_t *grams; /* n_grams rows of (length, first item in pool, output column) */
+    const int64_t *pool;  /* pool_int64s */
+    const float *weights; /* output_size weights, or NULL */
+} netrun_tfidf_params;
+
+/* ai.onnx.preview.training Adagrad, Adam, Momentum over n tensors: inputs R, T, then groups of n. */
+typedef enum netrun_optimizer_kind { NETRUN_OPT_ADAGRAD = 0, NETRUN_OPT_ADAM = 1, NETRUN_OPT_MOMENTUM = 2 }
+    netrun_optimizer_kind;
+typedef struct netrun_optimizer_params {
+    int kind;            /* netrun_optimizer_kind */
+    int n;               /* tensors optimized */
+    int nesterov;        /* Momentum mode "nesterov" */
+    float alpha, beta, epsilon, decay_factor, norm_coefficient, norm_coefficient_post;
+} netrun_optimizer_params;
+
+/* ---- loss family ---- */
+/* Params of the ops added with the loss family (and of a few norm ops) that include/netrun_ops.h lacks yet.
+ * Included by the layers and by the CPU kernels; the lead moves them into netrun_ops.h later. */
+
+
+
+/* NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss. */
+typedef enum netrun_loss_reduction { NETRUN_LOSS_NONE = 0, NETRUN_LOSS_SUM = 1, NETRUN_LOSS_MEAN = 2 } netrun_loss_reduction;
+typedef struct netrun_loss_params {
+    int reduction;                         /* netrun_loss_reduction */
+    int has_ignore_index;
+    int64_t ignore_index;
+} netrun_loss_params;
+
+/* Einsum, resolved against the input shapes: every dim of every operand and of the output carries a label
+ * id in [0, n_labels); ellipsis dims get their own ids. Labels of no output dim are summed over. */
+#define NETRUN_EINSUM_MAX_INPUTS 8
+#define NETRUN_EINSUM_MAX_LABELS (52 + NETRUN_MAX_RANK)
+typedef struct netrun_einsum_params {
+    int n_inputs;
+    int n_labels;
+    int64_t label_dim[NETRUN_EINSUM_MAX_LABELS];
+    int in_rank[NETRUN_EINSUM_MAX_INPUTS];
+    int in_label[NETRUN_EINSUM_MAX_INPUTS][NETRUN_MAX_RANK];
+    int out_rank;
+    int out_label[NETRUN_MAX_RANK];
+} netrun_einsum_params;
+
+/* LpNormalization. */
+typedef struct netrun_lpnorm_params {
+    int axis;                              /* non-negative */
+    int64_t p;                             /* 1 or 2 */
+} netrun_lpnorm_params;
+
+/* LRN. */
+typedef struct netrun_lrn_params {
+    float alpha, beta, bias;
+    int64_t size;
+} netrun_lrn_params;
+
+/* MeanVarianceNormalization uses netrun_reduce_params (axes sorted, non-negative). Swish uses
+ * netrun_unary_params (alpha). */
+
+/* ---- quantize family ---- */
+/* Params of the quantize family (QuantizeLinear, DequantizeLinear), shared by layers/quantize.c and
+ * backends/cpu/quantize.c. To be moved into include/netrun_ops.h by the lead. QLinearConv and ConvInteger
+ * use netrun_conv_params; BitCast uses netrun_cast_params; DynamicQuantizeLinear, QLinearMatMul and
+ * MatMulInteger take no params. */
+
+
+typedef enum netrun_quant_mode {
+    NETRUN_QUANT_PER_TENSOR = 0, /* scale has one element */
+    NETRUN_QUANT_PER_AXIS = 1,   /* scale is 1-D with the length of x's dim `axis` */
+    NETRUN_QUANT_BLOCKED = 2     /* scale has x's rank; dim `axis` is ceil(D / block_size) */
+} netrun_quant_mode;
+
+/* QuantizeLinear: y = saturate(round_even(x / scale) + zero_point); DequantizeLinear:
+ * y = (x - zero_point) * scale. Zero point (input 2) is optional and has the scale's element count. */
+typedef struct netrun_quantize_params {
+    int mode;                /* netrun_quant_mode */
+    int axis;                /* non-negative (per-axis and blocked) */
+    int64_t block_size;      /* blocked only */
+    int saturate;            /* QuantizeLinear to float8: 1 = clamp to the largest finite value */
+    int out_dtype;           /* netrun_dtype of y */
+    int precision;           /* QuantizeLinear: netrun_dtype the division is rounded to (float, float16,
+                              * bfloat16, or double when an input is int32) */
+} netrun_quantize_params;
+
+/* ---- signal family ---- */
+/* Params of the signal family (DFT, STFT, windows, MelWeightMatrix); to move into netrun_ops.h later. */
+
+
+/* DFT: transform along `axis` of an input [..., n, ..., 1 or 2] (real or interleaved complex). */
+typedef struct netrun_dft_params {
+    int axis;            /* non-negative, never the last (real/imag) dim */
+    int64_t dft_length;  /* transform length (input zero-padded or truncated to it) */
+    int inverse;         /* inverse transform, scaled by 1/dft_length */
+    int onesided;        /* forward: keep dft_length/2+1 bins; inverse: Hermitian input, real output */
+} netrun_dft_params;
+
+/* STFT of a signal [batch, length, 1 or 2] into [batch, frames, bins, 2]. */
+typedef struct netrun_stft_params {
+    int64_t frame_step, frame_length, n_frames;
+    int onesided;
+    int has_window;      /* input 2 present (length frame_length) */
+} netrun_stft_params;
+
+/* HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix. */
+typedef struct netrun_window_params {
+    int periodic;
+    int output_datatype; /* netrun_dtype of the output */
+} netrun_window_params;
+
+/* ---- transformer family ---- */
+/* Params of the transformer family (Attention, FlexAttention, RMSNormalization, RotaryEmbedding,
+ * LinearAttention, CausalConvWithState), shared by layers/transformer.c and backends/cpu/transformer.c.
+ * To be moved into netrun_ops.h by the lead. RMSNormalization uses netrun_norm_params. */
+
+
+/* FlexAttention score_mod/prob_mod compiled to an elementwise program over the [B, Hq, L, S] score tensor:
+ * register 0 holds the score (or probability), each instruction writes register dst. */
+enum {
+    NETRUN_FLEX_CONST = 0, NETRUN_FLEX_AXIS, /* k = value / axis index 0..3 */
+    NETRUN_FLEX_ADD, NETRUN_FLEX_SUB, NETRUN_FLEX_MUL, NETRUN_FLEX_DIV, NETRUN_FLEX_POW, NETRUN_FLEX_MIN,
+    NETRUN_FLEX_MAX, NETRUN_FLEX_GE, NETRUN_FLEX_GT, NETRUN_FLEX_LE, NETRUN_FLEX_LT, NETRUN_FLEX_EQ,
+    NETRUN_FLEX_AND, NETRUN_FLEX_OR, NETRUN_FLEX_WHERE, NETRUN_FLEX_NEG, NETRUN_FLEX_ABS, NETRUN_FLEX_TANH,
+    NETRUN_FLEX_EXP, NETRUN_FLEX_LOG, NETRUN_FLEX_SQRT, NETRUN_FLEX_SIGMOID, NETRUN_FLEX_RELU, NETRUN_FLEX_NOT,
+    NETRUN_FLEX_TRUNC, NETRUN_FLEX_COPY, NETRUN_FLEX_RECIP, NETRUN_FLEX_FLOOR, NETRUN_FLEX_CEIL
+};
+#define NETRUN_FLEX_MAX_INSN 64
+typedef struct netrun_flex_insn {
+    int op, dst, a, b, c;
+    double k;
+} netrun_flex_insn;
+typedef struct netrun_flex_prog {
+    int n_insn, n_regs, out_reg;
+    netrun_flex_insn insn[NETRUN_FLEX_MAX_INSN];
+} netrun_flex_prog;
+
+/* Attention (opset 23/24) and ai.onnx.preview FlexAttention (is_flex). All sizes resolved by infer. */
+typedef struct netrun_attention_params {
+    int q_num_heads, kv_num_heads;     /* resolved from the 4-D shapes or the attributes (3-D) */
+    int input_3d;                      /* Q/K/V are [B, L, heads * E]; Y is 3-D too */
+    int is_causal;
+    float scale;                       /* resolved: 1/sqrt(head_size) unless given */
+    float softcap;                     /* 0 = none */
+    int softmax_precision;             /* ONNX TensorProto dtype, 0 = that of the inputs */
+    int qk_matmul_output_mode;         /* 0 raw QK, 1 after softcap, 2 after mask, 3 after softmax */
+    int mask_kind;                     /* 0 none, 1 bool, 2 additive float */
+    int has_past;                      /* past_key and past_value present */
+    int has_nonpad;                    /* nonpad_kv_seqlen present */
+    int is_flex;                       /* FlexAttention: no mask/past; softmax in float (double for double) */
+    int64_t batch, q_len, kv_len, past_len, total_len, head_size, v_head_size;
+    const netrun_flex_prog *score_mod, *prob_mod; /* FlexAttention modifiers (NULL = none) */
+    char mod_error[120];               /* FlexAttention: why a modifier subgraph cannot run ("" = fine) */
+} netrun_attention_params;
+
+/* RotaryEmbedding (opset 23). */
+typedef struct netrun_rotary_params {
+    int num_heads;                     /* resolved (3-D input: attribute; 4-D: dims[1]) */
+    int interleaved;
+    int input_3d;
+    int has_position_ids;
+    int64_t rotary_dim;                /* resolved: head_size when 0 */
+    int64_t batch, seq_len, head_size;
+} netrun_rotary_params;
+
+/* LinearAttention (opset 27). */
+typedef struct netrun_linear_attention_params {
+    int q_num_heads, kv_num_heads;
+    int gating, delta;                 /* from update_rule: linear, gated, delta, gated_delta */
+    float scale;                       /* resolved: 1/sqrt(d_k) when 0 */
+    int decay_per_key;                 /* decay last dim is kv_heads * d_k (else kv_heads) */
+    int64_t beta_heads;                /* beta last dim: kv_heads or 1 */
+    int has_past;
+    int64_t batch, seq_len, d_k, d_v;
+} netrun_linear_attention_params;
+
+/* CausalConvWithState (opset 27). */
+typedef struct netrun_causal_conv_params {
+    int silu;                          /* activation "silu" or "swish" */
+    int has_bias, has_past;
+    int64_t batch, channels, length, kernel;
+} netrun_causal_conv_params;
+
+/* ---- vision family ---- */
+/* Params of the vision ops (GridSample, NonMaxSuppression, RoiAlign, MaxRoiPool, MaxUnpool, AffineGrid,
+ * Col2Im, CenterCropPad, DeformConv, ImageDecoder). Included by layers/vision.c and backends/cpu/vision.c;
+ * meant to move into include/netrun_ops.h. */
+
+
+
+enum { NETRUN_GS_LINEAR = 0, NETRUN_GS_NEAREST = 1, NETRUN_GS_CUBIC = 2 };
+enum { NETRUN_GS_PAD_ZEROS = 0, NETRUN_GS_PAD_BORDER = 1, NETRUN_GS_PAD_REFLECTION = 2 };
+
+/* GridSample: X [N, C, D1..Dk], grid [N, O1..Ok, k] (grid[..., 0] indexes the last spatial dim). */
+typedef struct netrun_grid_sample_params {
+    int mode;           /* NETRUN_GS_* */
+    int padding_mode;   /* NETRUN_GS_PAD_* */
+    int align_corners;
+    int n_spatial;      /* k: 1..3 */
+} netrun_grid_sample_params;
+
+/* NonMaxSuppression: the thresholds are inputs 2..4, read by the kernel. */
+typedef struct netrun_nms_params {
+    int center_point_box;
+} netrun_nms_params;
+
+/* RoiAlign. */
+typedef struct netrun_roi_align_params {
+    int mode_max;       /* 0 avg, 1 max */
+    int half_pixel;     /* coordinate_transformation_mode == half_pixel */
+    int64_t output_height, output_width, sampling_ratio;
+    float spatial_scale;
+} netrun_roi_align_params;
+
+/* MaxRoiPool. */
+typedef struct netrun_max_roi_pool_params {
+    int64_t pooled_h, pooled_w;
+    float spatial_scale;
+} netrun_max_roi_pool_params;
+
+/* MaxUnpool: indices address the tensor of shape [N, C, inferred...]; that tensor is written at the
+ * origin of the (possibly larger) output. */
+typedef struct netrun_max_unpool_params {
+    int n_spatial;
+    int64_t kernel[NETRUN_MAX_SPATIAL];
+    int64_t strides[NETRUN_MAX_SPATIAL];
+    int64_t pads_begin[NETRUN_MAX_SPATIAL];
+    int64_t pads_end[NETRUN_MAX_SPATIAL];
+    int64_t inferred[NETRUN_MAX_SPATIAL]; /* spatial dims the indices refer to */
+} netrun_max_unpool_params;
+
+/* AffineGrid: output [N, H, W, 2] or [N, D, H, W, 3]. */
+typedef struct netrun_affine_grid_params {
+    int align_corners;
+    int n_spatial;      /* 2 or 3 */
+} netrun_affine_grid_params;
+
+/* Col2Im: input [N, C * prod(block), L], output [N, C, image...]. */
+typedef struct netrun_col2im_params {
+    int n_spatial;
+    int64_t image[NETRUN_MAX_RANK];
+    int64_t block[NETRUN_MAX_RANK];
+    int64_t dilations[NETRUN_MAX_RANK];
+    int64_t pads_begin[NETRUN_MAX_RANK];
+    int64_t pads_end[NETRUN_MAX_RANK];
+    int64_t strides[NETRUN_MAX_RANK];
+    int64_t blocks[NETRUN_MAX_RANK];  /* sliding positions per spatial dim (L = their product) */
+} netrun_col2im_params;
+
+/* CenterCropPad: out[i] = in[i + offset] along every axis (zero where that falls outside the input). */
+typedef struct netrun_center_crop_pad_params {
+    int rank;
+    int64_t offset[NETRUN_MAX_RANK];
+} netrun_center_crop_pad_params;
+
+/* DeformConv (2-D): X [N, C, H, W], W [M, C/group, kH, kW], offset [N, og*kH*kW*2, oH, oW],
+ * B [M] (optional), mask [N, og*kH*kW, oH, oW] (optional). */
+typedef struct netrun_deform_conv_params {
+    int64_t kernel[2], strides[2], dilations[2], pads_begin[2], pads_end[2];
+    int64_t group, offset_group;
+    int has_bias, has_mask;
+} netrun_deform_conv_params;
+
+/* ImageDecoder: output [H, W, 3] (RGB/BGR) or [H, W, 1] (Grayscale), uint8, shaped by the kernel. */
+enum { NETRUN_PIXEL_RGB = 0, NETRUN_PIXEL_BGR = 1, NETRUN_PIXEL_GRAY = 2 };
+typedef struct netrun_image_decoder_params {
+    int pixel_format;
+} netrun_image_decoder_params;
 
 /* Dropout, Identity and ops whose output is a reshaped view (Reshape, Flatten, Squeeze, Unsqueeze) carry
  * no params: the output desc has the shape. */

@@ -8,13 +8,11 @@
  *   Mod:      alpha = fmod (0 or 1)
  *   BitShift: alpha = 1 for direction "RIGHT", 0 for "LEFT"
  *   IsInf:    alpha = detect_negative, beta = detect_positive (0 or 1)
- * Cast and CastLike use netrun_cast_ex_params (layers/cast_params.h: netrun_cast_params plus round_mode;
- * CastLike's `to` is input 1's dtype). */
+ * Cast and CastLike use netrun_cast_params (CastLike's `to` is input 1's dtype). */
 #include <float.h>
 #include <math.h>
 #include <string.h>
 
-#include "cast_params.h"
 #include "layer.h"
 
 #define DT(t) NETRUN_DTYPE_BIT(NETRUN_DTYPE_##t)
@@ -302,9 +300,9 @@ static int valid_dtype(int64_t t) {
 }
 
 /* saturate (opset 19+) and round_mode (opset 24+, used when casting to float8e8m0). */
-static netrun_status parse_saturate(nr_layer_ctx *c, netrun_cast_ex_params *p) {
+static netrun_status parse_saturate(nr_layer_ctx *c, netrun_cast_params *p) {
     const char *rm = "up";
-    TRY(get_flag(c, "saturate", 1, &p->cast.saturate));
+    TRY(get_flag(c, "saturate", 1, &p->saturate));
     if (nr_opset(c) >= 24) TRY(nr_attr_string(c, "round_mode", "up", &rm));
     if (strcmp(rm, "up") == 0) p->round_mode = NETRUN_CAST_ROUND_UP;
     else if (strcmp(rm, "down") == 0) p->round_mode = NETRUN_CAST_ROUND_DOWN;
@@ -314,17 +312,17 @@ static netrun_status parse_saturate(nr_layer_ctx *c, netrun_cast_ex_params *p) {
 }
 
 static netrun_status parse_cast(nr_layer_ctx *c, void *pv) {
-    netrun_cast_ex_params *p = pv;
+    netrun_cast_params *p = pv;
     int64_t to;
     if (!nr_attr_has(c, "to")) return nr_layer_error(c, "attribute to is required");
     TRY(nr_attr_int(c, "to", 0, &to));
     if (!valid_dtype(to)) return nr_layer_error(c, "attribute to = %lld is not a known element type", (long long)to);
-    p->cast.to = (int)to;
+    p->to = (int)to;
     return parse_saturate(c, p);
 }
 
 static netrun_status infer_cast(nr_layer_ctx *c, void *pv) {
-    netrun_cast_params *p = pv; /* first member of netrun_cast_ex_params */
+    netrun_cast_params *p = pv;
     TRY(need_inputs(c, 1, 1));
     const netrun_value_desc *x = nr_in(c, 0);
     nr_out_set(c, 0, (netrun_dtype)p->to, x->rank, x->dims);
@@ -334,7 +332,7 @@ static netrun_status infer_cast(nr_layer_ctx *c, void *pv) {
 static netrun_status parse_cast_like(nr_layer_ctx *c, void *pv) { return parse_saturate(c, pv); }
 
 static netrun_status infer_cast_like(nr_layer_ctx *c, void *pv) {
-    netrun_cast_params *p = pv; /* first member of netrun_cast_ex_params */
+    netrun_cast_params *p = pv;
     TRY(need_inputs(c, 2, 2));
     const netrun_value_desc *x = nr_in(c, 0);
     p->to = (int)nr_in(c, 1)->dtype;
@@ -379,7 +377,7 @@ const nr_layer nr_layers_elementwise[] = {
     U(Max, 6, infer_var_numeric) U(Min, 6, infer_var_numeric) U(Sum, 6, infer_var_numeric)
     U(Mean, 6, infer_var_float)
     U(Where, 9, infer_where)
-    {"Cast", "", 6, sizeof(netrun_cast_ex_params), parse_cast, infer_cast, 0},
-    {"CastLike", "", 15, sizeof(netrun_cast_ex_params), parse_cast_like, infer_cast_like, 0},
+    {"Cast", "", 6, sizeof(netrun_cast_params), parse_cast, infer_cast, 0},
+    {"CastLike", "", 15, sizeof(netrun_cast_params), parse_cast_like, infer_cast_like, 0},
     {0},
 };

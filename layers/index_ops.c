@@ -6,7 +6,6 @@
 
 #include "layer.h"
 #include "netrun_ops.h"
-#include "index_params.h"
 
 /* ---- NonZero ---- */
 

@@ -2,7 +2,6 @@
 #include <string.h>
 
 #include "layer.h"
-#include "loss_params.h"
 
 #define TRY(x)                                   \
     do {                                         \

@@ -5,7 +5,6 @@
 
 #include "layer.h"
 #include "netrun_ops.h"
-#include "quantize_params.h"
 
 #define TRY(x)                                   \
     do {                                         \

@@ -6,7 +6,6 @@
 
 #include "layer.h"
 #include "netrun_ops.h"
-#include "signal_params.h"
 
 #define MAX_SIGNAL_LEN ((int64_t)1 << 40) /* far beyond any real transform; keeps sizes from overflowing */
 

@@ -9,7 +9,6 @@
 
 #include "layer.h"
 #include "netrun_ops.h"
-#include "transformer_params.h"
 #include "../runtime/layer_ctx.h" /* the node's graph attributes (FlexAttention modifiers) */
 
 #define T_FLOATS NR_DTYPES_FLOAT

@@ -5,7 +5,6 @@
 
 #include "layer.h"
 #include "netrun_ops.h"
-#include "vision_params.h"
 
 #define ST(x) do { netrun_status st_ = (x); if (st_ != NETRUN_OK) return st_; } while (0)
 

@@ -3,7 +3,6 @@
 #include <stdio.h>
 
 #include "cpu_internal.h"
-#include "../../layers/cast_params.h"
 
 #define CAST_GRAIN 16384
 
@@ -403,9 +402,9 @@ netrun_status cpu_cast_run(cpu_context *ctx, void *state, const netrun_kernel_ar
     if (n != cpu_count(y))
         return cpu_host->error(NETRUN_ERR_INTERNAL, "Cast: output has %lld elements, input %lld",
                                (long long)cpu_count(y), (long long)n);
-    /* Cast and CastLike params are netrun_cast_ex_params (layers/elementwise.c) */
-    const netrun_cast_ex_params *p = args->params;
-    int sat = p ? p->cast.saturate != 0 : 1, rm = p ? p->round_mode : NETRUN_CAST_ROUND_UP;
+    /* Cast and CastLike params are netrun_cast_params (layers/elementwise.c) */
+    const netrun_cast_params *p = args->params;
+    int sat = p ? p->saturate != 0 : 1, rm = p ? p->round_mode : NETRUN_CAST_ROUND_UP;
     int special = x->dtype != y->dtype && ((!sat && is_f8(y->dtype)) ||
                                            (y->dtype == NETRUN_DTYPE_FLOAT8E8M0 && (!sat || rm != NETRUN_CAST_ROUND_UP)));
     cast_job j = {x->data, y->data, x->dtype, y->dtype, elem_size(x->dtype), elem_size(y->dtype), special, sat, rm};

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 
 #include "cpu_internal.h"
-#include "../../layers/index_params.h"
 
 /* Is element i nonzero? -0.0 counts as zero, NaN as nonzero. */
 static int elem_nonzero(const void *p, netrun_dtype t, size_t es, int64_t i) {

@@ -4,7 +4,6 @@
 #include <stdio.h>
 
 #include "cpu_internal.h"
-#include "../../layers/loss_params.h"
 
 static inline double ldf(netrun_dtype dt, const void *b, int64_t i) {
     switch (dt) {

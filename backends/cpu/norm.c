@@ -4,7 +4,6 @@
 #include <stdio.h>
 
 #include "gemm_util.h"
-#include "../../layers/loss_params.h"
 
 #define CHUNK 256
 

@@ -6,7 +6,6 @@
 #include <stdio.h>
 
 #include "cpu_internal.h"
-#include "../../layers/quantize_params.h"
 
 /* From cast.c. */
 float cpu_f8_to_float(uint8_t b, netrun_dtype t);

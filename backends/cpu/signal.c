@@ -6,7 +6,6 @@
 #include <stdlib.h>
 
 #include "cpu_internal.h"
-#include "../../layers/signal_params.h"
 
 static const double PI = 3.14159265358979323846;
 

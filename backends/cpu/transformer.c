@@ -8,7 +8,6 @@
 
 #include "cpu_internal.h"
 #include "gemm_util.h"
-#include "../../layers/transformer_params.h"
 
 /* ---- element access for the floating dtypes ---- */
 static inline double ld(netrun_dtype t, const void *p, int64_t i) {

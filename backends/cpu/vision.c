@@ -6,7 +6,6 @@
 #include <stdlib.h>
 
 #include "cpu_internal.h"
-#include "../../layers/vision_params.h"
 
 /* ---- dtype-generic element access ---- */
 
