@@ -172,11 +172,27 @@ static const char *missing_required_slot(const netrun_backend_api *api) {
     return NULL;
 }
 
-static void load_plugin(const char *file) {
+/* Candidates found by discovery, loaded on demand (a session that names "cpu" never maps the CUDA plugin). */
+static char **cands;
+static char *cand_loaded;
+static int n_cands, cap_cands;
+static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void add_candidate(const char *file) {
     char real[PATH_MAX];
     if (!realpath(file, real)) return; /* vanished between listing and loading */
     if (already_seen(real)) return;
     remember_seen(real);
+    char *copy = nr_strdup(real);
+    if (!copy || !grow((void **)&cands, &cap_cands, n_cands + 1, sizeof *cands)) {
+        nr_free(copy);
+        LOG(NETRUN_LOG_ERROR, "out of memory listing backend plugins");
+        return;
+    }
+    cands[n_cands++] = copy;
+}
+
+static void load_plugin(const char *real) {
 
     /* The first plugin of a name wins: do not even load a later library of the same file name. */
     char *file_name = plugin_name_of(real);
@@ -335,7 +351,7 @@ static void scan_folder(const char *dir) {
         char *full = join_path(dir, names[i]);
         if (full) {
             struct stat sb;
-            if (stat(full, &sb) == 0 && S_ISREG(sb.st_mode)) load_plugin(full);
+            if (stat(full, &sb) == 0 && S_ISREG(sb.st_mode)) add_candidate(full);
             nr_free(full);
         }
         nr_free(names[i]);
@@ -353,7 +369,7 @@ static void scan_entry(const char *entry) {
     if (S_ISDIR(sb.st_mode))
         scan_folder(entry);
     else if (S_ISREG(sb.st_mode))
-        load_plugin(entry);
+        add_candidate(entry);
 }
 
 /* The folder part of a path (malloc'ed), or NULL. */
@@ -376,10 +392,6 @@ static void scan_joined(const char *dir, const char *rel) {
 }
 
 static void discover(void) {
-    /* Probes report failures through the thread's error: keep the caller's message as it was. */
-    char saved[NR_ERROR_MAX];
-    snprintf(saved, sizeof saved, "%s", nr_error_message() ? nr_error_message() : "");
-
     const char *env = getenv("NETRUN_BACKEND_PATH");
     if (env && *env) {
         char *list = nr_strdup(env);
@@ -425,30 +437,72 @@ static void discover(void) {
     nr_free(seen_paths);
     seen_paths = NULL;
     n_seen = cap_seen = 0;
+    /* Each candidate makes at most one entry: reserve them all now, so that entries never move once handed
+     * out (sessions keep pointers to them) however late a plugin is loaded. */
+    cand_loaded = nr_calloc((size_t)n_cands + 1, 1);
+    if (!cand_loaded || (n_cands && !grow((void **)&backends, &cap_backends, n_cands, sizeof *backends))) {
+        LOG(NETRUN_LOG_ERROR, "out of memory listing backend plugins");
+        n_cands = 0;
+    }
+}
 
+/* Load candidate i once (under load_mu). Probes report failures through the thread's error: the caller's
+ * message is kept as it was. */
+static void load_candidate(int i) {
+    if (i < 0 || i >= n_cands || cand_loaded[i]) return;
+    cand_loaded[i] = 1;
+    char saved[NR_ERROR_MAX];
+    snprintf(saved, sizeof saved, "%s", nr_error_message() ? nr_error_message() : "");
+    load_plugin(cands[i]);
     if (saved[0])
         nr_error(NETRUN_ERR_INTERNAL, "%s", saved);
     else
         nr_error_clear();
 }
 
+static void load_all(void) {
+    pthread_once(&discover_once, discover);
+    pthread_mutex_lock(&load_mu);
+    for (int i = 0; i < n_cands; i++) load_candidate(i);
+    pthread_mutex_unlock(&load_mu);
+}
+
+/* The entry of that name (loading only the candidates whose file carries the name, then all if needed). */
+static const nr_backend *lookup(const char *name, int need_available) {
+    pthread_once(&discover_once, discover);
+    if (!name) return NULL;
+    const nr_backend *found = NULL;
+    pthread_mutex_lock(&load_mu);
+    for (int pass = 0; pass < 3 && !found; pass++) {
+        if (pass == 1)
+            for (int i = 0; i < n_cands; i++) {
+                char *pn = plugin_name_of(cands[i]);
+                if (pn && !strcmp(pn, name)) load_candidate(i);
+                nr_free(pn);
+            }
+        if (pass == 2)
+            for (int i = 0; i < n_cands; i++) load_candidate(i);
+        for (int i = 0; i < n_backends && !found; i++)
+            if (backends[i].name && !strcmp(backends[i].name, name) && (!need_available || backends[i].available))
+                found = &backends[i];
+    }
+    pthread_mutex_unlock(&load_mu);
+    return found;
+}
+
 /* ---- public (internal) interface ---- */
 
 int nr_backends_count(void) {
-    pthread_once(&discover_once, discover);
+    load_all();
     return n_backends;
 }
 
 const nr_backend *nr_backends_get(int index) {
-    pthread_once(&discover_once, discover);
+    load_all();
     if (index < 0 || index >= n_backends) return NULL;
     return &backends[index];
 }
 
-const nr_backend *nr_backends_find(const char *name) {
-    pthread_once(&discover_once, discover);
-    if (!name) return NULL;
-    for (int i = 0; i < n_backends; i++)
-        if (backends[i].available && !strcmp(backends[i].name, name)) return &backends[i];
-    return NULL;
-}
+const nr_backend *nr_backends_find(const char *name) { return lookup(name, 1); }
+
+const nr_backend *nr_backends_lookup(const char *name) { return lookup(name, 0); }

@@ -20,8 +20,11 @@ typedef struct nr_backend {
  * The first plugin of a given name wins; later ones of that name are listed as shadowed. */
 int nr_backends_count(void);
 const nr_backend *nr_backends_get(int index);
-/* The available backend of that name, or NULL. */
+/* The available backend of that name, or NULL. Plugins are loaded lazily: finding a name loads only the
+ * libraries whose file carries that name (count/get load them all). */
 const nr_backend *nr_backends_find(const char *name);
+/* The backend of that name whether available or not (to report why), or NULL when no plugin has that name. */
+const nr_backend *nr_backends_lookup(const char *name);
 /* True when the api has the slot (it fits inside the plugin's struct_size and is not NULL). */
 #define NR_API_HAS(api, slot) \
     ((api)->struct_size >= offsetof(netrun_backend_api, slot) + sizeof((api)->slot) && (api)->slot != NULL)

@@ -43,8 +43,9 @@ static netrun_status add_slot(netrun_session *s, const nr_backend *be) {
 netrun_status nr_session_choose_backends(netrun_session *s) {
     s->n_slots = 0;
     s->n_domains = 1;
-    int n = nr_backends_count();
-    if (!s->opts.backends) { /* default: GPU backends, then cpu, then the other available ones */
+    int n = 0;
+    if (!s->opts.backends) {
+        n = nr_backends_count(); /* default: GPU backends, then cpu, then the other available ones */
         for (int pass = 0; pass < 3; pass++)
             for (int i = 0; i < n; i++) {
                 const nr_backend *be = nr_backends_get(i);
@@ -60,13 +61,9 @@ netrun_status nr_session_choose_backends(netrun_session *s) {
         snprintf(list, sizeof list, "%s", s->opts.backends);
         char *save = NULL;
         for (char *name = strtok_r(list, ", ", &save); name; name = strtok_r(NULL, ", ", &save)) {
-            const nr_backend *found = NULL;
-            for (int i = 0; i < n; i++)
-                if (!strcmp(nr_backends_get(i)->name, name)) {
-                    found = nr_backends_get(i);
-                    break;
-                }
+            const nr_backend *found = nr_backends_lookup(name);
             if (!found) {
+                n = nr_backends_count();
                 char names[256] = "";
                 for (int i = 0; i < n; i++) {
                     size_t l = strlen(names);
