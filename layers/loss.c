@@ -137,7 +137,7 @@ static netrun_status einsum_infer(nr_layer_ctx *c, void *params) {
     int ell[NETRUN_EINSUM_MAX_INPUTS], max_ell = 0;
     int raw[NETRUN_EINSUM_MAX_INPUTS][NETRUN_MAX_RANK];
     for (int i = 0; i < n_in; i++) {
-        int ids[NETRUN_MAX_RANK], n, letters, he;
+        int ids[NETRUN_MAX_RANK], n = 0, letters = 0, he = 0;
         TRY(einsum_term(c, term[i], term_len[i], 0, 0, ids, &n, &letters, &he));
         int rank = nr_in(c, i)->rank;
         ell[i] = rank - letters;

@@ -33,7 +33,7 @@ static netrun_status reshape_infer(nr_layer_ctx *c, void *params) {
     st = nr_in_ints(c, 1, shape, NETRUN_MAX_RANK + 1, &n);
     if (st) return st;
     if (n > NETRUN_MAX_RANK) return nr_layer_error(c, "target shape has %lld dims (at most %d)", (long long)n, NETRUN_MAX_RANK);
-    int64_t total;
+    int64_t total = 0;
     if ((st = count_of(c, x->rank, x->dims, &total))) return st;
     int infer_at = -1, has_zero = 0;
     int64_t known = 1;
@@ -231,7 +231,7 @@ static netrun_status cos_infer(nr_layer_ctx *c, void *params) {
     int64_t d[NETRUN_MAX_RANK + 1], n;
     if ((st = nr_in_ints(c, 0, d, NETRUN_MAX_RANK + 1, &n))) return st;
     if (n > NETRUN_MAX_RANK) return nr_layer_error(c, "shape has %lld dims (at most %d)", (long long)n, NETRUN_MAX_RANK);
-    int64_t total;
+    int64_t total = 0;
     if ((st = count_of(c, (int)n, d, &total))) return st;
     nr_out_set(c, 0, fill_dtype(c), (int)n, d);
     return NETRUN_OK;
@@ -333,7 +333,7 @@ static netrun_status tile_infer(nr_layer_ctx *c, void *params) {
         if (rep[i] && x->dims[i] > INT64_MAX / rep[i]) return nr_layer_error(c, "output too large");
         d[i] = x->dims[i] * rep[i];
     }
-    int64_t total;
+    int64_t total = 0;
     if ((st = count_of(c, x->rank, d, &total))) return st;
     nr_out_set(c, 0, x->dtype, x->rank, d);
     return NETRUN_OK;

@@ -144,7 +144,7 @@ static netrun_status roi_align_infer(nr_layer_ctx *c, void *params) {
 
 static netrun_status max_roi_pool_parse(nr_layer_ctx *c, void *params) {
     netrun_max_roi_pool_params *p = params;
-    int64_t ps[2];
+    int64_t ps[2] = {0, 0};
     if (!nr_attr_has(c, "pooled_shape")) return nr_layer_error(c, "attribute 'pooled_shape' is required");
     ST(attr_ints_n(c, "pooled_shape", 2, 1, ps));
     if (ps[0] < 1 || ps[1] < 1 || ps[0] > INT32_MAX || ps[1] > INT32_MAX)

@@ -228,7 +228,7 @@ static netrun_status run_if(netrun_session *s, nr_snode *sn, const nr_node *nd) 
     int which = ((const uint8_t *)cond.data)[0] ? 0 : 1;
     const nr_attr *at = graph_attr(nd, which ? "else_branch" : "then_branch");
     if (!at || !at->sub_model) return nr_error(NETRUN_ERR_INVALID_MODEL, "If: missing %s", which ? "else_branch" : "then_branch");
-    netrun_session *sub;
+    netrun_session *sub = NULL;
     if ((st = sub_session(s, sn, which, at, &sub)) != NETRUN_OK) return st;
     if ((st = feed_captures(s, sub)) != NETRUN_OK || (st = run_sub(sub)) != NETRUN_OK) return st;
     if (netrun_session_output_count(sub) < nd->n_outputs)
@@ -279,7 +279,7 @@ static netrun_status stack_push(stack_buf *b, const netrun_tensor_view *t) {
 static netrun_status run_loop(netrun_session *s, nr_snode *sn, const nr_node *nd) {
     const nr_attr *at = graph_attr(nd, "body");
     if (!at || !at->sub_model) return nr_error(NETRUN_ERR_INVALID_MODEL, "Loop: missing body");
-    netrun_session *sub;
+    netrun_session *sub = NULL;
     netrun_status st = sub_session(s, sn, 0, at, &sub);
     if (st != NETRUN_OK) return st;
     const nr_graph *bg = at->sub_model->ir->graph;
@@ -405,7 +405,7 @@ static netrun_status run_scan(netrun_session *s, nr_snode *sn, const nr_node *nd
     const nr_graph *bg = at->sub_model->ir->graph;
     if (n_state < 0 || n_scan_out < 0 || at->sub_model->n_formal_inputs != nd->n_inputs || bg->n_outputs != nd->n_outputs)
         return nr_error(NETRUN_ERR_INVALID_MODEL, "Scan: the body's inputs/outputs do not match the node's");
-    netrun_session *sub;
+    netrun_session *sub = NULL;
     netrun_status st = sub_session(s, sn, 0, at, &sub);
     if (st != NETRUN_OK) return st;
     netrun_tensor *ins = nr_calloc((size_t)nd->n_inputs + 1, sizeof *ins);

@@ -35,7 +35,7 @@ static int file_exists(const char *path)
 /* Number of consecutive files dir/prefix_0.pb, prefix_1.pb, ... */
 static int count_pb(const char *dir, const char *prefix)
 {
-    char path[4096];
+    char path[4096 + 64]; /* dir (< 4096) + file name */
     int n = 0;
     for (;;) {
         snprintf(path, sizeof(path), "%s/%s_%d.pb", dir, prefix, n);
@@ -155,7 +155,7 @@ static int placement(netrun_session *s, conf_result *r)
 static int run_data_set(netrun_model *m, netrun_session *s, const char *ds, const char *ds_name, conf_result *r,
                         int *placed, int *native)
 {
-    char path[4096], what[512];
+    char path[4096 + 64], what[512]; /* dir (< 4096) + file name */
     int n_in = count_pb(ds, "input"), n_out = count_pb(ds, "output");
     int model_in = netrun_model_input_count(m);
     if (n_in != model_in) {
@@ -236,7 +236,7 @@ static int run_data_set(netrun_model *m, netrun_session *s, const char *ds, cons
 
 void conf_run_test(const conf_opts *o, const char *dir, conf_result *r)
 {
-    char path[4096];
+    char path[4096 + 64]; /* dir (< 4096) + file name */
     netrun_model *m = NULL;
     netrun_options *opts = NULL;
     netrun_session *s = NULL;
