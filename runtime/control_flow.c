@@ -276,6 +276,19 @@ static netrun_status stack_push(stack_buf *b, const netrun_tensor_view *t) {
     return NETRUN_OK;
 }
 
+/* A body output that feeds the next iteration dies with the body's next run: keep a copy of it in *owned
+ * (replacing the previous one) and point *state at it. */
+static netrun_status keep_state(const netrun_tensor_view *out, void **owned, netrun_tensor_view *state) {
+    void *copy = nr_aligned_alloc(out->nbytes ? out->nbytes : 1, 64);
+    if (!copy) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+    if (out->nbytes) memcpy(copy, out->data, out->nbytes);
+    nr_aligned_free(*owned);
+    *owned = copy;
+    *state = *out;
+    state->data = copy;
+    return NETRUN_OK;
+}
+
 static netrun_status run_loop(netrun_session *s, nr_snode *sn, const nr_node *nd) {
     const nr_attr *at = graph_attr(nd, "body");
     if (!at || !at->sub_model) return nr_error(NETRUN_ERR_INVALID_MODEL, "Loop: missing body");
@@ -336,17 +349,7 @@ static netrun_status run_loop(netrun_session *s, nr_snode *sn, const nr_node *nd
         cond = nr_shape_count(out.rank, out.dims) >= 1 ? ((const uint8_t *)out.data)[0] != 0 : 0;
         for (int k = 0; k < n_carried; k++) {
             if ((st = netrun_session_output(sub, 1 + k, &out)) != NETRUN_OK) goto sub_error;
-            /* the body's outputs die with its next run: keep a copy */
-            void *copy = nr_aligned_alloc(out.nbytes ? out.nbytes : 1, 64);
-            if (!copy) {
-                st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
-                goto done;
-            }
-            if (out.nbytes) memcpy(copy, out.data, out.nbytes);
-            nr_aligned_free(owned[k]);
-            owned[k] = copy;
-            carried[k] = out;
-            carried[k].data = copy;
+            if ((st = keep_state(&out, &owned[k], &carried[k])) != NETRUN_OK) goto done;
         }
         for (int k = 0; k < n_scan; k++) {
             if ((st = netrun_session_output(sub, 1 + n_carried + k, &out)) != NETRUN_OK) goto sub_error;
@@ -465,16 +468,7 @@ static netrun_status run_scan(netrun_session *s, nr_snode *sn, const nr_node *nd
         netrun_tensor_view out;
         for (int k = 0; k < n_state; k++) {
             if ((st = netrun_session_output(sub, k, &out)) != NETRUN_OK) goto sub_error;
-            void *copy = nr_aligned_alloc(out.nbytes ? out.nbytes : 1, 64);
-            if (!copy) {
-                st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
-                goto done;
-            }
-            if (out.nbytes) memcpy(copy, out.data, out.nbytes);
-            nr_aligned_free(owned[k]);
-            owned[k] = copy;
-            state[k] = out;
-            state[k].data = copy;
+            if ((st = keep_state(&out, &owned[k], &state[k])) != NETRUN_OK) goto done;
         }
         for (int k = 0; k < n_scan_out; k++) {
             if ((st = netrun_session_output(sub, n_state + k, &out)) != NETRUN_OK) goto sub_error;

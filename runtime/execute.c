@@ -109,33 +109,7 @@ static netrun_status run_dynamic_infer(netrun_session *s, nr_snode *sn, int dom)
             netrun_status st = nr_host_value(s, nd->inputs[i]);
             if (st != NETRUN_OK) return st;
         }
-    /* descs with host values: host-domain tensors are readable in place */
-    for (int i = 0; i < nd->n_inputs; i++) {
-        int v = nd->inputs[i];
-        netrun_value_desc *d = &sn->in_desc[i];
-        if (v < 0) {
-            memset(d, 0, sizeof *d);
-            d->name = "";
-            d->rank = -1;
-            continue;
-        }
-        nr_svalue *sv = &s->values[v];
-        *d = sv->desc;
-        if (!sv->is_const) {
-            if (sv->home == NR_HOST_DOMAIN) {
-                netrun_tensor t;
-                nr_value_tensor(s, v, NR_HOST_DOMAIN, &t);
-                d->const_data = t.data;
-            } else
-                d->const_data = sv->host_copy;
-            d->const_nbytes = sv->nbytes;
-        }
-    }
-    for (int o = 0; o < nd->n_outputs; o++) {
-        memset(&sn->out_desc[o], 0, sizeof sn->out_desc[o]);
-        sn->out_desc[o].rank = -1;
-        sn->out_desc[o].name = nd->outputs[o] >= 0 ? g->values[nd->outputs[o]].name : NULL;
-    }
+    nr_gather_descs(s, sn, 1);
     netrun_status st = nr_infer_node(s, sn);
     if (st == NR_STATUS_NEED_VALUE) return nr_error(NETRUN_ERR_INTERNAL, "node '%s' (%s): a value its shape needs is still unknown at run time", nd->name, nd->op_type);
     if (st != NETRUN_OK) return st;

@@ -227,8 +227,9 @@ static void desc_from_tensor(netrun_value_desc *d, const char *name, const nr_te
     d->const_nbytes = t->nbytes;
 }
 
-/* Build a node's input/output descs from the current values. */
-static void gather_descs(netrun_session *s, nr_snode *sn, int with_host_values) {
+/* Build a node's input/output descs from the current values; with host_values (at run time), inputs carry
+ * their data when it is readable on the host (host-domain tensors in place, device ones through host_copy). */
+void nr_gather_descs(netrun_session *s, nr_snode *sn, int with_host_values) {
     const nr_node *nd = &s->model->ir->graph->nodes[sn->node];
     for (int i = 0; i < nd->n_inputs; i++) {
         int v = nd->inputs[i];
@@ -239,15 +240,19 @@ static void gather_descs(netrun_session *s, nr_snode *sn, int with_host_values) 
             d->rank = -1;
             continue;
         }
-        *d = s->values[v].desc;
-        if (!s->values[v].is_const) {
-            d->const_data = NULL;
-            d->const_nbytes = 0;
-            if (with_host_values && s->values[v].host_copy) {
-                d->const_data = s->values[v].host_copy;
-                d->const_nbytes = s->values[v].nbytes;
-            }
-        }
+        nr_svalue *sv = &s->values[v];
+        *d = sv->desc;
+        if (sv->is_const) continue;
+        d->const_data = NULL;
+        d->const_nbytes = 0;
+        if (!with_host_values) continue;
+        if (sv->home == NR_HOST_DOMAIN) {
+            netrun_tensor t;
+            nr_value_tensor(s, v, NR_HOST_DOMAIN, &t);
+            d->const_data = t.data;
+        } else
+            d->const_data = sv->host_copy;
+        d->const_nbytes = sv->nbytes;
     }
     for (int o = 0; o < nd->n_outputs; o++) {
         netrun_value_desc *d = &sn->out_desc[o];
@@ -408,7 +413,7 @@ static netrun_status infer_all(netrun_session *s) {
         int dyn_in = 0;
         for (int i = 0; i < nd->n_inputs; i++)
             if (nd->inputs[i] >= 0 && s->values[nd->inputs[i]].dynamic) dyn_in = 1;
-        gather_descs(s, sn, 0);
+        nr_gather_descs(s, sn, 0);
         if (!dyn_in) {
             st = nr_infer_node(s, sn);
             if (st == NR_STATUS_NEED_VALUE) {
@@ -486,7 +491,7 @@ static netrun_status place_all(netrun_session *s) {
             continue;
         }
         if (sn->dynamic) { /* descs as far as known before the run: dims -1, dtypes and ranks guessed */
-            gather_descs(s, sn, 0);
+            nr_gather_descs(s, sn, 0);
             for (int o = 0; o < nd->n_outputs; o++)
                 if (nd->outputs[o] >= 0) sn->out_desc[o] = s->values[nd->outputs[o]].desc;
         }
@@ -723,7 +728,7 @@ static netrun_status create_kernels(netrun_session *s) {
         if (sn->slot < 0) continue;
         const nr_node *nd = &g->nodes[sn->node];
         nr_slot *sl = &s->slots[sn->slot];
-        gather_descs(s, sn, 0);
+        nr_gather_descs(s, sn, 0);
         for (int o = 0; o < nd->n_outputs; o++)
             if (nd->outputs[o] >= 0) sn->out_desc[o] = s->values[nd->outputs[o]].desc;
         netrun_node_desc desc = {.struct_size = sizeof desc, .name = nd->name, .op_type = nd->op_type,

@@ -162,6 +162,9 @@ struct netrun_session {
 netrun_status nr_session_prepare(netrun_session *s);
 void nr_session_unprepare(netrun_session *s);
 netrun_status nr_session_execute(netrun_session *s);
+/* A node's input/output descs from the current values (with_host_values: inputs readable on the host carry
+ * their data, for inference at run time). */
+void nr_gather_descs(netrun_session *s, nr_snode *sn, int with_host_values);
 /* Shape/dtype inference of one session node from its input descs; fills out_desc and params. */
 netrun_status nr_infer_node(netrun_session *s, nr_snode *sn);
 /* Address of a value in a domain for the current run (NULL for non-addressable device memory). */
