@@ -411,12 +411,28 @@ static netrun_status convt_run(cpu_context *ctx, void *state, const netrun_kerne
     return run_common(ctx, state, args, 1);
 }
 
+/* The path run_common takes for these shapes. */
+static void describe_common(const netrun_node_desc *node, char *buf, size_t size, int transpose) {
+    const netrun_conv_params *p = node->params;
+    conv_geom g;
+    const char *path = transpose ? "sgemm + col2im" : "im2col + sgemm";
+    if (p && !transpose && node->n_inputs > 1 && node->n_outputs > 0 && dims_known(&node->inputs[0]) &&
+        dims_known(&node->outputs[0]) && dims_known(&node->inputs[1]) &&
+        make_geom(p, node->inputs[0].dims, node->outputs[0].dims, node->inputs[1].dims[1], 0, &g)) {
+        if (is_depthwise(&g, 0)) path = "depthwise direct";
+        else if (is_pointwise(&g, p)) path = "1x1 sgemm";
+    }
+    snprintf(buf, size, "%s", path);
+}
+static void conv_describe(const netrun_node_desc *n, char *b, size_t s) { describe_common(n, b, s, 0); }
+static void convt_describe(const netrun_node_desc *n, char *b, size_t s) { describe_common(n, b, s, 1); }
+
 #define CONV_DTYPES (NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16))
 
 const cpu_op cpu_ops_conv[] = {
     {"Conv", "", CONV_DTYPES, "1-3 spatial dims; groups, depthwise direct; fused activation and sum",
-     conv_supports, conv_create, conv_run, conv_destroy},
+     conv_supports, conv_create, conv_run, conv_destroy, conv_describe},
     {"ConvTranspose", "", CONV_DTYPES, "1-3 spatial dims; groups; output_shape/output_padding",
-     conv_supports, convt_create, convt_run, conv_destroy},
+     conv_supports, convt_create, convt_run, conv_destroy, convt_describe},
     {0},
 };

@@ -20,6 +20,7 @@ const netrun_host_api *cpu_host;
 typedef struct cpu_kernel {
     const cpu_op *op;
     void *state;
+    char name[64];           /* kernel_describe's answer, fixed at creation */
 } cpu_kernel;
 
 static int default_domain(const char *d) { return !d || !*d || !strcmp(d, "ai.onnx"); }
@@ -140,6 +141,8 @@ static netrun_status cpu_kernel_create(netrun_backend_context *c, const netrun_n
     if (!k) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cpu: out of memory");
     k->op = op;
     k->state = NULL;
+    k->name[0] = 0;
+    if (op->describe) op->describe(node, k->name, sizeof k->name);
     *workspace = 0;
     if (op->create) {
         netrun_status st = op->create(ctx, node, &k->state, workspace);
@@ -163,6 +166,12 @@ static void cpu_kernel_destroy(netrun_backend_context *c, netrun_kernel *kernel)
     if (!k) return;
     if (k->op->destroy && k->state) k->op->destroy(k->state);
     cpu_host->free(k);
+}
+
+static netrun_status cpu_kernel_describe(netrun_backend_context *c, netrun_kernel *kernel, char *buf, size_t size) {
+    const cpu_kernel *k = (const cpu_kernel *)kernel;
+    snprintf(buf, size, "%s", k->name);
+    return NETRUN_OK;
 }
 
 /* The support matrix: one row per op, built once from the family tables. */
@@ -199,6 +208,7 @@ static netrun_backend_api api = {
     .kernel_run = cpu_kernel_run,
     .kernel_destroy = cpu_kernel_destroy,
     .synchronize = NULL,
+    .kernel_describe = cpu_kernel_describe,
 };
 
 NETRUN_BACKEND_EXPORT const netrun_backend_api *netrun_backend_entry(const netrun_host_api *host) {

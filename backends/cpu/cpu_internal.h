@@ -33,6 +33,8 @@ typedef struct cpu_op {
     netrun_status (*create)(cpu_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace);
     netrun_status (*run)(cpu_context *ctx, void *state, const netrun_kernel_args *args);
     void (*destroy)(void *state);
+    /* Optional: name the kernel chosen for this node (profiles show it), e.g. "im2col + sgemm". */
+    void (*describe)(const netrun_node_desc *node, char *buf, size_t size);
 } cpu_op;
 
 /* Run fn(arg, begin, end) over [0, n) split into chunks on the context's threads (the caller thread takes
