@@ -57,6 +57,8 @@ static netrun_status parse_loop(nr_layer_ctx *c, void *pv) {
     if (!b) return nr_layer_error(c, "attribute body is required");
     int n_carried = nr_in_count(c) - 2;
     if (n_carried < 0) return nr_layer_error(c, "Loop needs the inputs M and cond (possibly empty names)");
+    for (int k = 0; k < n_carried; k++)
+        if (!nr_in_present(c, 2 + k)) return nr_layer_error(c, "loop-carried input %d is empty", 2 + k);
     if (b->n_outputs < 1 + n_carried || nr_out_count(c) != b->n_outputs - 1)
         return nr_layer_error(c, "the body has %d outputs; the node has %d loop-carried inputs and %d outputs",
                               b->n_outputs, n_carried, nr_out_count(c));
@@ -98,9 +100,11 @@ static netrun_status parse_scan(nr_layer_ctx *c, void *pv) {
     if (st == NETRUN_OK) st = nr_attr_int(c, "num_scan_inputs", -1, &n_scan);
     if (st != NETRUN_OK) return st;
     if (!b) return nr_layer_error(c, "attribute body is required");
-    int n_state = nr_in_count(c) - (int)n_scan;
-    if (n_scan < 1 || n_state < 0 || n_scan > NR_CF_MAX_SCAN)
+    if (n_scan < 1 || n_scan > NR_CF_MAX_SCAN || n_scan > nr_in_count(c))
         return nr_layer_error(c, "num_scan_inputs = %lld does not fit %d inputs", (long long)n_scan, nr_in_count(c));
+    int n_state = nr_in_count(c) - (int)n_scan;
+    for (int k = 0; k < nr_in_count(c); k++)
+        if (!nr_in_present(c, k)) return nr_layer_error(c, "input %d is empty", k);
     int n_scan_out = nr_out_count(c) - n_state;
     if (n_scan_out < 0 || n_scan_out > NR_CF_MAX_SCAN || b->n_outputs != nr_out_count(c))
         return nr_layer_error(c, "the body has %d outputs, the node %d", b->n_outputs, nr_out_count(c));

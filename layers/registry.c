@@ -37,3 +37,21 @@ const nr_layer *nr_layer_at(int index) {
             if (index-- == 0) return l;
     return NULL;
 }
+
+#include "op_inputs.h"
+
+uint32_t nr_op_required_inputs(const char *domain, const char *op_type, int opset) {
+    const char *d = domain && strcmp(domain, "ai.onnx") ? domain : "";
+    uint32_t mask = 0;
+    int best = -1;
+    for (int i = 0; i < nr_op_inputs_count; i++) {
+        const nr_op_inputs *r = &nr_op_inputs_table[i];
+        if (strcmp(r->op_type, op_type) || strcmp(r->domain, d)) continue;
+        /* the newest version at or below the model's opset (any version when the opset is unknown) */
+        if ((opset <= 0 || r->since_version <= opset) && r->since_version > best) {
+            best = r->since_version;
+            mask = r->required;
+        }
+    }
+    return mask;
+}

@@ -25,6 +25,8 @@ void nr_tensor_free(nr_tensor *t) {
         if (t->dtype == NETRUN_DTYPE_STRING && t->data) {
             char **s = t->data;
             int64_t n = nr_tensor_count(t);
+            /* a tensor whose filling failed may hold fewer pointers than its dims say */
+            if (n < 0 || (uint64_t)n > t->nbytes / sizeof(char *)) n = (int64_t)(t->nbytes / sizeof(char *));
             for (int64_t i = 0; i < n; i++) nr_free(s[i]);
         }
         nr_aligned_free(t->data);

@@ -121,7 +121,10 @@ int nr_in_count(const nr_layer_ctx *c) { return c->n_in; }
 const netrun_value_desc *nr_in(const nr_layer_ctx *c, int i) {
     return i >= 0 && i < c->n_in ? &c->in[i] : &absent_desc;
 }
-int nr_in_present(const nr_layer_ctx *c, int i) { return i >= 0 && i < c->n_in && c->in[i].rank >= 0; }
+/* Present: it has a shape (infer), or a name (parse, where shapes are not known yet). */
+int nr_in_present(const nr_layer_ctx *c, int i) {
+    return i >= 0 && i < c->n_in && (c->in[i].rank >= 0 || (c->in[i].name && *c->in[i].name));
+}
 const void *nr_in_value(const nr_layer_ctx *c, int i) { return nr_in_present(c, i) ? c->in[i].const_data : NULL; }
 
 double nr_read_number(netrun_dtype t, const void *data, int64_t i) {

@@ -8,6 +8,7 @@
 
 #include "control_flow.h"
 #include "onnx_import.h"
+#include "op_inputs.h"
 
 netrun_status nr_record(char *handle_error, netrun_status code) {
     if (handle_error) snprintf(handle_error, NR_ERROR_MAX, "%s", nr_error_message());
@@ -171,6 +172,12 @@ static netrun_status parse_nodes(netrun_model *m) {
         nd->opset = (int)nr_model_opset(m->ir, nd->domain);
         nd->layer = nr_layer_find(nd->domain, nd->op_type);
         if (!nd->layer) continue; /* reported at prepare: a plugin may still be asked */
+        /* inputs the op's schema requires must be there before any layer or kernel reads them */
+        uint32_t required = nr_op_required_inputs(nd->domain, nd->op_type, nd->opset);
+        for (int i = 0; i < 32; i++)
+            if ((required >> i & 1u) && (i >= nd->n_inputs || nd->inputs[i] < 0))
+                return nr_error(NETRUN_ERR_INVALID_MODEL, "%s: node '%s' (%s): input %d is required but %s",
+                                m->source, nd->name, nd->op_type, i, i >= nd->n_inputs ? "missing" : "empty");
         if (nd->layer->params_size) {
             nd->params = nr_calloc(1, nd->layer->params_size);
             if (!nd->params) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");

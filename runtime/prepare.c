@@ -11,6 +11,8 @@
 #include "control_flow.h"
 
 #define ALIGN 256
+/* Largest intermediate value (the importer's default max_tensor_bytes): larger shapes are refused. */
+#define NR_MAX_VALUE_BYTES ((uint64_t)16 << 30)
 
 static size_t align_up(size_t x) { return (x + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
 
@@ -283,6 +285,14 @@ netrun_status nr_infer_node(netrun_session *s, nr_snode *sn) {
         if (d->rank < 0 || d->rank > NETRUN_MAX_RANK || d->dtype == NETRUN_DTYPE_UNDEFINED)
             return nr_error(NETRUN_ERR_INTERNAL, "node '%s' (%s): output %d was not inferred", nd->name,
                             nd->op_type, o);
+        /* a shape whose size overflows or is absurd (hostile pads, huge Expand) stops here, before any kernel */
+        int64_t count = nr_shape_count(d->rank, d->dims);
+        size_t bytes;
+        if (count == INT64_MAX || (count > 0 && (!nr_mul_size((size_t)count, netrun_dtype_size(d->dtype) ? netrun_dtype_size(d->dtype) : 8, &bytes) ||
+                                                 bytes > NR_MAX_VALUE_BYTES)))
+            return nr_error(NETRUN_ERR_INVALID_MODEL, "node '%s' (%s): output %d would have %lld elements, over the "
+                            "limit of %llu bytes", nd->name, nd->op_type, o, (long long)count,
+                            (unsigned long long)NR_MAX_VALUE_BYTES);
     }
     return NETRUN_OK;
 }
@@ -503,7 +513,8 @@ static netrun_status place_all(netrun_session *s) {
         for (int i = 0; i < s->n_slots; i++) {
             char why[256] = "";
             if (s->slots[i].failed) snprintf(why, sizeof why, "failed to initialise: %.200s", s->slots[i].failed_reason);
-            else if (s->avoid && (s->avoid[sn->node] >> i & 1u)) snprintf(why, sizeof why, "its kernel failed to build");
+            else if (s->avoid && (s->avoid[sn->node] >> i & 1u))
+                snprintf(why, sizeof why, "its kernel failed to build: %.200s", s->slots[i].failed_reason);
             else if (s->slots[i].api->supports(&cfg, &desc, why, sizeof why)) {
                 sn->slot = i;
                 break;
@@ -740,6 +751,7 @@ static netrun_status create_kernels(netrun_session *s) {
             sn->kernel = NULL;
             s->fail_slot = sn->slot;
             s->fail_node = sn->node;
+            snprintf(sl->failed_reason, sizeof sl->failed_reason, "%s", nr_error_message());
             nr_error_prefix("node '%s' (%s) on %s: ", nd->name, nd->op_type, sl->be->name);
             return st;
         }

@@ -13,7 +13,7 @@ if [ "${NETRUN_SKIP_SANITIZE:-0}" != 1 ]; then
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DNETRUN_SANITIZE=ON -DPython3_EXECUTABLE="$PY" >/dev/null
   cmake --build build-asan -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir build-asan --output-on-failure -j "$jobs"
+    ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '^(fuzz\.|corpus\.valgrind)'
 fi
 # Packaging: the ctest run above already installed, packaged and built the examples against the install
 # (ctest -L packaging); here the Debian package is left in build/ as the artifact, and the ABI check is

@@ -96,8 +96,9 @@ static netrun_status cpu_context_create(const netrun_backend_config *config, net
     ctx->threads = config->threads > 0 ? config->threads : online_cores();
     ctx->pool = cpu_pool_create(ctx->threads);
     if (!ctx->pool) {
+        int threads = ctx->threads;
         cpu_host->free(ctx);
-        return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cpu: cannot start %d threads", ctx->threads);
+        return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cpu: cannot start %d threads", threads);
     }
     *out = (netrun_backend_context *)ctx;
     return NETRUN_OK;

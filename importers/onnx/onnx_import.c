@@ -551,9 +551,10 @@ static size_t typed_count(const Onnx__TensorProto *tp, int f) {
     }
 }
 
-static netrun_status fill_typed(imp_ctx *c, const Onnx__TensorProto *tp, const char *tname, nr_tensor *t,
-                                size_t count, const char *dimstr) {
-    int dt = t->dtype;
+/* The typed field of dtype dt holds exactly the entries `count` elements need (checked before any allocation
+ * so that a few bytes of protobuf cannot make the importer reserve gigabytes). */
+static netrun_status check_typed(imp_ctx *c, const Onnx__TensorProto *tp, const char *tname, int dt, size_t count,
+                                 const char *dimstr) {
     int f = typed_field(dt);
     for (int g = F_FLOAT; g <= F_STRING; g++)
         if (g != f && typed_count(tp, g))
@@ -566,6 +567,14 @@ static netrun_status fill_typed(imp_ctx *c, const Onnx__TensorProto *tp, const c
     if (have != need)
         return imp_err(c, NETRUN_ERR_INVALID_MODEL, "%s: %s has %zu entries, dims %s of %s need %zu",
                        tname, field_label(f), have, dimstr, dtype_label(dt), need);
+    return NETRUN_OK;
+}
+
+static netrun_status fill_typed(imp_ctx *c, const Onnx__TensorProto *tp, const char *tname, nr_tensor *t,
+                                size_t count, const char *dimstr) {
+    int dt = t->dtype;
+    netrun_status cst = check_typed(c, tp, tname, dt, count, dimstr);
+    if (cst != NETRUN_OK) return cst;
     if (count == 0) return NETRUN_OK;
     uint8_t *d = t->data;
     switch (dt) {
@@ -690,6 +699,7 @@ static netrun_status convert_tensor(imp_ctx *c, const Onnx__TensorProto *tp, con
             if (!host_is_little_endian()) byteswap_elems(t->data, nbytes, dt);
         }
     } else {
+        if ((st = check_typed(c, tp, tname, dt, count, dimstr)) != NETRUN_OK) return st;
         t = tensor_alloc(c, dt, (int)tp->n_dims, dims, nbytes, 1);
         if (!t) return NETRUN_ERR_OUT_OF_MEMORY;
         st = fill_typed(c, tp, tname, t, count, dimstr);

@@ -1,0 +1,432 @@
+#!/usr/bin/env python3
+"""Writes the hostile-model corpus: broken or malicious ONNX files that netrun must refuse cleanly.
+
+usage: make_corpus.py [--out tests/corpus/models] [--hang-cases DIR]
+
+Deterministic (fixed seeds): rerunning it rewrites the same bytes, so the committed files and this script
+agree. Besides the models it writes expect.json: for each file the exit codes netrun may give and words
+of which at least one must appear in its error message (what went wrong, and where: a node, a tensor,
+a byte offset...), and extra netrun arguments where a case needs them. --hang-cases DIR also writes the
+cases that only a runtime limit ends (an endless Loop) to DIR, to try them with the default limits.
+"""
+import argparse
+import json
+import os
+import random
+import struct
+
+import numpy as np
+from onnx import AttributeProto, TensorProto, helper, numpy_helper
+
+CASES = []  # (file name, bytes, allowed exit codes, words one of which the message must contain, extra args)
+
+
+def add(name, data, codes, words, args=()):
+    if not isinstance(data, (bytes, bytearray)):
+        data = data.SerializeToString()
+    CASES.append((name, bytes(data), sorted(codes), list(words), list(args)))
+
+
+def model(nodes, inputs, outputs, inits=(), opset=17, domains=(), ir=8):
+    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
+    ops = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, v) for d, v in domains]
+    m = helper.make_model(g, opset_imports=ops, producer_name="netrun-corpus")
+    m.ir_version = ir
+    return m
+
+
+def rawt(name, dtype, dims, raw):
+    """A TensorProto built field by field: onnx.helper refuses raw data of the wrong size."""
+    return TensorProto(name=name, data_type=dtype, dims=list(dims), raw_data=raw)
+
+
+def vi(name, dims, dtype=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, dtype, dims)
+
+
+def relu_model(dims=(2, 3)):
+    return model([helper.make_node("Relu", ["x"], ["y"], name="relu0")], [vi("x", list(dims))],
+                 [vi("y", list(dims))])
+
+
+def conv_model():
+    w = numpy_helper.from_array(np.linspace(-1, 1, 8 * 3 * 3 * 3, dtype=np.float32).reshape(8, 3, 3, 3), "w")
+    b = numpy_helper.from_array(np.zeros(8, np.float32), "b")
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv0", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["y"], name="relu0")]
+    return model(nodes, [vi("x", [1, 3, 8, 8])], [vi("y", [1, 8, 8, 8])], [w, b])
+
+
+# ---- raw protobuf helpers ----
+def varint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def key(field, wire):
+    return varint((field << 3) | wire)
+
+
+def ld(field, payload):  # length-delimited field
+    return key(field, 2) + varint(len(payload)) + payload
+
+
+def build():
+    rng = random.Random(1234)
+    valid = conv_model().SerializeToString()
+
+    # ---- 1. bytes that are not a model ----
+    add("empty.onnx", b"", {2}, ["empty", "no graph", "0 bytes", "graph"])
+    add("text_file.onnx", b"this is not an ONNX model, just text\n", {2}, ["not a valid", "byte", "wire"])
+    for i, n in enumerate((16, 700, 4096)):
+        add(f"random_bytes_{i}.onnx", bytes(rng.getrandbits(8) for _ in range(n)), {2},
+            ["not a valid", "byte", "graph", "wire"])
+    add("all_ff.onnx", b"\xff" * 64, {2}, ["not a valid", "byte", "varint"])
+    for frac, tag in ((0.5, "half"), (0.9, "90pct")):
+        add(f"truncated_{tag}.onnx", valid[:int(len(valid) * frac)], {2}, ["truncated", "byte", "not a valid"])
+    add("truncated_last_byte.onnx", valid[:-1], {2}, ["truncated", "byte", "not a valid"])
+    # graph field (7) claiming 1000 bytes with 10 present; and a 2^48 length
+    add("length_past_end.onnx", key(1, 0) + varint(8) + ld(7, b"")[:1] + varint(1000) + b"\x0a" * 10, {2},
+        ["truncated", "byte", "past"])
+    add("length_huge.onnx", key(1, 0) + varint(8) + key(7, 2) + varint(1 << 48) + b"\x00" * 8, {2},
+        ["truncated", "byte", "past", "length"])
+    add("varint_overlong.onnx", key(1, 0) + b"\xff" * 11 + b"\x01", {2}, ["varint", "byte", "not a valid"])
+    add("bad_wire_type.onnx", key(1, 0) + varint(8) + key(7, 7) + b"\x00" * 4, {2}, ["wire type", "byte"])
+    # node (graph field 1) whose inner length overruns the graph's own length
+    node = ld(1, b"x") + ld(2, b"y") + ld(4, b"Relu")
+    bad_graph = key(1, 2) + varint(len(node) + 40) + node
+    add("nested_length_overrun.onnx", key(1, 0) + varint(8) + ld(7, bad_graph) + ld(8, ld(1, b"") + key(2, 0) + varint(17)),
+        {2}, ["truncated", "byte", "past"])
+    # 900 levels of messages nested through If's then_branch: must be refused before protobuf-c recurses
+    deep = b""
+    for _ in range(300):
+        attr = ld(1, b"then_branch") + key(20, 0) + varint(5) + ld(6, deep)
+        deep = ld(1, ld(4, b"If") + ld(5, attr))  # graph { node { op_type, attribute } }
+    add("proto_nesting_900.onnx", key(1, 0) + varint(8) + ld(7, deep) + ld(8, key(2, 0) + varint(17)), {2},
+        ["nested", "depth", "deep"])
+    for i in range(3):  # seeded bit flips of a valid model
+        b = bytearray(valid)
+        for _ in range(8):
+            b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
+        add(f"bitflip_{i}.onnx", bytes(b), {0, 1, 2}, ["byte", "node", "tensor", "attribute", "not", "input",
+                                                        "shape", "dims", "invalid", "model", "'"])
+
+    # ---- 2. graph structure ----
+    add("no_graph.onnx", key(1, 0) + varint(8) + ld(8, key(2, 0) + varint(17)), {2}, ["graph"])
+    add("cycle.onnx", model([helper.make_node("Relu", ["b"], ["a"], name="n_a"),
+                             helper.make_node("Relu", ["a"], ["b"], name="n_b"),
+                             helper.make_node("Add", ["x", "a"], ["y"], name="n_add")],
+                            [vi("x", [2])], [vi("y", [2])]), {2}, ["cycle", "n_a", "n_b"])
+    add("self_loop.onnx", model([helper.make_node("Add", ["x", "s"], ["s"], name="selfie"),
+                                 helper.make_node("Relu", ["s"], ["y"], name="r")],
+                                [vi("x", [2])], [vi("y", [2])]), {2}, ["cycle", "selfie", "'s'"])
+    add("undefined_input.onnx", model([helper.make_node("Add", ["x", "nope"], ["y"], name="adder")],
+                                      [vi("x", [2])], [vi("y", [2])]), {2}, ["nope"])
+    add("duplicate_output.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="first"),
+                                        helper.make_node("Neg", ["x"], ["y"], name="second")],
+                                       [vi("x", [2])], [vi("y", [2])]), {2}, ["'y'", "second", "duplicate",
+                                                                              "more than once"])
+    init = numpy_helper.from_array(np.ones(2, np.float32), "w")
+    add("duplicate_initializer.onnx", model([helper.make_node("Add", ["x", "w"], ["y"], name="a")],
+                                            [vi("x", [2])], [vi("y", [2])], [init, init]), {2}, ["'w'", "duplicate",
+                                                                                                "more than once"])
+    add("duplicate_graph_input.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="r")],
+                                            [vi("x", [2]), vi("x", [3])], [vi("y", [2])]), {2},
+        ["'x'", "duplicate", "more than once"])
+    add("output_not_produced.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="r")],
+                                          [vi("x", [2])], [vi("ghost", [2])]), {2}, ["ghost"])
+    add("node_without_outputs.onnx", model([helper.make_node("Relu", ["x"], [], name="mute"),
+                                            helper.make_node("Neg", ["x"], ["y"], name="n")],
+                                           [vi("x", [2])], [vi("y", [2])]), {0, 1, 2}, ["mute", "output"])
+    add("relu_too_many_inputs.onnx", model([helper.make_node("Relu", ["x", "x", "x"], ["y"], name="greedy")],
+                                           [vi("x", [2])], [vi("y", [2])]), {2}, ["greedy", "input"])
+    # found by fuzz_importer: a required input given as "" (absent); ReduceMax read past its axes array
+    add("reduce_absent_data.onnx", model([helper.make_node("ReduceMax", [""], ["y"], name="rmax", keepdims=1)],
+                                         [vi("x", [3, 2])], [vi("y", None)], opset=18), {2}, ["rmax", "input"])
+    idx0 = numpy_helper.from_array(np.array([0], np.int64), "idx")
+    add("gather_absent_indices.onnx", model([helper.make_node("Gather", ["x", ""], ["y"], name="gat0")],
+                                            [vi("x", [3, 2])], [vi("y", None)], [idx0]), {2}, ["gat0", "input"])
+    # found by fuzz_importer (33 min into the long run): Size with no input at all; constant folding ran
+    # the CPU kernel on a missing input (cpu_count read dims[8])
+    add("size_without_input.onnx", model([helper.make_node("Size", [], ["y"], name="sizer")], [vi("x", [2])],
+                                         [vi("y", [], TensorProto.INT64)]), {2}, ["sizer", "input"])
+    add("conv_missing_weight.onnx", model([helper.make_node("Conv", ["x"], ["y"], name="lonely_conv")],
+                                          [vi("x", [1, 1, 4, 4])], [vi("y", None)]), {2}, ["lonely_conv", "input"])
+
+    # ---- 3. attributes ----
+    bad_attr = helper.make_node("Conv", ["x", "w"], ["y"], name="conv_attr")
+    bad_attr.attribute.append(helper.make_attribute("kernel_shape", "three"))
+    w3 = numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "w")
+    add("attr_wrong_type.onnx", model([bad_attr], [vi("x", [1, 1, 5, 5])], [vi("y", None)], [w3]), {2},
+        ["kernel_shape", "conv_attr"])
+    tr = helper.make_node("Transpose", ["x"], ["y"], name="tr")
+    tr.attribute.append(helper.make_attribute("perm", [1.0, 0.0]))
+    add("attr_floats_for_ints.onnx", model([tr], [vi("x", [2, 3])], [vi("y", [3, 2])]), {2}, ["perm", "tr"])
+    und = helper.make_node("Transpose", ["x"], ["y"], name="tr_undef")
+    und.attribute.append(AttributeProto(name="perm", type=AttributeProto.UNDEFINED))
+    add("attr_undefined_type.onnx", model([und], [vi("x", [2, 3])], [vi("y", [3, 2])]), {2}, ["perm", "tr_undef"])
+    add("cast_missing_to.onnx", model([helper.make_node("Cast", ["x"], ["y"], name="caster")],
+                                      [vi("x", [2])], [vi("y", [2])]), {2}, ["caster", "'to'", "to"])
+    add("cast_to_bogus_dtype.onnx", model([helper.make_node("Cast", ["x"], ["y"], name="caster", to=99)],
+                                          [vi("x", [2])], [vi("y", [2])]), {2}, ["caster", "99"])
+    add("transpose_perm_out_of_range.onnx", model([helper.make_node("Transpose", ["x"], ["y"], name="tperm",
+                                                                     perm=[0, 7])],
+                                                  [vi("x", [2, 3])], [vi("y", None)]), {2}, ["tperm", "perm"])
+    add("conv_zero_stride.onnx", model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv_s0", strides=[0, 0])],
+                                       [vi("x", [1, 1, 5, 5])], [vi("y", None)], [w3]), {2}, ["conv_s0", "stride"])
+    add("conv_kernel_larger_than_input.onnx",
+        model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv_big")], [vi("x", [1, 1, 2, 2])],
+              [vi("y", None)], [w3]), {2}, ["conv_big"])
+    w4 = numpy_helper.from_array(np.ones((4, 1, 1, 1), np.float32), "w")
+    add("conv_group_mismatch.onnx", model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv_g", group=3)],
+                                          [vi("x", [1, 4, 3, 3])], [vi("y", None)], [w4]), {2}, ["conv_g", "group"])
+    # found by mutating attributes of the node tests: pads of 2^31 make the output dims ~2^32, whose
+    # product overflows int64 in the CPU kernels (UB in conv.c; ConvInteger crashed)
+    big = 1 << 31
+    add("conv_huge_pads.onnx", model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv_pad", pads=[big] * 4)],
+                                     [vi("x", [1, 1, 5, 5])], [vi("y", None)], [w3]), {1, 2},
+        ["conv_pad", "large", "overflow"])
+    wq = numpy_helper.from_array(np.ones((1, 1, 2, 2), np.uint8), "wq")
+    add("convinteger_huge_pads.onnx",
+        model([helper.make_node("ConvInteger", ["x", "wq"], ["y"], name="convint_pad", pads=[big] * 4)],
+              [vi("x", [1, 1, 3, 3], TensorProto.UINT8)], [vi("y", None, TensorProto.INT32)], [wq], opset=10), {1, 2},
+        ["convint_pad", "large", "overflow"])
+    add("concat_axis_out_of_range.onnx", model([helper.make_node("Concat", ["x", "x"], ["y"], name="cat", axis=5)],
+                                               [vi("x", [2, 3])], [vi("y", None)]), {2}, ["cat", "axis"])
+
+    # ---- 4. dims and dtypes ----
+    add("negative_dim.onnx", relu_model((2, -5)), {2}, ["-5", "'x'", "dim"])
+    add("huge_dim.onnx", relu_model((1 << 62,)), {1, 2}, ["'x'", "bytes", "memory", "large"])
+    add("dims_overflow_product.onnx", relu_model((1 << 40, 1 << 40)), {1, 2}, ["'x'", "overflow", "large",
+                                                                               "bytes"])
+    add("rank_9.onnx", relu_model((1,) * 9), {2}, ["rank", "'x'"])
+    add("zero_size_dim.onnx", relu_model((0, 3)), {0}, [])
+    add("zero_size_conv_batch.onnx", model([helper.make_node("Conv", ["x", "w"], ["y"], name="c0")],
+                                           [vi("x", [0, 1, 5, 5])], [vi("y", None)], [w3]), {0, 2}, ["c0", "0"])
+    add("input_dtype_undefined.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="r")],
+                                            [vi("x", [2], 0)], [vi("y", [2])]), {2}, ["'x'", "type", "dtype"])
+    add("input_dtype_99.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="r")],
+                                     [vi("x", [2], 99)], [vi("y", [2])]), {2}, ["'x'", "99"])
+    add("string_input_to_add.onnx", model([helper.make_node("Add", ["x", "x"], ["y"], name="str_add")],
+                                          [vi("x", [2], TensorProto.STRING)], [vi("y", [2], TensorProto.STRING)]),
+        {1, 2}, ["str_add", "string"])
+    add("matmul_shape_mismatch.onnx", model([helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")],
+                                            [vi("a", [2, 3]), vi("b", [4, 5])], [vi("y", None)]), {2}, ["mm"])
+
+    # ---- 5. initializers ----
+    t = rawt("w", TensorProto.FLOAT, [10], b"\x00" * 4)
+    add("raw_data_short.onnx", model([helper.make_node("Add", ["x", "w"], ["y"], name="a")], [vi("x", [10])],
+                                     [vi("y", [10])], [t]), {2}, ["'w'", "bytes"])
+    t = rawt("w", TensorProto.FLOAT, [2], b"\x00" * 100)
+    add("raw_data_long.onnx", model([helper.make_node("Add", ["x", "w"], ["y"], name="a")], [vi("x", [2])],
+                                    [vi("y", [2])], [t]), {2}, ["'w'", "bytes"])
+    t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[5], float_data=[1.0, 2.0, 3.0])
+    add("float_data_count_mismatch.onnx", model([helper.make_node("Add", ["x", "w"], ["y"], name="a")],
+                                                [vi("x", [5])], [vi("y", [5])], [t]), {2}, ["'w'", "3", "5"])
+    t = rawt("w", TensorProto.FLOAT, [-1, 4], b"\x00" * 16)
+    add("initializer_negative_dim.onnx", model([helper.make_node("Relu", ["w"], ["y"], name="r")], [],
+                                               [vi("y", None)], [t]), {2}, ["'w'", "-1"])
+    t = rawt("w", TensorProto.FLOAT, [1 << 31, 1 << 31], b"")
+    add("initializer_huge_no_data.onnx", model([helper.make_node("Relu", ["w"], ["y"], name="r")], [],
+                                               [vi("y", None)], [t]), {2}, ["'w'", "bytes", "limit"])
+    t = rawt("w", TensorProto.FLOAT, [1 << 32, 1 << 32, 1 << 32], b"")
+    add("initializer_dims_overflow.onnx", model([helper.make_node("Relu", ["w"], ["y"], name="r")], [],
+                                                [vi("y", None)], [t]), {2}, ["'w'", "overflow", "bytes", "limit"])
+    t = rawt("w", 0, [2], b"\x00" * 8)
+    add("initializer_dtype_undefined.onnx", model([helper.make_node("Relu", ["w"], ["y"], name="r")], [],
+                                                  [vi("y", None)], [t]), {2}, ["'w'", "type"])
+    t = helper.make_tensor("w", TensorProto.FLOAT, [2], [1.0, 2.0])
+    t.data_location = TensorProto.EXTERNAL  # claims external, names no file
+    add("external_no_location.onnx", model([helper.make_node("Relu", ["w"], ["y"], name="r")], [],
+                                           [vi("y", None)], [t]), {2}, ["'w'", "location", "external"])
+
+    def ext(name, location, offset=None, length=None, dims=(4,)):
+        t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=list(dims))
+        t.data_location = TensorProto.EXTERNAL
+        for k, v in (("location", location), ("offset", offset), ("length", length)):
+            if v is not None:
+                e = t.external_data.add()
+                e.key, e.value = k, str(v)
+        return model([helper.make_node("Relu", ["w"], ["y"], name="r")], [], [vi("y", None)], [t])
+
+    add("external_parent_dir.onnx", ext("w", "../../../../etc/passwd"), {2}, ["'w'", "..", "outside"])
+    add("external_absolute.onnx", ext("w", "/etc/passwd"), {2}, ["'w'", "/etc/passwd", "absolute", "outside"])
+    add("external_missing_file.onnx", ext("w", "no_such_weights.bin"), {2}, ["no_such_weights.bin"])
+    add("external_offset_past_end.onnx", ext("w", "corpus_weights.bin", offset=1000, length=16), {2},
+        ["corpus_weights.bin", "1000", "past", "end"])
+    add("external_length_past_end.onnx", ext("w", "corpus_weights.bin", offset=48, length=64, dims=(16,)), {2},
+        ["corpus_weights.bin", "past", "end", "64"])
+    add("external_length_mismatch.onnx", ext("w", "corpus_weights.bin", offset=0, length=8, dims=(16,)), {2},
+        ["'w'", "8", "64"])
+    add("external_negative_offset.onnx", ext("w", "corpus_weights.bin", offset=-8, length=16), {2},
+        ["'w'", "offset", "-8"])
+    add("external_is_directory.onnx", ext("w", "."), {2}, ["'w'", "director", "."])
+
+    # ---- 6. ops, domains, opsets ----
+    add("unknown_op.onnx", model([helper.make_node("FrobnicateOp", ["x"], ["y"], name="frob")],
+                                 [vi("x", [2])], [vi("y", [2])]), {1, 2}, ["FrobnicateOp"])
+    add("unknown_domain.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="evil", domain="com.evil")],
+                                     [vi("x", [2])], [vi("y", [2])], domains=[("com.evil", 1)]), {1, 2},
+        ["com.evil"])
+    add("domain_not_imported.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="r", domain="com.nope")],
+                                          [vi("x", [2])], [vi("y", [2])]), {1, 2}, ["com.nope"])
+    add("opset_999.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="r")], [vi("x", [2])],
+                                [vi("y", [2])], opset=999), {0, 2}, ["999", "opset"])
+    m = relu_model()
+    del m.opset_import[:]
+    add("no_opset_import.onnx", m, {0, 2}, ["opset"])
+
+    # ---- 7. shape ops ----
+    shp = numpy_helper.from_array(np.array([7], np.int64), "shape")
+    add("reshape_wrong_count.onnx", model([helper.make_node("Reshape", ["x", "shape"], ["y"], name="rs")],
+                                          [vi("x", [2, 3])], [vi("y", None)], [shp]), {2}, ["rs", "7", "6"])
+    shp = numpy_helper.from_array(np.array([-1, -1], np.int64), "shape")
+    add("reshape_two_minus_one.onnx", model([helper.make_node("Reshape", ["x", "shape"], ["y"], name="rs")],
+                                            [vi("x", [2, 3])], [vi("y", None)], [shp]), {2}, ["rs", "-1"])
+    shp = numpy_helper.from_array(np.array([0, 0, 0], np.int64), "shape")
+    add("reshape_zero_past_rank.onnx", model([helper.make_node("Reshape", ["x", "shape"], ["y"], name="rs")],
+                                             [vi("x", [2, 3])], [vi("y", None)], [shp]), {2}, ["rs"])
+    shp = numpy_helper.from_array(np.array([1 << 40, 1 << 40], np.int64), "shape")
+    add("constant_of_shape_huge.onnx", model([helper.make_node("ConstantOfShape", ["shape"], ["y"], name="cos")],
+                                             [], [vi("y", None)], [shp]), {1, 2}, ["cos", "bytes", "memory",
+                                                                                   "large", "overflow"])
+    shp = numpy_helper.from_array(np.array([1 << 20, 1 << 20], np.int64), "shape")
+    add("expand_huge.onnx", model([helper.make_node("Expand", ["x", "shape"], ["y"], name="exp")],
+                                  [vi("x", [1, 1])], [vi("y", None)], [shp]), {1, 2}, ["exp", "bytes", "memory",
+                                                                                     "large"])
+    idx = numpy_helper.from_array(np.array([100], np.int64), "idx")
+    add("gather_index_out_of_range.onnx", model([helper.make_node("Gather", ["x", "idx"], ["y"], name="gat")],
+                                                [vi("x", [3, 2])], [vi("y", None)], [idx]), {1, 2}, ["gat", "100"])
+    sp = numpy_helper.from_array(np.array([2, 2], np.int64), "sp")
+    add("split_sizes_wrong_sum.onnx", model([helper.make_node("Split", ["x", "sp"], ["a", "b"], name="spl")],
+                                            [vi("x", [5])], [vi("a", None), vi("b", None)], [sp]), {2}, ["spl"])
+
+    # ---- 8. control flow ----
+    def branch(n_out, tag):
+        outs = [vi(f"{tag}_o{i}", [2]) for i in range(n_out)]
+        nodes = [helper.make_node("Identity", ["x"], [f"{tag}_o{i}"], name=f"{tag}_id{i}") for i in range(n_out)]
+        return helper.make_graph(nodes, tag, [], outs)
+
+    cond = numpy_helper.from_array(np.array(True), "cond")
+    add("if_branch_output_count.onnx",
+        model([helper.make_node("If", ["cond"], ["y"], name="iffy", then_branch=branch(2, "then"),
+                                else_branch=branch(1, "else"))], [vi("x", [2])], [vi("y", [2])], [cond]), {2},
+        ["iffy", "output"])
+    # If inside If 40 deep, past the default max_graph_depth (32). Written as raw bytes: Python's protobuf
+    # refuses to build messages nested that deep.
+    def if_node(out, name, then_g, else_g):
+        attrs = [ld(5, ld(1, k) + ld(6, gb) + key(20, 0) + varint(AttributeProto.GRAPH))
+                 for k, gb in ((b"then_branch", then_g), (b"else_branch", else_g))]
+        return ld(1, b"cond") + ld(2, out.encode()) + ld(3, name.encode()) + ld(4, b"If") + b"".join(attrs)
+
+    def graph_bytes(nodes, name, out):
+        return b"".join(ld(1, n) for n in nodes) + ld(2, name.encode()) + ld(12, vi(out, [2]).SerializeToString())
+
+    g = branch(1, "leaf").SerializeToString()
+    for d in range(40):
+        g = graph_bytes([if_node(f"d{d}", f"if_{d}", g, branch(1, f"e{d}").SerializeToString())], f"lvl{d}",
+                        f"d{d}")
+    top = model([], [vi("x", [2])], [vi("d39", [2])], [cond])
+    top_graph = top.graph.SerializeToString()
+    top.ClearField("graph")
+    add("if_nested_40.onnx", top.SerializeToString() + ld(7, top_graph + ld(1, if_node("d39", "top_if", g, g))),
+        {2}, ["depth", "deep", "nested"])
+    cap = helper.make_graph([helper.make_node("Add", ["x", "not_there"], ["c_o"], name="cap_add")], "cap", [],
+                            [vi("c_o", [2])])
+    add("if_capture_undefined.onnx",
+        model([helper.make_node("If", ["cond"], ["y"], name="iffy", then_branch=cap, else_branch=cap)],
+              [vi("x", [2])], [vi("y", [2])], [cond]), {2}, ["not_there"])
+    # Loop whose condition stays true: the trip count input M=3 ends it (M absent would only stop at the
+    # runtime's iteration cap, see --hang-cases)
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going"),
+         helper.make_node("Add", ["acc_in", "acc_in"], ["acc_out"], name="double")],
+        "body", [vi("i", [], TensorProto.INT64), vi("cond_in", [], TensorProto.BOOL), vi("acc_in", [2])],
+        [vi("cond_out", [], TensorProto.BOOL), vi("acc_out", [2])])
+    trip = numpy_helper.from_array(np.array(3, np.int64), "M")
+    add("loop_cond_true_with_trip_count.onnx",
+        model([helper.make_node("Loop", ["M", "cond", "x"], ["y"], name="looper", body=body)],
+              [vi("x", [2])], [vi("y", [2])], [trip, cond]), {0}, [])
+    # the loop-carried value given as "" (absent), trip count and condition as graph inputs, with a scan
+    # output (as onnx's test_loop11 with its third input blanked)
+    body_scan = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going"),
+         helper.make_node("Add", ["acc_in", "acc_in"], ["acc_out"], name="double"),
+         helper.make_node("Identity", ["acc_out"], ["scan_out"], name="collect")],
+        "body", [vi("i", [], TensorProto.INT64), vi("cond_in", [], TensorProto.BOOL), vi("acc_in", [1])],
+        [vi("cond_out", [], TensorProto.BOOL), vi("acc_out", [1]), vi("scan_out", [1])])
+    add("loop_absent_carried_value.onnx",
+        model([helper.make_node("Loop", ["M", "c", ""], ["y", "ys"], name="loop_gap", body=body_scan)],
+              [vi("M", [], TensorProto.INT64), vi("c", [], TensorProto.BOOL), vi("x", [1])],
+              [vi("y", [1]), vi("ys", None)], opset=11), {1, 2}, ["loop_gap", "input", "acc_in"])
+    bad_body = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"], name="k")], "bb",
+                                 [vi("cond_in", [], TensorProto.BOOL)], [vi("cond_out", [], TensorProto.BOOL)])
+    # No trip count and a condition that stays true: only the runtime's iteration cap ends it (option
+    # limits.max_loop_iterations, default 10,000,000: about 20 s in a debug build, so the test lowers it)
+    for name, m in hang_cases().items():
+        add(name, m, {1}, ["forever", "max_loop_iterations"], ["--set", "limits.max_loop_iterations=100000"])
+    add("loop_body_wrong_arity.onnx",
+        model([helper.make_node("Loop", ["M", "cond", "x"], ["y"], name="bad_loop", body=bad_body)],
+              [vi("x", [2])], [vi("y", [2])], [trip, cond]), {2}, ["bad_loop"])
+
+
+def hang_cases():
+    """Loop without a trip count whose condition never turns false: only the runtime's iteration cap
+    (option limits.max_loop_iterations, default 10,000,000) ends it."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going"),
+         helper.make_node("Identity", ["acc_in"], ["acc_out"], name="same")],
+        "body", [vi("i", [], TensorProto.INT64), vi("cond_in", [], TensorProto.BOOL), vi("acc_in", [2])],
+        [vi("cond_out", [], TensorProto.BOOL), vi("acc_out", [2])])
+    cond = numpy_helper.from_array(np.array(True), "cond")
+    return {"loop_infinite.onnx": model([helper.make_node("Loop", ["", "cond", "x"], ["y"], name="forever",
+                                                          body=body)], [vi("x", [2])], [vi("y", [2])], [cond])}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--out", default=os.path.join(here, "models"))
+    ap.add_argument("--hang-cases", metavar="DIR")
+    a = ap.parse_args()
+    build()
+    os.makedirs(a.out, exist_ok=True)
+    names = set()
+    for name, data, _, _, _ in CASES:
+        assert name not in names, name
+        names.add(name)
+        with open(os.path.join(a.out, name), "wb") as f:
+            f.write(data)
+    # the external-data cases point into this 64-byte file
+    with open(os.path.join(a.out, "corpus_weights.bin"), "wb") as f:
+        f.write(struct.pack("<16f", *range(16)))
+    expect = {name: {"exit": codes, "words": words, **({"args": args} if args else {})}
+              for name, _, codes, words, args in CASES}
+    with open(os.path.join(a.out, "expect.json"), "w") as f:
+        json.dump(expect, f, indent=1, sort_keys=True)
+        f.write("\n")
+    # a valid model for the API tests of tests/reliability: y = Relu(x), z = x + x, x float32 [n, 3]
+    valid_dir = os.path.join(os.path.dirname(a.out), "valid")
+    os.makedirs(valid_dir, exist_ok=True)
+    api = model([helper.make_node("Relu", ["x"], ["y"], name="relu0"),
+                 helper.make_node("Add", ["x", "x"], ["z"], name="add0")],
+                [vi("x", ["n", 3])], [vi("y", ["n", 3]), vi("z", ["n", 3])])
+    with open(os.path.join(valid_dir, "relu_add_dynamic.onnx"), "wb") as f:
+        f.write(api.SerializeToString())
+    if a.hang_cases:  # the same cases as they are, for running without the lowered cap
+        os.makedirs(a.hang_cases, exist_ok=True)
+        for name, m in hang_cases().items():
+            with open(os.path.join(a.hang_cases, name), "wb") as f:
+                f.write(m.SerializeToString())
+    print(f"{len(CASES)} models written to {a.out}")
+
+
+if __name__ == "__main__":
+    main()

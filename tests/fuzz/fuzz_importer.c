@@ -1,0 +1,52 @@
+/* libFuzzer harness: the ONNX importer, then session creation and prepare on the CPU backend.
+ * Any crash, sanitizer report or leak is a bug; an error status is the expected answer to garbage. */
+#define _POSIX_C_SOURCE 200809L /* setenv/unsetenv */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "netrun.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+    /* Only the CPU plugin built with this harness (same compiler, same sanitizers) may load: the runtime
+     * finds it in ../lib/netrun/backends next to the executable; a gcc-built one from the environment
+     * would mix two ASan runtimes. */
+    unsetenv("NETRUN_BACKEND_PATH");
+    int cpu = 0; /* discover plugins once, outside the measured inputs */
+    for (int i = 0; i < netrun_backend_count(); i++) {
+        netrun_backend_info bi;
+        if (netrun_backend_get_info(i, &bi) == NETRUN_OK && bi.available && !strcmp(bi.name, "cpu")) cpu = 1;
+    }
+    if (!cpu) { /* without it every prepare fails early and the fuzzer explores little */
+        fprintf(stderr, "fuzz_importer: no CPU backend in ../lib/netrun/backends next to the executable\n");
+        exit(1);
+    }
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    netrun_model *m = NULL;
+    /* base_dir NULL: external data is refused, so the fuzzer never reads files named by the input */
+    if (netrun_model_load_memory(data, size, NULL, &m) != NETRUN_OK) return 0;
+    netrun_options *o = NULL;
+    netrun_session *s = NULL;
+    if (netrun_options_create(&o) == NETRUN_OK && netrun_options_set_backends(o, "cpu") == NETRUN_OK &&
+        netrun_options_set_threads(o, 1) == NETRUN_OK && netrun_session_create(m, o, &s) == NETRUN_OK) {
+        /* Symbolic dims stay unset: prepare must either pick them up later or say why it cannot. */
+        if (netrun_session_prepare(s) == NETRUN_OK) {
+            netrun_session_stats st;
+            netrun_session_get_stats(s, &st);
+            for (int i = 0; i < netrun_session_node_count(s); i++) {
+                netrun_node_info ni;
+                netrun_session_node_info(s, i, &ni);
+            }
+        }
+    }
+    netrun_session_destroy(s);
+    netrun_options_destroy(o);
+    netrun_model_release(m);
+    return 0;
+}
