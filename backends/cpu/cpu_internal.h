@@ -165,13 +165,16 @@ static inline netrun_status cpu_need_esize(const netrun_tensor *t, size_t *es, c
     return NETRUN_OK;
 }
 
-/* Element i of a float-like array (float32, float64, float16, bfloat16) as double, and back. */
+/* Element i of a numeric array (float types, and integers as a C cast does) as double, and back. */
 static inline double cpu_load_f(const void *p, netrun_dtype t, int64_t i) {
     switch (t) {
     case NETRUN_DTYPE_FLOAT: return ((const float *)p)[i];
     case NETRUN_DTYPE_DOUBLE: return ((const double *)p)[i];
     case NETRUN_DTYPE_FLOAT16: return cpu_half_to_float(((const uint16_t *)p)[i]);
-    default: return cpu_bf16_to_float(((const uint16_t *)p)[i]);
+    case NETRUN_DTYPE_BFLOAT16: return cpu_bf16_to_float(((const uint16_t *)p)[i]);
+    case NETRUN_DTYPE_INT32: return ((const int32_t *)p)[i];
+    case NETRUN_DTYPE_INT64: return (double)((const int64_t *)p)[i];
+    default: return 0;
     }
 }
 static inline void cpu_store_f(void *p, netrun_dtype t, int64_t i, double v) {
@@ -179,7 +182,16 @@ static inline void cpu_store_f(void *p, netrun_dtype t, int64_t i, double v) {
     case NETRUN_DTYPE_FLOAT: ((float *)p)[i] = (float)v; break;
     case NETRUN_DTYPE_DOUBLE: ((double *)p)[i] = v; break;
     case NETRUN_DTYPE_FLOAT16: ((uint16_t *)p)[i] = cpu_float_to_half((float)v); break;
-    default: ((uint16_t *)p)[i] = cpu_float_to_bf16((float)v); break;
+    case NETRUN_DTYPE_BFLOAT16: ((uint16_t *)p)[i] = cpu_float_to_bf16((float)v); break;
+    case NETRUN_DTYPE_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case NETRUN_DTYPE_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
+    case NETRUN_DTYPE_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    case NETRUN_DTYPE_INT16: ((int16_t *)p)[i] = (int16_t)v; break;
+    case NETRUN_DTYPE_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    case NETRUN_DTYPE_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
+    case NETRUN_DTYPE_UINT64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+    case NETRUN_DTYPE_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
+    default: break;
     }
 }
 

@@ -9,37 +9,6 @@
 
 static const double PI = 3.14159265358979323846;
 
-static double load_d(const void *p, netrun_dtype t, int64_t i) {
-    switch (t) {
-    case NETRUN_DTYPE_FLOAT: return ((const float *)p)[i];
-    case NETRUN_DTYPE_DOUBLE: return ((const double *)p)[i];
-    case NETRUN_DTYPE_FLOAT16: return cpu_half_to_float(((const uint16_t *)p)[i]);
-    case NETRUN_DTYPE_BFLOAT16: return cpu_bf16_to_float(((const uint16_t *)p)[i]);
-    case NETRUN_DTYPE_INT32: return ((const int32_t *)p)[i];
-    case NETRUN_DTYPE_INT64: return (double)((const int64_t *)p)[i];
-    default: return 0;
-    }
-}
-
-/* Integer outputs truncate like a C cast (numpy astype); values are window weights in [0, 1]. */
-static void store_d(void *p, netrun_dtype t, int64_t i, double v) {
-    switch (t) {
-    case NETRUN_DTYPE_FLOAT: ((float *)p)[i] = (float)v; break;
-    case NETRUN_DTYPE_DOUBLE: ((double *)p)[i] = v; break;
-    case NETRUN_DTYPE_FLOAT16: ((uint16_t *)p)[i] = cpu_float_to_half((float)v); break;
-    case NETRUN_DTYPE_BFLOAT16: ((uint16_t *)p)[i] = cpu_float_to_bf16((float)v); break;
-    case NETRUN_DTYPE_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
-    case NETRUN_DTYPE_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
-    case NETRUN_DTYPE_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
-    case NETRUN_DTYPE_INT16: ((int16_t *)p)[i] = (int16_t)v; break;
-    case NETRUN_DTYPE_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
-    case NETRUN_DTYPE_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
-    case NETRUN_DTYPE_UINT64: ((uint64_t *)p)[i] = (uint64_t)v; break;
-    case NETRUN_DTYPE_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
-    default: break;
-    }
-}
-
 /* ---- transform of one complex line ---- */
 
 typedef struct fft_plan {
@@ -134,8 +103,8 @@ static void dft_range(void *arg, int64_t b, int64_t e) {
         if (n > j->n_in) n = j->n_in;
         for (int64_t t = 0; t < n; t++) {
             int64_t at = (xbase + t * xstride) * j->c_in;
-            buf[2 * t] = load_d(j->x, j->dt, at);
-            buf[2 * t + 1] = j->c_in == 2 ? load_d(j->x, j->dt, at + 1) : 0.0;
+            buf[2 * t] = cpu_load_f(j->x, j->dt, at);
+            buf[2 * t + 1] = j->c_in == 2 ? cpu_load_f(j->x, j->dt, at + 1) : 0.0;
         }
         if (p->inverse && p->onesided) { /* rebuild the Hermitian spectrum; DC and Nyquist are real */
             buf[1] = 0;
@@ -147,8 +116,8 @@ static void dft_range(void *arg, int64_t b, int64_t e) {
         int64_t ybase = o * j->n_out * j->inner + i;
         for (int64_t k = 0; k < j->n_out; k++) {
             int64_t at = (ybase + k * xstride) * j->c_out;
-            store_d(j->y, j->dt, at, buf[2 * k] * scale);
-            if (j->c_out == 2) store_d(j->y, j->dt, at + 1, buf[2 * k + 1] * scale);
+            cpu_store_f(j->y, j->dt, at, buf[2 * k] * scale);
+            if (j->c_out == 2) cpu_store_f(j->y, j->dt, at + 1, buf[2 * k + 1] * scale);
         }
     }
     cpu_free(buf);
@@ -199,15 +168,15 @@ static void stft_range(void *arg, int64_t b, int64_t e) {
         int64_t bt = line / j->p->n_frames, f = line % j->p->n_frames;
         int64_t start = bt * j->len + f * j->p->frame_step;
         for (int64_t t = 0; t < L; t++) {
-            double w = j->w ? load_d(j->w, j->dt, t) : 1.0;
+            double w = j->w ? cpu_load_f(j->w, j->dt, t) : 1.0;
             int64_t at = (start + t) * j->comp;
-            buf[2 * t] = load_d(j->x, j->dt, at) * w;
-            buf[2 * t + 1] = j->comp == 2 ? load_d(j->x, j->dt, at + 1) * w : 0.0;
+            buf[2 * t] = cpu_load_f(j->x, j->dt, at) * w;
+            buf[2 * t + 1] = j->comp == 2 ? cpu_load_f(j->x, j->dt, at + 1) * w : 0.0;
         }
         transform(&j->plan, buf, tmp, -1);
         for (int64_t k = 0; k < j->bins; k++) {
-            store_d(j->y, j->dt, (line * j->bins + k) * 2, buf[2 * k]);
-            store_d(j->y, j->dt, (line * j->bins + k) * 2 + 1, buf[2 * k + 1]);
+            cpu_store_f(j->y, j->dt, (line * j->bins + k) * 2, buf[2 * k]);
+            cpu_store_f(j->y, j->dt, (line * j->bins + k) * 2 + 1, buf[2 * k + 1]);
         }
     }
     cpu_free(buf);
@@ -253,7 +222,7 @@ static netrun_status run_window(const netrun_kernel_args *args, int kind) {
         case WIN_HAMMING: v = 25.0 / 46.0 - (21.0 / 46.0) * cos(a); break;
         default: v = 0.42 - 0.5 * cos(a) + 0.08 * cos(2 * a); break;
         }
-        store_d(y->data, y->dtype, n, v);
+        cpu_store_f(y->data, y->dtype, n, v);
     }
     return NETRUN_OK;
 }
@@ -278,12 +247,12 @@ static netrun_status run_mel(cpu_context *ctx, void *state, const netrun_kernel_
     netrun_tensor *y = &args->outputs[0];
     if (args->n_inputs < 5 || y->rank != 2) return cpu_host->error(NETRUN_ERR_INTERNAL, "mel: bad args");
     const netrun_tensor *in = args->inputs;
-    int64_t bins = (int64_t)load_d(in[0].data, in[0].dtype, 0), dft_len = (int64_t)load_d(in[1].data, in[1].dtype, 0);
-    double rate = load_d(in[2].data, in[2].dtype, 0);
+    int64_t bins = (int64_t)cpu_load_f(in[0].data, in[0].dtype, 0), dft_len = (int64_t)cpu_load_f(in[1].data, in[1].dtype, 0);
+    double rate = cpu_load_f(in[2].data, in[2].dtype, 0);
     if (bins != y->dims[1] || dft_len / 2 + 1 != y->dims[0])
         return cpu_host->error(NETRUN_ERR_INTERNAL, "mel: output shape does not match the inputs");
     if (rate <= 0) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "mel: sample_rate must be > 0, got %g", rate);
-    double lo = load_d(in[3].data, in[3].dtype, 0), hi = load_d(in[4].data, in[4].dtype, 0), lo_mel, hi_mel, step;
+    double lo = cpu_load_f(in[3].data, in[3].dtype, 0), hi = cpu_load_f(in[4].data, in[4].dtype, 0), lo_mel, hi_mel, step;
     if (in[3].dtype == NETRUN_DTYPE_DOUBLE) {
         lo_mel = 2595.0 * log10(1.0 + lo / 700.0);
         hi_mel = 2595.0 * log10(1.0 + hi / 700.0);
@@ -317,7 +286,7 @@ static netrun_status run_mel(cpu_context *ctx, void *state, const netrun_kernel_
             for (int64_t k = c; k < r; k++)
                 if (k >= 0 && k < nspec) out[k * bins + i] = (double)(r - k) / (double)(r - c);
     }
-    for (int64_t k = 0; k < nspec * bins; k++) store_d(y->data, y->dtype, k, out[k]);
+    for (int64_t k = 0; k < nspec * bins; k++) cpu_store_f(y->data, y->dtype, k, out[k]);
     cpu_free(edge), cpu_free(out);
     return NETRUN_OK;
 }

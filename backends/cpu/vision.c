@@ -9,28 +9,6 @@
 
 /* ---- dtype-generic element access ---- */
 
-static inline double ld(const void *p, netrun_dtype t, int64_t i) {
-    switch (t) {
-    case NETRUN_DTYPE_FLOAT: return ((const float *)p)[i];
-    case NETRUN_DTYPE_DOUBLE: return ((const double *)p)[i];
-    case NETRUN_DTYPE_FLOAT16: return cpu_half_to_float(((const uint16_t *)p)[i]);
-    case NETRUN_DTYPE_BFLOAT16: return cpu_bf16_to_float(((const uint16_t *)p)[i]);
-    case NETRUN_DTYPE_INT32: return ((const int32_t *)p)[i];
-    case NETRUN_DTYPE_INT64: return (double)((const int64_t *)p)[i];
-    default: return 0;
-    }
-}
-
-static inline void stv(void *p, netrun_dtype t, int64_t i, double v) {
-    switch (t) {
-    case NETRUN_DTYPE_FLOAT: ((float *)p)[i] = (float)v; break;
-    case NETRUN_DTYPE_DOUBLE: ((double *)p)[i] = v; break;
-    case NETRUN_DTYPE_FLOAT16: ((uint16_t *)p)[i] = cpu_float_to_half((float)v); break;
-    case NETRUN_DTYPE_BFLOAT16: ((uint16_t *)p)[i] = cpu_float_to_bf16((float)v); break;
-    default: break;
-    }
-}
-
 static inline int64_t ld_index(const void *p, netrun_dtype t, int64_t i) {
     return t == NETRUN_DTYPE_INT32 ? ((const int32_t *)p)[i] : ((const int64_t *)p)[i];
 }
@@ -107,7 +85,7 @@ static void gs_range(void *arg, int64_t b, int64_t e) {
         int cnt[3];
         for (int d = 0; d < k; d++) {
             /* grid's last axis lists coordinates innermost-dim first */
-            double nv = ld(j->g->data, j->g->dtype, t * k + (k - 1 - d));
+            double nv = cpu_load_f(j->g->data, j->g->dtype, t * k + (k - 1 - d));
             double len = (double)dims[d];
             double c = p->align_corners ? (nv + 1) / 2.0 * (len - 1) : ((nv + 1) * len - 1) / 2.0;
             c = fround(c, j->dbl);
@@ -165,9 +143,9 @@ static void gs_range(void *arg, int64_t b, int64_t e) {
                     for (int e2 = d + 1; e2 < k; e2++) stride *= dims[e2];
                     off += ii * stride;
                 }
-                if (valid) acc += wt * ld(x->data, x->dtype, base + off);
+                if (valid) acc += wt * cpu_load_f(x->data, x->dtype, base + off);
             }
-            stv(j->y->data, j->y->dtype, (n * j->C + ch) * j->n_out + o, acc);
+            cpu_store_f(j->y->data, j->y->dtype, (n * j->C + ch) * j->n_out + o, acc);
         }
     }
 }
@@ -322,10 +300,10 @@ static void roi_align_range(void *arg, int64_t b, int64_t e) {
          * sample count ceil(rh / PH) depends on that rounding */
         int dbl = x->dtype == NETRUN_DTYPE_DOUBLE;
         double off = p->half_pixel ? 0.5 : 0.0, ss = p->spatial_scale;
-        double sw = fround(fround(ld(j->rois->data, j->rois->dtype, r * 4 + 0) * ss, dbl) - off, dbl);
-        double sh = fround(fround(ld(j->rois->data, j->rois->dtype, r * 4 + 1) * ss, dbl) - off, dbl);
-        double ew = fround(fround(ld(j->rois->data, j->rois->dtype, r * 4 + 2) * ss, dbl) - off, dbl);
-        double eh = fround(fround(ld(j->rois->data, j->rois->dtype, r * 4 + 3) * ss, dbl) - off, dbl);
+        double sw = fround(fround(cpu_load_f(j->rois->data, j->rois->dtype, r * 4 + 0) * ss, dbl) - off, dbl);
+        double sh = fround(fround(cpu_load_f(j->rois->data, j->rois->dtype, r * 4 + 1) * ss, dbl) - off, dbl);
+        double ew = fround(fround(cpu_load_f(j->rois->data, j->rois->dtype, r * 4 + 2) * ss, dbl) - off, dbl);
+        double eh = fround(fround(cpu_load_f(j->rois->data, j->rois->dtype, r * 4 + 3) * ss, dbl) - off, dbl);
         double rw = fround(ew - sw, dbl), rh = fround(eh - sh, dbl);
         if (!p->half_pixel) { /* the legacy mode forces a roi of at least 1x1 */
             rw = rw > 1 ? rw : 1;
@@ -356,12 +334,12 @@ static void roi_align_range(void *arg, int64_t b, int64_t e) {
                             if (xl >= W - 1) { xh = xl = W - 1; xq = (double)xl; } else xh = xl + 1;
                             double ly = y - (double)yl, lx = xq - (double)xl, hy = 1 - ly, hx = 1 - lx;
                             w1 = hy * hx, w2 = hy * lx, w3 = ly * hx, w4 = ly * lx;
-                            v1 = ld(x->data, x->dtype, xbase + yl * W + xl);
-                            v2 = ld(x->data, x->dtype, xbase + yl * W + xh);
-                            v3 = ld(x->data, x->dtype, xbase + yh * W + xl);
-                            v4 = ld(x->data, x->dtype, xbase + yh * W + xh);
+                            v1 = cpu_load_f(x->data, x->dtype, xbase + yl * W + xl);
+                            v2 = cpu_load_f(x->data, x->dtype, xbase + yl * W + xh);
+                            v3 = cpu_load_f(x->data, x->dtype, xbase + yh * W + xl);
+                            v4 = cpu_load_f(x->data, x->dtype, xbase + yh * W + xh);
                         } else if (H > 0 && W > 0) {
-                            v1 = v2 = v3 = v4 = ld(x->data, x->dtype, xbase); /* weights 0, as the reference */
+                            v1 = v2 = v3 = v4 = cpu_load_f(x->data, x->dtype, xbase); /* weights 0, as the reference */
                         }
                         if (!p->mode_max) {
                             acc += w1 * v1 + w2 * v2 + w3 * v3 + w4 * v4;
@@ -376,7 +354,7 @@ static void roi_align_range(void *arg, int64_t b, int64_t e) {
                     }
                 }
                 if (!p->mode_max) acc /= count;
-                stv(j->y->data, j->y->dtype, ((r * C + c) * PH + ph) * PW + pw, acc);
+                cpu_store_f(j->y->data, j->y->dtype, ((r * C + c) * PH + ph) * PW + pw, acc);
             }
     }
 }
@@ -415,14 +393,14 @@ static netrun_status run_max_roi_pool(cpu_context *ctx, void *state, const netru
         return cpu_host->error(NETRUN_ERR_INTERNAL, "MaxRoiPool: bad params or shapes");
     int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3], PH = p->pooled_h, PW = p->pooled_w;
     for (int64_t r = 0; r < rois->dims[0]; r++) {
-        double bd = ld(rois->data, rois->dtype, r * 5);
+        double bd = cpu_load_f(rois->data, rois->dtype, r * 5);
         int64_t b = (int64_t)bd;
         if (!(bd >= 0) || b >= N)
             return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "MaxRoiPool: roi %lld has batch index %g outside "
                                    "[0, %lld)", (long long)r, bd, (long long)N);
         double ss = p->spatial_scale, v[4];
         for (int q = 0; q < 4; q++) {
-            v[q] = round(ld(rois->data, rois->dtype, r * 5 + 1 + q) * ss);
+            v[q] = round(cpu_load_f(rois->data, rois->dtype, r * 5 + 1 + q) * ss);
             if (!(fabs(v[q]) < 1e15)) v[q] = 0; /* NaN/huge coordinates: a degenerate roi */
         }
         int64_t sw = (int64_t)v[0], sh = (int64_t)v[1], ew = (int64_t)v[2], eh = (int64_t)v[3];
@@ -443,11 +421,11 @@ static netrun_status run_max_roi_pool(cpu_context *ctx, void *state, const netru
                         m = -INFINITY;
                         for (int64_t h = hs; h < he; h++)
                             for (int64_t w = ws; w < we; w++) {
-                                double v2 = ld(x->data, x->dtype, xb + h * W + w);
+                                double v2 = cpu_load_f(x->data, x->dtype, xb + h * W + w);
                                 if (v2 > m) m = v2;
                             }
                     }
-                    stv(y->data, y->dtype, ((r * C + c) * PH + ph) * PW + pw, m);
+                    cpu_store_f(y->data, y->dtype, ((r * C + c) * PH + ph) * PW + pw, m);
                 }
         }
     }
@@ -511,7 +489,7 @@ static netrun_status run_affine_grid(cpu_context *ctx, void *state, const netrun
     int64_t o = 0;
     for (int64_t n = 0; n < N; n++) {
         double t[12];
-        for (int q = 0; q < k * (k + 1); q++) t[q] = ld(th->data, th->dtype, n * k * (k + 1) + q);
+        for (int q = 0; q < k * (k + 1); q++) t[q] = cpu_load_f(th->data, th->dtype, n * k * (k + 1) + q);
         for (int64_t d = 0; d < D; d++) {
             double z = k == 3 ? AG_COORD(d, D) : 0;
             for (int64_t h = 0; h < H; h++) {
@@ -519,11 +497,11 @@ static netrun_status run_affine_grid(cpu_context *ctx, void *state, const netrun
                 for (int64_t w = 0; w < W; w++) {
                     double xx = AG_COORD(w, W);
                     if (k == 2) {
-                        stv(y->data, y->dtype, o++, t[0] * xx + t[1] * yy + t[2]);
-                        stv(y->data, y->dtype, o++, t[3] * xx + t[4] * yy + t[5]);
+                        cpu_store_f(y->data, y->dtype, o++, t[0] * xx + t[1] * yy + t[2]);
+                        cpu_store_f(y->data, y->dtype, o++, t[3] * xx + t[4] * yy + t[5]);
                     } else {
                         for (int r = 0; r < 3; r++)
-                            stv(y->data, y->dtype, o++, t[4 * r] * xx + t[4 * r + 1] * yy + t[4 * r + 2] * z + t[4 * r + 3]);
+                            cpu_store_f(y->data, y->dtype, o++, t[4 * r] * xx + t[4 * r + 1] * yy + t[4 * r + 2] * z + t[4 * r + 3]);
                     }
                 }
             }
@@ -575,10 +553,10 @@ static netrun_status run_col2im(cpu_context *ctx, void *state, const netrun_kern
                         off += pos * stride;
                         stride *= p->image[d];
                     }
-                    if (ok) acc[off] += ld(x->data, x->dtype, row + l);
+                    if (ok) acc[off] += cpu_load_f(x->data, x->dtype, row + l);
                 }
             }
-            for (int64_t i = 0; i < img; i++) stv(y->data, y->dtype, (n * C + c) * img + i, acc[i]);
+            for (int64_t i = 0; i < img; i++) cpu_store_f(y->data, y->dtype, (n * C + c) * img + i, acc[i]);
         }
     cpu_free(acc);
     return NETRUN_OK;
@@ -644,7 +622,7 @@ static double dc_sample(const netrun_tensor *x, int64_t base, int64_t H, int64_t
         for (int b = 0; b < 2; b++) {
             int64_t hh = h0 + a, ww = w0 + b;
             if (hh < 0 || hh >= H || ww < 0 || ww >= W) continue;
-            v += (a ? lh : 1 - lh) * (b ? lw : 1 - lw) * ld(x->data, x->dtype, base + hh * W + ww);
+            v += (a ? lh : 1 - lh) * (b ? lw : 1 - lw) * cpu_load_f(x->data, x->dtype, base + hh * W + ww);
         }
     return v;
 }
@@ -670,11 +648,11 @@ static void dc_cols(void *arg, int64_t b, int64_t e) {
                     for (int64_t ow = 0; ow < OW; ow++) {
                         int64_t q = oh * OW + ow;
                         double h = (double)(oh * p->strides[0] - p->pads_begin[0] + kh * p->dilations[0]) +
-                                   ld(off->data, off->dtype, och + q);
+                                   cpu_load_f(off->data, off->dtype, och + q);
                         double w = (double)(ow * p->strides[1] - p->pads_begin[1] + kw * p->dilations[1]) +
-                                   ld(off->data, off->dtype, och + OH * OW + q);
+                                   cpu_load_f(off->data, off->dtype, och + OH * OW + q);
                         double v = dc_sample(x, xbase, H, W, h, w);
-                        if (mask) v *= ld(mask->data, mask->dtype, mch + q);
+                        if (mask) v *= cpu_load_f(mask->data, mask->dtype, mch + q);
                         col[q] = v;
                     }
             }
@@ -693,23 +671,23 @@ static void dc_out(void *arg, int64_t b, int64_t e) {
     double *acc = cpu_alloc(sizeof(double) * (size_t)(OHW > 0 ? OHW : 1));
     for (int64_t t = b; t < e; t++) {
         int64_t n = t / M, m = t % M, g = m / mg;
-        double bv = bias ? ld(bias->data, bias->dtype, m) : 0;
+        double bv = bias ? cpu_load_f(bias->data, bias->dtype, m) : 0;
         if (!acc) { /* no scratch: accumulate straight into the output */
             for (int64_t q = 0; q < OHW; q++) {
                 double s = bv;
                 for (int64_t ci = 0; ci < cg * kk; ci++)
-                    s += ld(w->data, w->dtype, m * cg * kk + ci) * j->col[((n * C + g * cg) * kk + ci) * OHW + q];
-                stv(y->data, y->dtype, t * OHW + q, s);
+                    s += cpu_load_f(w->data, w->dtype, m * cg * kk + ci) * j->col[((n * C + g * cg) * kk + ci) * OHW + q];
+                cpu_store_f(y->data, y->dtype, t * OHW + q, s);
             }
             continue;
         }
         for (int64_t q = 0; q < OHW; q++) acc[q] = bv;
         for (int64_t ci = 0; ci < cg * kk; ci++) {
-            double wv = ld(w->data, w->dtype, m * cg * kk + ci);
+            double wv = cpu_load_f(w->data, w->dtype, m * cg * kk + ci);
             const double *col = j->col + ((n * C + g * cg) * kk + ci) * OHW;
             for (int64_t q = 0; q < OHW; q++) acc[q] += wv * col[q];
         }
-        for (int64_t q = 0; q < OHW; q++) stv(y->data, y->dtype, t * OHW + q, acc[q]);
+        for (int64_t q = 0; q < OHW; q++) cpu_store_f(y->data, y->dtype, t * OHW + q, acc[q]);
     }
     cpu_free(acc);
 }
