@@ -94,7 +94,7 @@ static netrun_status split_infer(nr_layer_ctx *c, void *params) {
     int64_t sum = 0;
     for (int i = 0; i < n; i++) {
         if (sizes[i] < 0) return nr_layer_error(c, "split[%d] is negative (%lld)", i, (long long)sizes[i]);
-        sum += sizes[i];
+        if (__builtin_add_overflow(sum, sizes[i], &sum)) return nr_layer_error(c, "split sizes overflow");
     }
     if (sum != dim) return nr_layer_error(c, "split sizes sum to %lld, the axis dim is %lld", (long long)sum, (long long)dim);
     int64_t d[NETRUN_MAX_RANK];

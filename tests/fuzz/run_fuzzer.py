@@ -78,7 +78,8 @@ def main():
     # abort the fuzzer; real RSS growth is still capped by -rss_limit_mb.
     env.setdefault("ASAN_OPTIONS", "allocator_may_return_null=1:max_allocation_size_mb=2048:detect_leaks=1")
     env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
-    cmd = [a.fuzzer, f"-max_total_time={a.seconds}", "-rss_limit_mb=4096", "-timeout=10", "-max_len=65536",
+    # a fixed seed keeps CI runs repeatable (new paths are for the long runs, see docs/reliability.md)
+    cmd = [a.fuzzer, "-seed=1", f"-max_total_time={a.seconds}", "-rss_limit_mb=4096", "-timeout=10", "-max_len=65536",
            "-print_final_stats=1", f"-artifact_prefix={artifacts}"] + a.extra + [corpus, seeds]
     print(" ".join(cmd))
     sys.stdout.flush()
