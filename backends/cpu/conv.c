@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdio.h>
 
+#include "conv_dnnl.h"
 #include "gemm_util.h"
 
 #define COL_BYTES_CAP ((int64_t)4 << 20) /* im2col slice per thread */
@@ -85,6 +86,9 @@ static void make_plan(const conv_geom *g, const netrun_conv_params *p, int trans
 
 typedef struct conv_state {
     float *w; /* float copy of a constant float16 W, or NULL */
+    cpu_dnnl_conv *dnnl; /* oneDNN primitive for the create-time dims, or NULL */
+    int rank, has_bias;
+    int64_t xd[NETRUN_MAX_RANK], yd[NETRUN_MAX_RANK];
 } conv_state;
 
 typedef struct conv_job {
@@ -293,6 +297,19 @@ static int64_t dims_known(const netrun_value_desc *v) {
     return 1;
 }
 
+/* oneDNN for constant-W Conv whose dims are known, except 1x1 stride-1 convs: those are one plain sgemm on
+ * NCHW, as fast as oneDNN's blocked kernel plus the reorders it needs (measured per layer, see
+ * docs/benchmarks.md). */
+static int want_dnnl(const netrun_node_desc *node, const conv_geom *g, int transpose) {
+    const netrun_conv_params *p = node->params;
+    return !transpose && node->inputs[1].const_data && !is_pointwise(g, p) && cpu_dnnl_available();
+}
+
+static int node_has_bias(const netrun_node_desc *node) {
+    const netrun_conv_params *p = node->params;
+    return p->has_bias && node->n_inputs > 2 && node->inputs[2].rank >= 0;
+}
+
 static netrun_status create_common(cpu_context *ctx, const netrun_node_desc *node, void **state, size_t *ws,
                                    int transpose) {
     gu_blas_single_thread();
@@ -301,26 +318,51 @@ static netrun_status create_common(cpu_context *ctx, const netrun_node_desc *nod
     *ws = 0;
     if (!p) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: missing params", node->op_type);
     const netrun_value_desc *w = &node->inputs[1];
-    if (w->const_data && w->dtype == NETRUN_DTYPE_FLOAT16 && dims_known(w)) {
+    conv_state *s = NULL;
+    if (w->const_data && (w->dtype == NETRUN_DTYPE_FLOAT16 || w->dtype == NETRUN_DTYPE_FLOAT) && dims_known(w)) {
         int64_t n = 1;
         for (int i = 0; i < w->rank; i++) n *= w->dims[i];
-        conv_state *s = cpu_alloc(sizeof *s);
+        s = cpu_alloc(sizeof *s);
         if (!s) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: out of memory", node->op_type);
-        float *tmp;
-        if (!gu_to_float(w->dtype, w->const_data, n, &tmp)) {
-            cpu_free(s);
-            return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: out of memory converting W", node->op_type);
+        memset(s, 0, sizeof *s);
+        if (w->dtype == NETRUN_DTYPE_FLOAT16) {
+            float *tmp;
+            if (!gu_to_float(w->dtype, w->const_data, n, &tmp)) {
+                cpu_free(s);
+                return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: out of memory converting W", node->op_type);
+            }
+            s->w = tmp;
         }
-        s->w = tmp;
         *state = s;
     }
     conv_geom g;
     if (node->n_outputs > 0 && dims_known(&node->inputs[0]) && dims_known(&node->outputs[0]) && dims_known(w) &&
-        make_geom(p, node->inputs[0].dims, node->outputs[0].dims, w->dims[1], transpose, &g) &&
-        !is_depthwise(&g, transpose)) {
-        conv_plan pl;
-        make_plan(&g, p, transpose, ctx->threads, &pl);
-        *ws = (size_t)(pl.slots * pl.slot_floats) * sizeof(float);
+        make_geom(p, node->inputs[0].dims, node->outputs[0].dims, w->dims[1], transpose, &g)) {
+        if (s && want_dnnl(node, &g, transpose)) {
+            size_t need = 0;
+            netrun_status rc = cpu_dnnl_conv_create(ctx, p, node->inputs[0].dims, w->dims, node->outputs[0].dims,
+                                                    s->w ? s->w : w->const_data, node_has_bias(node), &s->dnnl,
+                                                    &need);
+            if (rc != NETRUN_OK) {
+                gu_free(s->w);
+                cpu_free(s);
+                *state = NULL;
+                return rc;
+            }
+            if (s->dnnl) {
+                s->has_bias = node_has_bias(node);
+                s->rank = node->inputs[0].rank;
+                memcpy(s->xd, node->inputs[0].dims, sizeof s->xd);
+                memcpy(s->yd, node->outputs[0].dims, sizeof s->yd);
+                *ws = need;
+                return NETRUN_OK;
+            }
+        }
+        if (!is_depthwise(&g, transpose)) {
+            conv_plan pl;
+            make_plan(&g, p, transpose, ctx->threads, &pl);
+            *ws = (size_t)(pl.slots * pl.slot_floats) * sizeof(float);
+        }
     }
     return NETRUN_OK;
 }
@@ -335,7 +377,8 @@ static netrun_status convt_create(cpu_context *ctx, const netrun_node_desc *node
 static void conv_destroy(void *state) {
     conv_state *s = state;
     if (!s) return;
-    cpu_free(s->w);
+    cpu_dnnl_conv_destroy(s->dnnl);
+    gu_free(s->w);
     cpu_free(s);
 }
 
@@ -380,7 +423,11 @@ static netrun_status run_common(cpu_context *ctx, void *state, const netrun_kern
         rc = cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: out of memory staging float16 tensors", op);
         goto done;
     }
-    if (depthwise) {
+    if (st && st->dnnl && !transpose && X->rank == st->rank && (B != NULL) == st->has_bias &&
+        !memcmp(X->dims, st->xd, (size_t)X->rank * sizeof X->dims[0]) &&
+        !memcmp(Y->dims, st->yd, (size_t)Y->rank * sizeof Y->dims[0])) {
+        rc = cpu_dnnl_conv_run(ctx, st->dnnl, j.x, j.b, j.z, j.y, args->workspace, args->workspace_size);
+    } else if (depthwise) {
         cpu_parallel_for(ctx, g.n * g.c, 1, depthwise_range, &j);
     } else {
         size_t need = (size_t)(pl.slots * pl.slot_floats) * sizeof(float);
@@ -419,6 +466,10 @@ static void describe_common(const netrun_node_desc *node, char *buf, size_t size
     if (p && !transpose && node->n_inputs > 1 && node->n_outputs > 0 && dims_known(&node->inputs[0]) &&
         dims_known(&node->outputs[0]) && dims_known(&node->inputs[1]) &&
         make_geom(p, node->inputs[0].dims, node->outputs[0].dims, node->inputs[1].dims[1], 0, &g)) {
+        if (want_dnnl(node, &g, 0) &&
+            cpu_dnnl_conv_describe(p, node->inputs[0].dims, node->inputs[1].dims, node->outputs[0].dims,
+                                   node_has_bias(node), buf, size))
+            return;
         if (is_depthwise(&g, 0)) path = "depthwise direct";
         else if (is_pointwise(&g, p)) path = "1x1 sgemm";
     }

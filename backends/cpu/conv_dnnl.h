@@ -1,0 +1,31 @@
+/* oneDNN convolution path of the CPU backend (conv_dnnl.c); stubs that decline when built without it. */
+#ifndef CPU_CONV_DNNL_H
+#define CPU_CONV_DNNL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu_internal.h"
+#include "netrun_ops.h"
+
+typedef struct cpu_dnnl_conv cpu_dnnl_conv;
+
+int cpu_dnnl_available(void);
+/* Build a primitive for these dims (xd, wd, yd: ranks n_spatial + 2; w: float weights in ONNX layout).
+ * *out stays NULL (and NETRUN_OK is returned) when oneDNN cannot do it well: the caller keeps its own path.
+ * *ws: workspace bytes cpu_dnnl_conv_run needs. */
+netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p, const int64_t *xd,
+                                   const int64_t *wd, const int64_t *yd, const float *w, int has_bias,
+                                   cpu_dnnl_conv **out, size_t *ws);
+/* y = act(conv(x) + b (+ z)) on float buffers of the create-time dims. */
+netrun_status cpu_dnnl_conv_run(cpu_context *ctx, cpu_dnnl_conv *s, const float *x, const float *b,
+                                const float *z, float *y, void *ws, size_t ws_size);
+void cpu_dnnl_conv_destroy(cpu_dnnl_conv *s);
+const char *cpu_dnnl_conv_impl(const cpu_dnnl_conv *s);
+size_t cpu_dnnl_conv_workspace(const cpu_dnnl_conv *s);
+/* "oneDNN <implementation> (blocked, reorders)" for the profile's kernel column; 0 when
+ * cpu_dnnl_conv_create would decline these dims. */
+int cpu_dnnl_conv_describe(const netrun_conv_params *p, const int64_t *xd, const int64_t *wd,
+                            const int64_t *yd, int has_bias, char *buf, size_t size);
+
+#endif
