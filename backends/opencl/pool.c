@@ -1,0 +1,6 @@
+/* pool ops. */
+#include "opencl_internal.h"
+
+const ocl_op ocl_ops_pool[] = {
+    {NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL},
+};
