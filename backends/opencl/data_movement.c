@@ -1,6 +1,461 @@
-/* data_movement ops (owner: oclops): placeholder table so the plugin links; fill it in. */
+/* OpenCL kernels: data movement. Transpose, Slice, Tile, Concat, Split, DepthToSpace and SpaceToDepth are
+ * all one strided-copy kernel (dm_copy_nd) with different strides; Pad, Gather, GatherElements, GatherND,
+ * ScatterElements / ScatterND (no reduction) and Trilu have their own. They move elements by size
+ * (data_movement.cl built per element size), so every fixed-size dtype works; Pad converts its fill value to
+ * the dtype's bits here. */
+#include <math.h>
+
 #include "opencl_internal.h"
 
+OCL_SOURCE(data_movement);
+
+/* Shared with elementwise.c (which defines them). */
+typedef struct oclops_meta {
+    int64_t rank;
+    int64_t dims[NETRUN_MAX_RANK];
+    int64_t s0[NETRUN_MAX_RANK];
+    int64_t s1[NETRUN_MAX_RANK];
+    int64_t s2[NETRUN_MAX_RANK];
+} oclops_meta;
+int oclops_bytes_options(size_t es, char *buf, size_t size);
+netrun_status oclops_flag_create(ocl_context *ctx, cl_mem *flag);
+netrun_status oclops_flag_check(ocl_context *ctx, cl_mem flag, const char *what, const char *problem);
+netrun_status oclops_copy_nd(ocl_context *ctx, cl_kernel k, const netrun_tensor *x, int64_t base_x, netrun_tensor *y,
+                             int64_t base_y, int rank, const int64_t *dims, const int64_t *xs, const int64_t *xmod,
+                             const int64_t *ys, const char *what);
+uint64_t oclops_value_bits(netrun_dtype t, double v);
+
+enum { DM_TRANSPOSE, DM_SLICE, DM_TILE, DM_CONCAT, DM_SPLIT, DM_D2S, DM_S2D, DM_PAD, DM_GATHER, DM_GATHER_ELEMENTS,
+       DM_GATHER_ND, DM_SCATTER_ELEMENTS, DM_SCATTER_ND, DM_TRILU };
+
+typedef struct dm_state {
+    int kind;
+    cl_kernel k;
+    cl_mem flag; /* index out of range (gathers, scatters) */
+} dm_state;
+
+static void strides_of(int rank, const int64_t *dims, int64_t *s) {
+    int64_t v = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        s[i] = v;
+        v *= dims[i];
+    }
+}
+
+/* y[base_y + sum c_d ys_d] = x[base_x + sum (c_d mod xmod_d) xs_d] over dims (xmod, ys may be NULL: no
+ * modulo, y contiguous over dims). */
+netrun_status oclops_copy_nd(ocl_context *ctx, cl_kernel k, const netrun_tensor *x, int64_t base_x, netrun_tensor *y,
+                             int64_t base_y, int rank, const int64_t *dims, const int64_t *xs, const int64_t *xmod,
+                             const int64_t *ys, const char *what) {
+    oclops_meta m;
+    memset(&m, 0, sizeof m);
+    if (rank < 0 || rank > NETRUN_MAX_RANK)
+        return ocl_host->error(NETRUN_ERR_INTERNAL, "opencl %s: rank %d out of range", what, rank);
+    int64_t n = 1;
+    m.rank = rank;
+    for (int d = 0; d < rank; d++) {
+        m.dims[d] = dims[d];
+        m.s0[d] = xs[d];
+        m.s1[d] = xmod ? xmod[d] : 0;
+        n *= dims[d];
+    }
+    if (ys) memcpy(m.s2, ys, sizeof(int64_t) * (size_t)rank);
+    else strides_of(rank, dims, m.s2);
+    if (n <= 0) return NETRUN_OK;
+    ocl_arg a[] = {OCL_TENSOR(x), OCL_TENSOR(y), OCL_LONG(n), OCL_LONG(base_x), OCL_LONG(base_y),
+                   OCL_BYTES(&m, sizeof m)};
+    return ocl_launch1d(ctx, k, what, (size_t)n, (int)(sizeof a / sizeof a[0]), a);
+}
+
+/* float32 -> float16 bits, round to nearest even (Pad's fill value). */
+static uint16_t f32_to_f16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to infinity */
+    if (ax < 0x38800000u) {                                    /* subnormal or zero */
+        float a;
+        memcpy(&a, &ax, 4);
+        return (uint16_t)(sign | (uint32_t)rintf(a * 16777216.0f));
+    }
+    uint32_t m = ax + 0xc8000fffu + ((ax >> 13) & 1u); /* rebias exponent (-112 << 23) and round to even */
+    return (uint16_t)(sign | (m >> 13));
+}
+
+/* The bits of v converted to dtype t (the low bytes of the result), for fills and pads. */
+uint64_t oclops_value_bits(netrun_dtype t, double v) {
+    uint64_t b = 0;
+    switch (t) {
+    case NETRUN_DTYPE_FLOAT: { float f = (float)v; uint32_t u; memcpy(&u, &f, 4); b = u; break; }
+    case NETRUN_DTYPE_DOUBLE: memcpy(&b, &v, 8); break;
+    case NETRUN_DTYPE_FLOAT16: b = f32_to_f16((float)v); break;
+    case NETRUN_DTYPE_BOOL: b = v != 0; break;
+    case NETRUN_DTYPE_UINT64: b = v >= 0 && v < 18446744073709551616.0 ? (uint64_t)v : 0; break;
+    default: { /* integers: through int64 (saturated), then truncated to the element's size by the kernel */
+        int64_t i = isnan(v) ? 0 : v >= 9.2233720368547758e18 ? INT64_MAX : v <= -9.2233720368547758e18 ? INT64_MIN : (int64_t)v;
+        b = (uint64_t)i;
+        break;
+    }
+    }
+    return b;
+}
+
+static int index_dtype_ok(netrun_dtype t) { return t == NETRUN_DTYPE_INT32 || t == NETRUN_DTYPE_INT64; }
+
+static int dm_kind(const char *op) {
+    static const char *names[] = {"Transpose", "Slice", "Tile", "Concat", "Split", "DepthToSpace", "SpaceToDepth",
+                                  "Pad", "Gather", "GatherElements", "GatherND", "ScatterElements", "ScatterND",
+                                  "Trilu"};
+    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
+        if (!strcmp(op, names[i])) return i;
+    return -1;
+}
+
+static int dm_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    int kind = dm_kind(node->op_type);
+    if (kind < 0) return ocl_refuse(reason, size, "no OpenCL kernel for %s", node->op_type);
+    if (node->n_inputs < 1) return ocl_refuse(reason, size, "%s without inputs", node->op_type);
+    netrun_dtype t = node->inputs[0].dtype;
+    if (!ocl_esize(t)) return ocl_refuse(reason, size, "dtype %s", ocl_dtype_name(t));
+    if (kind == DM_PAD && t == NETRUN_DTYPE_BFLOAT16) return ocl_refuse(reason, size, "Pad: bfloat16 fill value");
+    if (kind == DM_GATHER || kind == DM_GATHER_ELEMENTS || kind == DM_GATHER_ND || kind == DM_SCATTER_ELEMENTS ||
+        kind == DM_SCATTER_ND) {
+        if (node->n_inputs < 2 || !index_dtype_ok(node->inputs[1].dtype))
+            return ocl_refuse(reason, size, "indices not int32/int64");
+    }
+    if (kind == DM_SCATTER_ELEMENTS || kind == DM_SCATTER_ND) {
+        const netrun_scatter_params *p = node->params;
+        if (p && p->reduction != NETRUN_SCATTER_NONE) return ocl_refuse(reason, size, "scatter reduction not supported");
+        if (node->n_inputs < 3 || node->inputs[2].dtype != t) return ocl_refuse(reason, size, "updates of another dtype");
+    }
+    if ((kind == DM_D2S || kind == DM_S2D) && node->inputs[0].rank != 4) return ocl_refuse(reason, size, "4-D only");
+    if (kind == DM_TRILU && node->inputs[0].rank < 2) return ocl_refuse(reason, size, "rank below 2");
+    return 1;
+}
+
+static void dm_destroy(ocl_context *ctx, void *state) {
+    (void)ctx;
+    dm_state *s = state;
+    if (!s) return;
+    if (s->flag) clReleaseMemObject(s->flag);
+    ocl_host->free(s);
+}
+
+static netrun_status dm_create(ocl_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace) {
+    (void)workspace;
+    int kind = dm_kind(node->op_type);
+    if (kind < 0) return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "no OpenCL kernel for %s", node->op_type);
+    char opts[64];
+    if (!oclops_bytes_options(ocl_esize(node->inputs[0].dtype), opts, sizeof opts))
+        return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "%s: dtype %s", node->op_type,
+                               ocl_dtype_name(node->inputs[0].dtype));
+    dm_state *s = ocl_host->alloc(sizeof *s, 16);
+    if (!s) return ocl_host->error(NETRUN_ERR_OUT_OF_MEMORY, "opencl %s: out of memory", node->op_type);
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    const char *kname = "dm_copy_nd";
+    int i64 = node->n_inputs > 1 && node->inputs[1].dtype == NETRUN_DTYPE_INT64;
+    switch (kind) {
+    case DM_PAD: kname = "dm_pad"; break;
+    case DM_TRILU: kname = "dm_trilu"; break;
+    case DM_GATHER: kname = i64 ? "dm_gather_i64" : "dm_gather_i32"; break;
+    case DM_GATHER_ELEMENTS: kname = i64 ? "dm_gather_elements_i64" : "dm_gather_elements_i32"; break;
+    case DM_GATHER_ND: kname = i64 ? "dm_gather_nd_i64" : "dm_gather_nd_i32"; break;
+    case DM_SCATTER_ELEMENTS: kname = i64 ? "dm_scatter_elements_i64" : "dm_scatter_elements_i32"; break;
+    case DM_SCATTER_ND: kname = i64 ? "dm_scatter_nd_i64" : "dm_scatter_nd_i32"; break;
+    default: break;
+    }
+    netrun_status st = ocl_kernel_get(ctx, "data_movement", ocl_src_data_movement, opts, kname, &s->k);
+    if (st == NETRUN_OK && kind >= DM_GATHER && kind <= DM_SCATTER_ND) st = oclops_flag_create(ctx, &s->flag);
+    if (st != NETRUN_OK) {
+        dm_destroy(ctx, s);
+        return st;
+    }
+    *state = s;
+    return NETRUN_OK;
+}
+
+static netrun_status run_transpose(ocl_context *ctx, dm_state *s, const netrun_kernel_args *args) {
+    const netrun_transpose_params *p = args->params;
+    const netrun_tensor *x = &args->inputs[0];
+    netrun_tensor *y = &args->outputs[0];
+    int64_t xs[NETRUN_MAX_RANK], st[NETRUN_MAX_RANK];
+    strides_of(x->rank, x->dims, xs);
+    if (y->rank != x->rank) return ocl_host->error(NETRUN_ERR_INTERNAL, "opencl Transpose: rank mismatch");
+    for (int i = 0; i < y->rank; i++) {
+        int a = p ? p->perm[i] : y->rank - 1 - i;
+        if (a < 0 || a >= x->rank) return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl Transpose: bad perm");
+        st[i] = xs[a];
+    }
+    return oclops_copy_nd(ctx, s->k, x, 0, y, 0, y->rank, y->dims, st, NULL, NULL, "Transpose");
+}
+
+static netrun_status run_slice(ocl_context *ctx, dm_state *s, const netrun_kernel_args *args) {
+    const netrun_slice_params *p = args->params;
+    const netrun_tensor *x = &args->inputs[0];
+    netrun_tensor *y = &args->outputs[0];
+    if (!p || y->rank != x->rank) return ocl_host->error(NETRUN_ERR_INTERNAL, "opencl Slice: bad params");
+    int64_t xs[NETRUN_MAX_RANK], st[NETRUN_MAX_RANK], base = 0;
+    strides_of(x->rank, x->dims, xs);
+    for (int i = 0; i < x->rank; i++) {
+        if (y->dims[i] > 0) {
+            int64_t last = p->start[i] + (y->dims[i] - 1) * p->step[i];
+            if (p->start[i] < 0 || p->start[i] >= x->dims[i] || last < 0 || last >= x->dims[i])
+                return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl Slice: dim %d out of range", i);
+        }
+        base += p->start[i] * xs[i];
+        st[i] = p->step[i] * xs[i];
+    }
+    return oclops_copy_nd(ctx, s->k, x, base, y, 0, y->rank, y->dims, st, NULL, NULL, "Slice");
+}
+
+static netrun_status run_tile(ocl_context *ctx, dm_state *s, const netrun_kernel_args *args) {
+    const netrun_tensor *x = &args->inputs[0];
+    netrun_tensor *y = &args->outputs[0];
+    if (y->rank != x->rank) return ocl_host->error(NETRUN_ERR_INTERNAL, "opencl Tile: rank mismatch");
+    if (ocl_count(x) == 0) return NETRUN_OK;
+    int64_t xs[NETRUN_MAX_RANK];
+    strides_of(x->rank, x->dims, xs);
+    return oclops_copy_nd(ctx, s->k, x, 0, y, 0, y->rank, y->dims, xs, x->dims, NULL, "Tile");
+}
+
+/* Concat / Split: each input (output) is a 2-D block [outer, len * inner] of the joined tensor. */
+static netrun_status run_concat_split(ocl_context *ctx, dm_state *s, const netrun_kernel_args *args, int split) {
+    const netrun_tensor *whole = split ? &args->inputs[0] : &args->outputs[0];
+    int axis;
+    const netrun_split_params *sp = split ? args->params : NULL;
+    const netrun_axis_params *ap = split ? NULL : args->params;
+    axis = split ? (sp ? sp->axis : 0) : (ap ? ap->axis : 0);
+    if (axis < 0 || axis >= whole->rank) return ocl_host->error(NETRUN_ERR_INTERNAL, "opencl Concat/Split: bad axis");
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < axis; i++) outer *= whole->dims[i];
+    for (int i = axis + 1; i < whole->rank; i++) inner *= whole->dims[i];
+    int64_t row = whole->dims[axis] * inner, at = 0;
+    int n = split ? args->n_outputs : args->n_inputs;
+    for (int k = 0; k < n; k++) {
+        const netrun_tensor *part = split ? &args->outputs[k] : &args->inputs[k];
+        int64_t len = part->rank > axis ? part->dims[axis] : 0;
+        if (split && sp && sp->sizes && k < sp->n_outputs) len = sp->sizes[k];
+        if (part->rank < 0) { /* an absent output of Split still takes its share */
+            at += len * inner;
+            continue;
+        }
+        int64_t w = len * inner, dims[2] = {outer, w}, ps[2] = {w, 1}, ws[2] = {row, 1};
+        if (at + w > row) return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl Concat/Split: parts exceed the whole");
+        netrun_status st;
+        if (split)
+            st = oclops_copy_nd(ctx, s->k, whole, at, &args->outputs[k], 0, 2, dims, ws, NULL, ps, "Split");
+        else
+            st = oclops_copy_nd(ctx, s->k, part, 0, &args->outputs[0], at, 2, dims, ps, NULL, ws, "Concat");
+        if (st != NETRUN_OK) return st;
+        at += w;
+    }
+    return NETRUN_OK;
+}
+
+/* DepthToSpace / SpaceToDepth as 6-D transposes of the 4-D input. */
+static netrun_status run_d2s(ocl_context *ctx, dm_state *s, const netrun_kernel_args *args) {
+    const netrun_space_depth_params *p = args->params;
+    const netrun_tensor *x = &args->inputs[0];
+    netrun_tensor *y = &args->outputs[0];
+    if (x->rank != 4 || !p || p->blocksize < 1)
+        return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl DepthToSpace: 4-D input and blocksize needed");
+    int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3], b = p->blocksize;
+    int64_t dims[6], st[6];
+    if (s->kind == DM_D2S) { /* y [N, C/b^2, H, b, W, b] */
+        int64_t c2 = C / (b * b);
+        int64_t d[6] = {N, c2, H, b, W, b};
+        int64_t crd[6] = {C * H * W, b * b * H * W, W, b * H * W, 1, H * W};
+        int64_t dcr[6] = {C * H * W, H * W, W, b * c2 * H * W, 1, c2 * H * W};
+        memcpy(dims, d, sizeof d);
+        memcpy(st, p->crd ? crd : dcr, sizeof st);
+    } else { /* y [N, b, b, C, H/b, W/b] */
+        int64_t d[6] = {N, b, b, C, H / b, W / b};
+        int64_t t[6] = {C * H * W, W, 1, H * W, b * W, b};
+        memcpy(dims, d, sizeof d);
+        memcpy(st, t, sizeof st);
+    }
+    return oclops_copy_nd(ctx, s->k, x, 0, y, 0, 6, dims, st, NULL, NULL, s->kind == DM_D2S ? "DepthToSpace" : "SpaceToDepth");
+}
+
+static netrun_status run_pad(ocl_context *ctx, dm_state *s, const netrun_kernel_args *args) {
+    const netrun_pad_params *p = args->params;
+    const netrun_tensor *x = &args->inputs[0];
+    netrun_tensor *y = &args->outputs[0];
+    int64_t n = ocl_count(y);
+    if (!p) return ocl_host->error(NETRUN_ERR_INTERNAL, "opencl Pad: no params");
+    if (n == 0) return NETRUN_OK;
+    if (ocl_count(x) == 0 && p->mode != NETRUN_PAD_CONSTANT)
+        return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl Pad: cannot pad an empty tensor in this mode");
+    oclops_meta m;
+    memset(&m, 0, sizeof m);
+    m.rank = y->rank;
+    for (int d = 0; d < y->rank; d++) {
+        m.dims[d] = y->dims[d];
+        m.s0[d] = x->dims[d];
+        m.s1[d] = p->pads_begin[d];
+    }
+    ocl_arg a[] = {OCL_TENSOR(x), OCL_TENSOR(y), OCL_LONG(n), OCL_INT((int)p->mode),
+                   OCL_ULONG(oclops_value_bits(x->dtype, p->value)), OCL_BYTES(&m, sizeof m)};
+    return ocl_launch1d(ctx, s->k, "Pad", (size_t)n, (int)(sizeof a / sizeof a[0]), a);
+}
+
+static netrun_status run_trilu(ocl_context *ctx, dm_state *s, const netrun_kernel_args *args) {
+    const netrun_trilu_params *p = args->params;
+    const netrun_tensor *x = &args->inputs[0];
+    netrun_tensor *y = &args->outputs[0];
+    int64_t n = ocl_count(y);
+    if (n == 0) return NETRUN_OK;
+    if (x->rank < 2) return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl Trilu: rank below 2");
+    ocl_arg a[] = {OCL_TENSOR(x), OCL_TENSOR(y), OCL_LONG(n), OCL_LONG(x->dims[x->rank - 2]),
+                   OCL_LONG(x->dims[x->rank - 1]), OCL_LONG(p ? p->k : 0), OCL_INT(p ? p->upper : 1)};
+    return ocl_launch1d(ctx, s->k, "Trilu", (size_t)n, (int)(sizeof a / sizeof a[0]), a);
+}
+
+static netrun_status run_gather(ocl_context *ctx, dm_state *s, const netrun_kernel_args *args) {
+    const netrun_axis_params *p = args->params;
+    const netrun_tensor *x = &args->inputs[0], *idx = &args->inputs[1];
+    netrun_tensor *y = &args->outputs[0];
+    int64_t n = ocl_count(y);
+    if (n == 0) return NETRUN_OK;
+    int axis = p ? p->axis : 0;
+    if (axis < 0 || axis >= x->rank) return ocl_host->error(NETRUN_ERR_INTERNAL, "opencl Gather: bad axis");
+    int64_t inner = 1;
+    for (int i = axis + 1; i < x->rank; i++) inner *= x->dims[i];
+    ocl_arg a[] = {OCL_TENSOR(x), OCL_TENSOR(idx), OCL_TENSOR(y), OCL_LONG(n), OCL_LONG(ocl_count(idx)),
+                   OCL_LONG(x->dims[axis]), OCL_LONG(inner), OCL_CLMEM(s->flag)};
+    netrun_status st = ocl_launch1d(ctx, s->k, "Gather", (size_t)n, (int)(sizeof a / sizeof a[0]), a);
+    return st != NETRUN_OK ? st : oclops_flag_check(ctx, s->flag, "Gather", "index out of range");
+}
+
+static netrun_status run_gather_elements(ocl_context *ctx, dm_state *s, const netrun_kernel_args *args) {
+    const netrun_axis_params *p = args->params;
+    const netrun_tensor *x = &args->inputs[0], *idx = &args->inputs[1];
+    netrun_tensor *y = &args->outputs[0];
+    int64_t n = ocl_count(y);
+    if (n == 0) return NETRUN_OK;
+    int axis = p ? p->axis : 0;
+    if (axis < 0 || axis >= x->rank || idx->rank != x->rank)
+        return ocl_host->error(NETRUN_ERR_INTERNAL, "opencl GatherElements: bad axis or rank");
+    oclops_meta m;
+    memset(&m, 0, sizeof m);
+    m.rank = idx->rank;
+    memcpy(m.dims, idx->dims, sizeof(int64_t) * (size_t)idx->rank);
+    strides_of(x->rank, x->dims, m.s0);
+    ocl_arg a[] = {OCL_TENSOR(x), OCL_TENSOR(idx), OCL_TENSOR(y), OCL_LONG(n), OCL_INT(axis),
+                   OCL_LONG(x->dims[axis]), OCL_BYTES(&m, sizeof m), OCL_CLMEM(s->flag)};
+    netrun_status st = ocl_launch1d(ctx, s->k, "GatherElements", (size_t)n, (int)(sizeof a / sizeof a[0]), a);
+    return st != NETRUN_OK ? st : oclops_flag_check(ctx, s->flag, "GatherElements", "index out of range");
+}
+
+static netrun_status run_gather_nd(ocl_context *ctx, dm_state *s, const netrun_kernel_args *args) {
+    const netrun_axis_params *p = args->params;
+    const netrun_tensor *x = &args->inputs[0], *idx = &args->inputs[1];
+    netrun_tensor *y = &args->outputs[0];
+    int64_t n = ocl_count(y);
+    if (n == 0) return NETRUN_OK;
+    int bd = p ? p->axis : 0;
+    if (idx->rank < 1) return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl GatherND: scalar indices");
+    int64_t q = idx->dims[idx->rank - 1];
+    if (bd < 0 || q < 0 || bd + q > x->rank || bd >= idx->rank)
+        return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl GatherND: batch_dims %d, tuples of %lld", bd, (long long)q);
+    int64_t xs[NETRUN_MAX_RANK], batches = 1, slice = 1;
+    strides_of(x->rank, x->dims, xs);
+    for (int i = 0; i < bd; i++) batches *= x->dims[i];
+    for (int i = bd + (int)q; i < x->rank; i++) slice *= x->dims[i];
+    int64_t tuples = 1;
+    for (int i = 0; i < idx->rank - 1; i++) tuples *= idx->dims[i];
+    int64_t bstride = bd ? xs[bd - 1] : 0;
+    int64_t nper = batches ? tuples / batches : 1;
+    if (nper < 1) nper = 1;
+    oclops_meta m;
+    memset(&m, 0, sizeof m);
+    m.rank = q;
+    for (int d = 0; d < q; d++) {
+        m.dims[d] = x->dims[bd + d];
+        m.s0[d] = xs[bd + d];
+    }
+    ocl_arg a[] = {OCL_TENSOR(x), OCL_TENSOR(idx), OCL_TENSOR(y), OCL_LONG(n), OCL_LONG(q), OCL_LONG(slice),
+                   OCL_LONG(bstride), OCL_LONG(nper), OCL_BYTES(&m, sizeof m), OCL_CLMEM(s->flag)};
+    netrun_status st = ocl_launch1d(ctx, s->k, "GatherND", (size_t)n, (int)(sizeof a / sizeof a[0]), a);
+    return st != NETRUN_OK ? st : oclops_flag_check(ctx, s->flag, "GatherND", "index out of range");
+}
+
+static netrun_status run_scatter(ocl_context *ctx, dm_state *s, const netrun_kernel_args *args) {
+    const netrun_tensor *x = &args->inputs[0], *idx = &args->inputs[1], *u = &args->inputs[2];
+    netrun_tensor *y = &args->outputs[0];
+    const char *what = s->kind == DM_SCATTER_ND ? "ScatterND" : "ScatterElements";
+    size_t bytes = (size_t)ocl_count(x) * ocl_esize(x->dtype);
+    if (bytes > y->nbytes) return ocl_host->error(NETRUN_ERR_INTERNAL, "opencl %s: output too small", what);
+    netrun_status st = NETRUN_OK;
+    if (bytes && (ocl_mem(x) != ocl_mem(y) || x->offset != y->offset))
+        st = ocl_copy(ctx, ocl_mem(y), y->offset, ocl_mem(x), x->offset, bytes);
+    int64_t n = ocl_count(u);
+    if (st != NETRUN_OK || n == 0) return st;
+    int64_t xs[NETRUN_MAX_RANK];
+    strides_of(x->rank, x->dims, xs);
+    oclops_meta m;
+    memset(&m, 0, sizeof m);
+    if (s->kind == DM_SCATTER_ND) {
+        if (idx->rank < 1) return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl ScatterND: scalar indices");
+        int64_t q = idx->dims[idx->rank - 1], slice = 1;
+        if (q < 1 || q > x->rank) return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl ScatterND: tuples of %lld", (long long)q);
+        for (int i = (int)q; i < x->rank; i++) slice *= x->dims[i];
+        m.rank = q;
+        for (int d = 0; d < q; d++) {
+            m.dims[d] = x->dims[d];
+            m.s0[d] = xs[d];
+        }
+        ocl_arg a[] = {OCL_TENSOR(idx), OCL_TENSOR(u), OCL_TENSOR(y), OCL_LONG(n), OCL_LONG(q), OCL_LONG(slice),
+                       OCL_BYTES(&m, sizeof m), OCL_CLMEM(s->flag)};
+        st = ocl_launch1d(ctx, s->k, what, (size_t)n, (int)(sizeof a / sizeof a[0]), a);
+    } else {
+        const netrun_scatter_params *p = args->params;
+        int axis = p ? p->axis : 0;
+        if (axis < 0 || axis >= x->rank || idx->rank != x->rank)
+            return ocl_host->error(NETRUN_ERR_INTERNAL, "opencl ScatterElements: bad axis or rank");
+        m.rank = idx->rank;
+        memcpy(m.dims, idx->dims, sizeof(int64_t) * (size_t)idx->rank);
+        memcpy(m.s0, xs, sizeof xs);
+        ocl_arg a[] = {OCL_TENSOR(idx), OCL_TENSOR(u), OCL_TENSOR(y), OCL_LONG(n), OCL_INT(axis),
+                       OCL_LONG(x->dims[axis]), OCL_BYTES(&m, sizeof m), OCL_CLMEM(s->flag)};
+        st = ocl_launch1d(ctx, s->k, what, (size_t)n, (int)(sizeof a / sizeof a[0]), a);
+    }
+    return st != NETRUN_OK ? st : oclops_flag_check(ctx, s->flag, what, "index out of range");
+}
+
+static netrun_status dm_run(ocl_context *ctx, void *state, const netrun_kernel_args *args) {
+    dm_state *s = state;
+    if (args->n_inputs < 1 || args->n_outputs < 1)
+        return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl data movement: missing input or output");
+    switch (s->kind) {
+    case DM_TRANSPOSE: return run_transpose(ctx, s, args);
+    case DM_SLICE: return run_slice(ctx, s, args);
+    case DM_TILE: return run_tile(ctx, s, args);
+    case DM_CONCAT: return run_concat_split(ctx, s, args, 0);
+    case DM_SPLIT: return run_concat_split(ctx, s, args, 1);
+    case DM_D2S: case DM_S2D: return run_d2s(ctx, s, args);
+    case DM_PAD: return run_pad(ctx, s, args);
+    case DM_TRILU: return run_trilu(ctx, s, args);
+    case DM_GATHER: return run_gather(ctx, s, args);
+    case DM_GATHER_ELEMENTS: return run_gather_elements(ctx, s, args);
+    case DM_GATHER_ND: return run_gather_nd(ctx, s, args);
+    case DM_SCATTER_ELEMENTS: case DM_SCATTER_ND: return run_scatter(ctx, s, args);
+    }
+    return ocl_host->error(NETRUN_ERR_INTERNAL, "opencl data movement: unknown kind");
+}
+
+#define ANY (OCL_ALL_DTYPES)
+#define OP(name, mask, cons) {name, mask, cons, dm_supports, dm_create, dm_run, dm_destroy, NULL},
+
 const ocl_op ocl_ops_data_movement[] = {
+    OP("Transpose", ANY, "") OP("Slice", ANY, "") OP("Tile", ANY, "") OP("Concat", ANY, "") OP("Split", ANY, "")
+    OP("DepthToSpace", ANY, "4-D; DCR and CRD") OP("SpaceToDepth", ANY, "4-D")
+    OP("Pad", ANY & ~OCL_DT(BFLOAT16), "constant, reflect, edge, wrap")
+    OP("Gather", ANY, "int32/int64 indices") OP("GatherElements", ANY, "int32/int64 indices")
+    OP("GatherND", ANY, "int32/int64 indices; batch_dims")
+    OP("ScatterElements", ANY, "int32/int64 indices; no reduction")
+    OP("ScatterND", ANY, "int32/int64 indices; no reduction") OP("Trilu", ANY, "rank >= 2")
     {NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL},
 };

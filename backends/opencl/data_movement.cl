@@ -1,10 +1,10 @@
 /* OpenCL C 1.2: kernels that move elements without looking at them (Transpose, Slice, Expand, Tile,
- * Concat, Split, DepthToSpace, Pad, Gather*, Scatter*, Trilu, Where, fills). Built once per element size: the
- * host prepends "#define E uchar|ushort|uint|ulong" (see data_movement.c). Index tensors are int64 or int32
- * (IDX chosen per kernel by the suffix _i64 / _i32). Tensors are (buffer, byte offset). */
+ * Concat, Split, DepthToSpace, Pad, Gather*, Scatter*, Trilu, Where, fills). Built once per element size with
+ * -DE=uchar|ushort|uint|ulong (see data_movement.c). Index tensors are int64 or int32
+ * (IDX chosen per kernel by the suffix _i64 / _i32). Tensors are (buffer, offset in elements). */
 
-#define PTR(type, p, off) ((__global type *)((__global char *)(p) + (off)))
-#define CPTR(type, p, off) ((__global const type *)((__global const char *)(p) + (off)))
+#define PTR(type, p, off) ((p) + (off))
+#define CPTR(type, p, off) ((p) + (off))
 
 typedef struct nr_meta {
     long rank;

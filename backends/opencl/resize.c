@@ -1,6 +1,283 @@
-/* resize ops (owner: oclops): placeholder table so the plugin links; fill it in. */
+/* OpenCL kernels: Resize and Upsample. The tap tables (source offsets and weights per output index of every
+ * dim) are computed on the host exactly as the CPU backend computes them (backends/cpu/resize.c: the same
+ * coordinate transforms, nearest rounding, cubic coefficients, exclude_outside and single-tap collapsing),
+ * uploaded when shapes or params change, and resize.cl sums over every combination of taps per output element.
+ * Nearest copies by element size (any dtype); linear and cubic take float, float16 and double. */
+#include <math.h>
+
 #include "opencl_internal.h"
 
+OCL_SOURCE(resize);
+
+int oclops_type_options(netrun_dtype t, char *buf, size_t size); /* elementwise.c */
+int oclops_bytes_options(size_t es, char *buf, size_t size);
+uint64_t oclops_value_bits(netrun_dtype t, double v);           /* data_movement.c */
+
+typedef struct oclops_meta {
+    int64_t rank;
+    int64_t dims[NETRUN_MAX_RANK];
+    int64_t s0[NETRUN_MAX_RANK];
+    int64_t s1[NETRUN_MAX_RANK];
+    int64_t s2[NETRUN_MAX_RANK];
+} oclops_meta;
+
+#define MAX_TAPS 4
+
+typedef struct rs_state {
+    cl_kernel k;
+    cl_mem tidx, tw;          /* tap tables on the device */
+    size_t cap;               /* entries they hold */
+    int valid;                /* tables match the key below */
+    int rank;
+    int64_t in_dims[NETRUN_MAX_RANK], out_dims[NETRUN_MAX_RANK];
+    netrun_resize_params params;
+    oclops_meta m;            /* taps per dim (s0) and table starts (s1) */
+} rs_state;
+
+/* ---- coordinate math: kept identical to backends/cpu/resize.c ---- */
+
+static float coord_of(const netrun_resize_params *p, int d, float x, float in_n, float out_n) {
+    float s = p->scale[d];
+    switch (p->coord) {
+    case NETRUN_COORD_ASYMMETRIC: return x / s;
+    case NETRUN_COORD_PYTORCH_HALF_PIXEL: return out_n > 1 ? (x + 0.5f) / s - 0.5f : 0.0f;
+    case NETRUN_COORD_TF_CROP_AND_RESIZE:
+        return out_n > 1 ? p->roi_start[d] * (in_n - 1) + (x * (p->roi_end[d] - p->roi_start[d]) * (in_n - 1)) / (out_n - 1)
+                         : 0.5f * (p->roi_start[d] + p->roi_end[d]) * (in_n - 1);
+    case NETRUN_COORD_ALIGN_CORNERS: return out_n == 1 ? 0.0f : x * (in_n - 1) / (out_n - 1);
+    case NETRUN_COORD_HALF_PIXEL_SYMMETRIC: {
+        float adj = out_n / (s * in_n), center = in_n / 2, offset = center * (1 - adj);
+        return offset + (x + 0.5f) / s - 0.5f;
+    }
+    case NETRUN_COORD_HALF_PIXEL:
+    default: return (x + 0.5f) / s - 0.5f;
+    }
+}
+
+static int64_t nearest_of(netrun_resize_nearest m, float x) {
+    switch (m) {
+    case NETRUN_NEAREST_ROUND_PREFER_CEIL: return (int64_t)roundf(x);
+    case NETRUN_NEAREST_FLOOR: return (int64_t)floorf(x);
+    case NETRUN_NEAREST_CEIL: return (int64_t)ceilf(x);
+    case NETRUN_NEAREST_ROUND_PREFER_FLOOR:
+    default:
+        if (x == (float)(int64_t)x + 0.5f) return (int64_t)floorf(x);
+        return (int64_t)roundf(x);
+    }
+}
+
+static int64_t clampi(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* Taps of dim d into idx / w (out_n * MAX_TAPS room); returns taps per output index. Offsets are scaled by
+ * stride; an output index outside the ROI (tf_crop_and_resize) gets offsets -1. */
+static int build_taps(const netrun_resize_params *p, int d, int64_t in_n, int64_t out_n, int64_t stride, int64_t *idx,
+                      float *w) {
+    int k = p->mode == NETRUN_RESIZE_NEAREST ? 1 : p->mode == NETRUN_RESIZE_LINEAR ? 2 : 4;
+    int tf = p->coord == NETRUN_COORD_TF_CROP_AND_RESIZE;
+    float A = p->cubic_coeff_a;
+    for (int64_t o = 0; o < out_n; o++) {
+        float x = coord_of(p, d, (float)o, (float)in_n, (float)out_n);
+        int64_t *ix = idx + o * k;
+        float *wo = w + o * k;
+        if (k == 1) {
+            ix[0] = clampi(nearest_of(p->nearest, x), 0, in_n - 1);
+            wo[0] = 1;
+        } else if (k == 2) {
+            float c = x < 0 ? 0 : x > (float)(in_n - 1) ? (float)(in_n - 1) : x;
+            int64_t x1 = clampi((int64_t)c, 0, in_n - 1), x2 = clampi(x1 + 1, 0, in_n - 1);
+            ix[0] = x1;
+            ix[1] = x2;
+            if (x1 == x2) wo[0] = wo[1] = 0.5f;
+            else { wo[0] = fabsf(c - (float)x2); wo[1] = fabsf(c - (float)x1); }
+        } else {
+            float f = floorf(x), s = x - f;
+            int64_t xi = (int64_t)f;
+            wo[0] = ((A * (s + 1) - 5 * A) * (s + 1) + 8 * A) * (s + 1) - 4 * A;
+            wo[1] = ((A + 2) * s - (A + 3)) * s * s + 1;
+            wo[2] = ((A + 2) * (1 - s) - (A + 3)) * (1 - s) * (1 - s) + 1;
+            wo[3] = ((A * (2 - s) - 5 * A) * (2 - s) + 8 * A) * (2 - s) - 4 * A;
+            float sum = 0;
+            for (int j = 0; j < 4; j++) {
+                int64_t src = xi - 1 + j;
+                if (p->exclude_outside && (src < 0 || src >= in_n)) wo[j] = 0;
+                sum += wo[j];
+                ix[j] = clampi(src, 0, in_n - 1);
+            }
+            if (p->exclude_outside && sum != 0)
+                for (int j = 0; j < 4; j++) wo[j] /= sum;
+        }
+        /* mark outside with a negative first offset (restored to the real taps' count below) */
+        if (tf && (x < 0 || x > (float)(in_n - 1))) ix[0] = -1 - ix[0];
+    }
+    /* one tap where every output index takes a single source with weight 1 (unscaled dims) */
+    int single = k > 1;
+    for (int64_t o = 0; single && o < out_n; o++) {
+        int64_t src = -1;
+        float sum = 0;
+        for (int j = 0; j < k; j++) {
+            float wj = w[o * k + j];
+            int64_t ij = idx[o * k + j] < 0 ? -1 - idx[o * k + j] : idx[o * k + j];
+            if (wj == 0) continue;
+            if (src >= 0 && ij != src) { single = 0; break; }
+            src = ij;
+            sum += wj;
+        }
+        if (sum != 1.0f || src < 0) single = 0;
+    }
+    if (single) {
+        for (int64_t o = 0; o < out_n; o++) {
+            int64_t src = 0;
+            int out = idx[o * k] < 0;
+            for (int j = 0; j < k; j++) {
+                int64_t ij = idx[o * k + j] < 0 ? -1 - idx[o * k + j] : idx[o * k + j];
+                if (w[o * k + j] != 0) src = ij;
+            }
+            idx[o] = out ? -1 - src : src;
+            w[o] = 1;
+        }
+        k = 1;
+    }
+    for (int64_t o = 0; o < out_n; o++) {
+        int out = idx[o * k] < 0;
+        for (int j = 0; j < k; j++) {
+            int64_t ij = idx[o * k + j] < 0 ? -1 - idx[o * k + j] : idx[o * k + j];
+            idx[o * k + j] = out ? -1 : ij * stride;
+        }
+    }
+    return k;
+}
+
+/* ---- the op ---- */
+
+static int rs_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    const netrun_resize_params *p = node->params;
+    if (!p) return ocl_refuse(reason, size, "no params");
+    if (node->n_inputs < 1 || node->inputs[0].rank < 1) return ocl_refuse(reason, size, "rank 0");
+    netrun_dtype t = node->inputs[0].dtype;
+    if (p->mode == NETRUN_RESIZE_NEAREST) {
+        if (!ocl_esize(t)) return ocl_refuse(reason, size, "dtype %s", ocl_dtype_name(t));
+    } else if (t != NETRUN_DTYPE_FLOAT && t != NETRUN_DTYPE_FLOAT16 && t != NETRUN_DTYPE_DOUBLE) {
+        return ocl_refuse(reason, size, "dtype %s not supported for %s mode", ocl_dtype_name(t),
+                          p->mode == NETRUN_RESIZE_LINEAR ? "linear" : "cubic");
+    }
+    int down = 0;
+    for (int d = 0; d < node->inputs[0].rank; d++) down |= p->scale[d] < 1.0f;
+    if (p->antialias && p->mode != NETRUN_RESIZE_NEAREST && down)
+        return ocl_refuse(reason, size, "antialias is not supported");
+    return 1;
+}
+
+static void rs_destroy(ocl_context *ctx, void *state) {
+    (void)ctx;
+    rs_state *s = state;
+    if (!s) return;
+    if (s->tidx) clReleaseMemObject(s->tidx);
+    if (s->tw) clReleaseMemObject(s->tw);
+    ocl_host->free(s);
+}
+
+static netrun_status rs_create(ocl_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace) {
+    (void)workspace;
+    const netrun_resize_params *p = node->params;
+    netrun_dtype t = node->inputs[0].dtype;
+    char opts[128];
+    int ok = p->mode == NETRUN_RESIZE_NEAREST ? oclops_bytes_options(ocl_esize(t), opts, sizeof opts)
+                                               : oclops_type_options(t, opts, sizeof opts);
+    if (!ok) return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "Resize: dtype %s", ocl_dtype_name(t));
+    rs_state *s = ocl_host->alloc(sizeof *s, 16);
+    if (!s) return ocl_host->error(NETRUN_ERR_OUT_OF_MEMORY, "opencl Resize: out of memory");
+    memset(s, 0, sizeof *s);
+    netrun_status st = ocl_kernel_get(ctx, "resize", ocl_src_resize, opts, "rs_resize", &s->k);
+    if (st != NETRUN_OK) {
+        ocl_host->free(s);
+        return st;
+    }
+    *state = s;
+    return NETRUN_OK;
+}
+
+/* (Re)build and upload the tap tables when the shapes or params differ from the last run's. */
+static netrun_status rs_tables(ocl_context *ctx, rs_state *s, const netrun_resize_params *p, const netrun_tensor *x,
+                               const netrun_tensor *y) {
+    if (s->valid && s->rank == x->rank && !memcmp(s->in_dims, x->dims, sizeof(int64_t) * (size_t)x->rank) &&
+        !memcmp(s->out_dims, y->dims, sizeof(int64_t) * (size_t)x->rank) && !memcmp(&s->params, p, sizeof *p))
+        return NETRUN_OK;
+    s->valid = 0;
+    size_t total = 0;
+    for (int d = 0; d < x->rank; d++) {
+        if ((uint64_t)y->dims[d] > (SIZE_MAX / 64) / MAX_TAPS)
+            return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl Resize: output dim too large");
+        total += (size_t)y->dims[d] * MAX_TAPS;
+    }
+    if (!total) total = 1;
+    int64_t *idx = ocl_host->alloc(total * sizeof(int64_t), 64);
+    float *w = ocl_host->alloc(total * sizeof(float), 64);
+    netrun_status st = NETRUN_OK;
+    if (!idx || !w) {
+        st = ocl_host->error(NETRUN_ERR_OUT_OF_MEMORY, "opencl Resize: out of memory for %zu taps", total);
+        goto done;
+    }
+    memset(&s->m, 0, sizeof s->m);
+    s->m.rank = x->rank;
+    int64_t stride = 1, at = 0;
+    for (int d = x->rank - 1; d >= 0; d--) {
+        int k = build_taps(p, d, x->dims[d], y->dims[d], stride, idx + at, w + at);
+        s->m.dims[d] = y->dims[d];
+        s->m.s0[d] = k;
+        s->m.s1[d] = at;
+        at += y->dims[d] * k;
+        stride *= x->dims[d];
+    }
+    if (total > s->cap) {
+        if (s->tidx) clReleaseMemObject(s->tidx);
+        if (s->tw) clReleaseMemObject(s->tw);
+        s->tidx = s->tw = NULL;
+        s->cap = 0;
+        st = ocl_temp_alloc(ctx, total * sizeof(int64_t), &s->tidx);
+        if (st == NETRUN_OK) st = ocl_temp_alloc(ctx, total * sizeof(float), &s->tw);
+        if (st != NETRUN_OK) goto done;
+        s->cap = total;
+    }
+    /* blocking writes: the host tables are freed right after */
+    cl_int e = clEnqueueWriteBuffer(ctx->queue, s->tidx, CL_TRUE, 0, (size_t)at * sizeof(int64_t), idx, 0, NULL, NULL);
+    if (e == CL_SUCCESS) e = clEnqueueWriteBuffer(ctx->queue, s->tw, CL_TRUE, 0, (size_t)at * sizeof(float), w, 0, NULL, NULL);
+    if (e != CL_SUCCESS) {
+        st = ocl_fail(e, "Resize taps upload");
+        goto done;
+    }
+    s->rank = x->rank;
+    memcpy(s->in_dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
+    memcpy(s->out_dims, y->dims, sizeof(int64_t) * (size_t)x->rank);
+    s->params = *p;
+    s->valid = 1;
+done:
+    ocl_host->free(idx);
+    ocl_host->free(w);
+    return st;
+}
+
+static netrun_status rs_run(ocl_context *ctx, void *state, const netrun_kernel_args *args) {
+    rs_state *s = state;
+    const netrun_resize_params *p = args->params;
+    const netrun_tensor *x = &args->inputs[0];
+    netrun_tensor *y = &args->outputs[0];
+    if (!p) return ocl_host->error(NETRUN_ERR_INTERNAL, "opencl Resize: no params");
+    if (x->rank < 1 || y->rank != x->rank)
+        return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl Resize: rank %d -> %d", x->rank, y->rank);
+    int64_t n = ocl_count(y);
+    if (!n) return NETRUN_OK;
+    if (!ocl_count(x)) return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "Resize: empty input, non-empty output");
+    netrun_status st = rs_tables(ctx, s, p, x, y);
+    if (st != NETRUN_OK) return st;
+    ocl_arg a[] = {OCL_TENSOR(x), OCL_TENSOR(y), OCL_LONG(n), OCL_CLMEM(s->tidx), OCL_CLMEM(s->tw),
+                   OCL_FLOAT(p->extrapolation_value), OCL_ULONG(oclops_value_bits(x->dtype, p->extrapolation_value)),
+                   OCL_BYTES(&s->m, sizeof s->m)};
+    return ocl_launch1d(ctx, s->k, "Resize", (size_t)n, (int)(sizeof a / sizeof a[0]), a);
+}
+
+#define OP(name, cons) {name, OCL_ALL_DTYPES, cons, rs_supports, rs_create, rs_run, rs_destroy, NULL},
 const ocl_op ocl_ops_resize[] = {
+    OP("Resize", "nearest: any dtype; linear/cubic: float, float16, double; no antialias downsampling")
+    OP("Upsample", "nearest: any dtype; linear: float, float16, double")
     {NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL},
 };
