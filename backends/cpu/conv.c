@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdio.h>
 
+#include "conv_depthwise.h"
 #include "conv_dnnl.h"
 #include "gemm_util.h"
 
@@ -47,6 +48,28 @@ static int make_geom(const netrun_conv_params *p, const int64_t *xdims, const in
 
 static int is_depthwise(const conv_geom *g, int transpose) {
     return !transpose && g->g == g->c && g->cg == 1 && g->mg == 1 && g->g > 1;
+}
+
+/* Depthwise with at most 2 spatial dims: the padded-plane kernel of conv_depthwise.c. */
+static int is_dw2d(const conv_geom *g, int transpose) {
+    /* rows narrower than a vector waste most lanes here: oneDNN's channel-blocked kernel wins (7x7, 14x14) */
+    return is_depthwise(g, transpose) && g->k[0] == 1 && g->in[0] == 1 && g->out[0] == 1 &&
+           (g->out[2] >= 16 || !cpu_dnnl_available());
+}
+
+static void dw_args(const conv_geom *g, cpu_dw_args *a) {
+    memset(a, 0, sizeof *a);
+    a->planes = g->n * g->c;
+    a->c = g->c;
+    a->ih = g->in[1], a->iw = g->in[2], a->oh = g->out[1], a->ow = g->out[2];
+    a->kh = g->k[1], a->kw = g->k[2], a->sh = g->s[1], a->sw = g->s[2], a->dh = g->d[1], a->dw = g->d[2];
+    a->pt = g->pb[1], a->pl = g->pb[2];
+}
+
+static size_t dw_workspace(cpu_context *ctx, const conv_geom *g) {
+    cpu_dw_args a;
+    dw_args(g, &a);
+    return (size_t)gu_slots(ctx, a.planes) * cpu_dw_slot_floats(&a) * sizeof(float);
 }
 
 static int is_pointwise(const conv_geom *g, const netrun_conv_params *p) {
@@ -302,7 +325,8 @@ static int64_t dims_known(const netrun_value_desc *v) {
  * docs/benchmarks.md). */
 static int want_dnnl(const netrun_node_desc *node, const conv_geom *g, int transpose) {
     const netrun_conv_params *p = node->params;
-    return !transpose && node->inputs[1].const_data && !is_pointwise(g, p) && cpu_dnnl_available();
+    return !transpose && node->inputs[1].const_data && !is_pointwise(g, p) && !is_dw2d(g, transpose) &&
+           cpu_dnnl_available();
 }
 
 static int node_has_bias(const netrun_node_desc *node) {
@@ -358,7 +382,9 @@ static netrun_status create_common(cpu_context *ctx, const netrun_node_desc *nod
                 return NETRUN_OK;
             }
         }
-        if (!is_depthwise(&g, transpose)) {
+        if (is_dw2d(&g, transpose)) {
+            *ws = dw_workspace(ctx, &g);
+        } else if (!is_depthwise(&g, transpose)) {
             conv_plan pl;
             make_plan(&g, p, transpose, ctx->threads, &pl);
             *ws = (size_t)(pl.slots * pl.slot_floats) * sizeof(float);
@@ -427,6 +453,17 @@ static netrun_status run_common(cpu_context *ctx, void *state, const netrun_kern
         !memcmp(X->dims, st->xd, (size_t)X->rank * sizeof X->dims[0]) &&
         !memcmp(Y->dims, st->yd, (size_t)Y->rank * sizeof Y->dims[0])) {
         rc = cpu_dnnl_conv_run(ctx, st->dnnl, j.x, j.b, j.z, j.y, args->workspace, args->workspace_size);
+    } else if (is_dw2d(&g, transpose)) {
+        cpu_dw_args a;
+        dw_args(&g, &a);
+        size_t need = dw_workspace(ctx, &g);
+        if (args->workspace && args->workspace_size >= need) a.ws = args->workspace;
+        else if (!(a.ws = tws = cpu_alloc(need))) {
+            rc = cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes of workspace", op, need);
+            goto done;
+        }
+        a.x = j.x, a.w = j.w, a.b = j.b, a.z = j.z, a.y = j.y, a.act = &p->activation;
+        cpu_dw_run(ctx, &a, gu_slots(ctx, a.planes));
     } else if (depthwise) {
         cpu_parallel_for(ctx, g.n * g.c, 1, depthwise_range, &j);
     } else {
@@ -470,7 +507,8 @@ static void describe_common(const netrun_node_desc *node, char *buf, size_t size
             cpu_dnnl_conv_describe(p, node->inputs[0].dims, node->inputs[1].dims, node->outputs[0].dims,
                                    node_has_bias(node), buf, size))
             return;
-        if (is_depthwise(&g, 0)) path = "depthwise direct";
+        if (is_dw2d(&g, 0)) path = cpu_dw_variant();
+        else if (is_depthwise(&g, 0)) path = "depthwise direct";
         else if (is_pointwise(&g, p)) path = "1x1 sgemm";
     }
     snprintf(buf, size, "%s", path);
