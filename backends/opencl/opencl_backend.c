@@ -287,14 +287,14 @@ static const char ocl_prelude[] =
     "#define OCL_HAS_FP16 1\n"
     "#endif\n";
 
-struct ocl_program_entry {
+typedef struct ocl_program_entry {
     const char *source;   /* identity: the embedded array's address */
     char *options;
     cl_program program;
-};
+} ocl_program_entry;
 
 struct ocl_kernel_entry {
-    int program;
+    cl_program program;
     char *name;
     cl_kernel kernel;
 };
@@ -308,7 +308,7 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
     return h;
 }
 
-static char *dup_str(const char *s) {
+static char *dup_str(const char *s) { /* context-owned strings */
     size_t n = strlen(s) + 1;
     char *d = ocl_host->alloc(n, 8);
     if (d) memcpy(d, s, n);
@@ -402,22 +402,37 @@ static void save_binary(ocl_context *ctx, cl_program p, const char *path) {
     free(bin);
 }
 
-static netrun_status program_get(ocl_context *ctx, const char *name, const char *source, const char *options,
-                                 int *index) {
-    if (!options) options = "";
-    for (int i = 0; i < ctx->n_programs; i++)
-        if (ctx->programs[i].source == source && !strcmp(ctx->programs[i].options, options)) {
-            *index = i;
+/* Programs are shared by every context of the process on a device (one cl_context per device, see
+ * shared_dev): a second session on the same device reuses what the first built. */
+typedef struct shared_dev {
+    pthread_mutex_t mu;
+    cl_context cl;
+    ocl_program_entry *programs;
+    int n_programs, cap_programs;
+} shared_dev;
+
+static shared_dev shared[MAX_DEVICES];
+static pthread_once_t shared_once = PTHREAD_ONCE_INIT;
+
+static void shared_init(void) {
+    for (int i = 0; i < MAX_DEVICES; i++) pthread_mutex_init(&shared[i].mu, NULL);
+}
+
+static netrun_status program_get_locked(ocl_context *ctx, shared_dev *sd, const char *name, const char *source,
+                                        const char *options, cl_program *out) {
+    for (int i = 0; i < sd->n_programs; i++)
+        if (sd->programs[i].source == source && !strcmp(sd->programs[i].options, options)) {
+            *out = sd->programs[i].program;
             return NETRUN_OK;
         }
-    if (ctx->n_programs == ctx->cap_programs) {
-        int cap = ctx->cap_programs ? 2 * ctx->cap_programs : 16;
-        ocl_program_entry *np = ocl_host->alloc((size_t)cap * sizeof *np, 16);
+    if (sd->n_programs == sd->cap_programs) {
+        int cap = sd->cap_programs ? 2 * sd->cap_programs : 16;
+        ocl_program_entry *np = malloc((size_t)cap * sizeof *np); /* process-lifetime: plain malloc */
         if (!np) return ocl_host->error(NETRUN_ERR_OUT_OF_MEMORY, "opencl: out of memory (program table)");
-        if (ctx->n_programs) memcpy(np, ctx->programs, (size_t)ctx->n_programs * sizeof *np);
-        ocl_host->free(ctx->programs);
-        ctx->programs = np;
-        ctx->cap_programs = cap;
+        if (sd->n_programs) memcpy(np, sd->programs, (size_t)sd->n_programs * sizeof *np);
+        free(sd->programs);
+        sd->programs = np;
+        sd->cap_programs = cap;
     }
     char path[1100] = "";
     if (ctx->cache_dir[0]) {
@@ -445,23 +460,34 @@ static netrun_status program_get(ocl_context *ctx, const char *name, const char 
         ctx->builds_from_source++;
         if (path[0]) save_binary(ctx, p, path);
     }
-    char *opt = dup_str(options);
+    size_t ol = strlen(options) + 1;
+    char *opt = malloc(ol);
     if (!opt) {
         clReleaseProgram(p);
         return ocl_host->error(NETRUN_ERR_OUT_OF_MEMORY, "opencl: out of memory");
     }
-    ctx->programs[ctx->n_programs] = (ocl_program_entry){source, opt, p};
-    *index = ctx->n_programs++;
+    memcpy(opt, options, ol);
+    sd->programs[sd->n_programs++] = (ocl_program_entry){source, opt, p};
+    *out = p;
     return NETRUN_OK;
+}
+
+static netrun_status program_get(ocl_context *ctx, const char *name, const char *source, const char *options,
+                                 cl_program *out) {
+    shared_dev *sd = &shared[ctx->device_index];
+    pthread_mutex_lock(&sd->mu);
+    netrun_status st = program_get_locked(ctx, sd, name, source, options ? options : "", out);
+    pthread_mutex_unlock(&sd->mu);
+    return st;
 }
 
 netrun_status ocl_kernel_get(ocl_context *ctx, const char *name, const char *source, const char *options,
                              const char *kernel, cl_kernel *out) {
-    int pi;
-    netrun_status st = program_get(ctx, name, source, options, &pi);
+    cl_program prog;
+    netrun_status st = program_get(ctx, name, source, options, &prog);
     if (st != NETRUN_OK) return st;
     for (int i = 0; i < ctx->n_kernels; i++)
-        if (ctx->kernels[i].program == pi && !strcmp(ctx->kernels[i].name, kernel)) {
+        if (ctx->kernels[i].program == prog && !strcmp(ctx->kernels[i].name, kernel)) {
             *out = ctx->kernels[i].kernel;
             return NETRUN_OK;
         }
@@ -475,7 +501,7 @@ netrun_status ocl_kernel_get(ocl_context *ctx, const char *name, const char *sou
         ctx->cap_kernels = cap;
     }
     cl_int e;
-    cl_kernel k = clCreateKernel(ctx->programs[pi].program, kernel, &e);
+    cl_kernel k = clCreateKernel(prog, kernel, &e);
     if (e != CL_SUCCESS)
         return ocl_host->error(NETRUN_ERR_BACKEND, "opencl: kernel '%s' of program '%s': %s (%d)", kernel, name,
                                ocl_error_name(e), (int)e);
@@ -484,7 +510,7 @@ netrun_status ocl_kernel_get(ocl_context *ctx, const char *name, const char *sou
         clReleaseKernel(k);
         return ocl_host->error(NETRUN_ERR_OUT_OF_MEMORY, "opencl: out of memory");
     }
-    ctx->kernels[ctx->n_kernels++] = (ocl_kernel_entry){pi, kn, k};
+    ctx->kernels[ctx->n_kernels++] = (ocl_kernel_entry){prog, kn, k};
     *out = k;
     return NETRUN_OK;
 }
@@ -585,16 +611,26 @@ static netrun_status ocl_context_create(const netrun_backend_config *config, net
                       strerror(errno));
         ctx->cache_dir[0] = 0;
     }
-    cl_int e;
-    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ctx->platform, 0};
-    ctx->cl = clCreateContext(props, 1, &ctx->device, NULL, NULL, &e);
-    if (e != CL_SUCCESS) {
+    /* One cl_context per device for the whole process, kept to the end: programs (ours and CLBlast's, which
+     * caches per cl_context) are built once however many sessions come and go. */
+    cl_int e = CL_SUCCESS;
+    pthread_once(&shared_once, shared_init);
+    ctx->device_index = config->device;
+    shared_dev *sd = &shared[config->device];
+    pthread_mutex_lock(&sd->mu);
+    if (!sd->cl) {
+        cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ctx->platform, 0};
+        sd->cl = clCreateContext(props, 1, &ctx->device, NULL, NULL, &e);
+        if (e != CL_SUCCESS) sd->cl = NULL;
+    }
+    ctx->cl = sd->cl;
+    pthread_mutex_unlock(&sd->mu);
+    if (!ctx->cl) {
         ocl_host->free(ctx);
         return ocl_fail(e, "clCreateContext");
     }
     ctx->queue = clCreateCommandQueue(ctx->cl, ctx->device, 0, &e);
     if (e != CL_SUCCESS) {
-        clReleaseContext(ctx->cl);
         ocl_host->free(ctx);
         return ocl_fail(e, "clCreateCommandQueue");
     }
@@ -613,14 +649,8 @@ static void ocl_context_destroy(netrun_backend_context *c) {
         clReleaseKernel(ctx->kernels[i].kernel);
         ocl_host->free(ctx->kernels[i].name);
     }
-    for (int i = 0; i < ctx->n_programs; i++) {
-        clReleaseProgram(ctx->programs[i].program);
-        ocl_host->free(ctx->programs[i].options);
-    }
     ocl_host->free(ctx->kernels);
-    ocl_host->free(ctx->programs);
-    if (ctx->queue) clReleaseCommandQueue(ctx->queue);
-    if (ctx->cl) clReleaseContext(ctx->cl);
+    if (ctx->queue) clReleaseCommandQueue(ctx->queue); /* the cl_context is the process's (shared_dev) */
     ocl_host->free(ctx);
 }
 

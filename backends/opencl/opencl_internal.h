@@ -13,7 +13,7 @@
  *    options ("-DT=float"): each (source, options) pair is one program.
  *
  * 3. Kernels. ocl_kernel_get(ctx, "name", ocl_src_name, "-DT=float", "relu", &k) gives a compiled cl_kernel:
- *    built on first use only (lazy), cached per context, and its program binary cached on disk (key: device,
+ *    built on first use only (lazy), programs cached per device for the process, kernels per context, and its program binary cached on disk (key: device,
  *    driver version, source and options) so the next process skips the compiler. The kernel belongs to the
  *    context: never release it. Get kernels in the op's create() (kernel_create time, so the build is part of
  *    prepare, not of a run), or in run() when the dtype is only known then.
@@ -49,15 +49,15 @@
 
 #include "netrun_backend.h"
 
-typedef struct ocl_program_entry ocl_program_entry;
 typedef struct ocl_kernel_entry ocl_kernel_entry;
 
 typedef struct ocl_context {
     netrun_backend_config config;
     cl_platform_id platform;
     cl_device_id device;
-    cl_context cl;
-    cl_command_queue queue;
+    int device_index;        /* in the plugin's device list */
+    cl_context cl;           /* shared by all contexts on this device in the process */
+    cl_command_queue queue;  /* this context's own, in order */
     int is_gpu;              /* CL_DEVICE_TYPE_GPU (or accelerator) */
     int fp16;                /* cl_khr_fp16 */
     size_t max_wg;           /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
@@ -66,9 +66,7 @@ typedef struct ocl_context {
     size_t allocated;        /* bytes of live buffer_alloc buffers (device_memory_budget) */
     char device_key[512];    /* platform, device and driver versions: part of the binary cache key */
     char cache_dir[1024];    /* "" = disk cache off */
-    ocl_program_entry *programs;
-    int n_programs, cap_programs;
-    ocl_kernel_entry *kernels;
+    ocl_kernel_entry *kernels; /* this context's cl_kernels (programs are shared per device) */
     int n_kernels, cap_kernels;
     /* counters for the CLI's -v log and tests */
     int builds_from_source, builds_from_cache;
@@ -207,5 +205,26 @@ netrun_status ocl_upload(ocl_context *ctx, const void *src, size_t bytes, cl_mem
 
 /* Copy bytes between device buffers on the queue. */
 netrun_status ocl_copy(ocl_context *ctx, cl_mem dst, size_t dst_off, cl_mem src, size_t src_off, size_t bytes);
+
+/* ---- shared by the gemm, conv and norm families (common.c, common.cl) ---- */
+
+/* Build options of the float kernels of common.cl / conv.cl / ...: "-DT=float" or "-DT=half -DIS_HALF". */
+const char *ocl_float_options(netrun_dtype t);
+uint16_t ocl_float_to_half(float f);
+/* Row-major GEMM through CLBlast (float32 or float16): C = alpha * op(A) op(B) + beta * C; offsets, leading
+ * dimensions and batch strides in elements. */
+netrun_status ocl_gemm(ocl_context *ctx, netrun_dtype dt, int trans_a, int trans_b, size_t m, size_t n, size_t k,
+                       float alpha, cl_mem a, size_t a_off, size_t lda, cl_mem b, size_t b_off, size_t ldb, float beta,
+                       cl_mem c, size_t c_off, size_t ldc);
+netrun_status ocl_gemm_batched(ocl_context *ctx, netrun_dtype dt, int trans_a, int trans_b, size_t m, size_t n,
+                               size_t k, float alpha, cl_mem a, size_t a_off, size_t lda, size_t a_stride, cl_mem b,
+                               size_t b_off, size_t ldb, size_t b_stride, float beta, cl_mem c, size_t c_off,
+                               size_t ldc, size_t c_stride, size_t batch);
+/* y[i] = act(y[i] + bias[(i / inner) % c]) over n elements (bias may be NULL; nothing when neither). */
+netrun_status ocl_bias_activation(ocl_context *ctx, netrun_dtype dt, cl_mem y, size_t y_off, cl_mem bias,
+                                  size_t bias_off, size_t n, size_t c, size_t inner, const netrun_fused_activation *act);
+netrun_status ocl_fill_zero(ocl_context *ctx, cl_mem mem, size_t offset, size_t bytes);
+/* A kernel of common.cl for dtype dt. */
+netrun_status ocl_common_kernel(ocl_context *ctx, netrun_dtype dt, const char *name, cl_kernel *out);
 
 #endif
