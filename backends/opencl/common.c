@@ -75,17 +75,17 @@ netrun_status ocl_fill_zero(ocl_context *ctx, cl_mem mem, size_t offset, size_t 
 }
 
 netrun_status ocl_bias_activation(ocl_context *ctx, netrun_dtype dt, cl_mem y, size_t y_off, cl_mem bias,
-                                  size_t bias_off, size_t n, size_t c, size_t inner,
+                                  size_t bias_off, cl_mem z, size_t z_off, size_t n, size_t c, size_t inner,
                                   const netrun_fused_activation *act) {
     int kind = act ? (int)act->kind : 0;
-    if ((!bias && !kind) || !n) return NETRUN_OK;
+    if ((!bias && !z && !kind) || !n) return NETRUN_OK;
     cl_kernel k;
     netrun_status st = ocl_kernel_get(ctx, "common", ocl_src_common, ocl_float_options(dt), "bias_act", &k);
     if (st != NETRUN_OK) return st;
     ocl_arg a[] = {OCL_CLMEM(y), OCL_ULONG(y_off), OCL_CLMEM(bias ? bias : y), OCL_ULONG(bias_off),
-                   OCL_INT(bias != NULL), OCL_ULONG(c ? c : 1), OCL_ULONG(inner ? inner : 1), OCL_ULONG(n),
+                   OCL_INT(bias != NULL), OCL_CLMEM(z ? z : y), OCL_ULONG(z_off), OCL_INT(z != NULL), OCL_ULONG(c ? c : 1), OCL_ULONG(inner ? inner : 1), OCL_ULONG(n),
                    OCL_INT(kind), OCL_FLOAT(act ? act->alpha : 0), OCL_FLOAT(act ? act->beta : 0)};
-    return ocl_launch1d(ctx, k, "bias + activation", n, 11, a);
+    return ocl_launch1d(ctx, k, "bias + activation", n, 14, a);
 }
 
 netrun_status ocl_common_kernel(ocl_context *ctx, netrun_dtype dt, const char *name, cl_kernel *out) {

@@ -29,13 +29,14 @@ float activate(float v, int kind, float a, float b) {
     }
 }
 
-/* y[i] = act(y[i] + bias[(i / inner) % c]) */
-__kernel void bias_act(__global T *y, ulong yo, __global const T *bias, ulong bo, int has_bias, ulong c, ulong inner,
-                       ulong n, int kind, float a, float b) {
+/* y[i] = act(y[i] + bias[(i / inner) % c] + z[i]) (bias, z optional) */
+__kernel void bias_act(__global T *y, ulong yo, __global const T *bias, ulong bo, int has_bias, __global const T *z,
+                       ulong zo, int has_z, ulong c, ulong inner, ulong n, int kind, float a, float b) {
     size_t i = get_global_id(0);
     if (i >= n) return;
     float v = LOAD(y, yo + i);
     if (has_bias) v += LOAD(bias, bo + (i / inner) % c);
+    if (has_z) v += LOAD(z, zo + i);
     STORE(y, yo + i, activate(v, kind, a, b));
 }
 

@@ -337,3 +337,87 @@ __kernel void ew_cast(__global const T *x, ulong xo, __global DT *y, ulong yo, l
     }
 }
 #endif
+
+/* ---- Scatter with reduction (none, add, mul, max, min), typed: duplicates are applied in index order ---- */
+
+inline CT sc_apply(int red, CT a, CT b) {
+    switch (red) {
+    case 1: return a + b;
+    case 2: return a * b;
+    case 3: return b > a ? b : a;
+    case 4: return b < a ? b : a;
+    default: return b;
+    }
+}
+
+#define SCATTER_KERNELS(SUF, IDX)                                                                             \
+    /* ScatterND: a work-item per element of a slice walks every index tuple in order; tuples start at       \
+     * multiples of the slice size, so no two work-items ever touch the same element.                       \
+     * m.dims[0..q) / m.s0[0..q): data dims indexed and their strides. */                                    \
+    __kernel void ew_scatter_nd##SUF(__global const IDX *idx, ulong io, __global const T *u, ulong uo,        \
+                                     __global T *y, ulong yo, long tuples, long q, long slice, int red,       \
+                                     nr_meta m, __global int *err) {                                        \
+        __global const IDX *pi = idx + io;                                                                  \
+        __global const T *pu = u + uo;                                                                      \
+        __global T *py = y + yo;                                                                            \
+        for (long s = get_global_id(0); s < slice; s += get_global_size(0))                                 \
+            for (long t = 0; t < tuples; t++) {                                                             \
+                long off = 0;                                                                               \
+                int bad = 0;                                                                                \
+                for (long d = 0; d < q; d++) {                                                              \
+                    long c = (long)pi[t * q + d];                                                           \
+                    if (c < 0) c += m.dims[d];                                                              \
+                    if (c < 0 || c >= m.dims[d]) bad = 1;                                                   \
+                    off += c * m.s0[d];                                                                     \
+                }                                                                                           \
+                if (bad) { *err = 1; continue; }                                                            \
+                ST(py, off + s, sc_apply(red, LD(py, off + s), LD(pu, t * slice + s)));                     \
+            }                                                                                               \
+    }                                                                                                       \
+    /* ScatterElements: a work-item per update position with the axis coordinate dropped walks the axis in  \
+     * order (only those positions can collide). m.dims: update dims; m.s0: y strides; m.s1: update strides. \
+     */                                                                                                     \
+    __kernel void ew_scatter_elements##SUF(__global const IDX *idx, ulong io, __global const T *u, ulong uo,  \
+                                           __global T *y, ulong yo, long nwork, int axis, long axis_len,     \
+                                           int red, nr_meta m, __global int *err) {                         \
+        __global const IDX *pi = idx + io;                                                                  \
+        __global const T *pu = u + uo;                                                                      \
+        __global T *py = y + yo;                                                                            \
+        for (long w = get_global_id(0); w < nwork; w += get_global_size(0)) {                               \
+            long r = w, ub = 0, yb = 0;                                                                     \
+            for (int d = (int)m.rank - 1; d >= 0; d--) {                                                    \
+                if (d == axis) continue;                                                                    \
+                long c = r % m.dims[d];                                                                     \
+                r /= m.dims[d];                                                                             \
+                ub += c * m.s1[d];                                                                          \
+                yb += c * m.s0[d];                                                                          \
+            }                                                                                               \
+            for (long j = 0; j < m.dims[axis]; j++) {                                                       \
+                long ui = ub + j * m.s1[axis], k = (long)pi[ui];                                            \
+                if (k < 0) k += axis_len;                                                                   \
+                if (k < 0 || k >= axis_len) { *err = 1; continue; }                                         \
+                long yi = yb + k * m.s0[axis];                                                              \
+                ST(py, yi, sc_apply(red, LD(py, yi), LD(pu, ui)));                                          \
+            }                                                                                               \
+        }                                                                                                   \
+    }
+
+SCATTER_KERNELS(_i64, long)
+SCATTER_KERNELS(_i32, int)
+
+#ifdef E
+/* OneHot with indices of this program's type T and values / output of element type E: y[o, j, in] =
+ * values[1] where the index (truncated, + depth when negative) is j, else values[0]. */
+__kernel void ew_onehot(__global const T *idx, ulong io, __global const E *vals, ulong vo, __global E *y, ulong yo,
+                        long n, long depth, long inner) {
+    __global const T *pi = idx + io;
+    E off = vals[vo], on = vals[vo + 1];
+    __global E *py = y + yo;
+    for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
+        long in = i % inner, r = i / inner, j = r % depth, o = r / depth;
+        long k = (long)LD(pi, o * inner + in);
+        if (k < 0) k += depth;
+        py[i] = k == j ? on : off;
+    }
+}
+#endif

@@ -54,7 +54,7 @@ static netrun_status gemm_run(ocl_context *ctx, void *state, const netrun_kernel
                       (size_t)A->dims[1], ocl_mem(B), ocl_eoff(B), (size_t)B->dims[1], beta, ocl_mem(Y), ocl_eoff(Y), N);
         if (st != NETRUN_OK) return st;
     }
-    return ocl_bias_activation(ctx, dt, ocl_mem(Y), ocl_eoff(Y), NULL, 0, M * N, 1, 1, &p->activation);
+    return ocl_bias_activation(ctx, dt, ocl_mem(Y), ocl_eoff(Y), NULL, 0, NULL, 0, M * N, 1, 1, &p->activation);
 }
 
 static int matmul_supports(const netrun_node_desc *node, char *reason, size_t size) {

@@ -220,9 +220,10 @@ netrun_status ocl_gemm_batched(ocl_context *ctx, netrun_dtype dt, int trans_a, i
                                size_t k, float alpha, cl_mem a, size_t a_off, size_t lda, size_t a_stride, cl_mem b,
                                size_t b_off, size_t ldb, size_t b_stride, float beta, cl_mem c, size_t c_off,
                                size_t ldc, size_t c_stride, size_t batch);
-/* y[i] = act(y[i] + bias[(i / inner) % c]) over n elements (bias may be NULL; nothing when neither). */
+/* y[i] = act(y[i] + bias[(i / inner) % c] + z[i]) over n elements (bias, z, act optional; nothing when none). */
 netrun_status ocl_bias_activation(ocl_context *ctx, netrun_dtype dt, cl_mem y, size_t y_off, cl_mem bias,
-                                  size_t bias_off, size_t n, size_t c, size_t inner, const netrun_fused_activation *act);
+                                  size_t bias_off, cl_mem z, size_t z_off, size_t n, size_t c, size_t inner,
+                                  const netrun_fused_activation *act);
 netrun_status ocl_fill_zero(ocl_context *ctx, cl_mem mem, size_t offset, size_t bytes);
 /* A kernel of common.cl for dtype dt. */
 netrun_status ocl_common_kernel(ocl_context *ctx, netrun_dtype dt, const char *name, cl_kernel *out);
