@@ -8,6 +8,7 @@
 #include "opencl_internal.h"
 
 OCL_SOURCE(data_movement);
+OCL_SOURCE(elementwise);
 
 /* Shared with elementwise.c (which defines them). */
 typedef struct oclops_meta {
@@ -17,6 +18,7 @@ typedef struct oclops_meta {
     int64_t s1[NETRUN_MAX_RANK];
     int64_t s2[NETRUN_MAX_RANK];
 } oclops_meta;
+int oclops_type_options(netrun_dtype t, char *buf, size_t size);
 int oclops_bytes_options(size_t es, char *buf, size_t size);
 netrun_status oclops_flag_create(ocl_context *ctx, cl_mem *flag);
 netrun_status oclops_flag_check(ocl_context *ctx, cl_mem flag, const char *what, const char *problem);
@@ -26,10 +28,11 @@ netrun_status oclops_copy_nd(ocl_context *ctx, cl_kernel k, const netrun_tensor 
 uint64_t oclops_value_bits(netrun_dtype t, double v);
 
 enum { DM_TRANSPOSE, DM_SLICE, DM_TILE, DM_CONCAT, DM_SPLIT, DM_D2S, DM_S2D, DM_PAD, DM_GATHER, DM_GATHER_ELEMENTS,
-       DM_GATHER_ND, DM_SCATTER_ELEMENTS, DM_SCATTER_ND, DM_TRILU };
+       DM_GATHER_ND, DM_SCATTER_ELEMENTS, DM_SCATTER_ND, DM_TRILU, DM_ONEHOT };
 
 typedef struct dm_state {
     int kind;
+    int red;     /* scatter reduction (netrun_scatter_reduction): typed kernels of elementwise.cl when not none */
     cl_kernel k;
     cl_mem flag; /* index out of range (gathers, scatters) */
 } dm_state;
@@ -106,7 +109,7 @@ static int index_dtype_ok(netrun_dtype t) { return t == NETRUN_DTYPE_INT32 || t 
 static int dm_kind(const char *op) {
     static const char *names[] = {"Transpose", "Slice", "Tile", "Concat", "Split", "DepthToSpace", "SpaceToDepth",
                                   "Pad", "Gather", "GatherElements", "GatherND", "ScatterElements", "ScatterND",
-                                  "Trilu"};
+                                  "Trilu", "OneHot"};
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
         if (!strcmp(op, names[i])) return i;
     return -1;
@@ -126,8 +129,17 @@ static int dm_supports(const netrun_node_desc *node, char *reason, size_t size) 
     }
     if (kind == DM_SCATTER_ELEMENTS || kind == DM_SCATTER_ND) {
         const netrun_scatter_params *p = node->params;
-        if (p && p->reduction != NETRUN_SCATTER_NONE) return ocl_refuse(reason, size, "scatter reduction not supported");
+        char o[128];
         if (node->n_inputs < 3 || node->inputs[2].dtype != t) return ocl_refuse(reason, size, "updates of another dtype");
+        if (p && p->reduction != NETRUN_SCATTER_NONE && (t == NETRUN_DTYPE_BOOL || !oclops_type_options(t, o, sizeof o)))
+            return ocl_refuse(reason, size, "scatter reduction on %s", ocl_dtype_name(t));
+    }
+    if (kind == DM_ONEHOT) {
+        char o[128];
+        if (node->n_inputs < 3 || !oclops_type_options(t, o, sizeof o) || t == NETRUN_DTYPE_BOOL)
+            return ocl_refuse(reason, size, "OneHot indices of %s", ocl_dtype_name(t));
+        if (!ocl_esize(node->inputs[2].dtype)) return ocl_refuse(reason, size, "OneHot values of %s", ocl_dtype_name(node->inputs[2].dtype));
+        if (!node->params) return ocl_refuse(reason, size, "no params");
     }
     if ((kind == DM_D2S || kind == DM_S2D) && node->inputs[0].rank != 4) return ocl_refuse(reason, size, "4-D only");
     if (kind == DM_TRILU && node->inputs[0].rank < 2) return ocl_refuse(reason, size, "rank below 2");
@@ -146,7 +158,7 @@ static netrun_status dm_create(ocl_context *ctx, const netrun_node_desc *node, v
     (void)workspace;
     int kind = dm_kind(node->op_type);
     if (kind < 0) return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "no OpenCL kernel for %s", node->op_type);
-    char opts[64];
+    char opts[192];
     if (!oclops_bytes_options(ocl_esize(node->inputs[0].dtype), opts, sizeof opts))
         return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "%s: dtype %s", node->op_type,
                                ocl_dtype_name(node->inputs[0].dtype));
@@ -166,7 +178,30 @@ static netrun_status dm_create(ocl_context *ctx, const netrun_node_desc *node, v
     case DM_SCATTER_ND: kname = i64 ? "dm_scatter_nd_i64" : "dm_scatter_nd_i32"; break;
     default: break;
     }
-    netrun_status st = ocl_kernel_get(ctx, "data_movement", ocl_src_data_movement, opts, kname, &s->k);
+    const char *src = ocl_src_data_movement, *sname = "data_movement";
+    const netrun_scatter_params *sp = node->params;
+    if ((kind == DM_SCATTER_ELEMENTS || kind == DM_SCATTER_ND) && sp && sp->reduction != NETRUN_SCATTER_NONE) {
+        s->red = sp->reduction;
+        kname = kind == DM_SCATTER_ND ? (i64 ? "ew_scatter_nd_i64" : "ew_scatter_nd_i32")
+                                      : (i64 ? "ew_scatter_elements_i64" : "ew_scatter_elements_i32");
+        src = ocl_src_elementwise;
+        sname = "elementwise";
+        if (!oclops_type_options(node->inputs[0].dtype, opts, sizeof opts)) opts[0] = 0;
+    }
+    if (kind == DM_ONEHOT) { /* typed by the indices, values moved by size */
+        char e[32];
+        if (!oclops_type_options(node->inputs[0].dtype, opts, sizeof opts - 32) ||
+            !oclops_bytes_options(ocl_esize(node->inputs[2].dtype), e, sizeof e)) {
+            dm_destroy(ctx, s);
+            return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "OneHot: dtypes not supported");
+        }
+        strcat(opts, " ");
+        strcat(opts, e);
+        kname = "ew_onehot";
+        src = ocl_src_elementwise;
+        sname = "elementwise";
+    }
+    netrun_status st = ocl_kernel_get(ctx, sname, src, opts, kname, &s->k);
     if (st == NETRUN_OK && kind >= DM_GATHER && kind <= DM_SCATTER_ND) st = oclops_flag_create(ctx, &s->flag);
     if (st != NETRUN_OK) {
         dm_destroy(ctx, s);
@@ -407,9 +442,15 @@ static netrun_status run_scatter(ocl_context *ctx, dm_state *s, const netrun_ker
             m.dims[d] = x->dims[d];
             m.s0[d] = xs[d];
         }
-        ocl_arg a[] = {OCL_TENSOR(idx), OCL_TENSOR(u), OCL_TENSOR(y), OCL_LONG(n), OCL_LONG(q), OCL_LONG(slice),
-                       OCL_BYTES(&m, sizeof m), OCL_CLMEM(s->flag)};
-        st = ocl_launch1d(ctx, s->k, what, (size_t)n, (int)(sizeof a / sizeof a[0]), a);
+        if (s->red) { /* a work-item per slice element, tuples in order */
+            ocl_arg a[] = {OCL_TENSOR(idx), OCL_TENSOR(u), OCL_TENSOR(y), OCL_LONG(n / slice), OCL_LONG(q),
+                           OCL_LONG(slice), OCL_INT(s->red), OCL_BYTES(&m, sizeof m), OCL_CLMEM(s->flag)};
+            st = ocl_launch1d(ctx, s->k, what, (size_t)slice, (int)(sizeof a / sizeof a[0]), a);
+        } else {
+            ocl_arg a[] = {OCL_TENSOR(idx), OCL_TENSOR(u), OCL_TENSOR(y), OCL_LONG(n), OCL_LONG(q), OCL_LONG(slice),
+                           OCL_BYTES(&m, sizeof m), OCL_CLMEM(s->flag)};
+            st = ocl_launch1d(ctx, s->k, what, (size_t)n, (int)(sizeof a / sizeof a[0]), a);
+        }
     } else {
         const netrun_scatter_params *p = args->params;
         int axis = p ? p->axis : 0;
@@ -418,11 +459,36 @@ static netrun_status run_scatter(ocl_context *ctx, dm_state *s, const netrun_ker
         m.rank = idx->rank;
         memcpy(m.dims, idx->dims, sizeof(int64_t) * (size_t)idx->rank);
         memcpy(m.s0, xs, sizeof xs);
-        ocl_arg a[] = {OCL_TENSOR(idx), OCL_TENSOR(u), OCL_TENSOR(y), OCL_LONG(n), OCL_INT(axis),
-                       OCL_LONG(x->dims[axis]), OCL_BYTES(&m, sizeof m), OCL_CLMEM(s->flag)};
-        st = ocl_launch1d(ctx, s->k, what, (size_t)n, (int)(sizeof a / sizeof a[0]), a);
+        if (s->red) { /* a work-item per update position off the axis, the axis walked in order */
+            strides_of(u->rank, u->dims, m.s1);
+            int64_t nwork = idx->dims[axis] ? n / idx->dims[axis] : 0;
+            if (!nwork) return NETRUN_OK;
+            ocl_arg a[] = {OCL_TENSOR(idx), OCL_TENSOR(u), OCL_TENSOR(y), OCL_LONG(nwork), OCL_INT(axis),
+                           OCL_LONG(x->dims[axis]), OCL_INT(s->red), OCL_BYTES(&m, sizeof m), OCL_CLMEM(s->flag)};
+            st = ocl_launch1d(ctx, s->k, what, (size_t)nwork, (int)(sizeof a / sizeof a[0]), a);
+        } else {
+            ocl_arg a[] = {OCL_TENSOR(idx), OCL_TENSOR(u), OCL_TENSOR(y), OCL_LONG(n), OCL_INT(axis),
+                           OCL_LONG(x->dims[axis]), OCL_BYTES(&m, sizeof m), OCL_CLMEM(s->flag)};
+            st = ocl_launch1d(ctx, s->k, what, (size_t)n, (int)(sizeof a / sizeof a[0]), a);
+        }
     }
     return st != NETRUN_OK ? st : oclops_flag_check(ctx, s->flag, what, "index out of range");
+}
+
+static netrun_status run_onehot(ocl_context *ctx, dm_state *s, const netrun_kernel_args *args) {
+    const netrun_onehot_params *p = args->params;
+    const netrun_tensor *idx = &args->inputs[0], *vals = &args->inputs[2];
+    netrun_tensor *y = &args->outputs[0];
+    int64_t n = ocl_count(y);
+    if (!p || args->n_inputs < 3) return ocl_host->error(NETRUN_ERR_INTERNAL, "opencl OneHot: bad params");
+    if (n == 0) return NETRUN_OK;
+    if (ocl_count(vals) < 2) return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl OneHot: values needs 2 elements");
+    if (p->axis < 0 || p->axis >= y->rank || p->depth < 1)
+        return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl OneHot: axis %d, depth %lld", p->axis, (long long)p->depth);
+    int64_t inner = 1;
+    for (int i = p->axis + 1; i < y->rank; i++) inner *= y->dims[i];
+    ocl_arg a[] = {OCL_TENSOR(idx), OCL_TENSOR(vals), OCL_TENSOR(y), OCL_LONG(n), OCL_LONG(p->depth), OCL_LONG(inner)};
+    return ocl_launch1d(ctx, s->k, "OneHot", (size_t)n, (int)(sizeof a / sizeof a[0]), a);
 }
 
 static netrun_status dm_run(ocl_context *ctx, void *state, const netrun_kernel_args *args) {
@@ -442,6 +508,7 @@ static netrun_status dm_run(ocl_context *ctx, void *state, const netrun_kernel_a
     case DM_GATHER_ELEMENTS: return run_gather_elements(ctx, s, args);
     case DM_GATHER_ND: return run_gather_nd(ctx, s, args);
     case DM_SCATTER_ELEMENTS: case DM_SCATTER_ND: return run_scatter(ctx, s, args);
+    case DM_ONEHOT: return run_onehot(ctx, s, args);
     }
     return ocl_host->error(NETRUN_ERR_INTERNAL, "opencl data movement: unknown kind");
 }
@@ -455,7 +522,8 @@ const ocl_op ocl_ops_data_movement[] = {
     OP("Pad", ANY & ~OCL_DT(BFLOAT16), "constant, reflect, edge, wrap")
     OP("Gather", ANY, "int32/int64 indices") OP("GatherElements", ANY, "int32/int64 indices")
     OP("GatherND", ANY, "int32/int64 indices; batch_dims")
-    OP("ScatterElements", ANY, "int32/int64 indices; no reduction")
-    OP("ScatterND", ANY, "int32/int64 indices; no reduction") OP("Trilu", ANY, "rank >= 2")
+    OP("ScatterElements", ANY, "int32/int64 indices; reductions on numeric dtypes")
+    OP("ScatterND", ANY, "int32/int64 indices; reductions on numeric dtypes") OP("Trilu", ANY, "rank >= 2")
+    OP("OneHot", ANY & ~OCL_DT(BOOL), "numeric indices; values of any fixed-size dtype")
     {NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL},
 };
