@@ -644,3 +644,6 @@ const nr_op_inputs nr_op_inputs_table[] = {
     {"ai.onnx.preview.training", "Momentum", 1, 0x7u},
 };
 const int nr_op_inputs_count = (int)(sizeof nr_op_inputs_table / sizeof nr_op_inputs_table[0]);
+/* the newest default-domain opset these schemas define: models importing a newer one are refused */
+const int nr_onnx_opset_max = 27;
+const char nr_onnx_schema_version[] = "1.22.0";

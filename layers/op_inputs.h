@@ -14,6 +14,10 @@ typedef struct nr_op_inputs {
 extern const nr_op_inputs nr_op_inputs_table[];
 extern const int nr_op_inputs_count;
 
+/* The newest default-domain (ai.onnx) opset of the schemas, and the onnx version they come from. */
+extern const int nr_onnx_opset_max;
+extern const char nr_onnx_schema_version[];
+
 /* Required-input mask of an op at an opset (0 when unknown: nothing checked). */
 uint32_t nr_op_required_inputs(const char *domain, const char *op_type, int opset);
 

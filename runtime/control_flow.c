@@ -150,6 +150,7 @@ static netrun_status sub_session(netrun_session *s, nr_snode *sn, int which, con
     if (!cf->sub[which]) {
         netrun_status st = netrun_session_create(at->sub_model, &s->opts, &cf->sub[which]);
         if (st != NETRUN_OK) return st;
+        cf->sub[which]->root = s->root ? s->root : s;
     }
     *out = cf->sub[which];
     return NETRUN_OK;
@@ -323,14 +324,17 @@ static netrun_status run_loop(netrun_session *s, nr_snode *sn, const nr_node *nd
         carried[k] = (netrun_tensor_view){.dtype = t.dtype, .rank = t.rank, .data = t.data, .nbytes = t.nbytes};
         memcpy(carried[k].dims, t.dims, sizeof t.dims);
     }
-    /* Without a trip count only the condition ends the loop: cap it so a model cannot hang the process. */
+    /* A model must not hang the process: all Loop iterations of one run (nested loops included) are capped,
+     * whether or not a trip count was given (a hostile trip count of 2^62 is as endless as none). */
     const char *cap_opt = nr_options_get(&s->opts, "limits.max_loop_iterations");
-    int64_t cap = cap_opt ? strtoll(cap_opt, NULL, 10) : 10000000;
+    int64_t cap = cap_opt ? strtoll(cap_opt, NULL, 10) : NR_DEFAULT_MAX_LOOP_ITERATIONS;
+    netrun_session *top = s->root ? s->root : s;
     for (int64_t it = 0; it < trip && cond; it++) {
         int64_t iter = it;
-        if (trip == INT64_MAX && cap > 0 && it >= cap) {
-            st = nr_error(NETRUN_ERR_BACKEND, "Loop ran %lld iterations without a trip count and its condition is "
-                          "still true; raise the option limits.max_loop_iterations if that is intended", (long long)it);
+        if (cap > 0 && ++top->loop_iterations > cap) {
+            st = nr_error(NETRUN_ERR_BACKEND, "Loop iteration %lld: this run reached %lld Loop iterations in all, the "
+                          "limit (%s); raise the option limits.max_loop_iterations if that is intended", (long long)it,
+                          (long long)cap, trip == INT64_MAX ? "no trip count, condition still true" : "trip count given");
             goto done;
         }
         uint8_t c = 1;

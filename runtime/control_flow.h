@@ -20,6 +20,9 @@ netrun_status nr_resolve_captures(nr_graph *g, const char *source, int depth);
 /* Values of g that the subgraphs of node nd read (implicit inputs of nd): up to max ids into out. */
 int nr_node_captures(const nr_graph *g, const nr_node *nd, int *out, int max);
 #define NR_MAX_CAPTURES 256
+/* Default cap on the Loop iterations of one run (option limits.max_loop_iterations; 0 = no cap): about 1.5 s of a
+ * trivial body on one core, far above what inference loops (decoding, recurrences) do. */
+#define NR_DEFAULT_MAX_LOOP_ITERATIONS 1000000
 /* Load: compile the model's GRAPH attributes into sub-models. */
 netrun_status nr_compile_subgraphs(netrun_model *m);
 /* Run: execute a control-flow node. */

@@ -165,6 +165,12 @@ static netrun_status check_graph(netrun_model *m) {
 /* Resolve op definitions and parse attributes (once, shared by all sessions). */
 static netrun_status parse_nodes(netrun_model *m) {
     nr_graph *g = m->ir->graph;
+    /* a newer opset may have changed an op's meaning: refuse rather than run it with older semantics */
+    int64_t opset = nr_model_opset(m->ir, "");
+    if (opset > nr_onnx_opset_max)
+        return nr_error(NETRUN_ERR_INVALID_MODEL, "%s: the model imports ONNX opset %lld; netrun knows opsets up to %d "
+                        "(the schemas of onnx %s)", m->source, (long long)opset, nr_onnx_opset_max,
+                        nr_onnx_schema_version);
     m->param_allocs = nr_calloc((size_t)g->n_nodes + 1, sizeof(nr_alloc_list));
     if (!m->param_allocs) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
     for (int n = 0; n < g->n_nodes; n++) {

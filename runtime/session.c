@@ -258,6 +258,7 @@ netrun_status netrun_session_run(netrun_session *s) {
         netrun_status st = nr_session_prepare(s);
         if (st != NETRUN_OK) return FAIL(s, st);
     }
+    if (!s->root) s->loop_iterations = 0;
     double t0 = nr_now_ms();
     netrun_status st = nr_session_execute(s);
     double ms = nr_now_ms() - t0;

@@ -106,6 +106,14 @@ typedef struct nr_step {
     int value, from, to;           /* COPY: value between domains */
 } nr_step;
 
+/* A run of consecutive kernel steps on one device backend that can capture graphs (execute.c). */
+typedef struct nr_segment {
+    int slot;
+    int first, end;                /* steps [first, end) */
+    void *graph;                   /* captured graph, owned by the slot's backend */
+    int state;                     /* 0: not tried yet, 1: captured, -1: runs eagerly (capture failed) */
+} nr_segment;
+
 typedef struct nr_input {
     void *data;                    /* session-owned host copy */
     size_t nbytes, cap;
@@ -157,6 +165,19 @@ struct netrun_session {
     netrun_tensor_info *in_info, *out_info; /* session view of the io (dims filled in) */
     int64_t (*io_dims)[NETRUN_MAX_RANK];
     char error[NR_ERROR_MAX];
+    /* Loop iterations of the current run, counted in the top session across nested sub-sessions (the cap
+     * limits.max_loop_iterations bounds the whole run, so nested loops cannot multiply it) */
+    netrun_session *root;          /* NULL for a top-level session; else the session that runs this one */
+    int64_t loop_iterations;
+    /* device graphs (execute.c): built on the first run after prepare, freed by nr_exec_release */
+    nr_segment *segs;
+    int n_segs;
+    int segs_built;
+    int *step_seg;                 /* per step: index of the segment starting there, or -1 */
+    /* device memory fit (prepare.c): weights + activations of the device domains of the last plan, and whether
+     * they alone exceed the budget or free memory (no smaller workspace can help then) */
+    size_t plan_fixed_bytes;
+    int plan_too_big;
 };
 
 netrun_status nr_session_prepare(netrun_session *s);
@@ -174,5 +195,9 @@ size_t nr_desc_bytes(const netrun_value_desc *d);
 netrun_status nr_dyn_alloc(netrun_session *s, int value, int domain);
 /* Make a device-resident value readable on the host (sv->host_copy); no-op for host values. */
 netrun_status nr_host_value(netrun_session *s, int value);
+/* Destroy the session's device graphs and segments (before the backends' contexts go). */
+void nr_exec_release(netrun_session *s);
+/* Refresh stats.device_peak_bytes from the device backends (memory_info). */
+void nr_exec_memory_stats(netrun_session *s);
 
 #endif

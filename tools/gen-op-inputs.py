@@ -26,3 +26,6 @@ for d, n, v, m in rows:
     print('    {"%s", "%s", %d, 0x%xu},' % (d, n, v, m))
 print("};")
 print("const int nr_op_inputs_count = (int)(sizeof nr_op_inputs_table / sizeof nr_op_inputs_table[0]);")
+print("/* the newest default-domain opset these schemas define: models importing a newer one are refused */")
+print("const int nr_onnx_opset_max = %d;" % onnx.defs.onnx_opset_version())
+print('const char nr_onnx_schema_version[] = "%s";' % onnx.__version__)

@@ -422,7 +422,9 @@ static netrun_status run_tfidf(cpu_context *ctx, void *state, const netrun_kerne
     for (int64_t r = 0; r < rows; r++) {
         float *f = yv + r * out;
         int64_t base = r * C, start_size = p->min_gram;
-        for (int64_t d = 1; d <= p->max_skip + 1; d++) {
+        for (int64_t d = 1; d - 1 <= p->max_skip; d++) {
+            /* no n-gram of 2+ items fits once the distance spans the row (bounds a huge max_skip_count) */
+            if (start_size > 1 && d * (start_size - 1) >= C) break;
             for (int64_t s0 = 0; s0 + d * (start_size - 1) < C; s0++)
                 for (int64_t n = start_size; n <= p->max_gram && s0 + d * (n - 1) < C; n++) {
                     int64_t col = -1;

@@ -278,7 +278,7 @@ def build():
     add("domain_not_imported.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="r", domain="com.nope")],
                                           [vi("x", [2])], [vi("y", [2])]), {1, 2}, ["com.nope"])
     add("opset_999.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="r")], [vi("x", [2])],
-                                [vi("y", [2])], opset=999), {0, 2}, ["999", "opset"])
+                                [vi("y", [2])], opset=999), {2}, ["999", "opset"])
     m = relu_model()
     del m.opset_import[:]
     add("no_opset_import.onnx", m, {0, 2}, ["opset"])
@@ -369,7 +369,7 @@ def build():
     bad_body = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"], name="k")], "bb",
                                  [vi("cond_in", [], TensorProto.BOOL)], [vi("cond_out", [], TensorProto.BOOL)])
     # No trip count and a condition that stays true: only the runtime's iteration cap ends it (option
-    # limits.max_loop_iterations, default 10,000,000: about 20 s in a debug build, so the test lowers it)
+    # limits.max_loop_iterations, default 1,000,000 per run: seconds in a debug build, so the test lowers it)
     for name, m in hang_cases().items():
         add(name, m, {1}, ["forever", "max_loop_iterations"], ["--set", "limits.max_loop_iterations=100000"])
     add("loop_body_wrong_arity.onnx",
@@ -378,16 +378,31 @@ def build():
 
 
 def hang_cases():
-    """Loop without a trip count whose condition never turns false: only the runtime's iteration cap
-    (option limits.max_loop_iterations, default 10,000,000) ends it."""
+    """Loops that only the runtime's iteration cap ends (option limits.max_loop_iterations, default 1,000,000
+    Loop iterations per run, nested loops included): no trip count with a condition that stays true; a trip
+    count of 2^62; an endless loop inside an endless loop (a per-loop cap would multiply)."""
     body = helper.make_graph(
         [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going"),
          helper.make_node("Identity", ["acc_in"], ["acc_out"], name="same")],
         "body", [vi("i", [], TensorProto.INT64), vi("cond_in", [], TensorProto.BOOL), vi("acc_in", [2])],
         [vi("cond_out", [], TensorProto.BOOL), vi("acc_out", [2])])
     cond = numpy_helper.from_array(np.array(True), "cond")
-    return {"loop_infinite.onnx": model([helper.make_node("Loop", ["", "cond", "x"], ["y"], name="forever",
-                                                          body=body)], [vi("x", [2])], [vi("y", [2])], [cond])}
+    huge = numpy_helper.from_array(np.array(1 << 62, np.int64), "M")
+    inner = helper.make_node("Loop", ["", "cond_in", "acc_in"], ["acc_out"], name="forever_inner", body=body)
+    outer_body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going_outer"), inner],
+        "outer_body", [vi("i", [], TensorProto.INT64), vi("cond_in", [], TensorProto.BOOL), vi("acc_in", [2])],
+        [vi("cond_out", [], TensorProto.BOOL), vi("acc_out", [2])])
+    return {
+        "loop_infinite.onnx": model([helper.make_node("Loop", ["", "cond", "x"], ["y"], name="forever",
+                                                      body=body)], [vi("x", [2])], [vi("y", [2])], [cond]),
+        "loop_trip_count_2e62.onnx": model([helper.make_node("Loop", ["M", "cond", "x"], ["y"], name="forever_m",
+                                                             body=body)], [vi("x", [2])], [vi("y", [2])],
+                                           [huge, cond]),
+        "loop_nested_endless.onnx": model([helper.make_node("Loop", ["", "cond", "x"], ["y"], name="forever_outer",
+                                                            body=outer_body)], [vi("x", [2])], [vi("y", [2])],
+                                          [cond]),
+    }
 
 
 def main():
