@@ -85,7 +85,7 @@ netrun_status ocl_bias_activation(ocl_context *ctx, netrun_dtype dt, cl_mem y, s
     ocl_arg a[] = {OCL_CLMEM(y), OCL_ULONG(y_off), OCL_CLMEM(bias ? bias : y), OCL_ULONG(bias_off),
                    OCL_INT(bias != NULL), OCL_CLMEM(z ? z : y), OCL_ULONG(z_off), OCL_INT(z != NULL), OCL_ULONG(c ? c : 1), OCL_ULONG(inner ? inner : 1), OCL_ULONG(n),
                    OCL_INT(kind), OCL_FLOAT(act ? act->alpha : 0), OCL_FLOAT(act ? act->beta : 0)};
-    return ocl_launch1d(ctx, k, "bias + activation", n, 14, a);
+    return ocl_launch1d(ctx, k, "bias + activation", n, OCL_NARGS(a), a);
 }
 
 netrun_status ocl_common_kernel(ocl_context *ctx, netrun_dtype dt, const char *name, cl_kernel *out) {

@@ -218,7 +218,7 @@ static netrun_status conv_run(ocl_context *ctx, void *state, const netrun_kernel
     } else if (path == PATH_DIRECT) {
         ocl_arg a[] = {OCL_MEM(X), OCL_ULONG(xo), OCL_MEM(W), OCL_ULONG(wo), OCL_MEM(Y), OCL_ULONG(yo),
                        OCL_BYTES(&g, sizeof g), OCL_ULONG(ny)};
-        st = ocl_launch1d(ctx, s->k_direct, "Conv direct", ny, 8, a);
+        st = ocl_launch1d(ctx, s->k_direct, "Conv direct", ny, OCL_NARGS(a), a);
     } else if (path == PATH_IM2COL) {
         size_t rows = (size_t)g.Cg * K, total = rows * P;
         cl_mem col;
@@ -227,7 +227,7 @@ static netrun_status conv_run(ocl_context *ctx, void *state, const netrun_kernel
             for (int gr = 0; gr < g.group && st == NETRUN_OK; gr++) {
                 ocl_arg a[] = {OCL_MEM(X), OCL_ULONG(xo), OCL_CLMEM(col), OCL_ULONG(0), OCL_BYTES(&g, sizeof g),
                                OCL_INT(n), OCL_INT(gr), OCL_ULONG(total)};
-                st = ocl_launch1d(ctx, s->k_im2col, "Conv im2col", total, 8, a);
+                st = ocl_launch1d(ctx, s->k_im2col, "Conv im2col", total, OCL_NARGS(a), a);
                 if (st == NETRUN_OK)
                     st = ocl_gemm(ctx, dt, 0, 0, (size_t)g.Mg, P, rows, 1.0f, w, wo + (size_t)gr * g.Mg * rows, rows,
                                   col, 0, P, 0.0f, y, yo + (n * g.M + (size_t)gr * g.Mg) * P, P);
@@ -243,7 +243,7 @@ static netrun_status conv_run(ocl_context *ctx, void *state, const netrun_kernel
                 if (st != NETRUN_OK) break;
                 ocl_arg a[] = {OCL_CLMEM(col), OCL_ULONG(0), OCL_MEM(Y), OCL_ULONG(yo), OCL_BYTES(&g, sizeof g),
                                OCL_INT(n), OCL_INT(gr), OCL_ULONG(total)};
-                st = ocl_launch1d(ctx, s->k_col2im, "ConvTranspose col2im", total, 8, a);
+                st = ocl_launch1d(ctx, s->k_col2im, "ConvTranspose col2im", total, OCL_NARGS(a), a);
             }
     }
     if (st != NETRUN_OK) return st;

@@ -44,7 +44,7 @@ static netrun_status gemm_run(ocl_context *ctx, void *state, const netrun_kernel
         if ((st = ocl_common_kernel(ctx, dt, "gemm_c_init", &k)) != NETRUN_OK) return st;
         ocl_arg a[] = {OCL_TENSOR(Y), OCL_TENSOR(C), OCL_ULONG(N), OCL_ULONG(sm), OCL_ULONG(sn), OCL_ULONG(M * N),
                        OCL_FLOAT(p->beta)};
-        if ((st = ocl_launch1d(ctx, k, "Gemm C", M * N, 9, a)) != NETRUN_OK) return st;
+        if ((st = ocl_launch1d(ctx, k, "Gemm C", M * N, OCL_NARGS(a), a)) != NETRUN_OK) return st;
         beta = 1.0f;
     } else if (!K) {
         if ((st = ocl_fill_zero(ctx, ocl_mem(Y), Y->offset, Y->nbytes)) != NETRUN_OK) return st;

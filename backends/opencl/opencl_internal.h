@@ -179,6 +179,8 @@ typedef struct ocl_arg {
 #define OCL_LOCAL(n) ((ocl_arg){.kind = OCL_ARG_LOCAL, .size = (n)})                 /* __local scratch */
 /* The usual tensor pair: the cl_mem and its element offset. */
 #define OCL_TENSOR(t) OCL_MEM(t), OCL_ULONG(ocl_eoff(t))
+/* The number of entries of an ocl_arg array (for the n_args of the launchers). */
+#define OCL_NARGS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* Set args and enqueue an NDRange of `dims` dimensions (global sizes rounded up to local when local is
  * given). A global size of 0 in any dimension enqueues nothing. */

@@ -80,7 +80,7 @@ static netrun_status pool_run_mode(ocl_context *ctx, cl_kernel k, const netrun_k
                                      args->outputs[1].buffer ? &args->outputs[1] : NULL;
     ocl_arg a[] = {OCL_TENSOR(X), OCL_TENSOR(Y), I ? OCL_MEM(I) : OCL_MEM(Y), OCL_ULONG(I ? ocl_eoff(I) : 0),
                    OCL_INT(I != NULL), OCL_BYTES(&g, sizeof g), OCL_ULONG(n)};
-    return ocl_launch1d(ctx, k, "pool", n, 9, a);
+    return ocl_launch1d(ctx, k, "pool", n, OCL_NARGS(a), a);
 }
 
 static netrun_status maxpool_run(ocl_context *ctx, void *state, const netrun_kernel_args *args) {
@@ -103,7 +103,7 @@ static netrun_status global_run(ocl_context *ctx, cl_kernel k, const netrun_kern
     while (local > 1 && local > ctx->max_wg) local /= 2;
     size_t global = planes * local;
     ocl_arg a[] = {OCL_TENSOR(X), OCL_TENSOR(Y), OCL_ULONG(plane), OCL_INT(is_max), OCL_LOCAL(local * sizeof(cl_float))};
-    return ocl_launch(ctx, k, is_max ? "GlobalMaxPool" : "GlobalAveragePool", 1, &global, &local, 7, a);
+    return ocl_launch(ctx, k, is_max ? "GlobalMaxPool" : "GlobalAveragePool", 1, &global, &local, OCL_NARGS(a), a);
 }
 
 static netrun_status gavg_run(ocl_context *ctx, void *state, const netrun_kernel_args *args) {

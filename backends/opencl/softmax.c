@@ -30,7 +30,7 @@ static netrun_status sm_run(ocl_context *ctx, cl_kernel k, const netrun_kernel_a
     size_t global = rows * local;
     ocl_arg a[] = {OCL_TENSOR(X), OCL_TENSOR(Y), OCL_ULONG(D), OCL_ULONG(inner), OCL_INT(kind),
                    OCL_LOCAL(local * sizeof(cl_float)), OCL_LOCAL(local * sizeof(cl_int))};
-    return ocl_launch(ctx, k, kind == 0 ? "Softmax" : kind == 1 ? "LogSoftmax" : "Hardmax", 1, &global, &local, 9, a);
+    return ocl_launch(ctx, k, kind == 0 ? "Softmax" : kind == 1 ? "LogSoftmax" : "Hardmax", 1, &global, &local, OCL_NARGS(a), a);
 }
 
 static netrun_status softmax_run(ocl_context *ctx, void *state, const netrun_kernel_args *args) {
