@@ -188,6 +188,21 @@ typedef struct netrun_backend_api {
     /* ---- ABI 1.1 (1.2 appended params structs to netrun_ops.h, no slots) ---- */
     /* Optional: name the kernel or algorithm chosen for a node (for profiles), e.g. "cudnn IMPLICIT_GEMM". */
     netrun_status (*kernel_describe)(netrun_backend_context *ctx, netrun_kernel *kernel, char *buf, size_t buf_size);
+
+    /* ---- appended after ABI 1.2 (all optional; NULL or outside struct_size: the runtime runs eagerly) ---- */
+    /* Graph capture (CUDA Graphs and the like). With static shapes the executor groups consecutive kernel steps
+     * of one backend into a segment; on the second run it calls graph_capture_begin, runs the segment's
+     * kernel_run calls as usual (they must only queue work), then graph_capture_end, which returns an opaque
+     * graph (or an error: a kernel that cannot be captured, e.g. one that synchronizes; the runtime then reruns
+     * the segment eagerly and never captures it again). graph_launch queues a replay of the same work on the same
+     * buffers; graph_destroy frees it. Copies between domains stay outside graphs. */
+    netrun_status (*graph_capture_begin)(netrun_backend_context *ctx);
+    netrun_status (*graph_capture_end)(netrun_backend_context *ctx, void **graph);
+    netrun_status (*graph_launch)(netrun_backend_context *ctx, void *graph);
+    void (*graph_destroy)(netrun_backend_context *ctx, void *graph);
+    /* Device memory of this context: bytes in use now and the peak since context_create, and the bytes free on
+     * the device (free_bytes may be 0 when unknown). */
+    netrun_status (*memory_info)(netrun_backend_context *ctx, size_t *in_use, size_t *peak, size_t *free_bytes);
 } netrun_backend_api;
 
 typedef const netrun_backend_api *(*netrun_backend_entry_fn)(const netrun_host_api *host);

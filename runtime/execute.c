@@ -234,6 +234,121 @@ static netrun_status record_event(netrun_session *s, const nr_step *step, double
     return NETRUN_OK;
 }
 
+/* ---- device graphs ----
+ * Consecutive kernel steps of one device backend form a segment; copies, host kernels and control flow end it.
+ * Run 1 after prepare is eager (it warms up lazy work: cuBLAS/cuDNN workspaces, loaded kernels). On run 2 each
+ * segment is captured (graph_capture_begin, the usual kernel_run calls, graph_capture_end) and launched; later
+ * runs launch the graphs. Graphs are used only when every shape is static, the session is not profiling, and
+ * the option "<backend>.graphs" (e.g. cuda.graphs) is not "0". A segment whose capture fails runs eagerly from
+ * then on. */
+
+static int graphs_wanted(netrun_session *s, const nr_slot *sl) {
+    if (s->dynamic || s->profiling || s->keep_values) return 0;
+    char key[96];
+    snprintf(key, sizeof key, "%s.graphs", sl->be->name);
+    const char *v = nr_options_get(&s->opts, key);
+    return !v || strcmp(v, "0") != 0;
+}
+
+void nr_exec_release(netrun_session *s) {
+    for (int i = 0; i < s->n_segs; i++) {
+        nr_segment *sg = &s->segs[i];
+        nr_slot *sl = &s->slots[sg->slot];
+        if (sg->graph && sl->ctx) sl->api->graph_destroy(sl->ctx, sg->graph);
+        sg->graph = NULL;
+    }
+    nr_free(s->segs);
+    nr_free(s->step_seg);
+    s->segs = NULL;
+    s->step_seg = NULL;
+    s->n_segs = 0;
+    s->segs_built = 0;
+    s->stats.n_graphs = s->stats.n_segments = 0;
+}
+
+static netrun_status build_segments(netrun_session *s) {
+    s->segs_built = 1;
+    if (s->n_steps <= 0) return NETRUN_OK;
+    s->step_seg = nr_calloc((size_t)s->n_steps, sizeof(int));
+    s->segs = nr_calloc((size_t)s->n_steps, sizeof(nr_segment));
+    if (!s->step_seg || !s->segs) {
+        nr_free(s->step_seg);
+        nr_free(s->segs);
+        s->step_seg = NULL;
+        s->segs = NULL;
+        return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory planning device graphs");
+    }
+    int cur = -1;
+    for (int k = 0; k < s->n_steps; k++) {
+        s->step_seg[k] = -1;
+        const nr_step *step = &s->steps[k];
+        int slot = step->kind == NR_STEP_KERNEL ? s->snodes[step->snode].slot : -1;
+        const nr_slot *sl = slot >= 0 ? &s->slots[slot] : NULL;
+        int ok = sl && sl->domain != NR_HOST_DOMAIN && sl->ctx && !s->snodes[step->snode].dynamic &&
+                 NR_API_HAS(sl->api, graph_capture_begin) && NR_API_HAS(sl->api, graph_capture_end) &&
+                 NR_API_HAS(sl->api, graph_launch) && NR_API_HAS(sl->api, graph_destroy);
+        if (!ok) {
+            cur = -1;
+            continue;
+        }
+        if (cur >= 0 && s->segs[cur].slot == slot && s->segs[cur].end == k) {
+            s->segs[cur].end = k + 1;
+            continue;
+        }
+        cur = s->n_segs++;
+        s->segs[cur] = (nr_segment){.slot = slot, .first = k, .end = k + 1};
+        s->step_seg[k] = cur;
+    }
+    s->stats.n_segments = s->n_segs;
+    return NETRUN_OK;
+}
+
+static netrun_status run_kernel(netrun_session *s, nr_snode *sn);
+
+static netrun_status run_steps_eager(netrun_session *s, int first, int end) {
+    for (int k = first; k < end; k++) {
+        netrun_status st = run_kernel(s, &s->snodes[s->steps[k].snode]);
+        if (st != NETRUN_OK) return st;
+    }
+    return NETRUN_OK;
+}
+
+/* Run a segment: launch its graph, capture it (second run), or run it eagerly. */
+static netrun_status run_segment(netrun_session *s, nr_segment *sg) {
+    nr_slot *sl = &s->slots[sg->slot];
+    if (sg->state < 0 || !s->ran_since_prepare || !graphs_wanted(s, sl)) return run_steps_eager(s, sg->first, sg->end);
+    if (sg->state == 1) return sl->api->graph_launch(sl->ctx, sg->graph);
+    netrun_status st = sl->api->graph_capture_begin(sl->ctx);
+    if (st == NETRUN_OK) {
+        netrun_status rst = run_steps_eager(s, sg->first, sg->end); /* recorded, not run */
+        void *graph = NULL;
+        st = sl->api->graph_capture_end(sl->ctx, &graph);
+        if (st == NETRUN_OK && rst == NETRUN_OK && graph) {
+            sg->graph = graph;
+            sg->state = 1;
+            s->stats.n_graphs++;
+            return sl->api->graph_launch(sl->ctx, graph);
+        }
+        if (graph) sl->api->graph_destroy(sl->ctx, graph);
+    }
+    /* not capturable (a kernel synchronizes, copies from the host...): eager from now on */
+    nr_error_clear();
+    sg->state = -1;
+    return run_steps_eager(s, sg->first, sg->end);
+}
+
+void nr_exec_memory_stats(netrun_session *s) {
+    size_t total = 0;
+    for (int i = 0; i < s->n_slots; i++) {
+        nr_slot *sl = &s->slots[i];
+        size_t in_use = 0, peak = 0;
+        if (sl->ctx && sl->domain != NR_HOST_DOMAIN && NR_API_HAS(sl->api, memory_info) &&
+            sl->api->memory_info(sl->ctx, &in_use, &peak, NULL) == NETRUN_OK)
+            total += peak;
+    }
+    if (total > s->stats.device_peak_bytes) s->stats.device_peak_bytes = total;
+}
+
 netrun_status nr_session_execute(netrun_session *s) {
     nr_graph *g = s->model->ir->graph;
     /* inputs may change shape between runs of a dynamic session */
@@ -244,8 +359,19 @@ netrun_status nr_session_execute(netrun_session *s) {
         sv->nbytes = s->inputs[i].nbytes;
     }
     double run_start = nr_now_ms();
+    if (!s->segs_built) {
+        netrun_status st = build_segments(s);
+        if (st != NETRUN_OK) return st;
+    }
     for (int k = 0; k < s->n_steps; k++) {
         const nr_step *step = &s->steps[k];
+        if (!s->profiling && s->step_seg && s->step_seg[k] >= 0) {
+            nr_segment *sg = &s->segs[s->step_seg[k]];
+            netrun_status st = run_segment(s, sg);
+            if (st != NETRUN_OK) return st;
+            k = sg->end - 1;
+            continue;
+        }
         double t0 = s->profiling ? nr_now_ms() : 0;
         netrun_status st = step->kind == NR_STEP_KERNEL ? run_kernel(s, &s->snodes[step->snode]) : run_copy(s, step);
         if (st != NETRUN_OK) return st;
@@ -274,5 +400,6 @@ netrun_status nr_session_execute(netrun_session *s) {
         netrun_status st = sl->api->copy_to_host(sl->ctx, out->host, t.buffer, t.offset, sv->nbytes);
         if (st != NETRUN_OK) return st;
     }
+    nr_exec_memory_stats(s); /* cheap: the backends count their allocations */
     return NETRUN_OK;
 }

@@ -142,6 +142,7 @@ static void free_buffer(netrun_session *s, int domain, void *buf) {
 
 void nr_session_unprepare(netrun_session *s) {
     nr_graph *g = s->model ? s->model->ir->graph : NULL;
+    nr_exec_release(s); /* device graphs reference the buffers freed below */
     if (s->snodes)
         for (int i = 0; i < s->n_snodes; i++) free_node(s, &s->snodes[i]);
     if (s->values && g)
@@ -705,6 +706,37 @@ static netrun_status init_backends(netrun_session *s) {
     return NETRUN_OK;
 }
 
+/* Before anything is allocated on a device: do its weights and activation arena fit the device memory budget
+ * and the memory free on the device? (The workspace comes later; a failure there degrades, see below.) */
+static netrun_status check_plan_fits(netrun_session *s) {
+    nr_graph *g = s->model->ir->graph;
+    s->plan_fixed_bytes = 0;
+    s->plan_too_big = 0;
+    for (int dom = 1; dom < s->n_domains; dom++) {
+        nr_slot *sl = &s->slots[s->domain_slot[dom]];
+        size_t weights = 0;
+        for (int v = 0; v < g->n_values; v++) {
+            nr_svalue *sv = &s->values[v];
+            if (sv->is_const && sv->place[dom].present) weights += align_up(sv->nbytes ? sv->nbytes : 1);
+        }
+        size_t need = weights + sl->arena_size;
+        s->plan_fixed_bytes += need;
+        size_t in_use = 0, peak = 0, free_b = 0;
+        if (!sl->ctx || !NR_API_HAS(sl->api, memory_info) ||
+            sl->api->memory_info(sl->ctx, &in_use, &peak, &free_b) != NETRUN_OK)
+            free_b = 0;
+        size_t budget = s->opts.device_memory_budget;
+        if ((budget && need > budget) || (free_b && need > free_b)) {
+            s->plan_too_big = 1;
+            return nr_error(NETRUN_ERR_OUT_OF_MEMORY,
+                            "%s: the plan does not fit device memory: weights %zu + activations %zu = %zu bytes, "
+                            "budget %zu%s, %zu bytes free on the device",
+                            sl->be->name, weights, sl->arena_size, need, budget, budget ? "" : " (none)", free_b);
+        }
+    }
+    return NETRUN_OK;
+}
+
 static netrun_status upload_constants(netrun_session *s) {
     nr_graph *g = s->model->ir->graph;
     for (int dom = 1; dom < s->n_domains; dom++) {
@@ -834,6 +866,7 @@ static netrun_status prepare_once(netrun_session *s) {
         }
     }
     if (st == NETRUN_OK) st = init_backends(s);
+    if (st == NETRUN_OK) st = check_plan_fits(s);
     if (st == NETRUN_OK) st = alloc_in_domain(s, NR_HOST_DOMAIN, s->host_arena_size, &s->host_arena);
     for (int dom = 1; st == NETRUN_OK && dom < s->n_domains; dom++) {
         nr_slot *sl = &s->slots[s->domain_slot[dom]];
@@ -859,9 +892,33 @@ static netrun_status prepare_once(netrun_session *s) {
 netrun_status nr_session_prepare(netrun_session *s) {
     const char *kv = nr_options_get(&s->opts, "debug.keep_values");
     s->keep_values = kv && strcmp(kv, "0") != 0;
+    int degrade = 0; /* device memory: 1 = workspace capped, 2 = min-memory algorithms */
     for (int attempt = 0;; attempt++) {
         s->fail_slot = s->fail_node = -1;
         netrun_status st = prepare_once(s);
+        if (st == NETRUN_ERR_OUT_OF_MEMORY && s->n_domains > 1) {
+            /* out of device memory with the weights and activations fitting: choose algorithms again under a
+             * smaller workspace, then the smallest; after that, fail with the numbers */
+            if (!s->plan_too_big && degrade < 2) {
+                degrade++;
+                if (degrade == 1) {
+                    size_t cap = (size_t)16 << 20;
+                    if (!s->opts.workspace_limit || s->opts.workspace_limit > cap) s->opts.workspace_limit = cap;
+                } else {
+                    s->opts.policy = NETRUN_WORKSPACE_MIN_MEMORY;
+                }
+                nr_error_clear();
+                continue;
+            }
+            if (degrade) {
+                char keep[NR_ERROR_MAX];
+                snprintf(keep, sizeof keep, "%s", nr_error_message());
+                nr_error(st, "out of device memory even with smaller convolution workspaces (a %zu-byte cap, then "
+                             "min-memory algorithms); weights + activations need %zu bytes: %s",
+                         s->opts.workspace_limit, s->plan_fixed_bytes, keep);
+            }
+            return st;
+        }
         if (st == NETRUN_OK || s->opts.strict || s->fail_slot < 0 || attempt > 4 * NR_MAX_SLOTS) return st;
         int others = 0;
         for (int i = 0; i < s->n_slots; i++) others += i != s->fail_slot && !s->slots[i].failed;

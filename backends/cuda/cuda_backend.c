@@ -3,6 +3,7 @@
  * cudaGetDeviceCount / property queries, which create no context. */
 #include <dlfcn.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "cuda_internal.h"
@@ -48,6 +49,7 @@ netrun_status cuda_check_launch(const char *what) {
 
 netrun_status cublas_fail(cublasStatus_t s, const char *what) {
     netrun_status code = s == CUBLAS_STATUS_ALLOC_FAILED ? NETRUN_ERR_OUT_OF_MEMORY : NETRUN_ERR_BACKEND;
+    if (!cuda_libs_loaded()) return cuda_host->error(code, "cuda: %s failed: cuBLAS status %d", what, (int)s);
     return cuda_host->error(code, "cuda: %s failed: %s", what, cublasGetStatusString(s));
 }
 
@@ -55,6 +57,7 @@ netrun_status cudnn_fail(cudnnStatus_t s, const char *what) {
     netrun_status code = s == CUDNN_STATUS_ALLOC_FAILED ? NETRUN_ERR_OUT_OF_MEMORY
                          : s == CUDNN_STATUS_NOT_SUPPORTED ? NETRUN_ERR_UNSUPPORTED
                                                            : NETRUN_ERR_BACKEND;
+    if (!cuda_libs_loaded()) return cuda_host->error(code, "cuda: %s failed: cuDNN status %d", what, (int)s);
     return cuda_host->error(code, "cuda: %s failed: %s", what, cudnnGetErrorString(s));
 }
 
@@ -97,6 +100,32 @@ static const cuda_op *find_op(const char *domain, const char *op_type) {
 
 /* ---- probe and devices ---- */
 
+#ifndef NR_CUDA_ARCHS
+#define NR_CUDA_ARCHS ""
+#endif
+
+/* Does the binary hold code for compute capability cc (e.g. 86)? Machine code for sm_XY runs on the same
+ * major with an equal or higher minor; PTX (compute_XY) is compiled by the driver for any cc >= XY. Unknown
+ * lists ("all", "native") count as yes. */
+static int arch_in_binary(int cc) {
+    const char *p = NR_CUDA_ARCHS;
+    if (!*p) return 1;
+    while (*p) {
+        char *end;
+        long a = strtol(p, &end, 10);
+        if (end == p) return 1; /* "all", "native"...: trust the build */
+        int real = 1, virt = 1;
+        if (!strncmp(end, "-real", 5)) virt = 0;
+        else if (!strncmp(end, "-virtual", 8)) real = 0;
+        if (real && a / 10 == cc / 10 && a % 10 <= cc % 10) return 1;
+        if (virt && a <= cc) return 1;
+        p = strchr(end, ';');
+        if (!p) break;
+        p++;
+    }
+    return 0;
+}
+
 static netrun_status cuda_probe(char *msg, size_t size) {
     /* Fail fast without a driver: the static runtime's own search for it costs ~170 ms per process. */
     void *drv_lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
@@ -111,17 +140,23 @@ static netrun_status cuda_probe(char *msg, size_t size) {
         return cuda_host->error(NETRUN_ERR_BACKEND, "no usable CUDA driver or device: cudaGetDeviceCount: %s (%s)",
                                 cudaGetErrorString(e), cudaGetErrorName(e));
     if (n <= 0) return cuda_host->error(NETRUN_ERR_BACKEND, "no CUDA device found");
+    struct cudaDeviceProp p;
+    char first[320] = "";
+    if (cudaGetDeviceProperties(&p, 0) == cudaSuccess) {
+        snprintf(first, sizeof first, "%s (sm_%d%d)", p.name, p.major, p.minor);
+        if (!arch_in_binary(p.major * 10 + p.minor))
+            return cuda_host->error(NETRUN_ERR_BACKEND,
+                                    "this plugin has no code for sm_%d%d (%s); it was built for %s: rebuild with "
+                                    "-DCMAKE_CUDA_ARCHITECTURES=%d%d",
+                                    p.major, p.minor, p.name, NR_CUDA_ARCHS, p.major, p.minor);
+    }
+    /* a device is there: now load cuBLAS and cuDNN (checks their versions) */
+    netrun_status lst = cuda_load_libs();
+    if (lst != NETRUN_OK) return lst;
     size_t v = cudnnGetVersion();
-    if (v / 10000 != CUDNN_MAJOR)
-        return cuda_host->error(NETRUN_ERR_BACKEND, "cuDNN %zu.%zu found, the plugin was built for major version %d",
-                                v / 10000, v / 100 % 100, CUDNN_MAJOR);
     int rt = 0, drv = 0;
     cudaRuntimeGetVersion(&rt);
     cudaDriverGetVersion(&drv);
-    struct cudaDeviceProp p;
-    char first[320] = "";
-    if (cudaGetDeviceProperties(&p, 0) == cudaSuccess)
-        snprintf(first, sizeof first, "%s (sm_%d%d)", p.name, p.major, p.minor);
     snprintf(msg, size, "%d device%s: %s; CUDA runtime %d.%d, driver %d.%d, cuDNN %zu.%zu.%zu, cuBLAS %d", n,
              n == 1 ? "" : "s", first, rt / 1000, rt % 1000 / 10, drv / 1000, drv % 1000 / 10, v / 10000,
              v / 100 % 100, v % 100, (int)cublasGetCudartVersion());
@@ -164,6 +199,32 @@ static int cuda_supports(const netrun_backend_config *config, const netrun_node_
 
 /* ---- context ---- */
 
+static const char *get_opt(const netrun_backend_config *c, const char *key) {
+    if (c->struct_size < offsetof(netrun_backend_config, opaque) + sizeof c->opaque || !c->get_option) return NULL;
+    return c->get_option(c->opaque, key);
+}
+
+/* Backend options: cuda.algo_search (heuristic|timed), cuda.pinned (0|1), cuda.fail_alloc_after (test hook). */
+static netrun_status read_options(cuda_context *ctx, const netrun_backend_config *c) {
+    const char *v = get_opt(c, "cuda.algo_search");
+    ctx->algo_search = CUDA_ALGO_HEURISTIC;
+    if (v && !strcmp(v, "timed")) ctx->algo_search = CUDA_ALGO_TIMED;
+    else if (v && strcmp(v, "heuristic"))
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda.algo_search: '%s' is not heuristic or timed", v);
+    v = get_opt(c, "cuda.pinned");
+    ctx->pinned = !v || strcmp(v, "0") != 0;
+    ctx->fail_alloc_after = -1;
+    v = get_opt(c, "cuda.fail_alloc_after");
+    if (v) {
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (end == v || *end || n < 0)
+            return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda.fail_alloc_after: '%s' is not a count", v);
+        ctx->fail_alloc_after = n;
+    }
+    return NETRUN_OK;
+}
+
 static netrun_status cuda_context_create(const netrun_backend_config *config, netrun_backend_context **out) {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
@@ -171,12 +232,18 @@ static netrun_status cuda_context_create(const netrun_backend_config *config, ne
     if (config->device < 0 || config->device >= n)
         return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda: device %d does not exist (%d found)",
                                 config->device, n);
+    netrun_status st = cuda_load_libs();
+    if (st != NETRUN_OK) return st;
     cuda_context *ctx = cuda_host->alloc(sizeof *ctx, 64);
     if (!ctx) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda: out of memory creating a context");
     memset(ctx, 0, sizeof *ctx);
     ctx->config = *config;
     ctx->device = config->device;
-    netrun_status st = NETRUN_OK;
+    st = read_options(ctx, config);
+    if (st != NETRUN_OK) {
+        cuda_host->free(ctx);
+        return st;
+    }
     struct cudaDeviceProp p;
     if ((e = cudaSetDevice(ctx->device)) != cudaSuccess) st = cuda_fail(e, "cudaSetDevice");
     else if ((e = cudaGetDeviceProperties(&p, ctx->device)) != cudaSuccess) st = cuda_fail(e, "cudaGetDeviceProperties");
@@ -216,6 +283,7 @@ static void cuda_context_destroy(netrun_backend_context *c) {
     if (!ctx) return;
     cudaSetDevice(ctx->device);
     cudaStreamSynchronize(ctx->stream);
+    if (ctx->stage) cudaFreeHost(ctx->stage);
     if (ctx->cudnn) cudnnDestroy(ctx->cudnn);
     if (ctx->cublas) cublasDestroy(ctx->cublas);
     if (ctx->stream) cudaStreamDestroy(ctx->stream);
@@ -245,18 +313,31 @@ static netrun_status cuda_buffer_alloc(netrun_backend_context *c, size_t bytes, 
         return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY,
                                 "cuda: device memory budget exceeded: %zu bytes in use, %zu more asked, budget %zu",
                                 ctx->allocated, bytes, budget);
+    if (ctx->capturing)
+        return cuda_host->error(NETRUN_ERR_STATE, "cuda: buffer allocation during graph capture");
+    long call = ctx->n_allocs++;
     cuda_buffer *b = cuda_host->alloc(sizeof *b, 16);
     if (!b) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda: out of host memory");
     b->bytes = bytes ? bytes : 1;
     cudaSetDevice(ctx->device);
-    cudaError_t e = cudaMalloc(&b->ptr, b->bytes);
+    /* test hook: one injected failure, as cudaMalloc reports it */
+    cudaError_t e = ctx->fail_alloc_after >= 0 && call == ctx->fail_alloc_after ? cudaErrorMemoryAllocation
+                                                                                 : cudaMalloc(&b->ptr, b->bytes);
     if (e != cudaSuccess) {
         cuda_host->free(b);
-        cudaGetLastError(); /* clear the sticky-free error so later launches do not report it */
-        return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda: cannot allocate %zu bytes of device memory: %s",
-                                bytes, cudaGetErrorString(e));
+        cudaGetLastError(); /* clear the error so later launches do not report it */
+        size_t free_b = 0, total_b = 0;
+        if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+            cudaGetLastError();
+            free_b = 0;
+        }
+        return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY,
+                                "cuda: cannot allocate %zu bytes of device memory (%s): this session holds %zu bytes, "
+                                "%zu bytes free on the device",
+                                bytes, cudaGetErrorString(e), ctx->allocated, free_b);
     }
     ctx->allocated += b->bytes;
+    if (ctx->allocated > ctx->peak) ctx->peak = ctx->allocated;
     *buffer = b;
     return NETRUN_OK;
 }
@@ -274,6 +355,41 @@ static void *cuda_buffer_address(netrun_backend_context *c, void *buffer) {
     return buffer ? ((cuda_buffer *)buffer)->ptr : NULL;
 }
 
+/* Pinned staging for host<->device copies: copies of up to CUDA_STAGE_MAX bytes take consecutive slices of one
+ * cudaHostAlloc buffer; a slice stays in use until the stream has drained (synchronize, or a full buffer, which
+ * waits). *out stays NULL (pageable path) for large copies, with cuda.pinned=0, or when pinned memory fails. */
+#define CUDA_STAGE_MAX ((size_t)64 << 20)
+static netrun_status stage_take(cuda_context *ctx, size_t bytes, void **out) {
+    *out = NULL;
+    if (!ctx->pinned || ctx->capturing || bytes > CUDA_STAGE_MAX) return NETRUN_OK;
+    size_t need = (bytes + 255) & ~(size_t)255;
+    if (ctx->stage && ctx->stage_used + need <= ctx->stage_cap) {
+        *out = (char *)ctx->stage + ctx->stage_used;
+        ctx->stage_used += need;
+        return NETRUN_OK;
+    }
+    cudaError_t e = cudaStreamSynchronize(ctx->stream); /* earlier slices may still be read by the DMA */
+    if (e != cudaSuccess) return cuda_fail(e, "stream synchronize (a kernel failed)");
+    ctx->stage_used = 0;
+    if (!ctx->stage || need > ctx->stage_cap) {
+        size_t cap = ctx->stage_cap ? ctx->stage_cap : (size_t)1 << 20;
+        while (cap < need) cap *= 2;
+        if (ctx->stage) cudaFreeHost(ctx->stage);
+        ctx->stage = NULL;
+        ctx->stage_cap = 0;
+        if (cudaHostAlloc(&ctx->stage, cap, cudaHostAllocDefault) != cudaSuccess) {
+            cudaGetLastError();
+            ctx->stage = NULL;
+            ctx->pinned = 0; /* no pinned memory: pageable copies from now on */
+            return NETRUN_OK;
+        }
+        ctx->stage_cap = cap;
+    }
+    *out = ctx->stage;
+    ctx->stage_used = need;
+    return NETRUN_OK;
+}
+
 static netrun_status cuda_copy_from_host(netrun_backend_context *c, void *buffer, size_t offset, const void *src,
                                          size_t bytes) {
     cuda_context *ctx = (cuda_context *)c;
@@ -281,7 +397,14 @@ static netrun_status cuda_copy_from_host(netrun_backend_context *c, void *buffer
     if (!bytes) return NETRUN_OK;
     if (!b || offset > b->bytes || bytes > b->bytes - offset)
         return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda: copy of %zu bytes at %zu outside a buffer", bytes, offset);
-    /* pageable source: cudaMemcpyAsync returns once the source has been staged, so the caller may reuse it */
+    void *stage = NULL;
+    netrun_status st = stage_take(ctx, bytes, &stage);
+    if (st != NETRUN_OK) return st;
+    if (stage) { /* pinned: a true asynchronous DMA; the caller may reuse src at once */
+        memcpy(stage, src, bytes);
+        src = stage;
+    }
+    /* (pageable source: cudaMemcpyAsync returns once the source has been staged) */
     cudaError_t e = cudaMemcpyAsync((char *)b->ptr + offset, src, bytes, cudaMemcpyHostToDevice, ctx->stream);
     return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, "copy to the device");
 }
@@ -293,15 +416,79 @@ static netrun_status cuda_copy_to_host(netrun_backend_context *c, void *dst, con
     if (!bytes) return NETRUN_OK;
     if (!b || offset > b->bytes || bytes > b->bytes - offset)
         return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda: copy of %zu bytes at %zu outside a buffer", bytes, offset);
-    cudaError_t e = cudaMemcpyAsync(dst, (const char *)b->ptr + offset, bytes, cudaMemcpyDeviceToHost, ctx->stream);
+    void *stage = NULL;
+    netrun_status st = stage_take(ctx, bytes, &stage);
+    if (st != NETRUN_OK) return st;
+    cudaError_t e = cudaMemcpyAsync(stage ? stage : dst, (const char *)b->ptr + offset, bytes, cudaMemcpyDeviceToHost,
+                                    ctx->stream);
     if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->stream);
-    return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, "copy to the host");
+    if (e != cudaSuccess) return cuda_fail(e, "copy to the host");
+    if (stage) {
+        memcpy(dst, stage, bytes);
+        ctx->stage_used = 0; /* the stream is idle: all of the staging buffer is free again */
+    }
+    return NETRUN_OK;
 }
 
 static netrun_status cuda_synchronize(netrun_backend_context *c) {
     cuda_context *ctx = (cuda_context *)c;
     cudaError_t e = cudaStreamSynchronize(ctx->stream);
+    if (e == cudaSuccess) ctx->stage_used = 0;
     return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, "stream synchronize (a kernel failed)");
+}
+
+/* ---- CUDA Graphs: the runtime captures a segment of kernel_run calls on the context's stream ---- */
+
+static netrun_status cuda_graph_capture_begin(netrun_backend_context *c) {
+    cuda_context *ctx = (cuda_context *)c;
+    cudaSetDevice(ctx->device);
+    /* thread-local mode: other threads' sessions may allocate or synchronize meanwhile */
+    cudaError_t e = cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal);
+    if (e != cudaSuccess) return cuda_fail(e, "cudaStreamBeginCapture");
+    ctx->capturing = 1;
+    return NETRUN_OK;
+}
+
+static netrun_status cuda_graph_capture_end(netrun_backend_context *c, void **graph) {
+    cuda_context *ctx = (cuda_context *)c;
+    *graph = NULL;
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t x = NULL;
+    ctx->capturing = 0;
+    cudaError_t e = cudaStreamEndCapture(ctx->stream, &g);
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&x, g, 0);
+    if (g) cudaGraphDestroy(g);
+    if (e != cudaSuccess) {
+        cudaGetLastError(); /* a capture error is not sticky: clear it for the eager rerun */
+        return cuda_fail(e, "CUDA graph capture");
+    }
+    *graph = x;
+    return NETRUN_OK;
+}
+
+static netrun_status cuda_graph_launch(netrun_backend_context *c, void *graph) {
+    cuda_context *ctx = (cuda_context *)c;
+    cudaError_t e = cudaGraphLaunch((cudaGraphExec_t)graph, ctx->stream);
+    return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, "cudaGraphLaunch");
+}
+
+static void cuda_graph_destroy(netrun_backend_context *c, void *graph) {
+    (void)c;
+    if (graph) cudaGraphExecDestroy((cudaGraphExec_t)graph);
+}
+
+static netrun_status cuda_memory_info(netrun_backend_context *c, size_t *in_use, size_t *peak, size_t *free_bytes) {
+    cuda_context *ctx = (cuda_context *)c;
+    size_t f = 0, t = 0;
+    cudaSetDevice(ctx->device);
+    if (free_bytes && cudaMemGetInfo(&f, &t) != cudaSuccess) {
+        cudaGetLastError();
+        f = 0;
+    }
+    if (in_use) *in_use = ctx->allocated;
+    if (peak) *peak = ctx->peak;
+    if (free_bytes) *free_bytes = f;
+    return NETRUN_OK;
 }
 
 /* ---- kernels ---- */
@@ -331,6 +518,11 @@ static netrun_status cuda_kernel_create(netrun_backend_context *c, const netrun_
 static netrun_status cuda_kernel_run(netrun_backend_context *c, netrun_kernel *kernel,
                                      const netrun_kernel_args *args) {
     cuda_kernel *k = (cuda_kernel *)kernel;
+    cuda_context *ctx = (cuda_context *)c;
+    /* Shape/Size copy from a host temporary and Gather reads its bad-index flag back: not replayable */
+    if (ctx->capturing && (!strcmp(k->op->op_type, "Shape") || !strcmp(k->op->op_type, "Size") ||
+                           !strncmp(k->op->op_type, "Gather", 6)))
+        return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda %s: not capturable in a CUDA graph", k->op->op_type);
     for (int o = 0; o < args->n_outputs; o++)
         if (args->outputs[o].rank >= 0 && !args->outputs[o].data && cuda_count(&args->outputs[o]) > 0)
             return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda %s: output %d has no device memory", k->op->op_type, o);
@@ -376,6 +568,11 @@ static netrun_backend_api api = {
     .kernel_run = cuda_kernel_run,
     .kernel_destroy = cuda_kernel_destroy,
     .synchronize = cuda_synchronize,
+    .graph_capture_begin = cuda_graph_capture_begin,
+    .graph_capture_end = cuda_graph_capture_end,
+    .graph_launch = cuda_graph_launch,
+    .graph_destroy = cuda_graph_destroy,
+    .memory_info = cuda_memory_info,
 };
 
 NETRUN_BACKEND_EXPORT const netrun_backend_api *netrun_backend_entry(const netrun_host_api *host) {

@@ -23,6 +23,71 @@
 extern "C" {
 #endif
 
+/* ---- cuBLAS and cuDNN are loaded lazily (lazy_libs.c) ----
+ * The plugin does not link them: loading it on a machine without a GPU maps nothing heavy. Each function the
+ * backend calls goes through a pointer that cuda_load_libs() fills with dlsym; the macros below redirect the
+ * names, so op files call cudnnX(...) as usual. A function missing from these lists fails the link
+ * (-Wl,--no-undefined): add it to the list and to the #define block. */
+#define CUDA_CUDNN_FUNCS(X)                                                                                      \
+    X(cudnnGetVersion) X(cudnnGetErrorString) X(cudnnCreate) X(cudnnDestroy) X(cudnnSetStream)                    \
+    X(cudnnCreateTensorDescriptor) X(cudnnDestroyTensorDescriptor) X(cudnnSetTensorNdDescriptor)                 \
+    X(cudnnCreateFilterDescriptor) X(cudnnDestroyFilterDescriptor) X(cudnnSetFilterNdDescriptor)                 \
+    X(cudnnCreateConvolutionDescriptor) X(cudnnDestroyConvolutionDescriptor) X(cudnnSetConvolutionNdDescriptor)  \
+    X(cudnnSetConvolutionGroupCount) X(cudnnSetConvolutionMathType) X(cudnnGetConvolutionNdForwardOutputDim)     \
+    X(cudnnConvolutionForward) X(cudnnConvolutionBackwardData) X(cudnnFindConvolutionForwardAlgorithm)           \
+    X(cudnnFindConvolutionBackwardDataAlgorithm) X(cudnnGetConvolutionForwardAlgorithm_v7)                       \
+    X(cudnnGetConvolutionBackwardDataAlgorithm_v7)
+#define CUDA_CUBLAS_FUNCS(X)                                                                                     \
+    X(cublasCreate_v2) X(cublasDestroy_v2) X(cublasSetStream_v2) X(cublasGetStatusString)                         \
+    X(cublasGetCudartVersion) X(cublasGemmStridedBatchedEx)
+/* C only: C++ sees overloads of some of these; the .cu files call neither library. */
+#ifndef __cplusplus
+#define CUDA_LAZY_DECLARE(f) extern __typeof__(f) *cuda_p_##f;
+CUDA_CUDNN_FUNCS(CUDA_LAZY_DECLARE)
+CUDA_CUBLAS_FUNCS(CUDA_LAZY_DECLARE)
+#undef CUDA_LAZY_DECLARE
+#define cudnnGetVersion (*cuda_p_cudnnGetVersion)
+#define cudnnGetErrorString (*cuda_p_cudnnGetErrorString)
+#define cudnnCreate (*cuda_p_cudnnCreate)
+#define cudnnDestroy (*cuda_p_cudnnDestroy)
+#define cudnnSetStream (*cuda_p_cudnnSetStream)
+#define cudnnCreateTensorDescriptor (*cuda_p_cudnnCreateTensorDescriptor)
+#define cudnnDestroyTensorDescriptor (*cuda_p_cudnnDestroyTensorDescriptor)
+#define cudnnSetTensorNdDescriptor (*cuda_p_cudnnSetTensorNdDescriptor)
+#define cudnnCreateFilterDescriptor (*cuda_p_cudnnCreateFilterDescriptor)
+#define cudnnDestroyFilterDescriptor (*cuda_p_cudnnDestroyFilterDescriptor)
+#define cudnnSetFilterNdDescriptor (*cuda_p_cudnnSetFilterNdDescriptor)
+#define cudnnCreateConvolutionDescriptor (*cuda_p_cudnnCreateConvolutionDescriptor)
+#define cudnnDestroyConvolutionDescriptor (*cuda_p_cudnnDestroyConvolutionDescriptor)
+#define cudnnSetConvolutionNdDescriptor (*cuda_p_cudnnSetConvolutionNdDescriptor)
+#define cudnnSetConvolutionGroupCount (*cuda_p_cudnnSetConvolutionGroupCount)
+#define cudnnSetConvolutionMathType (*cuda_p_cudnnSetConvolutionMathType)
+#define cudnnGetConvolutionNdForwardOutputDim (*cuda_p_cudnnGetConvolutionNdForwardOutputDim)
+#define cudnnConvolutionForward (*cuda_p_cudnnConvolutionForward)
+#define cudnnConvolutionBackwardData (*cuda_p_cudnnConvolutionBackwardData)
+#define cudnnFindConvolutionForwardAlgorithm (*cuda_p_cudnnFindConvolutionForwardAlgorithm)
+#define cudnnFindConvolutionBackwardDataAlgorithm (*cuda_p_cudnnFindConvolutionBackwardDataAlgorithm)
+#define cudnnGetConvolutionForwardAlgorithm_v7 (*cuda_p_cudnnGetConvolutionForwardAlgorithm_v7)
+#define cudnnGetConvolutionBackwardDataAlgorithm_v7 (*cuda_p_cudnnGetConvolutionBackwardDataAlgorithm_v7)
+#define cublasCreate_v2 (*cuda_p_cublasCreate_v2)
+#define cublasDestroy_v2 (*cuda_p_cublasDestroy_v2)
+#define cublasSetStream_v2 (*cuda_p_cublasSetStream_v2)
+#define cublasGetStatusString (*cuda_p_cublasGetStatusString)
+#define cublasGetCudartVersion (*cuda_p_cublasGetCudartVersion)
+#define cublasGemmStridedBatchedEx (*cuda_p_cublasGemmStridedBatchedEx)
+#endif /* !__cplusplus */
+/* Load cuBLAS and cuDNN once per process (thread-safe) and check their versions; NETRUN_OK or an error that
+ * says which library is missing or mismatched and what to do. */
+netrun_status cuda_load_libs(void);
+/* 1 once cuda_load_libs() succeeded (the pointers above are set). */
+int cuda_libs_loaded(void);
+
+/* How conv.c chooses cuDNN algorithms (option cuda.algo_search, CLI --algo-search), in cuda_context.algo_search:
+ *   CUDA_ALGO_HEURISTIC (default): cuDNN's heuristic ranking (cudnnGet*_v7), no timing runs at kernel creation;
+ *   CUDA_ALGO_TIMED: benchmark the candidates (cudnnFind*) and take the fastest whose workspace fits the cap.
+ * The workspace policy (balanced / fastest / min-memory) and --workspace-limit still set the workspace cap. */
+enum { CUDA_ALGO_HEURISTIC = 0, CUDA_ALGO_TIMED = 1 };
+
 typedef struct cuda_context {
     netrun_backend_config config;
     int device;
@@ -32,6 +97,15 @@ typedef struct cuda_context {
     size_t allocated;     /* bytes of live buffer_alloc buffers (device_memory_budget) */
     size_t total_memory;  /* of the device */
     int sm_count;
+    /* ---- runtime features (cuda_backend.c) ---- */
+    int algo_search;          /* CUDA_ALGO_HEURISTIC or CUDA_ALGO_TIMED (see above) */
+    size_t peak;              /* highest `allocated` since context_create */
+    long fail_alloc_after;    /* test hook cuda.fail_alloc_after=N: buffer_alloc call N+1 fails once; -1 = off */
+    long n_allocs;            /* buffer_alloc calls so far */
+    int capturing;            /* between graph_capture_begin and graph_capture_end */
+    int pinned;               /* stage host<->device copies through pinned memory (cuda.pinned, default 1) */
+    void *stage;              /* pinned staging buffer (cudaHostAlloc) */
+    size_t stage_cap, stage_used;
 } cuda_context;
 
 extern const netrun_host_api *cuda_host; /* set by the entry point */
@@ -112,6 +186,7 @@ netrun_status cuda_expand(cuda_context *ctx, size_t es, void *dst, const void *s
 /* dst = src with the padding of a Conv input: [N, C, spatial...] zero padded by pads_begin/end. */
 netrun_status cuda_zero_pad(cuda_context *ctx, size_t es, void *dst, const void *src, int rank, const int64_t *in_dims,
                             const int64_t *pads_begin, const int64_t *out_dims);
+
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,9 @@
 /* Concurrency: 8 threads, each with its own CPU session (1 thread each) on one shared model, run
  * examples/tiny_cnn.onnx 1,000 times each on inputs that change from run to run. Every output must equal
  * the single-threaded reference bit for bit, and the process RSS after 1,000 runs per thread must stay
- * within a small slack of the RSS after 100 (no per-run leak). Environment: REL_THREADS, REL_RUNS. */
+ * within a small slack of the RSS after 100 (no per-run leak). Environment: REL_THREADS, REL_RUNS.
+ * `--backend NAME` runs the same on another backend (e.g. cuda: each thread its own context and stream, a fixed
+ * workspace cap so every session picks the same algorithms); exit 77 (skipped) when NAME is unavailable. */
 #include <pthread.h>
 #include <unistd.h>
 
@@ -29,6 +31,21 @@ static netrun_model *model;
 static int runs = 1000;
 static pthread_barrier_t at_100, at_end, measured_100;
 static long rss_100, rss_end;
+static const char *backend = "cpu";
+
+/* A session on `backend` alone (strict), one CPU thread. */
+static netrun_status make_session(netrun_model *m, netrun_session **out) {
+    if (!strcmp(backend, "cpu")) return cpu_session(m, out);
+    netrun_options *o = NULL;
+    netrun_status st = netrun_options_create(&o);
+    if (st == NETRUN_OK) st = netrun_options_set_backends(o, backend);
+    if (st == NETRUN_OK) st = netrun_options_set_strict(o, 1);
+    if (st == NETRUN_OK) st = netrun_options_set_threads(o, 1);
+    if (st == NETRUN_OK) st = netrun_options_set_workspace(o, NETRUN_WORKSPACE_BALANCED, (size_t)64 << 20);
+    if (st == NETRUN_OK) st = netrun_session_create(m, o, out);
+    netrun_options_destroy(o);
+    return st;
+}
 
 static long rss_kb(void) {
     FILE *f = fopen("/proc/self/statm", "r");
@@ -48,7 +65,7 @@ typedef struct worker {
 static void *work(void *arg) {
     worker *w = arg;
     netrun_session *s = NULL;
-    if (cpu_session(model, &s) != NETRUN_OK) {
+    if (make_session(model, &s) != NETRUN_OK) {
         w->errors = runs;
         snprintf(w->first_error, sizeof w->first_error, "%s", netrun_last_error());
     }
@@ -79,7 +96,20 @@ static void *work(void *arg) {
     return NULL;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--backend")) backend = argv[i + 1];
+    if (strcmp(backend, "cpu")) {
+        netrun_backend_info bi;
+        int found = 0;
+        for (int i = 0; i < netrun_backend_count(); i++)
+            if (netrun_backend_get_info(i, &bi) == NETRUN_OK && bi.name && !strcmp(bi.name, backend) && bi.available)
+                found = 1;
+        if (!found) {
+            printf("test_concurrency: backend %s unavailable: skipped\n", backend);
+            return 77;
+        }
+    }
     int threads = getenv("REL_THREADS") ? atoi(getenv("REL_THREADS")) : 8;
     if (getenv("REL_RUNS")) runs = atoi(getenv("REL_RUNS"));
     if (threads < 1 || threads > 64) threads = 8;
@@ -89,7 +119,7 @@ int main(void) {
 
     /* single-threaded references */
     netrun_session *s = NULL;
-    CHECK(cpu_session(model, &s) == NETRUN_OK);
+    CHECK(make_session(model, &s) == NETRUN_OK);
     for (int k = 0; k < N_INPUTS && s; k++) {
         fill_input(inputs[k], CNN_ELEMS, 100 + (uint32_t)k);
         netrun_tensor_view y;
@@ -119,8 +149,8 @@ int main(void) {
         errors += ws[t].errors;
         if (ws[t].errors) fprintf(stderr, "thread %d: %ld errors, first: %s\n", t, ws[t].errors, ws[t].first_error);
     }
-    printf("%d threads x %d runs: %ld mismatches, %ld errors; RSS %ld kB after 100 runs, %ld kB after %d\n",
-           threads, runs, mismatches, errors, rss_100, rss_end, runs);
+    printf("%s: %d threads x %d runs: %ld mismatches, %ld errors; RSS %ld kB after 100 runs, %ld kB after %d\n",
+           backend, threads, runs, mismatches, errors, rss_100, rss_end, runs);
     CHECK(mismatches == 0);
     CHECK(errors == 0);
     if (!REL_ASAN) {

@@ -80,7 +80,10 @@ static void print_help(FILE *f)
         "  --threads N               CPU threads (default 0 = all cores)\n"
         "  --workspace-policy P      balanced (default), fastest or min-memory\n"
         "  --workspace-limit SIZE    cap on workspace memory: bytes, or with a K/M/G suffix (256M)\n"
-        "  --set KEY=VALUE           backend-specific setting (e.g. cuda.graph=0); repeatable\n"
+        "  --set KEY=VALUE           backend-specific setting (e.g. cuda.graphs=0); repeatable\n"
+        "  --no-cuda-graph           run CUDA segments eagerly (same as --set cuda.graphs=0)\n"
+        "  --algo-search M           cuDNN algorithm choice: heuristic (default) or timed (cuda.algo_search)\n"
+        "  --device-memory SIZE      device memory budget of the session (e.g. 2G); the plan must fit it\n"
         "  --backends                list the backend plugins found, then exit\n"
         "\n"
         "Inputs:\n"
@@ -222,6 +225,7 @@ typedef struct extra_opts {
     int show_help, show_version, list_backends;
     cli_kv *settings;
     int n_settings;
+    size_t device_memory; /* --device-memory (0 = none) */
 } extra_opts;
 
 /* Parse argv into o. Returns 0, or an exit code (usage error). */
@@ -259,7 +263,7 @@ static int parse_args(int argc, char **argv, cli_opts *o, extra_opts *x)
         /* Flags. */
         static const char *const flags[] = {"-h", "--help", "--version", "--backends", "--strict",
                                             "-q", "--quiet", "-v", "--verbose", "--profile", "--explain",
-                                            "--support-matrix", "--swap-rb", "--crop"};
+                                            "--support-matrix", "--swap-rb", "--crop", "--no-cuda-graph"};
         int is_flag = 0;
         for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++)
             if (strcmp(name, flags[k]) == 0)
@@ -289,6 +293,10 @@ static int parse_args(int argc, char **argv, cli_opts *o, extra_opts *x)
                 o->swap_rb = 1;
             else if (!strcmp(name, "--crop"))
                 o->crop = 1;
+            else if (!strcmp(name, "--no-cuda-graph")) {
+                if (add_kv(name, "cuda.graphs=0", &x->settings, &x->n_settings))
+                    return CLI_EXIT_USAGE;
+            }
             else
                 o->verbose = 1;
             continue;
@@ -299,7 +307,7 @@ static int parse_args(int argc, char **argv, cli_opts *o, extra_opts *x)
             "--input", "--shape", "--dim", "--output-dir", "--check", "--rtol", "--atol", "--warmup",
             "--iterations", "--json", "--seed", "--set", "--profile-json", "--dot", "--format", "--compare",
             "--image", "--size", "--mean", "--scale", "--layout", "--duration", "--batch", "--max-tensor-bytes",
-            "--max-graph-depth"};
+            "--max-graph-depth", "--algo-search", "--device-memory"};
         int known = 0;
         for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
             if (strcmp(name, valued[k]) == 0)
@@ -366,6 +374,20 @@ static int parse_args(int argc, char **argv, cli_opts *o, extra_opts *x)
         } else if (!strcmp(name, "--dim")) {
             if (add_kv(name, v, &o->dims, &o->n_dims))
                 return CLI_EXIT_USAGE;
+        } else if (!strcmp(name, "--algo-search")) {
+            if (strcmp(v, "heuristic") && strcmp(v, "timed")) {
+                cli_error("--algo-search expects heuristic or timed, got '%s'", v);
+                return CLI_EXIT_USAGE;
+            }
+            char kv[64];
+            snprintf(kv, sizeof kv, "cuda.algo_search=%s", v);
+            if (add_kv(name, kv, &x->settings, &x->n_settings))
+                return CLI_EXIT_USAGE;
+        } else if (!strcmp(name, "--device-memory")) {
+            if (cli_parse_bytes(v, &x->device_memory) != 0 || !x->device_memory) {
+                cli_error("--device-memory expects a size like 512M or 2G, got '%s'", v);
+                return CLI_EXIT_USAGE;
+            }
         } else if (!strcmp(name, "--set")) {
             if (add_kv(name, v, &x->settings, &x->n_settings))
                 return CLI_EXIT_USAGE;
@@ -888,6 +910,8 @@ static int apply_options(const cli_opts *o, const extra_opts *x, netrun_options 
         TRY(netrun_options_set_device(no, o->device), "--device");
     if (o->workspace_set)
         TRY(netrun_options_set_workspace(no, o->workspace_policy, o->workspace_limit), "--workspace-*");
+    if (x->device_memory)
+        TRY(netrun_options_set_device_memory_budget(no, x->device_memory), "--device-memory");
     for (int i = 0; i < x->n_settings && st == NETRUN_OK; i++)
         TRY(netrun_options_set(no, x->settings[i].name, x->settings[i].value), "--set");
 #undef TRY

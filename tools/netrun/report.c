@@ -254,6 +254,11 @@ void cli_report_text(FILE *f, const cli_result *r)
         format_bytes(b2, sizeof(b2), (double)r->stats.weight_bytes);
         format_bytes(b3, sizeof(b3), (double)r->stats.workspace_bytes);
         fprintf(f, "  activations (arena) %s, weights %s, workspace %s\n", b1, b2, b3);
+        if (r->stats.device_peak_bytes) {
+            format_bytes(b1, sizeof(b1), (double)r->stats.device_peak_bytes);
+            fprintf(f, "  peak device memory %s; device graphs %d of %d segments\n", b1, r->stats.n_graphs,
+                    r->stats.n_segments);
+        }
     }
     format_bytes(b4, sizeof(b4), (double)r->peak_rss_bytes);
     fprintf(f, "  peak RSS %s\n", b4);
@@ -494,6 +499,8 @@ static void json_report(cli_json *j, const cli_result *r)
         json_uint(j, "arena_bytes", r->stats.arena_bytes);
         json_uint(j, "weight_bytes", r->stats.weight_bytes);
         json_uint(j, "workspace_bytes", r->stats.workspace_bytes);
+        json_uint(j, "device_peak_bytes", r->stats.device_peak_bytes);
+        json_uint(j, "device_graphs", (uint64_t)r->stats.n_graphs);
     } else {
         json_null(j, "arena_bytes");
         json_null(j, "weight_bytes");
