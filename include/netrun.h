@@ -171,6 +171,11 @@ typedef struct netrun_session_stats {
     size_t device_peak_bytes; /* peak device memory of the session's device backends (0: no device backend) */
     int n_graphs;             /* device graphs captured (CUDA Graphs) and replayed by runs */
     int n_segments;           /* runs of consecutive kernels of one device backend (graph candidates) */
+    /* graph passes at prepare (option "graph.optimize" = "0" turns them off) */
+    int n_bn_folded;          /* BatchNormalization nodes folded into Conv weights */
+    int n_act_fused;          /* activations fused into a Conv */
+    int n_sum_fused;          /* Add nodes fused into a Conv as "+ Z" */
+    int n_nodes_dropped;      /* Identity / inference Dropout nodes removed */
 } netrun_session_stats;
 
 /* Description of a backend plugin found on this machine. */

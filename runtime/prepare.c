@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "control_flow.h"
+#include "optimize.h"
 
 #define ALIGN 256
 /* Largest intermediate value (the importer's default max_tensor_bytes): larger shapes are refused. */
@@ -855,6 +856,23 @@ static netrun_status prepare_once(netrun_session *s) {
     netrun_status st = bind_inputs(s);
     if (st == NETRUN_OK) st = infer_all(s);
     if (st == NETRUN_OK) st = place_all(s);
+    if (st == NETRUN_OK) { /* graph passes (optimize.c): after a rewrite, prepare the session's copy instead */
+        netrun_backend_config cfg = make_config(s);
+        netrun_model *opt = NULL;
+        nr_optimize_counts oc;
+        st = nr_optimize_session(s, &cfg, &opt, &oc);
+        if (st == NETRUN_OK && opt) {
+            nr_session_unprepare(s);
+            netrun_model_release(s->model); /* the copy holds a reference on it */
+            s->model = opt;
+            return prepare_once(s);
+        }
+        nr_optimize_model_counts(s->model, &oc);
+        s->stats.n_bn_folded = oc.bn_folded;
+        s->stats.n_act_fused = oc.act_fused;
+        s->stats.n_sum_fused = oc.sum_fused;
+        s->stats.n_nodes_dropped = oc.dropped;
+    }
     if (st == NETRUN_OK) st = build_steps(s);
     for (int dom = 0; st == NETRUN_OK && dom < s->n_domains; dom++) {
         size_t size = 0;

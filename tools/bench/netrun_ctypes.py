@@ -26,6 +26,16 @@ class NodeInfo(C.Structure):
                 ("kernel", C.c_char_p), ("workspace_bytes", C.c_size_t)]
 
 
+class SessionStats(C.Structure):
+    """netrun_session_stats, as include/netrun.h lays it out (fields appended at the end over time)."""
+    _fields_ = [("prepare_ms", C.c_double), ("init_ms", C.c_double), ("first_run_ms", C.c_double),
+                ("last_run_ms", C.c_double), ("runs", C.c_uint64), ("arena_bytes", C.c_size_t),
+                ("weight_bytes", C.c_size_t), ("workspace_bytes", C.c_size_t), ("n_copies", C.c_int),
+                ("copy_bytes", C.c_size_t), ("n_folded", C.c_int), ("device_peak_bytes", C.c_size_t),
+                ("n_graphs", C.c_int), ("n_segments", C.c_int), ("n_bn_folded", C.c_int), ("n_act_fused", C.c_int),
+                ("n_sum_fused", C.c_int), ("n_nodes_dropped", C.c_int), ("_reserve", C.c_char * 256)]
+
+
 class NetrunError(RuntimeError):
     pass
 
@@ -53,6 +63,7 @@ class Netrun:
             ("netrun_session_output", C.c_int, [vp, C.c_int, C.POINTER(TensorView)]),
             ("netrun_session_node_count", C.c_int, [vp]),
             ("netrun_session_node_info", C.c_int, [vp, C.c_int, C.POINTER(NodeInfo)]),
+            ("netrun_session_get_stats", C.c_int, [vp, C.POINTER(SessionStats)]),
         ]:
             f = getattr(lib, name)
             f.restype = res
@@ -132,6 +143,16 @@ class Session:
         self.set_inputs(feeds)
         self.run_only()
         return self.outputs()
+
+    def stats(self):
+        st = SessionStats()
+        self.nr.check(self.nr.lib.netrun_session_get_stats(self.handle, C.byref(st)), "stats")
+        return st
+
+    def pass_counts(self):
+        """(BatchNorms folded, activations fused, sums fused, nodes dropped) by the graph passes."""
+        st = self.stats()
+        return (st.n_bn_folded, st.n_act_fused, st.n_sum_fused, st.n_nodes_dropped)
 
     def nodes(self):
         """(name, op_type, backend, kernel) of every node of the prepared session."""

@@ -1,0 +1,568 @@
+/* Graph passes (see optimize.h and docs/design.md, "Graph passes").
+ *
+ * They run after placement: a fusion is only made when the Conv and the nodes fused into it run on the same
+ * backend, and that backend's supports() accepts the fused node; so a pass never moves work to another
+ * backend nor causes a fallback. The rewrite goes into a private copy of the model (the loaded model is
+ * shared by concurrent sessions and stays untouched); constants of the copy borrow the original's data, and
+ * only folded weights are new. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "netrun_ops.h"
+#include "optimize.h"
+
+#define MARK_ATTR "netrun.optimized_from" /* on node 0 of a copy: counts (ints) + the original (sub_model) */
+
+/* One planned rewrite per Conv: the nodes it absorbs and what its node becomes. */
+typedef struct conv_plan {
+    int bn;            /* BatchNormalization node folded into it, or -1 */
+    int add;           /* Add node fused as "+ Z", or -1 */
+    int z;             /* Z value */
+    int act;           /* activation node, or -1 */
+    netrun_fused_activation fa;
+    int out;           /* value the fused node writes */
+} conv_plan;
+
+typedef struct opt_state {
+    netrun_session *s;
+    const nr_graph *g;
+    int *alias;        /* value -> value it stands for once Identity/Dropout are gone (itself otherwise) */
+    int *users;        /* value -> number of uses by kept nodes (graph outputs count as one) */
+    int *user;         /* value -> the (last) kept node using it */
+    int *removed;      /* node -> 1 when dropped or absorbed */
+    int *snode_of;     /* node -> snode index */
+    conv_plan *plan;   /* node -> plan (bn/add/act -1 when none) */
+} opt_state;
+
+static int val(const opt_state *o, int v) { return v >= 0 ? o->alias[v] : v; }
+
+static int is_op(const nr_node *nd, const char *op) { return !*nd->domain && !strcmp(nd->op_type, op); }
+
+static const nr_attr *find_attr(const nr_node *nd, const char *name) {
+    for (int a = 0; a < nd->n_attrs; a++)
+        if (nd->attrs[a].name && !strcmp(nd->attrs[a].name, name)) return &nd->attrs[a];
+    return NULL;
+}
+
+static float attr_f(const nr_node *nd, const char *name, float def) {
+    const nr_attr *a = find_attr(nd, name);
+    return a && a->type == NR_ATTR_FLOAT ? a->f : def;
+}
+
+/* A float32 constant of the original graph (initializer or Constant folded at import), or NULL. */
+static const nr_tensor *const_f32(const nr_graph *g, int v) {
+    if (v < 0 || !g->values[v].constant) return NULL;
+    const nr_tensor *t = g->values[v].constant;
+    return t->dtype == NETRUN_DTYPE_FLOAT && t->data ? t : NULL;
+}
+
+/* Scalar float constant input, or def when the input is absent; returns 0 when present but not constant. */
+static int scalar_input(const nr_graph *g, const nr_node *nd, int i, float def, float *out) {
+    if (i >= nd->n_inputs || nd->inputs[i] < 0) {
+        *out = def;
+        return 1;
+    }
+    const nr_tensor *t = const_f32(g, nd->inputs[i]);
+    if (!t || nr_tensor_count(t) != 1) return 0;
+    *out = *(const float *)t->data;
+    return 1;
+}
+
+/* The fused activation an op stands for (0 when it is not one a Conv can take). */
+static int activation_of(const nr_graph *g, const nr_node *nd, netrun_fused_activation *fa) {
+    memset(fa, 0, sizeof *fa);
+    if (*nd->domain || nd->n_outputs != 1 || nd->n_inputs < 1) return 0;
+    if (is_op(nd, "Relu")) fa->kind = NETRUN_ACT_RELU;
+    else if (is_op(nd, "LeakyRelu")) fa->kind = NETRUN_ACT_LEAKY_RELU, fa->alpha = attr_f(nd, "alpha", 0.01f);
+    else if (is_op(nd, "Sigmoid")) fa->kind = NETRUN_ACT_SIGMOID;
+    else if (is_op(nd, "Tanh")) fa->kind = NETRUN_ACT_TANH;
+    else if (is_op(nd, "HardSwish")) fa->kind = NETRUN_ACT_HARD_SWISH;
+    else if (is_op(nd, "HardSigmoid")) {
+        fa->kind = NETRUN_ACT_HARD_SIGMOID;
+        fa->alpha = attr_f(nd, "alpha", 0.2f);
+        fa->beta = attr_f(nd, "beta", 0.5f);
+    } else if (is_op(nd, "Clip")) {
+        fa->kind = NETRUN_ACT_CLIP;
+        if (nd->opset < 11) {
+            fa->alpha = attr_f(nd, "min", -INFINITY);
+            fa->beta = attr_f(nd, "max", INFINITY);
+        } else if (!scalar_input(g, nd, 1, -INFINITY, &fa->alpha) || !scalar_input(g, nd, 2, INFINITY, &fa->beta))
+            return 0; /* bounds computed at run time */
+    } else
+        return 0;
+    return 1;
+}
+
+/* Dropout that is the identity: inference (no training_mode, or a constant false one), mask unused. */
+static int is_noop(const opt_state *o, int n) {
+    const nr_graph *g = o->g;
+    const nr_node *nd = &g->nodes[n];
+    if (*nd->domain || nd->n_inputs < 1 || nd->inputs[0] < 0 || nd->n_outputs < 1 || nd->outputs[0] < 0) return 0;
+    if (g->values[nd->outputs[0]].is_graph_output) return 0; /* its name must stay an output */
+    if (is_op(nd, "Identity")) return nd->n_outputs == 1;
+    if (!is_op(nd, "Dropout")) return 0;
+    if (nd->n_outputs > 1 && nd->outputs[1] >= 0) return 0; /* mask requested: keep the node */
+    if (nd->opset < 12) {
+        const nr_attr *t = find_attr(nd, "is_test");
+        if (nd->opset < 7 && !(t && t->i)) return 0;
+        return 1;
+    }
+    if (nd->n_inputs > 2 && nd->inputs[2] >= 0) {
+        const nr_tensor *t = g->values[nd->inputs[2]].constant;
+        if (!t || t->dtype != NETRUN_DTYPE_BOOL || nr_tensor_count(t) != 1 || *(const uint8_t *)t->data) return 0;
+    }
+    return 1;
+}
+
+/* The single kept consumer of value v, or -1 (several users, a graph output, or none). */
+static int only_user(const opt_state *o, int v) {
+    if (v < 0 || o->users[v] != 1 || o->g->values[v].is_graph_output) return -1;
+    return o->user[v];
+}
+
+static int same_slot(const opt_state *o, int a, int b) {
+    return o->s->snodes[o->snode_of[a]].slot == o->s->snodes[o->snode_of[b]].slot;
+}
+
+/* Ask the Conv's backend whether it runs the fused node. */
+static int backend_accepts(const opt_state *o, const netrun_backend_config *cfg, int n, const conv_plan *p) {
+    netrun_session *s = o->s;
+    const nr_node *nd = &o->g->nodes[n];
+    const nr_snode *sn = &s->snodes[o->snode_of[n]];
+    if (sn->slot < 0 || !sn->params || nd->layer->params_size < sizeof(netrun_conv_params)) return 0;
+    netrun_conv_params cp;
+    memcpy(&cp, sn->params, sizeof cp);
+    netrun_value_desc in[4];
+    memset(in, 0, sizeof in);
+    int n_in = nd->n_inputs < 3 ? nd->n_inputs : 3;
+    for (int i = 0; i < n_in; i++) in[i] = sn->in_desc[i];
+    if (n_in < 3) { /* bias absent */
+        in[2].rank = -1;
+        in[2].name = "";
+        n_in = 3;
+    }
+    if (p->bn >= 0) { /* a folded BN gives a bias of M values */
+        cp.has_bias = 1;
+        in[2].name = "bias";
+        in[2].dtype = in[1].dtype;
+        in[2].rank = 1;
+        in[2].dims[0] = sn->out_desc[0].dims[1];
+    }
+    if (p->add >= 0) {
+        cp.has_sum = 1;
+        in[n_in++] = s->values[p->z].desc;
+    }
+    if (p->act >= 0) cp.activation = p->fa;
+    netrun_node_desc d = {.struct_size = sizeof d, .name = nd->name, .op_type = nd->op_type, .domain = nd->domain,
+                          .opset = nd->opset, .params = &cp, .params_size = nd->layer->params_size,
+                          .n_inputs = n_in, .inputs = in, .n_outputs = 1, .outputs = &s->values[p->out].desc};
+    char why[256] = "";
+    const nr_slot *sl = &s->slots[sn->slot];
+    return sl->api->supports(cfg, &d, why, sizeof why);
+}
+
+/* Plan the fusions around Conv node n. */
+static void plan_conv(opt_state *o, const netrun_backend_config *cfg, int n) {
+    const nr_graph *g = o->g;
+    const nr_node *nd = &g->nodes[n];
+    conv_plan *p = &o->plan[n];
+    const nr_snode *sn = &o->s->snodes[o->snode_of[n]];
+    if (sn->slot < 0 || sn->dynamic || nd->n_outputs != 1 || nd->outputs[0] < 0 || nd->n_inputs < 2) return;
+    if (sn->out_desc[0].dtype != NETRUN_DTYPE_FLOAT || sn->out_desc[0].rank < 3) return;
+    int transpose = is_op(nd, "ConvTranspose");
+    int out = nd->outputs[0];
+    /* (a) BatchNormalization with constant statistics, the Conv's only consumer */
+    int b = only_user(o, out);
+    if (b >= 0 && is_op(&g->nodes[b], "BatchNormalization") && val(o, g->nodes[b].inputs[0]) == out &&
+        g->nodes[b].n_outputs >= 1 && g->nodes[b].outputs[0] >= 0 && g->nodes[b].n_inputs == 5) {
+        const nr_node *bn = &g->nodes[b];
+        int64_t m = sn->out_desc[0].dims[1];
+        int ok = const_f32(g, val(o, nd->inputs[1])) != NULL && m > 0;
+        if (nd->n_inputs > 2 && nd->inputs[2] >= 0) ok = ok && const_f32(g, val(o, nd->inputs[2]));
+        for (int i = 1; i < 5 && ok; i++) {
+            const nr_tensor *t = const_f32(g, val(o, bn->inputs[i]));
+            ok = t && nr_tensor_count(t) == m;
+        }
+        for (int k = 1; k < bn->n_outputs; k++) ok = ok && bn->outputs[k] < 0; /* no training outputs */
+        const nr_attr *tm = find_attr(bn, "training_mode");
+        if (tm && tm->i) ok = 0;
+        (void)transpose;
+        if (ok) {
+            p->bn = b;
+            p->out = out = bn->outputs[0];
+            if (!backend_accepts(o, cfg, n, p)) {
+                p->bn = -1;
+                p->out = out = nd->outputs[0];
+            }
+        }
+    }
+    /* (c) + Z: an Add of the (folded) Conv output and another value of the same shape, same backend */
+    int a = only_user(o, out);
+    if (a >= 0 && is_op(&g->nodes[a], "Add") && g->nodes[a].n_inputs == 2 && g->nodes[a].outputs[0] >= 0 &&
+        same_slot(o, n, a)) {
+        const nr_node *ad = &g->nodes[a];
+        int i0 = val(o, ad->inputs[0]), i1 = val(o, ad->inputs[1]);
+        int z = i0 == out ? i1 : i0;
+        const netrun_value_desc *zd = &o->s->values[z].desc, *yd = &o->s->values[out].desc;
+        if ((i0 == out) != (i1 == out) && z >= 0 && !o->s->values[z].dynamic && zd->dtype == yd->dtype &&
+            zd->rank == yd->rank && !memcmp(zd->dims, yd->dims, sizeof(int64_t) * (size_t)yd->rank)) {
+            p->add = a;
+            p->z = z;
+            int prev = p->out;
+            p->out = ad->outputs[0];
+            if (!backend_accepts(o, cfg, n, p)) {
+                p->add = -1;
+                p->out = prev;
+            } else
+                out = p->out;
+        }
+    }
+    /* (b) activation, same backend */
+    int u = only_user(o, out);
+    netrun_fused_activation fa;
+    if (u >= 0 && activation_of(g, &g->nodes[u], &fa) && val(o, g->nodes[u].inputs[0]) == out &&
+        g->nodes[u].outputs[0] >= 0 && same_slot(o, n, u)) {
+        p->act = u;
+        p->fa = fa;
+        int prev = p->out;
+        p->out = g->nodes[u].outputs[0];
+        if (!backend_accepts(o, cfg, n, p)) {
+            p->act = -1;
+            p->out = prev;
+        }
+    }
+}
+
+/* ---- building the copy ---- */
+
+static nr_tensor *borrow(const nr_tensor *t) {
+    nr_tensor *c = nr_calloc(1, sizeof *c);
+    if (!c) return NULL;
+    *c = *t;
+    c->owns_data = 0; /* data stays the original model's, kept alive by the copy's reference on it */
+    return c;
+}
+
+static netrun_status copy_attr(nr_attr *d, const nr_attr *a) {
+    d->type = a->type;
+    d->i = a->i;
+    d->f = a->f;
+    d->n = a->n;
+    if (!(d->name = nr_strdup(a->name ? a->name : ""))) goto oom;
+    if (a->s) {
+        if (!(d->s = nr_malloc(a->s_len + 1))) goto oom;
+        memcpy(d->s, a->s, a->s_len);
+        d->s[a->s_len] = 0;
+        d->s_len = a->s_len;
+    }
+    if (a->t && !(d->t = borrow(a->t))) goto oom;
+    size_t n = a->n > 0 ? (size_t)a->n : 0;
+    if (a->ints) {
+        if (!(d->ints = nr_calloc(n + 1, sizeof(int64_t)))) goto oom;
+        memcpy(d->ints, a->ints, n * sizeof(int64_t));
+    }
+    if (a->floats) {
+        if (!(d->floats = nr_calloc(n + 1, sizeof(float)))) goto oom;
+        memcpy(d->floats, a->floats, n * sizeof(float));
+    }
+    if (a->strings) {
+        if (!(d->strings = nr_calloc(n + 1, sizeof(char *)))) goto oom;
+        for (size_t i = 0; i < n; i++)
+            if (a->strings[i] && !(d->strings[i] = nr_strdup(a->strings[i]))) goto oom;
+    }
+    if (a->tensors) {
+        if (!(d->tensors = nr_calloc(n + 1, sizeof(nr_tensor *)))) goto oom;
+        for (size_t i = 0; i < n; i++)
+            if (a->tensors[i] && !(d->tensors[i] = borrow(a->tensors[i]))) goto oom;
+    }
+    return NETRUN_OK;
+oom:
+    return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying attribute '%s'", a->name ? a->name : "");
+}
+
+/* A new float constant value named after base (unique in g). */
+static int new_const(nr_graph *g, const char *base, const char *suffix, nr_tensor *t) {
+    char name[512];
+    snprintf(name, sizeof name, "%s%s", base, suffix);
+    for (int k = 2; nr_graph_find_value(g, name) >= 0; k++) snprintf(name, sizeof name, "%s%s%d", base, suffix, k);
+    int id = nr_graph_value(g, name);
+    if (id < 0) {
+        nr_tensor_free(t);
+        return -1;
+    }
+    nr_value *v = &g->values[id];
+    v->constant = t;
+    v->dtype = t->dtype;
+    v->rank = t->rank;
+    for (int d = 0; d < t->rank; d++) v->dims[d] = t->dims[d];
+    return id;
+}
+
+/* W' = W * s per output channel, B' = (B - mean) * s + beta, s = gamma / sqrt(var + eps). */
+static netrun_status fold_bn(const opt_state *o, nr_graph *ng, const nr_node *nd, const nr_node *bn, int *w_id,
+                             int *b_id) {
+    const nr_graph *g = o->g;
+    const nr_tensor *w = const_f32(g, val(o, nd->inputs[1]));
+    const nr_tensor *b = nd->n_inputs > 2 && nd->inputs[2] >= 0 ? const_f32(g, val(o, nd->inputs[2])) : NULL;
+    const float *gamma = const_f32(g, val(o, bn->inputs[1]))->data, *beta = const_f32(g, val(o, bn->inputs[2]))->data;
+    const float *mean = const_f32(g, val(o, bn->inputs[3]))->data, *var = const_f32(g, val(o, bn->inputs[4]))->data;
+    int64_t m = nr_tensor_count(const_f32(g, val(o, bn->inputs[1])));
+    float eps = attr_f(bn, "epsilon", 1e-5f);
+    int transpose = is_op(nd, "ConvTranspose");
+    const netrun_conv_params *cp = nd->params;
+    int64_t group = cp && cp->group > 0 ? cp->group : 1;
+    int64_t nw = nr_tensor_count(w);
+    if (w->rank < 3 || nw <= 0 || (b && nr_tensor_count(b) != m))
+        return nr_error(NETRUN_ERR_INTERNAL, "node '%s': unexpected weight shape folding '%s'", nd->name, bn->name);
+    int64_t inner = nw / w->dims[0] / w->dims[1]; /* kernel elements */
+    float *scale = nr_calloc((size_t)m + 1, sizeof(float));
+    nr_tensor *nw_t = nr_tensor_new(NETRUN_DTYPE_FLOAT, w->rank, w->dims);
+    int64_t bd[1] = {m};
+    nr_tensor *nb_t = nr_tensor_new(NETRUN_DTYPE_FLOAT, 1, bd);
+    if (!scale || !nw_t || !nb_t) {
+        nr_free(scale);
+        nr_tensor_free(nw_t);
+        nr_tensor_free(nb_t);
+        return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory folding '%s' into '%s'", bn->name, nd->name);
+    }
+    for (int64_t c = 0; c < m; c++) scale[c] = gamma[c] / sqrtf(var[c] + eps);
+    const float *src = w->data;
+    float *dst = nw_t->data, *bias = nb_t->data;
+    for (int64_t i0 = 0; i0 < w->dims[0]; i0++)
+        for (int64_t i1 = 0; i1 < w->dims[1]; i1++) {
+            /* output channel: W dim 0 for Conv; for ConvTranspose W is [C, M/group, k...] */
+            int64_t oc = transpose ? (i0 / (w->dims[0] / group)) * w->dims[1] + i1 : i0;
+            float sc = oc < m ? scale[oc] : 1.0f;
+            const float *s = src + (i0 * w->dims[1] + i1) * inner;
+            float *d = dst + (i0 * w->dims[1] + i1) * inner;
+            for (int64_t k = 0; k < inner; k++) d[k] = s[k] * sc;
+        }
+    for (int64_t c = 0; c < m; c++)
+        bias[c] = ((b ? ((const float *)b->data)[c] : 0.0f) - mean[c]) * scale[c] + beta[c];
+    nr_free(scale);
+    *w_id = new_const(ng, g->values[nd->inputs[1]].name, ".bn_folded", nw_t);
+    *b_id = *w_id < 0 ? -1 : new_const(ng, bn->name, ".bias_folded", nb_t);
+    if (*w_id < 0 && nb_t) nr_tensor_free(nb_t);
+    if (*w_id < 0 || *b_id < 0) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory adding folded weights");
+    return NETRUN_OK;
+}
+
+static netrun_status copy_values(const nr_graph *g, nr_graph *ng) {
+    for (int v = 0; v < g->n_values; v++) {
+        const nr_value *a = &g->values[v];
+        int id = nr_graph_value(ng, a->name);
+        if (id != v) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying the graph's values");
+        nr_value *b = &ng->values[id];
+        b->dtype = a->dtype;
+        b->rank = a->rank;
+        memcpy(b->dims, a->dims, sizeof b->dims);
+        for (int d = 0; d < NETRUN_MAX_RANK; d++)
+            if (a->dim_names[d] && !(b->dim_names[d] = nr_strdup(a->dim_names[d])))
+                return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying the graph's values");
+        if (a->constant && !(b->constant = borrow(a->constant)))
+            return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying the graph's values");
+        b->is_graph_input = a->is_graph_input;
+    }
+    for (int i = 0; i < g->n_inputs; i++)
+        if (nr_graph_add_input(ng, g->inputs[i]) != NETRUN_OK) return NETRUN_ERR_OUT_OF_MEMORY;
+    for (int i = 0; i < g->n_outputs; i++)
+        if (nr_graph_add_output(ng, g->outputs[i]) != NETRUN_OK) return NETRUN_ERR_OUT_OF_MEMORY;
+    ng->n_formal_inputs = g->n_formal_inputs;
+    return NETRUN_OK;
+}
+
+static netrun_status build_copy(opt_state *o, nr_graph *ng, int **params_from) {
+    const nr_graph *g = o->g;
+    netrun_status st = copy_values(g, ng);
+    if (st != NETRUN_OK) return st;
+    int *from = nr_calloc((size_t)g->n_nodes + 1, sizeof(int)); /* new node -> original node */
+    if (!from) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+    *params_from = from;
+    for (int n = 0; n < g->n_nodes; n++) {
+        if (o->removed[n]) continue;
+        const nr_node *nd = &g->nodes[n];
+        const conv_plan *p = &o->plan[n];
+        int fused = p->bn >= 0 || p->add >= 0 || p->act >= 0;
+        char name[1024];
+        snprintf(name, sizeof name, "%s%s%s%s%s%s%s", nd->name, p->bn >= 0 ? "+" : "", p->bn >= 0 ? g->nodes[p->bn].name : "",
+                 p->add >= 0 ? "+" : "", p->add >= 0 ? g->nodes[p->add].name : "", p->act >= 0 ? "+" : "",
+                 p->act >= 0 ? g->nodes[p->act].name : "");
+        int w_id = -1, b_id = -1;
+        if (p->bn >= 0 && (st = fold_bn(o, ng, nd, &g->nodes[p->bn], &w_id, &b_id)) != NETRUN_OK) return st;
+        int n_in = nd->n_inputs;
+        if (fused) {
+            n_in = 3 + (p->add >= 0);
+            if (p->add < 0 && p->bn < 0 && nd->n_inputs < 3) n_in = nd->n_inputs;
+        }
+        int n_attrs = nd->n_attrs + (ng->n_nodes == 0);
+        nr_node *nn = nr_graph_add_node(ng, name, nd->op_type, nd->domain, n_in, nd->n_outputs, n_attrs);
+        if (!nn) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying node '%s'", nd->name);
+        from[ng->n_nodes - 1] = n;
+        for (int i = 0; i < n_in; i++) nn->inputs[i] = i < nd->n_inputs ? val(o, nd->inputs[i]) : -1;
+        if (w_id >= 0) nn->inputs[1] = w_id;
+        if (b_id >= 0) nn->inputs[2] = b_id;
+        if (p->add >= 0) nn->inputs[3] = p->z;
+        for (int k = 0; k < nd->n_outputs; k++) nn->outputs[k] = nd->outputs[k];
+        if (fused) nn->outputs[0] = p->out;
+        for (int a = 0; a < nd->n_attrs; a++)
+            if ((st = copy_attr(&nn->attrs[a], &nd->attrs[a])) != NETRUN_OK) return st;
+    }
+    return NETRUN_OK;
+}
+
+static void free_state(opt_state *o) {
+    nr_free(o->alias);
+    nr_free(o->users);
+    nr_free(o->user);
+    nr_free(o->removed);
+    nr_free(o->snode_of);
+    nr_free(o->plan);
+}
+
+void nr_optimize_model_counts(const netrun_model *m, nr_optimize_counts *c) {
+    memset(c, 0, sizeof *c);
+    const nr_graph *g = m && m->ir ? m->ir->graph : NULL;
+    if (!g || g->n_nodes < 1) return;
+    const nr_attr *a = find_attr(&g->nodes[0], MARK_ATTR);
+    if (!a || a->type != NR_ATTR_INTS || a->n != 4 || !a->ints) return;
+    c->bn_folded = (int)a->ints[0];
+    c->act_fused = (int)a->ints[1];
+    c->sum_fused = (int)a->ints[2];
+    c->dropped = (int)a->ints[3];
+}
+
+netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config *cfg, netrun_model **out,
+                                  nr_optimize_counts *counts) {
+    *out = NULL;
+    memset(counts, 0, sizeof *counts);
+    const char *on = nr_options_get(&s->opts, "graph.optimize");
+    if ((on && !strcmp(on, "0")) || s->keep_values || s->root) return NETRUN_OK;
+    const nr_graph *g = s->model->ir->graph;
+    if (g->n_nodes < 2 || g->parent || find_attr(&g->nodes[0], MARK_ATTR)) return NETRUN_OK;
+    for (int n = 0; n < g->n_nodes; n++)
+        for (int a = 0; a < g->nodes[n].n_attrs; a++) {
+            nr_attr_type t = g->nodes[n].attrs[a].type;
+            if (t == NR_ATTR_GRAPH || t == NR_ATTR_GRAPHS) return NETRUN_OK; /* subgraphs capture by name */
+        }
+    opt_state o = {.s = s, .g = g};
+    size_t nv = (size_t)g->n_values + 1, nn = (size_t)g->n_nodes + 1;
+    o.alias = nr_calloc(nv, sizeof(int));
+    o.users = nr_calloc(nv, sizeof(int));
+    o.user = nr_calloc(nv, sizeof(int));
+    o.removed = nr_calloc(nn, sizeof(int));
+    o.snode_of = nr_calloc(nn, sizeof(int));
+    o.plan = nr_calloc(nn, sizeof(conv_plan));
+    if (!o.alias || !o.users || !o.user || !o.removed || !o.snode_of || !o.plan) {
+        free_state(&o);
+        return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the graph passes");
+    }
+    for (int v = 0; v < g->n_values; v++) o.alias[v] = v;
+    for (int n = 0; n < g->n_nodes; n++) {
+        o.plan[n].bn = o.plan[n].add = o.plan[n].act = o.plan[n].z = -1;
+        o.snode_of[n] = -1;
+    }
+    for (int k = 0; k < s->n_snodes; k++) o.snode_of[s->snodes[k].node] = k;
+    /* (d) Identity / inference Dropout: consumers read the input instead (topological order resolves chains).
+     * Nodes folded at prepare are left alone (they cost nothing). */
+    for (int k = 0; k < s->n_snodes; k++) {
+        int n = s->snodes[k].node;
+        if (s->snodes[k].slot == NR_SLOT_FOLDED || !is_noop(&o, n)) continue;
+        const nr_node *nd = &g->nodes[n];
+        o.alias[nd->outputs[0]] = o.alias[nd->inputs[0]];
+        o.removed[n] = 1;
+        counts->dropped++;
+    }
+    for (int n = 0; n < g->n_nodes; n++) {
+        if (o.removed[n]) continue;
+        for (int i = 0; i < g->nodes[n].n_inputs; i++) {
+            int v = val(&o, g->nodes[n].inputs[i]);
+            if (v < 0) continue;
+            o.users[v]++;
+            o.user[v] = n;
+        }
+    }
+    /* (a)-(c) around each Conv, in execution order; absorbed nodes are marked as they are planned */
+    for (int k = 0; k < s->n_snodes; k++) {
+        int n = s->snodes[k].node;
+        const nr_node *nd = &g->nodes[n];
+        if (o.removed[n] || !(is_op(nd, "Conv") || is_op(nd, "ConvTranspose")) || !nd->layer) continue;
+        plan_conv(&o, cfg, n);
+        conv_plan *p = &o.plan[n];
+        if (p->bn >= 0) o.removed[p->bn] = 1, counts->bn_folded++;
+        if (p->add >= 0) o.removed[p->add] = 1, counts->sum_fused++;
+        if (p->act >= 0) o.removed[p->act] = 1, counts->act_fused++;
+    }
+    if (!counts->bn_folded && !counts->act_fused && !counts->sum_fused && !counts->dropped) {
+        free_state(&o);
+        return NETRUN_OK;
+    }
+    /* the copy */
+    netrun_status st = NETRUN_OK;
+    int *from = NULL;
+    nr_model_ir *ir = nr_calloc(1, sizeof *ir);
+    const nr_model_ir *src = s->model->ir;
+    if (!ir || !(ir->graph = nr_graph_new(g->name, NULL))) {
+        st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the graph passes");
+        goto fail;
+    }
+    ir->ir_version = src->ir_version;
+    if (src->producer && !(ir->producer = nr_strdup(src->producer))) {
+        st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the graph passes");
+        goto fail;
+    }
+    if (src->n_opsets) {
+        if (!(ir->opsets = nr_calloc((size_t)src->n_opsets, sizeof *ir->opsets))) {
+            st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the graph passes");
+            goto fail;
+        }
+        for (int i = 0; i < src->n_opsets; i++, ir->n_opsets++) {
+            ir->opsets[i].version = src->opsets[i].version;
+            if (!(ir->opsets[i].domain = nr_strdup(src->opsets[i].domain ? src->opsets[i].domain : ""))) {
+                st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the graph passes");
+                goto fail;
+            }
+        }
+    }
+    if ((st = build_copy(&o, ir->graph, &from)) != NETRUN_OK) goto fail;
+    /* the mark: counts, and the reference that keeps the borrowed constants alive */
+    nr_node *first = &ir->graph->nodes[0];
+    nr_attr *mark = &first->attrs[first->n_attrs - 1];
+    if (!(mark->name = nr_strdup(MARK_ATTR)) || !(mark->ints = nr_calloc(5, sizeof(int64_t)))) {
+        st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the graph passes");
+        goto fail;
+    }
+    mark->type = NR_ATTR_INTS;
+    mark->n = 4;
+    mark->ints[0] = counts->bn_folded;
+    mark->ints[1] = counts->act_fused;
+    mark->ints[2] = counts->sum_fused;
+    mark->ints[3] = counts->dropped;
+    nr_model_retain(s->model);
+    mark->sub_model = s->model;
+    char source[1100];
+    snprintf(source, sizeof source, "%s", s->model->source ? s->model->source : "<memory>");
+    netrun_model *m = NULL;
+    st = nr_model_from_ir(ir, source, &m); /* takes ir, also on failure */
+    ir = NULL;
+    if (st != NETRUN_OK) goto fail;
+    /* the fused fields are no ONNX attributes: set them on the copy's parsed params */
+    for (int n = 0; n < m->ir->graph->n_nodes; n++) {
+        const conv_plan *p = &o.plan[from[n]];
+        netrun_conv_params *cp = m->ir->graph->nodes[n].params;
+        if (!cp || (p->bn < 0 && p->add < 0 && p->act < 0)) continue;
+        if (p->add >= 0) cp->has_sum = 1;
+        if (p->act >= 0) cp->activation = p->fa;
+    }
+    *out = m;
+    nr_free(from);
+    free_state(&o);
+    return NETRUN_OK;
+fail:
+    nr_free(from);
+    nr_model_ir_free(ir);
+    free_state(&o);
+    memset(counts, 0, sizeof *counts);
+    return st;
+}

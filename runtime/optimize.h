@@ -1,0 +1,30 @@
+/* Graph passes run at prepare: BatchNormalization folded into Conv/ConvTranspose weights, Conv + Add(Z) +
+ * activation fused into one Conv (netrun_conv_params.has_sum / .activation), Identity and inference Dropout
+ * dropped. See docs/design.md, "Graph passes". */
+#ifndef NR_OPTIMIZE_H
+#define NR_OPTIMIZE_H
+
+#include "session.h"
+
+/* What the passes did to a session's graph. */
+typedef struct nr_optimize_counts {
+    int bn_folded;      /* BatchNormalization nodes folded into a Conv's weights and bias */
+    int act_fused;      /* activations fused into a Conv */
+    int sum_fused;      /* Add nodes fused into a Conv as "+ Z" */
+    int dropped;        /* Identity / inference Dropout nodes removed */
+} nr_optimize_counts;
+
+/* Called by prepare after placement (so that a fusion can be checked with supports() of the backend that
+ * runs the Conv, and never crosses backends). When something can be rewritten, builds a private copy of the
+ * session's model with the rewrites (the shared model and its constants are never modified: folded weights
+ * are new constants of the copy), and sets *rewritten (the caller unprepares, swaps in *out and prepares
+ * again). *rewritten = 0 and *out = NULL when nothing applies, when the passes are off (option
+ * "graph.optimize" = "0"), for debug.keep_values sessions (every intermediate value must stay readable), for
+ * sub-sessions, and for graphs with subgraphs. The copy keeps a reference on the original model. */
+netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config *cfg, netrun_model **out,
+                                  nr_optimize_counts *counts);
+
+/* Counts of the passes that built model m (all zero for a model not built by nr_optimize_session). */
+void nr_optimize_model_counts(const netrun_model *m, nr_optimize_counts *counts);
+
+#endif

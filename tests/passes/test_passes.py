@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Graph passes (runtime/optimize.c): models with each pattern, built with onnx.helper, give onnxruntime's
+outputs with the passes on and off, and the fusions happened (node names and counts of the prepared session).
+
+    python3 tests/passes/test_passes.py --lib build/lib/libnetrun.so
+"""
+import argparse
+import os
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "bench"))
+from netrun_ctypes import Netrun  # noqa: E402
+
+RNG = np.random.default_rng(3)
+
+
+def w(*shape, scale=0.5):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+class G:
+    def __init__(self):
+        self.nodes, self.inits = [], []
+
+    def c(self, name, arr):
+        self.inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        return name
+
+    def n(self, op, ins, out, **kw):
+        self.nodes.append(helper.make_node(op, ins, [out] if isinstance(out, str) else out, name=kw.pop("name", out if isinstance(out, str) else out[0]), **kw))
+        return out
+
+    def conv(self, x, cin, cout, name, k=3, bias=True, group=1, transpose=False):
+        ins = [x, self.c(name + ".w", w(cin, cout // group, k, k) if transpose else w(cout, cin // group, k, k))]
+        if bias:
+            ins.append(self.c(name + ".b", w(cout)))
+        return self.n("ConvTranspose" if transpose else "Conv", ins, name, pads=[1, 1, 1, 1], group=group,
+                      **({"strides": [2, 2], "output_padding": [1, 1]} if transpose else {}))
+
+    def bn(self, x, c, name, eps=1e-3):
+        ins = [x, self.c(name + ".g", RNG.uniform(0.5, 1.5, c).astype(np.float32)), self.c(name + ".beta", w(c)),
+               self.c(name + ".mean", w(c)), self.c(name + ".var", RNG.uniform(0.5, 2.0, c).astype(np.float32))]
+        return self.n("BatchNormalization", ins, name, epsilon=eps)
+
+    def model(self, inputs, outputs, opset=17):
+        g = helper.make_graph(self.nodes, "passes",
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+                              [helper.make_value_info(n, helper.make_tensor_type_proto(TensorProto.FLOAT, None)) for n in outputs],
+                              self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+        m.ir_version = 8
+        return m
+
+
+def case_conv_bn_relu():
+    g = G()
+    y = g.conv("x", 4, 8, "conv1")
+    y = g.bn(y, 8, "bn1")
+    g.n("Relu", [y], "relu1")
+    # no bias, BN, Clip from constant inputs (ReLU6)
+    y = g.conv("relu1", 8, 8, "conv2", bias=False)
+    y = g.bn(y, 8, "bn2")
+    g.n("Clip", [y, g.c("lo", np.array(0, np.float32)), g.c("hi", np.array(0.5, np.float32))], "clip2")
+    return g.model([("x", [1, 4, 10, 10])], ["clip2"]), {"bn": 2, "act": 2, "sum": 0, "drop": 0}, \
+        ["conv1+bn1+relu1", "conv2+bn2+clip2"]
+
+
+def case_residual():
+    """ResNet block: conv+bn+relu, conv+bn + x -> relu (sum fused); and a second Add with the conv output as
+    input 1, no activation after it."""
+    g = G()
+    y = g.bn(g.conv("x", 8, 8, "c1"), 8, "b1")
+    y = g.n("Relu", [y], "r1")
+    y = g.bn(g.conv(y, 8, 8, "c2"), 8, "b2")
+    y = g.n("Add", [y, "x"], "add2")
+    y = g.n("Relu", [y], "r2")
+    z = g.conv(y, 8, 8, "c3")
+    g.n("Add", [y, z], "add3")
+    return g.model([("x", [2, 8, 9, 9])], ["add3"]), {"bn": 2, "act": 2, "sum": 2, "drop": 0}, \
+        ["c1+b1+r1", "c2+b2+add2+r2", "c3+add3"]
+
+
+def case_activations():
+    g = G()
+    x = "x"
+    acts = [("LeakyRelu", {"alpha": 0.2}), ("Sigmoid", {}), ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}),
+            ("HardSwish", {}), ("Tanh", {})]
+    names = []
+    for i, (op, kw) in enumerate(acts):
+        y = g.conv(x, 4, 4, f"conv{i}")
+        x = g.n(op, [y], f"act{i}", **kw)
+        names.append(f"conv{i}+act{i}")
+    return g.model([("x", [1, 4, 7, 7])], [x]), {"bn": 0, "act": 5, "sum": 0, "drop": 0}, names
+
+
+def case_identity_dropout_and_shared():
+    """Identity and Dropout between Conv and BN are dropped, then the BN folds; a Conv whose output is also a
+    graph output keeps its BN and Relu; a Conv output with two consumers is not fused."""
+    g = G()
+    y = g.conv("x", 4, 4, "c1")
+    y = g.n("Identity", [y], "id1")
+    y = g.n("Dropout", [y, g.c("ratio", np.array(0.3, np.float32))], "drop1")
+    y = g.bn(y, 4, "b1")
+    y = g.n("Relu", [y], "r1")
+    y2 = g.conv(y, 4, 4, "c2")           # graph output: stays
+    y3 = g.n("Relu", [y2], "r2")
+    y4 = g.conv(y3, 4, 4, "c3")          # two consumers: no fusion
+    a = g.n("Sigmoid", [y4], "s3")
+    b = g.n("Tanh", [y4], "t3")
+    g.n("Add", [a, b], "out")
+    g.n("Identity", ["out"], "final")    # produces a graph output: stays
+    return g.model([("x", [1, 4, 6, 6])], ["c2", "final"]), {"bn": 1, "act": 1, "sum": 0, "drop": 2}, \
+        ["c1+b1+r1", "c2", "r2", "c3", "final"]
+
+
+def case_convtranspose_group_bn():
+    g = G()
+    y = g.conv("x", 4, 6, "ct", transpose=True, group=2)
+    y = g.bn(y, 6, "bnt")
+    g.n("Relu", [y], "rt")
+    y = g.conv("rt", 6, 6, "dw", group=6)
+    y = g.bn(y, 6, "bnd")
+    g.n("Relu", [y], "rd")
+    return g.model([("x", [1, 4, 5, 5])], ["rd"]), {"bn": 2, "act": 2, "sum": 0, "drop": 0}, \
+        ["ct+bnt+rt", "dw+bnd+rd"]
+
+
+CASES = [case_conv_bn_relu, case_residual, case_activations, case_identity_dropout_and_shared,
+         case_convtranspose_group_bn]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    args = ap.parse_args()
+    nr = Netrun(args.lib)
+    passed = failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in CASES:
+            model, want, names = case()
+            path = os.path.join(tmp, case.__name__ + ".onnx")
+            onnx.save(model, path)
+            feeds = {}
+            for i in model.graph.input:
+                shape = [d.dim_value for d in i.type.tensor_type.shape.dim]
+                feeds[i.name] = RNG.standard_normal(shape).astype(np.float32)
+            so = ort.SessionOptions()
+            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            ref = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+            errors = []
+            for opt in ("1", "0"):
+                with nr.session(path, backends="cpu", threads=2, options={"graph.optimize": opt}) as s:
+                    outs = s.run(feeds)
+                    for r, o in zip(ref, outs):
+                        d = float(np.max(np.abs(r - o)))
+                        if not d <= 1e-4 * max(1.0, float(np.max(np.abs(r)))):
+                            errors.append(f"optimize={opt}: max abs diff {d:.2e}")
+                    nodes = [n[0] for n in s.nodes()]
+                    counts = s.pass_counts()
+                    if opt == "1":
+                        got = {"bn": counts[0], "act": counts[1], "sum": counts[2], "drop": counts[3]}
+                        if got != want:
+                            errors.append(f"pass counts {got}, expected {want}")
+                        for nm in names:
+                            if nm not in nodes:
+                                errors.append(f"no node named '{nm}' (nodes: {nodes})")
+                        n_orig = len(model.graph.node)
+                        removed = want["bn"] + want["act"] + want["sum"] + want["drop"]
+                        if len(nodes) != n_orig - removed:
+                            errors.append(f"{len(nodes)} nodes, expected {n_orig - removed}")
+                    else:
+                        if counts != (0, 0, 0, 0) or len(nodes) != len(model.graph.node):
+                            errors.append(f"graph.optimize=0 still rewrote: counts {counts}, {len(nodes)} nodes")
+            if errors:
+                failed += 1
+                print(f"FAIL {case.__name__}: " + "; ".join(errors))
+            else:
+                passed += 1
+                print(f"ok   {case.__name__}")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
