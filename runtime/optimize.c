@@ -119,7 +119,7 @@ static int is_noop(const opt_state *o, int n) {
 /* The single kept consumer of value v, or -1 (several users, a graph output, or none). */
 static int only_user(const opt_state *o, int v) {
     if (v < 0 || o->users[v] != 1 || o->g->values[v].is_graph_output) return -1;
-    return o->user[v];
+    return o->removed[o->user[v]] ? -1 : o->user[v]; /* already absorbed by another Conv (Add of two Convs) */
 }
 
 static int same_slot(const opt_state *o, int a, int b) {

@@ -81,9 +81,13 @@ def case_residual():
     y = g.n("Add", [y, "x"], "add2")
     y = g.n("Relu", [y], "r2")
     z = g.conv(y, 8, 8, "c3")
-    g.n("Add", [y, z], "add3")
-    return g.model([("x", [2, 8, 9, 9])], ["add3"]), {"bn": 2, "act": 2, "sum": 2, "drop": 0}, \
-        ["c1+b1+r1", "c2+b2+add2+r2", "c3+add3"]
+    y = g.n("Add", [y, z], "add3")
+    # bottleneck with a downsample branch: the Add of two Conv+BN outputs is fused into one of them only
+    d = g.bn(g.conv(y, 8, 8, "down"), 8, "down.bn")
+    m = g.bn(g.conv(y, 8, 8, "main"), 8, "main.bn")
+    g.n("Relu", [g.n("Add", [m, d], "add4")], "r4")
+    return g.model([("x", [2, 8, 9, 9])], ["r4"]), {"bn": 4, "act": 3, "sum": 3, "drop": 0}, \
+        ["c1+b1+r1", "c2+b2+add2+r2", "c3+add3", "down+down.bn+add4+r4", "main+main.bn"]
 
 
 def case_activations():

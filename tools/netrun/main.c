@@ -82,6 +82,7 @@ static void print_help(FILE *f)
         "  --workspace-limit SIZE    cap on workspace memory: bytes, or with a K/M/G suffix (256M)\n"
         "  --set KEY=VALUE           backend-specific setting (e.g. cuda.graphs=0); repeatable\n"
         "  --no-cuda-graph           run CUDA segments eagerly (same as --set cuda.graphs=0)\n"
+        "  --no-optimize             no graph passes (BatchNorm folding, Conv fusions; same as --set graph.optimize=0)\n"
         "  --algo-search M           cuDNN algorithm choice: heuristic (default) or timed (cuda.algo_search)\n"
         "  --device-memory SIZE      device memory budget of the session (e.g. 2G); the plan must fit it\n"
         "  --backends                list the backend plugins found, then exit\n"
@@ -263,7 +264,8 @@ static int parse_args(int argc, char **argv, cli_opts *o, extra_opts *x)
         /* Flags. */
         static const char *const flags[] = {"-h", "--help", "--version", "--backends", "--strict",
                                             "-q", "--quiet", "-v", "--verbose", "--profile", "--explain",
-                                            "--support-matrix", "--swap-rb", "--crop", "--no-cuda-graph"};
+                                            "--support-matrix", "--swap-rb", "--crop", "--no-cuda-graph",
+                                            "--no-optimize"};
         int is_flag = 0;
         for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++)
             if (strcmp(name, flags[k]) == 0)
@@ -295,6 +297,10 @@ static int parse_args(int argc, char **argv, cli_opts *o, extra_opts *x)
                 o->crop = 1;
             else if (!strcmp(name, "--no-cuda-graph")) {
                 if (add_kv(name, "cuda.graphs=0", &x->settings, &x->n_settings))
+                    return CLI_EXIT_USAGE;
+            }
+            else if (!strcmp(name, "--no-optimize")) {
+                if (add_kv(name, "graph.optimize=0", &x->settings, &x->n_settings))
                     return CLI_EXIT_USAGE;
             }
             else
