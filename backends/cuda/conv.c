@@ -1,39 +1,75 @@
 /* CUDA kernels: conv. Conv (cudnnConvolutionForward) and ConvTranspose (cudnnConvolutionBackwardData, whose
- * filter layout [C, M/group, k...] is ONNX's) in 1-3 spatial dims, float32/float16. The algorithm is chosen
- * at kernel creation under the session's workspace policy and cap:
- *   fastest:    benchmark (cudnnFind*) and take the fastest whose workspace fits the cap (3/4 of free memory
- *               when no cap is set);
- *   balanced:   cuDNN's heuristic ranking (cudnnGet*_v7), the best whose workspace fits 1/8 of free memory;
- *   min-memory: the smallest workspace of the heuristic's list.
+ * filter layout [C, M/group, k...] is ONNX's) in 1-3 spatial dims, float32/float16.
+ *
+ * Algorithm: chosen at kernel creation by cuDNN's heuristic (cudnnGet*_v7, default) or by timing the
+ * candidates (cudnnFind*: option cuda.algo_search=timed, or the `fastest` workspace policy), under the
+ * workspace cap of the policy (fastest: 3/4 of free memory; balanced: 1/8; min-memory: the smallest
+ * workspace of the list) and --workspace-limit. Choices are cached per process by (shape, dtype, layout,
+ * math, search, policy), so repeated layers and later sessions skip the search.
+ *
+ * Fusion: bias + ReLU (+ Z from a fused Add) run inside cuDNN with cudnnConvolutionBiasActivationForward
+ * when the activation is ReLU (or none with the IMPLICIT_PRECOMP_GEMM algorithm, the only one cuDNN allows
+ * for identity); other activations run after cuDNN in our bias/activation kernel.
+ *
+ * --precision fp16 on a float32 Conv with constant weights (and bias): the weights are converted to float16
+ * once, and three paths are timed on the real shapes -- float32 (TF32 tensor cores), float16 NCHW and float16
+ * NHWC (2-D only) with the float32 input converted on the way in and the output on the way out, conversions
+ * included in the time -- and the fastest is kept, so float16 is never chosen when it is slower here.
+ * The model's values stay float32 (see docs/cuda.md for why and what that costs).
+ *
  * 1-D convolutions run as 2-D with height 1. Asymmetric Conv pads are applied by copying the input into a
- * zero-padded workspace area first. Bias, the fused "+ Z" and the fused activation are applied after cuDNN
- * (Z through beta = 1 on a copy of Z in Y). When shapes change at run time the descriptors are rebuilt and
- * the heuristic's best algorithm that fits the given workspace is taken. */
+ * zero-padded workspace area first (float32/native path only). When shapes change at run time the
+ * descriptors of the native path are rebuilt and the heuristic's best that fits the workspace is taken. */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "cuda_internal.h"
 
 #define MAXD 5
+enum { V_NATIVE = 0, V_F16 = 1, V_F16_NHWC = 2, N_VARIANTS = 3 };
+static const char *const variant_name[N_VARIANTS] = {"native", "fp16 NCHW", "fp16 NHWC"};
+
+typedef struct conv_variant {
+    int ok;                        /* descriptors built and an algorithm found */
+    cudnnDataType_t type;
+    int nhwc;
+    cudnnTensorDescriptor_t xd, yd, bd;
+    cudnnFilterDescriptor_t wd;
+    cudnnConvolutionDescriptor_t cd;
+    int algo;
+    size_t algo_ws;
+    int fuse;                      /* cudnnConvolutionBiasActivationForward usable (cleared when cuDNN refuses) */
+    double ms;                     /* measured under --precision fp16 (0: not measured) */
+} conv_variant;
 
 typedef struct conv_state {
     int transpose;
     netrun_dtype dt;
     netrun_conv_params p;
     int prepad;                    /* Conv with asymmetric pads: pad into the workspace first */
-    cudnnTensorDescriptor_t xd, yd;
-    cudnnFilterDescriptor_t wd;
-    cudnnConvolutionDescriptor_t cd;
+    conv_variant v[N_VARIANTS];
+    int use;                       /* the variant kernel_run takes */
+    cudnnActivationDescriptor_t act;
     int nd;                        /* cuDNN rank (4 or 5) */
     int64_t xdims[NETRUN_MAX_RANK], wdims[NETRUN_MAX_RANK], ydims[NETRUN_MAX_RANK];
     int xrank;
     int ready;
-    int algo;
-    size_t algo_ws, pad_bytes;
+    size_t pad_bytes;
+    size_t x16_bytes, y16_bytes;   /* float16 copies of X and Y in the workspace (fp16 variants) */
+    void *w16, *w16_nhwc, *b16;    /* float16 weights [M, C/g, k...], [M, k..., C/g], bias */
+    void *zero_bias;               /* M zeros for the fused call when the node has no bias */
     void *scratch;                 /* own workspace when the shared one is too small (run-time shapes) */
     size_t scratch_size;
+    char desc[160];
 } conv_state;
 
 static size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
+
+static const char *fwd_algo_name(int a) {
+    static const char *const n[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT",
+                                    "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+    return a >= 0 && a < (int)(sizeof n / sizeof n[0]) ? n[a] : "?";
+}
 
 static int conv_supports(const netrun_node_desc *node, char *reason, size_t size) {
     const netrun_conv_params *p = node->params;
@@ -75,15 +111,67 @@ static int to_cudnn_dims(int n_spatial, const int64_t *dims, int *out) {
     return r;
 }
 
-static netrun_status set_tensor(cudnnTensorDescriptor_t d, cudnnDataType_t t, int nd, const int *dims) {
+/* Packed strides of [N, C, spatial...] dims, NCHW or NHWC (channels last). */
+static netrun_status set_tensor(cudnnTensorDescriptor_t d, cudnnDataType_t t, int nd, const int *dims, int nhwc) {
     int strides[MAXD];
-    strides[nd - 1] = 1;
-    for (int i = nd - 2; i >= 0; i--) strides[i] = strides[i + 1] * (dims[i + 1] > 0 ? dims[i + 1] : 1);
+    if (!nhwc) {
+        strides[nd - 1] = 1;
+        for (int i = nd - 2; i >= 0; i--) strides[i] = strides[i + 1] * (dims[i + 1] > 0 ? dims[i + 1] : 1);
+    } else {
+        int c = dims[1] > 0 ? dims[1] : 1;
+        strides[1] = 1;
+        strides[nd - 1] = c;
+        for (int i = nd - 2; i >= 2; i--) strides[i] = strides[i + 1] * (dims[i + 1] > 0 ? dims[i + 1] : 1);
+        strides[0] = strides[2] * (dims[2] > 0 ? dims[2] : 1);
+    }
     cudnnStatus_t s = cudnnSetTensorNdDescriptor(d, t, nd, dims, strides);
     return s == CUDNN_STATUS_SUCCESS ? NETRUN_OK : cudnn_fail(s, "cudnnSetTensorNdDescriptor");
 }
 
-/* Pick an algorithm from a perf list: fastest fitting the cap, or the smallest workspace. */
+/* ---- algorithm cache (process-wide: a choice holds for a device and shape whatever the session) ---- */
+
+typedef struct algo_key {
+    int device, type, nhwc, transpose, nd, math, timed, policy;
+    int x[MAXD], w[MAXD], pads[3], strides[3], dil[3], group;
+} algo_key;
+
+#define ALGO_CACHE_SIZE 1024
+static struct {
+    algo_key key;
+    int algo;
+    size_t ws;
+} algo_cache[ALGO_CACHE_SIZE];
+static int algo_cache_n;
+static pthread_mutex_t algo_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int cache_find(const algo_key *k, size_t cap, int *algo, size_t *ws) {
+    int hit = 0;
+    pthread_mutex_lock(&algo_cache_lock);
+    for (int i = 0; i < algo_cache_n && !hit; i++)
+        if (!memcmp(&algo_cache[i].key, k, sizeof *k) && algo_cache[i].ws <= cap) {
+            *algo = algo_cache[i].algo;
+            *ws = algo_cache[i].ws;
+            hit = 1;
+        }
+    pthread_mutex_unlock(&algo_cache_lock);
+    return hit;
+}
+
+static void cache_put(const algo_key *k, int algo, size_t ws) {
+    pthread_mutex_lock(&algo_cache_lock);
+    int i = 0;
+    while (i < algo_cache_n && memcmp(&algo_cache[i].key, k, sizeof *k)) i++;
+    if (i < ALGO_CACHE_SIZE) { /* full: no longer cached, still correct */
+        algo_cache[i].key = *k;
+        algo_cache[i].algo = algo;
+        algo_cache[i].ws = ws;
+        if (i == algo_cache_n) algo_cache_n++;
+    }
+    pthread_mutex_unlock(&algo_cache_lock);
+}
+
+/* Pick an algorithm from a perf list: the first (best ranked / fastest) fitting the cap, or the smallest
+ * workspace. */
 #define PICK(perf, n, cap, minmem, algo_out, ws_out)                                                             \
     do {                                                                                                        \
         int best = -1;                                                                                          \
@@ -98,9 +186,102 @@ static netrun_status set_tensor(cudnnTensorDescriptor_t d, cudnnDataType_t t, in
         found = best >= 0;                                                                                      \
     } while (0)
 
-/* Build the descriptors for these shapes and choose an algorithm whose workspace is at most cap. */
+static int timed_search(const cuda_context *ctx) {
+    return ctx->algo_search == CUDA_ALGO_TIMED || ctx->config.workspace_policy == NETRUN_WORKSPACE_FASTEST;
+}
+
+/* Descriptors of one variant for these (padded) dims and an algorithm whose workspace is at most cap. */
+static netrun_status variant_setup(cuda_context *ctx, conv_state *st, conv_variant *v, int nd, const int *xd,
+                                   const int *wd, const int *yd, const int *pads, const int *strides, const int *dil,
+                                   size_t cap, int timed) {
+    netrun_status s;
+    v->ok = 0;
+    if ((s = set_tensor(v->xd, v->type, nd, xd, v->nhwc)) != NETRUN_OK ||
+        (s = set_tensor(v->yd, v->type, nd, yd, v->nhwc)) != NETRUN_OK)
+        return s;
+    int bd[MAXD];
+    for (int i = 0; i < nd; i++) bd[i] = 1;
+    bd[1] = yd[1];
+    if ((s = set_tensor(v->bd, v->type, nd, bd, 0)) != NETRUN_OK) return s;
+    cudnnStatus_t cs = cudnnSetFilterNdDescriptor(v->wd, v->type, v->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, nd, wd);
+    if (cs != CUDNN_STATUS_SUCCESS) return cudnn_fail(cs, "cudnnSetFilterNdDescriptor");
+    cs = cudnnSetConvolutionNdDescriptor(v->cd, nd - 2, pads, strides, dil, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
+    if (cs != CUDNN_STATUS_SUCCESS) return cudnn_fail(cs, "cudnnSetConvolutionNdDescriptor");
+    if ((cs = cudnnSetConvolutionGroupCount(v->cd, (int)st->p.group)) != CUDNN_STATUS_SUCCESS)
+        return cudnn_fail(cs, "cudnnSetConvolutionGroupCount");
+    /* exact float32 unless TF32 (or lower) was allowed; float16 data may always use tensor cores */
+    cudnnMathType_t mt = v->type == CUDNN_DATA_HALF || ctx->config.precision != NETRUN_PRECISION_FP32
+                             ? CUDNN_TENSOR_OP_MATH
+                             : CUDNN_FMA_MATH;
+    if ((cs = cudnnSetConvolutionMathType(v->cd, mt)) != CUDNN_STATUS_SUCCESS)
+        return cudnn_fail(cs, "cudnnSetConvolutionMathType");
+    if (!st->transpose) { /* the output shape must agree with cuDNN's */
+        int od[MAXD];
+        cs = cudnnGetConvolutionNdForwardOutputDim(v->cd, v->xd, v->wd, nd, od);
+        if (cs != CUDNN_STATUS_SUCCESS) return cudnn_fail(cs, "cudnnGetConvolutionNdForwardOutputDim");
+        for (int i = 0; i < nd; i++)
+            if (od[i] != yd[i])
+                return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda conv: cuDNN output dim %d is %d, expected %d", i, od[i], yd[i]);
+    }
+    int minmem = ctx->config.workspace_policy == NETRUN_WORKSPACE_MIN_MEMORY, found = 0, n = 0;
+    algo_key key;
+    memset(&key, 0, sizeof key);
+    key.device = ctx->device;
+    key.type = (int)v->type;
+    key.nhwc = v->nhwc;
+    key.transpose = st->transpose;
+    key.nd = nd;
+    key.math = (int)mt;
+    key.timed = timed;
+    key.policy = (int)ctx->config.workspace_policy;
+    for (int i = 0; i < nd; i++) {
+        key.x[i] = xd[i];
+        key.w[i] = wd[i];
+    }
+    for (int i = 0; i < nd - 2; i++) {
+        key.pads[i] = pads[i];
+        key.strides[i] = strides[i];
+        key.dil[i] = dil[i];
+    }
+    key.group = (int)st->p.group;
+    if (!cache_find(&key, cap, &v->algo, &v->algo_ws)) {
+        if (!st->transpose) {
+            cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+            if (timed)
+                cs = cudnnFindConvolutionForwardAlgorithm(ctx->cudnn, v->xd, v->wd, v->cd, v->yd,
+                                                          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf);
+            else
+                cs = cudnnGetConvolutionForwardAlgorithm_v7(ctx->cudnn, v->xd, v->wd, v->cd, v->yd,
+                                                            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf);
+            if (cs != CUDNN_STATUS_SUCCESS) return cudnn_fail(cs, "choosing a convolution algorithm");
+            PICK(perf, n, cap, minmem, v->algo, v->algo_ws);
+        } else {
+            cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+            if (timed)
+                cs = cudnnFindConvolutionBackwardDataAlgorithm(ctx->cudnn, v->wd, v->xd, v->cd, v->yd,
+                                                               CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf);
+            else
+                cs = cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx->cudnn, v->wd, v->xd, v->cd, v->yd,
+                                                                 CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf);
+            if (cs != CUDNN_STATUS_SUCCESS) return cudnn_fail(cs, "choosing a transposed convolution algorithm");
+            PICK(perf, n, cap, minmem, v->algo, v->algo_ws);
+        }
+        if (!found)
+            return cuda_host->error(NETRUN_ERR_UNSUPPORTED,
+                                    "cuda conv: no cuDNN algorithm fits a workspace of %zu bytes (%d candidates)", cap, n);
+        cache_put(&key, v->algo, v->algo_ws);
+    }
+    /* cuDNN fuses bias + activation for ReLU with any algorithm, for identity only with PRECOMP_GEMM */
+    v->fuse = !st->transpose && (st->p.activation.kind == NETRUN_ACT_RELU ||
+                                 (st->p.activation.kind == NETRUN_ACT_NONE &&
+                                  v->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM));
+    v->ok = 1;
+    return NETRUN_OK;
+}
+
+/* Build the native variant for these shapes (and, when fp16 is on, the float16 ones) under cap. */
 static netrun_status conv_setup(cuda_context *ctx, conv_state *st, int xrank, const int64_t *xdims,
-                                const int64_t *wdims, const int64_t *ydims, size_t cap, int benchmark) {
+                                const int64_t *wdims, const int64_t *ydims, size_t cap, int timed, int with_f16) {
     const netrun_conv_params *p = &st->p;
     int ns = p->n_spatial;
     int xd[MAXD], wd[MAXD], yd[MAXD];
@@ -127,61 +308,45 @@ static netrun_status conv_setup(cuda_context *ctx, conv_state *st, int xrank, co
         strides[k] = (int)p->strides[d];
         dil[k] = (int)p->dilations[d];
     }
-    cudnnDataType_t dt = st->dt == NETRUN_DTYPE_FLOAT16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
-    netrun_status s;
-    if ((s = set_tensor(st->xd, dt, nd, xd)) != NETRUN_OK || (s = set_tensor(st->yd, dt, nd, yd)) != NETRUN_OK) return s;
-    cudnnStatus_t cs = cudnnSetFilterNdDescriptor(st->wd, dt, CUDNN_TENSOR_NCHW, nd, wd);
-    if (cs != CUDNN_STATUS_SUCCESS) return cudnn_fail(cs, "cudnnSetFilterNdDescriptor");
-    cs = cudnnSetConvolutionNdDescriptor(st->cd, nd - 2, pads, strides, dil, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
-    if (cs != CUDNN_STATUS_SUCCESS) return cudnn_fail(cs, "cudnnSetConvolutionNdDescriptor");
-    if ((cs = cudnnSetConvolutionGroupCount(st->cd, (int)p->group)) != CUDNN_STATUS_SUCCESS)
-        return cudnn_fail(cs, "cudnnSetConvolutionGroupCount");
-    /* exact float32 unless TF32 (or lower) was allowed; float16 data may always use tensor cores */
-    cudnnMathType_t mt = st->dt == NETRUN_DTYPE_FLOAT16 || ctx->config.precision != NETRUN_PRECISION_FP32
-                             ? CUDNN_TENSOR_OP_MATH
-                             : CUDNN_FMA_MATH;
-    if ((cs = cudnnSetConvolutionMathType(st->cd, mt)) != CUDNN_STATUS_SUCCESS)
-        return cudnn_fail(cs, "cudnnSetConvolutionMathType");
-    if (!st->transpose) { /* the output shape must agree with cuDNN's */
-        int od[MAXD];
-        cs = cudnnGetConvolutionNdForwardOutputDim(st->cd, st->xd, st->wd, nd, od);
-        if (cs != CUDNN_STATUS_SUCCESS) return cudnn_fail(cs, "cudnnGetConvolutionNdForwardOutputDim");
-        for (int i = 0; i < nd; i++)
-            if (od[i] != yd[i])
-                return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda conv: cuDNN output dim %d is %d, expected %d", i, od[i], yd[i]);
-    }
     st->pad_bytes = 0;
     if (st->prepad) {
         size_t n = cuda_esize(st->dt);
         for (int i = 0; i < xrank; i++) n *= (size_t)xpad[i];
         st->pad_bytes = align256(n);
     }
-    size_t algo_cap = cap > st->pad_bytes ? cap - st->pad_bytes : 0;
-    int minmem = ctx->config.workspace_policy == NETRUN_WORKSPACE_MIN_MEMORY, found = 0, n = 0;
-    if (!st->transpose) {
-        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-        if (benchmark)
-            cs = cudnnFindConvolutionForwardAlgorithm(ctx->cudnn, st->xd, st->wd, st->cd, st->yd,
-                                                      CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf);
-        else
-            cs = cudnnGetConvolutionForwardAlgorithm_v7(ctx->cudnn, st->xd, st->wd, st->cd, st->yd,
-                                                        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf);
-        if (cs != CUDNN_STATUS_SUCCESS) return cudnn_fail(cs, "choosing a convolution algorithm");
-        PICK(perf, n, algo_cap, minmem, st->algo, st->algo_ws);
-    } else {
-        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-        if (benchmark)
-            cs = cudnnFindConvolutionBackwardDataAlgorithm(ctx->cudnn, st->wd, st->xd, st->cd, st->yd,
-                                                           CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf);
-        else
-            cs = cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx->cudnn, st->wd, st->xd, st->cd, st->yd,
-                                                             CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf);
-        if (cs != CUDNN_STATUS_SUCCESS) return cudnn_fail(cs, "choosing a transposed convolution algorithm");
-        PICK(perf, n, algo_cap, minmem, st->algo, st->algo_ws);
+    st->ready = 0;
+    for (int i = 0; i < N_VARIANTS; i++) st->v[i].ok = 0;
+    st->use = V_NATIVE;
+    conv_variant *v = &st->v[V_NATIVE];
+    v->type = st->dt == NETRUN_DTYPE_FLOAT16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+    v->nhwc = 0;
+    netrun_status s = variant_setup(ctx, st, v, nd, xd, wd, yd, pads, strides, dil,
+                                    cap > st->pad_bytes ? cap - st->pad_bytes : 0, timed);
+    if (s != NETRUN_OK) return s;
+    st->x16_bytes = st->y16_bytes = 0;
+    if (with_f16) {
+        size_t nx = 2, ny = 2;
+        for (int i = 0; i < nd; i++) {
+            nx *= (size_t)xd[i];
+            ny *= (size_t)yd[i];
+        }
+        st->x16_bytes = align256(nx);
+        st->y16_bytes = align256(ny);
+        size_t used = st->x16_bytes + st->y16_bytes, c16 = cap > used ? cap - used : 0;
+        /* option cuda.fp16_paths: which float16 paths may be timed ("nchw,nhwc" by default, "none") */
+        const char *paths = ctx->config.get_option ? ctx->config.get_option(ctx->config.opaque, "cuda.fp16_paths") : NULL;
+        for (int vi = V_F16; vi <= V_F16_NHWC; vi++) {
+            conv_variant *h = &st->v[vi];
+            h->type = CUDNN_DATA_HALF;
+            h->nhwc = vi == V_F16_NHWC;
+            if (h->nhwc && nd != 4) continue; /* channels-last float16 kernels: 2-D convolutions */
+            if (paths && !strstr(paths, h->nhwc ? "nhwc" : "nchw")) continue;
+            if (variant_setup(ctx, st, h, nd, xd, wd, yd, pads, strides, dil, c16, timed) != NETRUN_OK) {
+                h->ok = 0; /* a float16 path cuDNN refuses: the native one stays */
+                cuda_host->log(NETRUN_LOG_DEBUG, "cuda", "conv: %s path unavailable", variant_name[vi]);
+            }
+        }
     }
-    if (!found)
-        return cuda_host->error(NETRUN_ERR_UNSUPPORTED,
-                                "cuda conv: no cuDNN algorithm fits a workspace of %zu bytes (%d candidates)", algo_cap, n);
     st->nd = nd;
     st->xrank = xrank;
     memcpy(st->xdims, xdims, sizeof(int64_t) * (size_t)xrank);
@@ -191,18 +356,265 @@ static netrun_status conv_setup(cuda_context *ctx, conv_state *st, int xrank, co
     return NETRUN_OK;
 }
 
+static size_t variant_ws(const conv_state *st, int vi) {
+    const conv_variant *v = &st->v[vi];
+    return vi == V_NATIVE ? st->pad_bytes + v->algo_ws : st->x16_bytes + st->y16_bytes + v->algo_ws;
+}
+
 static void conv_destroy(cuda_context *ctx, void *state) {
+    (void)ctx;
     conv_state *st = state;
     if (!st) return;
-    if (st->xd) cudnnDestroyTensorDescriptor(st->xd);
-    if (st->yd) cudnnDestroyTensorDescriptor(st->yd);
-    if (st->wd) cudnnDestroyFilterDescriptor(st->wd);
-    if (st->cd) cudnnDestroyConvolutionDescriptor(st->cd);
+    for (int i = 0; i < N_VARIANTS; i++) {
+        conv_variant *v = &st->v[i];
+        if (v->xd) cudnnDestroyTensorDescriptor(v->xd);
+        if (v->yd) cudnnDestroyTensorDescriptor(v->yd);
+        if (v->bd) cudnnDestroyTensorDescriptor(v->bd);
+        if (v->wd) cudnnDestroyFilterDescriptor(v->wd);
+        if (v->cd) cudnnDestroyConvolutionDescriptor(v->cd);
+    }
+    if (st->act) cudnnDestroyActivationDescriptor(st->act);
     if (st->scratch) cudaFree(st->scratch);
+    if (st->w16) cudaFree(st->w16);
+    if (st->w16_nhwc) cudaFree(st->w16_nhwc);
+    if (st->b16) cudaFree(st->b16);
+    if (st->zero_bias) cudaFree(st->zero_bias);
     cuda_host->free(st);
 }
 
 static int known(const netrun_value_desc *d) { return d->rank >= 0 && cuda_desc_count(d) >= 0; }
+
+/* ---- running one variant ---- */
+
+typedef struct conv_io {
+    conv_state *st;
+    int vi;
+    const void *x, *w, *bias, *z; /* float32/native device data; bias/z may be NULL */
+    void *y;
+    char *ws;                     /* workspace of variant_ws bytes */
+    int64_t n, c, s, m, ys;       /* X as [n, c, s], Y as [n, m, ys] */
+} conv_io;
+
+/* The cuDNN call of a variant: fused (bias + ReLU + z inside cuDNN) when allowed, else plain with beta = 1
+ * when z was placed in y. Returns 1 in *fused when the fused call ran. */
+static netrun_status cudnn_conv(cuda_context *ctx, conv_state *st, conv_variant *v, const void *x, const void *w,
+                                const void *bias, const void *z, void *y, void *algo_ws, int *fused) {
+    float alpha = 1.0f, beta = 0.0f;
+    cudnnStatus_t cs;
+    *fused = 0;
+    if (v->fuse && st->act) {
+        float alpha2 = z ? 1.0f : 0.0f;
+        cs = cudnnConvolutionBiasActivationForward(ctx->cudnn, &alpha, v->xd, x, v->wd, w, v->cd,
+                                                   (cudnnConvolutionFwdAlgo_t)v->algo, algo_ws, v->algo_ws, &alpha2,
+                                                   v->yd, z ? z : y, v->bd, bias ? bias : st->zero_bias, st->act,
+                                                   v->yd, y);
+        if (cs == CUDNN_STATUS_SUCCESS) {
+            *fused = 1;
+            return NETRUN_OK;
+        }
+        if (cs != CUDNN_STATUS_NOT_SUPPORTED && cs != CUDNN_STATUS_BAD_PARAM)
+            return cudnn_fail(cs, "cudnnConvolutionBiasActivationForward");
+        v->fuse = 0; /* this configuration is not fusable: the separate path from now on */
+    }
+    if (z) {
+        if (z != y) {
+            size_t bytes = cuda_esize(v->type == CUDNN_DATA_HALF ? NETRUN_DTYPE_FLOAT16 : NETRUN_DTYPE_FLOAT);
+            int64_t cnt = 1;
+            for (int i = 0; i < st->xrank; i++) cnt *= st->ydims[i];
+            cudaError_t e = cudaMemcpyAsync(y, z, bytes * (size_t)cnt, cudaMemcpyDeviceToDevice, ctx->stream);
+            if (e != cudaSuccess) return cuda_fail(e, "conv sum copy");
+        }
+        beta = 1.0f;
+    }
+    if (!st->transpose)
+        cs = cudnnConvolutionForward(ctx->cudnn, &alpha, v->xd, x, v->wd, w, v->cd, (cudnnConvolutionFwdAlgo_t)v->algo,
+                                     algo_ws, v->algo_ws, &beta, v->yd, y);
+    else
+        cs = cudnnConvolutionBackwardData(ctx->cudnn, &alpha, v->wd, w, v->xd, x, v->cd,
+                                          (cudnnConvolutionBwdDataAlgo_t)v->algo, algo_ws, v->algo_ws, &beta, v->yd, y);
+    return cs == CUDNN_STATUS_SUCCESS ? NETRUN_OK
+                                      : cudnn_fail(cs, st->transpose ? "cudnnConvolutionBackwardData" : "cudnnConvolutionForward");
+}
+
+static netrun_status conv_exec(cuda_context *ctx, void *arg) {
+    conv_io *io = arg;
+    conv_state *st = io->st;
+    conv_variant *v = &st->v[io->vi];
+    const netrun_conv_params *p = &st->p;
+    netrun_status s;
+    int fused = 0;
+    if (io->vi == V_NATIVE) {
+        const void *x = io->x;
+        if (st->prepad) {
+            int64_t pb[NETRUN_MAX_RANK] = {0}, od[NETRUN_MAX_RANK];
+            for (int i = 0; i < st->xrank; i++) od[i] = st->xdims[i];
+            for (int d = 0; d < p->n_spatial; d++) {
+                pb[2 + d] = p->pads_begin[d];
+                od[2 + d] += p->pads_begin[d] + p->pads_end[d];
+            }
+            if ((s = cuda_zero_pad(ctx, cuda_esize(st->dt), io->ws, io->x, st->xrank, st->xdims, pb, od)) != NETRUN_OK)
+                return s;
+            x = io->ws;
+        }
+        s = cudnn_conv(ctx, st, v, x, io->w, io->bias, io->z, io->y, io->ws ? io->ws + st->pad_bytes : NULL, &fused);
+        if (s != NETRUN_OK || fused) return s;
+        if (st->dt == NETRUN_DTYPE_FLOAT) return cuda_conv_bias_act(ctx, io->y, io->bias, io->n, io->m, io->ys, &p->activation);
+        return cuda_bias_activation(ctx, st->dt, io->y, io->bias, io->n, io->m, io->ys, &p->activation);
+    }
+    /* float16 path: X -> x16, (Z -> y16), conv in float16, y16 -> Y */
+    char *x16 = io->ws, *y16 = io->ws + st->x16_bytes, *algo_ws = y16 + st->y16_bytes;
+    if ((s = cuda_f32_to_f16(ctx, io->x, x16, io->n, io->c, io->s, v->nhwc)) != NETRUN_OK) return s;
+    if (io->z && (s = cuda_f32_to_f16(ctx, io->z, y16, io->n, io->m, io->ys, v->nhwc)) != NETRUN_OK) return s;
+    const void *w16 = v->nhwc ? st->w16_nhwc : st->w16;
+    const void *b16 = io->bias ? st->b16 : NULL;
+    if ((s = cudnn_conv(ctx, st, v, x16, w16, b16, io->z ? y16 : NULL, y16, algo_ws, &fused)) != NETRUN_OK) return s;
+    if (fused) return cuda_f16_to_f32(ctx, y16, io->y, io->n, io->m, io->ys, v->nhwc);
+    /* one pass: back to float32 NCHW with the bias and activation */
+    return cuda_f16_to_f32_bias_act(ctx, y16, io->y, io->bias, io->n, io->m, io->ys, v->nhwc, &p->activation);
+}
+
+/* ---- kernel creation ---- */
+
+uint16_t cuda_half_bits(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u, e = (x >> 23) & 0xffu, man = x & 0x7fffffu;
+    if (e == 0xff) return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0)); /* inf / NaN */
+    int ex = (int)e - 127 + 15;
+    if (ex >= 31) return (uint16_t)(sign | 0x7c00u);                        /* overflow: inf */
+    if (ex <= 0) {                                                           /* subnormal or zero */
+        if (ex < -10) return (uint16_t)sign;
+        man |= 0x800000u;
+        int shift = 14 - ex;
+        uint32_t h = man >> shift, rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1))) h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = ((uint32_t)ex << 10) | (man >> 13), rem = man & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++; /* may carry into the exponent: still right */
+    return (uint16_t)(sign | h);
+}
+
+/* Upload float data as float16, optionally reordered [m, c, s] -> [m, s, c]. */
+static netrun_status upload_half(const float *src, int64_t m, int64_t c, int64_t s, int to_nsc, void **out) {
+    int64_t cnt;
+    if (m < 0 || c < 0 || s < 0 || __builtin_mul_overflow(m, c, &cnt) || __builtin_mul_overflow(cnt, s, &cnt) ||
+        cnt > INT64_MAX / 4)
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda conv: weights too large to convert");
+    size_t n = (size_t)cnt;
+    uint16_t *h = malloc(n ? n * 2 : 2);
+    if (!h) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda conv: out of memory converting weights");
+    for (int64_t a = 0; a < m; a++)
+        for (int64_t b = 0; b < c; b++)
+            for (int64_t k = 0; k < s; k++)
+                h[to_nsc ? (a * s + k) * c + b : (a * c + b) * s + k] = cuda_half_bits(src[(a * c + b) * s + k]);
+    cudaError_t e = cudaMalloc(out, n ? n * 2 : 2);
+    if (e == cudaSuccess) e = cudaMemcpy(*out, h, n * 2, cudaMemcpyHostToDevice);
+    free(h);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda conv: cannot upload float16 weights: %s", cudaGetErrorString(e));
+    }
+    return NETRUN_OK;
+}
+
+double cuda_time_runs(cuda_context *ctx, netrun_status (*fn)(cuda_context *ctx, void *arg), void *arg, int warm,
+                      int reps) {
+    enum { MAXR = 16 };
+    if (reps > MAXR) reps = MAXR;
+    if (reps < 1) reps = 1;
+    for (int i = 0; i < warm; i++)
+        if (fn(ctx, arg) != NETRUN_OK) return -1;
+    cudaEvent_t ev[MAXR + 1];
+    int made = 0;
+    double t[MAXR], res = -1;
+    for (; made <= reps; made++)
+        if (cudaEventCreate(&ev[made]) != cudaSuccess) goto done;
+    cudaEventRecord(ev[0], ctx->stream);
+    for (int i = 0; i < reps; i++) {
+        if (fn(ctx, arg) != NETRUN_OK) goto done;
+        cudaEventRecord(ev[i + 1], ctx->stream);
+    }
+    if (cudaEventSynchronize(ev[reps]) != cudaSuccess) goto done;
+    for (int i = 0; i < reps; i++) {
+        float ms = 0;
+        cudaEventElapsedTime(&ms, ev[i], ev[i + 1]);
+        t[i] = ms;
+    }
+    for (int i = 1; i < reps; i++) /* insertion sort for the median */
+        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+            double x = t[j];
+            t[j] = t[j - 1];
+            t[j - 1] = x;
+        }
+    res = t[reps / 2];
+done:
+    for (int i = 0; i < made; i++) cudaEventDestroy(ev[i]);
+    if (res < 0) cudaGetLastError();
+    return res;
+}
+
+/* --precision fp16: time the ready variants on the real shapes with scratch buffers and keep the fastest. */
+static netrun_status choose_variant(cuda_context *ctx, conv_state *st, const netrun_node_desc *node) {
+    int64_t n = st->xdims[0], c = st->xdims[1], m = st->ydims[1], s = 1, ys = 1;
+    for (int i = 2; i < st->xrank; i++) {
+        s *= st->xdims[i];
+        ys *= st->ydims[i];
+    }
+    size_t xb = (size_t)(n * c * s) * 4, yb = (size_t)(n * m * ys) * 4, wb = (size_t)cuda_desc_count(&node->inputs[1]) * 4;
+    size_t wsb = 0;
+    for (int vi = 0; vi < N_VARIANTS; vi++)
+        if (st->v[vi].ok && variant_ws(st, vi) > wsb) wsb = variant_ws(st, vi);
+    char *buf = NULL;
+    size_t off_y = align256(xb), off_z = off_y + align256(yb), off_w = off_z + (st->p.has_sum ? align256(yb) : 0);
+    size_t off_b = off_w + align256(wb), off_ws = off_b + align256((size_t)m * 4), total = off_ws + wsb;
+    cudaError_t e = cudaMalloc((void **)&buf, total);
+    if (e != cudaSuccess) { /* no room to measure: stay native */
+        cudaGetLastError();
+        cuda_host->log(NETRUN_LOG_INFO, "cuda", "conv %s: no memory to time the float16 paths; float32 kept", node->name);
+        return NETRUN_OK;
+    }
+    cudaMemsetAsync(buf, 0, off_ws, ctx->stream);
+    conv_io io = {st, 0, buf, buf + off_w, st->p.has_bias ? buf + off_b : NULL, st->p.has_sum ? buf + off_z : NULL,
+                  buf + off_y, buf + off_ws, n, c, s, m, ys};
+    int best = V_NATIVE;
+    for (int vi = 0; vi < N_VARIANTS; vi++) {
+        if (!st->v[vi].ok) continue;
+        io.vi = vi;
+        double ms = cuda_time_runs(ctx, conv_exec, &io, 2, 5);
+        if (ms < 0) { /* this path fails here: never take it */
+            st->v[vi].ok = vi == V_NATIVE;
+            cuda_host->log(NETRUN_LOG_DEBUG, "cuda", "conv %s: %s path failed when timed", node->name, variant_name[vi]);
+            continue;
+        }
+        st->v[vi].ms = ms;
+        /* float16 only when it wins by more than the timing noise (3%) */
+        if (vi != V_NATIVE && (st->v[best].ms <= 0 || ms < st->v[best].ms * (best == V_NATIVE ? 0.97 : 1.0))) best = vi;
+    }
+    cudaStreamSynchronize(ctx->stream);
+    cudaFree(buf);
+    cudaGetLastError();
+    st->use = best;
+    cuda_host->log(NETRUN_LOG_INFO, "cuda", "conv %s: fp32 %.4f ms, fp16 NCHW %.4f ms, fp16 NHWC %.4f ms -> %s",
+                   node->name, st->v[0].ms, st->v[1].ok ? st->v[1].ms : -1.0, st->v[2].ok ? st->v[2].ms : -1.0,
+                   best == V_NATIVE ? "fp32" : variant_name[best]);
+    return NETRUN_OK;
+}
+
+static void describe(conv_state *st) {
+    const conv_variant *v = &st->v[st->use];
+    if (!st->ready) {
+        snprintf(st->desc, sizeof st->desc, "cudnn (algorithm chosen at run time)");
+        return;
+    }
+    int n = snprintf(st->desc, sizeof st->desc, "cudnn %s %s%s%s",
+                     st->transpose ? "bwd-data" : fwd_algo_name(v->algo),
+                     st->use == V_NATIVE ? (st->dt == NETRUN_DTYPE_FLOAT16 ? "fp16" : "fp32") : variant_name[st->use],
+                     v->fuse ? " fused bias+act" : "", st->prepad ? " prepad" : "");
+    if (n > 0 && (size_t)n < sizeof st->desc && st->v[0].ms > 0)
+        snprintf(st->desc + n, sizeof st->desc - (size_t)n, " (timed fp32 %.3f / fp16 %.3f / nhwc %.3f ms)", st->v[0].ms,
+                 st->v[1].ok ? st->v[1].ms : -1.0, st->v[2].ok ? st->v[2].ms : -1.0);
+}
 
 static netrun_status conv_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
     conv_state *st = cuda_host->alloc(sizeof *st, 16);
@@ -211,10 +623,23 @@ static netrun_status conv_create(cuda_context *ctx, const netrun_node_desc *node
     st->transpose = !strcmp(node->op_type, "ConvTranspose");
     st->dt = cuda_main_dtype(node);
     st->p = *(const netrun_conv_params *)node->params;
-    if (cudnnCreateTensorDescriptor(&st->xd) != CUDNN_STATUS_SUCCESS ||
-        cudnnCreateTensorDescriptor(&st->yd) != CUDNN_STATUS_SUCCESS ||
-        cudnnCreateFilterDescriptor(&st->wd) != CUDNN_STATUS_SUCCESS ||
-        cudnnCreateConvolutionDescriptor(&st->cd) != CUDNN_STATUS_SUCCESS) {
+    int bad = 0;
+    for (int i = 0; i < N_VARIANTS; i++) {
+        conv_variant *v = &st->v[i];
+        bad |= cudnnCreateTensorDescriptor(&v->xd) != CUDNN_STATUS_SUCCESS;
+        bad |= cudnnCreateTensorDescriptor(&v->yd) != CUDNN_STATUS_SUCCESS;
+        bad |= cudnnCreateTensorDescriptor(&v->bd) != CUDNN_STATUS_SUCCESS;
+        bad |= cudnnCreateFilterDescriptor(&v->wd) != CUDNN_STATUS_SUCCESS;
+        bad |= cudnnCreateConvolutionDescriptor(&v->cd) != CUDNN_STATUS_SUCCESS;
+    }
+    if (!bad && !st->transpose && (st->p.activation.kind == NETRUN_ACT_RELU || st->p.activation.kind == NETRUN_ACT_NONE)) {
+        bad |= cudnnCreateActivationDescriptor(&st->act) != CUDNN_STATUS_SUCCESS;
+        bad |= !bad && cudnnSetActivationDescriptor(st->act, st->p.activation.kind == NETRUN_ACT_RELU
+                                                                 ? CUDNN_ACTIVATION_RELU
+                                                                 : CUDNN_ACTIVATION_IDENTITY,
+                                                    CUDNN_NOT_PROPAGATE_NAN, 0.0) != CUDNN_STATUS_SUCCESS;
+    }
+    if (bad) {
         conv_destroy(ctx, st);
         return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda conv: cannot create cuDNN descriptors");
     }
@@ -230,15 +655,37 @@ static netrun_status conv_create(cuda_context *ctx, const netrun_node_desc *node
         default: cap = free_b / 8; break;
         }
         if (cap > limit) cap = limit;
-        int bench = ctx->config.workspace_policy == NETRUN_WORKSPACE_FASTEST;
-        netrun_status s = conv_setup(ctx, st, node->inputs[0].rank, node->inputs[0].dims, node->inputs[1].dims,
-                                     node->outputs[0].dims, cap, bench);
+        int64_t m = node->outputs[0].dims[1];
+        const netrun_value_desc *wv = &node->inputs[1], *bv = node->n_inputs > 2 ? &node->inputs[2] : NULL;
+        int has_bias = st->p.has_bias && bv && bv->rank >= 0;
+        /* float16 paths: a float32 Conv with constant weights (and bias), no asymmetric pads */
+        int f16 = ctx->config.precision == NETRUN_PRECISION_FP16 && !st->transpose && st->dt == NETRUN_DTYPE_FLOAT &&
+                  wv->const_data && (size_t)cuda_desc_count(wv) * 4 == wv->const_nbytes &&
+                  (!has_bias || (bv->const_data && bv->const_nbytes == (size_t)m * 4));
+        for (int d = 0; f16 && d < st->p.n_spatial; d++)
+            if (st->p.pads_begin[d] != st->p.pads_end[d]) f16 = 0;
+        netrun_status s = conv_setup(ctx, st, node->inputs[0].rank, node->inputs[0].dims, wv->dims,
+                                     node->outputs[0].dims, cap, timed_search(ctx), f16);
+        if (s == NETRUN_OK && (st->act || f16)) { /* M zeros: the fused call's bias when the node has none */
+            cudaError_t e = cudaMalloc(&st->zero_bias, (size_t)m * 4);
+            if (e == cudaSuccess) e = cudaMemset(st->zero_bias, 0, (size_t)m * 4);
+            if (e != cudaSuccess) s = cuda_fail(e, "conv zero bias");
+        }
+        if (s == NETRUN_OK && f16 && (st->v[V_F16].ok || st->v[V_F16_NHWC].ok)) {
+            int64_t cg = wv->dims[1], ks = 1;
+            for (int i = 2; i < wv->rank; i++) ks *= wv->dims[i];
+            s = upload_half(wv->const_data, wv->dims[0], cg, ks, 0, &st->w16);
+            if (s == NETRUN_OK && st->v[V_F16_NHWC].ok) s = upload_half(wv->const_data, wv->dims[0], cg, ks, 1, &st->w16_nhwc);
+            if (s == NETRUN_OK && has_bias) s = upload_half(bv->const_data, 1, 1, m, 0, &st->b16);
+            if (s == NETRUN_OK) s = choose_variant(ctx, st, node);
+        }
         if (s != NETRUN_OK) {
             conv_destroy(ctx, st);
             return s;
         }
-        *ws = st->pad_bytes + st->algo_ws;
+        *ws = variant_ws(st, st->use);
     }
+    describe(st);
     *state = st;
     return NETRUN_OK;
 }
@@ -259,12 +706,13 @@ static netrun_status conv_run(cuda_context *ctx, void *state, const netrun_kerne
     if (!st->ready || X->rank != st->xrank || !same_dims(X->rank, X->dims, st->xdims) ||
         !same_dims(X->rank, W->dims, st->wdims) || !same_dims(X->rank, Y->dims, st->ydims)) {
         st->p = *p;
-        /* shapes known only now: the heuristic's best that fits what we can get (shared workspace or own) */
+        /* shapes known only now: the heuristic's best native path that fits what we can get */
         size_t cap = args->workspace_size > (size_t)256 << 20 ? args->workspace_size : (size_t)256 << 20;
         if (ctx->config.workspace_limit && cap > ctx->config.workspace_limit) cap = ctx->config.workspace_limit;
-        if ((s = conv_setup(ctx, st, X->rank, X->dims, W->dims, Y->dims, cap, 0)) != NETRUN_OK) return s;
+        if ((s = conv_setup(ctx, st, X->rank, X->dims, W->dims, Y->dims, cap, 0, 0)) != NETRUN_OK) return s;
+        describe(st);
     }
-    size_t need = st->pad_bytes + st->algo_ws;
+    size_t need = variant_ws(st, st->use);
     char *ws = cuda_workspace_address(args->workspace);
     if (need > args->workspace_size) {
         if (need > st->scratch_size) {
@@ -280,43 +728,32 @@ static netrun_status conv_run(cuda_context *ctx, void *state, const netrun_kerne
         }
         ws = st->scratch;
     }
-    const void *x = X->data;
-    if (st->prepad) {
-        int64_t pb[NETRUN_MAX_RANK] = {0}, od[NETRUN_MAX_RANK];
-        for (int i = 0; i < X->rank; i++) od[i] = X->dims[i];
-        for (int d = 0; d < p->n_spatial; d++) {
-            pb[2 + d] = p->pads_begin[d];
-            od[2 + d] += p->pads_begin[d] + p->pads_end[d];
-        }
-        if ((s = cuda_zero_pad(ctx, cuda_esize(st->dt), ws, X->data, X->rank, X->dims, pb, od)) != NETRUN_OK) return s;
-        x = ws;
-    }
-    float alpha = 1.0f, beta = 0.0f;
+    const void *z = NULL;
     if (p->has_sum) {
         const netrun_tensor *Z = &args->inputs[args->n_inputs - 1];
         if (Z->nbytes != Y->nbytes) return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda conv: fused sum of another size");
-        cudaError_t e = cudaMemcpyAsync(Y->data, Z->data, Y->nbytes, cudaMemcpyDeviceToDevice, ctx->stream);
-        if (e != cudaSuccess) return cuda_fail(e, "conv sum copy");
-        beta = 1.0f;
+        z = Z->data;
     }
-    void *algo_ws = ws ? ws + st->pad_bytes : NULL;
-    cudnnStatus_t cs;
-    if (!st->transpose)
-        cs = cudnnConvolutionForward(ctx->cudnn, &alpha, st->xd, x, st->wd, W->data, st->cd,
-                                     (cudnnConvolutionFwdAlgo_t)st->algo, algo_ws, st->algo_ws, &beta, st->yd, Y->data);
-    else
-        cs = cudnnConvolutionBackwardData(ctx->cudnn, &alpha, st->wd, W->data, st->xd, x, st->cd,
-                                          (cudnnConvolutionBwdDataAlgo_t)st->algo, algo_ws, st->algo_ws, &beta,
-                                          st->yd, Y->data);
-    if (cs != CUDNN_STATUS_SUCCESS) return cudnn_fail(cs, st->transpose ? "cudnnConvolutionBackwardData" : "cudnnConvolutionForward");
-    int64_t inner = 1;
+    int64_t inner = 1, xs = 1;
     for (int i = 2; i < Y->rank; i++) inner *= Y->dims[i];
+    for (int i = 2; i < X->rank; i++) xs *= X->dims[i];
     const void *bias = p->has_bias && args->n_inputs > 2 && args->inputs[2].rank >= 0 ? args->inputs[2].data : NULL;
-    return cuda_bias_activation(ctx, st->dt, Y->data, bias, Y->dims[0], Y->dims[1], inner, &p->activation);
+    conv_io io = {st, st->use, X->data, W->data, bias, z, Y->data, ws, X->dims[0], X->dims[1], xs, Y->dims[1], inner};
+    return conv_exec(ctx, &io);
+}
+
+void cuda_op_describe(const cuda_op *op, void *state, char *buf, size_t size) {
+    if (!size) return;
+    buf[0] = 0;
+    if (!op || !state) return;
+    if (op->destroy == conv_destroy) snprintf(buf, size, "%s", ((conv_state *)state)->desc);
+    else if (!strcmp(op->op_type, "Gemm") || !strcmp(op->op_type, "MatMul")) cuda_gemm_describe(state, buf, size);
 }
 
 const cuda_op cuda_ops_conv[] = {
-    {"Conv", CUDA_FLOAT_DTYPES, "cuDNN; 1-3 spatial dims; groups, dilations; fused bias, sum and activation",
+    {"Conv", CUDA_FLOAT_DTYPES,
+     "cuDNN; 1-3 spatial dims; groups, dilations; bias+ReLU(+sum) fused in cuDNN, other activations after; "
+     "fp16 paths (NCHW/NHWC) timed under --precision fp16",
      conv_supports, conv_create, conv_run, conv_destroy},
     {"ConvTranspose", CUDA_FLOAT_DTYPES, "cuDNN; 1-3 spatial dims; symmetric pads", conv_supports, conv_create,
      conv_run, conv_destroy},

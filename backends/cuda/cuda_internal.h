@@ -36,7 +36,8 @@ extern "C" {
     X(cudnnSetConvolutionGroupCount) X(cudnnSetConvolutionMathType) X(cudnnGetConvolutionNdForwardOutputDim)     \
     X(cudnnConvolutionForward) X(cudnnConvolutionBackwardData) X(cudnnFindConvolutionForwardAlgorithm)           \
     X(cudnnFindConvolutionBackwardDataAlgorithm) X(cudnnGetConvolutionForwardAlgorithm_v7)                       \
-    X(cudnnGetConvolutionBackwardDataAlgorithm_v7)
+    X(cudnnGetConvolutionBackwardDataAlgorithm_v7) X(cudnnConvolutionBiasActivationForward)                     \
+    X(cudnnCreateActivationDescriptor) X(cudnnSetActivationDescriptor) X(cudnnDestroyActivationDescriptor)
 #define CUDA_CUBLAS_FUNCS(X)                                                                                     \
     X(cublasCreate_v2) X(cublasDestroy_v2) X(cublasSetStream_v2) X(cublasGetStatusString)                         \
     X(cublasGetCudartVersion) X(cublasGemmStridedBatchedEx)
@@ -69,6 +70,10 @@ CUDA_CUBLAS_FUNCS(CUDA_LAZY_DECLARE)
 #define cudnnFindConvolutionBackwardDataAlgorithm (*cuda_p_cudnnFindConvolutionBackwardDataAlgorithm)
 #define cudnnGetConvolutionForwardAlgorithm_v7 (*cuda_p_cudnnGetConvolutionForwardAlgorithm_v7)
 #define cudnnGetConvolutionBackwardDataAlgorithm_v7 (*cuda_p_cudnnGetConvolutionBackwardDataAlgorithm_v7)
+#define cudnnConvolutionBiasActivationForward (*cuda_p_cudnnConvolutionBiasActivationForward)
+#define cudnnCreateActivationDescriptor (*cuda_p_cudnnCreateActivationDescriptor)
+#define cudnnSetActivationDescriptor (*cuda_p_cudnnSetActivationDescriptor)
+#define cudnnDestroyActivationDescriptor (*cuda_p_cudnnDestroyActivationDescriptor)
 #define cublasCreate_v2 (*cuda_p_cublasCreate_v2)
 #define cublasDestroy_v2 (*cuda_p_cublasDestroy_v2)
 #define cublasSetStream_v2 (*cuda_p_cublasSetStream_v2)
@@ -187,6 +192,28 @@ netrun_status cuda_expand(cuda_context *ctx, size_t es, void *dst, const void *s
 netrun_status cuda_zero_pad(cuda_context *ctx, size_t es, void *dst, const void *src, int rank, const int64_t *in_dims,
                             const int64_t *pads_begin, const int64_t *out_dims);
 
+/* ---- precision (precision.cu, conv.c, gemm.c) ---- */
+
+/* float32 [n, c, s] -> float16 laid out [n, c, s], or [n, s, c] when to_nsc (NHWC for cuDNN); and back. */
+netrun_status cuda_f32_to_f16(cuda_context *ctx, const void *x, void *y, int64_t n, int64_t c, int64_t s, int to_nsc);
+netrun_status cuda_f16_to_f32(cuda_context *ctx, const void *x, void *y, int64_t n, int64_t c, int64_t s, int from_nsc);
+/* y float32 [n, c, s] = act(x + bias[c]) from float16 x ([n, c, s], or [n, s, c] when from_nsc); bias may be NULL. */
+netrun_status cuda_f16_to_f32_bias_act(cuda_context *ctx, const void *x, void *y, const void *bias, int64_t n, int64_t c,
+                                       int64_t s, int from_nsc, const netrun_fused_activation *act);
+/* In place on float32 y [n, c, s]: act(y + bias[c]) without per-element index division (conv epilogue). */
+netrun_status cuda_conv_bias_act(cuda_context *ctx, void *y, const void *bias, int64_t n, int64_t c, int64_t s,
+                                 const netrun_fused_activation *act);
+/* Median milliseconds of `reps` calls of fn(ctx, arg) on the context's stream after `warm` untimed ones (CUDA
+ * events); negative when a call fails (its error is recorded). Used at kernel creation to choose paths. */
+double cuda_time_runs(cuda_context *ctx, netrun_status (*fn)(cuda_context *ctx, void *arg), void *arg, int warm,
+                      int reps);
+/* What a Conv/ConvTranspose/Gemm/MatMul kernel chose (precision, layout, cuDNN algorithm, fused call, the
+ * times measured under --precision fp16), for kernel_describe; "" for other ops or no state. */
+void cuda_op_describe(const cuda_op *op, void *state, char *buf, size_t size);
+/* Gemm/MatMul half of cuda_op_describe (gemm.c). */
+void cuda_gemm_describe(void *state, char *buf, size_t size);
+/* IEEE half of a float, round to nearest even (host; for weights converted at kernel creation). */
+uint16_t cuda_half_bits(float f);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,8 @@
  * only when the session's precision allows it. MatMul broadcasts batch dims: when the batch offsets of A and
  * B are arithmetic sequences one strided-batched call runs them all (a broadcast B over a contiguous A
  * becomes one tall GEMM), otherwise one call per batch. */
+#include <stdlib.h>
+
 #include "cuda_internal.h"
 
 static int gemm_supports(const netrun_node_desc *node, char *reason, size_t size) {
@@ -19,18 +21,141 @@ static cublasComputeType_t compute_type(cuda_context *ctx, netrun_dtype dt) {
     return CUBLAS_COMPUTE_32F;
 }
 
-/* Row-major Y[m x n] = alpha * op(A)[m x k] * op(B)[k x n] + beta * Y, batched with element strides. */
+/* Row-major Y[m x n] = alpha * op(A)[m x k] * op(B)[k x n] + beta * Y, batched with element strides. half_in:
+ * A and B are float16, Y float32 (tensor cores, float accumulation). */
+static netrun_status row_gemm_ex(cuda_context *ctx, netrun_dtype dt, int half_in, int ta, int tb, int64_t m, int64_t n,
+                                 int64_t k, float alpha, const void *A, int64_t sa, const void *B, int64_t sb, float beta,
+                                 void *Y, int64_t sy, int64_t batch) {
+    if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || batch > INT32_MAX)
+        return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda gemm: dims beyond int32");
+    cudaDataType_t t = dt == NETRUN_DTYPE_FLOAT16 ? CUDA_R_16F : CUDA_R_32F, tin = half_in ? CUDA_R_16F : t;
+    int lda = (int)(ta ? m : k), ldb = (int)(tb ? k : n);
+    cublasStatus_t s = cublasGemmStridedBatchedEx(ctx->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                                  (int)n, (int)m, (int)k, &alpha, B, tin, ldb, sb, A, tin, lda, sa, &beta, Y, t,
+                                                  (int)n, sy, (int)batch,
+                                                  half_in ? CUBLAS_COMPUTE_32F : compute_type(ctx, dt), CUBLAS_GEMM_DEFAULT);
+    return s == CUBLAS_STATUS_SUCCESS ? NETRUN_OK : cublas_fail(s, "cublasGemmStridedBatchedEx");
+}
+
 static netrun_status row_gemm(cuda_context *ctx, netrun_dtype dt, int ta, int tb, int64_t m, int64_t n, int64_t k,
                               float alpha, const void *A, int64_t sa, const void *B, int64_t sb, float beta, void *Y,
                               int64_t sy, int64_t batch) {
-    if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || batch > INT32_MAX)
-        return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda gemm: dims beyond int32");
-    cudaDataType_t t = dt == NETRUN_DTYPE_FLOAT16 ? CUDA_R_16F : CUDA_R_32F;
-    int lda = (int)(ta ? m : k), ldb = (int)(tb ? k : n);
-    cublasStatus_t s = cublasGemmStridedBatchedEx(ctx->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                                  (int)n, (int)m, (int)k, &alpha, B, t, ldb, sb, A, t, lda, sa, &beta, Y, t,
-                                                  (int)n, sy, (int)batch, compute_type(ctx, dt), CUBLAS_GEMM_DEFAULT);
-    return s == CUBLAS_STATUS_SUCCESS ? NETRUN_OK : cublas_fail(s, "cublasGemmStridedBatchedEx");
+    return row_gemm_ex(ctx, dt, 0, ta, tb, m, n, k, alpha, A, sa, B, sb, beta, Y, sy, batch);
+}
+
+/* --precision fp16 on a float32 Gemm / MatMul whose B is a constant matrix: B is converted to float16 once; the
+ * float32 (TF32) product and the float16 one (A converted per run, float32 output straight from cuBLAS) are
+ * timed at kernel creation on the real shapes and the faster kept. */
+typedef struct gemm_state {
+    int use16;
+    int ta, tb;
+    int64_t m, n, k;             /* of the product (MatMul: batch folded into m) */
+    int64_t a_count;
+    void *b16;
+    double ms32, ms16;
+    char desc[128];
+} gemm_state;
+
+typedef struct gemm_io {
+    gemm_state *st;
+    int half;
+    const void *a, *b;
+    void *y, *a16;
+} gemm_io;
+
+static netrun_status gemm_exec(cuda_context *ctx, void *arg) {
+    gemm_io *io = arg;
+    gemm_state *st = io->st;
+    if (!io->half)
+        return row_gemm(ctx, NETRUN_DTYPE_FLOAT, st->ta, st->tb, st->m, st->n, st->k, 1.0f, io->a, 0, io->b, 0, 0.0f,
+                        io->y, 0, 1);
+    netrun_status s = cuda_f32_to_f16(ctx, io->a, io->a16, 1, 1, st->a_count, 0);
+    if (s != NETRUN_OK) return s;
+    return row_gemm_ex(ctx, NETRUN_DTYPE_FLOAT, 1, st->ta, st->tb, st->m, st->n, st->k, 1.0f, io->a16, 0, st->b16, 0, 0.0f,
+                       io->y, 0, 1);
+}
+
+static void gemm_destroy(cuda_context *ctx, void *state) {
+    (void)ctx;
+    gemm_state *st = state;
+    if (!st) return;
+    if (st->b16) cudaFree(st->b16);
+    cuda_host->free(st);
+}
+
+void cuda_gemm_describe(void *state, char *buf, size_t size) {
+    gemm_state *st = state;
+    snprintf(buf, size, "%s", st ? st->desc : "");
+}
+
+static netrun_status gemm_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
+    *ws = 0;
+    *state = NULL;
+    const netrun_value_desc *A = &node->inputs[0], *B = &node->inputs[1];
+    if (ctx->config.precision != NETRUN_PRECISION_FP16 || cuda_main_dtype(node) != NETRUN_DTYPE_FLOAT || !B->const_data ||
+        B->rank != 2 || cuda_desc_count(A) <= 0 || cuda_desc_count(B) <= 0 ||
+        (size_t)cuda_desc_count(B) * 4 != B->const_nbytes || node->n_outputs < 1 || cuda_desc_count(&node->outputs[0]) <= 0)
+        return NETRUN_OK; /* float32 only: nothing to prepare */
+    int gemm = !strcmp(node->op_type, "Gemm");
+    const netrun_gemm_params *p = node->params;
+    if (gemm && (!p || A->rank != 2)) return NETRUN_OK;
+    if (!gemm && A->rank < 2) return NETRUN_OK;
+    gemm_state *st = cuda_host->alloc(sizeof *st, 16);
+    if (!st) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda gemm: out of memory");
+    memset(st, 0, sizeof *st);
+    st->ta = gemm ? p->trans_a : 0;
+    st->tb = gemm ? p->trans_b : 0;
+    st->a_count = cuda_desc_count(A);
+    st->k = st->ta ? A->dims[0] : A->dims[A->rank - 1];
+    st->n = st->tb ? B->dims[0] : B->dims[1];
+    st->m = st->a_count / (st->k ? st->k : 1);
+    int64_t nb = cuda_desc_count(B), mn;
+    if (__builtin_mul_overflow(st->m, st->n, &mn) || mn > INT64_MAX / 8 || st->a_count > INT64_MAX / 8) {
+        gemm_destroy(ctx, st); /* too big to time: float32 */
+        return NETRUN_OK;
+    }
+    uint16_t *h = malloc(B->const_nbytes / 2); /* nb float16 values: const_nbytes = 4 * nb was checked */
+    if (!h) {
+        gemm_destroy(ctx, st);
+        return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda gemm: out of memory converting B");
+    }
+    for (int64_t i = 0; i < nb; i++) h[i] = cuda_half_bits(((const float *)B->const_data)[i]);
+    cudaError_t e = cudaMalloc(&st->b16, B->const_nbytes / 2);
+    if (e == cudaSuccess) e = cudaMemcpy(st->b16, h, B->const_nbytes / 2, cudaMemcpyHostToDevice);
+    free(h);
+    if (e != cudaSuccess) {
+        gemm_destroy(ctx, st);
+        return cuda_fail(e, "uploading float16 B");
+    }
+    /* time both on scratch buffers of the real sizes */
+    size_t ab = ((size_t)st->a_count * 4 + 255) & ~(size_t)255, bb = ((size_t)nb * 4 + 255) & ~(size_t)255;
+    size_t yb = (size_t)mn * 4, a16b = (size_t)st->a_count * 2;
+    char *buf = NULL;
+    st->ms32 = st->ms16 = -1;
+    if (cudaMalloc((void **)&buf, ab + bb + ((yb + 255) & ~(size_t)255) + a16b) == cudaSuccess) {
+        cudaMemsetAsync(buf, 0, ab + bb, ctx->stream);
+        gemm_io io = {st, 0, buf, buf + ab, buf + ab + bb, buf + ab + bb + ((yb + 255) & ~(size_t)255)};
+        st->ms32 = cuda_time_runs(ctx, gemm_exec, &io, 2, 5);
+        io.half = 1;
+        st->ms16 = cuda_time_runs(ctx, gemm_exec, &io, 2, 5);
+        cudaStreamSynchronize(ctx->stream);
+        cudaFree(buf);
+    }
+    cudaGetLastError();
+    st->use16 = st->ms16 > 0 && (st->ms32 <= 0 || st->ms16 < st->ms32 * 0.97);
+    snprintf(st->desc, sizeof st->desc, "cublas %s (timed fp32 %.3f / fp16 %.3f ms)", st->use16 ? "fp16 in, fp32 out" : "fp32",
+             st->ms32, st->ms16);
+    cuda_host->log(NETRUN_LOG_INFO, "cuda", "%s %s: fp32 %.4f ms, fp16 %.4f ms -> %s", node->op_type, node->name, st->ms32,
+                   st->ms16, st->use16 ? "fp16" : "fp32");
+    *ws = st->use16 ? a16b : 0;
+    *state = st;
+    return NETRUN_OK;
+}
+
+/* The float16 product when creation chose it and the shapes are the ones it was timed on. */
+static int use_half(const gemm_state *st, const netrun_kernel_args *args, int64_t m, int64_t n, int64_t k) {
+    return st && st->use16 && m == st->m && n == st->n && k == st->k && cuda_count(&args->inputs[0]) == st->a_count &&
+           args->workspace_size >= (size_t)st->a_count * 2;
 }
 
 static netrun_status gemm_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
@@ -61,7 +186,15 @@ static netrun_status gemm_run(cuda_context *ctx, void *state, const netrun_kerne
             if (s != NETRUN_OK) return s;
         }
     } else {
-        s = row_gemm(ctx, Y->dtype, p->trans_a, p->trans_b, m, n, k, p->alpha, A->data, 0, B->data, 0, beta, Y->data, 0, 1);
+        gemm_state *gs = state;
+        if (use_half(gs, args, m, n, k)) {
+            void *a16 = cuda_workspace_address(args->workspace);
+            if ((s = cuda_f32_to_f16(ctx, A->data, a16, 1, 1, gs->a_count, 0)) != NETRUN_OK) return s;
+            s = row_gemm_ex(ctx, Y->dtype, 1, p->trans_a, p->trans_b, m, n, k, p->alpha, a16, 0, gs->b16, 0, beta, Y->data,
+                            0, 1);
+        } else
+            s = row_gemm(ctx, Y->dtype, p->trans_a, p->trans_b, m, n, k, p->alpha, A->data, 0, B->data, 0, beta, Y->data,
+                         0, 1);
         if (s != NETRUN_OK) return s;
     }
     return cuda_bias_activation(ctx, Y->dtype, Y->data, NULL, 1, m, n, &p->activation);
@@ -107,7 +240,16 @@ static netrun_status matmul_run(cuda_context *ctx, void *state, const netrun_ker
         if (sb[i]) b_shared = 0;
         if (bdims[i] > 1 && !sa[i]) a_full = 0;
     }
-    if (b_shared && a_full) return row_gemm(ctx, Y->dtype, 0, 0, m * batch, n, k, 1.0f, A->data, 0, B->data, 0, 0.0f, Y->data, 0, 1);
+    if (b_shared && a_full) {
+        gemm_state *gs = state;
+        if (use_half(gs, args, m * batch, n, k)) {
+            void *a16 = cuda_workspace_address(args->workspace);
+            netrun_status s = cuda_f32_to_f16(ctx, A->data, a16, 1, 1, gs->a_count, 0);
+            if (s != NETRUN_OK) return s;
+            return row_gemm_ex(ctx, Y->dtype, 1, 0, 0, m * batch, n, k, 1.0f, a16, 0, gs->b16, 0, 0.0f, Y->data, 0, 1);
+        }
+        return row_gemm(ctx, Y->dtype, 0, 0, m * batch, n, k, 1.0f, A->data, 0, B->data, 0, 0.0f, Y->data, 0, 1);
+    }
     /* offsets of batch j: arithmetic sequences? */
     int64_t step_a = 0, step_b = 0, prev_a = 0, prev_b = 0;
     int arith = 1;
@@ -146,7 +288,9 @@ static netrun_status matmul_run(cuda_context *ctx, void *state, const netrun_ker
 }
 
 const cuda_op cuda_ops_gemm[] = {
-    {"Gemm", CUDA_FLOAT_DTYPES, "cuBLAS; C broadcast; fused activation; TF32 only with precision tf32",
-     gemm_supports, NULL, gemm_run, NULL},
-    {"MatMul", CUDA_FLOAT_DTYPES, "cuBLAS; batched with broadcasting", gemm_supports, NULL, matmul_run, NULL},
+    {"Gemm", CUDA_FLOAT_DTYPES,
+     "cuBLAS; C broadcast; fused activation; TF32 with precision tf32/fp16; fp16 timed under precision fp16 (constant B)",
+     gemm_supports, gemm_create, gemm_run, gemm_destroy},
+    {"MatMul", CUDA_FLOAT_DTYPES, "cuBLAS; batched with broadcasting; fp16 timed under precision fp16 (constant 2-D B)",
+     gemm_supports, gemm_create, matmul_run, gemm_destroy},
     {NULL, 0, NULL, NULL, NULL, NULL, NULL}};

@@ -27,24 +27,120 @@ __global__ void f16_nsc_to_f32_ncs_k(const __half *x, float *y, int64_t c, int64
     }
 }
 
+/* Tiled transposes (32x32 tiles through shared memory, so reads and writes are both coalesced) of batch z:
+ * A [rows, cols] -> B [cols, rows]. */
+#define TILE 32
+#define TROWS 8
+__global__ void f32_to_f16_transpose_k(const float *a, __half *b, int rows, int cols) {
+    __shared__ float tile[TILE][TILE + 1];
+    int64_t base = (int64_t)blockIdx.z * rows * cols;
+    int c0 = blockIdx.x * TILE, r0 = blockIdx.y * TILE;
+    for (int j = threadIdx.y; j < TILE; j += TROWS) {
+        int r = r0 + j, c = c0 + threadIdx.x;
+        if (r < rows && c < cols) tile[j][threadIdx.x] = a[base + (int64_t)r * cols + c];
+    }
+    __syncthreads();
+    for (int j = threadIdx.y; j < TILE; j += TROWS) {
+        int c = c0 + j, r = r0 + threadIdx.x;
+        if (r < rows && c < cols) b[base + (int64_t)c * rows + r] = __float2half_rn(tile[threadIdx.x][j]);
+    }
+}
+
+/* B [cols, rows] = act(A^T + bias[col]) with A float16 [rows, cols]: NSC float16 -> NCS float32 (cols = C). */
+__global__ void f16_to_f32_transpose_epi_k(const __half *a, float *b, const float *bias, int rows, int cols,
+                                           act_params act) {
+    __shared__ float tile[TILE][TILE + 1];
+    int64_t base = (int64_t)blockIdx.z * rows * cols;
+    int c0 = blockIdx.x * TILE, r0 = blockIdx.y * TILE;
+    for (int j = threadIdx.y; j < TILE; j += TROWS) {
+        int r = r0 + j, c = c0 + threadIdx.x;
+        if (r < rows && c < cols) tile[j][threadIdx.x] = __half2float(a[base + (int64_t)r * cols + c]);
+    }
+    __syncthreads();
+    for (int j = threadIdx.y; j < TILE; j += TROWS) {
+        int c = c0 + j, r = r0 + threadIdx.x;
+        if (r < rows && c < cols)
+            b[base + (int64_t)c * rows + r] = apply_act(tile[threadIdx.x][j] + (bias ? bias[c] : 0.0f), act);
+    }
+}
+
+/* y[n, c, s] = act(x[n, c, s] + bias[c]): one (n, c) plane per grid row, so no index division; x may be y. */
+template <typename T>
+__global__ void epi_ncs_k(const T *x, float *y, const float *bias, int s, act_params act) {
+    int64_t plane = (int64_t)blockIdx.z * gridDim.y + blockIdx.y;
+    float b = bias ? bias[blockIdx.y] : 0.0f;
+    const T *xp = x + plane * s;
+    float *yp = y + plane * s;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < s; i += (int64_t)blockDim.x * gridDim.x)
+        yp[i] = apply_act(to_f(xp[i]) + b, act);
+}
+
+/* Grids of the tiled and per-plane kernels need n <= 65535, c <= 65535 (planes) and 32-bit c, s. */
+static int tiled_ok(int64_t n, int64_t c, int64_t s) {
+    return n >= 1 && n <= 65535 && c >= 1 && c <= 65535 && s >= 1 && c * s <= INT32_MAX && (s + TILE - 1) / TILE <= 65535;
+}
+
 extern "C" netrun_status cuda_f32_to_f16(cuda_context *ctx, const void *x, void *y, int64_t n, int64_t c, int64_t s,
                                          int to_nsc) {
     int64_t total = n * c * s;
     if (total <= 0) return NETRUN_OK;
-    if (to_nsc && c > 1 && s > 1)
-        f32_ncs_to_f16_nsc_k<<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>((const float *)x, (__half *)y, c, s, total);
-    else
+    if (to_nsc && c > 1 && s > 1) {
+        if (tiled_ok(n, c, s)) {
+            dim3 grid((unsigned)((s + TILE - 1) / TILE), (unsigned)((c + TILE - 1) / TILE), (unsigned)n);
+            f32_to_f16_transpose_k<<<grid, dim3(TILE, TROWS), 0, ctx->stream>>>((const float *)x, (__half *)y, (int)c, (int)s);
+        } else
+            f32_ncs_to_f16_nsc_k<<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>((const float *)x, (__half *)y, c, s, total);
+    } else
         f32_to_f16_k<<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>((const float *)x, (__half *)y, total);
     return cuda_check_launch("float32 -> float16 conversion");
+}
+
+extern "C" netrun_status cuda_f16_to_f32_bias_act(cuda_context *ctx, const void *x, void *y, const void *bias, int64_t n,
+                                                  int64_t c, int64_t s, int from_nsc, const netrun_fused_activation *act) {
+    int64_t total = n * c * s;
+    if (total <= 0) return NETRUN_OK;
+    act_params a = make_act(act);
+    if (tiled_ok(n, c, s)) {
+        if (from_nsc && c > 1 && s > 1) {
+            dim3 grid((unsigned)((c + TILE - 1) / TILE), (unsigned)((s + TILE - 1) / TILE), (unsigned)n);
+            f16_to_f32_transpose_epi_k<<<grid, dim3(TILE, TROWS), 0, ctx->stream>>>((const __half *)x, (float *)y,
+                                                                                   (const float *)bias, (int)s, (int)c, a);
+        } else {
+            int64_t bx = (s + CUDA_THREADS - 1) / CUDA_THREADS;
+            dim3 grid((unsigned)(bx < 64 ? bx : 64), (unsigned)c, (unsigned)n);
+            epi_ncs_k<__half><<<grid, CUDA_THREADS, 0, ctx->stream>>>((const __half *)x, (float *)y, (const float *)bias,
+                                                                       (int)s, a);
+        }
+        return cuda_check_launch("float16 -> float32 conversion with bias and activation");
+    }
+    netrun_status st = cuda_f16_to_f32(ctx, x, y, n, c, s, from_nsc);
+    if (st != NETRUN_OK) return st;
+    return cuda_bias_activation(ctx, NETRUN_DTYPE_FLOAT, y, bias, n, c, s, act);
+}
+
+extern "C" netrun_status cuda_conv_bias_act(cuda_context *ctx, void *y, const void *bias, int64_t n, int64_t c, int64_t s,
+                                            const netrun_fused_activation *act) {
+    if (n * c * s <= 0 || (!bias && (!act || act->kind == NETRUN_ACT_NONE))) return NETRUN_OK;
+    if (!tiled_ok(n, c, s)) return cuda_bias_activation(ctx, NETRUN_DTYPE_FLOAT, y, bias, n, c, s, act);
+    int64_t bx = (s + CUDA_THREADS - 1) / CUDA_THREADS;
+    dim3 grid((unsigned)(bx < 64 ? bx : 64), (unsigned)c, (unsigned)n);
+    epi_ncs_k<float><<<grid, CUDA_THREADS, 0, ctx->stream>>>((const float *)y, (float *)y, (const float *)bias, (int)s,
+                                                             make_act(act));
+    return cuda_check_launch("conv bias + activation");
 }
 
 extern "C" netrun_status cuda_f16_to_f32(cuda_context *ctx, const void *x, void *y, int64_t n, int64_t c, int64_t s,
                                          int from_nsc) {
     int64_t total = n * c * s;
     if (total <= 0) return NETRUN_OK;
-    if (from_nsc && c > 1 && s > 1)
-        f16_nsc_to_f32_ncs_k<<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>((const __half *)x, (float *)y, c, s, total);
-    else
+    if (from_nsc && c > 1 && s > 1) {
+        if (tiled_ok(n, c, s)) {
+            dim3 grid((unsigned)((c + TILE - 1) / TILE), (unsigned)((s + TILE - 1) / TILE), (unsigned)n);
+            f16_to_f32_transpose_epi_k<<<grid, dim3(TILE, TROWS), 0, ctx->stream>>>((const __half *)x, (float *)y, NULL,
+                                                                                   (int)s, (int)c, make_act(NULL));
+        } else
+            f16_nsc_to_f32_ncs_k<<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>((const __half *)x, (float *)y, c, s, total);
+    } else
         f16_to_f32_k<<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>((const __half *)x, (float *)y, total);
     return cuda_check_launch("float16 -> float32 conversion");
 }

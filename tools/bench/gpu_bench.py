@@ -180,7 +180,7 @@ def main():
     ap.add_argument("--batches", default="1,32")
     ap.add_argument("--big", type=int, default=256, help="extra ResNet-50 batch (0: none)")
     ap.add_argument("--precisions", default="fp32,fp16")
-    ap.add_argument("--tf32-models", default="resnet50", help="models also run with --precision tf32 (b <= 32)")
+    ap.add_argument("--tf32-models", default="resnet50", help="models also run with --precision tf32 (1 < b <= 32)")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--no-memcheck", action="store_true")
     ap.add_argument("--extra", default="", help="more netrun arguments, space separated")
@@ -192,6 +192,7 @@ def main():
     import torch
 
     work = a.work or tempfile.mkdtemp(prefix="netrun-gpubench-")
+    os.makedirs(work, exist_ok=True)
     dev = torch.cuda.get_device_name(0)
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     extra = a.extra.split() if a.extra else []
@@ -208,11 +209,11 @@ def main():
         for b in batches:
             outs = {}
             precs = a.precisions.split(",")
-            if name in a.tf32_models.split(",") and b <= 32 and "tf32" not in precs:
+            if name in a.tf32_models.split(",") and 1 < b <= 32 and "tf32" not in precs:
                 precs.append("tf32")
             for prec in precs:
-                iters = 100 if b == 1 else 30 if b <= 32 else 10
-                warm = 20 if b == 1 else 5
+                iters = 50 if b == 1 else 20 if b <= 32 else 8
+                warm = 10 if b == 1 else 3
                 od = os.path.join(work, f"{name}_b{b}_{prec}")
                 os.makedirs(od, exist_ok=True)
                 nr = run_netrun(a, path, b, prec, iters, warm, extra, outdir=od if b == 1 else None)

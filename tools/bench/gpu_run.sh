@@ -2,7 +2,8 @@
 # One GPU-machine session for the fp16 / convolution work: build only what the benchmark needs (CLI, cpu and
 # cuda plugins), compare the conv and gemm op tests between cuda and cpu, then run tools/bench/gpu_bench.py.
 # Logs go to ${OUT:-/tmp/gpu-out}. Needs .deps carried (tools/gpu/pack-deps.sh), as tools/gpu/run-gpu-tests.sh.
-# Environment: BENCH_ARGS (extra gpu_bench.py arguments), BENCH_TIMEOUT_S (default 300), SKIP_COMPARE=1.
+# Environment: BENCH_ARGS (extra gpu_bench.py arguments), BENCH_TIMEOUT_S (default 300), SKIP_COMPARE=1, SKIP_CHECK=1,
+# CHECK_TIMEOUT_S (default 90). Also runs tools/bench/gpu_fp16_check.py and a per-op profile of ResNet-50.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/gpu-out}
@@ -33,6 +34,18 @@ if [ "${SKIP_COMPARE:-0}" != 1 ]; then
     python3 "$REPO/tests/cuda/compare_backends.py" --netrun "$NETRUN" --family $fam --jobs "$(nproc)" --require-device
   done >"$OUT/compare.log" 2>&1
   echo "compare (conv, gemm) in $(( $(date +%s) - t1 )) s:"; grep -E "^FAIL|passed|failed" "$OUT/compare.log" | tail -12
+fi
+if [ "${SKIP_CHECK:-0}" != 1 ]; then
+  t1=$(date +%s)
+  PYTHONUNBUFFERED=1 timeout "${CHECK_TIMEOUT_S:-90}" python3 "$REPO/tools/bench/gpu_fp16_check.py" --netrun "$NETRUN" \
+    --work /tmp/gpucheck >"$OUT/check.log" 2>&1
+  echo "fp16 check exit $? in $(( $(date +%s) - t1 )) s"; grep -v Warning "$OUT/check.log" | grep -v "torch.onnx.export" | tail -40
+fi
+if [ -f /tmp/gpucheck/resnet50.onnx ]; then  # where the time goes (per op), fp32 batch 32 and batch 1
+  for b in 32 1; do
+    "$NETRUN" /tmp/gpucheck/resnet50.onnx --backend cuda --batch $b --iterations 5 --profile 2>&1 | sed -n '/^Profile/,$p' | grep -A14 "BY OP"
+  done >"$OUT/profile.log" 2>&1
+  cat "$OUT/profile.log"
 fi
 t2=$(date +%s)
 PYTHONUNBUFFERED=1 timeout "${BENCH_TIMEOUT_S:-300}" python3 "$REPO/tools/bench/gpu_bench.py" --netrun "$NETRUN" \
