@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compare a device backend (default: opencl) with the CPU backend on every op test case (tests/ops/cases_*.py).
 
-usage: compare_backends.py --netrun PATH [--backend opencl] [--family NAME] [--filter SUBSTRING] [--keep DIR]
+usage: compare_backends.py --netrun PATH [--backend opencl] [--family NAME[,NAME...]] [--filter SUBSTRING] [--keep DIR]
                            [--rtol 1e-3] [--atol 1e-4] [--jobs N] [--require-device] [--min-passed N]
 
 Generalises tests/cuda/compare_backends.py to any backend name. First reads `netrun --backends`. When the
@@ -119,7 +119,8 @@ def main():
 
     files = sorted(glob.glob(os.path.join(OPS, "cases_*.py")))
     if a.family:
-        files = [f for f in files if os.path.basename(f) == f"cases_{a.family}.py"]
+        wanted = {f"cases_{x.strip()}.py" for x in a.family.split(",")}
+        files = [f for f in files if os.path.basename(f) in wanted]
     workdir = a.keep or tempfile.mkdtemp(prefix=f"netrun-{a.backend}-cmp-")
     passed = failed = skipped = 0
     work = []

@@ -1,0 +1,43 @@
+# OpenCL backend tests (docs/opencl.md). Without an OpenCL device they skip (exit 77) or only check that the
+# backend reports why it is unavailable. Program binaries are cached in the build tree (NETRUN_CACHE_DIR), so
+# a second ctest run skips the OpenCL compiler.
+if(TARGET netrun-opencl AND TARGET netrun-cli AND Python3_Interpreter_FOUND)
+  set(_ocl_env "NETRUN_BACKEND_PATH=${NETRUN_BACKEND_OUTPUT_DIR}" "NETRUN_CACHE_DIR=${CMAKE_BINARY_DIR}/netrun-cache")
+  set(_ocl_guard ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/run_if_available.py --netrun $<TARGET_FILE:netrun-cli> --)
+
+  # no driver visible (an empty ICD folder): opencl is listed unavailable with a reason, default runs still work
+  file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/tests/empty-icd)
+  add_test(NAME opencl.unavailable
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_unavailable.py --netrun $<TARGET_FILE:netrun-cli>
+      --model ${CMAKE_SOURCE_DIR}/examples/tiny_cnn.onnx)
+  set_tests_properties(opencl.unavailable PROPERTIES TIMEOUT 120 LABELS opencl
+    ENVIRONMENT "${_ocl_env};OCL_ICD_VENDORS=${CMAKE_BINARY_DIR}/tests/empty-icd;OCL_ICD_FILENAMES=")
+
+  # every op test case (tests/ops/cases_*.py) on opencl --strict vs cpu; strict refusals are skipped
+  add_test(NAME opencl.compare
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/compare_backends.py --netrun $<TARGET_FILE:netrun-cli>
+      --backend opencl --jobs 2 --min-passed 100)
+  set_tests_properties(opencl.compare PROPERTIES TIMEOUT 1200 LABELS opencl ENVIRONMENT "${_ocl_env}")
+
+  # ONNX node tests, native passes ratchet: fails when a test of expected_opencl.txt stops passing natively
+  if(TARGET netrun-conformance)
+    add_test(NAME conformance.opencl
+      COMMAND ${_ocl_guard} ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/conformance/run_conformance.py
+        --tool $<TARGET_FILE:netrun-conformance> --backend opencl --cache ${CMAKE_BINARY_DIR}/onnx-node-tests
+        --jobs 2 --timeout 60 --table failing --json ${CMAKE_BINARY_DIR}/conformance_opencl.json
+        --expected ${CMAKE_SOURCE_DIR}/tests/conformance/expected_opencl.txt)
+    set_tests_properties(conformance.opencl PROPERTIES TIMEOUT 1200 LABELS "conformance;opencl"
+      SKIP_RETURN_CODE 77 ENVIRONMENT "${_ocl_env}")
+  endif()
+
+  # end-to-end models on opencl with cpu fallback (the models fixture of tests/models)
+  if(DEFINED NETRUN_TEST_MODELS_DIR)
+    foreach(m resnet_class mobilenet_class bert_class example_tiny_cnn)
+      add_test(NAME opencl.models.${m}
+        COMMAND ${_ocl_guard} ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/models/run_model_tests.py
+          --netrun $<TARGET_FILE:netrun-cli> --models ${NETRUN_TEST_MODELS_DIR} --filter ${m} --backend opencl,cpu)
+      set_tests_properties(opencl.models.${m} PROPERTIES FIXTURES_REQUIRED netrun_test_models TIMEOUT 600
+        SKIP_RETURN_CODE 77 LABELS opencl ENVIRONMENT "${_ocl_env}")
+    endforeach()
+  endif()
+endif()
