@@ -107,7 +107,7 @@ def run_netrun(a, model, batch, prec, iters, warmup, extra=(), outdir=None):
         fp16_nodes = sum(1 for line in p.stderr.splitlines() if "-> fp16" in line)
     cpu_nodes = sum(1 for n in nodes if n.get("backend") == "cpu")
     return {
-        "median_ms": t["latency_ms"]["median"], "throughput": t.get("throughput_per_s"),
+        "median_ms": t["latency_ms"]["median"], "throughput": batch * 1e3 / t["latency_ms"]["median"],
         "cold_ms": (t.get("load_ms") or 0) + (t.get("prepare_ms") or 0) + (t.get("first_run_ms") or 0),
         "load_ms": t.get("load_ms"), "prepare_ms": t.get("prepare_ms"), "first_run_ms": t.get("first_run_ms"),
         "planned_mib": planned / 2**20, "device_peak_mib": (mem.get("device_peak_bytes") or 0) / 2**20, "gpu_peak_mib": mp.delta(), "fp16_nodes": fp16_nodes, "cpu_nodes": cpu_nodes,

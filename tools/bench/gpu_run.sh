@@ -3,7 +3,7 @@
 # cuda plugins), compare the conv and gemm op tests between cuda and cpu, then run tools/bench/gpu_bench.py.
 # Logs go to ${OUT:-/tmp/gpu-out}. Needs .deps carried (tools/gpu/pack-deps.sh), as tools/gpu/run-gpu-tests.sh.
 # Environment: BENCH_ARGS (extra gpu_bench.py arguments), BENCH_TIMEOUT_S (default 300), SKIP_COMPARE=1, SKIP_CHECK=1,
-# CHECK_TIMEOUT_S (default 90). Also runs tools/bench/gpu_fp16_check.py and a per-op profile of ResNet-50.
+# CHECK_TIMEOUT_S (default 90), CHECK_ARGS, PROFILE_BATCHES (default "32 1"). Also runs tools/bench/gpu_fp16_check.py and a per-op profile of ResNet-50.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/gpu-out}
@@ -38,11 +38,11 @@ fi
 if [ "${SKIP_CHECK:-0}" != 1 ]; then
   t1=$(date +%s)
   PYTHONUNBUFFERED=1 timeout "${CHECK_TIMEOUT_S:-90}" python3 "$REPO/tools/bench/gpu_fp16_check.py" --netrun "$NETRUN" \
-    --work /tmp/gpucheck >"$OUT/check.log" 2>&1
+    --work /tmp/gpucheck ${CHECK_ARGS:-} >"$OUT/check.log" 2>&1
   echo "fp16 check exit $? in $(( $(date +%s) - t1 )) s"; grep -v Warning "$OUT/check.log" | grep -v "torch.onnx.export" | tail -40
 fi
 if [ -f /tmp/gpucheck/resnet50.onnx ]; then  # where the time goes (per op), fp32 batch 32 and batch 1
-  for b in 32 1; do
+  for b in ${PROFILE_BATCHES:-32 1}; do
     "$NETRUN" /tmp/gpucheck/resnet50.onnx --backend cuda --batch $b --iterations 5 --profile 2>&1 | sed -n '/^Profile/,$p' | grep -A14 "BY OP"
   done >"$OUT/profile.log" 2>&1
   cat "$OUT/profile.log"
@@ -53,6 +53,6 @@ PYTHONUNBUFFERED=1 timeout "${BENCH_TIMEOUT_S:-300}" python3 "$REPO/tools/bench/
 echo "bench exit $? in $(( $(date +%s) - t2 )) s"
 grep -v '^{' "$OUT/bench.log" | tail -60
 # the per-layer fp16 decisions on ResNet-50 batch 32
-[ -f /tmp/gpubench/resnet50.onnx ] && NETRUN_LOG_LEVEL=info "$NETRUN" /tmp/gpubench/resnet50.onnx --backend cuda \
+[ "${SKIP_DECISIONS:-0}" != 1 ] && [ -f /tmp/gpubench/resnet50.onnx ] && NETRUN_LOG_LEVEL=info "$NETRUN" /tmp/gpubench/resnet50.onnx --backend cuda \
   --batch 32 --precision fp16 --iterations 5 >"$OUT/fp16_resnet50_b32.log" 2>&1
 exit 0
