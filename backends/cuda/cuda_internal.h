@@ -84,8 +84,13 @@ CUDA_CUBLAS_FUNCS(CUDA_LAZY_DECLARE)
 /* Load cuBLAS and cuDNN once per process (thread-safe) and check their versions; NETRUN_OK or an error that
  * says which library is missing or mismatched and what to do. */
 netrun_status cuda_load_libs(void);
-/* 1 once cuda_load_libs() succeeded (the pointers above are set). */
+/* Each library alone (cuda_backend.c loads cuBLAS at the first Gemm/MatMul kernel, cuDNN at the probe). */
+netrun_status cuda_load_cublas(void);
+netrun_status cuda_load_cudnn(void);
+/* 1 once that library's pointers are set. */
 int cuda_libs_loaded(void);
+int cuda_cublas_loaded(void);
+int cuda_cudnn_loaded(void);
 
 /* How conv.c chooses cuDNN algorithms (option cuda.algo_search, CLI --algo-search), in cuda_context.algo_search:
  *   CUDA_ALGO_HEURISTIC (default): cuDNN's heuristic ranking (cudnnGet*_v7), no timing runs at kernel creation;
@@ -97,8 +102,8 @@ typedef struct cuda_context {
     netrun_backend_config config;
     int device;
     cudaStream_t stream;
-    cublasHandle_t cublas;
-    cudnnHandle_t cudnn;
+    cublasHandle_t cublas;         /* created at the first kernel_create of the gemm family (else NULL) */
+    cudnnHandle_t cudnn;           /* created at the first kernel_create of the conv family (else NULL) */
     size_t allocated;     /* bytes of live buffer_alloc buffers (device_memory_budget) */
     size_t total_memory;  /* of the device */
     int sm_count;
