@@ -1,5 +1,5 @@
-/* netrun-conformance: runs ONNX backend node tests (model.onnx + test_data_set_N/{input,output}_K.pb), each in
- * its own forked child, and reports a status per test. Uses only the public API (netrun.h). */
+/* netrun-conformance: runs ONNX backend node tests (model.onnx + test_data_set_N/{input,output}_K.pb) in forked
+ * children (a batch of tests each), and reports a status per test. Uses only the public API (netrun.h). */
 #ifndef NETRUN_CONFORMANCE_H
 #define NETRUN_CONFORMANCE_H
 
@@ -45,6 +45,7 @@ typedef struct conf_opts {
     const char *node_dir;
     int jobs;
     int timeout_s;
+    int batch;                  /* tests per child process */
     int threads;
     int verbose;
 } conf_opts;

@@ -20,12 +20,14 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: netrun-conformance [options] NODE_TEST_DIR\n"
             "Runs every ONNX node test folder (model.onnx, test_data_set_*/input_*.pb, output_*.pb) of\n"
-            "NODE_TEST_DIR, each in its own child process.\n"
+            "NODE_TEST_DIR in child processes (a crash or hang is one test's result, not the run's).\n"
             "  --backend LIST         backend preference list (default: the library's); the first is native\n"
             "  --json FILE            write the JSON report (\"-\" = stdout)\n"
             "  --filter REGEX         only tests whose name matches (POSIX extended regex, unanchored)\n"
             "  --jobs N               tests run at once (default: number of cores)\n"
             "  --timeout S            seconds per test before it is killed and reported as error (default 30)\n"
+            "  --batch N              tests run one after another in one child process (default 16); a child\n"
+            "                         that dies leaves its unfinished tests to be run again, one per child\n"
             "  --threads N            CPU threads per test (default 1)\n"
             "  --skip FILE            skip list: lines 'REGEX  # reason' (anchored to the whole name)\n"
             "  --expected FILE        ratchet: exit 1 if a test listed in FILE does not pass\n"
@@ -166,15 +168,21 @@ static conf_test *find_tests(const char *root, const regex_t *filter, int *n_out
     return tests;
 }
 
-/* ---- scheduler: one child per test ---- */
+/* ---- scheduler: children that run a batch of tests each ----
+ * A child runs up to --batch tests one after another and writes one result per test to its pipe. Batches keep
+ * per-process start-up (a CUDA context, an OpenCL platform) off every test; isolation is kept where it matters:
+ * when a child dies, the test it was running is reported with the signal, and the rest of its batch is run
+ * again, one child per test. */
 
 typedef struct slot {
     pid_t pid;
     int fd;
-    int test;
-    size_t got;
+    int *batch;      /* test indices this child runs, in order */
+    int n_batch;
+    int n_done;      /* results received */
+    size_t got;      /* bytes of the current result received */
     int killed;
-    double deadline;
+    double deadline; /* for the test now running */
     conf_result buf;
 } slot;
 
@@ -185,7 +193,7 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void child_main(const conf_opts *o, const conf_test *t, int fd)
+static void child_main(const conf_opts *o, const conf_test *tests, const int *batch, int n_batch, int fd)
 {
     if (!o->verbose) {
         int null = open("/dev/null", O_WRONLY);
@@ -196,27 +204,30 @@ static void child_main(const conf_opts *o, const conf_test *t, int fd)
         }
     }
     signal(SIGPIPE, SIG_IGN);
-    alarm((unsigned)o->timeout_s); /* default action kills us: the parent reports SIGALRM as a timeout */
     conf_result *r = calloc(1, sizeof(*r));
     if (!r)
         _exit(3);
-    r->magic = CONF_RESULT_MAGIC;
-    conf_run_test(o, t->dir, r);
-    const char *p = (const char *)r;
-    size_t left = sizeof(*r);
-    while (left) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            _exit(4);
-        p += w;
-        left -= (size_t)w;
+    for (int k = 0; k < n_batch; k++) {
+        alarm((unsigned)o->timeout_s); /* per test; the default action kills us: reported as a timeout */
+        memset(r, 0, sizeof(*r));
+        r->magic = CONF_RESULT_MAGIC;
+        conf_run_test(o, tests[batch[k]].dir, r);
+        const char *p = (const char *)r;
+        size_t left = sizeof(*r);
+        while (left) {
+            ssize_t w = write(fd, p, left);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0)
+                _exit(4);
+            p += w;
+            left -= (size_t)w;
+        }
     }
     _exit(0); /* no atexit handlers or stdio buffers inherited from the parent */
 }
 
-static int spawn(const conf_opts *o, conf_test *t, int index, slot *s)
+static int spawn(const conf_opts *o, const conf_test *tests, int *batch, int n_batch, slot *s)
 {
     int fds[2];
     if (pipe(fds) != 0)
@@ -230,34 +241,42 @@ static int spawn(const conf_opts *o, conf_test *t, int index, slot *s)
     }
     if (pid == 0) {
         close(fds[0]);
-        child_main(o, t, fds[1]);
+        child_main(o, tests, batch, n_batch, fds[1]);
     }
     close(fds[1]);
     memset(s, 0, sizeof(*s));
     s->pid = pid;
     s->fd = fds[0];
-    s->test = index;
+    s->batch = batch;
+    s->n_batch = n_batch;
     s->deadline = now_s() + o->timeout_s + 5; /* the child's alarm should fire first */
     return 0;
 }
 
-static void finish(const conf_opts *o, slot *s, conf_test *t)
+static void take_result(conf_result *r, const conf_result *got)
+{
+    *r = *got;
+    r->detail[sizeof(r->detail) - 1] = r->backends[sizeof(r->backends) - 1] = '\0';
+    r->ops[sizeof(r->ops) - 1] = r->missing_op[sizeof(r->missing_op) - 1] = '\0';
+    r->first_backend[sizeof(r->first_backend) - 1] = '\0';
+    if (r->magic != CONF_RESULT_MAGIC || r->status < 0 || r->status >= CONF_STATUS_COUNT)
+        r->status = CONF_ERROR;
+}
+
+/* The child is gone: reap it. A child of a batch that died before its last result leaves the rest of its batch
+ * (the test it died in included: an earlier test may have caused it) to be run again alone; returns how many.
+ * A child running one test gives that test the error. */
+static int finish(const conf_opts *o, slot *s, conf_test *tests)
 {
     int ws = 0;
     while (waitpid(s->pid, &ws, 0) < 0 && errno == EINTR)
         ;
     close(s->fd);
-    conf_result *r = &t->res;
-    int complete = s->got == sizeof(s->buf) && s->buf.magic == CONF_RESULT_MAGIC;
-    if (complete && WIFEXITED(ws) && WEXITSTATUS(ws) == 0) {
-        *r = s->buf;
-        r->detail[sizeof(r->detail) - 1] = r->backends[sizeof(r->backends) - 1] = '\0';
-        r->ops[sizeof(r->ops) - 1] = r->missing_op[sizeof(r->missing_op) - 1] = '\0';
-        r->first_backend[sizeof(r->first_backend) - 1] = '\0';
-        if (r->status < 0 || r->status >= CONF_STATUS_COUNT)
-            r->status = CONF_ERROR;
-        return;
-    }
+    if (s->n_done >= s->n_batch)
+        return 0;
+    if (s->n_batch > 1)
+        return s->n_batch - s->n_done;
+    conf_result *r = &tests[s->batch[0]].res;
     memset(r, 0, sizeof(*r));
     r->status = CONF_ERROR;
     if (s->killed || (WIFSIGNALED(ws) && WTERMSIG(ws) == SIGALRM))
@@ -267,12 +286,15 @@ static void finish(const conf_opts *o, slot *s, conf_test *t)
     else
         snprintf(r->detail, sizeof(r->detail), "child exited with status %d without a result",
                  WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
+    s->n_done = 1;
+    return 0;
 }
 
 static void report_line(const conf_test *t)
 {
     const conf_result *r = &t->res;
     printf("%-16s %s%s%s\n", conf_status_names[r->status], t->name, r->detail[0] ? ": " : "", r->detail);
+    fflush(stdout);
 }
 
 static void run_all(const conf_opts *o, conf_test *tests, int n)
@@ -280,29 +302,39 @@ static void run_all(const conf_opts *o, conf_test *tests, int n)
     slot *slots = calloc((size_t)o->jobs, sizeof(*slots));
     struct pollfd *pfd = calloc((size_t)o->jobs, sizeof(*pfd));
     int *which = calloc((size_t)o->jobs, sizeof(*which));
-    if (!slots || !pfd || !which)
+    /* queue: every test to run once, then tests a crashed child left behind, each alone */
+    int *queue = calloc((size_t)n * 2 + 1, sizeof(*queue));
+    char *solo = calloc((size_t)n + 1, 1);
+    if (!slots || !pfd || !which || !queue || !solo)
         die_usage("out of memory");
-    int next = 0, running = 0, done = 0, to_run = 0;
+    int head = 0, tail = 0, running = 0, done = 0;
     for (int i = 0; i < n; i++)
-        to_run += tests[i].res.status != CONF_SKIPPED;
-    for (int i = 0; i < o->jobs; i++)
-        slots[i].pid = 0;
-    while (next < n || running > 0) {
-        for (int i = 0; i < o->jobs && next < n; i++) {
+        if (tests[i].res.status != CONF_SKIPPED)
+            queue[tail++] = i;
+    int to_run = tail;
+    /* batches no larger than an even share of the work, so all jobs stay busy on short runs */
+    int per_job = (to_run + o->jobs - 1) / o->jobs;
+    int batch_max = o->batch < per_job ? o->batch : (per_job > 0 ? per_job : 1);
+    while (head < tail || running > 0) {
+        for (int i = 0; i < o->jobs && head < tail; i++) {
             if (slots[i].pid)
                 continue;
-            while (next < n && tests[next].res.status == CONF_SKIPPED)
-                next++;
-            if (next >= n)
-                break;
-            if (spawn(o, &tests[next], next, &slots[i]) != 0) {
-                tests[next].res.status = CONF_ERROR;
-                snprintf(tests[next].res.detail, sizeof(tests[next].res.detail), "cannot start a child: %s",
-                         strerror(errno));
+            int nb = 0;
+            if (solo[queue[head]])
+                nb = 1;
+            else
+                while (nb < batch_max && head + nb < tail && !solo[queue[head + nb]])
+                    nb++;
+            if (spawn(o, tests, &queue[head], nb, &slots[i]) != 0) {
+                for (int k = 0; k < nb; k++) {
+                    conf_result *r = &tests[queue[head + k]].res;
+                    r->status = CONF_ERROR;
+                    snprintf(r->detail, sizeof(r->detail), "cannot start a child: %s", strerror(errno));
+                }
             } else {
                 running++;
             }
-            next++;
+            head += nb;
         }
         if (running == 0)
             continue;
@@ -325,21 +357,37 @@ static void run_all(const conf_opts *o, conf_test *tests, int n)
             slot *s = &slots[which[k]];
             if (!pfd[k].revents)
                 continue;
-            char tmp[4096];
-            ssize_t got = read(s->fd, tmp, sizeof(tmp));
+            size_t room = sizeof(s->buf) - s->got;
+            ssize_t got = read(s->fd, (char *)&s->buf + s->got, room);
             if (got < 0 && errno == EINTR)
                 continue;
             if (got > 0) {
-                size_t room = sizeof(s->buf) - s->got, take = (size_t)got < room ? (size_t)got : room;
-                memcpy((char *)&s->buf + s->got, tmp, take);
-                s->got += take;
+                s->got += (size_t)got;
+                if (s->got == sizeof(s->buf) && s->n_done < s->n_batch) {
+                    conf_test *t = &tests[s->batch[s->n_done++]];
+                    take_result(&t->res, &s->buf);
+                    s->got = 0;
+                    s->deadline = now_s() + o->timeout_s + 5;
+                    if (o->verbose)
+                        report_line(t);
+                    else if (isatty(STDERR_FILENO))
+                        fprintf(stderr, "\r%d/%d", ++done, to_run);
+                }
                 continue;
             }
-            finish(o, s, &tests[s->test]); /* EOF: the child is gone or going */
-            if (o->verbose)
-                report_line(&tests[s->test]);
-            else if (isatty(STDERR_FILENO))
-                fprintf(stderr, "\r%d/%d", ++done, to_run);
+            /* EOF: the child is gone */
+            int solo_crash = s->n_batch == 1 && s->n_done == 0;
+            int left = finish(o, s, tests);
+            if (solo_crash) {
+                if (o->verbose)
+                    report_line(&tests[s->batch[0]]);
+                else if (isatty(STDERR_FILENO))
+                    fprintf(stderr, "\r%d/%d", ++done, to_run);
+            }
+            for (int j = s->n_batch - left; j < s->n_batch; j++) { /* run again, each alone */
+                solo[s->batch[j]] = 1;
+                queue[tail++] = s->batch[j];
+            }
             s->pid = 0;
             running--;
         }
@@ -355,6 +403,8 @@ static void run_all(const conf_opts *o, conf_test *tests, int n)
     free(slots);
     free(pfd);
     free(which);
+    free(queue);
+    free(solo);
 }
 
 /* ---- expected list (ratchet) ---- */
@@ -488,7 +538,7 @@ static int write_expected(const conf_opts *o, conf_test *tests, int n, const reg
 
 int main(int argc, char **argv)
 {
-    conf_opts o = {.jobs = 0, .timeout_s = 30, .threads = 1, .table = "all"};
+    conf_opts o = {.jobs = 0, .timeout_s = 30, .batch = 16, .threads = 1, .table = "all"};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
 #define VALUE() (i + 1 < argc ? argv[++i] : (die_usage("%s needs a value", a), ""))
@@ -505,6 +555,8 @@ int main(int argc, char **argv)
             o.jobs = parse_int(a, VALUE(), 1, 256);
         } else if (!strcmp(a, "--timeout")) {
             o.timeout_s = parse_int(a, VALUE(), 1, 86400);
+        } else if (!strcmp(a, "--batch")) {
+            o.batch = parse_int(a, VALUE(), 1, 4096);
         } else if (!strcmp(a, "--threads")) {
             o.threads = parse_int(a, VALUE(), 0, 1024);
         } else if (!strcmp(a, "--skip")) {
