@@ -134,6 +134,9 @@ static netrun_status conv_create(ocl_context *ctx, const netrun_node_desc *node,
     s->dt = ocl_main_dtype(node);
     s->ws_limit = ctx->config.workspace_limit ? ctx->config.workspace_limit : SIZE_MAX;
     if (ctx->config.workspace_policy == NETRUN_WORKSPACE_MIN_MEMORY && !s->transpose) s->ws_limit = 0;
+    /* balanced: the column buffer may take an eighth of the device's memory */
+    if (ctx->config.workspace_policy == NETRUN_WORKSPACE_BALANCED && ctx->global_mem / 8 < s->ws_limit)
+        s->ws_limit = (size_t)(ctx->global_mem / 8);
     const char *opts = ocl_float_options(s->dt);
     netrun_status st = ocl_kernel_get(ctx, "conv", ocl_src_conv, opts, s->transpose ? "col2im" : "im2col",
                                       s->transpose ? &s->k_col2im : &s->k_im2col);

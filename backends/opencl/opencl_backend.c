@@ -557,7 +557,11 @@ netrun_status ocl_launch(ocl_context *ctx, cl_kernel k, const char *what, int di
 
 netrun_status ocl_launch1d(ocl_context *ctx, cl_kernel k, const char *what, size_t n, int n_args,
                            const ocl_arg *args) {
-    size_t local = ctx->max_wg < 256 ? ctx->max_wg : 256;
+    /* the kernel's own limit can be below the device's (register use on GPUs) */
+    size_t kmax = 0, local = ctx->max_wg < 256 ? ctx->max_wg : 256;
+    if (clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax, NULL) == CL_SUCCESS &&
+        kmax && kmax < local)
+        local = kmax;
     if (local == 0) local = 1;
     return ocl_launch(ctx, k, what, 1, &n, &local, n_args, args);
 }
@@ -643,7 +647,7 @@ static void ocl_context_destroy(netrun_backend_context *c) {
     if (!ctx) return;
     if (ctx->queue) clFinish(ctx->queue);
     if (ctx->builds_from_source || ctx->builds_from_cache)
-        ocl_host->log(NETRUN_LOG_DEBUG, "opencl", "programs: %d built from source, %d from the binary cache (%s)",
+        ocl_host->log(NETRUN_LOG_INFO, "opencl", "programs: %d built from source, %d from the binary cache (%s)",
                       ctx->builds_from_source, ctx->builds_from_cache, ctx->cache_dir[0] ? ctx->cache_dir : "off");
     for (int i = 0; i < ctx->n_kernels; i++) {
         clReleaseKernel(ctx->kernels[i].kernel);

@@ -19,16 +19,25 @@ if(TARGET netrun-opencl AND TARGET netrun-cli AND Python3_Interpreter_FOUND)
       --backend opencl --jobs 2 --min-passed 100)
   set_tests_properties(opencl.compare PROPERTIES TIMEOUT 1200 LABELS opencl ENVIRONMENT "${_ocl_env}")
 
-  # ONNX node tests, native passes ratchet: fails when a test of expected_opencl.txt stops passing natively
+  # ONNX node tests, ratchet on NATIVE passes (all nodes on opencl): fails when a test of expected_opencl.txt
+  # stops passing natively or fewer than 800 do (tests/opencl/native_ratchet.py)
   if(TARGET netrun-conformance)
     add_test(NAME conformance.opencl
-      COMMAND ${_ocl_guard} ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/conformance/run_conformance.py
-        --tool $<TARGET_FILE:netrun-conformance> --backend opencl --cache ${CMAKE_BINARY_DIR}/onnx-node-tests
-        --jobs 2 --timeout 60 --table failing --json ${CMAKE_BINARY_DIR}/conformance_opencl.json
-        --expected ${CMAKE_SOURCE_DIR}/tests/conformance/expected_opencl.txt)
+      COMMAND ${_ocl_guard} ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/native_ratchet.py
+        --tool $<TARGET_FILE:netrun-conformance> --backend opencl --min 800
+        --expected ${CMAKE_SOURCE_DIR}/tests/conformance/expected_opencl.txt
+        --json ${CMAKE_BINARY_DIR}/conformance_opencl.json
+        -- --cache ${CMAKE_BINARY_DIR}/onnx-node-tests --jobs 2 --timeout 60 --table none)
     set_tests_properties(conformance.opencl PROPERTIES TIMEOUT 1200 LABELS "conformance;opencl"
       SKIP_RETURN_CODE 77 ENVIRONMENT "${_ocl_env}")
   endif()
+
+  # program binary cache (second start loads every program from it) and Conv paths under the workspace policy
+  add_test(NAME opencl.cache_paths
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_cache_paths.py --netrun $<TARGET_FILE:netrun-cli>
+      --model ${CMAKE_SOURCE_DIR}/examples/tiny_cnn.onnx)
+  set_tests_properties(opencl.cache_paths PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77 LABELS opencl
+    ENVIRONMENT "NETRUN_BACKEND_PATH=${NETRUN_BACKEND_OUTPUT_DIR}")
 
   # end-to-end models on opencl with cpu fallback (the models fixture of tests/models)
   if(DEFINED NETRUN_TEST_MODELS_DIR)
