@@ -49,6 +49,33 @@ __device__ __forceinline__ int64_t bcast_offset(int64_t i, const shape8 &sh, con
     return off;
 }
 
+/* Division by a divisor fixed at launch, as a multiply-high and a shift (PyTorch's IntDivider; valid for
+ * dividends below 2^31): the per-element index math of the 32-bit fast paths. */
+struct fdiv32 {
+    uint32_t d, m, s;
+};
+
+static inline fdiv32 make_fdiv(uint32_t d) {
+    fdiv32 f;
+    f.d = d ? d : 1;
+    f.s = 0;
+    while (f.s < 32 && ((uint64_t)1 << f.s) < f.d) f.s++;
+    f.m = (uint32_t)((((uint64_t)1 << 32) * (((uint64_t)1 << f.s) - f.d)) / f.d + 1);
+    return f;
+}
+
+__device__ __forceinline__ uint32_t fdiv_q(const fdiv32 &f, uint32_t n) {
+    return (__umulhi(n, f.m) + n) >> f.s;
+}
+
+/* Blocks for a 32-bit grid-stride loop over n items: enough to fill the GPU a few times over. */
+static inline unsigned cuda_blocks32(int64_t n, int threads) {
+    int64_t b = (n + threads - 1) / threads;
+    if (b < 1) b = 1;
+    if (b > 132 * 32) b = 132 * 32;
+    return (unsigned)b;
+}
+
 template <typename T> __device__ __forceinline__ float to_f(T v) { return (float)v; }
 template <> __device__ __forceinline__ float to_f<__half>(__half v) { return __half2float(v); }
 template <typename T> __device__ __forceinline__ T from_f(float v) { return (T)v; }

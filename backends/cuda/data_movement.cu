@@ -42,6 +42,93 @@ static netrun_status copy2d(cuda_context *ctx, void *dst, size_t dpitch, const v
     return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, "strided copy");
 }
 
+/* Concat as one kernel for up to CAT_MAX inputs (more: one launch per CAT_MAX): each output row (outer index)
+ * is the inputs' rows side by side; moved in units of U (16 bytes down to 1, the largest that divides every
+ * width and address). The input is picked with unrolled compares so the arguments stay in registers. */
+#define CAT_MAX 8
+struct cat_args {
+    const void *src[CAT_MAX];
+    uint32_t w[CAT_MAX];   /* row width of each input, in units */
+    uint32_t pre[CAT_MAX]; /* its first column in this launch's part of the output row */
+    int n;
+};
+
+template <typename U>
+__global__ void concat_k(U *dst, uint32_t row, uint32_t col0, fdiv32 width, uint32_t total, cat_args a) {
+    uint32_t stride = blockDim.x * gridDim.x;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+        uint32_t r = fdiv_q(width, i), c = i - r * width.d;
+        const U *s = (const U *)a.src[0];
+        uint32_t w = a.w[0], p = 0;
+#pragma unroll
+        for (int j = 1; j < CAT_MAX; j++)
+            if (j < a.n && c >= a.pre[j]) {
+                s = (const U *)a.src[j];
+                w = a.w[j];
+                p = a.pre[j];
+            }
+        dst[(size_t)r * row + col0 + c] = s[(size_t)r * w + (c - p)];
+    }
+}
+
+template <typename U>
+static netrun_status concat_launch(cuda_context *ctx, void *dst, size_t row_b, size_t col0_b, int64_t outer,
+                                   const cat_args &bytes_args, size_t width_b) {
+    cat_args a = bytes_args;
+    for (int j = 0; j < a.n; j++) {
+        a.w[j] /= (uint32_t)sizeof(U);
+        a.pre[j] /= (uint32_t)sizeof(U);
+    }
+    uint32_t width = (uint32_t)(width_b / sizeof(U)), total = (uint32_t)(outer * (int64_t)width);
+    concat_k<U><<<cuda_blocks32(total, CUDA_THREADS), CUDA_THREADS, 0, ctx->stream>>>(
+        (U *)dst, (uint32_t)(row_b / sizeof(U)), (uint32_t)(col0_b / sizeof(U)), make_fdiv(width), total, a);
+    return cuda_check_launch("Concat");
+}
+
+/* The one-kernel path; returns 0 (nothing launched) when sizes need 64-bit indices. */
+static int concat_fast(cuda_context *ctx, const netrun_kernel_args *args, int axis, int64_t outer, int64_t inner,
+                       size_t es, netrun_status *st) {
+    netrun_tensor *Y = &args->outputs[0];
+    size_t row = (size_t)(Y->dims[axis] * inner) * es;
+    if ((int64_t)row * outer > INT32_MAX || outer < 1) return 0;
+    size_t u = 16;
+    uintptr_t bits = (uintptr_t)Y->data | row;
+    for (int k = 0; k < args->n_inputs; k++) {
+        const netrun_tensor *X = &args->inputs[k];
+        if (X->rank < 0) continue;
+        bits |= (uintptr_t)X->data | (uintptr_t)((size_t)(X->dims[axis] * inner) * es);
+    }
+    while (u > 1 && (bits & (u - 1))) u /= 2;
+    cat_args a;
+    size_t at = 0, start = 0;
+    memset(&a, 0, sizeof a);
+    *st = NETRUN_OK;
+    for (int k = 0; k <= args->n_inputs && *st == NETRUN_OK; k++) {
+        const netrun_tensor *X = k < args->n_inputs ? &args->inputs[k] : NULL;
+        size_t w = X && X->rank >= 0 ? (size_t)(X->dims[axis] * inner) * es : 0;
+        if (X && w > 0) {
+            a.src[a.n] = X->data;
+            a.w[a.n] = (uint32_t)w;
+            a.pre[a.n] = (uint32_t)(at - start);
+            a.n++;
+            at += w;
+        }
+        if (a.n > 0 && (a.n == CAT_MAX || !X)) { /* launch this group */
+            size_t width = at - start;
+            switch (u) {
+            case 16: *st = concat_launch<uint4>(ctx, Y->data, row, start, outer, a, width); break;
+            case 8: *st = concat_launch<uint2>(ctx, Y->data, row, start, outer, a, width); break;
+            case 4: *st = concat_launch<uint32_t>(ctx, Y->data, row, start, outer, a, width); break;
+            case 2: *st = concat_launch<uint16_t>(ctx, Y->data, row, start, outer, a, width); break;
+            default: *st = concat_launch<uint8_t>(ctx, Y->data, row, start, outer, a, width); break;
+            }
+            memset(&a, 0, sizeof a);
+            start = at;
+        }
+    }
+    return 1;
+}
+
 static netrun_status concat_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
     const netrun_axis_params *p = (const netrun_axis_params *)args->params;
     netrun_tensor *Y = &args->outputs[0];
@@ -50,6 +137,8 @@ static netrun_status concat_run(cuda_context *ctx, void *state, const netrun_ker
     int64_t outer = 1, inner = 1;
     for (int i = 0; i < axis; i++) outer *= Y->dims[i];
     for (int i = axis + 1; i < Y->rank; i++) inner *= Y->dims[i];
+    netrun_status st;
+    if (concat_fast(ctx, args, axis, outer, inner, es, &st)) return st;
     size_t row = (size_t)(Y->dims[axis] * inner) * es, at = 0;
     for (int k = 0; k < args->n_inputs; k++) {
         const netrun_tensor *X = &args->inputs[k];

@@ -24,7 +24,10 @@ __device__ __forceinline__ float un_float(float x, const un_args &a, float lo, f
     case U_NEG: return -x;
     case U_ABS: return fabsf(x);
     case U_SIGN: return x > 0 ? 1.0f : x < 0 ? -1.0f : x;
-    case U_SIGMOID: return x >= 0 ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));
+    case U_SIGMOID: { /* one exp: e = exp(-|x|) never overflows */
+        float e = expf(-fabsf(x)), r = 1.0f / (1.0f + e);
+        return x >= 0 ? r : e * r;
+    }
     case U_TANH: return tanhf(x);
     case U_ERF: return erff(x);
     case U_EXP: return expf(x);
@@ -71,6 +74,26 @@ __global__ void unary_k(const T *x, T *y, int64_t n, un_args a, const T *minp, c
     if (minp) lo = to_f(*minp);
     if (maxp) hi = to_f(*maxp);
     GRID_LOOP(i, n) y[i] = from_f<T>(un_float(to_f(x[i]), a, lo, hi));
+}
+
+/* float32, 16-byte aligned: four elements per load/store and 32-bit indices (n4 = n / 4 < 2^31); the tail
+ * (n % 4) is done by the first threads. */
+__global__ void unary_vec4_k(const float4 *x, float4 *y, uint32_t n4, const float *xt, float *yt, uint32_t tail,
+                             un_args a, const float *minp, const float *maxp) {
+    float lo = a.alpha, hi = a.beta;
+    if (minp) lo = *minp;
+    if (maxp) hi = *maxp;
+    uint32_t stride = blockDim.x * gridDim.x;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += stride) {
+        float4 v = x[i];
+        v.x = un_float(v.x, a, lo, hi);
+        v.y = un_float(v.y, a, lo, hi);
+        v.z = un_float(v.z, a, lo, hi);
+        v.w = un_float(v.w, a, lo, hi);
+        y[i] = v;
+    }
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < tail) yt[t] = un_float(xt[t], a, lo, hi);
 }
 
 template <typename T> __global__ void unary_int_k(const T *x, T *y, int64_t n, int op) {
@@ -157,6 +180,14 @@ static netrun_status unary_run(cuda_context *ctx, void *state, const netrun_kern
         }
     }
     unsigned b = cuda_blocks(n);
+    if (X->dtype == NETRUN_DTYPE_FLOAT && n / 4 <= INT32_MAX && ((uintptr_t)X->data & 15) == 0 &&
+        ((uintptr_t)Y->data & 15) == 0) {
+        uint32_t n4 = (uint32_t)(n / 4), tail = (uint32_t)(n % 4);
+        unary_vec4_k<<<cuda_blocks32(n4 > 0 ? n4 : 1, CUDA_THREADS), CUDA_THREADS, 0, ctx->stream>>>(
+            (const float4 *)X->data, (float4 *)Y->data, n4, (const float *)X->data + 4 * (int64_t)n4,
+            (float *)Y->data + 4 * (int64_t)n4, tail, a, (const float *)minp, (const float *)maxp);
+        return cuda_check_launch(e->name);
+    }
     switch (X->dtype) {
     case NETRUN_DTYPE_FLOAT:
         unary_k<float><<<b, CUDA_THREADS, 0, ctx->stream>>>((const float *)X->data, (float *)Y->data, n, a,
@@ -248,6 +279,131 @@ __global__ void binary_k(int op, const T *a, const T *b, void *y, int64_t n, int
     }
 }
 
+/* Fast paths (n < 2^31, at most 4 dims once merged): the output shape with its size-1 dims dropped and
+ * neighbouring dims merged where both operands are contiguous (or both broadcast) across them, so a same-shape
+ * op has one dim, the squeeze-excite [N,C,1,1] * [N,C,H,W] two ([N*C, H*W], strides (1, 0) and (H*W, 1)) and a
+ * per-channel [1,C,1,1] operand three. Coordinates come from 32-bit multiply-shift divisions; R is a template
+ * argument so the geometry stays in registers. */
+#define BIN_FAST_MAX_RANK 4
+template <int R> struct bgeo {
+    fdiv32 dim[R];
+    uint32_t sa[R], sb[R];
+};
+
+template <int R> __device__ __forceinline__ void bgeo_offsets(const bgeo<R> &g, uint32_t i, uint32_t &ia, uint32_t &ib) {
+    ia = 0;
+    ib = 0;
+#pragma unroll
+    for (int d = R - 1; d > 0; d--) {
+        uint32_t q = fdiv_q(g.dim[d], i), c = i - q * g.dim[d].d;
+        ia += c * g.sa[d];
+        ib += c * g.sb[d];
+        i = q;
+    }
+    ia += i * g.sa[0];
+    ib += i * g.sb[0];
+}
+
+template <typename T, bool CMP, int R>
+__global__ void binary_fast_k(int op, const T *a, const T *b, void *y, uint32_t n, bgeo<R> g) {
+    typedef typename compute_of<T>::t C;
+    uint32_t stride = blockDim.x * gridDim.x;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        uint32_t ia, ib;
+        bgeo_offsets<R>(g, i, ia, ib);
+        C x = ld<T, C>(a, ia), z = ld<T, C>(b, ib);
+        if (CMP) ((bool *)y)[i] = bin_cmp<C>(op, x, z);
+        else st<T, C>((T *)y, i, bin_arith<C>(op, x, z));
+    }
+}
+
+/* float32, innermost merged dim a multiple of 4, 16-byte aligned: four outputs per thread; an operand with
+ * inner stride 1 is read as a float4, one broadcast along the inner dim as one float. */
+__device__ __forceinline__ float4 ld4(const float *p, uint32_t off, bool vec) {
+    if (vec) return *(const float4 *)(p + off);
+    float v = p[off];
+    return make_float4(v, v, v, v);
+}
+
+template <int R> __global__ void binary_vec4_k(int op, const float *a, const float *b, float *y, uint32_t n4, bgeo<R> g) {
+    bool va = g.sa[R - 1] != 0, vb = g.sb[R - 1] != 0;
+    uint32_t stride = blockDim.x * gridDim.x;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += stride) {
+        uint32_t ia, ib;
+        bgeo_offsets<R>(g, 4 * i, ia, ib);
+        float4 x = ld4(a, ia, va), z = ld4(b, ib, vb), r;
+        r.x = bin_arith<float>(op, x.x, z.x);
+        r.y = bin_arith<float>(op, x.y, z.y);
+        r.z = bin_arith<float>(op, x.z, z.z);
+        r.w = bin_arith<float>(op, x.w, z.w);
+        ((float4 *)y)[i] = r;
+    }
+}
+
+/* Drop size-1 dims and merge neighbours (see above); returns the merged rank (at least 1). */
+static int bin_collapse(int rank, const int64_t *dims, const int64_t *sa, const int64_t *sb, int64_t *od, int64_t *oa,
+                        int64_t *ob) {
+    int r = 0;
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] == 1) continue;
+        if (r > 0 && oa[r - 1] == sa[d] * dims[d] && ob[r - 1] == sb[d] * dims[d]) {
+            od[r - 1] *= dims[d];
+            oa[r - 1] = sa[d];
+            ob[r - 1] = sb[d];
+            continue;
+        }
+        od[r] = dims[d];
+        oa[r] = sa[d];
+        ob[r] = sb[d];
+        r++;
+    }
+    if (r == 0) {
+        od[0] = 1;
+        oa[0] = ob[0] = 0;
+        r = 1;
+    }
+    return r;
+}
+
+template <int R>
+static netrun_status launch_binary_fast(cuda_context *ctx, int op, int cmp, const netrun_tensor *A, const netrun_tensor *B,
+                                        netrun_tensor *Y, uint32_t n, const int64_t *cd, const int64_t *ca,
+                                        const int64_t *cb) {
+    bgeo<R> g;
+    memset(&g, 0, sizeof g);
+    for (int d = 0; d < R; d++) {
+        g.dim[d] = make_fdiv((uint32_t)cd[d]);
+        g.sa[d] = (uint32_t)ca[d];
+        g.sb[d] = (uint32_t)cb[d];
+    }
+    if (!cmp && A->dtype == NETRUN_DTYPE_FLOAT && cd[R - 1] % 4 == 0 && ca[R - 1] <= 1 && cb[R - 1] <= 1 &&
+        (((uintptr_t)A->data | (uintptr_t)B->data | (uintptr_t)Y->data) & 15) == 0) {
+        uint32_t n4 = n / 4;
+        binary_vec4_k<R><<<cuda_blocks32(n4, CUDA_THREADS), CUDA_THREADS, 0, ctx->stream>>>(
+            op, (const float *)A->data, (const float *)B->data, (float *)Y->data, n4, g);
+        return cuda_check_launch("binary op");
+    }
+    unsigned bl = cuda_blocks32(n, CUDA_THREADS);
+#define BINF(T)                                                                                                   \
+    if (cmp) binary_fast_k<T, true, R><<<bl, CUDA_THREADS, 0, ctx->stream>>>(op, (const T *)A->data,              \
+                                                                            (const T *)B->data, Y->data, n, g);  \
+    else binary_fast_k<T, false, R><<<bl, CUDA_THREADS, 0, ctx->stream>>>(op, (const T *)A->data,                 \
+                                                                         (const T *)B->data, Y->data, n, g);
+    switch (A->dtype) {
+    case NETRUN_DTYPE_FLOAT: BINF(float) break;
+    case NETRUN_DTYPE_FLOAT16: BINF(__half) break;
+    case NETRUN_DTYPE_INT32: BINF(int32_t) break;
+    case NETRUN_DTYPE_INT64: BINF(int64_t) break;
+    case NETRUN_DTYPE_BOOL:
+        binary_fast_k<uint8_t, true, R><<<bl, CUDA_THREADS, 0, ctx->stream>>>(op, (const uint8_t *)A->data,
+                                                                             (const uint8_t *)B->data, Y->data, n, g);
+        break;
+    default: return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda binary op: dtype %s", cuda_dtype_name(A->dtype));
+    }
+#undef BINF
+    return cuda_check_launch("binary op");
+}
+
 struct bin_entry {
     const char *name;
     int op;
@@ -302,6 +458,17 @@ static netrun_status launch_binary(cuda_context *ctx, int op, int cmp, const net
     memset(&sb, 0, sizeof sb);
     cuda_broadcast_strides(A->rank, A->dims, Y->rank, Y->dims, sa.s);
     cuda_broadcast_strides(B->rank, B->dims, Y->rank, Y->dims, sb.s);
+    if (n <= INT32_MAX) {
+        int64_t cd[NETRUN_MAX_RANK], ca[NETRUN_MAX_RANK], cb[NETRUN_MAX_RANK];
+        int r = bin_collapse(Y->rank, Y->dims, sa.s, sb.s, cd, ca, cb);
+        switch (r) {
+        case 1: return launch_binary_fast<1>(ctx, op, cmp, A, B, Y, (uint32_t)n, cd, ca, cb);
+        case 2: return launch_binary_fast<2>(ctx, op, cmp, A, B, Y, (uint32_t)n, cd, ca, cb);
+        case 3: return launch_binary_fast<3>(ctx, op, cmp, A, B, Y, (uint32_t)n, cd, ca, cb);
+        case 4: return launch_binary_fast<4>(ctx, op, cmp, A, B, Y, (uint32_t)n, cd, ca, cb);
+        default: break; /* more dims: the general kernel below */
+        }
+    }
     int plain = cuda_count(A) == n && cuda_count(B) == n;
     unsigned bl = cuda_blocks(n);
 #define BIN(T)                                                                                                    \

@@ -62,6 +62,64 @@ template <typename T> __global__ void pool_k(const T *x, T *y, int64_t total, po
     }
 }
 
+/* 2-D pooling with 32-bit index math (total outputs and each input plane below 2^31): the common case, with
+ * the same results as pool_k. */
+struct pool2d_geo {
+    fdiv32 ow, oh;
+    int ih, iw, kh, kw, sh, sw, dh, dw, ph, pw, peh, pew, is_max, include_pad;
+};
+
+template <typename T> __global__ void pool2d_k(const T *x, T *y, uint32_t total, pool2d_geo g) {
+    uint32_t stride = blockDim.x * gridDim.x;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+        uint32_t q = fdiv_q(g.ow, i), plane = fdiv_q(g.oh, q);
+        int ox = (int)(i - q * g.ow.d), oy = (int)(q - plane * g.oh.d);
+        const T *xp = x + (size_t)plane * (size_t)g.ih * (size_t)g.iw;
+        int y0 = oy * g.sh - g.ph, x0 = ox * g.sw - g.pw;
+        float best = -INFINITY, sum = 0;
+        int cnt = 0;
+        for (int a = 0; a < g.kh; a++) {
+            int yy = y0 + a * g.dh;
+            if (yy < 0 || yy >= g.ih) continue;
+            const T *row = xp + (size_t)yy * g.iw;
+            for (int b = 0; b < g.kw; b++) {
+                int xx = x0 + b * g.dw;
+                if (xx < 0 || xx >= g.iw) continue;
+                float v = to_f(row[xx]);
+                if (v != v) best = v; /* NaN wins */
+                else if (best == best && v > best) best = v;
+                sum += v;
+                cnt++;
+            }
+        }
+        float res;
+        if (g.is_max) res = cnt ? best : -INFINITY;
+        else {
+            int div = cnt;
+            if (g.include_pad) { /* taps inside the padded extent [-pads_begin, in + pads_end) */
+                int ch = 0, cw = 0;
+                for (int a = 0; a < g.kh; a++) ch += y0 + a * g.dh < g.ih + g.peh;
+                for (int b = 0; b < g.kw; b++) cw += x0 + b * g.dw < g.iw + g.pew;
+                div = ch * cw;
+            }
+            res = div ? sum / (float)div : 0.0f;
+        }
+        y[i] = from_f<T>(res);
+    }
+}
+
+static int pool2d_fits(const pool_geo &g, int64_t total) {
+    if (g.ns != 2 || total > INT32_MAX || g.in[0] * g.in[1] > INT32_MAX) return 0;
+    for (int d = 0; d < 2; d++) {
+        int64_t v[] = {g.in[d], g.out[d], g.k[d], g.s[d], g.d[d], g.pb[d], g.pe[d]};
+        for (size_t j = 0; j < sizeof v / sizeof v[0]; j++)
+            if (v[j] < 0 || v[j] > (1 << 20)) return 0;
+        /* every position the kernel computes stays in int */
+        if (g.out[d] * g.s[d] + g.k[d] * g.d[d] + g.in[d] + g.pb[d] + g.pe[d] > INT32_MAX) return 0;
+    }
+    return 1;
+}
+
 static int pool_supports(const netrun_node_desc *node, char *reason, size_t size) {
     netrun_dtype t = cuda_main_dtype(node);
     if (t != NETRUN_DTYPE_FLOAT && t != NETRUN_DTYPE_FLOAT16)
@@ -95,6 +153,32 @@ static netrun_status pool_run(cuda_context *ctx, void *state, const netrun_kerne
     }
     g.is_max = (intptr_t)state == 1;
     g.include_pad = p->count_include_pad;
+    if (pool2d_fits(g, total)) {
+        pool2d_geo q;
+        memset(&q, 0, sizeof q);
+        q.oh = make_fdiv((uint32_t)g.out[0]);
+        q.ow = make_fdiv((uint32_t)g.out[1]);
+        q.ih = (int)g.in[0];
+        q.iw = (int)g.in[1];
+        q.kh = (int)g.k[0];
+        q.kw = (int)g.k[1];
+        q.sh = (int)g.s[0];
+        q.sw = (int)g.s[1];
+        q.dh = (int)g.d[0];
+        q.dw = (int)g.d[1];
+        q.ph = (int)g.pb[0];
+        q.pw = (int)g.pb[1];
+        q.peh = (int)g.pe[0];
+        q.pew = (int)g.pe[1];
+        q.is_max = g.is_max;
+        q.include_pad = g.include_pad;
+        unsigned b = cuda_blocks32(total, CUDA_THREADS);
+        if (X->dtype == NETRUN_DTYPE_FLOAT)
+            pool2d_k<float><<<b, CUDA_THREADS, 0, ctx->stream>>>((const float *)X->data, (float *)Y->data, (uint32_t)total, q);
+        else
+            pool2d_k<__half><<<b, CUDA_THREADS, 0, ctx->stream>>>((const __half *)X->data, (__half *)Y->data, (uint32_t)total, q);
+        return cuda_check_launch("pool");
+    }
     if (X->dtype == NETRUN_DTYPE_FLOAT)
         pool_k<float><<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>((const float *)X->data, (float *)Y->data, total, g);
     else
@@ -123,6 +207,22 @@ template <typename T> __global__ void global_pool_k(const T *x, T *y, int64_t pl
     if (threadIdx.x == 0) y[blockIdx.x] = from_f<T>(anynan > 0 && is_max ? NAN : r);
 }
 
+/* Small planes (the squeeze-excite pools at 7x7 .. 28x28): one warp per plane, 8 planes per block, NaN
+ * propagated through the max as in global_pool_k. */
+__device__ __forceinline__ float gp_comb(float a, float b, int is_max) {
+    return is_max ? ((a != a || b != b) ? NAN : fmaxf(a, b)) : a + b;
+}
+
+template <typename T> __global__ void global_pool_warp_k(const T *x, T *y, uint32_t planes, uint32_t plane, int is_max) {
+    uint32_t w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+    if (w >= planes) return; /* the whole warp: w is the same for its 32 lanes */
+    const T *xp = x + (size_t)w * plane;
+    float acc = is_max ? -INFINITY : 0.0f;
+    for (uint32_t i = lane; i < plane; i += 32) acc = gp_comb(acc, to_f(xp[i]), is_max);
+    for (int o = 16; o > 0; o >>= 1) acc = gp_comb(acc, __shfl_xor_sync(0xffffffffu, acc, o), is_max);
+    if (lane == 0) y[w] = from_f<T>(is_max ? acc : acc / (float)plane);
+}
+
 static netrun_status global_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
     const netrun_tensor *X = &args->inputs[0];
     netrun_tensor *Y = &args->outputs[0];
@@ -132,6 +232,16 @@ static netrun_status global_run(cuda_context *ctx, void *state, const netrun_ker
     if (planes == 0) return NETRUN_OK;
     if (plane == 0 || planes > INT32_MAX) return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda global pool: empty or huge planes");
     int is_max = (intptr_t)state == 1, threads = plane >= 1024 ? 512 : plane >= 128 ? 128 : 32;
+    if (plane <= 1024 && planes <= INT32_MAX / 32) {
+        unsigned b = (unsigned)((planes + 7) / 8);
+        if (X->dtype == NETRUN_DTYPE_FLOAT)
+            global_pool_warp_k<float><<<b, 256, 0, ctx->stream>>>((const float *)X->data, (float *)Y->data,
+                                                                   (uint32_t)planes, (uint32_t)plane, is_max);
+        else
+            global_pool_warp_k<__half><<<b, 256, 0, ctx->stream>>>((const __half *)X->data, (__half *)Y->data,
+                                                                    (uint32_t)planes, (uint32_t)plane, is_max);
+        return cuda_check_launch("global pool");
+    }
     if (X->dtype == NETRUN_DTYPE_FLOAT)
         global_pool_k<float><<<(unsigned)planes, threads, 0, ctx->stream>>>((const float *)X->data, (float *)Y->data, plane, is_max);
     else
