@@ -52,9 +52,7 @@ static int is_depthwise(const conv_geom *g, int transpose) {
 
 /* Depthwise with at most 2 spatial dims: the padded-plane kernel of conv_depthwise.c. */
 static int is_dw2d(const conv_geom *g, int transpose) {
-    /* rows narrower than a vector waste most lanes here: oneDNN's channel-blocked kernel wins (7x7, 14x14) */
-    return is_depthwise(g, transpose) && g->k[0] == 1 && g->in[0] == 1 && g->out[0] == 1 &&
-           (g->out[2] >= 16 || !cpu_dnnl_available());
+    return is_depthwise(g, transpose) && g->k[0] == 1 && g->in[0] == 1 && g->out[0] == 1;
 }
 
 static void dw_args(const conv_geom *g, cpu_dw_args *a) {
@@ -320,14 +318,22 @@ static int64_t dims_known(const netrun_value_desc *v) {
     return 1;
 }
 
-/* oneDNN for constant-W Conv whose dims are known, except 1x1 stride-1 convs: those are one plain sgemm on
- * NCHW, as fast as oneDNN's blocked kernel plus the reorders it needs (measured per layer, see
- * docs/benchmarks.md). */
-static int want_dnnl(const netrun_node_desc *node, const conv_geom *g, int transpose) {
+/* oneDNN for constant-W Conv whose dims are known (measured per layer on ResNet-50 and MobileNetV2 shapes,
+ * see /work/briefs/cpuk_figures.md): kxk convs (blocked JIT kernels beat im2col + sgemm 1.3-1.6x even with
+ * the NCHW reorders) and 1x1 convs on small planes (7x7). A 1x1 conv on a larger plane stays one plain
+ * sgemm on NCHW: the reorders of big planes cost what the blocked kernel saves (MobileNetV2 16->96 at
+ * 112x112: 2.0 ms sgemm, 6.5 ms oneDNN). Depthwise 2-D stays in conv_depthwise.c. */
+static int want_dnnl(int threads, const netrun_node_desc *node, const conv_geom *g, int transpose) {
     const netrun_conv_params *p = node->params;
-    return !transpose && node->inputs[1].const_data && !is_pointwise(g, p) && !is_dw2d(g, transpose) &&
-           cpu_dnnl_available();
+    if (transpose || !node->inputs[1].const_data || !cpu_dnnl_available()) return 0;
+    if (cpu_dnnl_all()) return 1;
+    if (is_dw2d(g, transpose)) return 0;
+    if (g->g > 1 && threads > 1) return 0; /* grouped convs are not sliced over threads: im2col splits groups */
+    if (is_pointwise(g, p)) return g->out_size <= 64;
+    return 1;
 }
+
+
 
 static int node_has_bias(const netrun_node_desc *node) {
     const netrun_conv_params *p = node->params;
@@ -362,7 +368,7 @@ static netrun_status create_common(cpu_context *ctx, const netrun_node_desc *nod
     conv_geom g;
     if (node->n_outputs > 0 && dims_known(&node->inputs[0]) && dims_known(&node->outputs[0]) && dims_known(w) &&
         make_geom(p, node->inputs[0].dims, node->outputs[0].dims, w->dims[1], transpose, &g)) {
-        if (s && want_dnnl(node, &g, transpose)) {
+        if (s && want_dnnl(ctx->threads, node, &g, transpose)) {
             size_t need = 0;
             netrun_status rc = cpu_dnnl_conv_create(ctx, p, node->inputs[0].dims, w->dims, node->outputs[0].dims,
                                                     s->w ? s->w : w->const_data, node_has_bias(node), &s->dnnl,
@@ -503,10 +509,12 @@ static void describe_common(const netrun_node_desc *node, char *buf, size_t size
     if (p && !transpose && node->n_inputs > 1 && node->n_outputs > 0 && dims_known(&node->inputs[0]) &&
         dims_known(&node->outputs[0]) && dims_known(&node->inputs[1]) &&
         make_geom(p, node->inputs[0].dims, node->outputs[0].dims, node->inputs[1].dims[1], 0, &g)) {
-        if (want_dnnl(node, &g, 0) &&
-            cpu_dnnl_conv_describe(p, node->inputs[0].dims, node->inputs[1].dims, node->outputs[0].dims,
-                                   node_has_bias(node), buf, size))
+        /* describe runs before create and cannot see the context: the path is named for the thread count
+         * of the latest context (exact unless contexts of different sizes build kernels at once) */
+        if (want_dnnl(cpu_pool_last_threads(), node, &g, 0)) {
+            snprintf(buf, size, "oneDNN %s (blocked)", is_depthwise(&g, 0) ? "depthwise" : is_pointwise(&g, p) ? "1x1" : "conv");
             return;
+        }
         if (is_dw2d(&g, 0)) path = cpu_dw_variant();
         else if (is_depthwise(&g, 0)) path = "depthwise direct";
         else if (is_pointwise(&g, p)) path = "1x1 sgemm";

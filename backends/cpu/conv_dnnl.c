@@ -2,9 +2,9 @@
  * AVX-512, JIT-compiled for the CPU it runs on, so no -march is needed); X is reordered into it and Y back
  * out of it, inside the node. Weights are reordered once at kernel_create. Bias and the fused activation
  * (and the fused "+ Z" as a sum post-op) are applied by the primitive while the output tile is hot.
- * Threads: this oneDNN runs on OpenMP; each call sets the calling thread's OpenMP team size to the
- * context's thread count, and netrun's own pool sleeps meanwhile, so --threads N stays N busy threads.
- * Scratch (blocked X and Y, the primitive's scratchpad) lives in the runtime's workspace. */
+ * Threads: the output channels are cut into one slice per thread of netrun's pool, each slice its own
+ * single-threaded primitive (see dnnl_slice). Scratch (blocked X and Y, the scratchpads) lives in the
+ * runtime's workspace; nothing is allocated on the run path by this file. */
 #include "conv_dnnl.h"
 
 #include <stdio.h>
@@ -13,24 +13,43 @@
 #include <dnnl.h>
 #include <omp.h>
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "gemm_util.h"
 
 static dnnl_engine_t g_engine;
 static dnnl_status_t g_engine_status = dnnl_runtime_error;
 static pthread_once_t g_engine_once = PTHREAD_ONCE_INIT;
-static void engine_init(void) { g_engine_status = dnnl_engine_create(&g_engine, dnnl_cpu, 0); }
+/* NETRUN_CPU_DNNL in the environment, for A/B measurements and bug isolation: 0 turns the oneDNN path off,
+ * "all" also gives it the 1x1 and depthwise convs the other paths normally take. */
+static int g_all;
+static void engine_init(void) {
+    const char *e = getenv("NETRUN_CPU_DNNL");
+    if (e && !strcmp(e, "0")) return;
+    g_all = e && !strcmp(e, "all");
+    g_engine_status = dnnl_engine_create(&g_engine, dnnl_cpu, 0);
+}
 
-struct cpu_dnnl_conv {
+/* One primitive per slice of output channels: with T threads the conv is cut into up to T slices (multiples
+ * of 16 channels), each run single-threaded by one thread of netrun's pool. No OpenMP team is ever started,
+ * so --threads N is exactly N threads and no second pool spins on the cores (an OpenMP team of 2 measured
+ * 2-10x slower on a loaded machine: its workers spin between regions while netrun's kernels run). */
+typedef struct dnnl_slice {
     dnnl_primitive_t conv, r_src, r_dst, r_sum; /* r_*: plain <-> blocked reorders, NULL when not needed */
     dnnl_stream_t stream;
     dnnl_memory_t m_x, m_xb, m_w, m_b, m_y, m_yb, m_z, m_sp;
-    size_t off_yb, off_sp, ws_bytes;
-    float *w;          /* weights in the primitive's layout */
-    int has_bias, has_sum, post_act, threads;
-    int64_t ny;        /* output elements */
+    size_t ws_off, off_yb, off_sp, ws_bytes; /* this slice's part of the workspace */
+    float *w;                                /* its weights in the primitive's layout */
+    int64_t m0, mc;                          /* output channels [m0, m0 + mc) */
+} dnnl_slice;
+
+struct cpu_dnnl_conv {
+    int n_slices, has_bias, has_sum, post_act, blocked;
+    int64_t ny, plane, m, n; /* output elements, output plane size, channels, batch */
+    size_t ws_bytes;
     netrun_fused_activation act;
     char impl[64];
+    dnnl_slice sl[];
 };
 
 static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
@@ -62,38 +81,50 @@ static dnnl_format_tag_t plain_tag(int rank) {
 
 void cpu_dnnl_conv_destroy(cpu_dnnl_conv *s) {
     if (!s) return;
-    dnnl_primitive_t prims[] = {s->conv, s->r_src, s->r_dst, s->r_sum};
-    for (size_t i = 0; i < sizeof prims / sizeof prims[0]; i++)
-        if (prims[i]) dnnl_primitive_destroy(prims[i]);
-    dnnl_memory_t mems[] = {s->m_x, s->m_xb, s->m_w, s->m_b, s->m_y, s->m_yb, s->m_z, s->m_sp};
-    for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
-        if (mems[i]) dnnl_memory_destroy(mems[i]);
-    if (s->stream) dnnl_stream_destroy(s->stream);
-    if (s->w) cpu_free(s->w);
+    for (int k = 0; k < s->n_slices; k++) {
+        dnnl_slice *q = &s->sl[k];
+        dnnl_primitive_t prims[] = {q->conv, q->r_src, q->r_dst, q->r_sum};
+        for (size_t i = 0; i < sizeof prims / sizeof prims[0]; i++)
+            if (prims[i]) dnnl_primitive_destroy(prims[i]);
+        dnnl_memory_t mems[] = {q->m_x, q->m_xb, q->m_w, q->m_b, q->m_y, q->m_yb, q->m_z, q->m_sp};
+        for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
+            if (mems[i]) dnnl_memory_destroy(mems[i]);
+        if (q->stream) dnnl_stream_destroy(q->stream);
+        if (q->w) cpu_free(q->w);
+    }
     cpu_free(s);
 }
 
 const char *cpu_dnnl_conv_impl(const cpu_dnnl_conv *s) { return s ? s->impl : ""; }
 
-/* Primitive descriptor for these shapes; NULL when oneDNN cannot do them (the caller falls back). */
+int cpu_dnnl_all(void) { return cpu_dnnl_available() && g_all; }
+
+/* Primitive descriptor for output channels [m0, m0 + mc) of these shapes; NULL when oneDNN cannot do them
+ * (the caller falls back). y_plain describes that slice inside the whole NCHW output. */
 static dnnl_primitive_desc_t make_pd(const netrun_conv_params *p, const int64_t *xd, const int64_t *wd,
-                                     const int64_t *yd, int has_bias, int has_sum, int *post_act,
+                                     const int64_t *yd, int64_t mc, int has_bias, int has_sum, int *post_act,
                                      dnnl_memory_desc_t *x_plain, dnnl_memory_desc_t *w_plain,
                                      dnnl_memory_desc_t *y_plain, dnnl_memory_desc_t *b_md) {
     int ns = p->n_spatial, rank = ns + 2;
     if (ns < 1 || ns > 3 || p->group < 1 || xd[1] % p->group || yd[1] % p->group) return NULL;
-    dnnl_dims_t xdims, ydims, wdims, bdims = {yd[1]}, st, dl, pl, pr;
+    if (p->group > 1 && mc != yd[1]) return NULL; /* grouped convs are not sliced */
+    dnnl_dims_t xdims, ydims, ystr, wdims, bdims = {mc}, st, dl, pl, pr;
     for (int i = 0; i < rank; i++) {
         xdims[i] = xd[i];
         ydims[i] = yd[i];
     }
+    ydims[1] = mc;
+    ystr[rank - 1] = 1;
+    for (int i = rank - 2; i >= 0; i--) ystr[i] = ystr[i + 1] * yd[i + 1]; /* strides of the whole output */
     int g = p->group > 1, wrank = rank + g;
     if (g) {
         wdims[0] = p->group;
         wdims[1] = yd[1] / p->group;
         for (int i = 1; i < rank; i++) wdims[i + 1] = wd[i];
-    } else
+    } else {
         for (int i = 0; i < rank; i++) wdims[i] = wd[i];
+        wdims[0] = mc;
+    }
     for (int i = 0; i < ns; i++) {
         if (p->dilations[i] < 1 || p->strides[i] < 1) return NULL;
         st[i] = p->strides[i];
@@ -103,7 +134,7 @@ static dnnl_primitive_desc_t make_pd(const netrun_conv_params *p, const int64_t 
     }
     dnnl_memory_desc_t x_any, w_any, y_any;
     if (dnnl_memory_desc_init_by_tag(x_plain, rank, xdims, dnnl_f32, plain_tag(rank)) ||
-        dnnl_memory_desc_init_by_tag(y_plain, rank, ydims, dnnl_f32, plain_tag(rank)) ||
+        dnnl_memory_desc_init_by_strides(y_plain, rank, ydims, dnnl_f32, ystr) ||
         dnnl_memory_desc_init_by_tag(w_plain, wrank, wdims, dnnl_f32, plain_tag(wrank)) ||
         dnnl_memory_desc_init_by_tag(b_md, 1, bdims, dnnl_f32, dnnl_a) ||
         dnnl_memory_desc_init_by_tag(&x_any, rank, xdims, dnnl_f32, dnnl_format_tag_any) ||
@@ -147,20 +178,69 @@ int cpu_dnnl_available(void) {
     return g_engine_status == dnnl_success;
 }
 
-int cpu_dnnl_conv_describe(const netrun_conv_params *p, const int64_t *xd, const int64_t *wd,
-                           const int64_t *yd, int has_bias, char *buf, size_t size) {
-    if (!cpu_dnnl_available()) return 0;
+void cpu_dnnl_conv_describe_state(const cpu_dnnl_conv *s, char *buf, size_t size) {
+    snprintf(buf, size, "oneDNN %s%s", s->impl, s->blocked ? " (blocked, reorders)" : "");
+}
+
+/* Build slice q (channels q->m0 .. + q->mc). 1: built; 0: oneDNN declines (*rc stays OK) or failed (*rc). */
+static int build_slice(cpu_dnnl_conv *s, dnnl_slice *q, const netrun_conv_params *p, const int64_t *xd,
+                       const int64_t *wd, const int64_t *yd, const float *w, netrun_status *rc) {
     dnnl_memory_desc_t xp, wp, yp, bm;
     int post_act;
-    dnnl_primitive_desc_t pd = make_pd(p, xd, wd, yd, has_bias, p->has_sum, &post_act, &xp, &wp, &yp, &bm);
+    dnnl_primitive_desc_t pd = make_pd(p, xd, wd, yd, q->mc, s->has_bias, s->has_sum, &post_act, &xp, &wp, &yp, &bm);
     if (!pd) return 0;
     const char *impl = "";
     dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    if (!strncmp(impl, "ref", 3)) { /* the reference loops are slower than im2col + sgemm */
+        dnnl_primitive_desc_destroy(pd);
+        return 0;
+    }
+    snprintf(s->impl, sizeof s->impl, "%s", impl);
+    s->post_act = post_act;
     const dnnl_memory_desc_t *qx = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-    int used = strncmp(impl, "ref", 3) != 0;
-    if (used) snprintf(buf, size, "oneDNN %s%s", impl, dnnl_memory_desc_equal(qx, &xp) ? "" : " (blocked, reorders)");
+    const dnnl_memory_desc_t *qy = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    const dnnl_memory_desc_t *qw = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    const dnnl_memory_desc_t *qsp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    int blk_x = !dnnl_memory_desc_equal(qx, &xp), blk_y = !dnnl_memory_desc_equal(qy, &yp);
+    s->blocked |= blk_x || blk_y;
+    size_t xb = blk_x ? round64(dnnl_memory_desc_get_size(qx)) : 0;
+    size_t yb = blk_y ? round64(dnnl_memory_desc_get_size(qy)) : 0;
+    size_t sp = qsp ? round64(dnnl_memory_desc_get_size(qsp)) : 0;
+    q->off_yb = xb;
+    q->off_sp = xb + yb;
+    q->ws_bytes = xb + yb + sp;
+    size_t wbytes = dnnl_memory_desc_get_size(qw);
+    dnnl_memory_t m_wp = NULL;
+    dnnl_primitive_t r_w = NULL;
+    int64_t per_oc = 1; /* floats of W per output channel */
+    for (int i = 1; i < p->n_spatial + 2; i++) per_oc *= wd[i];
+    const float *wsrc = w + q->m0 * per_oc;
+    int ok = 0;
+    if (dnnl_stream_create(&q->stream, g_engine, dnnl_stream_default_flags) || dnnl_primitive_create(&q->conv, pd) ||
+        !(q->w = cpu_alloc(wbytes)) ||
+        dnnl_memory_create(&q->m_x, &xp, g_engine, DNNL_MEMORY_NONE) ||
+        dnnl_memory_create(&q->m_y, &yp, g_engine, DNNL_MEMORY_NONE) ||
+        dnnl_memory_create(&q->m_w, qw, g_engine, q->w) ||
+        (s->has_bias && dnnl_memory_create(&q->m_b, &bm, g_engine, DNNL_MEMORY_NONE)) ||
+        (sp && dnnl_memory_create(&q->m_sp, qsp, g_engine, DNNL_MEMORY_NONE)) ||
+        (blk_x && (dnnl_memory_create(&q->m_xb, qx, g_engine, DNNL_MEMORY_NONE) || !make_reorder(&xp, qx, &q->r_src))) ||
+        (blk_y && (dnnl_memory_create(&q->m_yb, qy, g_engine, DNNL_MEMORY_NONE) || !make_reorder(qy, &yp, &q->r_dst))) ||
+        (blk_y && s->has_sum &&
+         (dnnl_memory_create(&q->m_z, &yp, g_engine, DNNL_MEMORY_NONE) || !make_reorder(&yp, qy, &q->r_sum))) ||
+        dnnl_memory_create(&m_wp, &wp, g_engine, (void *)wsrc) || !make_reorder(&wp, qw, &r_w)) {
+        *rc = cpu_host->error(NETRUN_ERR_BACKEND, "Conv (oneDNN %s): cannot build the primitive", impl);
+        goto done;
+    }
+    dnnl_exec_arg_t wa[] = {{DNNL_ARG_FROM, m_wp}, {DNNL_ARG_TO, q->m_w}};
+    if (dnnl_primitive_execute(r_w, q->stream, 2, wa) || dnnl_stream_wait(q->stream))
+        *rc = cpu_host->error(NETRUN_ERR_BACKEND, "Conv (oneDNN %s): weight reorder failed", impl);
+    else
+        ok = 1;
+done:
+    if (r_w) dnnl_primitive_destroy(r_w);
+    if (m_wp) dnnl_memory_destroy(m_wp);
     dnnl_primitive_desc_destroy(pd);
-    return used;
+    return ok;
 }
 
 netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p, const int64_t *xd,
@@ -168,73 +248,45 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
                                    cpu_dnnl_conv **out, size_t *ws) {
     *out = NULL;
     *ws = 0;
-    if (!cpu_dnnl_available()) return NETRUN_OK;
-    omp_set_num_threads(ctx->threads); /* the primitive tunes its blocking to the team size */
-    dnnl_memory_desc_t xp, wp, yp, bm;
-    int post_act;
-    dnnl_primitive_desc_t pd = make_pd(p, xd, wd, yd, has_bias, p->has_sum, &post_act, &xp, &wp, &yp, &bm);
-    if (!pd) return NETRUN_OK; /* not expressible: the caller keeps its own path */
-    const char *impl = "";
-    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-    if (!strncmp(impl, "ref", 3)) { /* the reference loops are slower than im2col + sgemm */
-        dnnl_primitive_desc_destroy(pd);
-        return NETRUN_OK;
-    }
-    netrun_status rc = NETRUN_OK;
-    cpu_dnnl_conv *s = cpu_alloc(sizeof *s);
-    if (!s) {
-        dnnl_primitive_desc_destroy(pd);
-        return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "Conv (oneDNN): out of memory");
-    }
-    memset(s, 0, sizeof *s);
-    snprintf(s->impl, sizeof s->impl, "%s", impl);
+    if (!cpu_dnnl_available() || p->n_spatial < 1 || p->n_spatial > 3) return NETRUN_OK;
+    int64_t m = yd[1], threads = ctx->threads > 0 ? ctx->threads : 1;
+    if (threads > 64) threads = 64;
+    int64_t n_sl = p->group > 1 ? 1 : (m + 15) / 16;
+    if (n_sl > threads) n_sl = threads;
+    if (n_sl < 1) n_sl = 1;
+    int64_t per = (m + n_sl - 1) / n_sl;
+    if (n_sl > 1) per = (per + 15) / 16 * 16;
+    n_sl = (m + per - 1) / per;
+    cpu_dnnl_conv *s = cpu_alloc(sizeof *s + (size_t)n_sl * sizeof(dnnl_slice));
+    if (!s) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "Conv (oneDNN): out of memory");
+    memset(s, 0, sizeof *s + (size_t)n_sl * sizeof(dnnl_slice));
     s->has_bias = has_bias;
     s->has_sum = p->has_sum;
-    s->post_act = post_act;
     s->act = p->activation;
-    s->threads = ctx->threads;
-    s->ny = 1;
-    for (int i = 0; i < p->n_spatial + 2; i++) s->ny *= yd[i];
-    const dnnl_memory_desc_t *qx = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-    const dnnl_memory_desc_t *qy = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    const dnnl_memory_desc_t *qw = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    const dnnl_memory_desc_t *qsp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    int blk_x = !dnnl_memory_desc_equal(qx, &xp), blk_y = !dnnl_memory_desc_equal(qy, &yp);
-    size_t xb = blk_x ? round64(dnnl_memory_desc_get_size(qx)) : 0;
-    size_t yb = blk_y ? round64(dnnl_memory_desc_get_size(qy)) : 0;
-    size_t sp = qsp ? round64(dnnl_memory_desc_get_size(qsp)) : 0;
-    s->off_yb = xb;
-    s->off_sp = xb + yb;
-    s->ws_bytes = xb + yb + sp + 64; /* + 64: the runtime's workspace is aligned here */
-    size_t wbytes = dnnl_memory_desc_get_size(qw);
-    dnnl_memory_t m_wp = NULL;
-    dnnl_primitive_t r_w = NULL;
-    if (dnnl_stream_create(&s->stream, g_engine, dnnl_stream_default_flags) || dnnl_primitive_create(&s->conv, pd) ||
-        !(s->w = cpu_alloc(wbytes)) ||
-        dnnl_memory_create(&s->m_x, &xp, g_engine, DNNL_MEMORY_NONE) ||
-        dnnl_memory_create(&s->m_y, &yp, g_engine, DNNL_MEMORY_NONE) ||
-        dnnl_memory_create(&s->m_w, qw, g_engine, s->w) ||
-        (has_bias && dnnl_memory_create(&s->m_b, &bm, g_engine, DNNL_MEMORY_NONE)) ||
-        (sp && dnnl_memory_create(&s->m_sp, qsp, g_engine, DNNL_MEMORY_NONE)) ||
-        (blk_x && (dnnl_memory_create(&s->m_xb, qx, g_engine, DNNL_MEMORY_NONE) || !make_reorder(&xp, qx, &s->r_src))) ||
-        (blk_y && (dnnl_memory_create(&s->m_yb, qy, g_engine, DNNL_MEMORY_NONE) || !make_reorder(qy, &yp, &s->r_dst))) ||
-        (blk_y && s->has_sum &&
-         (dnnl_memory_create(&s->m_z, &yp, g_engine, DNNL_MEMORY_NONE) || !make_reorder(&yp, qy, &s->r_sum))) ||
-        dnnl_memory_create(&m_wp, &wp, g_engine, (void *)w) || !make_reorder(&wp, qw, &r_w)) {
-        rc = cpu_host->error(NETRUN_ERR_BACKEND, "Conv (oneDNN %s): cannot build the primitive", impl);
-        goto done;
+    s->m = m;
+    s->n = yd[0];
+    s->plane = 1;
+    for (int i = 2; i < p->n_spatial + 2; i++) s->plane *= yd[i];
+    s->ny = s->n * m * s->plane;
+    netrun_status rc = NETRUN_OK;
+    size_t off = 0;
+    for (int64_t k = 0; k < n_sl; k++) {
+        dnnl_slice *q = &s->sl[k];
+        q->m0 = k * per;
+        q->mc = m - q->m0 < per ? m - q->m0 : per;
+        s->n_slices = (int)k + 1; /* destroy frees what was built */
+        int prev = omp_get_max_threads(); /* the caller's own OpenMP setting is left as it was */
+        omp_set_num_threads(1);            /* blocking is tuned for the one thread that runs the slice */
+        int ok = build_slice(s, q, p, xd, wd, yd, w, &rc);
+        omp_set_num_threads(prev);
+        if (!ok) {
+            cpu_dnnl_conv_destroy(s);
+            return rc; /* NETRUN_OK when oneDNN just declined */
+        }
+        q->ws_off = off;
+        off += round64(q->ws_bytes);
     }
-    dnnl_exec_arg_t wa[] = {{DNNL_ARG_FROM, m_wp}, {DNNL_ARG_TO, s->m_w}};
-    if (dnnl_primitive_execute(r_w, s->stream, 2, wa) || dnnl_stream_wait(s->stream))
-        rc = cpu_host->error(NETRUN_ERR_BACKEND, "Conv (oneDNN %s): weight reorder failed", impl);
-done:
-    if (r_w) dnnl_primitive_destroy(r_w);
-    if (m_wp) dnnl_memory_destroy(m_wp);
-    dnnl_primitive_desc_destroy(pd);
-    if (rc != NETRUN_OK) {
-        cpu_dnnl_conv_destroy(s);
-        return rc;
-    }
+    s->ws_bytes = off + 64; /* + 64: the runtime's workspace is aligned here */
     *out = s;
     *ws = s->ws_bytes;
     return NETRUN_OK;
@@ -242,64 +294,88 @@ done:
 
 size_t cpu_dnnl_conv_workspace(const cpu_dnnl_conv *s) { return s ? s->ws_bytes : 0; }
 
-typedef struct act_job {
+typedef struct run_job {
+    cpu_dnnl_conv *s;
+    const float *x, *b, *z;
     float *y;
-    int64_t n;
-    const netrun_fused_activation *a;
-} act_job;
-static void act_range(void *arg, int64_t b, int64_t e) {
-    const act_job *j = arg;
-    gu_act_n(j->y + b, e - b, j->a);
+    char *base;
+    dnnl_status_t st[64];
+} run_job;
+
+static dnnl_status_t run_slice(const run_job *j, dnnl_slice *q) {
+    cpu_dnnl_conv *s = j->s;
+    char *base = j->base + q->ws_off;
+    size_t yoff = (size_t)q->m0 * (size_t)s->plane; /* the slice's first channel in the whole output */
+    dnnl_status_t st = dnnl_memory_set_data_handle(q->m_x, (void *)j->x);
+    if (!st) st = dnnl_memory_set_data_handle(q->m_y, j->y + yoff);
+    if (!st && q->m_xb) st = dnnl_memory_set_data_handle(q->m_xb, base);
+    if (!st && q->m_yb) st = dnnl_memory_set_data_handle(q->m_yb, base + q->off_yb);
+    if (!st && q->m_sp) st = dnnl_memory_set_data_handle(q->m_sp, base + q->off_sp);
+    if (!st && q->m_b) st = dnnl_memory_set_data_handle(q->m_b, (void *)(j->b + q->m0));
+    if (!st && q->m_z) st = dnnl_memory_set_data_handle(q->m_z, (void *)(j->z + yoff));
+    dnnl_memory_t src = q->m_xb ? q->m_xb : q->m_x, dst = q->m_yb ? q->m_yb : q->m_y;
+    if (!st && s->has_sum) { /* the sum post-op adds what dst holds before the primitive */
+        if (q->r_sum) {
+            dnnl_exec_arg_t a[] = {{DNNL_ARG_FROM, q->m_z}, {DNNL_ARG_TO, dst}};
+            st = dnnl_primitive_execute(q->r_sum, q->stream, 2, a);
+        } else if (j->z != j->y) /* plain dst: copy Z's channels of the slice, image by image */
+            for (int64_t n = 0; n < s->n; n++) {
+                size_t o = (size_t)(n * s->m) * (size_t)s->plane + yoff;
+                memmove(j->y + o, j->z + o, (size_t)(q->mc * s->plane) * sizeof(float));
+            }
+    }
+    if (!st && q->r_src) {
+        dnnl_exec_arg_t a[] = {{DNNL_ARG_FROM, q->m_x}, {DNNL_ARG_TO, q->m_xb}};
+        st = dnnl_primitive_execute(q->r_src, q->stream, 2, a);
+    }
+    if (!st) {
+        dnnl_exec_arg_t a[5] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, q->m_w}, {DNNL_ARG_DST, dst}};
+        int n = 3;
+        if (q->m_b) a[n++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, q->m_b};
+        if (q->m_sp) a[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, q->m_sp};
+        st = dnnl_primitive_execute(q->conv, q->stream, n, a);
+    }
+    if (!st && q->r_dst) {
+        dnnl_exec_arg_t a[] = {{DNNL_ARG_FROM, q->m_yb}, {DNNL_ARG_TO, q->m_y}};
+        st = dnnl_primitive_execute(q->r_dst, q->stream, 2, a);
+    }
+    if (!st) st = dnnl_stream_wait(q->stream);
+    if (!st && !s->post_act && s->act.kind != NETRUN_ACT_NONE)
+        for (int64_t n = 0; n < s->n; n++)
+            gu_act_n(j->y + (size_t)(n * s->m) * (size_t)s->plane + yoff, q->mc * s->plane, &s->act);
+    return st;
+}
+
+static void slice_range(void *arg, int64_t b, int64_t e) {
+    run_job *j = arg;
+    omp_set_num_threads(1); /* on a pool worker: its own ICV */
+    for (int64_t k = b; k < e; k++) j->st[k] = run_slice(j, &j->s->sl[k]);
 }
 
 netrun_status cpu_dnnl_conv_run(cpu_context *ctx, cpu_dnnl_conv *s, const float *x, const float *b,
                                 const float *z, float *y, void *ws, size_t ws_size) {
     if (!ws || ws_size < s->ws_bytes || (s->has_bias && !b) || (s->has_sum && !z))
         return cpu_host->error(NETRUN_ERR_BACKEND, "Conv (oneDNN): workspace or inputs missing at run");
-    char *base = (char *)(((uintptr_t)ws + 63) & ~(uintptr_t)63);
-    omp_set_num_threads(s->threads);
-    dnnl_status_t st = dnnl_memory_set_data_handle(s->m_x, (void *)x);
-    st = st ? st : dnnl_memory_set_data_handle(s->m_y, y);
-    if (!st && s->m_xb) st = dnnl_memory_set_data_handle(s->m_xb, base);
-    if (!st && s->m_yb) st = dnnl_memory_set_data_handle(s->m_yb, base + s->off_yb);
-    if (!st && s->m_sp) st = dnnl_memory_set_data_handle(s->m_sp, base + s->off_sp);
-    if (!st && s->m_b) st = dnnl_memory_set_data_handle(s->m_b, (void *)b);
-    if (!st && s->m_z) st = dnnl_memory_set_data_handle(s->m_z, (void *)z);
-    dnnl_memory_t src = s->m_xb ? s->m_xb : s->m_x, dst = s->m_yb ? s->m_yb : s->m_y;
-    if (!st && s->has_sum) { /* the sum post-op adds what dst holds before the primitive */
-        if (s->r_sum) {
-            dnnl_exec_arg_t a[] = {{DNNL_ARG_FROM, s->m_z}, {DNNL_ARG_TO, dst}};
-            st = dnnl_primitive_execute(s->r_sum, s->stream, 2, a);
-        } else if (z != y)
-            memmove(y, z, (size_t)s->ny * sizeof(float));
-    }
-    if (!st && s->r_src) {
-        dnnl_exec_arg_t a[] = {{DNNL_ARG_FROM, s->m_x}, {DNNL_ARG_TO, s->m_xb}};
-        st = dnnl_primitive_execute(s->r_src, s->stream, 2, a);
-    }
-    if (!st) {
-        dnnl_exec_arg_t a[5] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, s->m_w}, {DNNL_ARG_DST, dst}};
-        int n = 3;
-        if (s->m_b) a[n++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, s->m_b};
-        if (s->m_sp) a[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, s->m_sp};
-        st = dnnl_primitive_execute(s->conv, s->stream, n, a);
-    }
-    if (!st && s->r_dst) {
-        dnnl_exec_arg_t a[] = {{DNNL_ARG_FROM, s->m_yb}, {DNNL_ARG_TO, s->m_y}};
-        st = dnnl_primitive_execute(s->r_dst, s->stream, 2, a);
-    }
-    if (!st) st = dnnl_stream_wait(s->stream);
-    if (st) return cpu_host->error(NETRUN_ERR_BACKEND, "Conv (oneDNN %s): execution failed (status %d)", s->impl, (int)st);
-    if (!s->post_act && s->act.kind != NETRUN_ACT_NONE) {
-        act_job j = {y, s->ny, &s->act};
-        cpu_parallel_for(ctx, s->ny, 4096, act_range, &j);
-    }
+    if (s->n_slices > 64) return cpu_host->error(NETRUN_ERR_BACKEND, "Conv (oneDNN): too many slices");
+    run_job j = {s, x, b, z, y, (char *)(((uintptr_t)ws + 63) & ~(uintptr_t)63), {0}};
+    /* oneDNN parallelizes over omp_get_max_threads() of the calling thread: 1 keeps each slice on the
+     * pool thread that runs it (the pool's workers are not OpenMP threads: their default would be all cores) */
+    int prev = omp_get_max_threads();
+    omp_set_num_threads(1);
+    if (s->n_slices == 1) j.st[0] = run_slice(&j, &s->sl[0]);
+    else cpu_parallel_for(ctx, s->n_slices, 1, slice_range, &j);
+    omp_set_num_threads(prev);
+    for (int k = 0; k < s->n_slices; k++)
+        if (j.st[k])
+            return cpu_host->error(NETRUN_ERR_BACKEND, "Conv (oneDNN %s): execution failed (status %d)", s->impl,
+                                   (int)j.st[k]);
     return NETRUN_OK;
 }
 
 #else /* built without oneDNN */
 
 int cpu_dnnl_available(void) { return 0; }
+int cpu_dnnl_all(void) { return 0; }
 netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p, const int64_t *xd,
                                    const int64_t *wd, const int64_t *yd, const float *w, int has_bias,
                                    cpu_dnnl_conv **out, size_t *ws) {
@@ -316,10 +392,9 @@ netrun_status cpu_dnnl_conv_run(cpu_context *ctx, cpu_dnnl_conv *s, const float 
 void cpu_dnnl_conv_destroy(cpu_dnnl_conv *s) { (void)s; }
 const char *cpu_dnnl_conv_impl(const cpu_dnnl_conv *s) { (void)s; return ""; }
 size_t cpu_dnnl_conv_workspace(const cpu_dnnl_conv *s) { (void)s; return 0; }
-int cpu_dnnl_conv_describe(const netrun_conv_params *p, const int64_t *xd, const int64_t *wd,
-                           const int64_t *yd, int has_bias, char *buf, size_t size) {
-    (void)p, (void)xd, (void)wd, (void)yd, (void)has_bias, (void)buf, (void)size;
-    return 0;
+void cpu_dnnl_conv_describe_state(const cpu_dnnl_conv *s, char *buf, size_t size) {
+    (void)s;
+    snprintf(buf, size, "oneDNN (not built)");
 }
 
 #endif

@@ -11,6 +11,8 @@
 typedef struct cpu_dnnl_conv cpu_dnnl_conv;
 
 int cpu_dnnl_available(void);
+/* NETRUN_CPU_DNNL=all: every conv oneDNN can do goes to it (measurements). */
+int cpu_dnnl_all(void);
 /* Build a primitive for these dims (xd, wd, yd: ranks n_spatial + 2; w: float weights in ONNX layout).
  * *out stays NULL (and NETRUN_OK is returned) when oneDNN cannot do it well: the caller keeps its own path.
  * *ws: workspace bytes cpu_dnnl_conv_run needs. */
@@ -23,9 +25,7 @@ netrun_status cpu_dnnl_conv_run(cpu_context *ctx, cpu_dnnl_conv *s, const float 
 void cpu_dnnl_conv_destroy(cpu_dnnl_conv *s);
 const char *cpu_dnnl_conv_impl(const cpu_dnnl_conv *s);
 size_t cpu_dnnl_conv_workspace(const cpu_dnnl_conv *s);
-/* "oneDNN <implementation> (blocked, reorders)" for the profile's kernel column; 0 when
- * cpu_dnnl_conv_create would decline these dims. */
-int cpu_dnnl_conv_describe(const netrun_conv_params *p, const int64_t *xd, const int64_t *wd,
-                            const int64_t *yd, int has_bias, char *buf, size_t size);
+/* "oneDNN <implementation> (blocked, reorders)" for the profile's kernel column. */
+void cpu_dnnl_conv_describe_state(const cpu_dnnl_conv *s, char *buf, size_t size);
 
 #endif

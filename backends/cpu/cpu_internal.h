@@ -43,6 +43,8 @@ typedef void (*cpu_range_fn)(void *arg, int64_t begin, int64_t end);
 void cpu_parallel_for(cpu_context *ctx, int64_t n, int64_t grain, cpu_range_fn fn, void *arg);
 
 cpu_pool *cpu_pool_create(int threads);
+/* Thread count of the most recently created pool (labels only: kernel_describe cannot see the context). */
+int cpu_pool_last_threads(void);
 void cpu_pool_destroy(cpu_pool *pool);
 
 /* Scratch memory for a kernel run (host->alloc, 64-byte aligned). */
