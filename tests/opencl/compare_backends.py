@@ -3,6 +3,7 @@
 
 usage: compare_backends.py --netrun PATH [--backend opencl] [--family NAME[,NAME...]] [--filter SUBSTRING] [--keep DIR]
                            [--rtol 1e-3] [--atol 1e-4] [--jobs N] [--require-device] [--min-passed N]
+                           [--sample N [--full FAMILY,...]]
 
 Generalises tests/cuda/compare_backends.py to any backend name. First reads `netrun --backends`. When the
 backend is listed as unavailable (no device, no driver: a CI machine without OpenCL), it checks that a reason
@@ -99,6 +100,9 @@ def main():
     ap.add_argument("--backend", default="opencl")
     ap.add_argument("--require-device", action="store_true", help="fail when the backend is unavailable")
     ap.add_argument("--min-passed", type=int, default=1, help="fail when fewer cases pass")
+    ap.add_argument("--sample", type=int, default=1,
+                    help="run every Nth case of each family (not of the --full families): a quicker CI pass")
+    ap.add_argument("--full", default="", help="families always run in full with --sample (comma list)")
     a = ap.parse_args()
 
     st = backend_status(a.netrun, a.backend)
@@ -121,6 +125,7 @@ def main():
     if a.family:
         wanted = {f"cases_{x.strip()}.py" for x in a.family.split(",")}
         files = [f for f in files if os.path.basename(f) in wanted]
+    full = set(x.strip() for x in a.full.split(",") if x.strip())
     workdir = a.keep or tempfile.mkdtemp(prefix=f"netrun-{a.backend}-cmp-")
     passed = failed = skipped = 0
     work = []
@@ -132,7 +137,10 @@ def main():
             print(f"FAIL {fam}: cannot load cases: {type(e).__name__}: {e}")
             failed += 1
             continue
-        work += [(fam, c) for c in cases if not a.filter or a.filter in c.name]
+        picked = [c for c in cases if not a.filter or a.filter in c.name]
+        if a.sample > 1 and fam not in full:
+            picked = picked[::a.sample]
+        work += [(fam, c) for c in picked]
 
     def one(item):
         fam, case = item
