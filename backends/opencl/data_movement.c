@@ -34,6 +34,7 @@ typedef struct dm_state {
     int kind;
     int red;     /* scatter reduction (netrun_scatter_reduction): typed kernels of elementwise.cl when not none */
     cl_kernel k;
+    netrun_dtype t[3]; /* dtypes of inputs 0..2 the kernel is built for */
     cl_mem flag; /* index out of range (gathers, scatters) */
 } dm_state;
 
@@ -154,20 +155,17 @@ static void dm_destroy(ocl_context *ctx, void *state) {
     ocl_host->free(s);
 }
 
-static netrun_status dm_create(ocl_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace) {
-    (void)workspace;
-    int kind = dm_kind(node->op_type);
-    if (kind < 0) return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "no OpenCL kernel for %s", node->op_type);
+/* Get the kernel for dtypes t0 (input 0), t1 (input 1: indices), t2 (input 2: OneHot values). Descs at kernel
+ * creation may carry best guesses for nodes inferred at run time, so runs compare and rebuild when needed. */
+static netrun_status dm_kernels(ocl_context *ctx, dm_state *s, netrun_dtype t0, netrun_dtype t1, netrun_dtype t2) {
+    int kind = s->kind;
     char opts[192];
-    if (!oclops_bytes_options(ocl_esize(node->inputs[0].dtype), opts, sizeof opts))
-        return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "%s: dtype %s", node->op_type,
-                               ocl_dtype_name(node->inputs[0].dtype));
-    dm_state *s = ocl_host->alloc(sizeof *s, 16);
-    if (!s) return ocl_host->error(NETRUN_ERR_OUT_OF_MEMORY, "opencl %s: out of memory", node->op_type);
-    memset(s, 0, sizeof *s);
-    s->kind = kind;
+    if (!oclops_bytes_options(ocl_esize(t0), opts, sizeof opts))
+        return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl data movement: dtype %s", ocl_dtype_name(t0));
     const char *kname = "dm_copy_nd";
-    int i64 = node->n_inputs > 1 && node->inputs[1].dtype == NETRUN_DTYPE_INT64;
+    int i64 = t1 == NETRUN_DTYPE_INT64;
+    if (kind >= DM_GATHER && kind <= DM_SCATTER_ND && !index_dtype_ok(t1))
+        return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl: indices of %s", ocl_dtype_name(t1));
     switch (kind) {
     case DM_PAD: kname = "dm_pad"; break;
     case DM_TRILU: kname = "dm_trilu"; break;
@@ -179,22 +177,20 @@ static netrun_status dm_create(ocl_context *ctx, const netrun_node_desc *node, v
     default: break;
     }
     const char *src = ocl_src_data_movement, *sname = "data_movement";
-    const netrun_scatter_params *sp = node->params;
-    if ((kind == DM_SCATTER_ELEMENTS || kind == DM_SCATTER_ND) && sp && sp->reduction != NETRUN_SCATTER_NONE) {
-        s->red = sp->reduction;
+    if (s->red) { /* scatter with a reduction: typed kernels */
         kname = kind == DM_SCATTER_ND ? (i64 ? "ew_scatter_nd_i64" : "ew_scatter_nd_i32")
                                       : (i64 ? "ew_scatter_elements_i64" : "ew_scatter_elements_i32");
         src = ocl_src_elementwise;
         sname = "elementwise";
-        if (!oclops_type_options(node->inputs[0].dtype, opts, sizeof opts)) opts[0] = 0;
+        if (t0 == NETRUN_DTYPE_BOOL || !oclops_type_options(t0, opts, sizeof opts))
+            return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl scatter reduction on %s", ocl_dtype_name(t0));
     }
     if (kind == DM_ONEHOT) { /* typed by the indices, values moved by size */
         char e[32];
-        if (!oclops_type_options(node->inputs[0].dtype, opts, sizeof opts - 32) ||
-            !oclops_bytes_options(ocl_esize(node->inputs[2].dtype), e, sizeof e)) {
-            dm_destroy(ctx, s);
-            return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "OneHot: dtypes not supported");
-        }
+        if (t0 == NETRUN_DTYPE_BOOL || !oclops_type_options(t0, opts, sizeof opts - 32) ||
+            !oclops_bytes_options(ocl_esize(t2), e, sizeof e))
+            return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl OneHot: indices %s, values %s", ocl_dtype_name(t0),
+                                   ocl_dtype_name(t2));
         strcat(opts, " ");
         strcat(opts, e);
         kname = "ew_onehot";
@@ -202,6 +198,30 @@ static netrun_status dm_create(ocl_context *ctx, const netrun_node_desc *node, v
         sname = "elementwise";
     }
     netrun_status st = ocl_kernel_get(ctx, sname, src, opts, kname, &s->k);
+    if (st == NETRUN_OK) {
+        s->t[0] = t0;
+        s->t[1] = t1;
+        s->t[2] = t2;
+    }
+    return st;
+}
+
+static netrun_dtype in_dtype(int n, const netrun_dtype *d, int i) { return i < n ? d[i] : NETRUN_DTYPE_UNDEFINED; }
+
+static netrun_status dm_create(ocl_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace) {
+    (void)workspace;
+    int kind = dm_kind(node->op_type);
+    if (kind < 0) return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "no OpenCL kernel for %s", node->op_type);
+    dm_state *s = ocl_host->alloc(sizeof *s, 16);
+    if (!s) return ocl_host->error(NETRUN_ERR_OUT_OF_MEMORY, "opencl %s: out of memory", node->op_type);
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    const netrun_scatter_params *sp = node->params;
+    if ((kind == DM_SCATTER_ELEMENTS || kind == DM_SCATTER_ND) && sp && sp->reduction != NETRUN_SCATTER_NONE)
+        s->red = sp->reduction;
+    netrun_dtype d[3];
+    for (int i = 0; i < 3; i++) d[i] = i < node->n_inputs ? node->inputs[i].dtype : NETRUN_DTYPE_UNDEFINED;
+    netrun_status st = dm_kernels(ctx, s, d[0], in_dtype(node->n_inputs, d, 1), in_dtype(node->n_inputs, d, 2));
     if (st == NETRUN_OK && kind >= DM_GATHER && kind <= DM_SCATTER_ND) st = oclops_flag_create(ctx, &s->flag);
     if (st != NETRUN_OK) {
         dm_destroy(ctx, s);
@@ -495,6 +515,12 @@ static netrun_status dm_run(ocl_context *ctx, void *state, const netrun_kernel_a
     dm_state *s = state;
     if (args->n_inputs < 1 || args->n_outputs < 1)
         return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl data movement: missing input or output");
+    netrun_dtype d[3];
+    for (int i = 0; i < 3; i++) d[i] = i < args->n_inputs ? args->inputs[i].dtype : NETRUN_DTYPE_UNDEFINED;
+    if (d[0] != s->t[0] || d[1] != s->t[1] || d[2] != s->t[2]) {
+        netrun_status st = dm_kernels(ctx, s, d[0], d[1], d[2]);
+        if (st != NETRUN_OK) return st;
+    }
     switch (s->kind) {
     case DM_TRANSPOSE: return run_transpose(ctx, s, args);
     case DM_SLICE: return run_slice(ctx, s, args);

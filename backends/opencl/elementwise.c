@@ -189,12 +189,17 @@ static int ew_supports(const netrun_node_desc *node, char *reason, size_t size) 
     return 1;
 }
 
+typedef struct ew_types {
+    netrun_dtype t, u, to;
+} ew_types;
+
 /* Per-node state: the kernel(s), and a flag buffer for integer division by zero. */
 typedef struct ew_state {
     const ew_op *op;
     cl_kernel k, k2; /* k2: the bool Max used by a one-input variadic op, or Mean's division */
     cl_mem flag;
     int code;        /* resolved B_* (Mod fmod, BitShift direction) */
+    ew_types types;  /* the dtypes k / k2 are built for */
 } ew_state;
 
 static void ew_destroy(ocl_context *ctx, void *state) {
@@ -215,25 +220,44 @@ static int dst_kind(netrun_dtype t) {
     }
 }
 
-static netrun_status ew_create(ocl_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace) {
-    (void)workspace;
-    const ew_op *e = ew_find(node->op_type);
-    if (!e) return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "no OpenCL kernel for %s", node->op_type);
-    netrun_dtype t = e->kind == K_WHERE ? node->inputs[1].dtype : node->inputs[0].dtype;
+/* The dtypes a node's kernels are built for: t (input 0; Where: X), u (input 1: Pow's exponent), to (output 0:
+ * Cast's target). Descs at kernel creation may carry best guesses for nodes inferred at run time, so runs
+ * compare them with the tensors' and rebuild (the per-context cache makes that cheap). */
+
+static ew_types types_of_node(const ew_op *e, const netrun_node_desc *node) {
+    ew_types ty;
+    ty.t = e->kind == K_WHERE && node->n_inputs > 1 ? node->inputs[1].dtype : node->inputs[0].dtype;
+    ty.u = node->n_inputs > 1 ? node->inputs[1].dtype : ty.t;
+    ty.to = node->n_outputs > 0 ? node->outputs[0].dtype : ty.t;
+    return ty;
+}
+
+static ew_types types_of_args(const ew_op *e, const netrun_kernel_args *args) {
+    ew_types ty;
+    ty.t = e->kind == K_WHERE && args->n_inputs > 1 ? args->inputs[1].dtype : args->inputs[0].dtype;
+    ty.u = args->n_inputs > 1 ? args->inputs[1].dtype : ty.t;
+    ty.to = args->n_outputs > 0 ? args->outputs[0].dtype : ty.t;
+    return ty;
+}
+
+/* Get the kernels of state s for dtypes ty. */
+static netrun_status ew_kernels(ocl_context *ctx, ew_state *s, ew_types ty) {
+    const ew_op *e = s->op;
+    netrun_dtype t = ty.t;
     char opts[256];
     if (e->kind == K_WHERE) {
         if (!oclops_bytes_options(ocl_esize(t), opts, sizeof opts))
             return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "Where: dtype %s", ocl_dtype_name(t));
-    } else if (!oclops_type_options(t, opts, sizeof opts)) {
-        return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "%s: dtype %s", e->name, ocl_dtype_name(t));
+    } else if (!(e->dtypes & NETRUN_DTYPE_BIT(t)) || !oclops_type_options(t, opts, sizeof opts)) {
+        return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl %s: dtype %s", e->name, ocl_dtype_name(t));
     }
-    if (e->kind == K_BINARY && e->code == B_POW && node->inputs[1].dtype != t) {
+    if (e->kind == K_BINARY && e->code == B_POW && ty.u != t) {
         /* the exponent's own type: -DT2=.. -DCT2=.. (-DT2_HALF=1) */
         char o2[128];
-        netrun_dtype u = node->inputs[1].dtype;
-        if (!oclops_type_options(u, o2, sizeof o2))
-            return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "Pow: exponent dtype %s", ocl_dtype_name(u));
+        netrun_dtype u = ty.u;
         const char *tn = ocl_cl_type(u);
+        if (!tn || u == NETRUN_DTYPE_BOOL || !oclops_type_options(u, o2, sizeof o2))
+            return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "Pow: exponent dtype %s", ocl_dtype_name(u));
         int flt = u == NETRUN_DTYPE_FLOAT || u == NETRUN_DTYPE_FLOAT16 || u == NETRUN_DTYPE_DOUBLE;
         const char *ct = u == NETRUN_DTYPE_FLOAT16 ? "float" : flt ? tn : u == NETRUN_DTYPE_UINT64 ? "ulong" : "long";
         size_t l = strlen(opts);
@@ -241,22 +265,15 @@ static netrun_status ew_create(ocl_context *ctx, const netrun_node_desc *node, v
                  u == NETRUN_DTYPE_FLOAT16 ? " -DT2_HALF=1" : "");
     }
     if (e->kind == K_CAST) {
-        netrun_dtype to = node->outputs[0].dtype;
-        const char *tn = ocl_cl_type(to);
-        if (to == NETRUN_DTYPE_BOOL) tn = "uchar";
-        if (!tn) return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "Cast to %s", ocl_dtype_name(to));
+        netrun_dtype to = ty.to;
+        const char *tn = to == NETRUN_DTYPE_BOOL ? "uchar" : ocl_cl_type(to);
+        char o2[128];
+        if (!tn || !oclops_type_options(to, o2, sizeof o2))
+            return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "Cast to %s", ocl_dtype_name(to));
         size_t l = strlen(opts);
         snprintf(opts + l, sizeof opts - l, " -DDT=%s -DDST_KIND=%d%s", tn, dst_kind(to),
                  to == NETRUN_DTYPE_FLOAT16 ? " -DDST_HALF=1" : "");
     }
-    ew_state *s = ocl_host->alloc(sizeof *s, 16);
-    if (!s) return ocl_host->error(NETRUN_ERR_OUT_OF_MEMORY, "opencl %s: out of memory", e->name);
-    memset(s, 0, sizeof *s);
-    s->op = e;
-    s->code = e->code;
-    const netrun_unary_params *p = node->params;
-    if (e->kind == K_MOD) s->code = p && p->alpha != 0 ? B_FMOD : B_MOD;
-    if (e->kind == K_SHIFT) s->code = p && p->alpha != 0 ? B_SHR : B_SHL;
     const char *kname = "ew_binary";
     switch (e->kind) {
     case K_UNARY: kname = "ew_unary"; break;
@@ -270,6 +287,23 @@ static netrun_status ew_create(ocl_context *ctx, const netrun_node_desc *node, v
     const char *sname = e->kind == K_WHERE ? "data_movement" : "elementwise";
     netrun_status st = ocl_kernel_get(ctx, sname, src, opts, kname, &s->k);
     if (st == NETRUN_OK && e->kind == K_MEAN) st = ocl_kernel_get(ctx, sname, src, opts, "ew_divide", &s->k2);
+    if (st == NETRUN_OK) s->types = ty;
+    return st;
+}
+
+static netrun_status ew_create(ocl_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace) {
+    (void)workspace;
+    const ew_op *e = ew_find(node->op_type);
+    if (!e) return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "no OpenCL kernel for %s", node->op_type);
+    ew_state *s = ocl_host->alloc(sizeof *s, 16);
+    if (!s) return ocl_host->error(NETRUN_ERR_OUT_OF_MEMORY, "opencl %s: out of memory", e->name);
+    memset(s, 0, sizeof *s);
+    s->op = e;
+    s->code = e->code;
+    const netrun_unary_params *p = node->params;
+    if (e->kind == K_MOD) s->code = p && p->alpha != 0 ? B_FMOD : B_MOD;
+    if (e->kind == K_SHIFT) s->code = p && p->alpha != 0 ? B_SHR : B_SHL;
+    netrun_status st = ew_kernels(ctx, s, types_of_node(e, node));
     if (st == NETRUN_OK && (e->kind == K_BINARY || e->kind == K_MOD || e->kind == K_SHIFT || e->kind == K_VARIADIC ||
                             e->kind == K_MEAN))
         st = oclops_flag_create(ctx, &s->flag);
@@ -427,7 +461,12 @@ static netrun_status ew_run(ocl_context *ctx, void *state, const netrun_kernel_a
     ew_state *s = state;
     if (args->n_inputs < 1 || args->n_outputs < 1)
         return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl %s: missing input or output", s->op->name);
+    ew_types ty = types_of_args(s->op, args);
     netrun_status st;
+    if (ty.t != s->types.t || ty.u != s->types.u || ty.to != s->types.to) {
+        st = ew_kernels(ctx, s, ty);
+        if (st != NETRUN_OK) return st;
+    }
     switch (s->op->kind) {
     case K_UNARY: return run_unary(ctx, s, args);
     case K_PRED: return run_predicate(ctx, s, args);

@@ -54,6 +54,7 @@ typedef struct rd_state {
     int op;
     const char *name;
     cl_kernel k;
+    netrun_dtype t; /* the dtype k is built for */
 } rd_state;
 
 static void rd_destroy(ocl_context *ctx, void *state) {
@@ -61,20 +62,29 @@ static void rd_destroy(ocl_context *ctx, void *state) {
     ocl_host->free(state);
 }
 
+/* Get the kernel for input dtype t. Descs at kernel creation may carry best guesses for nodes inferred at run
+ * time, so runs compare and rebuild when needed. */
+static netrun_status rd_kernels(ocl_context *ctx, rd_state *s, netrun_dtype t) {
+    char opts[128];
+    int i = rd_find(s->name);
+    if (i < 0 || !(rd_ops[i].dtypes & NETRUN_DTYPE_BIT(t)) || !oclops_type_options(t, opts, sizeof opts))
+        return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl %s: dtype %s", s->name, ocl_dtype_name(t));
+    int arg = s->op == R_ARGMAX || s->op == R_ARGMIN;
+    netrun_status st = ocl_kernel_get(ctx, "reduce", ocl_src_reduce, opts, arg ? "rd_arg" : "rd_reduce", &s->k);
+    if (st == NETRUN_OK) s->t = t;
+    return st;
+}
+
 static netrun_status rd_create(ocl_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace) {
     (void)workspace;
     int i = rd_find(node->op_type);
     if (i < 0) return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "no OpenCL kernel for %s", node->op_type);
-    char opts[128];
-    if (!oclops_type_options(node->inputs[0].dtype, opts, sizeof opts))
-        return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "%s: dtype %s", node->op_type, ocl_dtype_name(node->inputs[0].dtype));
     rd_state *s = ocl_host->alloc(sizeof *s, 16);
     if (!s) return ocl_host->error(NETRUN_ERR_OUT_OF_MEMORY, "opencl %s: out of memory", node->op_type);
     memset(s, 0, sizeof *s);
     s->op = rd_ops[i].op;
     s->name = rd_ops[i].name;
-    int arg = s->op == R_ARGMAX || s->op == R_ARGMIN;
-    netrun_status st = ocl_kernel_get(ctx, "reduce", ocl_src_reduce, opts, arg ? "rd_arg" : "rd_reduce", &s->k);
+    netrun_status st = rd_kernels(ctx, s, node->inputs[0].dtype);
     if (st != NETRUN_OK) {
         ocl_host->free(s);
         return st;
@@ -106,6 +116,10 @@ static netrun_status rd_run(ocl_context *ctx, void *state, const netrun_kernel_a
     const netrun_tensor *x = &args->inputs[0];
     netrun_tensor *y = &args->outputs[0];
     if (!p) return ocl_host->error(NETRUN_ERR_INTERNAL, "opencl %s: no params", s->name);
+    if (x->dtype != s->t) {
+        netrun_status st = rd_kernels(ctx, s, x->dtype);
+        if (st != NETRUN_OK) return st;
+    }
     if (s->op == R_ARGMAX || s->op == R_ARGMIN) return run_arg(ctx, s, args);
     int64_t nout = ocl_count(y);
     if (nout == 0) return NETRUN_OK;

@@ -63,7 +63,7 @@ enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_L1, R_L2, R_SUMSQ, R_LOGSUM, R_LSE
 #define HIGHEST (CT)(INFINITY)
 #elif IS_UNSIGNED
 #define LOWEST (CT)0
-#define HIGHEST (CT)ULONG_MAX
+#define HIGHEST ((CT)ULONG_MAX > 0 ? (CT)ULONG_MAX : (CT)LONG_MAX) /* CT is long below 64-bit unsigned */
 #else
 #define LOWEST (CT)LONG_MIN
 #define HIGHEST (CT)LONG_MAX

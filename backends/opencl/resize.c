@@ -25,6 +25,8 @@ typedef struct oclops_meta {
 
 typedef struct rs_state {
     cl_kernel k;
+    netrun_dtype t;           /* the dtype k is built for */
+    int nearest;              /* built as a copy by element size */
     cl_mem tidx, tw;          /* tap tables on the device */
     size_t cap;               /* entries they hold */
     int valid;                /* tables match the key below */
@@ -176,18 +178,29 @@ static void rs_destroy(ocl_context *ctx, void *state) {
     ocl_host->free(s);
 }
 
+/* Get the kernel for dtype t (nearest: by element size). Descs at kernel creation may carry best guesses for
+ * nodes inferred at run time, so runs compare and rebuild when needed. */
+static netrun_status rs_kernels(ocl_context *ctx, rs_state *s, netrun_dtype t, int nearest) {
+    char opts[128];
+    int flt = t == NETRUN_DTYPE_FLOAT || t == NETRUN_DTYPE_FLOAT16 || t == NETRUN_DTYPE_DOUBLE;
+    int ok = nearest ? oclops_bytes_options(ocl_esize(t), opts, sizeof opts)
+                     : flt && oclops_type_options(t, opts, sizeof opts);
+    if (!ok) return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl Resize: dtype %s", ocl_dtype_name(t));
+    netrun_status st = ocl_kernel_get(ctx, "resize", ocl_src_resize, opts, "rs_resize", &s->k);
+    if (st == NETRUN_OK) {
+        s->t = t;
+        s->nearest = nearest;
+    }
+    return st;
+}
+
 static netrun_status rs_create(ocl_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace) {
     (void)workspace;
     const netrun_resize_params *p = node->params;
-    netrun_dtype t = node->inputs[0].dtype;
-    char opts[128];
-    int ok = p->mode == NETRUN_RESIZE_NEAREST ? oclops_bytes_options(ocl_esize(t), opts, sizeof opts)
-                                               : oclops_type_options(t, opts, sizeof opts);
-    if (!ok) return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "Resize: dtype %s", ocl_dtype_name(t));
     rs_state *s = ocl_host->alloc(sizeof *s, 16);
     if (!s) return ocl_host->error(NETRUN_ERR_OUT_OF_MEMORY, "opencl Resize: out of memory");
     memset(s, 0, sizeof *s);
-    netrun_status st = ocl_kernel_get(ctx, "resize", ocl_src_resize, opts, "rs_resize", &s->k);
+    netrun_status st = rs_kernels(ctx, s, node->inputs[0].dtype, p && p->mode == NETRUN_RESIZE_NEAREST);
     if (st != NETRUN_OK) {
         ocl_host->free(s);
         return st;
@@ -267,7 +280,13 @@ static netrun_status rs_run(ocl_context *ctx, void *state, const netrun_kernel_a
     int64_t n = ocl_count(y);
     if (!n) return NETRUN_OK;
     if (!ocl_count(x)) return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "Resize: empty input, non-empty output");
-    netrun_status st = rs_tables(ctx, s, p, x, y);
+    netrun_status st;
+    int nearest = p->mode == NETRUN_RESIZE_NEAREST;
+    if (x->dtype != s->t || nearest != s->nearest) {
+        st = rs_kernels(ctx, s, x->dtype, nearest);
+        if (st != NETRUN_OK) return st;
+    }
+    st = rs_tables(ctx, s, p, x, y);
     if (st != NETRUN_OK) return st;
     ocl_arg a[] = {OCL_TENSOR(x), OCL_TENSOR(y), OCL_LONG(n), OCL_CLMEM(s->tidx), OCL_CLMEM(s->tw),
                    OCL_FLOAT(p->extrapolation_value), OCL_ULONG(oclops_value_bits(x->dtype, p->extrapolation_value)),

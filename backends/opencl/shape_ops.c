@@ -19,6 +19,7 @@ enum { SH_COPY, SH_DROPOUT, SH_EXPAND, SH_SHAPE, SH_SIZE, SH_RANGE, SH_CONSTANT_
 typedef struct sh_state {
     int kind;
     cl_kernel k, k2; /* k2: Dropout's mask fill */
+    netrun_dtype t, out; /* the input and output dtypes k is built for */
 } sh_state;
 
 static int sh_kind(const char *op) {
@@ -69,18 +70,14 @@ static void sh_destroy(ocl_context *ctx, void *state) {
     ocl_host->free(state);
 }
 
-static netrun_status sh_create(ocl_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace) {
-    (void)workspace;
-    sh_state *s = ocl_host->alloc(sizeof *s, 16);
-    if (!s) return ocl_host->error(NETRUN_ERR_OUT_OF_MEMORY, "opencl %s: out of memory", node->op_type);
-    memset(s, 0, sizeof *s);
-    s->kind = sh_kind(node->op_type);
+/* Get the kernels for input dtype t and output dtype out. Descs at kernel creation may carry best guesses for
+ * nodes inferred at run time, so runs compare and rebuild when needed. */
+static netrun_status sh_kernels(ocl_context *ctx, sh_state *s, netrun_dtype t, netrun_dtype out) {
     char opts[128];
     netrun_status st = NETRUN_OK;
-    netrun_dtype out = node->outputs[0].dtype;
     switch (s->kind) {
     case SH_EXPAND:
-        if (!oclops_bytes_options(ocl_esize(node->inputs[0].dtype), opts, sizeof opts)) goto bad;
+        if (!oclops_bytes_options(ocl_esize(t), opts, sizeof opts)) goto bad;
         st = ocl_kernel_get(ctx, "data_movement", ocl_src_data_movement, opts, "dm_copy_nd", &s->k);
         break;
     case SH_CONSTANT_OF_SHAPE: case SH_EYELIKE:
@@ -92,21 +89,35 @@ static netrun_status sh_create(ocl_context *ctx, const netrun_node_desc *node, v
         if (!oclops_type_options(out, opts, sizeof opts)) goto bad;
         st = ocl_kernel_get(ctx, "elementwise", ocl_src_elementwise, opts, "ew_range", &s->k);
         break;
-    case SH_DROPOUT:
-        if (node->n_outputs > 1 && node->outputs[1].rank >= 0 && node->outputs[1].name && *node->outputs[1].name)
-            st = ocl_kernel_get(ctx, "data_movement", ocl_src_data_movement, "-DE=uchar", "dm_fill", &s->k2);
-        break;
     default: break;
     }
+    if (st == NETRUN_OK) {
+        s->t = t;
+        s->out = out;
+    }
+    return st;
+bad:
+    return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl shape op: dtypes %s -> %s not supported", ocl_dtype_name(t),
+                           ocl_dtype_name(out));
+}
+
+static netrun_status sh_create(ocl_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace) {
+    (void)workspace;
+    sh_state *s = ocl_host->alloc(sizeof *s, 16);
+    if (!s) return ocl_host->error(NETRUN_ERR_OUT_OF_MEMORY, "opencl %s: out of memory", node->op_type);
+    memset(s, 0, sizeof *s);
+    s->kind = sh_kind(node->op_type);
+    netrun_dtype t = node->n_inputs > 0 ? node->inputs[0].dtype : NETRUN_DTYPE_UNDEFINED;
+    netrun_status st = sh_kernels(ctx, s, t, node->outputs[0].dtype);
+    if (st == NETRUN_OK && s->kind == SH_DROPOUT && node->n_outputs > 1 && node->outputs[1].rank >= 0 &&
+        node->outputs[1].name && *node->outputs[1].name)
+        st = ocl_kernel_get(ctx, "data_movement", ocl_src_data_movement, "-DE=uchar", "dm_fill", &s->k2);
     if (st != NETRUN_OK) {
         ocl_host->free(s);
         return st;
     }
     *state = s;
     return NETRUN_OK;
-bad:
-    ocl_host->free(s);
-    return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl %s: dtype not supported", node->op_type);
 }
 
 /* y = x, unless the runtime made y a view of x. */
@@ -129,6 +140,12 @@ static netrun_status sh_run(ocl_context *ctx, void *state, const netrun_kernel_a
     netrun_tensor *y = &args->outputs[0];
     const netrun_tensor *x = args->n_inputs > 0 ? &args->inputs[0] : NULL;
     int64_t n = ocl_count(y);
+    netrun_dtype t = x ? x->dtype : NETRUN_DTYPE_UNDEFINED;
+    if ((s->kind == SH_EXPAND || s->kind == SH_RANGE || s->kind == SH_CONSTANT_OF_SHAPE || s->kind == SH_EYELIKE) &&
+        (t != s->t || y->dtype != s->out)) {
+        netrun_status st = sh_kernels(ctx, s, t, y->dtype);
+        if (st != NETRUN_OK) return st;
+    }
     switch (s->kind) {
     case SH_COPY:
         if (!x) return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl copy: no input");
