@@ -2,6 +2,10 @@
  * direct kernel for depthwise; ConvTranspose is sgemm + col2im. float16 is computed in float32. Work is split
  * statically over the pool's threads: (batch, group, column block) for Conv, (batch, group, channel block)
  * for ConvTranspose, each slot owning a slice of the workspace. */
+/* Let the compare-and-select epilogues be if-converted and vectorized: netrun never enables FP traps. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
 #include <cblas.h>
 #include <limits.h>
 #include <stdio.h>
@@ -124,17 +128,33 @@ typedef struct conv_job {
 /* y[rows x len] (row stride ld) += bias per row, + z, then activation. */
 static void epilogue(const conv_job *j, float *y, const float *z, int64_t ld, int64_t rows, int64_t len,
                      const float *bias) {
+    const netrun_fused_activation *act = &j->p->activation;
     for (int64_t r = 0; r < rows; r++) {
         float *yr = y + r * ld;
-        if (bias) {
-            float bv = bias[r];
+        const float bv = bias ? bias[r] : 0.0f;
+        const float *zr = z ? z + r * ld : NULL;
+        /* one pass over the row while it is in cache for the common bias (+ Z) + ReLU/Clip */
+        if (!zr && act->kind == NETRUN_ACT_RELU) {
+            for (int64_t i = 0; i < len; i++) {
+                float v = yr[i] + bv;
+                yr[i] = v > 0 ? v : 0.0f;
+            }
+            continue;
+        }
+        if (!zr && act->kind == NETRUN_ACT_CLIP) {
+            const float lo = act->alpha, hi = act->beta;
+            for (int64_t i = 0; i < len; i++) {
+                float v = yr[i] + bv;
+                v = v < lo ? lo : v;
+                yr[i] = v > hi ? hi : v;
+            }
+            continue;
+        }
+        if (zr)
+            for (int64_t i = 0; i < len; i++) yr[i] = (yr[i] + bv) + zr[i];
+        else if (bias)
             for (int64_t i = 0; i < len; i++) yr[i] += bv;
-        }
-        if (z) {
-            const float *zr = z + r * ld;
-            for (int64_t i = 0; i < len; i++) yr[i] += zr[i];
-        }
-        gu_act_n(yr, len, &j->p->activation);
+        gu_act_n(yr, len, act);
     }
 }
 

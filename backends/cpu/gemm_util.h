@@ -37,13 +37,33 @@ static inline float gu_act(float x, const netrun_fused_activation *a) {
     return x;
 }
 
+/* The common activations as branch-free loops the compiler vectorizes (the per-element switch of gu_act
+ * cost more than the GEMM on MobileNetV2's 16->96 1x1 conv with a fused Clip: 87 ms at batch 8). */
 static inline void gu_act_n(float *y, int64_t n, const netrun_fused_activation *a) {
-    if (a->kind == NETRUN_ACT_NONE) return;
-    if (a->kind == NETRUN_ACT_RELU) {
+    switch (a->kind) {
+    case NETRUN_ACT_NONE: return;
+    case NETRUN_ACT_RELU:
         for (int64_t i = 0; i < n; i++) y[i] = y[i] > 0 ? y[i] : 0.0f;
         return;
+    case NETRUN_ACT_CLIP: {
+        const float lo = a->alpha, hi = a->beta;
+        for (int64_t i = 0; i < n; i++) {
+            float v = y[i] < lo ? lo : y[i];
+            y[i] = v > hi ? hi : v;
+        }
+        return;
     }
-    for (int64_t i = 0; i < n; i++) y[i] = gu_act(y[i], a);
+    case NETRUN_ACT_LEAKY_RELU: {
+        const float s = a->alpha;
+        for (int64_t i = 0; i < n; i++) y[i] = y[i] < 0 ? s * y[i] : y[i];
+        return;
+    }
+    case NETRUN_ACT_SIGMOID:
+        for (int64_t i = 0; i < n; i++) y[i] = 1.0f / (1.0f + cpu_expf(-y[i]));
+        return;
+    default:
+        for (int64_t i = 0; i < n; i++) y[i] = gu_act(y[i], a);
+    }
 }
 
 static inline void gu_free(void *p) {
