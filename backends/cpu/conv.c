@@ -342,13 +342,16 @@ static int64_t dims_known(const netrun_value_desc *v) {
  * see /work/briefs/cpuk_figures.md): kxk convs (blocked JIT kernels beat im2col + sgemm 1.3-1.6x even with
  * the NCHW reorders) and 1x1 convs on small planes (7x7). A 1x1 conv on a larger plane stays one plain
  * sgemm on NCHW: the reorders of big planes cost what the blocked kernel saves (MobileNetV2 16->96 at
- * 112x112: 2.0 ms sgemm, 6.5 ms oneDNN). Depthwise 2-D stays in conv_depthwise.c. */
+ * 112x112: 2.0 ms sgemm, 6.5 ms oneDNN). Depthwise 2-D stays in conv_depthwise.c
+ * unless its rows are under 16 wide (oneDNN, sliced over channels). */
 static int want_dnnl(int threads, const netrun_node_desc *node, const conv_geom *g, int transpose) {
     const netrun_conv_params *p = node->params;
     if (transpose || !node->inputs[1].const_data || !cpu_dnnl_available()) return 0;
     if (cpu_dnnl_all()) return 1;
-    if (is_dw2d(g, transpose)) return 0;
-    if (g->g > 1 && threads > 1) return 0; /* grouped convs are not sliced over threads: im2col splits groups */
+    /* rows narrower than a vector waste most lanes of the own kernel: oneDNN's channel-blocked one wins */
+    if (is_dw2d(g, transpose)) return g->out[2] < 16;
+    if (g->g > 1 && !is_depthwise(g, transpose) && threads > 1)
+        return 0; /* grouped convs are not sliced over threads: im2col splits groups */
     if (is_pointwise(g, p)) return g->out_size <= 64;
     return 1;
 }

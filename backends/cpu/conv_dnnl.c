@@ -44,8 +44,9 @@ typedef struct dnnl_slice {
 } dnnl_slice;
 
 struct cpu_dnnl_conv {
-    int n_slices, has_bias, has_sum, post_act, blocked;
+    int n_slices, has_bias, has_sum, post_act, blocked, dw;
     int64_t ny, plane, m, n; /* output elements, output plane size, channels, batch */
+    int64_t xplane;          /* input plane size (a depthwise slice starts at channel m0 of X too) */
     size_t ws_bytes;
     netrun_fused_activation act;
     char impl[64];
@@ -107,18 +108,23 @@ static dnnl_primitive_desc_t make_pd(const netrun_conv_params *p, const int64_t 
                                      dnnl_memory_desc_t *y_plain, dnnl_memory_desc_t *b_md) {
     int ns = p->n_spatial, rank = ns + 2;
     if (ns < 1 || ns > 3 || p->group < 1 || xd[1] % p->group || yd[1] % p->group) return NULL;
-    if (p->group > 1 && mc != yd[1]) return NULL; /* grouped convs are not sliced */
-    dnnl_dims_t xdims, ydims, ystr, wdims, bdims = {mc}, st, dl, pl, pr;
+    int dw = p->group > 1 && p->group == xd[1] && p->group == yd[1];
+    if (p->group > 1 && !dw && mc != yd[1]) return NULL; /* grouped convs are sliced only when depthwise */
+    dnnl_dims_t xdims, xstr, ydims, ystr, wdims, bdims = {mc}, st, dl, pl, pr;
     for (int i = 0; i < rank; i++) {
         xdims[i] = xd[i];
         ydims[i] = yd[i];
     }
     ydims[1] = mc;
-    ystr[rank - 1] = 1;
-    for (int i = rank - 2; i >= 0; i--) ystr[i] = ystr[i + 1] * yd[i + 1]; /* strides of the whole output */
+    if (dw) xdims[1] = mc; /* a depthwise slice reads only its own input channels */
+    xstr[rank - 1] = ystr[rank - 1] = 1;
+    for (int i = rank - 2; i >= 0; i--) { /* strides of the whole input and output */
+        xstr[i] = xstr[i + 1] * xd[i + 1];
+        ystr[i] = ystr[i + 1] * yd[i + 1];
+    }
     int g = p->group > 1, wrank = rank + g;
     if (g) {
-        wdims[0] = p->group;
+        wdims[0] = dw ? mc : p->group;
         wdims[1] = yd[1] / p->group;
         for (int i = 1; i < rank; i++) wdims[i + 1] = wd[i];
     } else {
@@ -133,7 +139,7 @@ static dnnl_primitive_desc_t make_pd(const netrun_conv_params *p, const int64_t 
         pr[i] = p->pads_end[i];
     }
     dnnl_memory_desc_t x_any, w_any, y_any;
-    if (dnnl_memory_desc_init_by_tag(x_plain, rank, xdims, dnnl_f32, plain_tag(rank)) ||
+    if (dnnl_memory_desc_init_by_strides(x_plain, rank, xdims, dnnl_f32, xstr) ||
         dnnl_memory_desc_init_by_strides(y_plain, rank, ydims, dnnl_f32, ystr) ||
         dnnl_memory_desc_init_by_tag(w_plain, wrank, wdims, dnnl_f32, plain_tag(wrank)) ||
         dnnl_memory_desc_init_by_tag(b_md, 1, bdims, dnnl_f32, dnnl_a) ||
@@ -251,7 +257,8 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
     if (!cpu_dnnl_available() || p->n_spatial < 1 || p->n_spatial > 3) return NETRUN_OK;
     int64_t m = yd[1], threads = ctx->threads > 0 ? ctx->threads : 1;
     if (threads > 64) threads = 64;
-    int64_t n_sl = p->group > 1 ? 1 : (m + 15) / 16;
+    int dw = p->group > 1 && p->group == xd[1] && p->group == m;
+    int64_t n_sl = p->group > 1 && !dw ? 1 : (m + 15) / 16;
     if (n_sl > threads) n_sl = threads;
     if (n_sl < 1) n_sl = 1;
     int64_t per = (m + n_sl - 1) / n_sl;
@@ -268,6 +275,9 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
     s->plane = 1;
     for (int i = 2; i < p->n_spatial + 2; i++) s->plane *= yd[i];
     s->ny = s->n * m * s->plane;
+    s->dw = dw;
+    s->xplane = 1;
+    for (int i = 2; i < p->n_spatial + 2; i++) s->xplane *= xd[i];
     netrun_status rc = NETRUN_OK;
     size_t off = 0;
     for (int64_t k = 0; k < n_sl; k++) {
@@ -306,7 +316,8 @@ static dnnl_status_t run_slice(const run_job *j, dnnl_slice *q) {
     cpu_dnnl_conv *s = j->s;
     char *base = j->base + q->ws_off;
     size_t yoff = (size_t)q->m0 * (size_t)s->plane; /* the slice's first channel in the whole output */
-    dnnl_status_t st = dnnl_memory_set_data_handle(q->m_x, (void *)j->x);
+    const float *x = s->dw ? j->x + (size_t)q->m0 * (size_t)s->xplane : j->x;
+    dnnl_status_t st = dnnl_memory_set_data_handle(q->m_x, (void *)x);
     if (!st) st = dnnl_memory_set_data_handle(q->m_y, j->y + yoff);
     if (!st && q->m_xb) st = dnnl_memory_set_data_handle(q->m_xb, base);
     if (!st && q->m_yb) st = dnnl_memory_set_data_handle(q->m_yb, base + q->off_yb);
