@@ -88,6 +88,14 @@ netrun_status ocl_bias_activation(ocl_context *ctx, netrun_dtype dt, cl_mem y, s
     return ocl_launch1d(ctx, k, "bias + activation", n, OCL_NARGS(a), a);
 }
 
+netrun_status ocl_float_kernel_for(ocl_context *ctx, netrun_dtype t, const char *name, const char *source,
+                                   const char *kernel, cl_kernel *out) {
+    if (t != NETRUN_DTYPE_FLOAT && t != NETRUN_DTYPE_FLOAT16)
+        return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl %s: dtype %s at run time (float32/float16 only)", kernel,
+                               ocl_dtype_name(t));
+    return ocl_kernel_get(ctx, name, source, ocl_float_options(t), kernel, out);
+}
+
 netrun_status ocl_common_kernel(ocl_context *ctx, netrun_dtype dt, const char *name, cl_kernel *out) {
     return ocl_kernel_get(ctx, "common", ocl_src_common, ocl_float_options(dt), name, out);
 }

@@ -206,6 +206,22 @@ static netrun_status conv_run(ocl_context *ctx, void *state, const netrun_kernel
     netrun_dtype dt = Y->dtype;
     size_t ny = (size_t)ocl_count(Y);
     if (!ny) return NETRUN_OK;
+    if (dt != s->dt || X->dtype != dt || W->dtype != dt) { /* guessed descs (Loop/Scan bodies): rebuild for these */
+        const char *opts = ocl_float_options(dt);
+        netrun_status st0 = dt == NETRUN_DTYPE_FLOAT || dt == NETRUN_DTYPE_FLOAT16
+                                ? NETRUN_OK
+                                : ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl conv: dtype %s at run time",
+                                                  ocl_dtype_name(dt));
+        if (st0 == NETRUN_OK && (X->dtype != dt || W->dtype != dt))
+            st0 = ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl conv: mixed dtypes at run time");
+        if (st0 == NETRUN_OK)
+            st0 = ocl_kernel_get(ctx, "conv", ocl_src_conv, opts, s->transpose ? "col2im" : "im2col",
+                                 s->transpose ? &s->k_col2im : &s->k_im2col);
+        if (st0 == NETRUN_OK && !s->transpose)
+            st0 = ocl_kernel_get(ctx, "conv", ocl_src_conv, opts, "conv_direct", &s->k_direct);
+        if (st0 != NETRUN_OK) return st0;
+        s->dt = dt;
+    }
     conv_geom g;
     if (!make_geom(p, s->transpose, X->dims, W->dims, Y->dims, &g))
         return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl %s: sizes beyond the kernels' 32-bit range",

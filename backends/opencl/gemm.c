@@ -27,6 +27,8 @@ static netrun_status gemm_run(ocl_context *ctx, void *state, const netrun_kernel
     const netrun_tensor *C = args->n_inputs > 2 && args->inputs[2].rank >= 0 ? &args->inputs[2] : NULL;
     netrun_tensor *Y = &args->outputs[0];
     netrun_dtype dt = Y->dtype;
+    if ((dt != NETRUN_DTYPE_FLOAT && dt != NETRUN_DTYPE_FLOAT16) || A->dtype != dt || B->dtype != dt || (C && C->dtype != dt))
+        return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl Gemm: dtypes at run time differ from float32/float16");
     size_t M = (size_t)(p->trans_a ? A->dims[1] : A->dims[0]), K = (size_t)(p->trans_a ? A->dims[0] : A->dims[1]);
     size_t N = (size_t)(p->trans_b ? B->dims[0] : B->dims[1]);
     if (!M || !N) return NETRUN_OK;
@@ -67,6 +69,8 @@ static netrun_status matmul_run(ocl_context *ctx, void *state, const netrun_kern
     const netrun_tensor *A = &args->inputs[0], *B = &args->inputs[1];
     netrun_tensor *Y = &args->outputs[0];
     netrun_dtype dt = Y->dtype;
+    if ((dt != NETRUN_DTYPE_FLOAT && dt != NETRUN_DTYPE_FLOAT16) || A->dtype != dt || B->dtype != dt)
+        return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl MatMul: dtypes at run time differ from float32/float16");
     int ra = A->rank, rb = B->rank;
     size_t M = ra >= 2 ? (size_t)A->dims[ra - 2] : 1, K = (size_t)A->dims[ra - 1];
     size_t N = rb >= 2 ? (size_t)B->dims[rb - 1] : 1;

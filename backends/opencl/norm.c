@@ -81,6 +81,12 @@ static netrun_status bn_run(ocl_context *ctx, void *state, const netrun_kernel_a
     netrun_tensor *Y = &args->outputs[0];
     size_t n = (size_t)ocl_count(X);
     if (!n) return NETRUN_OK;
+    cl_kernel k;
+    netrun_status st = ocl_float_kernel_for(ctx, X->dtype, "norm", ocl_src_norm, "batchnorm", &k);
+    if (st != NETRUN_OK) return st;
+    for (int i = 1; i < 5; i++)
+        if (args->inputs[i].dtype != X->dtype)
+            return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl BatchNormalization: mixed dtypes at run time");
     size_t c = (size_t)X->dims[1], plane = n / ((size_t)X->dims[0] * c);
     size_t pc = (size_t)ocl_count(&args->inputs[1]);
     if (pc != c && pc != c * plane)
@@ -92,7 +98,7 @@ static netrun_status bn_run(ocl_context *ctx, void *state, const netrun_kernel_a
     const netrun_tensor *S = &args->inputs[1], *B = &args->inputs[2], *M = &args->inputs[3], *V = &args->inputs[4];
     ocl_arg a[] = {OCL_TENSOR(X), OCL_TENSOR(Y), OCL_TENSOR(S), OCL_TENSOR(B), OCL_TENSOR(M), OCL_TENSOR(V),
                    OCL_ULONG(c), OCL_ULONG(plane), OCL_INT(pc != c), OCL_FLOAT(p->epsilon), OCL_ULONG(n)};
-    netrun_status st = ocl_launch1d(ctx, state, "BatchNormalization", n, OCL_NARGS(a), a);
+    st = ocl_launch1d(ctx, k, "BatchNormalization", n, OCL_NARGS(a), a);
     return st != NETRUN_OK ? st : finish_act(ctx, Y, p);
 }
 
@@ -103,6 +109,10 @@ static netrun_status rows_run(ocl_context *ctx, cl_kernel k, const netrun_kernel
     netrun_tensor *Y = &args->outputs[0];
     size_t total = (size_t)ocl_count(X), d = 1, c = 1;
     if (!total) return NETRUN_OK;
+    netrun_status st0 = ocl_float_kernel_for(ctx, X->dtype, "norm", ocl_src_norm, "rows_norm", &k);
+    if (st0 != NETRUN_OK) return st0;
+    if (S->dtype != X->dtype || (B && B->dtype != X->dtype))
+        return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl normalization: mixed dtypes at run time");
     if (instance) {
         c = (size_t)X->dims[1];
         d = total / ((size_t)X->dims[0] * c);

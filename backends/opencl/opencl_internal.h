@@ -227,6 +227,10 @@ netrun_status ocl_bias_activation(ocl_context *ctx, netrun_dtype dt, cl_mem y, s
                                   size_t bias_off, cl_mem z, size_t z_off, size_t n, size_t c, size_t inner,
                                   const netrun_fused_activation *act);
 netrun_status ocl_fill_zero(ocl_context *ctx, cl_mem mem, size_t offset, size_t bytes);
+/* The float kernel `kernel` of (name, source) for the dtype a tensor really has at run time (descs inside
+ * Loop/Scan bodies may carry guessed dtypes); UNSUPPORTED for dtypes other than float32/float16. */
+netrun_status ocl_float_kernel_for(ocl_context *ctx, netrun_dtype t, const char *name, const char *source,
+                                   const char *kernel, cl_kernel *out);
 /* A kernel of common.cl for dtype dt. */
 netrun_status ocl_common_kernel(ocl_context *ctx, netrun_dtype dt, const char *name, cl_kernel *out);
 

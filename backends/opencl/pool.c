@@ -43,6 +43,13 @@ static int pool_supports(const netrun_node_desc *node, char *reason, size_t size
     return 1;
 }
 
+/* Descs inside Loop/Scan bodies may carry guessed dtypes: the kernel for the real one. */
+static netrun_status real_kernel(ocl_context *ctx, netrun_dtype t, const char *name, cl_kernel *k) {
+    if (t != NETRUN_DTYPE_FLOAT && t != NETRUN_DTYPE_FLOAT16 && t != NETRUN_DTYPE_INT8 && t != NETRUN_DTYPE_UINT8)
+        return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl pool: dtype %s at run time", ocl_dtype_name(t));
+    return ocl_kernel_get(ctx, "pool", ocl_src_pool, pool_options(t), name, k);
+}
+
 static netrun_status pool_create(ocl_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace) {
     int global = !strncmp(node->op_type, "Global", 6);
     return ocl_kernel_get(ctx, "pool", ocl_src_pool, pool_options(ocl_main_dtype(node)), global ? "global_pool" : "pool",
@@ -53,6 +60,8 @@ static netrun_status pool_run_mode(ocl_context *ctx, cl_kernel k, const netrun_k
     const netrun_pool_params *p = args->params;
     const netrun_tensor *X = &args->inputs[0];
     netrun_tensor *Y = &args->outputs[0];
+    netrun_status st = real_kernel(ctx, X->dtype, "pool", &k);
+    if (st != NETRUN_OK) return st;
     int ns = p->n_spatial;
     if (X->rank != ns + 2 || Y->rank != X->rank)
         return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl pool: shapes do not match params");
@@ -96,6 +105,8 @@ static netrun_status lppool_run(ocl_context *ctx, void *state, const netrun_kern
 static netrun_status global_run(ocl_context *ctx, cl_kernel k, const netrun_kernel_args *args, int is_max) {
     const netrun_tensor *X = &args->inputs[0];
     netrun_tensor *Y = &args->outputs[0];
+    netrun_status st = real_kernel(ctx, X->dtype, "global_pool", &k);
+    if (st != NETRUN_OK) return st;
     size_t planes = (size_t)(X->dims[0] * X->dims[1]);
     if (!planes) return NETRUN_OK;
     size_t plane = (size_t)ocl_count(X) / planes;

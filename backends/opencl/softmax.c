@@ -12,6 +12,9 @@ static netrun_status sm_run(ocl_context *ctx, cl_kernel k, const netrun_kernel_a
     const netrun_softmax_params *p = args->params;
     const netrun_tensor *X = &args->inputs[0];
     netrun_tensor *Y = &args->outputs[0];
+    /* descs inside Loop/Scan bodies may carry guessed dtypes: use the kernel of the real one */
+    netrun_status st = ocl_float_kernel_for(ctx, X->dtype, "softmax", ocl_src_softmax, "softmax_rows", &k);
+    if (st != NETRUN_OK) return st;
     if (!p || p->axis < 0 || (X->rank > 0 && p->axis >= X->rank) || (X->rank == 0 && p->axis != 0))
         return ocl_host->error(NETRUN_ERR_INTERNAL, "opencl softmax: bad axis");
     size_t outer = 1, D = 1, inner = 1;
