@@ -28,7 +28,8 @@ netrun_status oclops_copy_nd(ocl_context *ctx, cl_kernel k, const netrun_tensor 
 uint64_t oclops_value_bits(netrun_dtype t, double v);
 
 enum { DM_TRANSPOSE, DM_SLICE, DM_TILE, DM_CONCAT, DM_SPLIT, DM_D2S, DM_S2D, DM_PAD, DM_GATHER, DM_GATHER_ELEMENTS,
-       DM_GATHER_ND, DM_SCATTER_ELEMENTS, DM_SCATTER_ND, DM_TRILU, DM_ONEHOT };
+       DM_GATHER_ND, DM_SCATTER_ELEMENTS, DM_SCATTER_ND, DM_TRILU, DM_ONEHOT,
+       DM_CENTER_CROP_PAD };
 
 typedef struct dm_state {
     int kind;
@@ -110,7 +111,7 @@ static int index_dtype_ok(netrun_dtype t) { return t == NETRUN_DTYPE_INT32 || t 
 static int dm_kind(const char *op) {
     static const char *names[] = {"Transpose", "Slice", "Tile", "Concat", "Split", "DepthToSpace", "SpaceToDepth",
                                   "Pad", "Gather", "GatherElements", "GatherND", "ScatterElements", "ScatterND",
-                                  "Trilu", "OneHot"};
+                                  "Trilu", "OneHot", "CenterCropPad"};
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
         if (!strcmp(op, names[i])) return i;
     return -1;
@@ -167,7 +168,7 @@ static netrun_status dm_kernels(ocl_context *ctx, dm_state *s, netrun_dtype t0, 
     if (kind >= DM_GATHER && kind <= DM_SCATTER_ND && !index_dtype_ok(t1))
         return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl: indices of %s", ocl_dtype_name(t1));
     switch (kind) {
-    case DM_PAD: kname = "dm_pad"; break;
+    case DM_PAD: case DM_CENTER_CROP_PAD: kname = "dm_pad"; break;
     case DM_TRILU: kname = "dm_trilu"; break;
     case DM_GATHER: kname = i64 ? "dm_gather_i64" : "dm_gather_i32"; break;
     case DM_GATHER_ELEMENTS: kname = i64 ? "dm_gather_elements_i64" : "dm_gather_elements_i32"; break;
@@ -356,6 +357,27 @@ static netrun_status run_pad(ocl_context *ctx, dm_state *s, const netrun_kernel_
     return ocl_launch1d(ctx, s->k, "Pad", (size_t)n, (int)(sizeof a / sizeof a[0]), a);
 }
 
+/* CenterCropPad: a constant zero Pad whose begin pads are minus the crop offsets. */
+static netrun_status run_center_crop_pad(ocl_context *ctx, dm_state *s, const netrun_kernel_args *args) {
+    const netrun_center_crop_pad_params *p = args->params;
+    const netrun_tensor *x = &args->inputs[0];
+    netrun_tensor *y = &args->outputs[0];
+    int64_t n = ocl_count(y);
+    if (!p || p->rank != x->rank || y->rank != x->rank)
+        return ocl_host->error(NETRUN_ERR_INTERNAL, "opencl CenterCropPad: bad params");
+    if (n == 0) return NETRUN_OK;
+    oclops_meta m;
+    memset(&m, 0, sizeof m);
+    m.rank = y->rank;
+    for (int d = 0; d < y->rank; d++) {
+        m.dims[d] = y->dims[d];
+        m.s0[d] = x->dims[d];
+        m.s1[d] = -p->offset[d];
+    }
+    ocl_arg a[] = {OCL_TENSOR(x), OCL_TENSOR(y), OCL_LONG(n), OCL_INT(0), OCL_ULONG(0), OCL_BYTES(&m, sizeof m)};
+    return ocl_launch1d(ctx, s->k, "CenterCropPad", (size_t)n, (int)(sizeof a / sizeof a[0]), a);
+}
+
 static netrun_status run_trilu(ocl_context *ctx, dm_state *s, const netrun_kernel_args *args) {
     const netrun_trilu_params *p = args->params;
     const netrun_tensor *x = &args->inputs[0];
@@ -535,6 +557,7 @@ static netrun_status dm_run(ocl_context *ctx, void *state, const netrun_kernel_a
     case DM_GATHER_ND: return run_gather_nd(ctx, s, args);
     case DM_SCATTER_ELEMENTS: case DM_SCATTER_ND: return run_scatter(ctx, s, args);
     case DM_ONEHOT: return run_onehot(ctx, s, args);
+    case DM_CENTER_CROP_PAD: return run_center_crop_pad(ctx, s, args);
     }
     return ocl_host->error(NETRUN_ERR_INTERNAL, "opencl data movement: unknown kind");
 }
@@ -551,5 +574,6 @@ const ocl_op ocl_ops_data_movement[] = {
     OP("ScatterElements", ANY, "int32/int64 indices; reductions on numeric dtypes")
     OP("ScatterND", ANY, "int32/int64 indices; reductions on numeric dtypes") OP("Trilu", ANY, "rank >= 2")
     OP("OneHot", ANY & ~OCL_DT(BOOL), "numeric indices; values of any fixed-size dtype")
+    OP("CenterCropPad", ANY, "")
     {NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -8,7 +8,8 @@ OCL_SOURCE(reduce);
 
 int oclops_type_options(netrun_dtype t, char *buf, size_t size); /* elementwise.c */
 
-enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_L1, R_L2, R_SUMSQ, R_LOGSUM, R_LSE, R_ARGMAX, R_ARGMIN };
+enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_L1, R_L2, R_SUMSQ, R_LOGSUM, R_LSE, R_ARGMAX, R_ARGMIN, R_CUMSUM,
+       R_CUMPROD };
 
 /* rd_geo in reduce.cl: all 64-bit. */
 typedef struct rd_geo {
@@ -30,6 +31,7 @@ static const struct {
     {"ReduceProd", R_PROD, M_FLT | M_INT}, {"ReduceL1", R_L1, M_FLT | M_INT}, {"ReduceL2", R_L2, M_FLT},
     {"ReduceSumSquare", R_SUMSQ, M_FLT | M_INT}, {"ReduceLogSum", R_LOGSUM, M_FLT},
     {"ReduceLogSumExp", R_LSE, M_FLT}, {"ArgMax", R_ARGMAX, M_FLT | M_INT}, {"ArgMin", R_ARGMIN, M_FLT | M_INT},
+    {"CumSum", R_CUMSUM, M_FLT | DT(INT32) | DT(INT64)}, {"CumProd", R_CUMPROD, M_FLT | DT(INT32) | DT(INT64)},
     {NULL, 0, 0}};
 
 static int rd_find(const char *name) {
@@ -47,6 +49,8 @@ static int rd_supports(const netrun_node_desc *node, char *reason, size_t size) 
         return ocl_refuse(reason, size, "dtype %s not supported by the OpenCL %s kernel", ocl_dtype_name(t),
                           node->op_type);
     if (!node->params) return ocl_refuse(reason, size, "no params");
+    if ((rd_ops[i].op == R_CUMSUM || rd_ops[i].op == R_CUMPROD) && node->params_size < sizeof(netrun_axis_params))
+        return ocl_refuse(reason, size, "params of another kind");
     return 1;
 }
 
@@ -69,8 +73,9 @@ static netrun_status rd_kernels(ocl_context *ctx, rd_state *s, netrun_dtype t) {
     int i = rd_find(s->name);
     if (i < 0 || !(rd_ops[i].dtypes & NETRUN_DTYPE_BIT(t)) || !oclops_type_options(t, opts, sizeof opts))
         return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl %s: dtype %s", s->name, ocl_dtype_name(t));
-    int arg = s->op == R_ARGMAX || s->op == R_ARGMIN;
-    netrun_status st = ocl_kernel_get(ctx, "reduce", ocl_src_reduce, opts, arg ? "rd_arg" : "rd_reduce", &s->k);
+    int arg = s->op == R_ARGMAX || s->op == R_ARGMIN, cum = s->op == R_CUMSUM || s->op == R_CUMPROD;
+    netrun_status st =
+        ocl_kernel_get(ctx, "reduce", ocl_src_reduce, opts, arg ? "rd_arg" : cum ? "rd_cum" : "rd_reduce", &s->k);
     if (st == NETRUN_OK) s->t = t;
     return st;
 }
@@ -110,6 +115,20 @@ static netrun_status run_arg(ocl_context *ctx, rd_state *s, const netrun_kernel_
     return ocl_launch1d(ctx, s->k, s->name, (size_t)(outer * inner), (int)(sizeof a / sizeof a[0]), a);
 }
 
+static netrun_status run_cum(ocl_context *ctx, rd_state *s, const netrun_kernel_args *args) {
+    const netrun_axis_params *p = args->params;
+    const netrun_tensor *x = &args->inputs[0];
+    netrun_tensor *y = &args->outputs[0];
+    if (!p || p->axis < 0 || p->axis >= x->rank) return ocl_host->error(NETRUN_ERR_INTERNAL, "opencl %s: bad params", s->name);
+    int64_t outer = 1, inner = 1, R = x->dims[p->axis];
+    for (int i = 0; i < p->axis; i++) outer *= x->dims[i];
+    for (int i = p->axis + 1; i < x->rank; i++) inner *= x->dims[i];
+    if (outer * inner * R == 0) return NETRUN_OK;
+    ocl_arg a[] = {OCL_TENSOR(x), OCL_TENSOR(y), OCL_LONG(outer), OCL_LONG(R), OCL_LONG(inner),
+                   OCL_INT(s->op == R_CUMPROD), OCL_INT(p->exclusive), OCL_INT(p->reverse)};
+    return ocl_launch1d(ctx, s->k, s->name, (size_t)(outer * inner), (int)(sizeof a / sizeof a[0]), a);
+}
+
 static netrun_status rd_run(ocl_context *ctx, void *state, const netrun_kernel_args *args) {
     rd_state *s = state;
     const netrun_reduce_params *p = args->params;
@@ -121,6 +140,7 @@ static netrun_status rd_run(ocl_context *ctx, void *state, const netrun_kernel_a
         if (st != NETRUN_OK) return st;
     }
     if (s->op == R_ARGMAX || s->op == R_ARGMIN) return run_arg(ctx, s, args);
+    if (s->op == R_CUMSUM || s->op == R_CUMPROD) return run_cum(ctx, s, args);
     int64_t nout = ocl_count(y);
     if (nout == 0) return NETRUN_OK;
     /* noop_with_empty_axes: identity for the plain reductions; the mapped ones (L1, L2, SumSquare, LogSum)
@@ -173,5 +193,7 @@ const ocl_op ocl_ops_reduce[] = {
     OP("ReduceL2", M_FLT, "any axes") OP("ReduceSumSquare", M_FLT | M_INT, "any axes")
     OP("ReduceLogSum", M_FLT, "any axes") OP("ReduceLogSumExp", M_FLT, "any axes")
     OP("ArgMax", M_FLT | M_INT, "select_last_index") OP("ArgMin", M_FLT | M_INT, "select_last_index")
+    OP("CumSum", M_FLT | DT(INT32) | DT(INT64), "exclusive, reverse")
+    OP("CumProd", M_FLT | DT(INT32) | DT(INT64), "exclusive, reverse")
     {NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL},
 };

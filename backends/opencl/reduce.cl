@@ -173,3 +173,26 @@ __kernel void rd_arg(__global const T *x, ulong xo, __global long *y, ulong yo, 
         y[yo + i] = bi;
     }
 }
+
+/* CumSum / CumProd along one axis: [outer, R, inner]; a work-item per (outer, inner) line walks the axis. */
+__kernel void rd_cum(__global const T *x, ulong xo, __global T *y, ulong yo, long outer, long R, long inner, int prod,
+                     int exclusive, int reverse) {
+    __global const T *px = x + xo;
+    __global T *py = y + yo;
+    long n = outer * inner;
+    for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
+        long o = i / inner, in = i - o * inner, base = o * R * inner + in;
+        CT acc = prod ? (CT)1 : (CT)0;
+        for (long rr = 0; rr < R; rr++) {
+            long at = base + (reverse ? R - 1 - rr : rr) * inner;
+            CT v = LD(px, at);
+            if (exclusive) ST(py, at, acc);
+#if IS_FLOAT
+            acc = prod ? acc * v : acc + v;
+#else
+            acc = prod ? (CT)((ulong)acc * (ulong)v) : (CT)((ulong)acc + (ulong)v); /* wraps like the CPU's */
+#endif
+            if (!exclusive) ST(py, at, acc);
+        }
+    }
+}

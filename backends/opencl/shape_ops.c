@@ -20,6 +20,7 @@ typedef struct sh_state {
     int kind;
     cl_kernel k, k2; /* k2: Dropout's mask fill */
     netrun_dtype t, out; /* the input and output dtypes k is built for */
+    int zero_mask;       /* Dropout before opset 12: onnxruntime writes an all-false mask (the CPU backend too) */
 } sh_state;
 
 static int sh_kind(const char *op) {
@@ -62,6 +63,7 @@ static int sh_supports(const netrun_node_desc *node, char *reason, size_t size) 
     default: break;
     }
     if (!ocl_esize(t)) return ocl_refuse(reason, size, "dtype %s", ocl_dtype_name(t));
+    if (!strcmp(node->op_type, "BitCast") && !ocl_esize(out)) return ocl_refuse(reason, size, "BitCast to %s", ocl_dtype_name(out));
     return 1;
 }
 
@@ -109,9 +111,15 @@ static netrun_status sh_create(ocl_context *ctx, const netrun_node_desc *node, v
     s->kind = sh_kind(node->op_type);
     netrun_dtype t = node->n_inputs > 0 ? node->inputs[0].dtype : NETRUN_DTYPE_UNDEFINED;
     netrun_status st = sh_kernels(ctx, s, t, node->outputs[0].dtype);
+    s->zero_mask = node->opset < 12;
     if (st == NETRUN_OK && s->kind == SH_DROPOUT && node->n_outputs > 1 && node->outputs[1].rank >= 0 &&
-        node->outputs[1].name && *node->outputs[1].name)
-        st = ocl_kernel_get(ctx, "data_movement", ocl_src_data_movement, "-DE=uchar", "dm_fill", &s->k2);
+        node->outputs[1].name && *node->outputs[1].name) {
+        char opts[32];
+        if (!oclops_bytes_options(ocl_esize(node->outputs[1].dtype), opts, sizeof opts))
+            st = ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl Dropout: mask of %s", ocl_dtype_name(node->outputs[1].dtype));
+        else
+            st = ocl_kernel_get(ctx, "data_movement", ocl_src_data_movement, opts, "dm_fill", &s->k2);
+    }
     if (st != NETRUN_OK) {
         ocl_host->free(s);
         return st;
@@ -156,7 +164,8 @@ static netrun_status sh_run(ocl_context *ctx, void *state, const netrun_kernel_a
         netrun_tensor *mask = &args->outputs[1];
         int64_t m = ocl_count(mask);
         if (!m) return NETRUN_OK;
-        ocl_arg a[] = {OCL_TENSOR(mask), OCL_LONG(m), OCL_ULONG(1)};
+        uint64_t bits = s->zero_mask ? 0 : oclops_value_bits(mask->dtype, 1.0);
+        ocl_arg a[] = {OCL_TENSOR(mask), OCL_LONG(m), OCL_ULONG(bits)};
         return ocl_launch1d(ctx, s->k2, "Dropout mask", (size_t)m, 4, a);
     }
     case SH_EXPAND: {
@@ -209,7 +218,7 @@ static netrun_status sh_run(ocl_context *ctx, void *state, const netrun_kernel_a
 const ocl_op ocl_ops_shape_ops[] = {
     OP("Reshape", ANY, "device copy or view") OP("Flatten", ANY, "device copy or view")
     OP("Squeeze", ANY, "device copy or view") OP("Unsqueeze", ANY, "device copy or view")
-    OP("Identity", ANY, "device copy or view")
+    OP("Identity", ANY, "device copy or view") OP("BitCast", ANY, "same bytes: a device copy")
     OP("Dropout", ANY, "inference only (training_mode constant false)")
     OP("Expand", ANY, "") OP("Shape", ANY, "") OP("Size", ANY, "")
     OP("Range", OCL_DT(FLOAT) | OCL_DT(DOUBLE) | OCL_DT(FLOAT16) | OCL_DT(INT16) | OCL_DT(INT32) | OCL_DT(INT64), "")
