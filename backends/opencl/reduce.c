@@ -9,7 +9,7 @@ OCL_SOURCE(reduce);
 int oclops_type_options(netrun_dtype t, char *buf, size_t size); /* elementwise.c */
 
 enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_L1, R_L2, R_SUMSQ, R_LOGSUM, R_LSE, R_ARGMAX, R_ARGMIN, R_CUMSUM,
-       R_CUMPROD };
+       R_CUMPROD, R_TOPK };
 
 /* rd_geo in reduce.cl: all 64-bit. */
 typedef struct rd_geo {
@@ -31,7 +31,7 @@ static const struct {
     {"ReduceProd", R_PROD, M_FLT | M_INT}, {"ReduceL1", R_L1, M_FLT | M_INT}, {"ReduceL2", R_L2, M_FLT},
     {"ReduceSumSquare", R_SUMSQ, M_FLT | M_INT}, {"ReduceLogSum", R_LOGSUM, M_FLT},
     {"ReduceLogSumExp", R_LSE, M_FLT}, {"ArgMax", R_ARGMAX, M_FLT | M_INT}, {"ArgMin", R_ARGMIN, M_FLT | M_INT},
-    {"CumSum", R_CUMSUM, M_FLT | DT(INT32) | DT(INT64)}, {"CumProd", R_CUMPROD, M_FLT | DT(INT32) | DT(INT64)},
+    {"TopK", R_TOPK, M_FLT | M_INT}, {"CumSum", R_CUMSUM, M_FLT | DT(INT32) | DT(INT64)}, {"CumProd", R_CUMPROD, M_FLT | DT(INT32) | DT(INT64)},
     {NULL, 0, 0}};
 
 static int rd_find(const char *name) {
@@ -51,6 +51,8 @@ static int rd_supports(const netrun_node_desc *node, char *reason, size_t size) 
     if (!node->params) return ocl_refuse(reason, size, "no params");
     if ((rd_ops[i].op == R_CUMSUM || rd_ops[i].op == R_CUMPROD) && node->params_size < sizeof(netrun_axis_params))
         return ocl_refuse(reason, size, "params of another kind");
+    if (rd_ops[i].op == R_TOPK && (node->n_outputs < 2 || node->outputs[1].dtype != NETRUN_DTYPE_INT64))
+        return ocl_refuse(reason, size, "TopK needs its int64 indices output");
     return 1;
 }
 
@@ -75,7 +77,8 @@ static netrun_status rd_kernels(ocl_context *ctx, rd_state *s, netrun_dtype t) {
         return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl %s: dtype %s", s->name, ocl_dtype_name(t));
     int arg = s->op == R_ARGMAX || s->op == R_ARGMIN, cum = s->op == R_CUMSUM || s->op == R_CUMPROD;
     netrun_status st =
-        ocl_kernel_get(ctx, "reduce", ocl_src_reduce, opts, arg ? "rd_arg" : cum ? "rd_cum" : "rd_reduce", &s->k);
+        ocl_kernel_get(ctx, "reduce", ocl_src_reduce, opts,
+                       arg ? "rd_arg" : cum ? "rd_cum" : s->op == R_TOPK ? "rd_topk" : "rd_reduce", &s->k);
     if (st == NETRUN_OK) s->t = t;
     return st;
 }
@@ -129,6 +132,23 @@ static netrun_status run_cum(ocl_context *ctx, rd_state *s, const netrun_kernel_
     return ocl_launch1d(ctx, s->k, s->name, (size_t)(outer * inner), (int)(sizeof a / sizeof a[0]), a);
 }
 
+static netrun_status run_topk(ocl_context *ctx, rd_state *s, const netrun_kernel_args *args) {
+    const netrun_topk_params *p = args->params;
+    const netrun_tensor *x = &args->inputs[0];
+    netrun_tensor *v = &args->outputs[0], *ix = &args->outputs[1];
+    if (!p || p->axis < 0 || p->axis >= x->rank || args->n_outputs < 2 || ix->rank < 0 || v->rank < 0)
+        return ocl_host->error(NETRUN_ERR_INTERNAL, "opencl TopK: bad params or outputs");
+    int64_t outer = 1, inner = 1, R = x->dims[p->axis];
+    for (int i = 0; i < p->axis; i++) outer *= x->dims[i];
+    for (int i = p->axis + 1; i < x->rank; i++) inner *= x->dims[i];
+    if (p->k < 0 || p->k > R) return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl TopK: k %lld of %lld", (long long)p->k, (long long)R);
+    int64_t n = outer * R * inner;
+    if (n == 0 || p->k == 0) return NETRUN_OK;
+    ocl_arg a[] = {OCL_TENSOR(x), OCL_TENSOR(v), OCL_TENSOR(ix), OCL_LONG(outer), OCL_LONG(R), OCL_LONG(inner),
+                   OCL_LONG(p->k), OCL_INT(p->largest)};
+    return ocl_launch1d(ctx, s->k, "TopK", (size_t)n, (int)(sizeof a / sizeof a[0]), a);
+}
+
 static netrun_status rd_run(ocl_context *ctx, void *state, const netrun_kernel_args *args) {
     rd_state *s = state;
     const netrun_reduce_params *p = args->params;
@@ -141,6 +161,7 @@ static netrun_status rd_run(ocl_context *ctx, void *state, const netrun_kernel_a
     }
     if (s->op == R_ARGMAX || s->op == R_ARGMIN) return run_arg(ctx, s, args);
     if (s->op == R_CUMSUM || s->op == R_CUMPROD) return run_cum(ctx, s, args);
+    if (s->op == R_TOPK) return run_topk(ctx, s, args);
     int64_t nout = ocl_count(y);
     if (nout == 0) return NETRUN_OK;
     /* noop_with_empty_axes: identity for the plain reductions; the mapped ones (L1, L2, SumSquare, LogSum)
@@ -193,6 +214,7 @@ const ocl_op ocl_ops_reduce[] = {
     OP("ReduceL2", M_FLT, "any axes") OP("ReduceSumSquare", M_FLT | M_INT, "any axes")
     OP("ReduceLogSum", M_FLT, "any axes") OP("ReduceLogSumExp", M_FLT, "any axes")
     OP("ArgMax", M_FLT | M_INT, "select_last_index") OP("ArgMin", M_FLT | M_INT, "select_last_index")
+    OP("TopK", M_FLT | M_INT, "ties to the lower index; always sorted; O(R^2) per line (rank counting)")
     OP("CumSum", M_FLT | DT(INT32) | DT(INT64), "exclusive, reverse")
     OP("CumProd", M_FLT | DT(INT32) | DT(INT64), "exclusive, reverse")
     {NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL},

@@ -196,3 +196,34 @@ __kernel void rd_cum(__global const T *x, ulong xo, __global T *y, ulong yo, lon
         }
     }
 }
+
+/* TopK along one axis ([outer, R, inner]): a work-item per input element counts the elements that rank before
+ * it (better value, or equal value at a lower index; NaN ranks first, as in the CPU backend and onnxruntime)
+ * and, when that rank is below k, writes itself at that position: sorted output without a sort. */
+__kernel void rd_topk(__global const T *x, ulong xo, __global T *v, ulong vo, __global long *ix, ulong io, long outer,
+                      long R, long inner, long k, int largest) {
+    __global const T *px = x + xo;
+    long n = outer * R * inner;
+    for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
+        long in = i % inner, r = (i / inner) % R, o = i / (inner * R);
+        __global const T *line = px + o * R * inner + in;
+        CT a = LD(line, r * inner);
+#if IS_FLOAT
+        if (isnan(a)) a = largest ? (CT)INFINITY : (CT)(-INFINITY);
+#endif
+        long rank = 0;
+        for (long j = 0; j < R && rank < k; j++) {
+            CT b = LD(line, j * inner);
+#if IS_FLOAT
+            if (isnan(b)) b = largest ? (CT)INFINITY : (CT)(-INFINITY);
+#endif
+            int before = largest ? (b > a || (b == a && j < r)) : (b < a || (b == a && j < r));
+            rank += before;
+        }
+        if (rank < k) {
+            long at = (o * k + rank) * inner + in;
+            ST(v + vo, at, LD(line, r * inner));
+            ix[io + at] = r;
+        }
+    }
+}
