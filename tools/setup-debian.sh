@@ -17,3 +17,7 @@ if [ "${1:-}" = "--tests" ]; then
   [ -x .venv/bin/python ] || python3 -m venv .venv
   .venv/bin/python -m pip install -q --disable-pip-version-check -r tests/requirements.txt
 fi
+# --bench (second argument, after --tests): also the CPU benchmark's OpenCV (tools/bench/requirements.txt)
+if [ "${1:-}" = "--tests" ] && [ "${2:-}" = "--bench" ]; then
+  .venv/bin/python -m pip install -q --disable-pip-version-check -r tools/bench/requirements.txt
+fi
