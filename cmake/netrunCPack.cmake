@@ -14,10 +14,10 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 # No build folders or VCS data in a source package.
 set(CPACK_SOURCE_IGNORE_FILES "/\\\\.git/" "/build[^/]*/" "/\\\\.venv/")
 
-set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)               # netrun_0.1.0_amd64.deb
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)               # netrun_0.2.0_amd64.deb
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
-# libnetrun.so.0 gets a shlibs file, so packages built against it depend on it properly.
+# libnetrun.so.0.2 gets a shlibs file, so packages built against it depend on it properly.
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 find_program(NETRUN_DPKG_SHLIBDEPS dpkg-shlibdeps)

@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 #define NETRUN_VERSION_MAJOR 0
-#define NETRUN_VERSION_MINOR 1
+#define NETRUN_VERSION_MINOR 2
 #define NETRUN_VERSION_PATCH 0
 
 /* Most dimensions a tensor may have. */
@@ -167,7 +167,7 @@ typedef struct netrun_session_stats {
     int n_copies;            /* tensor copies inserted at backend borders */
     size_t copy_bytes;       /* bytes those copies move per run */
     int n_folded;            /* nodes folded to constants at prepare */
-    /* appended after ABI 1.2 */
+    /* ---- netrun 0.2 ---- */
     size_t device_peak_bytes; /* peak device memory of the session's device backends (0: no device backend) */
     int n_graphs;             /* device graphs captured (CUDA Graphs) and replayed by runs */
     int n_segments;           /* runs of consecutive kernels of one device backend (graph candidates) */

@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 #define NETRUN_ABI_MAJOR 1
-#define NETRUN_ABI_MINOR 2
+#define NETRUN_ABI_MINOR 3
 #define NETRUN_ABI_VERSION ((uint32_t)((NETRUN_ABI_MAJOR << 16) | NETRUN_ABI_MINOR))
 #define NETRUN_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 
@@ -189,7 +189,7 @@ typedef struct netrun_backend_api {
     /* Optional: name the kernel or algorithm chosen for a node (for profiles), e.g. "cudnn IMPLICIT_GEMM". */
     netrun_status (*kernel_describe)(netrun_backend_context *ctx, netrun_kernel *kernel, char *buf, size_t buf_size);
 
-    /* ---- appended after ABI 1.2 (all optional; NULL or outside struct_size: the runtime runs eagerly) ---- */
+    /* ---- ABI 1.3 (all optional; NULL or outside struct_size: the runtime runs eagerly) ---- */
     /* Graph capture (CUDA Graphs and the like). With static shapes the executor groups consecutive kernel steps
      * of one backend into a segment; on the second run it calls graph_capture_begin, runs the segment's
      * kernel_run calls as usual (they must only queue work), then graph_capture_end, which returns an opaque

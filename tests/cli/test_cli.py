@@ -115,7 +115,7 @@ def t_help_version():
     expect_rc(r, 0, "-h")
     r = run(["--version"])
     expect_rc(r, 0, "--version")
-    check("netrun" in r.stdout and "0.1.0" in r.stdout, f"--version printed {r.stdout!r}")
+    check("netrun" in r.stdout and "0.2.0" in r.stdout, f"--version printed {r.stdout!r}")
 
 
 def t_bad_option():
