@@ -133,12 +133,14 @@ static int dm_supports(const netrun_node_desc *node, char *reason, size_t size) 
         const netrun_scatter_params *p = node->params;
         char o[128];
         if (node->n_inputs < 3 || node->inputs[2].dtype != t) return ocl_refuse(reason, size, "updates of another dtype");
-        if (p && p->reduction != NETRUN_SCATTER_NONE && (t == NETRUN_DTYPE_BOOL || !oclops_type_options(t, o, sizeof o)))
+        if (p && p->reduction != NETRUN_SCATTER_NONE &&
+            (t == NETRUN_DTYPE_BOOL || t == NETRUN_DTYPE_BFLOAT16 || !oclops_type_options(t, o, sizeof o)))
             return ocl_refuse(reason, size, "scatter reduction on %s", ocl_dtype_name(t));
     }
     if (kind == DM_ONEHOT) {
         char o[128];
-        if (node->n_inputs < 3 || !oclops_type_options(t, o, sizeof o) || t == NETRUN_DTYPE_BOOL)
+        if (node->n_inputs < 3 || !oclops_type_options(t, o, sizeof o) || t == NETRUN_DTYPE_BOOL ||
+            t == NETRUN_DTYPE_BFLOAT16)
             return ocl_refuse(reason, size, "OneHot indices of %s", ocl_dtype_name(t));
         if (!ocl_esize(node->inputs[2].dtype)) return ocl_refuse(reason, size, "OneHot values of %s", ocl_dtype_name(node->inputs[2].dtype));
         if (!node->params) return ocl_refuse(reason, size, "no params");
@@ -183,12 +185,12 @@ static netrun_status dm_kernels(ocl_context *ctx, dm_state *s, netrun_dtype t0, 
                                       : (i64 ? "ew_scatter_elements_i64" : "ew_scatter_elements_i32");
         src = ocl_src_elementwise;
         sname = "elementwise";
-        if (t0 == NETRUN_DTYPE_BOOL || !oclops_type_options(t0, opts, sizeof opts))
+        if (t0 == NETRUN_DTYPE_BOOL || t0 == NETRUN_DTYPE_BFLOAT16 || !oclops_type_options(t0, opts, sizeof opts))
             return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl scatter reduction on %s", ocl_dtype_name(t0));
     }
     if (kind == DM_ONEHOT) { /* typed by the indices, values moved by size */
         char e[32];
-        if (t0 == NETRUN_DTYPE_BOOL || !oclops_type_options(t0, opts, sizeof opts - 32) ||
+        if (t0 == NETRUN_DTYPE_BOOL || t0 == NETRUN_DTYPE_BFLOAT16 || !oclops_type_options(t0, opts, sizeof opts - 32) ||
             !oclops_bytes_options(ocl_esize(t2), e, sizeof e))
             return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "opencl OneHot: indices %s, values %s", ocl_dtype_name(t0),
                                    ocl_dtype_name(t2));

@@ -33,6 +33,8 @@ int oclops_type_options(netrun_dtype t, char *buf, size_t size) {
     case NETRUN_DTYPE_FLOAT: o = "-DT=float -DCT=float -DIS_FLOAT=1 -DES=4"; break;
     case NETRUN_DTYPE_FLOAT16: o = "-DT=half -DCT=float -DIS_FLOAT=1 -DIS_HALF=1 -DES=2"; break;
     case NETRUN_DTYPE_DOUBLE: o = "-DT=double -DCT=double -DIS_FLOAT=1 -DES=8"; break;
+    /* bfloat16: only elementwise.cl knows IS_BF16; other families leave it out of their dtype masks */
+    case NETRUN_DTYPE_BFLOAT16: o = "-DT=ushort -DCT=float -DIS_FLOAT=1 -DIS_BF16=1 -DES=2"; break;
     case NETRUN_DTYPE_INT8: o = "-DT=char -DCT=long -DES=1"; break;
     case NETRUN_DTYPE_INT16: o = "-DT=short -DCT=long -DES=2"; break;
     case NETRUN_DTYPE_INT32: o = "-DT=int -DCT=long -DES=4"; break;
@@ -132,8 +134,8 @@ static const ew_op ew_ops[] = {
     {"Or", K_COMPARE, B_OR, DT(BOOL)}, {"Xor", K_COMPARE, B_XOR, DT(BOOL)},
     {"Sum", K_VARIADIC, B_ADD, M_NUM}, {"Max", K_VARIADIC, B_MAX, M_NUM}, {"Min", K_VARIADIC, B_MIN, M_NUM},
     {"Mean", K_MEAN, B_ADD, M_FLT},
-    {"Where", K_WHERE, 0, OCL_ALL_DTYPES & ~DT(BFLOAT16)},
-    {"Cast", K_CAST, 0, M_NUM | DT(BOOL)}, {"CastLike", K_CAST, 0, M_NUM | DT(BOOL)},
+    {"Where", K_WHERE, 0, OCL_ALL_DTYPES},
+    {"Cast", K_CAST, 0, M_NUM | DT(BOOL) | DT(BFLOAT16)}, {"CastLike", K_CAST, 0, M_NUM | DT(BOOL) | DT(BFLOAT16)},
     {NULL, 0, 0, 0}};
 
 static const ew_op *ew_find(const char *name) {
@@ -158,7 +160,7 @@ static int ew_supports(const netrun_node_desc *node, char *reason, size_t size) 
         return ocl_refuse(reason, size, "dtype %s not supported by the OpenCL %s kernel", ocl_dtype_name(t), e->name);
     if (e->kind == K_CAST) {
         netrun_dtype to = node->outputs[0].dtype;
-        if (!(M_NUM & NETRUN_DTYPE_BIT(to)) && to != NETRUN_DTYPE_BOOL)
+        if (!((M_NUM | DT(BOOL) | DT(BFLOAT16)) & NETRUN_DTYPE_BIT(to)))
             return ocl_refuse(reason, size, "Cast to %s not supported", ocl_dtype_name(to));
         return 1;
     }
@@ -212,7 +214,7 @@ static void ew_destroy(ocl_context *ctx, void *state) {
 
 static int dst_kind(netrun_dtype t) {
     switch (t) {
-    case NETRUN_DTYPE_FLOAT: case NETRUN_DTYPE_FLOAT16: case NETRUN_DTYPE_DOUBLE: return 0;
+    case NETRUN_DTYPE_FLOAT: case NETRUN_DTYPE_FLOAT16: case NETRUN_DTYPE_DOUBLE: case NETRUN_DTYPE_BFLOAT16: return 0;
     case NETRUN_DTYPE_INT64: case NETRUN_DTYPE_UINT32: return 2;
     case NETRUN_DTYPE_UINT64: return 3;
     case NETRUN_DTYPE_BOOL: return 4;
@@ -266,13 +268,13 @@ static netrun_status ew_kernels(ocl_context *ctx, ew_state *s, ew_types ty) {
     }
     if (e->kind == K_CAST) {
         netrun_dtype to = ty.to;
-        const char *tn = to == NETRUN_DTYPE_BOOL ? "uchar" : ocl_cl_type(to);
+        const char *tn = to == NETRUN_DTYPE_BOOL ? "uchar" : to == NETRUN_DTYPE_BFLOAT16 ? "ushort" : ocl_cl_type(to);
         char o2[128];
         if (!tn || !oclops_type_options(to, o2, sizeof o2))
             return ocl_host->error(NETRUN_ERR_UNSUPPORTED, "Cast to %s", ocl_dtype_name(to));
         size_t l = strlen(opts);
         snprintf(opts + l, sizeof opts - l, " -DDT=%s -DDST_KIND=%d%s", tn, dst_kind(to),
-                 to == NETRUN_DTYPE_FLOAT16 ? " -DDST_HALF=1" : "");
+                 to == NETRUN_DTYPE_FLOAT16 ? " -DDST_HALF=1" : to == NETRUN_DTYPE_BFLOAT16 ? " -DDST_BF16=1" : "");
     }
     const char *kname = "ew_binary";
     switch (e->kind) {
@@ -511,8 +513,8 @@ const ocl_op ocl_ops_elementwise[] = {
     OP("Sum", M_NUM, "variadic") OP("Max", M_NUM, "variadic; NaN propagates")
     OP("Min", M_NUM, "variadic; NaN propagates") OP("Mean", M_FLT, "variadic")
     OP("Clip", M_NUM, "min/max from attributes, constants or run-time inputs")
-    OP("Where", OCL_ALL_DTYPES & ~DT(BFLOAT16), "bool condition; three-way broadcasting")
-    OP("Cast", M_NUM | DT(BOOL), "numeric and bool dtypes (no bfloat16, float8, string)")
-    OP("CastLike", M_NUM | DT(BOOL), "numeric and bool dtypes (no bfloat16, float8, string)")
+    OP("Where", OCL_ALL_DTYPES, "bool condition; three-way broadcasting")
+    OP("Cast", M_NUM | DT(BOOL) | DT(BFLOAT16), "numeric, bool and bfloat16 dtypes (no float8, int4, string)")
+    OP("CastLike", M_NUM | DT(BOOL) | DT(BFLOAT16), "numeric, bool and bfloat16 dtypes (no float8, int4, string)")
     {NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -2,9 +2,9 @@
  * Cast). Built once per dtype with -D options (see ew_options in elementwise.c):
  *   T, CT          storage and compute type (float16 is stored as half and computed in float through
  *                  vload_half/vstore_half, which need no cl_khr_fp16; integers are computed in long)
- *   IS_FLOAT, IS_HALF, IS_UNSIGNED, ES (element size in bytes)
+ *   IS_FLOAT, IS_HALF, IS_BF16 (bfloat16 stored as ushort), IS_UNSIGNED, ES (element size in bytes)
  *   T2, CT2        the second operand's types (Pow's exponent; T and CT otherwise)
- *   DT, DST_KIND, DST_HALF   Cast's target (see ew_cast)
+ *   DT, DST_KIND, DST_HALF, DST_BF16   Cast's target (see ew_cast)
  * Tensors are (buffer, offset in elements) pairs. */
 #ifdef cl_khr_fp64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -27,9 +27,21 @@
 #define T2_HALF 0
 #endif
 
+/* bfloat16 (stored as ushort): the high half of a float; stores round to nearest even, NaN stays NaN (as the
+ * CPU backend's cpu_float_to_bf16). */
+inline ushort bf16_of(float f) {
+    uint x = as_uint(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (ushort)((x >> 16) | 0x40u);
+    return (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+#define BF16_LD(p, i) as_float((uint)(p)[i] << 16)
+
 #if IS_HALF
 #define LD(p, i) vload_half((i), (p))
 #define ST(p, i, v) vstore_half_rte((float)(v), (i), (p))
+#elif defined(IS_BF16)
+#define LD(p, i) BF16_LD(p, i)
+#define ST(p, i, v) ((p)[i] = bf16_of((float)(v)))
 #else
 #define LD(p, i) ((CT)(p)[i])
 #define ST(p, i, v) ((p)[i] = (T)(v))
@@ -313,6 +325,8 @@ __kernel void ew_cast(__global const T *x, ulong xo, __global DT *y, ulong yo, l
 #if DST_KIND == 0
 #if DST_HALF
         vstore_half_rte(v, i, py);
+#elif defined(DST_BF16)
+        py[i] = bf16_of((float)v);
 #else
         py[i] = (DT)v;
 #endif

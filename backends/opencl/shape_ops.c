@@ -49,7 +49,7 @@ static int sh_supports(const netrun_node_desc *node, char *reason, size_t size) 
         return 1;
     case SH_RANGE:
         if (t != NETRUN_DTYPE_FLOAT && t != NETRUN_DTYPE_DOUBLE && t != NETRUN_DTYPE_FLOAT16 &&
-            t != NETRUN_DTYPE_INT16 && t != NETRUN_DTYPE_INT32 && t != NETRUN_DTYPE_INT64)
+            t != NETRUN_DTYPE_BFLOAT16 && t != NETRUN_DTYPE_INT16 && t != NETRUN_DTYPE_INT32 && t != NETRUN_DTYPE_INT64)
             return ocl_refuse(reason, size, "Range of %s", ocl_dtype_name(t));
         return 1;
     case SH_DROPOUT:
@@ -221,7 +221,8 @@ const ocl_op ocl_ops_shape_ops[] = {
     OP("Identity", ANY, "device copy or view") OP("BitCast", ANY, "same bytes: a device copy")
     OP("Dropout", ANY, "inference only (training_mode constant false)")
     OP("Expand", ANY, "") OP("Shape", ANY, "") OP("Size", ANY, "")
-    OP("Range", OCL_DT(FLOAT) | OCL_DT(DOUBLE) | OCL_DT(FLOAT16) | OCL_DT(INT16) | OCL_DT(INT32) | OCL_DT(INT64), "")
+    OP("Range", OCL_DT(FLOAT) | OCL_DT(DOUBLE) | OCL_DT(FLOAT16) | OCL_DT(BFLOAT16) | OCL_DT(INT16) | OCL_DT(INT32) |
+                OCL_DT(INT64), "")
     OP("ConstantOfShape", ANY & ~OCL_DT(BFLOAT16), "") OP("EyeLike", ANY & ~OCL_DT(BFLOAT16), "2-D")
     {NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL},
 };
