@@ -41,7 +41,10 @@ for d in libc6 libprotobuf-c1 libopenblas; do
   case "$deps" in *"$d"*) ;; *) fail "Depends lacks $d" ;; esac
 done
 dpkg-deb -c "$DEB" | awk '{print $6}' | sed 's|^\./|/|' >"$WORK/contents.txt"
-for f in /usr/bin/netrun /usr/bin/netrun-conformance /usr/$LIBDIR/libnetrun.so.${VERSION%%.*} \
+# the soname: the major, or 0.MINOR before 1.0 (see CMakeLists.txt)
+SOVER=${VERSION%%.*}
+[ "$SOVER" = 0 ] && SOVER=0.$(echo "$VERSION" | cut -d. -f2)
+for f in /usr/bin/netrun /usr/bin/netrun-conformance /usr/$LIBDIR/libnetrun.so.$SOVER \
          /usr/$LIBDIR/netrun/backends/libnetrun-cpu.so /usr/include/netrun.h /usr/include/netrun_backend.h \
          /usr/include/netrun_ops.h /usr/$LIBDIR/cmake/netrun/netrunConfig.cmake /usr/$LIBDIR/pkgconfig/netrun.pc; do
   grep -qx "$f" "$WORK/contents.txt" || fail "not in the package: $f"

@@ -29,9 +29,12 @@ unset NETRUN_BACKEND_PATH LD_LIBRARY_PATH PKG_CONFIG_PATH CMAKE_PREFIX_PATH
 echo "== cmake --install $BUILD --prefix $P"
 "$CMAKE" --install "$BUILD" --prefix "$P" >"$WORK/install.log" || { cat "$WORK/install.log"; fail "cmake --install"; exit 1; }
 
+# the soname: the major, or 0.MINOR before 1.0 (see CMakeLists.txt)
+SOVER=${VERSION%%.*}
+[ "$SOVER" = 0 ] && SOVER=0.$(echo "$VERSION" | cut -d. -f2)
 # ---- layout ----
 L="$LIBDIR"
-for f in bin/netrun bin/netrun-conformance $L/libnetrun.so $L/libnetrun.so.${VERSION%%.*} \
+for f in bin/netrun bin/netrun-conformance $L/libnetrun.so $L/libnetrun.so.$SOVER \
          $L/libnetrun.so.$VERSION $L/netrun/backends/libnetrun-cpu.so include/netrun.h include/netrun_backend.h \
          include/netrun_ops.h $L/cmake/netrun/netrunConfig.cmake $L/cmake/netrun/netrunConfigVersion.cmake \
          $L/cmake/netrun/netrunTargets.cmake $L/pkgconfig/netrun.pc; do
@@ -45,7 +48,7 @@ installed="$(cd "$P/$LIBDIR/netrun/backends" && ls libnetrun-*.so | sort)"
   || fail "backends: built [$(echo $built)] but installed [$(echo $installed)]"
 if command -v readelf >/dev/null; then
   soname="$(readelf -d "$P/$LIBDIR/libnetrun.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')"
-  [ "$soname" = "libnetrun.so.${VERSION%%.*}" ] && ok "soname $soname" || fail "soname is '$soname'"
+  [ "$soname" = "libnetrun.so.$SOVER" ] && ok "soname $soname" || fail "soname is '$soname'"
   for t in netrun netrun-conformance; do
     rp="$(readelf -d "$P/bin/$t" | sed -n 's/.*R\(UN\)\{0,1\}PATH.*\[\(.*\)\]/\2/p')"
     [ "$rp" = "\$ORIGIN/../$LIBDIR" ] && ok "$t RUNPATH $rp" || fail "$t RUNPATH is '$rp', expected \$ORIGIN/../$LIBDIR"
