@@ -553,6 +553,17 @@ static netrun_status cuda_kernel_run(netrun_backend_context *c, netrun_kernel *k
     return k->op->run((cuda_context *)c, k->state, args);
 }
 
+/* The algorithm / precision a kernel chose (conv: cuDNN algorithm, fp16 decision and its timings; gemm), for
+ * profiles, netrun_node_info.kernel and `netrun -v`. */
+static netrun_status cuda_kernel_describe(netrun_backend_context *c, netrun_kernel *kernel, char *buf, size_t size) {
+    (void)c;
+    if (!buf || !size) return NETRUN_OK;
+    buf[0] = '\0';
+    cuda_kernel *k = (cuda_kernel *)kernel;
+    if (k && k->op) cuda_op_describe(k->op, k->state, buf, size);
+    return NETRUN_OK;
+}
+
 static void cuda_kernel_destroy(netrun_backend_context *c, netrun_kernel *kernel) {
     cuda_kernel *k = (cuda_kernel *)kernel;
     if (!k) return;
@@ -591,6 +602,7 @@ static netrun_backend_api api = {
     .kernel_create = cuda_kernel_create,
     .kernel_run = cuda_kernel_run,
     .kernel_destroy = cuda_kernel_destroy,
+    .kernel_describe = cuda_kernel_describe,
     .synchronize = cuda_synchronize,
     .graph_capture_begin = cuda_graph_capture_begin,
     .graph_capture_end = cuda_graph_capture_end,
