@@ -6,26 +6,11 @@
 #include <math.h>
 
 #include "opencl_internal.h"
+#include "oclops_shared.h"
 
 OCL_SOURCE(data_movement);
 OCL_SOURCE(elementwise);
 
-/* Shared with elementwise.c (which defines them). */
-typedef struct oclops_meta {
-    int64_t rank;
-    int64_t dims[NETRUN_MAX_RANK];
-    int64_t s0[NETRUN_MAX_RANK];
-    int64_t s1[NETRUN_MAX_RANK];
-    int64_t s2[NETRUN_MAX_RANK];
-} oclops_meta;
-int oclops_type_options(netrun_dtype t, char *buf, size_t size);
-int oclops_bytes_options(size_t es, char *buf, size_t size);
-netrun_status oclops_flag_create(ocl_context *ctx, cl_mem *flag);
-netrun_status oclops_flag_check(ocl_context *ctx, cl_mem flag, const char *what, const char *problem);
-netrun_status oclops_copy_nd(ocl_context *ctx, cl_kernel k, const netrun_tensor *x, int64_t base_x, netrun_tensor *y,
-                             int64_t base_y, int rank, const int64_t *dims, const int64_t *xs, const int64_t *xmod,
-                             const int64_t *ys, const char *what);
-uint64_t oclops_value_bits(netrun_dtype t, double v);
 
 enum { DM_TRANSPOSE, DM_SLICE, DM_TILE, DM_CONCAT, DM_SPLIT, DM_D2S, DM_S2D, DM_PAD, DM_GATHER, DM_GATHER_ELEMENTS,
        DM_GATHER_ND, DM_SCATTER_ELEMENTS, DM_SCATTER_ND, DM_TRILU, DM_ONEHOT,

@@ -8,23 +8,11 @@
 #include <math.h>
 
 #include "opencl_internal.h"
+#include "oclops_shared.h"
 
 OCL_SOURCE(elementwise);
 OCL_SOURCE(data_movement);
 
-/* Shape and strides passed by value to kernels (nr_meta in the .cl files): all 64-bit, so the layouts match. */
-typedef struct oclops_meta {
-    int64_t rank;
-    int64_t dims[NETRUN_MAX_RANK];
-    int64_t s0[NETRUN_MAX_RANK];
-    int64_t s1[NETRUN_MAX_RANK];
-    int64_t s2[NETRUN_MAX_RANK];
-} oclops_meta;
-
-int oclops_type_options(netrun_dtype t, char *buf, size_t size);
-int oclops_bytes_options(size_t es, char *buf, size_t size);
-netrun_status oclops_flag_create(ocl_context *ctx, cl_mem *flag);
-netrun_status oclops_flag_check(ocl_context *ctx, cl_mem flag, const char *what, const char *problem);
 
 /* -D options that specialize elementwise.cl / reduce.cl / resize.cl for a dtype; 0 when the dtype has none. */
 int oclops_type_options(netrun_dtype t, char *buf, size_t size) {

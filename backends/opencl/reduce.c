@@ -3,10 +3,10 @@
  * Each output owns the input elements addressed by its kept dims and the reduced dims; long reductions take a
  * work-group per output (tree in local memory), short ones a work-item per output. */
 #include "opencl_internal.h"
+#include "oclops_shared.h"
 
 OCL_SOURCE(reduce);
 
-int oclops_type_options(netrun_dtype t, char *buf, size_t size); /* elementwise.c */
 
 enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_L1, R_L2, R_SUMSQ, R_LOGSUM, R_LSE, R_ARGMAX, R_ARGMIN, R_CUMSUM,
        R_CUMPROD, R_TOPK };

@@ -97,10 +97,10 @@ inline CT rd_combine(int op, CT acc, CT v) {
     }
 }
 
-/* Group-wide combine of one value per work-item (local size a power of two, or 1). */
+/* Group-wide combine of one value per work-item (local size a power of two, or 1). Every barrier is reached by
+ * every work-item, with no early return (PoCL miscompiles a return before a barrier, even a uniform one). */
 inline CT group_combine(int op, CT v, __local CT *sh) {
     int lid = get_local_id(0), ls = get_local_size(0);
-    if (ls == 1) return v;
     sh[lid] = v;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int s = ls / 2; s > 0; s >>= 1) {

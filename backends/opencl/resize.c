@@ -6,20 +6,10 @@
 #include <math.h>
 
 #include "opencl_internal.h"
+#include "oclops_shared.h"
 
 OCL_SOURCE(resize);
 
-int oclops_type_options(netrun_dtype t, char *buf, size_t size); /* elementwise.c */
-int oclops_bytes_options(size_t es, char *buf, size_t size);
-uint64_t oclops_value_bits(netrun_dtype t, double v);           /* data_movement.c */
-
-typedef struct oclops_meta {
-    int64_t rank;
-    int64_t dims[NETRUN_MAX_RANK];
-    int64_t s0[NETRUN_MAX_RANK];
-    int64_t s1[NETRUN_MAX_RANK];
-    int64_t s2[NETRUN_MAX_RANK];
-} oclops_meta;
 
 #define MAX_TAPS 4
 

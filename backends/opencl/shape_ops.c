@@ -2,17 +2,11 @@
  * device copies, skipped when the runtime already placed the output on the input's bytes (views); Expand is a
  * broadcast copy; Shape and Size write dims known on the host; Range, ConstantOfShape and EyeLike fill. */
 #include "opencl_internal.h"
+#include "oclops_shared.h"
 
 OCL_SOURCE(elementwise);
 OCL_SOURCE(data_movement);
 
-/* Shared with elementwise.c / data_movement.c (which define them). */
-int oclops_type_options(netrun_dtype t, char *buf, size_t size);
-int oclops_bytes_options(size_t es, char *buf, size_t size);
-netrun_status oclops_copy_nd(ocl_context *ctx, cl_kernel k, const netrun_tensor *x, int64_t base_x, netrun_tensor *y,
-                             int64_t base_y, int rank, const int64_t *dims, const int64_t *xs, const int64_t *xmod,
-                             const int64_t *ys, const char *what);
-uint64_t oclops_value_bits(netrun_dtype t, double v);
 
 enum { SH_COPY, SH_DROPOUT, SH_EXPAND, SH_SHAPE, SH_SIZE, SH_RANGE, SH_CONSTANT_OF_SHAPE, SH_EYELIKE };
 
