@@ -323,8 +323,10 @@ __kernel void ew_cast(__global const T *x, ulong xo, __global DT *y, ulong yo, l
     for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
         CT v = LD(px, i);
 #if DST_KIND == 0
-#if DST_HALF
-        vstore_half_rte(v, i, py);
+#if DST_HALF && IS_FLOAT
+        vstore_half_rte(v, i, py); /* one rounding from float or double */
+#elif DST_HALF
+        vstore_half_rte((float)v, i, py); /* integers: through float, as the CPU backend */
 #elif defined(DST_BF16)
         py[i] = bf16_of((float)v);
 #else
