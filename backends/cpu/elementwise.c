@@ -88,13 +88,34 @@ typedef struct ew_args {
 
 static void flag_div_zero(ew_args *k) { atomic_store_explicit(&k->div_zero, 1, memory_order_relaxed); }
 
+/* float32 loops are compiled three times (AVX-512, AVX2+FMA, baseline) and the loader picks the widest the CPU
+ * has (GCC/clang target_clones, an ifunc): the default build stays portable and still uses the whole vector
+ * unit. Other dtypes keep one baseline copy (code size; they are rarely hot). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(NETRUN_NO_CLONES)
+#define SIMD_f32 __attribute__((target_clones("avx512f", "arch=haswell", "default")))
+#else
+#define SIMD_f32
+#endif
+#define SIMD_f64
+#define SIMD_i8
+#define SIMD_i16
+#define SIMD_i32
+#define SIMD_i64
+#define SIMD_u8
+#define SIMD_u16
+#define SIMD_u32
+#define SIMD_u64
+#define SIMD_b
+
 /* ------------------------------------------------------------------------------------------------------ */
 /* Binary ops: y[i] = f(a[i*sa], b[i*sb]) for sa, sb in {0, 1}.                                          */
 
 typedef void (*bin_fn)(void *y, const void *a, const void *b, int64_t n, int sa, int sb, ew_args *k);
 
-#define BIN_LOOP(NAME, T, TB, OT, EXPR)                                                                  \
-    static void NAME(void *yv, const void *av, const void *bv, int64_t n, int sa, int sb, ew_args *k) { \
+#define BIN_LOOP(NAME, T, TB, OT, EXPR) BIN_LOOP_A(NAME, T, TB, OT, EXPR, )
+#define BIN_LOOP_A(NAME, T, TB, OT, EXPR, ATTR)                                                           \
+    ATTR static void NAME(void *yv, const void *av, const void *bv, int64_t n, int sa, int sb, ew_args *k) { \
         const T *pa = av;                                                                               \
         const TB *pb = bv;                                                                              \
         OT *y = yv;                                                                                     \
@@ -115,7 +136,7 @@ typedef void (*bin_fn)(void *y, const void *a, const void *b, int64_t n, int sa,
         }                                                                                               \
     }
 
-#define GEN_BIN(S, T, WT, E, NAME, OT, EXPR) BIN_LOOP(NAME##_##S, T, T, OT(T), EXPR(T, WT))
+#define GEN_BIN(S, T, WT, E, NAME, OT, EXPR) BIN_LOOP_A(NAME##_##S, T, T, OT(T), EXPR(T, WT), SIMD_##S)
 #define TAB_BIN(S, T, WT, E, NAME, OT, EXPR) [E] = NAME##_##S,
 #define DEF_BIN(NAME, SET, OT, EXPR) \
     SET(GEN_BIN, NAME, OT, EXPR) static const bin_fn NAME##_tab[NDT] = {SET(TAB_BIN, NAME, OT, EXPR)};
@@ -197,7 +218,7 @@ static const bin_fn PRelu_tab[NDT] = {T_NUM(TAB_BIN, PRelu, OUT_SAME, ~)};
 
 /* Div and Mod: float and integer forms differ. */
 #define GEN_IDIV(S, T, WT, E, ...) BIN_LOOP(Div_##S, T, T, T, div_##S(a, b, k))
-#define GEN_FDIV(S, T, WT, E, ...) BIN_LOOP(Div_##S, T, T, T, a / b)
+#define GEN_FDIV(S, T, WT, E, ...) BIN_LOOP_A(Div_##S, T, T, T, a / b, SIMD_##S)
 #define GEN_IREM(S, T, WT, E, ...) BIN_LOOP(Fmod_##S, T, T, T, rem_##S(a, b, k))
 #define GEN_IMOD(S, T, WT, E, ...) BIN_LOOP(Mod_##S, T, T, T, mod_##S(a, b, k))
 #define GEN_FMOD(S, T, WT, E, ...) BIN_LOOP(Fmod_##S, T, T, T, E_FMODF(T, WT))
@@ -230,8 +251,9 @@ static const bin_fn Pow_tab[NDT] = {[NETRUN_DTYPE_FLOAT] = Pow_f32, [NETRUN_DTYP
 typedef void (*un_fn)(void *y, const void *x, int64_t n, const netrun_unary_params *p);
 
 /* EXPR sees x and the constants; F(name) picks the float or double libm function. */
-#define UN_LOOP(NAME, T, OT, EXPR)                                                   \
-    static void NAME(void *yv, const void *xv, int64_t n, const netrun_unary_params *p) { \
+#define UN_LOOP(NAME, T, OT, EXPR) UN_LOOP_A(NAME, T, OT, EXPR, )
+#define UN_LOOP_A(NAME, T, OT, EXPR, ATTR)                                           \
+    ATTR static void NAME(void *yv, const void *xv, int64_t n, const netrun_unary_params *p) { \
         const T *px = xv;                                                                 \
         OT *y = yv;                                                                       \
         const T A = (T)p->alpha, B = (T)p->beta, G = (T)p->gamma;                         \
@@ -243,7 +265,7 @@ typedef void (*un_fn)(void *y, const void *x, int64_t n, const netrun_unary_para
         }                                                                                 \
     }
 
-#define GEN_UNF(S, T, WT, E, NAME, OT, EXPR) UN_LOOP(NAME##_##S, T, OT(T), EXPR(T, F_##S))
+#define GEN_UNF(S, T, WT, E, NAME, OT, EXPR) UN_LOOP_A(NAME##_##S, T, OT(T), EXPR(T, F_##S), SIMD_##S)
 #define TAB_UN(S, T, WT, E, NAME, OT, EXPR) [E] = NAME##_##S,
 #define DEF_UN(NAME, SET, OT, EXPR) \
     SET(GEN_UNF, NAME, OT, EXPR) static const un_fn NAME##_tab[NDT] = {SET(TAB_UN, NAME, OT, EXPR)};
