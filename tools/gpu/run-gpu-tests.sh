@@ -9,12 +9,17 @@
 #   models.log              tests/models with --backend cuda,cpu
 #   cudart.log              stage cudart: probe cost, tests/cuda/test_cuda_runtime, 8-thread concurrency on cuda,
 #                           two processes on one GPU, CUDA Graphs on/off and pinned on/off timings and outputs
+#   opencl.log              stage opencl: the OpenCL backend on the NVIDIA GPU (an ICD file for
+#                           libnvidia-opencl.so.1 in a vendors folder of our own): device listing, op cases vs cpu,
+#                           model tests, ResNet-50 batch 1 opencl vs cuda, first start vs cached second start
 # The machine lacks protobuf-c (and maybe OpenBLAS): run tools/gpu/pack-deps.sh here first and carry ".deps".
 # usage: tools/gpu/run-gpu-tests.sh            (from anywhere; the repo is this script's ../..)
 # Environment: OUT (log folder), BUILD (default /tmp/netrun-build-gpu), JOBS (default nproc),
 #   STAGES (default "build compare conformance models"; "ops" adds the serial, slow run_op_tests.py pass; "cudart"
 #   the runtime-feature checks, CONC_RUNS runs per thread, BENCH_MODELS torchvision names), CONF_FILTER (regex for the conformance runs,
 #   default all tests), CONF_TIMEOUT_S (per conformance run, default 280), CUDA_ARCH (default 90).
+# Without "build" in STAGES, BUILD must hold a build made elsewhere (e.g. carried: see tools/gpu/pack-build.sh);
+# libraries it needs that the machine lacks (CLBlast) go in $BUILD/lib/extra.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/gpu-out}
@@ -67,6 +72,7 @@ fi
 
 NETRUN=$BUILD/bin/netrun
 export NETRUN_BACKEND_PATH=$BUILD/lib/netrun/backends
+[ -d "$BUILD/lib/extra" ] && export LD_LIBRARY_PATH="$BUILD/lib/extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 if has build; then
   say "== build ($BUILD, sm_${CUDA_ARCH:-90}, $JOBS jobs)"
@@ -179,5 +185,41 @@ if has models; then
       --backend cuda,cpu --rtol 1e-3 --atol 1e-3; } >"$OUT/models.log" 2>&1
   say "models (cuda,cpu) exit $? in $(( $(date +%s) - t0 )) s"
   tailto models "$OUT/models.log" 15
+fi
+if has opencl; then
+  L=$OUT/opencl.log
+  : >"$L"
+  t0=$(date +%s)
+  V=$BUILD/ocl-vendors
+  mkdir -p "$V" && echo libnvidia-opencl.so.1 >"$V/nvidia.icd"
+  {
+    export OCL_ICD_VENDORS=$V
+    export NETRUN_CACHE_DIR=$BUILD/ocl-cache
+    rm -rf "$NETRUN_CACHE_DIR"
+    echo "== netrun --backends (OCL_ICD_VENDORS=$V)"
+    "$NETRUN" --backends 2>&1 | sed -n '/^opencl/,/^[a-z]/p'
+    echo "== first start vs second start (cache $NETRUN_CACHE_DIR), tiny_cnn"
+    for i in 1 2; do
+      "$NETRUN" "$REPO/examples/tiny_cnn.onnx" --backend opencl,cpu --iterations 20 2>&1 | grep -iE "prepare|first run|median"
+    done
+    echo "== op cases, opencl --strict vs cpu"
+    timeout 150 python3 "$REPO/tests/opencl/compare_backends.py" --netrun "$NETRUN" --backend opencl --jobs "$JOBS" \
+      --require-device --sample ${OCL_SAMPLE:-3} --full gemm,conv,pool,softmax,norm 2>&1 | grep -E "^FAIL|passed" | tail -25
+    echo "== model tests, opencl,cpu"
+    python3 "$REPO/tests/models/build_models.py" "$BUILD/test-models" >/dev/null 2>&1
+    timeout 120 python3 "$REPO/tests/models/run_model_tests.py" --netrun "$NETRUN" --models "$BUILD/test-models" \
+      --backend opencl,cpu --rtol 1e-3 --atol 1e-3 2>&1 | tail -12
+    echo "== ResNet-50 batch 1 fp32: opencl vs cuda (median of 50 runs)"
+    [ -f "$BUILD/tv/resnet50.onnx" ] || python3 "$REPO/tests/cuda/export_torchvision.py" "$BUILD/tv" resnet50 2>&1 | grep -v Warning | tail -2
+    for be in opencl cuda; do
+      extra=()
+      [ $be = cuda ] && extra=(--no-cuda-graph)
+      for e in "" "${extra[@]}"; do
+        echo "$be ${e:-} $("$NETRUN" "$BUILD/tv/resnet50.onnx" --backend $be,cpu --warmup 5 --iterations 50 $e 2>&1 | grep -E "median" | xargs)"
+      done
+    done
+  } >>"$L" 2>&1
+  say "opencl stage in $(( $(date +%s) - t0 )) s"
+  cat "$L" >>"$S"
 fi
 say "== done; logs in $OUT"
