@@ -82,6 +82,7 @@ enum {
 #define M_UINT (DT(UINT8) | DT(UINT16) | DT(UINT32) | DT(UINT64))
 #define M_INT (M_SINT | M_UINT)
 #define M_NUM (M_FLT | M_INT)
+#define M_CAST (M_NUM | DT(BOOL) | DT(BFLOAT16) | DT(INT4) | DT(UINT4) | DT(INT2) | DT(UINT2))
 
 enum { K_UNARY, K_PRED, K_BINARY, K_COMPARE, K_VARIADIC, K_MEAN, K_MOD, K_SHIFT, K_WHERE, K_CAST };
 
@@ -123,7 +124,7 @@ static const ew_op ew_ops[] = {
     {"Sum", K_VARIADIC, B_ADD, M_NUM}, {"Max", K_VARIADIC, B_MAX, M_NUM}, {"Min", K_VARIADIC, B_MIN, M_NUM},
     {"Mean", K_MEAN, B_ADD, M_FLT},
     {"Where", K_WHERE, 0, OCL_ALL_DTYPES},
-    {"Cast", K_CAST, 0, M_NUM | DT(BOOL) | DT(BFLOAT16)}, {"CastLike", K_CAST, 0, M_NUM | DT(BOOL) | DT(BFLOAT16)},
+    {"Cast", K_CAST, 0, M_CAST}, {"CastLike", K_CAST, 0, M_CAST},
     {NULL, 0, 0, 0}};
 
 static const ew_op *ew_find(const char *name) {
@@ -148,7 +149,7 @@ static int ew_supports(const netrun_node_desc *node, char *reason, size_t size) 
         return ocl_refuse(reason, size, "dtype %s not supported by the OpenCL %s kernel", ocl_dtype_name(t), e->name);
     if (e->kind == K_CAST) {
         netrun_dtype to = node->outputs[0].dtype;
-        if (!((M_NUM | DT(BOOL) | DT(BFLOAT16)) & NETRUN_DTYPE_BIT(to)))
+        if (!(M_CAST & NETRUN_DTYPE_BIT(to)))
             return ocl_refuse(reason, size, "Cast to %s not supported", ocl_dtype_name(to));
         return 1;
     }
@@ -230,10 +231,21 @@ static ew_types types_of_args(const ew_op *e, const netrun_kernel_args *args) {
     return ty;
 }
 
+/* int4 / uint4 / int2 / uint2 are stored unpacked, one per byte (int4 and int2 sign-extended): as Cast sources
+ * they read as int8 / uint8; 0 for other dtypes. */
+static netrun_dtype subbyte_as_byte(netrun_dtype t) {
+    switch (t) {
+    case NETRUN_DTYPE_INT4: case NETRUN_DTYPE_INT2: return NETRUN_DTYPE_INT8;
+    case NETRUN_DTYPE_UINT4: case NETRUN_DTYPE_UINT2: return NETRUN_DTYPE_UINT8;
+    default: return NETRUN_DTYPE_UNDEFINED;
+    }
+}
+
 /* Get the kernels of state s for dtypes ty. */
 static netrun_status ew_kernels(ocl_context *ctx, ew_state *s, ew_types ty) {
     const ew_op *e = s->op;
     netrun_dtype t = ty.t;
+    if (e->kind == K_CAST && subbyte_as_byte(t)) t = subbyte_as_byte(t);
     char opts[256];
     if (e->kind == K_WHERE) {
         if (!oclops_bytes_options(ocl_esize(t), opts, sizeof opts))
@@ -256,6 +268,9 @@ static netrun_status ew_kernels(ocl_context *ctx, ew_state *s, ew_types ty) {
     }
     if (e->kind == K_CAST) {
         netrun_dtype to = ty.to;
+        int bits = to == NETRUN_DTYPE_INT4 || to == NETRUN_DTYPE_UINT4 ? 4 : to == NETRUN_DTYPE_INT2 || to == NETRUN_DTYPE_UINT2 ? 2 : 0;
+        int bsigned = to == NETRUN_DTYPE_INT4 || to == NETRUN_DTYPE_INT2;
+        if (bits) to = subbyte_as_byte(to);
         const char *tn = to == NETRUN_DTYPE_BOOL ? "uchar" : to == NETRUN_DTYPE_BFLOAT16 ? "ushort" : ocl_cl_type(to);
         char o2[128];
         if (!tn || !oclops_type_options(to, o2, sizeof o2))
@@ -263,6 +278,8 @@ static netrun_status ew_kernels(ocl_context *ctx, ew_state *s, ew_types ty) {
         size_t l = strlen(opts);
         snprintf(opts + l, sizeof opts - l, " -DDT=%s -DDST_KIND=%d%s", tn, dst_kind(to),
                  to == NETRUN_DTYPE_FLOAT16 ? " -DDST_HALF=1" : to == NETRUN_DTYPE_BFLOAT16 ? " -DDST_BF16=1" : "");
+        l = strlen(opts);
+        if (bits) snprintf(opts + l, sizeof opts - l, " -DDST_BITS=%d -DDST_SIGNED=%d", bits, bsigned);
     }
     const char *kname = "ew_binary";
     switch (e->kind) {
@@ -502,7 +519,7 @@ const ocl_op ocl_ops_elementwise[] = {
     OP("Min", M_NUM, "variadic; NaN propagates") OP("Mean", M_FLT, "variadic")
     OP("Clip", M_NUM, "min/max from attributes, constants or run-time inputs")
     OP("Where", OCL_ALL_DTYPES, "bool condition; three-way broadcasting")
-    OP("Cast", M_NUM | DT(BOOL) | DT(BFLOAT16), "numeric, bool and bfloat16 dtypes (no float8, int4, string)")
-    OP("CastLike", M_NUM | DT(BOOL) | DT(BFLOAT16), "numeric, bool and bfloat16 dtypes (no float8, int4, string)")
+    OP("Cast", M_CAST, "numeric, bool, bfloat16, int4/uint4/int2/uint2 (no float8, float4, string)")
+    OP("CastLike", M_CAST, "numeric, bool, bfloat16, int4/uint4/int2/uint2 (no float8, float4, string)")
     {NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL},
 };

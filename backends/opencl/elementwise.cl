@@ -314,6 +314,17 @@ __kernel void ew_range(__global const T *s, ulong so, __global const T *d, ulong
 }
 
 #ifdef DT
+/* int4 / uint4 / int2 / uint2 targets (stored unpacked, one per byte) keep the low DST_BITS bits, sign-extended
+ * when DST_SIGNED, as the CPU backend does. */
+#ifdef DST_BITS
+#if DST_SIGNED
+#define WRAP_BITS(r) ((((r) & ((1L << DST_BITS) - 1)) ^ (1L << (DST_BITS - 1))) - (1L << (DST_BITS - 1)))
+#else
+#define WRAP_BITS(r) ((r) & ((1L << DST_BITS) - 1))
+#endif
+#else
+#define WRAP_BITS(r) (r)
+#endif
 /* Cast from T to DT. DST_KIND: 0 float types, 1 narrow integers (through int32), 2 int64 / uint32 (through
  * int64), 3 uint64, 4 bool. Float -> integer follows x86's cvtt conversions, as the CPU backend and
  * onnxruntime do: NaN and out of range give the intermediate's minimum. */
@@ -337,7 +348,7 @@ __kernel void ew_cast(__global const T *x, ulong xo, __global DT *y, ulong yo, l
 #elif IS_FLOAT
 #if DST_KIND == 1
         long r = (v > (CT)-2147483649.0 && v < (CT)2147483648.0) ? (long)(int)v : (long)INT_MIN;
-        py[i] = (DT)r;
+        py[i] = (DT)WRAP_BITS(r);
 #elif DST_KIND == 2
         long r = (v >= (CT)-9223372036854775808.0 && v < (CT)9223372036854775808.0) ? (long)v : LONG_MIN;
         py[i] = (DT)r;
@@ -348,7 +359,7 @@ __kernel void ew_cast(__global const T *x, ulong xo, __global DT *y, ulong yo, l
         py[i] = (DT)r;
 #endif
 #else
-        py[i] = (DT)v;
+        py[i] = (DT)WRAP_BITS((long)v);
 #endif
     }
 }
