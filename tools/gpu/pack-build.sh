@@ -10,7 +10,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 PKG=${1:-$ROOT/build-gpu-pkg}
 B=$ROOT/build-gpu
 cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DNETRUN_CPU_DNNL=OFF >/dev/null
-ninja -C "$B" -j "${JOBS:-2}" netrun netrun-conformance netrun-cpu netrun-cuda netrun-opencl test_cuda_runtime \
+ninja -C "$B" -j "${JOBS:-2}" netrun netrun-cli netrun-conformance netrun-cpu netrun-cuda netrun-opencl test_cuda_runtime \
   test_rel_concurrency >/dev/null
 rm -rf "$PKG" && mkdir -p "$PKG/bin" "$PKG/lib/extra" "$PKG/tests"
 cp "$B/bin/netrun" "$B/bin/netrun-conformance" "$PKG/bin/"
