@@ -17,7 +17,8 @@
 # Environment: OUT (log folder), BUILD (default /tmp/netrun-build-gpu), JOBS (default nproc),
 #   STAGES (default "build compare conformance models"; "ops" adds the serial, slow run_op_tests.py pass; "cudart"
 #   the runtime-feature checks, CONC_RUNS runs per thread, BENCH_MODELS torchvision names), CONF_FILTER (regex for the conformance runs,
-#   default all tests), CONF_TIMEOUT_S (per conformance run, default 280), CUDA_ARCH (default 90).
+#   default all tests), CONF_TIMEOUT_S (per conformance run, default 280), CONF_BACKENDS (default "cuda cuda,cpu"),
+#   COMPARE_TIMEOUT_S (default 1200), CUDA_ARCH (default 90).
 # Without "build" in STAGES, BUILD must hold a build made elsewhere (e.g. carried: see tools/gpu/pack-build.sh);
 # libraries it needs that the machine lacks (CLBlast) go in $BUILD/lib/extra.
 set -uo pipefail
@@ -138,8 +139,8 @@ fi
 
 if has compare; then
   t0=$(date +%s)
-  python3 "$REPO/tests/cuda/compare_backends.py" --netrun "$NETRUN" --jobs "$JOBS" --require-device \
-    >"$OUT/compare.log" 2>&1
+  timeout "${COMPARE_TIMEOUT_S:-1200}" python3 "$REPO/tests/cuda/compare_backends.py" --netrun "$NETRUN" --jobs "$JOBS" \
+    --require-device >"$OUT/compare.log" 2>&1
   say "compare exit $? in $(( $(date +%s) - t0 )) s"
   grep -E "^FAIL" "$OUT/compare.log" | head -40 | tee -a "$S"
   tailto compare "$OUT/compare.log" 1
@@ -161,7 +162,7 @@ if has conformance; then
            --cache "$BUILD/onnx-node-tests" --print-dir 2>/dev/null | tail -1)
   F=()
   [ -n "${CONF_FILTER:-}" ] && F=(--filter "$CONF_FILTER")
-  for be in cuda cuda,cpu; do
+  for be in ${CONF_BACKENDS:-cuda cuda,cpu}; do
     tag=${be/,/_}
     t0=$(date +%s)
     extra=()
