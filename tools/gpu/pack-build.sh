@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build netrun here for the GPU machine (Release, sm_90, CUDA + OpenCL plugins; oneDNN left out so the CPU
 # plugin needs nothing the machine lacks) and gather what tools/gpu/run-gpu-tests.sh runs into one folder to
-# carry: bin/, lib/ (libnetrun, plugins), lib/extra/ (CLBlast, which the machine lacks), tests/ (the CUDA test
+# carry: bin/, lib/ (libnetrun, plugins), lib/extra/ (CLBlast and stb, which the machine lacks), tests/ (the CUDA test
 # programs). Saves the device's build minutes; protobuf-c and OpenBLAS still come from .deps (pack-deps.sh).
 # usage: tools/gpu/pack-build.sh [OUT_DIR (default build-gpu-pkg)]   then, on the device:
 #   BUILD=$PWD/build-gpu-pkg STAGES="compare conformance models opencl" tools/gpu/run-gpu-tests.sh
@@ -18,5 +18,5 @@ cp -a "$B"/lib/libnetrun.so* "$PKG/lib/"
 mkdir -p "$PKG/lib/netrun/backends"
 cp "$B"/lib/netrun/backends/libnetrun-{cpu,cuda,opencl}.so "$PKG/lib/netrun/backends/"
 cp "$B/tests/test_cuda_runtime" "$B/tests/test_rel_concurrency" "$PKG/tests/"
-cp -L /usr/lib/x86_64-linux-gnu/libclblast.so.1 "$PKG/lib/extra/"
+cp -L /usr/lib/x86_64-linux-gnu/libclblast.so.1 /usr/lib/x86_64-linux-gnu/libstb.so.0 "$PKG/lib/extra/"
 du -sh "$PKG"
