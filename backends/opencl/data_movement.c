@@ -53,7 +53,7 @@ netrun_status oclops_copy_nd(ocl_context *ctx, cl_kernel k, const netrun_tensor 
     else strides_of(rank, dims, m.s2);
     if (n <= 0) return NETRUN_OK;
     ocl_arg a[] = {OCL_TENSOR(x), OCL_TENSOR(y), OCL_LONG(n), OCL_LONG(base_x), OCL_LONG(base_y),
-                   OCL_BYTES(&m, sizeof m)};
+                   OCL_CONST(&m, sizeof m)};
     return ocl_launch1d(ctx, k, what, (size_t)n, (int)(sizeof a / sizeof a[0]), a);
 }
 
@@ -340,7 +340,7 @@ static netrun_status run_pad(ocl_context *ctx, dm_state *s, const netrun_kernel_
         m.s1[d] = p->pads_begin[d];
     }
     ocl_arg a[] = {OCL_TENSOR(x), OCL_TENSOR(y), OCL_LONG(n), OCL_INT((int)p->mode),
-                   OCL_ULONG(oclops_value_bits(x->dtype, p->value)), OCL_BYTES(&m, sizeof m)};
+                   OCL_ULONG(oclops_value_bits(x->dtype, p->value)), OCL_CONST(&m, sizeof m)};
     return ocl_launch1d(ctx, s->k, "Pad", (size_t)n, (int)(sizeof a / sizeof a[0]), a);
 }
 
@@ -361,7 +361,7 @@ static netrun_status run_center_crop_pad(ocl_context *ctx, dm_state *s, const ne
         m.s0[d] = x->dims[d];
         m.s1[d] = -p->offset[d];
     }
-    ocl_arg a[] = {OCL_TENSOR(x), OCL_TENSOR(y), OCL_LONG(n), OCL_INT(0), OCL_ULONG(0), OCL_BYTES(&m, sizeof m)};
+    ocl_arg a[] = {OCL_TENSOR(x), OCL_TENSOR(y), OCL_LONG(n), OCL_INT(0), OCL_ULONG(0), OCL_CONST(&m, sizeof m)};
     return ocl_launch1d(ctx, s->k, "CenterCropPad", (size_t)n, (int)(sizeof a / sizeof a[0]), a);
 }
 
@@ -408,7 +408,7 @@ static netrun_status run_gather_elements(ocl_context *ctx, dm_state *s, const ne
     memcpy(m.dims, idx->dims, sizeof(int64_t) * (size_t)idx->rank);
     strides_of(x->rank, x->dims, m.s0);
     ocl_arg a[] = {OCL_TENSOR(x), OCL_TENSOR(idx), OCL_TENSOR(y), OCL_LONG(n), OCL_INT(axis),
-                   OCL_LONG(x->dims[axis]), OCL_BYTES(&m, sizeof m), OCL_CLMEM(s->flag)};
+                   OCL_LONG(x->dims[axis]), OCL_CONST(&m, sizeof m), OCL_CLMEM(s->flag)};
     netrun_status st = ocl_launch1d(ctx, s->k, "GatherElements", (size_t)n, (int)(sizeof a / sizeof a[0]), a);
     return st != NETRUN_OK ? st : oclops_flag_check(ctx, s->flag, "GatherElements", "index out of range");
 }
@@ -441,7 +441,7 @@ static netrun_status run_gather_nd(ocl_context *ctx, dm_state *s, const netrun_k
         m.s0[d] = xs[bd + d];
     }
     ocl_arg a[] = {OCL_TENSOR(x), OCL_TENSOR(idx), OCL_TENSOR(y), OCL_LONG(n), OCL_LONG(q), OCL_LONG(slice),
-                   OCL_LONG(bstride), OCL_LONG(nper), OCL_BYTES(&m, sizeof m), OCL_CLMEM(s->flag)};
+                   OCL_LONG(bstride), OCL_LONG(nper), OCL_CONST(&m, sizeof m), OCL_CLMEM(s->flag)};
     netrun_status st = ocl_launch1d(ctx, s->k, "GatherND", (size_t)n, (int)(sizeof a / sizeof a[0]), a);
     return st != NETRUN_OK ? st : oclops_flag_check(ctx, s->flag, "GatherND", "index out of range");
 }
@@ -473,11 +473,11 @@ static netrun_status run_scatter(ocl_context *ctx, dm_state *s, const netrun_ker
         }
         if (s->red) { /* a work-item per slice element, tuples in order */
             ocl_arg a[] = {OCL_TENSOR(idx), OCL_TENSOR(u), OCL_TENSOR(y), OCL_LONG(n / slice), OCL_LONG(q),
-                           OCL_LONG(slice), OCL_INT(s->red), OCL_BYTES(&m, sizeof m), OCL_CLMEM(s->flag)};
+                           OCL_LONG(slice), OCL_INT(s->red), OCL_CONST(&m, sizeof m), OCL_CLMEM(s->flag)};
             st = ocl_launch1d(ctx, s->k, what, (size_t)slice, (int)(sizeof a / sizeof a[0]), a);
         } else {
             ocl_arg a[] = {OCL_TENSOR(idx), OCL_TENSOR(u), OCL_TENSOR(y), OCL_LONG(n), OCL_LONG(q), OCL_LONG(slice),
-                           OCL_BYTES(&m, sizeof m), OCL_CLMEM(s->flag)};
+                           OCL_CONST(&m, sizeof m), OCL_CLMEM(s->flag)};
             st = ocl_launch1d(ctx, s->k, what, (size_t)n, (int)(sizeof a / sizeof a[0]), a);
         }
     } else {
@@ -493,11 +493,11 @@ static netrun_status run_scatter(ocl_context *ctx, dm_state *s, const netrun_ker
             int64_t nwork = idx->dims[axis] ? n / idx->dims[axis] : 0;
             if (!nwork) return NETRUN_OK;
             ocl_arg a[] = {OCL_TENSOR(idx), OCL_TENSOR(u), OCL_TENSOR(y), OCL_LONG(nwork), OCL_INT(axis),
-                           OCL_LONG(x->dims[axis]), OCL_INT(s->red), OCL_BYTES(&m, sizeof m), OCL_CLMEM(s->flag)};
+                           OCL_LONG(x->dims[axis]), OCL_INT(s->red), OCL_CONST(&m, sizeof m), OCL_CLMEM(s->flag)};
             st = ocl_launch1d(ctx, s->k, what, (size_t)nwork, (int)(sizeof a / sizeof a[0]), a);
         } else {
             ocl_arg a[] = {OCL_TENSOR(idx), OCL_TENSOR(u), OCL_TENSOR(y), OCL_LONG(n), OCL_INT(axis),
-                           OCL_LONG(x->dims[axis]), OCL_BYTES(&m, sizeof m), OCL_CLMEM(s->flag)};
+                           OCL_LONG(x->dims[axis]), OCL_CONST(&m, sizeof m), OCL_CLMEM(s->flag)};
             st = ocl_launch1d(ctx, s->k, what, (size_t)n, (int)(sizeof a / sizeof a[0]), a);
         }
     }

@@ -17,7 +17,7 @@ typedef struct nr_meta {
 /* y[base_y + sum c_d * s2_d] = x[base_x + sum (c_d mod s1_d) * s0_d], c = flat index i over dims
  * (s1_d == 0: no modulo). Covers Transpose, Slice, Expand, Tile, Concat/Split pieces, DepthToSpace. */
 __kernel void dm_copy_nd(__global const E *x, ulong xo, __global E *y, ulong yo, long n, long base_x, long base_y,
-                         nr_meta m) {
+                         __constant const nr_meta *mp_) { const nr_meta m = *mp_;
     __global const E *px = CPTR(E, x, xo);
     __global E *py = PTR(E, y, yo);
     for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
@@ -35,7 +35,7 @@ __kernel void dm_copy_nd(__global const E *x, ulong xo, __global E *y, ulong yo,
 
 /* Where: y = c ? a : b over m (s0: cond, s1: a, s2: b). */
 __kernel void dm_where(__global const uchar *c, ulong co, __global const E *a, ulong ao, __global const E *b,
-                       ulong bo, __global E *y, ulong yo, long n, nr_meta m) {
+                       ulong bo, __global E *y, ulong yo, long n, __constant const nr_meta *mp_) { const nr_meta m = *mp_;
     __global const uchar *pc = CPTR(uchar, c, co);
     __global const E *pa = CPTR(E, a, ao), *pb = CPTR(E, b, bo);
     __global E *py = PTR(E, y, yo);
@@ -82,7 +82,7 @@ __kernel void dm_trilu(__global const E *x, ulong xo, __global E *y, ulong yo, l
 
 /* Pad: m.dims = output dims, m.s0 = input dims, m.s1 = pads_begin; mode as netrun_pad_mode. */
 __kernel void dm_pad(__global const E *x, ulong xo, __global E *y, ulong yo, long n, int mode, ulong value_bits,
-                     nr_meta m) {
+                     __constant const nr_meta *mp_) { const nr_meta m = *mp_;
     __global const E *px = CPTR(E, x, xo);
     __global E *py = PTR(E, y, yo);
     for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
@@ -126,8 +126,8 @@ __kernel void dm_pad(__global const E *x, ulong xo, __global E *y, ulong yo, lon
     }                                                                                                         \
     /* GatherElements: m.dims = index dims, m.s0 = x strides. */                                              \
     __kernel void dm_gather_elements##SUF(__global const E *x, ulong xo, __global const IDX *idx, ulong io,     \
-                                          __global E *y, ulong yo, long n, int axis, long axis_len, nr_meta m,  \
-                                          __global int *err) {                                                \
+                                          __global E *y, ulong yo, long n, int axis, long axis_len, __constant const nr_meta *mp_,  \
+                                          __global int *err) { const nr_meta m = *mp_;                                                \
         __global const E *px = CPTR(E, x, xo);                                                                \
         __global const IDX *pi = CPTR(IDX, idx, io);                                                          \
         __global E *py = PTR(E, y, yo);                                                                       \
@@ -149,8 +149,8 @@ __kernel void dm_pad(__global const E *x, ulong xo, __global E *y, ulong yo, lon
     /* ScatterElements without reduction: y (a copy of data) at idx positions along axis = updates.           \
      * m.dims = update dims, m.s0 = y strides. */                                                             \
     __kernel void dm_scatter_elements##SUF(__global const IDX *idx, ulong io, __global const E *u, ulong uo,    \
-                                           __global E *y, ulong yo, long n, int axis, long axis_len, nr_meta m, \
-                                           __global int *err) {                                               \
+                                           __global E *y, ulong yo, long n, int axis, long axis_len, __constant const nr_meta *mp_, \
+                                           __global int *err) { const nr_meta m = *mp_;                                               \
         __global const IDX *pi = CPTR(IDX, idx, io);                                                          \
         __global const E *pu = CPTR(E, u, uo);                                                                \
         __global E *py = PTR(E, y, yo);                                                                       \
@@ -176,7 +176,7 @@ __kernel void dm_pad(__global const E *x, ulong xo, __global E *y, ulong yo, lon
      * entry; nper = index tuples per batch entry. */                                                         \
     __kernel void dm_gather_nd##SUF(__global const E *x, ulong xo, __global const IDX *idx, ulong io,           \
                                     __global E *y, ulong yo, long n, long q, long slice, long bstride,          \
-                                    long nper, nr_meta m, __global int *err) {                                \
+                                    long nper, __constant const nr_meta *mp_, __global int *err) { const nr_meta m = *mp_;                                \
         __global const E *px = CPTR(E, x, xo);                                                                \
         __global const IDX *pi = CPTR(IDX, idx, io);                                                          \
         __global E *py = PTR(E, y, yo);                                                                       \
@@ -193,8 +193,8 @@ __kernel void dm_pad(__global const E *x, ulong xo, __global E *y, ulong yo, lon
     }                                                                                                         \
     /* ScatterND without reduction: one work-item per (tuple, element of slice); y is a copy of data. */      \
     __kernel void dm_scatter_nd##SUF(__global const IDX *idx, ulong io, __global const E *u, ulong uo,          \
-                                     __global E *y, ulong yo, long n, long q, long slice, nr_meta m,            \
-                                     __global int *err) {                                                     \
+                                     __global E *y, ulong yo, long n, long q, long slice, __constant const nr_meta *mp_,            \
+                                     __global int *err) { const nr_meta m = *mp_;                                                     \
         __global const IDX *pi = CPTR(IDX, idx, io);                                                          \
         __global const E *pu = CPTR(E, u, uo);                                                                \
         __global E *py = PTR(E, y, yo);                                                                       \

@@ -407,11 +407,11 @@ static netrun_status launch_binary(ocl_context *ctx, ew_state *s, cl_kernel k, i
     int plain = ocl_count(A) == n && ocl_count(B) == n;
     if (with_flag) {
         ocl_arg a[] = {OCL_TENSOR(A), OCL_TENSOR(B), OCL_TENSOR(Y), OCL_LONG(n), OCL_INT(code), OCL_INT(plain),
-                       OCL_BYTES(&m, sizeof m), OCL_CLMEM(s->flag)};
+                       OCL_CONST(&m, sizeof m), OCL_CLMEM(s->flag)};
         return ocl_launch1d(ctx, k, s->op->name, (size_t)n, (int)(sizeof a / sizeof a[0]), a);
     }
     ocl_arg a[] = {OCL_TENSOR(A), OCL_TENSOR(B), OCL_TENSOR(Y), OCL_LONG(n), OCL_INT(code), OCL_INT(plain),
-                   OCL_BYTES(&m, sizeof m)};
+                   OCL_CONST(&m, sizeof m)};
     return ocl_launch1d(ctx, k, s->op->name, (size_t)n, (int)(sizeof a / sizeof a[0]), a);
 }
 
@@ -450,7 +450,7 @@ static netrun_status run_where(ocl_context *ctx, ew_state *s, const netrun_kerne
     if (!make_meta(&m, y, 3, in))
         return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl Where: inputs do not broadcast to the output");
     ocl_arg a[] = {OCL_TENSOR(in[0]), OCL_TENSOR(in[1]), OCL_TENSOR(in[2]), OCL_TENSOR(y), OCL_LONG(n),
-                   OCL_BYTES(&m, sizeof m)};
+                   OCL_CONST(&m, sizeof m)};
     return ocl_launch1d(ctx, s->k, "Where", (size_t)n, (int)(sizeof a / sizeof a[0]), a);
 }
 

@@ -275,7 +275,7 @@ inline int bin_cmp(int op, CT x, CT y) {
 /* y = a op b over m (s0: a, s1: b; y contiguous). plain: a and b have y's shape. err: an integer division by
  * zero was seen (the host reads the flag back). */
 __kernel void ew_binary(__global const T *a, ulong ao, __global const T2 *b, ulong bo, __global T *y, ulong yo,
-                        long n, int op, int plain, nr_meta m, __global int *err) {
+                        long n, int op, int plain, __constant const nr_meta *mp_, __global int *err) { const nr_meta m = *mp_;
     __global const T *pa = CPTR(T, a, ao);
     __global const T2 *pb = CPTR(T2, b, bo);
     __global T *py = PTR(T, y, yo);
@@ -288,7 +288,7 @@ __kernel void ew_binary(__global const T *a, ulong ao, __global const T2 *b, ulo
 
 /* Comparisons and logic: bool output. */
 __kernel void ew_compare(__global const T *a, ulong ao, __global const T *b, ulong bo, __global uchar *y, ulong yo,
-                         long n, int op, int plain, nr_meta m) {
+                         long n, int op, int plain, __constant const nr_meta *mp_) { const nr_meta m = *mp_;
     __global const T *pa = CPTR(T, a, ao);
     __global const T *pb = CPTR(T, b, bo);
     __global uchar *py = PTR(uchar, y, yo);
@@ -383,7 +383,7 @@ inline CT sc_apply(int red, CT a, CT b) {
      * m.dims[0..q) / m.s0[0..q): data dims indexed and their strides. */                                    \
     __kernel void ew_scatter_nd##SUF(__global const IDX *idx, ulong io, __global const T *u, ulong uo,        \
                                      __global T *y, ulong yo, long tuples, long q, long slice, int red,       \
-                                     nr_meta m, __global int *err) {                                        \
+                                     __constant const nr_meta *mp_, __global int *err) { const nr_meta m = *mp_;                                        \
         __global const IDX *pi = idx + io;                                                                  \
         __global const T *pu = u + uo;                                                                      \
         __global T *py = y + yo;                                                                            \
@@ -406,7 +406,7 @@ inline CT sc_apply(int red, CT a, CT b) {
      */                                                                                                     \
     __kernel void ew_scatter_elements##SUF(__global const IDX *idx, ulong io, __global const T *u, ulong uo,  \
                                            __global T *y, ulong yo, long nwork, int axis, long axis_len,     \
-                                           int red, nr_meta m, __global int *err) {                         \
+                                           int red, __constant const nr_meta *mp_, __global int *err) { const nr_meta m = *mp_;                         \
         __global const IDX *pi = idx + io;                                                                  \
         __global const T *pu = u + uo;                                                                      \
         __global T *py = y + yo;                                                                            \

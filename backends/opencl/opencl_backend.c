@@ -530,9 +530,28 @@ netrun_status ocl_launch(ocl_context *ctx, cl_kernel k, const char *what, int di
             g[d] = (g[d] + l - 1) / l * l;
         }
     }
-    for (int i = 0; i < n_args; i++) {
+    cl_mem consts[4];
+    int n_consts = 0;
+    netrun_status st = NETRUN_OK;
+    for (int i = 0; i < n_args && st == NETRUN_OK; i++) {
         const ocl_arg *a = &args[i];
         const void *v;
+        if (a->kind == OCL_ARG_CONST) {
+            cl_int e = CL_SUCCESS;
+            cl_mem m = n_consts < 4 ? clCreateBuffer(ctx->cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, a->size,
+                                                     (void *)a->ptr, &e) : NULL;
+            if (!m) {
+                st = ocl_host->error(NETRUN_ERR_OUT_OF_MEMORY, "opencl %s: argument %d: constant buffer of %zu bytes: %s",
+                                     what, i, a->size, n_consts < 4 ? ocl_error_name(e) : "more than 4");
+                break;
+            }
+            consts[n_consts++] = m;
+            e = clSetKernelArg(k, (cl_uint)i, sizeof m, &m);
+            if (e != CL_SUCCESS)
+                st = ocl_host->error(NETRUN_ERR_BACKEND, "opencl %s: setting argument %d failed: %s (%d)", what, i,
+                                     ocl_error_name(e), (int)e);
+            continue;
+        }
         switch (a->kind) {
         case OCL_ARG_MEM: v = &a->mem; break;
         case OCL_ARG_ULONG: v = &a->u; break;
@@ -540,14 +559,19 @@ netrun_status ocl_launch(ocl_context *ctx, cl_kernel k, const char *what, int di
         case OCL_ARG_FLOAT: v = &a->f; break;
         case OCL_ARG_BYTES: v = a->ptr; break;
         case OCL_ARG_LOCAL: v = NULL; break;
-        default: return ocl_host->error(NETRUN_ERR_INTERNAL, "opencl %s: argument %d has no kind", what, i);
+        default:
+            st = ocl_host->error(NETRUN_ERR_INTERNAL, "opencl %s: argument %d has no kind", what, i);
+            continue;
         }
         cl_int e = clSetKernelArg(k, (cl_uint)i, a->size, v);
         if (e != CL_SUCCESS)
-            return ocl_host->error(NETRUN_ERR_BACKEND, "opencl %s: setting argument %d failed: %s (%d)", what, i,
-                                   ocl_error_name(e), (int)e);
+            st = ocl_host->error(NETRUN_ERR_BACKEND, "opencl %s: setting argument %d failed: %s (%d)", what, i,
+                                 ocl_error_name(e), (int)e);
     }
-    cl_int e = clEnqueueNDRangeKernel(ctx->queue, k, (cl_uint)dims, NULL, g, local, 0, NULL, NULL);
+    cl_int e = st == NETRUN_OK ? clEnqueueNDRangeKernel(ctx->queue, k, (cl_uint)dims, NULL, g, local, 0, NULL, NULL)
+                               : CL_SUCCESS;
+    for (int c = 0; c < n_consts; c++) clReleaseMemObject(consts[c]); /* freed once the kernel no longer needs it */
+    if (st != NETRUN_OK) return st;
     if (e != CL_SUCCESS)
         return ocl_host->error(e == CL_OUT_OF_RESOURCES || e == CL_MEM_OBJECT_ALLOCATION_FAILURE
                                    ? NETRUN_ERR_OUT_OF_MEMORY : NETRUN_ERR_BACKEND,

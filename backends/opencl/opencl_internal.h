@@ -156,7 +156,7 @@ const char *ocl_cl_type(netrun_dtype t);
 
 /* ---- launches ---- */
 
-enum { OCL_ARG_MEM = 1, OCL_ARG_ULONG, OCL_ARG_INT, OCL_ARG_FLOAT, OCL_ARG_BYTES, OCL_ARG_LOCAL };
+enum { OCL_ARG_MEM = 1, OCL_ARG_ULONG, OCL_ARG_INT, OCL_ARG_FLOAT, OCL_ARG_BYTES, OCL_ARG_LOCAL, OCL_ARG_CONST };
 
 /* One kernel argument, built by the macros below (values are held inside, so temporaries are fine). */
 typedef struct ocl_arg {
@@ -177,6 +177,11 @@ typedef struct ocl_arg {
 #define OCL_FLOAT(x) ((ocl_arg){.kind = OCL_ARG_FLOAT, .size = sizeof(cl_float), .f = (cl_float)(x)})
 #define OCL_BYTES(p, n) ((ocl_arg){.kind = OCL_ARG_BYTES, .size = (n), .ptr = (p)}) /* a struct by value */
 #define OCL_LOCAL(n) ((ocl_arg){.kind = OCL_ARG_LOCAL, .size = (n)})                 /* __local scratch */
+/* A struct the kernel reads as `__constant T *`: copied into a small read-only buffer per launch (released once
+ * queued). For structs a kernel indexes with run-time indices (shapes and strides): NVIDIA's OpenCL compiler
+ * (driver 580, H200) misread such by-value struct arguments (Transpose and DepthToSpace wrong from the second
+ * batch element on), while by-value structs read with fixed indices (conv, pool) are fine. */
+#define OCL_CONST(p, n) ((ocl_arg){.kind = OCL_ARG_CONST, .size = (n), .ptr = (p)})
 /* The usual tensor pair: the cl_mem and its element offset. */
 #define OCL_TENSOR(t) OCL_MEM(t), OCL_ULONG(ocl_eoff(t))
 /* The number of entries of an ocl_arg array (for the n_args of the launchers). */

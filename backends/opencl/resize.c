@@ -280,7 +280,7 @@ static netrun_status rs_run(ocl_context *ctx, void *state, const netrun_kernel_a
     if (st != NETRUN_OK) return st;
     ocl_arg a[] = {OCL_TENSOR(x), OCL_TENSOR(y), OCL_LONG(n), OCL_CLMEM(s->tidx), OCL_CLMEM(s->tw),
                    OCL_FLOAT(p->extrapolation_value), OCL_ULONG(oclops_value_bits(x->dtype, p->extrapolation_value)),
-                   OCL_BYTES(&s->m, sizeof s->m)};
+                   OCL_CONST(&s->m, sizeof s->m)};
     return ocl_launch1d(ctx, s->k, "Resize", (size_t)n, (int)(sizeof a / sizeof a[0]), a);
 }
 

@@ -60,7 +60,7 @@ typedef struct nr_meta {
 } nr_meta;
 
 __kernel void rs_resize(__global const T *x, ulong xo, __global T *y, ulong yo, long n, __global const long *tidx,
-                        __global const float *tw, float extrapolation, ulong ext_bits, nr_meta m) {
+                        __global const float *tw, float extrapolation, ulong ext_bits, __constant const nr_meta *mp_) { const nr_meta m = *mp_;
     __global const T *px = x + xo;
     __global T *py = y + yo;
     for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
