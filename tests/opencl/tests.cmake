@@ -17,7 +17,7 @@ if(TARGET netrun-opencl AND TARGET netrun-cli AND Python3_Interpreter_FOUND)
   # take ~25 min on 2 cores: CI runs the gemm/conv/pool/softmax/norm families in full and every 10th case of the
   # families with OpenCL kernels (compare_backends.py without --sample/--family runs everything).
   add_test(NAME opencl.compare
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/compare_backends.py --netrun $<TARGET_FILE:netrun-cli>
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/ops/compare_backends.py --netrun $<TARGET_FILE:netrun-cli>
       --backend opencl --jobs 2 --min-passed 100
       --family gemm,conv,pool,softmax,norm,elementwise,data_movement,reduce,shape_ops,resize
       --sample 10 --full gemm,conv,pool,softmax,norm)

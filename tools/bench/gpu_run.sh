@@ -31,7 +31,7 @@ export NETRUN_BACKEND_PATH=$BUILD/lib/netrun/backends
 if [ "${SKIP_COMPARE:-0}" != 1 ]; then
   t1=$(date +%s)
   for fam in conv gemm; do
-    python3 "$REPO/tests/cuda/compare_backends.py" --netrun "$NETRUN" --family $fam --jobs "$(nproc)" --require-device
+    python3 "$REPO/tests/ops/compare_backends.py" --netrun "$NETRUN" --backend cuda --family $fam --jobs "$(nproc)" --require-device
   done >"$OUT/compare.log" 2>&1
   echo "compare (conv, gemm) in $(( $(date +%s) - t1 )) s:"; grep -E "^FAIL|passed|failed" "$OUT/compare.log" | tail -12
 fi

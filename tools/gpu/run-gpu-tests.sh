@@ -3,7 +3,7 @@
 # they all come back from the device tool):
 #   summary.txt             machine, toolkit, `netrun --backends`, and the last lines of every stage
 #   build.log               cmake + ninja
-#   compare.log             tests/cuda/compare_backends.py: every op test case, cuda --strict vs cpu
+#   compare.log             tests/ops/compare_backends.py: every op test case, cuda --strict vs cpu
 #   ops_cuda_cpu.log        tests/ops/run_op_tests.py --backend cuda,cpu (vs onnxruntime)
 #   conformance_cuda.log / conformance_cuda_cpu.log / conformance_cuda.json   ONNX node tests
 #   models.log              tests/models with --backend cuda,cpu
@@ -139,7 +139,7 @@ fi
 
 if has compare; then
   t0=$(date +%s)
-  timeout "${COMPARE_TIMEOUT_S:-1200}" python3 "$REPO/tests/cuda/compare_backends.py" --netrun "$NETRUN" --jobs "$JOBS" \
+  timeout "${COMPARE_TIMEOUT_S:-1200}" python3 "$REPO/tests/ops/compare_backends.py" --netrun "$NETRUN" --backend cuda --jobs "$JOBS" \
     --require-device >"$OUT/compare.log" 2>&1
   say "compare exit $? in $(( $(date +%s) - t0 )) s"
   grep -E "^FAIL" "$OUT/compare.log" | head -40 | tee -a "$S"
@@ -204,7 +204,7 @@ if has opencl; then
       "$NETRUN" "$REPO/examples/tiny_cnn.onnx" --backend opencl,cpu --iterations 20 2>&1 | grep -iE "prepare|first run|median"
     done
     echo "== op cases, opencl --strict vs cpu"
-    timeout 150 python3 "$REPO/tests/opencl/compare_backends.py" --netrun "$NETRUN" --backend opencl --jobs "$JOBS" \
+    timeout 150 python3 "$REPO/tests/ops/compare_backends.py" --netrun "$NETRUN" --backend opencl --jobs "$JOBS" \
       --require-device --sample ${OCL_SAMPLE:-3} --full gemm,conv,pool,softmax,norm 2>&1 | grep -E "^FAIL|passed" | tail -25
     echo "== model tests, opencl,cpu"
     python3 "$REPO/tests/models/build_models.py" "$BUILD/test-models" >/dev/null 2>&1
