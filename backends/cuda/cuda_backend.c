@@ -119,7 +119,7 @@ static int arch_in_binary(int cc) {
         else if (!strncmp(end, "-virtual", 8)) real = 0;
         if (real && a / 10 == cc / 10 && a % 10 <= cc % 10) return 1;
         if (virt && a <= cc) return 1;
-        p = strchr(end, ';');
+        p = strchr(end, ','); /* CMake's list, joined by commas (backends/cuda/CMakeLists.txt) */
         if (!p) break;
         p++;
     }
