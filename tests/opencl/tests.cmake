@@ -43,6 +43,13 @@ if(TARGET netrun-opencl AND TARGET netrun-cli AND Python3_Interpreter_FOUND)
   set_tests_properties(opencl.cache_paths PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77 LABELS opencl
     ENVIRONMENT "NETRUN_BACKEND_PATH=${NETRUN_BACKEND_OUTPUT_DIR}")
 
+  # 8 threads, a session each on one shared model, 1,000 runs each: bit-identical to one thread, RSS flat
+  # (tests/reliability/test_concurrency.c; exit 77 without a device)
+  # (the target comes from tests/reliability/tests.cmake, read after this file: a generator expression)
+  add_test(NAME opencl.concurrency COMMAND $<TARGET_FILE:test_rel_concurrency> --backend opencl)
+  set_tests_properties(opencl.concurrency PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900 LABELS opencl
+    ENVIRONMENT "${_ocl_env}")
+
   # end-to-end models on opencl with cpu fallback (the models fixture of tests/models)
   if(DEFINED NETRUN_TEST_MODELS_DIR)
     foreach(m resnet_class mobilenet_class bert_class example_tiny_cnn)
