@@ -12,8 +12,15 @@ if [ "${NETRUN_SKIP_SANITIZE:-0}" != 1 ]; then
   echo "== the same suite under AddressSanitizer + UndefinedBehaviorSanitizer =="
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DNETRUN_SANITIZE=ON -DPython3_EXECUTABLE="$PY" >/dev/null
   cmake --build build-asan -j "$jobs"
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '^(fuzz\.|corpus\.valgrind)'
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  # Everything but the OpenCL tests with no OpenCL driver visible: a default run probes every plugin, and PoCL
+  # starts worker threads when probed; LeakSanitizer's exit-time stop-the-world raced with threads still starting
+  # in short CLI runs ("Tracer caught signal 11", seen in corpus.hostile_models under load). The OpenCL tests
+  # then run under the sanitizers with PoCL.
+  mkdir -p build-asan/no-icd
+  OCL_ICD_VENDORS="$PWD/build-asan/no-icd" \
+    ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '^(fuzz\.|corpus\.valgrind)' -LE opencl
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" -L opencl
 fi
 # Packaging: the ctest run above already installed, packaged and built the examples against the install
 # (ctest -L packaging); here the Debian package is left in build/ as the artifact, and the ABI check is
