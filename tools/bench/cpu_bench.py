@@ -64,6 +64,10 @@ def main():
     ap.add_argument("--batch", default="1,8", help="comma-separated batch sizes")
     ap.add_argument("--runs", type=int, default=20, help="timed runs per engine")
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--block", type=int, default=1,
+                    help="timed runs of one engine per turn, after one untimed run (default 1: strict alternation, "
+                         "one inference each). onnxruntime's workers spin on after Run returns and take cores from "
+                         "the next engine; blocks keep the rounds interleaved without charging that to netrun")
     ap.add_argument("--netrun", action="append", help="NAME:key=value,... a netrun variant (repeatable)")
     ap.add_argument("--no-opencv", action="store_true")
     ap.add_argument("--tol", type=float, default=1e-4)
@@ -92,7 +96,7 @@ def main():
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  CPU: {cpu_model()} ({os.cpu_count()} cores)  "
           f"load avg {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"# onnxruntime {ort.__version__}" + (f", OpenCV {cv2.__version__}" if cv2 else "") +
-          f"; runs {args.runs}, warmup {args.warmup}; netrun variants: " +
+          f"; runs {args.runs}, warmup {args.warmup}, block {args.block}; netrun variants: " +
           ", ".join(f"{n}{o or ''}" for n, o in variants))
     first = variants[0][0]
     hdr = (f"{'model':<16} {'thr':>3} {'bat':>3} " +
@@ -141,11 +145,14 @@ def main():
                     for _ in range(args.warmup):
                         outs[label] = np.array(fn())
                 times = {label: [] for label, _, _ in engines}
-                for _ in range(args.runs):
+                for _ in range(max(1, args.runs // args.block)):
                     for label, fn, _ in engines:
-                        t0 = time.perf_counter()
-                        fn()
-                        times[label].append((time.perf_counter() - t0) * 1e3)
+                        if args.block > 1:
+                            fn()  # untimed: the previous engine's workers may still be spinning down
+                        for _ in range(args.block):
+                            t0 = time.perf_counter()
+                            fn()
+                            times[label].append((time.perf_counter() - t0) * 1e3)
                 ref = outs["ORT"]
                 diffs = {label: float(np.max(np.abs(o.reshape(ref.shape) - ref))) for label, o in outs.items()
                          if label != "ORT"}
