@@ -1,17 +1,18 @@
 /* OpenCL kernels: Resize and Upsample. The tap tables (source offsets and weights per output index of every
- * dim) are computed on the host exactly as the CPU backend computes them (backends/cpu/resize.c: the same
- * coordinate transforms, nearest rounding, cubic coefficients, exclude_outside and single-tap collapsing),
+ * dim) are computed on the host by the code the CPU backend uses (backends/common/resize_taps.h: coordinate
+ * transforms, nearest rounding, cubic coefficients, exclude_outside and single-tap collapsing),
  * uploaded when shapes or params change, and resize.cl sums over every combination of taps per output element.
  * Nearest copies by element size (any dtype); linear and cubic take float, float16 and double. */
 #include <math.h>
 
 #include "opencl_internal.h"
 #include "oclops_shared.h"
+#include "../common/resize_taps.h"
 
 OCL_SOURCE(resize);
 
 
-#define MAX_TAPS 4
+#define MAX_TAPS NR_RESIZE_MAX_TAPS
 
 typedef struct rs_state {
     cl_kernel k;
@@ -26,116 +27,14 @@ typedef struct rs_state {
     oclops_meta m;            /* taps per dim (s0) and table starts (s1) */
 } rs_state;
 
-/* ---- coordinate math: kept identical to backends/cpu/resize.c ---- */
-
-static float coord_of(const netrun_resize_params *p, int d, float x, float in_n, float out_n) {
-    float s = p->scale[d];
-    switch (p->coord) {
-    case NETRUN_COORD_ASYMMETRIC: return x / s;
-    case NETRUN_COORD_PYTORCH_HALF_PIXEL: return out_n > 1 ? (x + 0.5f) / s - 0.5f : 0.0f;
-    case NETRUN_COORD_TF_CROP_AND_RESIZE:
-        return out_n > 1 ? p->roi_start[d] * (in_n - 1) + (x * (p->roi_end[d] - p->roi_start[d]) * (in_n - 1)) / (out_n - 1)
-                         : 0.5f * (p->roi_start[d] + p->roi_end[d]) * (in_n - 1);
-    case NETRUN_COORD_ALIGN_CORNERS: return out_n == 1 ? 0.0f : x * (in_n - 1) / (out_n - 1);
-    case NETRUN_COORD_HALF_PIXEL_SYMMETRIC: {
-        float adj = out_n / (s * in_n), center = in_n / 2, offset = center * (1 - adj);
-        return offset + (x + 0.5f) / s - 0.5f;
-    }
-    case NETRUN_COORD_HALF_PIXEL:
-    default: return (x + 0.5f) / s - 0.5f;
-    }
-}
-
-static int64_t nearest_of(netrun_resize_nearest m, float x) {
-    switch (m) {
-    case NETRUN_NEAREST_ROUND_PREFER_CEIL: return (int64_t)roundf(x);
-    case NETRUN_NEAREST_FLOOR: return (int64_t)floorf(x);
-    case NETRUN_NEAREST_CEIL: return (int64_t)ceilf(x);
-    case NETRUN_NEAREST_ROUND_PREFER_FLOOR:
-    default:
-        if (x == (float)(int64_t)x + 0.5f) return (int64_t)floorf(x);
-        return (int64_t)roundf(x);
-    }
-}
-
-static int64_t clampi(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
-
-/* Taps of dim d into idx / w (out_n * MAX_TAPS room); returns taps per output index. Offsets are scaled by
- * stride; an output index outside the ROI (tf_crop_and_resize) gets offsets -1. */
+/* Taps of dim d (backends/common/resize_taps.h) into idx / w (out_n * MAX_TAPS room; outside: out_n scratch);
+ * returns taps per output index. Offsets are scaled by stride; an output index outside the ROI
+ * (tf_crop_and_resize) gets offsets -1, which resize.cl turns into the extrapolation value. */
 static int build_taps(const netrun_resize_params *p, int d, int64_t in_n, int64_t out_n, int64_t stride, int64_t *idx,
-                      float *w) {
-    int k = p->mode == NETRUN_RESIZE_NEAREST ? 1 : p->mode == NETRUN_RESIZE_LINEAR ? 2 : 4;
-    int tf = p->coord == NETRUN_COORD_TF_CROP_AND_RESIZE;
-    float A = p->cubic_coeff_a;
-    for (int64_t o = 0; o < out_n; o++) {
-        float x = coord_of(p, d, (float)o, (float)in_n, (float)out_n);
-        int64_t *ix = idx + o * k;
-        float *wo = w + o * k;
-        if (k == 1) {
-            ix[0] = clampi(nearest_of(p->nearest, x), 0, in_n - 1);
-            wo[0] = 1;
-        } else if (k == 2) {
-            float c = x < 0 ? 0 : x > (float)(in_n - 1) ? (float)(in_n - 1) : x;
-            int64_t x1 = clampi((int64_t)c, 0, in_n - 1), x2 = clampi(x1 + 1, 0, in_n - 1);
-            ix[0] = x1;
-            ix[1] = x2;
-            if (x1 == x2) wo[0] = wo[1] = 0.5f;
-            else { wo[0] = fabsf(c - (float)x2); wo[1] = fabsf(c - (float)x1); }
-        } else {
-            float f = floorf(x), s = x - f;
-            int64_t xi = (int64_t)f;
-            wo[0] = ((A * (s + 1) - 5 * A) * (s + 1) + 8 * A) * (s + 1) - 4 * A;
-            wo[1] = ((A + 2) * s - (A + 3)) * s * s + 1;
-            wo[2] = ((A + 2) * (1 - s) - (A + 3)) * (1 - s) * (1 - s) + 1;
-            wo[3] = ((A * (2 - s) - 5 * A) * (2 - s) + 8 * A) * (2 - s) - 4 * A;
-            float sum = 0;
-            for (int j = 0; j < 4; j++) {
-                int64_t src = xi - 1 + j;
-                if (p->exclude_outside && (src < 0 || src >= in_n)) wo[j] = 0;
-                sum += wo[j];
-                ix[j] = clampi(src, 0, in_n - 1);
-            }
-            if (p->exclude_outside && sum != 0)
-                for (int j = 0; j < 4; j++) wo[j] /= sum;
-        }
-        /* mark outside with a negative first offset (restored to the real taps' count below) */
-        if (tf && (x < 0 || x > (float)(in_n - 1))) ix[0] = -1 - ix[0];
-    }
-    /* one tap where every output index takes a single source with weight 1 (unscaled dims) */
-    int single = k > 1;
-    for (int64_t o = 0; single && o < out_n; o++) {
-        int64_t src = -1;
-        float sum = 0;
-        for (int j = 0; j < k; j++) {
-            float wj = w[o * k + j];
-            int64_t ij = idx[o * k + j] < 0 ? -1 - idx[o * k + j] : idx[o * k + j];
-            if (wj == 0) continue;
-            if (src >= 0 && ij != src) { single = 0; break; }
-            src = ij;
-            sum += wj;
-        }
-        if (sum != 1.0f || src < 0) single = 0;
-    }
-    if (single) {
-        for (int64_t o = 0; o < out_n; o++) {
-            int64_t src = 0;
-            int out = idx[o * k] < 0;
-            for (int j = 0; j < k; j++) {
-                int64_t ij = idx[o * k + j] < 0 ? -1 - idx[o * k + j] : idx[o * k + j];
-                if (w[o * k + j] != 0) src = ij;
-            }
-            idx[o] = out ? -1 - src : src;
-            w[o] = 1;
-        }
-        k = 1;
-    }
-    for (int64_t o = 0; o < out_n; o++) {
-        int out = idx[o * k] < 0;
-        for (int j = 0; j < k; j++) {
-            int64_t ij = idx[o * k + j] < 0 ? -1 - idx[o * k + j] : idx[o * k + j];
-            idx[o * k + j] = out ? -1 : ij * stride;
-        }
-    }
+                      float *w, unsigned char *outside) {
+    int k = nr_resize_taps(p, d, in_n, out_n, idx, w, outside);
+    for (int64_t o = 0; o < out_n; o++)
+        for (int j = 0; j < k; j++) idx[o * k + j] = outside[o] ? -1 : idx[o * k + j] * stride;
     return k;
 }
 
@@ -215,8 +114,9 @@ static netrun_status rs_tables(ocl_context *ctx, rs_state *s, const netrun_resiz
     if (!total) total = 1;
     int64_t *idx = ocl_host->alloc(total * sizeof(int64_t), 64);
     float *w = ocl_host->alloc(total * sizeof(float), 64);
+    unsigned char *outside = ocl_host->alloc(total, 64); /* per output index of one dim (total is larger) */
     netrun_status st = NETRUN_OK;
-    if (!idx || !w) {
+    if (!idx || !w || !outside) {
         st = ocl_host->error(NETRUN_ERR_OUT_OF_MEMORY, "opencl Resize: out of memory for %zu taps", total);
         goto done;
     }
@@ -224,7 +124,7 @@ static netrun_status rs_tables(ocl_context *ctx, rs_state *s, const netrun_resiz
     s->m.rank = x->rank;
     int64_t stride = 1, at = 0;
     for (int d = x->rank - 1; d >= 0; d--) {
-        int k = build_taps(p, d, x->dims[d], y->dims[d], stride, idx + at, w + at);
+        int k = build_taps(p, d, x->dims[d], y->dims[d], stride, idx + at, w + at, outside);
         s->m.dims[d] = y->dims[d];
         s->m.s0[d] = k;
         s->m.s1[d] = at;
@@ -256,6 +156,7 @@ static netrun_status rs_tables(ocl_context *ctx, rs_state *s, const netrun_resiz
 done:
     ocl_host->free(idx);
     ocl_host->free(w);
+    ocl_host->free(outside);
     return st;
 }
 
