@@ -8,7 +8,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 PKG=${1:-$ROOT/build-gpu-pkg}
-B=$ROOT/build-gpu
+B=${BUILD_DIR:-$ROOT/build-gpu}   # the build folder (BUILD_DIR: one per engineer)
 cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DNETRUN_CPU_DNNL=OFF >/dev/null
 ninja -C "$B" -j "${JOBS:-2}" netrun netrun-cli netrun-conformance netrun-cpu netrun-cuda netrun-opencl test_cuda_runtime \
   test_rel_concurrency >/dev/null

@@ -18,7 +18,8 @@
 #   STAGES (default "build compare conformance models"; "ops" adds the serial, slow run_op_tests.py pass; "cudart"
 #   the runtime-feature checks, CONC_RUNS runs per thread, BENCH_MODELS torchvision names), CONF_FILTER (regex for the conformance runs,
 #   default all tests), CONF_TIMEOUT_S (per conformance run, default 280), CONF_BACKENDS (default "cuda cuda,cpu"),
-#   COMPARE_TIMEOUT_S (default 1200), CUDA_ARCH (default 90).
+#   COMPARE_TIMEOUT_S (default 1200), COMPARE_ARGS (more compare_backends.py
+#   arguments, e.g. "--family elementwise --filter Mod"), CUDA_ARCH (default 90).
 # Without "build" in STAGES, BUILD must hold a build made elsewhere (e.g. carried: see tools/gpu/pack-build.sh);
 # libraries it needs that the machine lacks (CLBlast) go in $BUILD/lib/extra.
 set -uo pipefail
@@ -140,7 +141,7 @@ fi
 if has compare; then
   t0=$(date +%s)
   timeout "${COMPARE_TIMEOUT_S:-1200}" python3 "$REPO/tests/ops/compare_backends.py" --netrun "$NETRUN" --backend cuda --jobs "$JOBS" \
-    --require-device >"$OUT/compare.log" 2>&1
+    --require-device ${COMPARE_ARGS:-} >"$OUT/compare.log" 2>&1
   say "compare exit $? in $(( $(date +%s) - t0 )) s"
   grep -E "^FAIL" "$OUT/compare.log" | head -40 | tee -a "$S"
   tailto compare "$OUT/compare.log" 1
