@@ -8,8 +8,9 @@
 
 #include "cuda_internal.h"
 
-#define FAMILIES(X) X(conv) X(gemm) X(norm) X(pool) X(elementwise) X(shape_ops) X(data_movement) X(resize) \
-    X(reduce) X(softmax)
+/* Searched in this order: the first table naming an op serves it (cast before elementwise's older Cast). */
+#define FAMILIES(X) X(cast) X(quantize) X(index_ops) X(attention) X(loss) X(vision) X(conv) X(gemm) X(norm) \
+    X(pool) X(elementwise) X(shape_ops) X(data_movement) X(resize) X(reduce) X(softmax)
 
 #define DECLARE(f) extern const cuda_op cuda_ops_##f[];
 FAMILIES(DECLARE)
@@ -571,7 +572,7 @@ static void cuda_kernel_destroy(netrun_backend_context *c, netrun_kernel *kernel
     cuda_host->free(k);
 }
 
-#define MAX_OPS 256
+#define MAX_OPS 512
 static netrun_op_support op_table[MAX_OPS];
 
 static size_t build_op_table(void) {
