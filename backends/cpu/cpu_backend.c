@@ -94,7 +94,23 @@ static netrun_status cpu_context_create(const netrun_backend_config *config, net
     memset(ctx, 0, sizeof *ctx);
     ctx->config = *config;
     ctx->threads = config->threads > 0 ? config->threads : online_cores();
-    ctx->pool = cpu_pool_create(ctx->threads);
+    /* cpu.spin_us: how long idle workers spin before sleeping (threadpool.c says why; default 100) */
+    int spin_us = 100;
+    const char *v = config->struct_size >= offsetof(netrun_backend_config, opaque) + sizeof config->opaque &&
+                            config->get_option
+                        ? config->get_option(config->opaque, "cpu.spin_us")
+                        : NULL;
+    if (v) {
+        char *end = NULL;
+        long l = strtol(v, &end, 10);
+        if (end == v || *end || l < 0 || l > 1000000) {
+            cpu_host->free(ctx);
+            return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT,
+                                   "cpu.spin_us: '%s' is not a number of microseconds from 0 to 1000000", v);
+        }
+        spin_us = (int)l;
+    }
+    ctx->pool = cpu_pool_create(ctx->threads, spin_us);
     if (!ctx->pool) {
         int threads = ctx->threads;
         cpu_host->free(ctx);
