@@ -1,0 +1,7 @@
+# The CPU plugin's internals tested on their own (compiled from the plugin's sources, not through dlopen).
+add_executable(test_cpu_threadpool ${CMAKE_CURRENT_LIST_DIR}/test_threadpool.c ${CMAKE_SOURCE_DIR}/backends/cpu/threadpool.c)
+target_include_directories(test_cpu_threadpool PRIVATE ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/backends/cpu)
+target_link_libraries(test_cpu_threadpool PRIVATE Threads::Threads)
+set_target_properties(test_cpu_threadpool PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+add_test(NAME unit.cpu_threadpool COMMAND test_cpu_threadpool)
+set_tests_properties(unit.cpu_threadpool PROPERTIES TIMEOUT 120)
