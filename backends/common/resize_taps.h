@@ -1,8 +1,7 @@
-/* Resize tap tables, shared by the host-side code of the CPU and OpenCL plugins (header-only: plugins link no
- * common library). For one dim: the source index and weight of every tap of every output index (1 tap for
- * nearest, 2 linear, 4 cubic), computed as onnxruntime does in float, and collapsed to 1 tap when every output
- * index takes one source with weight 1 (unscaled dims such as N and C). The CUDA plugin computes the same
- * coordinates on the device (backends/cuda/resize.cu). */
+/* Resize tap tables, shared by the host-side code of the CPU, OpenCL and CUDA plugins (header-only, C and C++:
+ * plugins link no common library). For one dim: the source index and weight of every tap of every output index
+ * (1 tap for nearest, 2 linear, 4 cubic), computed as onnxruntime does in float, and collapsed to 1 tap when
+ * every output index takes one source with weight 1 (unscaled dims such as N and C). */
 #ifndef NETRUN_RESIZE_TAPS_H
 #define NETRUN_RESIZE_TAPS_H
 

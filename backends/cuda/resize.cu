@@ -1,11 +1,12 @@
 /* CUDA kernels: resize. Resize / Upsample, nearest (any dtype), linear and cubic (float32/float16), any
  * coordinate transformation, N-D. As in the CPU backend, each dim gets a table of taps (source offsets and
- * weights) computed on the host with onnxruntime's float formulas; the tables are uploaded when the shapes
- * change and one thread per output element combines the taps of all dims. No antialias downsampling. */
+ * weights) computed on the host by the same code (backends/common/resize_taps.h); the tables are uploaded when
+ * the shapes change and one thread per output element combines the taps of all dims. No antialias downsampling. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "cuda_kernels.cuh"
+#include "../common/resize_taps.h"
 
 #define MAX_COMBOS 4096
 
@@ -32,107 +33,11 @@ typedef struct resize_state {
     unsigned char *h_outside;
 } resize_state;
 
-static float coord_of(const netrun_resize_params *p, int d, float x, float in_n, float out_n) {
-    float s = p->scale[d];
-    switch (p->coord) {
-    case NETRUN_COORD_ASYMMETRIC: return x / s;
-    case NETRUN_COORD_PYTORCH_HALF_PIXEL: return out_n > 1 ? (x + 0.5f) / s - 0.5f : 0.0f;
-    case NETRUN_COORD_TF_CROP_AND_RESIZE:
-        return out_n > 1 ? p->roi_start[d] * (in_n - 1) + (x * (p->roi_end[d] - p->roi_start[d]) * (in_n - 1)) / (out_n - 1)
-                         : 0.5f * (p->roi_start[d] + p->roi_end[d]) * (in_n - 1);
-    case NETRUN_COORD_ALIGN_CORNERS: return out_n == 1 ? 0.0f : x * (in_n - 1) / (out_n - 1);
-    case NETRUN_COORD_HALF_PIXEL_SYMMETRIC: {
-        float adj = out_n / (s * in_n), center = in_n / 2, offset = center * (1 - adj);
-        return offset + (x + 0.5f) / s - 0.5f;
-    }
-    case NETRUN_COORD_HALF_PIXEL:
-    default: return (x + 0.5f) / s - 0.5f;
-    }
-}
-
-static int64_t nearest_of(netrun_resize_nearest m, float x) {
-    switch (m) {
-    case NETRUN_NEAREST_ROUND_PREFER_CEIL: return (int64_t)roundf(x);
-    case NETRUN_NEAREST_FLOOR: return (int64_t)floorf(x);
-    case NETRUN_NEAREST_CEIL: return (int64_t)ceilf(x);
-    case NETRUN_NEAREST_ROUND_PREFER_FLOOR:
-    default:
-        if (x == (float)(int64_t)x + 0.5f) return (int64_t)floorf(x);
-        return (int64_t)roundf(x);
-    }
-}
-
-static int64_t clampi(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
-
-/* Taps of one dim (the CPU backend's build_taps); returns the taps per output index after merging dims where
- * every output takes a single source with weight 1. */
+/* Taps of dim d (backends/common/resize_taps.h, the code the CPU and OpenCL backends use), offsets scaled by the
+ * input stride. */
 static int build_taps(const netrun_resize_params *p, int d, int64_t in_n, int64_t out_n, int64_t stride,
                       int64_t *idx, float *w, unsigned char *outside) {
-    int k = p->mode == NETRUN_RESIZE_NEAREST ? 1 : p->mode == NETRUN_RESIZE_LINEAR ? 2 : 4;
-    int tf = p->coord == NETRUN_COORD_TF_CROP_AND_RESIZE;
-    float A = p->cubic_coeff_a;
-    for (int64_t o = 0; o < out_n; o++) {
-        float x = coord_of(p, d, (float)o, (float)in_n, (float)out_n);
-        int64_t *ix = idx + o * k;
-        float *wt = w + o * k;
-        outside[o] = tf && (x < 0 || x > (float)(in_n - 1));
-        if (k == 1) {
-            ix[0] = clampi(nearest_of(p->nearest, x), 0, in_n - 1);
-            wt[0] = 1;
-        } else if (k == 2) {
-            float c = x < 0 ? 0 : x > (float)(in_n - 1) ? (float)(in_n - 1) : x;
-            int64_t x1 = clampi((int64_t)c, 0, in_n - 1), x2 = clampi(x1 + 1, 0, in_n - 1);
-            ix[0] = x1;
-            ix[1] = x2;
-            if (x1 == x2) wt[0] = wt[1] = 0.5f;
-            else {
-                wt[0] = fabsf(c - (float)x2);
-                wt[1] = fabsf(c - (float)x1);
-            }
-        } else {
-            float f = floorf(x), s = x - f;
-            int64_t xi = (int64_t)f;
-            wt[0] = ((A * (s + 1) - 5 * A) * (s + 1) + 8 * A) * (s + 1) - 4 * A;
-            wt[1] = ((A + 2) * s - (A + 3)) * s * s + 1;
-            wt[2] = ((A + 2) * (1 - s) - (A + 3)) * (1 - s) * (1 - s) + 1;
-            wt[3] = ((A * (2 - s) - 5 * A) * (2 - s) + 8 * A) * (2 - s) - 4 * A;
-            float sum = 0;
-            for (int j = 0; j < 4; j++) {
-                int64_t src = xi - 1 + j;
-                if (p->exclude_outside && (src < 0 || src >= in_n)) wt[j] = 0;
-                sum += wt[j];
-                ix[j] = clampi(src, 0, in_n - 1);
-            }
-            if (p->exclude_outside && sum != 0)
-                for (int j = 0; j < 4; j++) wt[j] /= sum;
-        }
-    }
-    int single = k > 1;
-    for (int64_t o = 0; single && o < out_n; o++) {
-        int64_t src = -1;
-        float sum = 0;
-        for (int j = 0; j < k; j++) {
-            float wj = w[o * k + j];
-            if (wj == 0) continue;
-            if (src >= 0 && idx[o * k + j] != src) {
-                single = 0;
-                break;
-            }
-            src = idx[o * k + j];
-            sum += wj;
-        }
-        if (sum != 1.0f || src < 0) single = 0;
-    }
-    if (single) {
-        for (int64_t o = 0; o < out_n; o++) {
-            int64_t src = 0;
-            for (int j = 0; j < k; j++)
-                if (w[o * k + j] != 0) src = idx[o * k + j];
-            idx[o] = src;
-            w[o] = 1;
-        }
-        k = 1;
-    }
+    int k = nr_resize_taps(p, d, in_n, out_n, idx, w, outside);
     for (int64_t i = 0; i < out_n * k; i++) idx[i] *= stride;
     return k;
 }
