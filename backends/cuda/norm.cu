@@ -1,7 +1,8 @@
 /* CUDA kernels: norm. BatchNormalization (inference, with fused activation), LayerNormalization (Mean and
- * InvStdDev outputs) and InstanceNormalization, float32/float16 with float statistics. Row statistics use one
- * block per row and a two-pass mean / variance over the row (read twice; rows are short). */
-#include "cuda_kernels.cuh"
+ * InvStdDev outputs), InstanceNormalization, RMSNormalization, GroupNormalization, MeanVarianceNormalization,
+ * LpNormalization and LRN, float32/float16 with float statistics. Row statistics use one block per row and a
+ * two-pass mean / variance over the row (read twice; rows are short). */
+#include "nlp_common.cuh"
 
 template <typename T>
 __global__ void bn_k(const T *x, T *y, const T *scale, const T *bias, const T *mean, const T *var, float eps,
@@ -156,9 +157,228 @@ static netrun_status in_run(cuda_context *ctx, void *state, const netrun_kernel_
                        p ? p->epsilon : 1e-5f, NULL, NULL);
 }
 
+/* ---- RMSNormalization: y = x / sqrt(mean(x^2) + eps) * scale over the dims from axis on ---- */
+
+/* One block per row of n values; scale indexed by the position in the row (w_contig) or by broadcast strides
+ * over X. */
+__global__ void rms_k(const void *x, const void *w, void *y, int xt, int wt, int yt, int64_t n, float eps,
+                      int w_contig, shape8 xs, strides8 wst) {
+    __shared__ float sh[32];
+    const int64_t base = (int64_t)blockIdx.x * n;
+    float s = 0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+        float v = ldx(xt, x, base + i);
+        s += v * v;
+    }
+    s = block_sum(s, sh);
+    float inv = 1.0f / sqrtf(s / (float)n + eps);
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+        float wv = ldx(wt, w, w_contig ? i : bcast_offset(base + i, xs, wst));
+        stx(yt, y, base + i, ldx(xt, x, base + i) * inv * wv);
+    }
+}
+
+static int row_threads(int64_t d) { return d >= 1024 ? 1024 : d >= 256 ? 256 : 64; }
+
+static netrun_status rms_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    const netrun_norm_params *p = (const netrun_norm_params *)args->params;
+    const netrun_tensor *X = &args->inputs[0], *W = &args->inputs[1];
+    if (!p || p->axis < 0 || p->axis >= X->rank || W->rank > X->rank)
+        return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda RMSNormalization: bad params (axis) or scale rank");
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < X->rank; i++) (i < p->axis ? outer : inner) *= X->dims[i];
+    strides8 wst;
+    memset(&wst, 0, sizeof wst);
+    cuda_broadcast_strides(W->rank, W->dims, X->rank, X->dims, wst.s);
+    int w_contig = cuda_count(W) == inner;
+    for (int i = 0; i < p->axis && w_contig; i++)
+        if (wst.s[i] != 0) w_contig = 0;
+    if (outer * inner == 0) return NETRUN_OK;
+    if (outer > INT32_MAX) return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda RMSNormalization: too many rows");
+    rms_k<<<(unsigned)outer, row_threads(inner), 0, ctx->stream>>>(X->data, W->data, args->outputs[0].data, X->dtype,
+                                                                   W->dtype, args->outputs[0].dtype, inner, p->epsilon,
+                                                                   w_contig, make_shape(X->rank, X->dims), wst);
+    return cuda_check_launch("RMSNormalization");
+}
+
+/* ---- GroupNormalization: rows of (C/G) * spatial values, scale/bias per channel (or per group, opset 18) ---- */
+
+__global__ void gn_k(const void *x, void *y, const void *scale, const void *bias, int dt, int st, int bt, int64_t d,
+                     int64_t spatial, int64_t groups, int64_t cpg, int per_group, float eps) {
+    __shared__ float sh[32];
+    const int64_t r = blockIdx.x, base = r * d, g = r % groups;
+    float s = 0;
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) s += ldx(dt, x, base + i);
+    float mean = block_sum(s, sh) / (float)d;
+    float v = 0;
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+        float t = ldx(dt, x, base + i) - mean;
+        v += t * t;
+    }
+    float inv = 1.0f / sqrtf(block_sum(v, sh) / (float)d + eps);
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+        int64_t ch = per_group ? g : g * cpg + i / spatial;
+        stx(dt, y, base + i, (ldx(dt, x, base + i) - mean) * inv * ldx(st, scale, ch) + ldx(bt, bias, ch));
+    }
+}
+
+static netrun_status gn_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    const netrun_norm_params *p = (const netrun_norm_params *)args->params;
+    const netrun_tensor *X = &args->inputs[0];
+    if (!p || args->n_inputs < 3 || X->rank < 2 || p->num_groups < 1 || X->dims[1] % p->num_groups)
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda GroupNormalization: bad shape or num_groups");
+    int64_t total = cuda_count(X), ch = X->dims[1], g = p->num_groups;
+    int64_t ns = cuda_count(&args->inputs[1]), nb = cuda_count(&args->inputs[2]);
+    if ((ns != ch && ns != g) || nb != ns)
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda GroupNormalization: scale/bias need C (or G) values");
+    if (total == 0) return NETRUN_OK;
+    int64_t rows = X->dims[0] * g, d = total / rows, spatial = total / (X->dims[0] * ch);
+    if (rows > INT32_MAX) return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda GroupNormalization: too many rows");
+    gn_k<<<(unsigned)rows, row_threads(d), 0, ctx->stream>>>(
+        X->data, args->outputs[0].data, args->inputs[1].data, args->inputs[2].data, X->dtype, args->inputs[1].dtype,
+        args->inputs[2].dtype, d, spatial, g, ch / g, ns != ch, p->epsilon);
+    return cuda_check_launch("GroupNormalization");
+}
+
+/* ---- MeanVarianceNormalization: (x - mean) / (sqrt(var) + 1e-9) over the given axes ---- */
+
+/* One block per kept index; kept and reduced dims with their element strides in X. */
+__global__ void mvn_k(const void *x, void *y, int dt, shape8 kd, strides8 ks, shape8 rd, strides8 rs, int64_t R) {
+    __shared__ float sh[32];
+    const int64_t base = bcast_offset(blockIdx.x, kd, ks);
+    float s = 0;
+    for (int64_t r = threadIdx.x; r < R; r += blockDim.x) s += ldx(dt, x, base + bcast_offset(r, rd, rs));
+    float mean = block_sum(s, sh) / (float)R;
+    float v = 0;
+    for (int64_t r = threadIdx.x; r < R; r += blockDim.x) {
+        float t = ldx(dt, x, base + bcast_offset(r, rd, rs)) - mean;
+        v += t * t;
+    }
+    float den = sqrtf(block_sum(v, sh) / (float)R) + 1e-9f;
+    for (int64_t r = threadIdx.x; r < R; r += blockDim.x) {
+        int64_t o = base + bcast_offset(r, rd, rs);
+        stx(dt, y, o, (ldx(dt, x, o) - mean) / den);
+    }
+}
+
+static netrun_status mvn_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    const netrun_reduce_params *p = (const netrun_reduce_params *)args->params;
+    const netrun_tensor *X = &args->inputs[0];
+    if (!p || p->n_axes < 0 || p->n_axes > X->rank)
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda MeanVarianceNormalization: bad params");
+    int64_t total = cuda_count(X);
+    if (total == 0) return NETRUN_OK;
+    int red[NETRUN_MAX_RANK] = {0};
+    for (int i = 0; i < p->n_axes; i++) {
+        if (p->axes[i] < 0 || p->axes[i] >= X->rank)
+            return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda MeanVarianceNormalization: axis out of range");
+        red[p->axes[i]] = 1;
+    }
+    shape8 kd, rd;
+    strides8 ks, rs;
+    memset(&kd, 0, sizeof kd); memset(&rd, 0, sizeof rd); memset(&ks, 0, sizeof ks); memset(&rs, 0, sizeof rs);
+    int64_t stride = 1, R = 1;
+    for (int i = X->rank - 1; i >= 0; i--) { /* filled from the back, shifted down below */
+        if (red[i]) { rd.dims[NETRUN_MAX_RANK - 1 - rd.rank] = X->dims[i]; rs.s[NETRUN_MAX_RANK - 1 - rd.rank++] = stride; R *= X->dims[i]; }
+        else { kd.dims[NETRUN_MAX_RANK - 1 - kd.rank] = X->dims[i]; ks.s[NETRUN_MAX_RANK - 1 - kd.rank++] = stride; }
+        stride *= X->dims[i];
+    }
+    for (int i = 0; i < rd.rank; i++) { rd.dims[i] = rd.dims[NETRUN_MAX_RANK - rd.rank + i]; rs.s[i] = rs.s[NETRUN_MAX_RANK - rd.rank + i]; }
+    for (int i = 0; i < kd.rank; i++) { kd.dims[i] = kd.dims[NETRUN_MAX_RANK - kd.rank + i]; ks.s[i] = ks.s[NETRUN_MAX_RANK - kd.rank + i]; }
+    int64_t groups = total / R;
+    if (groups > INT32_MAX) return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda MeanVarianceNormalization: too many groups");
+    mvn_k<<<(unsigned)groups, row_threads(R), 0, ctx->stream>>>(X->data, args->outputs[0].data, X->dtype, kd, ks, rd, rs, R);
+    return cuda_check_launch("MeanVarianceNormalization");
+}
+
+/* ---- LpNormalization: x / ||x||_p along one axis ([outer, R, inner]); a zero norm gives 0 ---- */
+
+__global__ void lpn_k(const void *x, void *y, int dt, int64_t cols, int64_t R, int64_t inner, int pw) {
+    GRID_LOOP(t, cols) {
+        int64_t base = (t / inner) * R * inner + t % inner;
+        float s = 0;
+        for (int64_t r = 0; r < R; r++) {
+            float v = ldx(dt, x, base + r * inner);
+            s += pw == 1 ? fabsf(v) : v * v;
+        }
+        float norm = pw == 1 ? s : sqrtf(s);
+        for (int64_t r = 0; r < R; r++) {
+            int64_t i = base + r * inner;
+            stx(dt, y, i, norm == 0.0f ? 0.0f : ldx(dt, x, i) / norm);
+        }
+    }
+}
+
+static netrun_status lpn_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    const netrun_lpnorm_params *p = (const netrun_lpnorm_params *)args->params;
+    const netrun_tensor *X = &args->inputs[0];
+    if (!p || p->axis < 0 || p->axis >= X->rank || (p->p != 1 && p->p != 2))
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda LpNormalization: bad params");
+    int64_t total = cuda_count(X), R = X->dims[p->axis], inner = 1;
+    if (total == 0) return NETRUN_OK;
+    for (int i = p->axis + 1; i < X->rank; i++) inner *= X->dims[i];
+    lpn_k<<<cuda_blocks(total / R), CUDA_THREADS, 0, ctx->stream>>>(X->data, args->outputs[0].data, X->dtype, total / R,
+                                                                    R, inner, (int)p->p);
+    return cuda_check_launch("LpNormalization");
+}
+
+/* ---- LRN: across channels, window [c - floor((size-1)/2), c + ceil((size-1)/2)] ---- */
+
+__global__ void lrn_k(const void *x, void *y, int dt, int64_t total, int64_t C, int64_t plane, int64_t lo, int64_t hi,
+                      float a, float bias, float beta) {
+    GRID_LOOP(i, total) {
+        int64_t s = i % plane, c = (i / plane) % C, n = i / (plane * C);
+        int64_t c0 = c - lo < 0 ? 0 : c - lo, c1 = c + hi > C - 1 ? C - 1 : c + hi;
+        float sq = 0;
+        for (int64_t k = c0; k <= c1; k++) {
+            float v = ldx(dt, x, (n * C + k) * plane + s);
+            sq += v * v;
+        }
+        stx(dt, y, i, ldx(dt, x, i) / powf(bias + a * sq, beta));
+    }
+}
+
+static netrun_status lrn_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    const netrun_lrn_params *p = (const netrun_lrn_params *)args->params;
+    const netrun_tensor *X = &args->inputs[0];
+    if (!p || X->rank < 3 || p->size < 1) return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda LRN: bad params");
+    int64_t total = cuda_count(X);
+    if (total == 0) return NETRUN_OK;
+    int64_t C = X->dims[1], plane = total / (X->dims[0] * C);
+    lrn_k<<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>(X->data, args->outputs[0].data, X->dtype, total, C, plane,
+                                                                (p->size - 1) / 2, p->size / 2,
+                                                                p->alpha / (float)p->size, p->bias, p->beta);
+    return cuda_check_launch("LRN");
+}
+
+/* The ops above: every present input float32/float16 (dtypes may differ: loads go through float). */
+static int float_inputs_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    if (!node->params) return cuda_refuse(reason, size, "no params");
+    for (int i = 0; i < node->n_inputs; i++)
+        if (node->inputs[i].rank >= 0 && !nlp_float_dtype(node->inputs[i].dtype))
+            return cuda_refuse(reason, size, "input %d dtype %s not supported by the CUDA %s kernel", i,
+                               cuda_dtype_name(node->inputs[i].dtype), node->op_type);
+    for (int o = 0; o < node->n_outputs && o < 1; o++)
+        if (!nlp_float_dtype(node->outputs[o].dtype))
+            return cuda_refuse(reason, size, "output dtype %s", cuda_dtype_name(node->outputs[o].dtype));
+    return 1;
+}
+
 extern "C" const cuda_op cuda_ops_norm[] = {
     {"BatchNormalization", CUDA_FLOAT_DTYPES, "inference only; fused activation", norm_supports, NULL, bn_run, NULL},
     {"InstanceNormalization", CUDA_FLOAT_DTYPES, "", norm_supports, NULL, in_run, NULL},
     {"LayerNormalization", CUDA_FLOAT_DTYPES, "scale/B: full normalized shape or a trailing block; float32 Mean/InvStdDev",
      norm_supports, NULL, ln_run, NULL},
+    {"RMSNormalization", CUDA_FLOAT_DTYPES, "scale broadcast over X; float statistics", float_inputs_supports, NULL,
+     rms_run, NULL},
+    {"GroupNormalization", CUDA_FLOAT_DTYPES, "scale/bias per channel (opset 21) or per group (opset 18)",
+     float_inputs_supports, NULL, gn_run, NULL},
+    {"MeanVarianceNormalization", CUDA_FLOAT_DTYPES, "", float_inputs_supports, NULL, mvn_run, NULL},
+    {"LpNormalization", CUDA_FLOAT_DTYPES, "p = 1 or 2", float_inputs_supports, NULL, lpn_run, NULL},
+    {"LRN", CUDA_FLOAT_DTYPES, "", float_inputs_supports, NULL, lrn_run, NULL},
     {NULL, 0, NULL, NULL, NULL, NULL, NULL}};
