@@ -3,6 +3,7 @@
 #ifndef CUDA_KERNELS_CUH
 #define CUDA_KERNELS_CUH
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
 
@@ -80,6 +81,19 @@ template <typename T> __device__ __forceinline__ float to_f(T v) { return (float
 template <> __device__ __forceinline__ float to_f<__half>(__half v) { return __half2float(v); }
 template <typename T> __device__ __forceinline__ T from_f(float v) { return (T)v; }
 template <> __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ float to_f<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+/* Dispatch a kernel template by element type: CALL sees the element type as E. FLOATS: float32/16, bfloat16,
+ * double; INTS: the eight integer types; bool is its own case (uint8_t storage). */
+#define DT_CASE(DT, TYPE, ...) case NETRUN_DTYPE_##DT: { typedef TYPE E; __VA_ARGS__; break; }
+#define DT_FLOATS(...) DT_CASE(FLOAT, float, __VA_ARGS__) DT_CASE(FLOAT16, __half, __VA_ARGS__) \
+    DT_CASE(BFLOAT16, __nv_bfloat16, __VA_ARGS__) DT_CASE(DOUBLE, double, __VA_ARGS__)
+#define DT_SINTS(...) DT_CASE(INT8, int8_t, __VA_ARGS__) DT_CASE(INT16, int16_t, __VA_ARGS__) \
+    DT_CASE(INT32, int32_t, __VA_ARGS__) DT_CASE(INT64, int64_t, __VA_ARGS__)
+#define DT_UINTS(...) DT_CASE(UINT8, uint8_t, __VA_ARGS__) DT_CASE(UINT16, uint16_t, __VA_ARGS__) \
+    DT_CASE(UINT32, uint32_t, __VA_ARGS__) DT_CASE(UINT64, uint64_t, __VA_ARGS__)
+#define DT_INTS(...) DT_SINTS(__VA_ARGS__) DT_UINTS(__VA_ARGS__)
 
 /* Element types by size, for kernels that only move bytes. */
 template <int ES> struct bytes_t;

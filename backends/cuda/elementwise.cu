@@ -1,7 +1,27 @@
 /* CUDA kernels: elementwise unary and binary ops with numpy broadcasting, variadic Sum/Max/Min/Mean, Where,
- * Cast, PRelu, plus the bias + activation and broadcast-copy launchers that Conv and Gemm use. float16 is
- * computed in float; integer binary ops in int64. */
+ * Cast, PRelu, Mod, BitShift, Bitwise*, IsInf/IsNaN, BitCast, plus the bias + activation and broadcast-copy
+ * launchers that Conv and Gemm use. Kernels are templates over the element type: float16 and bfloat16 are
+ * computed in float, double in double, integers in their own type (wrapping, as the CPU backend). */
+#include <limits>
+#include <type_traits>
+
 #include "cuda_kernels.cuh"
+
+/* Compute type: half types in float, everything else in its own type. */
+template <typename T> struct compute_of { typedef T t; };
+template <> struct compute_of<__half> { typedef float t; };
+template <> struct compute_of<__nv_bfloat16> { typedef float t; };
+
+template <typename T, typename C> __device__ __forceinline__ C ld(const T *p, int64_t i) { return (C)p[i]; }
+template <> __device__ __forceinline__ float ld<__half, float>(const __half *p, int64_t i) { return __half2float(p[i]); }
+template <> __device__ __forceinline__ float ld<__nv_bfloat16, float>(const __nv_bfloat16 *p, int64_t i) {
+    return __bfloat162float(p[i]);
+}
+template <typename T, typename C> __device__ __forceinline__ void st(T *p, int64_t i, C v) { p[i] = (T)v; }
+template <> __device__ __forceinline__ void st<__half, float>(__half *p, int64_t i, float v) { p[i] = __float2half_rn(v); }
+template <> __device__ __forceinline__ void st<__nv_bfloat16, float>(__nv_bfloat16 *p, int64_t i, float v) {
+    p[i] = __float2bfloat16_rn(v);
+}
 
 /* ---- unary ---- */
 
@@ -9,7 +29,7 @@ enum un_op {
     U_RELU, U_NEG, U_ABS, U_SIGN, U_SIGMOID, U_TANH, U_ERF, U_EXP, U_LOG, U_SQRT, U_RECIPROCAL, U_FLOOR, U_CEIL,
     U_ROUND, U_SIN, U_COS, U_TAN, U_ASIN, U_ACOS, U_ATAN, U_SINH, U_COSH, U_ASINH, U_ACOSH, U_ATANH, U_SOFTPLUS,
     U_SOFTSIGN, U_HARD_SWISH, U_MISH, U_LEAKY_RELU, U_ELU, U_SELU, U_CELU, U_HARD_SIGMOID, U_THRESHOLDED_RELU,
-    U_GELU, U_SHRINK, U_CLIP, U_SCALE, U_COUNT
+    U_GELU, U_SHRINK, U_CLIP, U_SCALE, U_SWISH, U_NOT, U_BNOT, U_ISINF, U_ISNAN, U_COUNT
 };
 
 struct un_args {
@@ -64,6 +84,10 @@ __device__ __forceinline__ float un_float(float x, const un_args &a, float lo, f
     case U_SHRINK: return x < -a.beta ? x + a.alpha : x > a.beta ? x - a.alpha : 0.0f;
     case U_CLIP: return x != x ? x : fminf(fmaxf(x, lo), hi);
     case U_SCALE: return x * a.alpha;
+    case U_SWISH: { /* x * sigmoid(alpha x), the sigmoid as U_SIGMOID */
+        float z = a.alpha * x, e = expf(-fabsf(z)), r = 1.0f / (1.0f + e);
+        return x * (z >= 0 ? r : e * r);
+    }
     default: return x;
     }
 }
@@ -96,28 +120,118 @@ __global__ void unary_vec4_k(const float4 *x, float4 *y, uint32_t n4, const floa
     if (t < tail) yt[t] = un_float(xt[t], a, lo, hi);
 }
 
-template <typename T> __global__ void unary_int_k(const T *x, T *y, int64_t n, int op) {
+/* double: the same functions in double precision (the CPU backend computes double in double). */
+__device__ __forceinline__ double un_double(double x, const un_args &a, double lo, double hi) {
+    double A = a.alpha, B = a.beta, G = a.gamma;
+    switch (a.op) {
+    case U_RELU: return x > 0 ? x : (x == x ? 0.0 : x);
+    case U_NEG: return -x;
+    case U_ABS: return fabs(x);
+    case U_SIGN: return x > 0 ? 1.0 : x < 0 ? -1.0 : x;
+    case U_SIGMOID: {
+        double e = exp(-fabs(x)), r = 1.0 / (1.0 + e);
+        return x >= 0 ? r : e * r;
+    }
+    case U_TANH: return tanh(x);
+    case U_ERF: return erf(x);
+    case U_EXP: return exp(x);
+    case U_LOG: return log(x);
+    case U_SQRT: return sqrt(x);
+    case U_RECIPROCAL: return 1.0 / x;
+    case U_FLOOR: return floor(x);
+    case U_CEIL: return ceil(x);
+    case U_ROUND: return rint(x);
+    case U_SIN: return sin(x);
+    case U_COS: return cos(x);
+    case U_TAN: return tan(x);
+    case U_ASIN: return asin(x);
+    case U_ACOS: return acos(x);
+    case U_ATAN: return atan(x);
+    case U_SINH: return sinh(x);
+    case U_COSH: return cosh(x);
+    case U_ASINH: return asinh(x);
+    case U_ACOSH: return acosh(x);
+    case U_ATANH: return atanh(x);
+    case U_SOFTPLUS: return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+    case U_SOFTSIGN: return x / (1.0 + fabs(x));
+    case U_HARD_SWISH: return x * fmin(fmax(x / 6.0 + 0.5, 0.0), 1.0);
+    case U_MISH: return x * tanh(x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)));
+    case U_LEAKY_RELU: return x >= 0 ? x : A * x;
+    case U_ELU: return x >= 0 ? x : A * expm1(x);
+    case U_SELU: return x > 0 ? G * x : G * (A * exp(x) - A);
+    case U_CELU: return fmax(0.0, x) + fmin(0.0, A * expm1(x / A));
+    case U_HARD_SIGMOID: return fmin(fmax(A * x + B, 0.0), 1.0);
+    case U_THRESHOLDED_RELU: return x > A ? x : 0.0;
+    case U_GELU:
+        if (a.approx) return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+        return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
+    case U_SHRINK: return x < -B ? x + A : x > B ? x - A : 0.0;
+    case U_CLIP: return x != x ? x : fmin(fmax(x, lo), hi);
+    case U_SCALE: return x * A;
+    case U_SWISH: {
+        double z = A * x, e = exp(-fabs(z)), r = 1.0 / (1.0 + e);
+        return x * (z >= 0 ? r : e * r);
+    }
+    default: return x;
+    }
+}
+
+__global__ void unary_dbl_k(const double *x, double *y, int64_t n, un_args a, double lo, double hi, const double *minp,
+                            const double *maxp) {
+    if (minp) lo = *minp;
+    if (maxp) hi = *maxp;
+    GRID_LOOP(i, n) y[i] = un_double(x[i], a, lo, hi);
+}
+
+/* Integer forms (and Not on bool): wrapping as the CPU backend (-INT_MIN is INT_MIN). Clip bounds: the
+ * run-time inputs when given, else lo / hi (the attribute or the type's limits). */
+template <typename T> __global__ void unary_int_k(const T *x, T *y, int64_t n, int op, T lo, T hi, const T *minp, const T *maxp) {
+    if (minp) lo = *minp;
+    if (maxp) hi = *maxp;
     GRID_LOOP(i, n) {
         T v = x[i];
         switch (op) {
-        case U_RELU: v = v > 0 ? v : 0; break;
-        case U_NEG: v = -v; break;
-        case U_ABS: v = v < 0 ? -v : v; break;
-        case U_SIGN: v = v > 0 ? 1 : v < 0 ? -1 : 0; break;
+        case U_RELU: v = v > 0 ? v : (T)0; break;
+        case U_NEG: v = (T)(0 - (uint64_t)v); break;
+        case U_ABS:
+            if constexpr (std::is_signed<T>::value) v = v < 0 ? (T)(0 - (uint64_t)v) : v;
+            break;
+        case U_SIGN:
+            if constexpr (std::is_signed<T>::value) v = (T)((v > 0) - (v < 0));
+            else v = (T)(v > 0);
+            break;
+        case U_BNOT: v = (T)~v; break;
+        case U_NOT: v = (T)!v; break;
+        case U_CLIP: v = v < lo ? lo : v; v = v > hi ? hi : v; break;
         default: break;
         }
         y[i] = v;
     }
 }
 
+/* IsInf / IsNaN: bool output. */
+template <typename T> __global__ void unary_isx_k(const T *x, uint8_t *y, int64_t n, int op, int neg, int pos) {
+    typedef typename compute_of<T>::t C;
+    GRID_LOOP(i, n) {
+        C v = ld<T, C>(x, i);
+        if (op == U_ISNAN) y[i] = v != v;
+        else y[i] = (v == (C)INFINITY || v == -(C)INFINITY) && ((v < 0 && neg) || (v > 0 && pos));
+    }
+}
+
+/* Which dtypes an op takes beyond the float types (float32/16, bfloat16, double). */
+enum { UT_FLOAT, UT_SINT, UT_INT, UT_NUM_NOFLOAT, UT_BOOL, UT_FLOAT_TO_BOOL };
+
 struct un_entry {
     const char *name;
     int op;
-    int ints; /* also on int32/int64 */
+    int types; /* UT_FLOAT: float types; UT_SINT: also signed ints; UT_INT: also every int; UT_NUM_NOFLOAT:
+                  every int, no floats; UT_BOOL: bool only; UT_FLOAT_TO_BOOL: float types, bool output */
 };
 
 static const un_entry un_table[] = {
-    {"Relu", U_RELU, 1}, {"Neg", U_NEG, 1}, {"Abs", U_ABS, 1}, {"Sign", U_SIGN, 1}, {"Sigmoid", U_SIGMOID, 0},
+    {"Relu", U_RELU, UT_SINT}, {"Neg", U_NEG, UT_SINT}, {"Abs", U_ABS, UT_INT}, {"Sign", U_SIGN, UT_INT},
+    {"Sigmoid", U_SIGMOID, 0},
     {"Tanh", U_TANH, 0}, {"Erf", U_ERF, 0}, {"Exp", U_EXP, 0}, {"Log", U_LOG, 0}, {"Sqrt", U_SQRT, 0},
     {"Reciprocal", U_RECIPROCAL, 0}, {"Floor", U_FLOOR, 0}, {"Ceil", U_CEIL, 0}, {"Round", U_ROUND, 0},
     {"Sin", U_SIN, 0}, {"Cos", U_COS, 0}, {"Tan", U_TAN, 0}, {"Asin", U_ASIN, 0}, {"Acos", U_ACOS, 0},
@@ -125,7 +239,9 @@ static const un_entry un_table[] = {
     {"Atanh", U_ATANH, 0}, {"Softplus", U_SOFTPLUS, 0}, {"Softsign", U_SOFTSIGN, 0}, {"HardSwish", U_HARD_SWISH, 0},
     {"Mish", U_MISH, 0}, {"LeakyRelu", U_LEAKY_RELU, 0}, {"Elu", U_ELU, 0}, {"Selu", U_SELU, 0},
     {"Celu", U_CELU, 0}, {"HardSigmoid", U_HARD_SIGMOID, 0}, {"ThresholdedRelu", U_THRESHOLDED_RELU, 0},
-    {"Gelu", U_GELU, 0}, {"Shrink", U_SHRINK, 0}, {"Clip", U_CLIP, 0}, {NULL, 0, 0}};
+    {"Gelu", U_GELU, 0}, {"Shrink", U_SHRINK, 0}, {"Clip", U_CLIP, UT_INT}, {"Swish", U_SWISH, 0},
+    {"Not", U_NOT, UT_BOOL}, {"BitwiseNot", U_BNOT, UT_NUM_NOFLOAT}, {"IsInf", U_ISINF, UT_FLOAT_TO_BOOL},
+    {"IsNaN", U_ISNAN, UT_FLOAT_TO_BOOL}, {NULL, 0, 0}};
 
 static const un_entry *un_find(const char *name) {
     for (const un_entry *e = un_table; e->name; e++)
@@ -133,12 +249,28 @@ static const un_entry *un_find(const char *name) {
     return NULL;
 }
 
+static int un_is_float(netrun_dtype t) {
+    return t == NETRUN_DTYPE_FLOAT || t == NETRUN_DTYPE_FLOAT16 || t == NETRUN_DTYPE_BFLOAT16 || t == NETRUN_DTYPE_DOUBLE;
+}
+static int un_is_sint(netrun_dtype t) {
+    return t == NETRUN_DTYPE_INT8 || t == NETRUN_DTYPE_INT16 || t == NETRUN_DTYPE_INT32 || t == NETRUN_DTYPE_INT64;
+}
+static int un_is_uint(netrun_dtype t) {
+    return t == NETRUN_DTYPE_UINT8 || t == NETRUN_DTYPE_UINT16 || t == NETRUN_DTYPE_UINT32 || t == NETRUN_DTYPE_UINT64;
+}
+
 static int unary_supports(const netrun_node_desc *node, char *reason, size_t size) {
     const un_entry *e = un_find(node->op_type);
     netrun_dtype t = cuda_main_dtype(node);
     if (!e) return cuda_refuse(reason, size, "no CUDA kernel for %s", node->op_type);
-    int ok = t == NETRUN_DTYPE_FLOAT || t == NETRUN_DTYPE_FLOAT16 ||
-             (e->ints && (t == NETRUN_DTYPE_INT32 || t == NETRUN_DTYPE_INT64));
+    int fl = un_is_float(t), ok;
+    switch (e->types) {
+    case UT_SINT: ok = fl || un_is_sint(t); break;
+    case UT_INT: ok = fl || un_is_sint(t) || un_is_uint(t); break;
+    case UT_NUM_NOFLOAT: ok = un_is_sint(t) || un_is_uint(t); break;
+    case UT_BOOL: ok = t == NETRUN_DTYPE_BOOL; break;
+    default: ok = fl; break;
+    }
     if (!ok) return cuda_refuse(reason, size, "dtype %s not supported by the CUDA %s kernel", cuda_dtype_name(t), node->op_type);
     if (e->op == U_CLIP)
         for (int i = 1; i < node->n_inputs && i < 3; i++)
@@ -150,6 +282,15 @@ static int unary_supports(const netrun_node_desc *node, char *reason, size_t siz
 static netrun_status unary_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
     *state = (void *)un_find(node->op_type);
     return *state ? NETRUN_OK : cuda_host->error(NETRUN_ERR_UNSUPPORTED, "no CUDA kernel for %s", node->op_type);
+}
+
+/* A Clip bound given as a float attribute, in the integer type T (clamped to its range; NaN: no bound). */
+template <typename T> static T clip_bound(int has, float v, int is_hi) {
+    double lo = (double)std::numeric_limits<T>::lowest(), hi = (double)std::numeric_limits<T>::max();
+    if (!has || v != v) return is_hi ? std::numeric_limits<T>::max() : std::numeric_limits<T>::lowest();
+    if ((double)v <= lo) return std::numeric_limits<T>::lowest();
+    if ((double)v >= hi) return std::numeric_limits<T>::max();
+    return (T)v;
 }
 
 static netrun_status unary_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
@@ -168,18 +309,30 @@ static netrun_status unary_run(cuda_context *ctx, void *state, const netrun_kern
         a.gamma = p->gamma;
         a.approx = p->approximate_tanh;
     }
+    if (e->op == U_SWISH && !p) a.alpha = 1.0f;
     const void *minp = NULL, *maxp = NULL;
+    int has_min = p && p->has_min, has_max = p && p->has_max;
     if (e->op == U_CLIP) {
-        if (!p || !p->has_min) {
+        if (!has_min) {
             a.alpha = -INFINITY;
             if (args->n_inputs > 1 && args->inputs[1].rank >= 0 && cuda_count(&args->inputs[1]) > 0) minp = args->inputs[1].data;
         }
-        if (!p || !p->has_max) {
+        if (!has_max) {
             a.beta = INFINITY;
             if (args->n_inputs > 2 && args->inputs[2].rank >= 0 && cuda_count(&args->inputs[2]) > 0) maxp = args->inputs[2].data;
         }
     }
     unsigned b = cuda_blocks(n);
+    if (e->types == UT_FLOAT_TO_BOOL) {
+        int neg = p ? p->alpha != 0 : 1, pos = p ? p->beta != 0 : 1;
+#define ISX unary_isx_k<E><<<b, CUDA_THREADS, 0, ctx->stream>>>((const E *)X->data, (uint8_t *)Y->data, n, e->op, neg, pos)
+        switch (X->dtype) {
+        DT_FLOATS(ISX)
+        default: return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda %s: dtype %s", e->name, cuda_dtype_name(X->dtype));
+        }
+#undef ISX
+        return cuda_check_launch(e->name);
+    }
     if (X->dtype == NETRUN_DTYPE_FLOAT && n / 4 <= INT32_MAX && ((uintptr_t)X->data & 15) == 0 &&
         ((uintptr_t)Y->data & 15) == 0) {
         uint32_t n4 = (uint32_t)(n / 4), tail = (uint32_t)(n % 4);
@@ -188,6 +341,11 @@ static netrun_status unary_run(cuda_context *ctx, void *state, const netrun_kern
             (float *)Y->data + 4 * (int64_t)n4, tail, a, (const float *)minp, (const float *)maxp);
         return cuda_check_launch(e->name);
     }
+#define UINT_K                                                                                                    \
+    unary_int_k<E><<<b, CUDA_THREADS, 0, ctx->stream>>>((const E *)X->data, (E *)Y->data, n, a.op,               \
+                                                        clip_bound<E>(has_min, a.alpha, 0),                       \
+                                                        clip_bound<E>(has_max, a.beta, 1), (const E *)minp,       \
+                                                        (const E *)maxp)
     switch (X->dtype) {
     case NETRUN_DTYPE_FLOAT:
         unary_k<float><<<b, CUDA_THREADS, 0, ctx->stream>>>((const float *)X->data, (float *)Y->data, n, a,
@@ -197,45 +355,94 @@ static netrun_status unary_run(cuda_context *ctx, void *state, const netrun_kern
         unary_k<__half><<<b, CUDA_THREADS, 0, ctx->stream>>>((const __half *)X->data, (__half *)Y->data, n, a,
                                                              (const __half *)minp, (const __half *)maxp);
         break;
-    case NETRUN_DTYPE_INT32:
-        unary_int_k<int32_t><<<b, CUDA_THREADS, 0, ctx->stream>>>((const int32_t *)X->data, (int32_t *)Y->data, n, a.op);
+    case NETRUN_DTYPE_BFLOAT16:
+        unary_k<__nv_bfloat16><<<b, CUDA_THREADS, 0, ctx->stream>>>((const __nv_bfloat16 *)X->data,
+                                                                    (__nv_bfloat16 *)Y->data, n, a,
+                                                                    (const __nv_bfloat16 *)minp,
+                                                                    (const __nv_bfloat16 *)maxp);
         break;
-    case NETRUN_DTYPE_INT64:
-        unary_int_k<int64_t><<<b, CUDA_THREADS, 0, ctx->stream>>>((const int64_t *)X->data, (int64_t *)Y->data, n, a.op);
+    case NETRUN_DTYPE_DOUBLE:
+        unary_dbl_k<<<b, CUDA_THREADS, 0, ctx->stream>>>((const double *)X->data, (double *)Y->data, n, a,
+                                                         (double)a.alpha, (double)a.beta, (const double *)minp,
+                                                         (const double *)maxp);
         break;
+    DT_INTS(UINT_K)
+    DT_CASE(BOOL, uint8_t, UINT_K)
     default: return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda %s: dtype %s", e->name, cuda_dtype_name(X->dtype));
     }
+#undef UINT_K
     return cuda_check_launch(e->name);
 }
 
 /* ---- binary ---- */
 
-enum bin_op { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_PRELU, B_EQ, B_LT, B_GT, B_LE, B_GE, B_AND, B_OR, B_XOR };
+/* B_MOD is Python's modulo (sign of the divisor) on integers; B_FMOD C's fmod (sign of the dividend); the
+ * float forms of Mod always compute fmod, as the CPU backend does. Integer arithmetic wraps in the element
+ * type; integer division or modulo by zero gives 0 (the CPU backend reports an error instead: a kernel cannot
+ * without a synchronization). */
+enum bin_op {
+    B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_PRELU, B_EQ, B_LT, B_GT, B_LE, B_GE, B_AND, B_OR, B_XOR,
+    B_MOD, B_FMOD, B_SHL, B_SHR, B_BAND, B_BOR, B_BXOR
+};
 
-template <typename C> __device__ __forceinline__ C bin_arith(int op, C x, C y);
-template <> __device__ __forceinline__ float bin_arith<float>(int op, float x, float y) {
-    switch (op) {
-    case B_ADD: return x + y;
-    case B_SUB: return x - y;
-    case B_MUL: return x * y;
-    case B_DIV: return x / y;
-    case B_POW: return powf(x, y);
-    case B_MAX: return (x != x || y != y) ? x + y : fmaxf(x, y);
-    case B_MIN: return (x != x || y != y) ? x + y : fminf(x, y);
-    case B_PRELU: return x < 0 ? x * y : x;
-    default: return 0;
-    }
-}
-template <> __device__ __forceinline__ int64_t bin_arith<int64_t>(int op, int64_t x, int64_t y) {
-    switch (op) {
-    case B_ADD: return (int64_t)((uint64_t)x + (uint64_t)y);
-    case B_SUB: return (int64_t)((uint64_t)x - (uint64_t)y);
-    case B_MUL: return (int64_t)((uint64_t)x * (uint64_t)y);
-    case B_DIV: return y == 0 ? 0 : (y == -1 ? (int64_t)(0 - (uint64_t)x) : x / y);
-    case B_MAX: return x > y ? x : y;
-    case B_MIN: return x < y ? x : y;
-    case B_PRELU: return x < 0 ? x * y : x;
-    default: return 0;
+__device__ __forceinline__ float f_max(float x, float y) { return fmaxf(x, y); }
+__device__ __forceinline__ double f_max(double x, double y) { return fmax(x, y); }
+__device__ __forceinline__ float f_min(float x, float y) { return fminf(x, y); }
+__device__ __forceinline__ double f_min(double x, double y) { return fmin(x, y); }
+__device__ __forceinline__ float f_pow(float x, float y) { return powf(x, y); }
+__device__ __forceinline__ double f_pow(double x, double y) { return pow(x, y); }
+__device__ __forceinline__ float f_mod(float x, float y) { return fmodf(x, y); }
+__device__ __forceinline__ double f_mod(double x, double y) { return fmod(x, y); }
+
+template <typename C> __device__ __forceinline__ C bin_arith(int op, C x, C y) {
+    if constexpr (std::is_floating_point<C>::value) {
+        switch (op) {
+        case B_ADD: return x + y;
+        case B_SUB: return x - y;
+        case B_MUL: return x * y;
+        case B_DIV: return x / y;
+        case B_POW: return f_pow(x, y);
+        case B_MAX: return (x != x || y != y) ? x + y : f_max(x, y);
+        case B_MIN: return (x != x || y != y) ? x + y : f_min(x, y);
+        case B_PRELU: return x < 0 ? x * y : x;
+        case B_MOD: case B_FMOD: return f_mod(x, y);
+        default: return 0;
+        }
+    } else {
+        typedef uint64_t U; /* wrapping arithmetic: modulo 2^64, then truncated to C */
+        switch (op) {
+        case B_ADD: return (C)((U)x + (U)y);
+        case B_SUB: return (C)((U)x - (U)y);
+        case B_MUL: return (C)((U)x * (U)y);
+        case B_MAX: return x > y ? x : y;
+        case B_MIN: return x < y ? x : y;
+        case B_BAND: return (C)(x & y);
+        case B_BOR: return (C)(x | y);
+        case B_BXOR: return (C)(x ^ y);
+        case B_SHL: return (U)y >= 8 * sizeof(C) ? (C)0 : (C)((U)x << (U)y);
+        case B_SHR: return (U)y >= 8 * sizeof(C) ? (C)0 : (C)((U)x >> (U)y);
+        default: break;
+        }
+        if constexpr (std::is_signed<C>::value) {
+            switch (op) {
+            case B_DIV: return y == 0 ? (C)0 : y == -1 ? (C)(0 - (U)x) : (C)(x / y); /* MIN / -1 wraps */
+            case B_FMOD: return (y == 0 || y == -1) ? (C)0 : (C)(x % y);
+            case B_MOD: {
+                C r = (y == 0 || y == -1) ? (C)0 : (C)(x % y);
+                if (r != 0 && ((r < 0) != (y < 0))) r = (C)(r + y);
+                return r;
+            }
+            case B_PRELU: return x < 0 ? (C)((U)x * (U)y) : x;
+            default: return 0;
+            }
+        } else {
+            switch (op) {
+            case B_DIV: return y == 0 ? (C)0 : (C)(x / y);
+            case B_MOD: case B_FMOD: return y == 0 ? (C)0 : (C)(x % y);
+            case B_PRELU: return x; /* nothing is negative */
+            default: return 0;
+            }
+        }
     }
 }
 template <typename C> __device__ __forceinline__ bool bin_cmp(int op, C x, C y) {
@@ -251,17 +458,6 @@ template <typename C> __device__ __forceinline__ bool bin_cmp(int op, C x, C y) 
     default: return false;
     }
 }
-
-template <typename T> struct compute_of { typedef float t; };
-template <> struct compute_of<int32_t> { typedef int64_t t; };
-template <> struct compute_of<int64_t> { typedef int64_t t; };
-template <> struct compute_of<uint8_t> { typedef int64_t t; };
-
-template <typename C> __device__ __forceinline__ C load_c(float v) { return v; }
-template <typename T, typename C> __device__ __forceinline__ C ld(const T *p, int64_t i) { return (C)p[i]; }
-template <> __device__ __forceinline__ float ld<__half, float>(const __half *p, int64_t i) { return __half2float(p[i]); }
-template <typename T, typename C> __device__ __forceinline__ void st(T *p, int64_t i, C v) { p[i] = (T)v; }
-template <> __device__ __forceinline__ void st<__half, float>(__half *p, int64_t i, float v) { p[i] = __float2half_rn(v); }
 
 template <typename T, bool CMP>
 __global__ void binary_k(int op, const T *a, const T *b, void *y, int64_t n, int plain, shape8 sh, strides8 sa,
@@ -417,7 +613,9 @@ static const bin_entry bin_table[] = {
     {"Pow", B_POW, 0, 0, 0}, {"PRelu", B_PRELU, 0, 0, 0}, {"Equal", B_EQ, 1, 0, 0}, {"Less", B_LT, 1, 0, 0},
     {"Greater", B_GT, 1, 0, 0}, {"LessOrEqual", B_LE, 1, 0, 0}, {"GreaterOrEqual", B_GE, 1, 0, 0},
     {"And", B_AND, 1, 0, 0}, {"Or", B_OR, 1, 0, 0}, {"Xor", B_XOR, 1, 0, 0}, {"Sum", B_ADD, 0, 1, 0},
-    {"Max", B_MAX, 0, 1, 0}, {"Min", B_MIN, 0, 1, 0}, {"Mean", B_ADD, 0, 1, 1}, {NULL, 0, 0, 0, 0}};
+    {"Max", B_MAX, 0, 1, 0}, {"Min", B_MIN, 0, 1, 0}, {"Mean", B_ADD, 0, 1, 1}, {"Mod", B_MOD, 0, 0, 0},
+    {"BitShift", B_SHL, 0, 0, 0}, {"BitwiseAnd", B_BAND, 0, 0, 0}, {"BitwiseOr", B_BOR, 0, 0, 0},
+    {"BitwiseXor", B_BXOR, 0, 0, 0}, {NULL, 0, 0, 0, 0}};
 
 static const bin_entry *bin_find(const char *name) {
     for (const bin_entry *e = bin_table; e->name; e++)
@@ -425,21 +623,46 @@ static const bin_entry *bin_find(const char *name) {
     return NULL;
 }
 
+static int dt_float(netrun_dtype t) {
+    return t == NETRUN_DTYPE_FLOAT || t == NETRUN_DTYPE_FLOAT16 || t == NETRUN_DTYPE_BFLOAT16 || t == NETRUN_DTYPE_DOUBLE;
+}
+static int dt_uint(netrun_dtype t) {
+    return t == NETRUN_DTYPE_UINT8 || t == NETRUN_DTYPE_UINT16 || t == NETRUN_DTYPE_UINT32 || t == NETRUN_DTYPE_UINT64;
+}
+static int dt_sint(netrun_dtype t) {
+    return t == NETRUN_DTYPE_INT8 || t == NETRUN_DTYPE_INT16 || t == NETRUN_DTYPE_INT32 || t == NETRUN_DTYPE_INT64;
+}
+static int dt_num(netrun_dtype t) { return dt_float(t) || dt_uint(t) || dt_sint(t); }
+
+/* Pow: base types the kernel computes (as the CPU backend); the exponent may be any numeric type. */
+static int pow_base_ok(netrun_dtype t) {
+    return dt_float(t) || t == NETRUN_DTYPE_INT32 || t == NETRUN_DTYPE_INT64;
+}
+
 static int binary_supports(const netrun_node_desc *node, char *reason, size_t size) {
     const bin_entry *e = bin_find(node->op_type);
     if (!e) return cuda_refuse(reason, size, "no CUDA kernel for %s", node->op_type);
     netrun_dtype t = cuda_main_dtype(node);
+    if (node->n_inputs < 1 || node->n_inputs > 64) return cuda_refuse(reason, size, "%d inputs", node->n_inputs);
+    if (e->op == B_POW) {
+        if (node->n_inputs != 2) return cuda_refuse(reason, size, "Pow needs 2 inputs");
+        netrun_dtype et = node->inputs[1].dtype;
+        if (!pow_base_ok(t) || !dt_num(et))
+            return cuda_refuse(reason, size, "Pow %s ^ %s not supported", cuda_dtype_name(t), cuda_dtype_name(et));
+        return 1;
+    }
     for (int i = 1; i < node->n_inputs; i++)
         if (node->inputs[i].rank >= 0 && node->inputs[i].dtype != t)
             return cuda_refuse(reason, size, "inputs of different dtypes");
-    int fl = t == NETRUN_DTYPE_FLOAT || t == NETRUN_DTYPE_FLOAT16, in = t == NETRUN_DTYPE_INT32 || t == NETRUN_DTYPE_INT64;
     int ok;
-    if (e->op == B_AND || e->op == B_OR || e->op == B_XOR) ok = t == NETRUN_DTYPE_BOOL;
-    else if (e->op == B_EQ) ok = fl || in || t == NETRUN_DTYPE_BOOL;
-    else if (e->op == B_POW || e->mean) ok = fl;
-    else ok = fl || in;
+    switch (e->op) {
+    case B_AND: case B_OR: case B_XOR: ok = t == NETRUN_DTYPE_BOOL; break;
+    case B_EQ: ok = dt_num(t) || t == NETRUN_DTYPE_BOOL; break;
+    case B_SHL: ok = dt_uint(t); break;
+    case B_BAND: case B_BOR: case B_BXOR: ok = dt_uint(t) || dt_sint(t); break;
+    default: ok = e->mean ? dt_float(t) : dt_num(t); break;
+    }
     if (!ok) return cuda_refuse(reason, size, "dtype %s not supported by the CUDA %s kernel", cuda_dtype_name(t), node->op_type);
-    if (node->n_inputs < 1 || node->n_inputs > 64) return cuda_refuse(reason, size, "%d inputs", node->n_inputs);
     return 1;
 }
 
@@ -458,7 +681,11 @@ static netrun_status launch_binary(cuda_context *ctx, int op, int cmp, const net
     memset(&sb, 0, sizeof sb);
     cuda_broadcast_strides(A->rank, A->dims, Y->rank, Y->dims, sa.s);
     cuda_broadcast_strides(B->rank, B->dims, Y->rank, Y->dims, sb.s);
-    if (n <= INT32_MAX) {
+    netrun_dtype t = A->dtype;
+    /* the 32-bit fast paths serve the common types; the others take the general kernel */
+    int fast_type = t == NETRUN_DTYPE_FLOAT || t == NETRUN_DTYPE_FLOAT16 || t == NETRUN_DTYPE_INT32 ||
+                    t == NETRUN_DTYPE_INT64 || t == NETRUN_DTYPE_BOOL;
+    if (n <= INT32_MAX && fast_type) {
         int64_t cd[NETRUN_MAX_RANK], ca[NETRUN_MAX_RANK], cb[NETRUN_MAX_RANK];
         int r = bin_collapse(Y->rank, Y->dims, sa.s, sb.s, cd, ca, cb);
         switch (r) {
@@ -471,50 +698,132 @@ static netrun_status launch_binary(cuda_context *ctx, int op, int cmp, const net
     }
     int plain = cuda_count(A) == n && cuda_count(B) == n;
     unsigned bl = cuda_blocks(n);
-#define BIN(T)                                                                                                    \
-    if (cmp) binary_k<T, true><<<bl, CUDA_THREADS, 0, ctx->stream>>>(op, (const T *)A->data, (const T *)B->data,  \
+#define BIN                                                                                                       \
+    if (cmp) binary_k<E, true><<<bl, CUDA_THREADS, 0, ctx->stream>>>(op, (const E *)A->data, (const E *)B->data,  \
                                                                      Y->data, n, plain, sh, sa, sb);              \
-    else binary_k<T, false><<<bl, CUDA_THREADS, 0, ctx->stream>>>(op, (const T *)A->data, (const T *)B->data,     \
+    else binary_k<E, false><<<bl, CUDA_THREADS, 0, ctx->stream>>>(op, (const E *)A->data, (const E *)B->data,     \
                                                                   Y->data, n, plain, sh, sa, sb);
-    switch (A->dtype) {
-    case NETRUN_DTYPE_FLOAT: BIN(float) break;
-    case NETRUN_DTYPE_FLOAT16: BIN(__half) break;
-    case NETRUN_DTYPE_INT32: BIN(int32_t) break;
-    case NETRUN_DTYPE_INT64: BIN(int64_t) break;
+    switch (t) {
+    DT_FLOATS(BIN)
+    DT_INTS(BIN)
     case NETRUN_DTYPE_BOOL:
         binary_k<uint8_t, true><<<bl, CUDA_THREADS, 0, ctx->stream>>>(op, (const uint8_t *)A->data,
                                                                       (const uint8_t *)B->data, Y->data, n, plain, sh, sa, sb);
         break;
-    default: return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda binary op: dtype %s", cuda_dtype_name(A->dtype));
+    default: return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda binary op: dtype %s", cuda_dtype_name(t));
     }
 #undef BIN
     return cuda_check_launch("binary op");
 }
 
+/* ---- Pow with an exponent of any numeric type: as the CPU backend, the exponent is read as double, the
+ * power computed in double (x*x for an exponent of 2) and converted back to the base type (integers: out of
+ * range gives the type's minimum, as Cast does). ---- */
+
+__device__ __forceinline__ double pow_exp_ld(const void *p, int t, int64_t i) {
+    switch (t) {
+    case NETRUN_DTYPE_FLOAT: return ((const float *)p)[i];
+    case NETRUN_DTYPE_DOUBLE: return ((const double *)p)[i];
+    case NETRUN_DTYPE_FLOAT16: return __half2float(((const __half *)p)[i]);
+    case NETRUN_DTYPE_BFLOAT16: return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+    case NETRUN_DTYPE_INT8: return ((const int8_t *)p)[i];
+    case NETRUN_DTYPE_INT16: return ((const int16_t *)p)[i];
+    case NETRUN_DTYPE_INT32: return ((const int32_t *)p)[i];
+    case NETRUN_DTYPE_INT64: return (double)((const int64_t *)p)[i];
+    case NETRUN_DTYPE_UINT8: return ((const uint8_t *)p)[i];
+    case NETRUN_DTYPE_UINT16: return ((const uint16_t *)p)[i];
+    case NETRUN_DTYPE_UINT32: return ((const uint32_t *)p)[i];
+    case NETRUN_DTYPE_UINT64: return (double)((const uint64_t *)p)[i];
+    default: return 0;
+    }
+}
+
+template <typename T> __device__ __forceinline__ T pow_store(double v) {
+    if constexpr (std::is_same<T, int32_t>::value) return v > -2147483649.0 && v < 2147483648.0 ? (int32_t)v : INT32_MIN;
+    else if constexpr (std::is_same<T, int64_t>::value)
+        return v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? (int64_t)v : INT64_MIN;
+    else if constexpr (std::is_same<T, double>::value) return v;
+    else return from_f<T>((float)v);
+}
+
+template <typename T>
+__global__ void pow_k(const T *a, const void *b, int bt, T *y, int64_t n, shape8 sh, strides8 sa, strides8 sb) {
+    typedef typename compute_of<T>::t C;
+    GRID_LOOP(i, n) {
+        double x = (double)ld<T, C>(a, bcast_offset(i, sh, sa)), e = pow_exp_ld(b, bt, bcast_offset(i, sh, sb));
+        y[i] = pow_store<T>(e == 2.0 ? x * x : pow(x, e));
+    }
+}
+
+static netrun_status launch_pow(cuda_context *ctx, const netrun_tensor *A, const netrun_tensor *B, netrun_tensor *Y) {
+    int64_t n = cuda_count(Y);
+    if (n == 0) return NETRUN_OK;
+    shape8 sh = make_shape(Y->rank, Y->dims);
+    strides8 sa, sb;
+    memset(&sa, 0, sizeof sa);
+    memset(&sb, 0, sizeof sb);
+    cuda_broadcast_strides(A->rank, A->dims, Y->rank, Y->dims, sa.s);
+    cuda_broadcast_strides(B->rank, B->dims, Y->rank, Y->dims, sb.s);
+#define POW pow_k<E><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>((const E *)A->data, B->data, (int)B->dtype, \
+                                                                       (E *)Y->data, n, sh, sa, sb)
+    switch (A->dtype) {
+    DT_FLOATS(POW)
+    DT_CASE(INT32, int32_t, POW)
+    DT_CASE(INT64, int64_t, POW)
+    default: return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda Pow: base dtype %s", cuda_dtype_name(A->dtype));
+    }
+#undef POW
+    return cuda_check_launch("Pow");
+}
+
+/* y *= s in place for the float types (Mean). */
+template <typename T> __global__ void scale_k(T *y, int64_t n, double s) {
+    typedef typename compute_of<T>::t C;
+    GRID_LOOP(i, n) st<T, C>(y, i, (C)(ld<T, C>(y, i) * (C)s));
+}
+
 static netrun_status binary_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
     const bin_entry *e = (const bin_entry *)state;
     netrun_tensor *Y = &args->outputs[0];
-    if (!e->variadic) return launch_binary(ctx, e->op, e->cmp, &args->inputs[0], &args->inputs[1], Y);
+    const netrun_unary_params *p = (const netrun_unary_params *)args->params;
+    int op = e->op;
+    if (op == B_POW) {
+        netrun_dtype ta = args->inputs[0].dtype, tb = args->inputs[1].dtype;
+        if (!(ta == tb && (ta == NETRUN_DTYPE_FLOAT || ta == NETRUN_DTYPE_FLOAT16)))
+            return launch_pow(ctx, &args->inputs[0], &args->inputs[1], Y);
+    }
+    if (op == B_MOD && p && p->alpha != 0) op = B_FMOD;
+    if (op == B_SHL && p && p->alpha != 0) op = B_SHR;
+    if (!e->variadic) return launch_binary(ctx, op, e->cmp, &args->inputs[0], &args->inputs[1], Y);
     int64_t st[NETRUN_MAX_RANK];
     netrun_status s;
     if (args->n_inputs == 1) {
         cuda_broadcast_strides(args->inputs[0].rank, args->inputs[0].dims, Y->rank, Y->dims, st);
         s = cuda_expand(ctx, cuda_esize(Y->dtype), Y->data, args->inputs[0].data, Y->rank, Y->dims, st);
     } else {
-        s = launch_binary(ctx, e->op, 0, &args->inputs[0], &args->inputs[1], Y);
+        s = launch_binary(ctx, op, 0, &args->inputs[0], &args->inputs[1], Y);
         /* then fold the rest in: Y is contiguous with Y's shape, so it is its own left operand */
-        for (int i = 2; s == NETRUN_OK && i < args->n_inputs; i++) s = launch_binary(ctx, e->op, 0, Y, &args->inputs[i], Y);
+        for (int i = 2; s == NETRUN_OK && i < args->n_inputs; i++) s = launch_binary(ctx, op, 0, Y, &args->inputs[i], Y);
     }
     if (s == NETRUN_OK && e->mean && args->n_inputs > 1) {
-        un_args a;
-        memset(&a, 0, sizeof a);
-        a.op = U_SCALE;
-        a.alpha = 1.0f / (float)args->n_inputs;
         int64_t n = cuda_count(Y);
-        if (Y->dtype == NETRUN_DTYPE_FLOAT)
-            unary_k<float><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>((const float *)Y->data, (float *)Y->data, n, a, NULL, NULL);
-        else
-            unary_k<__half><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>((const __half *)Y->data, (__half *)Y->data, n, a, NULL, NULL);
+        if (n == 0) return NETRUN_OK;
+        if (Y->dtype == NETRUN_DTYPE_FLOAT || Y->dtype == NETRUN_DTYPE_FLOAT16) {
+            /* float: multiply by the float reciprocal, as before */
+            un_args a;
+            memset(&a, 0, sizeof a);
+            a.op = U_SCALE;
+            a.alpha = 1.0f / (float)args->n_inputs;
+            if (Y->dtype == NETRUN_DTYPE_FLOAT)
+                unary_k<float><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>((const float *)Y->data, (float *)Y->data, n, a, NULL, NULL);
+            else
+                unary_k<__half><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>((const __half *)Y->data, (__half *)Y->data, n, a, NULL, NULL);
+        } else if (Y->dtype == NETRUN_DTYPE_DOUBLE) {
+            scale_k<double><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>((double *)Y->data, n, 1.0 / args->n_inputs);
+        } else if (Y->dtype == NETRUN_DTYPE_BFLOAT16) {
+            scale_k<__nv_bfloat16><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>((__nv_bfloat16 *)Y->data, n,
+                                                                                    1.0 / args->n_inputs);
+        } else return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda Mean: dtype %s", cuda_dtype_name(Y->dtype));
         s = cuda_check_launch("Mean");
     }
     return s;
@@ -648,6 +957,27 @@ static netrun_status cast_run(cuda_context *ctx, void *state, const netrun_kerne
     return cuda_check_launch("Cast");
 }
 
+/* ---- BitCast: the same bytes under another type of the same width (the layer checks the widths) ---- */
+
+static int bitcast_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    const netrun_cast_params *p = (const netrun_cast_params *)node->params;
+    netrun_dtype a = node->inputs[0].dtype, b = p ? (netrun_dtype)p->to : node->outputs[0].dtype;
+    if (!cuda_esize(a) || cuda_esize(a) != cuda_esize(b))
+        return cuda_refuse(reason, size, "BitCast %s -> %s not supported", cuda_dtype_name(a), cuda_dtype_name(b));
+    return 1;
+}
+
+static netrun_status bitcast_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_tensor *X = &args->inputs[0];
+    netrun_tensor *Y = &args->outputs[0];
+    size_t bytes = (size_t)cuda_count(X) * cuda_esize(X->dtype);
+    if ((size_t)cuda_count(Y) * cuda_esize(Y->dtype) != bytes)
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda BitCast: input and output sizes differ");
+    if (bytes == 0 || X->data == Y->data) return NETRUN_OK;
+    cudaError_t e = cudaMemcpyAsync(Y->data, X->data, bytes, cudaMemcpyDeviceToDevice, ctx->stream);
+    return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, "BitCast copy");
+}
+
 /* ---- launchers for other families ---- */
 
 template <typename T>
@@ -692,7 +1022,7 @@ extern "C" netrun_status cuda_expand(cuda_context *ctx, size_t es, void *dst, co
 }
 
 #define UNARY(name) {name, CUDA_FLOAT_DTYPES, "", unary_supports, unary_create, unary_run, NULL},
-#define BINARY(name) {name, CUDA_FLOAT_DTYPES | CUDA_DT(INT32) | CUDA_DT(INT64), "numpy broadcasting", binary_supports, binary_create, binary_run, NULL},
+#define BINARY(name) {name, CUDA_ALL_DTYPES, "numpy broadcasting; integers wrap; integer x / 0 and x % 0 give 0", binary_supports, binary_create, binary_run, NULL},
 
 extern "C" const cuda_op cuda_ops_elementwise[] = {
     UNARY("Relu") UNARY("Neg") UNARY("Abs") UNARY("Sign") UNARY("Sigmoid") UNARY("Tanh") UNARY("Erf") UNARY("Exp")
@@ -700,10 +1030,13 @@ extern "C" const cuda_op cuda_ops_elementwise[] = {
     UNARY("Cos") UNARY("Tan") UNARY("Asin") UNARY("Acos") UNARY("Atan") UNARY("Sinh") UNARY("Cosh") UNARY("Asinh")
     UNARY("Acosh") UNARY("Atanh") UNARY("Softplus") UNARY("Softsign") UNARY("HardSwish") UNARY("Mish")
     UNARY("LeakyRelu") UNARY("Elu") UNARY("Selu") UNARY("Celu") UNARY("HardSigmoid") UNARY("ThresholdedRelu")
-    UNARY("Gelu") UNARY("Shrink") UNARY("Clip")
+    UNARY("Gelu") UNARY("Shrink") UNARY("Clip") UNARY("Swish") UNARY("Not") UNARY("BitwiseNot") UNARY("IsInf")
+    UNARY("IsNaN")
     BINARY("Add") BINARY("Sub") BINARY("Mul") BINARY("Div") BINARY("Pow") BINARY("PRelu") BINARY("Equal")
     BINARY("Less") BINARY("Greater") BINARY("LessOrEqual") BINARY("GreaterOrEqual") BINARY("And") BINARY("Or")
-    BINARY("Xor") BINARY("Sum") BINARY("Max") BINARY("Min") BINARY("Mean")
+    BINARY("Xor") BINARY("Sum") BINARY("Max") BINARY("Min") BINARY("Mean") BINARY("Mod") BINARY("BitShift")
+    BINARY("BitwiseAnd") BINARY("BitwiseOr") BINARY("BitwiseXor")
     {"Where", CUDA_ALL_DTYPES, "bool condition; three-way broadcasting", where_supports, NULL, where_run, NULL},
+    {"BitCast", CUDA_ALL_DTYPES, "same element width", bitcast_supports, NULL, bitcast_run, NULL},
     {"Cast", CUDA_ALL_DTYPES & ~CUDA_DT(BFLOAT16), "no bfloat16 / float8 / string", cast_supports, NULL, cast_run, NULL},
     {NULL, 0, NULL, NULL, NULL, NULL, NULL}};

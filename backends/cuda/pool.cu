@@ -2,7 +2,12 @@
  * the output shape comes from the layer) with one thread per output element, and GlobalAveragePool /
  * GlobalMaxPool with one block per plane. Same semantics as the CPU backend: max ignores padded taps; the
  * average divides by the taps inside the input, or with count_include_pad by the taps inside the padded
- * extent [-pads_begin, in + pads_end). float32/float16. */
+ * extent [-pads_begin, in + pads_end). float32/float16. LpPool, MaxPool with the Indices output and MaxPool
+ * on int8/uint8/bfloat16/double take a general kernel with the CPU backend's exact semantics (pool_gen_k). */
+#include <float.h>
+
+#include <type_traits>
+
 #include "cuda_kernels.cuh"
 
 struct pool_geo {
@@ -120,6 +125,167 @@ static int pool2d_fits(const pool_geo &g, int64_t total) {
     return 1;
 }
 
+static int pool_supports(const netrun_node_desc *node, char *reason, size_t size);
+
+/* ---- general kernel: dims padded to 3 (leading 1s), as the CPU backend's pool loop. MaxPool: strictly
+ * greater wins (the first maximum; NaN skipped) starting from the type's lowest value, padded taps ignored;
+ * Indices are flat indices into X (storage_order 1: the spatial dims column major). LpPool: (sum |x|^p)^(1/p)
+ * over the taps inside the input (padded taps are zeros), in double. ---- */
+struct gpool_geo {
+    int64_t in[3], out[3], k[3], s[3], d[3], pb[3];
+    int64_t in_size, out_size;
+    int is_max, storage_order;
+    int64_t lp;
+    double lowest;
+};
+
+template <typename T> __device__ __forceinline__ double pd(T v) {
+    if constexpr (sizeof(T) == 2 && !std::is_integral<T>::value) return (double)to_f(v);
+    else return (double)v;
+}
+template <typename T> __device__ __forceinline__ T pt(double v) {
+    if constexpr (sizeof(T) == 2 && !std::is_integral<T>::value) return from_f<T>((float)v);
+    else return (T)v;
+}
+
+__device__ __forceinline__ double lp_pow(double v, int64_t p) {
+    double a = fabs(v);
+    return p == 1 ? a : p == 2 ? a * a : pow(a, (double)p);
+}
+
+template <typename T> __global__ void pool_gen_k(const T *x, T *y, int64_t *ind, int64_t total, gpool_geo g) {
+    GRID_LOOP(i, total) {
+        int64_t ow = i % g.out[2], r = i / g.out[2];
+        int64_t oh = r % g.out[1];
+        r /= g.out[1];
+        int64_t od = r % g.out[0], pl = r / g.out[0];
+        const T *xp = x + pl * g.in_size;
+        int64_t d0 = od * g.s[0] - g.pb[0], h0 = oh * g.s[1] - g.pb[1], w0 = ow * g.s[2] - g.pb[2];
+        double best = g.lowest, sum = 0;
+        int64_t best_i = -1;
+        for (int64_t kd = 0; kd < g.k[0]; kd++) {
+            int64_t id = d0 + kd * g.d[0];
+            if (id < 0 || id >= g.in[0]) continue;
+            for (int64_t kh = 0; kh < g.k[1]; kh++) {
+                int64_t ih = h0 + kh * g.d[1];
+                if (ih < 0 || ih >= g.in[1]) continue;
+                for (int64_t kw = 0; kw < g.k[2]; kw++) {
+                    int64_t iw = w0 + kw * g.d[2];
+                    if (iw < 0 || iw >= g.in[2]) continue;
+                    int64_t xi = (id * g.in[1] + ih) * g.in[2] + iw;
+                    double v = pd(xp[xi]);
+                    if (g.is_max) {
+                        if (v > best) {
+                            best = v;
+                            best_i = xi;
+                        }
+                    } else sum += lp_pow(v, g.lp);
+                }
+            }
+        }
+        if (g.is_max) {
+            y[i] = pt<T>(best);
+            if (ind) {
+                int64_t bi = best_i < 0 ? 0 : best_i;
+                if (g.storage_order) {
+                    int64_t bw = bi % g.in[2], bh = (bi / g.in[2]) % g.in[1], bd = bi / (g.in[2] * g.in[1]);
+                    bi = (bw * g.in[1] + bh) * g.in[0] + bd;
+                }
+                ind[i] = pl * g.in_size + bi;
+            }
+        } else {
+            int64_t p = g.lp;
+            y[i] = pt<T>(p == 1 ? sum : p == 2 ? sqrt(sum) : pow(sum, 1.0 / (double)p));
+        }
+    }
+}
+
+static netrun_status pool_gen_run(cuda_context *ctx, const netrun_kernel_args *args, int is_max) {
+    const netrun_pool_params *p = (const netrun_pool_params *)args->params;
+    const netrun_tensor *X = &args->inputs[0];
+    netrun_tensor *Y = &args->outputs[0];
+    if (!p) return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda pool: missing params");
+    int ns = p->n_spatial;
+    if (ns < 1 || ns > 3 || X->rank != ns + 2 || Y->rank != ns + 2)
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda pool: rank");
+    gpool_geo g;
+    memset(&g, 0, sizeof g);
+    for (int d = 0; d < 3; d++) {
+        g.in[d] = g.out[d] = g.k[d] = g.s[d] = g.d[d] = 1;
+        g.pb[d] = 0;
+    }
+    g.in_size = g.out_size = 1;
+    for (int d = 0; d < ns; d++) {
+        int q = 3 - ns + d;
+        g.in[q] = X->dims[2 + d];
+        g.out[q] = Y->dims[2 + d];
+        g.k[q] = p->kernel[d];
+        g.s[q] = p->strides[d];
+        g.d[q] = p->dilations[d] > 0 ? p->dilations[d] : 1;
+        g.pb[q] = p->pads_begin[d];
+        g.in_size *= g.in[q];
+        g.out_size *= g.out[q];
+    }
+    g.is_max = is_max;
+    g.storage_order = p->storage_order;
+    g.lp = p->p;
+    if (!is_max && g.lp < 1) return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda LpPool: p = %lld", (long long)g.lp);
+    int64_t total = cuda_count(Y);
+    if (total == 0) return NETRUN_OK;
+    int64_t *ind = NULL;
+    if (is_max && args->n_outputs > 1 && args->outputs[1].rank >= 0 && args->outputs[1].data) {
+        if (cuda_count(&args->outputs[1]) != total)
+            return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda MaxPool: Indices shape differs from Y");
+        ind = (int64_t *)args->outputs[1].data;
+    }
+    switch (X->dtype) {
+    case NETRUN_DTYPE_INT8: g.lowest = -128; break;
+    case NETRUN_DTYPE_UINT8: g.lowest = 0; break;
+    case NETRUN_DTYPE_DOUBLE: g.lowest = -DBL_MAX; break;
+    default: g.lowest = -FLT_MAX; break;
+    }
+    unsigned b = cuda_blocks(total);
+#define GEN pool_gen_k<E><<<b, CUDA_THREADS, 0, ctx->stream>>>((const E *)X->data, (E *)Y->data, ind, total, g)
+    switch (X->dtype) {
+    DT_FLOATS(GEN)
+    DT_CASE(INT8, int8_t, GEN)
+    DT_CASE(UINT8, uint8_t, GEN)
+    default: return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda pool: dtype %s", cuda_dtype_name(X->dtype));
+    }
+#undef GEN
+    return cuda_check_launch(is_max ? "MaxPool" : "LpPool");
+}
+
+static int pool_float_type(netrun_dtype t) {
+    return t == NETRUN_DTYPE_FLOAT || t == NETRUN_DTYPE_FLOAT16 || t == NETRUN_DTYPE_BFLOAT16 || t == NETRUN_DTYPE_DOUBLE;
+}
+
+static int has_indices(const netrun_node_desc *node) {
+    return node->n_outputs > 1 && node->outputs[1].name && *node->outputs[1].name;
+}
+
+static int gen_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    netrun_dtype t = cuda_main_dtype(node);
+    int is_max = !strcmp(node->op_type, "MaxPool");
+    int ok = pool_float_type(t) || (is_max && (t == NETRUN_DTYPE_INT8 || t == NETRUN_DTYPE_UINT8));
+    if (!ok) return cuda_refuse(reason, size, "dtype %s not supported by the CUDA %s kernel", cuda_dtype_name(t), node->op_type);
+    const netrun_pool_params *p = (const netrun_pool_params *)node->params;
+    if (!p || p->n_spatial < 1 || p->n_spatial > 3) return cuda_refuse(reason, size, "1-3 spatial dims only");
+    if (!is_max && p->p < 1) return cuda_refuse(reason, size, "LpPool p = %lld", (long long)p->p);
+    return 1;
+}
+
+/* MaxPool: the fast float kernels unless Indices or another dtype ask for the general one. */
+static int maxpool_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    netrun_dtype t = cuda_main_dtype(node);
+    if (has_indices(node) || (t != NETRUN_DTYPE_FLOAT && t != NETRUN_DTYPE_FLOAT16)) return gen_supports(node, reason, size);
+    return pool_supports(node, reason, size);
+}
+
+static netrun_status lppool_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    return pool_gen_run(ctx, args, 0);
+}
+
 static int pool_supports(const netrun_node_desc *node, char *reason, size_t size) {
     netrun_dtype t = cuda_main_dtype(node);
     if (t != NETRUN_DTYPE_FLOAT && t != NETRUN_DTYPE_FLOAT16)
@@ -136,6 +302,9 @@ static netrun_status pool_run(cuda_context *ctx, void *state, const netrun_kerne
     const netrun_pool_params *p = (const netrun_pool_params *)args->params;
     const netrun_tensor *X = &args->inputs[0];
     netrun_tensor *Y = &args->outputs[0];
+    if ((intptr_t)state == 1 && ((args->n_outputs > 1 && args->outputs[1].rank >= 0 && args->outputs[1].data) ||
+                                 (X->dtype != NETRUN_DTYPE_FLOAT && X->dtype != NETRUN_DTYPE_FLOAT16)))
+        return pool_gen_run(ctx, args, 1);
     int64_t total = cuda_count(Y);
     if (total == 0) return NETRUN_OK;
     pool_geo g;
@@ -250,8 +419,10 @@ static netrun_status global_run(cuda_context *ctx, void *state, const netrun_ker
 }
 
 extern "C" const cuda_op cuda_ops_pool[] = {
-    {"MaxPool", CUDA_FLOAT_DTYPES, "1-3 spatial dims; dilations, ceil_mode; no Indices output", pool_supports,
-     maxpool_create, pool_run, NULL},
+    {"MaxPool", CUDA_FLOAT_DTYPES | CUDA_DT(BFLOAT16) | CUDA_DT(DOUBLE) | CUDA_DT(INT8) | CUDA_DT(UINT8),
+     "1-3 spatial dims; dilations, ceil_mode, Indices (storage_order)", maxpool_supports, maxpool_create, pool_run, NULL},
+    {"LpPool", CUDA_FLOAT_DTYPES | CUDA_DT(BFLOAT16) | CUDA_DT(DOUBLE), "1-3 spatial dims; dilations, ceil_mode; p >= 1",
+     gen_supports, NULL, lppool_run, NULL},
     {"AveragePool", CUDA_FLOAT_DTYPES, "1-3 spatial dims; dilations, ceil_mode, count_include_pad", pool_supports,
      NULL, pool_run, NULL},
     {"GlobalAveragePool", CUDA_FLOAT_DTYPES, "", pool_supports, NULL, global_run, NULL},

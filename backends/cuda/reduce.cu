@@ -1,6 +1,10 @@
-/* CUDA kernels: reduce. ReduceSum/Mean/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp over any set of axes,
- * float32/float16 with float accumulation. Each output element owns a set of input elements addressed by the
+/* CUDA kernels: reduce. ReduceSum/Mean/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp over any set of axes:
+ * float32/float16/bfloat16 with float accumulation, double in double; ReduceMax/Min also on int8, uint8,
+ * int32, int64 and bool (any / all), in the element type. Each output element owns a set of input elements addressed by the
  * kept and reduced dims; large reductions take one block per output, small ones one thread per output. */
+#include <limits>
+#include <type_traits>
+
 #include "cuda_kernels.cuh"
 
 enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_L1, R_L2, R_SUMSQ, R_LOGSUM, R_LSE };
@@ -90,6 +94,101 @@ template <typename T> __global__ void reduce_block_k(const T *x, T *y, red_geo g
     }
 }
 
+/* ---- double and integer types: the accumulator A is the element type ---- */
+
+__device__ __forceinline__ double r_abs(double v) { return fabs(v); }
+template <typename A> __device__ __forceinline__ A r_abs(A v) {
+    if constexpr (std::is_signed<A>::value) return v < 0 ? (A)(0 - v) : v;
+    else return v;
+}
+
+template <typename A> __device__ __forceinline__ A gen_map(int op, A v) {
+    switch (op) {
+    case R_L1: return r_abs(v);
+    case R_L2: case R_SUMSQ: return v * v;
+    default: return v;
+    }
+}
+
+template <typename A> __device__ __forceinline__ A gen_final(int op, A acc, int64_t count) {
+    if constexpr (std::is_floating_point<A>::value) {
+        switch (op) {
+        case R_MEAN: return acc / (A)count;
+        case R_L2: return sqrt(acc);
+        case R_LOGSUM: return log(acc);
+        default: return acc;
+        }
+    } else {
+        return acc;
+    }
+}
+
+/* max / min with NaN propagating (the comparisons are false for integers' NaN-free values) */
+template <typename A> __device__ __forceinline__ A gen_comb(int op, A acc, A v) {
+    if (op == R_MAX) return (v != v || acc != acc) ? (v != v ? v : acc) : (v > acc ? v : acc);
+    if (op == R_MIN) return (v != v || acc != acc) ? (v != v ? v : acc) : (v < acc ? v : acc);
+    if (op == R_PROD) return acc * v;
+    return acc + v;
+}
+
+template <typename A> __device__ __forceinline__ A gen_init(int op, A lowest, A highest) {
+    return op == R_MAX ? lowest : op == R_MIN ? highest : op == R_PROD ? (A)1 : (A)0;
+}
+
+/* one thread per output */
+template <typename A>
+__global__ void reduce_gen_thread_k(const A *x, A *y, int64_t nout, red_geo g, int op, A lowest, A highest) {
+    GRID_LOOP(o, nout) {
+        const A *base = x + geo_off(o, g.nk, g.kd, g.ks);
+        A acc;
+        if constexpr (std::is_floating_point<A>::value) {
+            if (op == R_LSE) {
+                A mx = lowest;
+                for (int64_t r = 0; r < g.count; r++) mx = gen_comb(R_MAX, mx, base[geo_off(r, g.nr, g.rd, g.rs)]);
+                A s = 0;
+                if (mx == mx && mx != lowest && mx != highest)
+                    for (int64_t r = 0; r < g.count; r++) s += exp(base[geo_off(r, g.nr, g.rd, g.rs)] - mx);
+                /* empty: log(0) = -inf; an infinite or NaN maximum is the result itself */
+                y[o] = g.count == 0 ? -(A)INFINITY : (mx == mx && mx != lowest && mx != highest) ? mx + log(s) : mx;
+                continue;
+            }
+        }
+        acc = gen_init(op, lowest, highest);
+        for (int64_t r = 0; r < g.count; r++) acc = gen_comb(op, acc, gen_map(op, base[geo_off(r, g.nr, g.rd, g.rs)]));
+        y[o] = gen_final(op, acc, g.count);
+    }
+}
+
+/* one block of 256 threads per output (not LogSumExp): a shared-memory tree */
+template <typename A> __global__ void reduce_gen_block_k(const A *x, A *y, red_geo g, int op, A lowest, A highest) {
+    __shared__ A sh[256];
+    int64_t o = blockIdx.x;
+    const A *base = x + geo_off(o, g.nk, g.kd, g.ks);
+    A acc = gen_init(op, lowest, highest);
+    for (int64_t r = threadIdx.x; r < g.count; r += blockDim.x) acc = gen_comb(op, acc, gen_map(op, base[geo_off(r, g.nr, g.rd, g.rs)]));
+    sh[threadIdx.x] = acc;
+    __syncthreads();
+    for (int s = 128; s > 0; s >>= 1) {
+        if ((int)threadIdx.x < s) sh[threadIdx.x] = gen_comb(op == R_PROD ? R_PROD : op == R_MAX || op == R_MIN ? op : R_SUM,
+                                                          sh[threadIdx.x], sh[threadIdx.x + s]);
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) y[o] = gen_final(op, sh[0], g.count);
+}
+
+template <typename A>
+static void launch_gen(cuda_context *ctx, const void *x, void *y, int64_t nout, const red_geo &g, int op) {
+    A lo = std::numeric_limits<A>::lowest(), hi = std::numeric_limits<A>::max();
+    if (std::is_floating_point<A>::value) {
+        lo = -std::numeric_limits<A>::infinity();
+        hi = std::numeric_limits<A>::infinity();
+    }
+    if (g.count >= 256 && op != R_LSE && nout <= INT32_MAX)
+        reduce_gen_block_k<A><<<(unsigned)nout, 256, 0, ctx->stream>>>((const A *)x, (A *)y, g, op, lo, hi);
+    else
+        reduce_gen_thread_k<A><<<cuda_blocks(nout), CUDA_THREADS, 0, ctx->stream>>>((const A *)x, (A *)y, nout, g, op, lo, hi);
+}
+
 static const struct {
     const char *name;
     int op;
@@ -144,13 +243,33 @@ static netrun_status reduce_run(cuda_context *ctx, void *state, const netrun_ker
         reduce_block_k<T><<<(unsigned)nout, 256, 0, ctx->stream>>>((const T *)X->data, (T *)Y->data, g, op);     \
     else                                                                                                           \
         reduce_thread_k<T><<<cuda_blocks(nout), CUDA_THREADS, 0, ctx->stream>>>((const T *)X->data, (T *)Y->data, nout, g, op);
-    if (X->dtype == NETRUN_DTYPE_FLOAT) { RED(float) }
-    else { RED(__half) }
+    switch (X->dtype) {
+    case NETRUN_DTYPE_FLOAT: RED(float) break;
+    case NETRUN_DTYPE_FLOAT16: RED(__half) break;
+    case NETRUN_DTYPE_BFLOAT16: RED(__nv_bfloat16) break;
+    case NETRUN_DTYPE_DOUBLE: launch_gen<double>(ctx, X->data, Y->data, nout, g, op); break;
+    case NETRUN_DTYPE_INT8: launch_gen<int8_t>(ctx, X->data, Y->data, nout, g, op); break;
+    case NETRUN_DTYPE_UINT8: case NETRUN_DTYPE_BOOL: launch_gen<uint8_t>(ctx, X->data, Y->data, nout, g, op); break;
+    case NETRUN_DTYPE_INT32: launch_gen<int32_t>(ctx, X->data, Y->data, nout, g, op); break;
+    case NETRUN_DTYPE_INT64: launch_gen<int64_t>(ctx, X->data, Y->data, nout, g, op); break;
+    default: return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda reduce: dtype %s", cuda_dtype_name(X->dtype));
+    }
 #undef RED
     return cuda_check_launch("reduce");
 }
 
-#define R(name) {name, CUDA_FLOAT_DTYPES, "any axes", NULL, reduce_create, reduce_run, NULL},
+static int reduce_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    netrun_dtype t = cuda_main_dtype(node);
+    if (t == NETRUN_DTYPE_FLOAT || t == NETRUN_DTYPE_FLOAT16 || t == NETRUN_DTYPE_BFLOAT16 || t == NETRUN_DTYPE_DOUBLE)
+        return 1;
+    int minmax = !strcmp(node->op_type, "ReduceMax") || !strcmp(node->op_type, "ReduceMin");
+    if (minmax && (t == NETRUN_DTYPE_INT8 || t == NETRUN_DTYPE_UINT8 || t == NETRUN_DTYPE_INT32 ||
+                   t == NETRUN_DTYPE_INT64 || t == NETRUN_DTYPE_BOOL))
+        return 1;
+    return cuda_refuse(reason, size, "dtype %s not supported by the CUDA %s kernel", cuda_dtype_name(t), node->op_type);
+}
+
+#define R(name) {name, CUDA_FLOAT_DTYPES | CUDA_DT(BFLOAT16) | CUDA_DT(DOUBLE), "any axes; Max/Min also int8, uint8, int32, int64, bool", reduce_supports, reduce_create, reduce_run, NULL},
 extern "C" const cuda_op cuda_ops_reduce[] = {
     R("ReduceSum") R("ReduceMean") R("ReduceMax") R("ReduceMin") R("ReduceProd") R("ReduceL1") R("ReduceL2")
     R("ReduceSumSquare") R("ReduceLogSum") R("ReduceLogSumExp")
