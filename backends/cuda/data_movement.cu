@@ -1,6 +1,9 @@
 /* CUDA kernels: data movement. Transpose, Concat / Split (2-D strided copies), Slice, Gather,
- * GatherElements, Pad (constant / reflect / edge / wrap), DepthToSpace / SpaceToDepth. These move elements by
- * size, so every fixed-size dtype works; Pad converts its fill value per dtype. */
+ * GatherElements, GatherND, ScatterElements / Scatter / ScatterND, Pad (constant / reflect / edge / wrap),
+ * DepthToSpace / SpaceToDepth. These move elements by size, so every fixed-size dtype works; Pad converts its fill
+ * value per dtype, the scatter reductions compute in the dtype. */
+#include <type_traits>
+
 #include "cuda_kernels.cuh"
 
 /* ---- Transpose ---- */
@@ -338,6 +341,283 @@ static netrun_status gather_elements_run(cuda_context *ctx, void *state, const n
     return st != NETRUN_OK ? st : gather_check(ctx, g, "GatherElements");
 }
 
+/* ---- GatherND (batch_dims), ScatterElements / Scatter, ScatterND (reductions none/add/mul/max/min) ---- */
+
+/* Offset (elements) of the slice an index tuple names in dims [first, first + k) of x; -1 when out of range. */
+__device__ __forceinline__ int64_t nd_offset(const int64_t *tuple, int64_t k, int first, const shape8 &xd,
+                                             const strides8 &xs) {
+    int64_t off = 0;
+    for (int64_t j = 0; j < k; j++) {
+        int64_t dim = xd.dims[first + j], v = tuple[j];
+        if (v < -dim || v >= dim) return -1;
+        off += (v < 0 ? v + dim : v) * xs.s[first + j];
+    }
+    return off;
+}
+
+template <typename E>
+__global__ void gather_nd_k(const E *x, const int64_t *idx, E *y, int64_t n, int64_t m, int64_t k, int64_t slice,
+                            int64_t batch_elems, int b, shape8 xd, strides8 xs, int *bad) {
+    GRID_LOOP(i, n) {
+        int64_t t = i / slice, s = i - t * slice, bi = t / m;
+        int64_t off = nd_offset(idx + t * k, k, b, xd, xs);
+        if (off < 0) {
+            *bad = 1;
+            y[i] = (E)0;
+        } else
+            y[i] = x[bi * batch_elems + off + s];
+    }
+}
+
+static void strides_of(const netrun_tensor *X, strides8 *xs) {
+    memset(xs, 0, sizeof *xs);
+    int64_t s = 1;
+    for (int i = X->rank - 1; i >= 0; i--) {
+        xs->s[i] = s;
+        s *= X->dims[i];
+    }
+}
+
+static int int64_indices_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    if (!cuda_esize(node->inputs[0].dtype)) return cuda_refuse(reason, size, "dtype %s", cuda_dtype_name(node->inputs[0].dtype));
+    if (node->n_inputs < 2 || node->inputs[1].dtype != NETRUN_DTYPE_INT64) return cuda_refuse(reason, size, "indices not int64");
+    return 1;
+}
+
+static netrun_status gather_nd_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_axis_params *p = (const netrun_axis_params *)args->params;
+    gather_state *g = (gather_state *)state;
+    const netrun_tensor *X = &args->inputs[0], *I = &args->inputs[1];
+    netrun_tensor *Y = &args->outputs[0];
+    int64_t n = cuda_count(Y);
+    if (n == 0) return NETRUN_OK;
+    int b = p ? p->axis : 0, q = I->rank;
+    if (q < 1 || b < 0 || b >= q || b >= X->rank) return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda GatherND: bad params");
+    int64_t k = I->dims[q - 1], m = 1, slice = 1;
+    if (k < 1 || b + k > X->rank) return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda GatherND: index tuples of %lld", (long long)k);
+    for (int d = b; d < q - 1; d++) m *= I->dims[d];
+    for (int d = b + (int)k; d < X->rank; d++) slice *= X->dims[d];
+    strides8 xs;
+    strides_of(X, &xs);
+    int64_t batch_elems = b ? xs.s[b - 1] : cuda_count(X);
+    shape8 xd = make_shape(X->rank, X->dims);
+    DISPATCH_ES(cuda_esize(X->dtype), (gather_nd_k<E><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(
+                                          (const E *)X->data, (const int64_t *)I->data, (E *)Y->data, n, m, k, slice,
+                                          batch_elems, b, xd, xs, g->bad)));
+    netrun_status st = cuda_check_launch("GatherND");
+    return st != NETRUN_OK ? st : gather_check(ctx, g, "GatherND");
+}
+
+struct bf16_v {
+    uint16_t b;
+};
+
+/* a (op) u in T's arithmetic; half and bfloat16 in float rounded back (like the CPU kernel) */
+template <typename T> __device__ __forceinline__ T red_apply(T a, T u, int red) {
+    switch (red) {
+    case NETRUN_SCATTER_ADD: return (T)(a + u);
+    case NETRUN_SCATTER_MUL: return (T)(a * u);
+    case NETRUN_SCATTER_MAX: return u > a ? u : a;
+    case NETRUN_SCATTER_MIN: return u < a ? u : a;
+    default: return u;
+    }
+}
+template <> __device__ __forceinline__ __half red_apply<__half>(__half a, __half u, int red) {
+    float x = __half2float(a), v = __half2float(u);
+    float r = red == NETRUN_SCATTER_ADD ? x + v : red == NETRUN_SCATTER_MUL ? x * v : red == NETRUN_SCATTER_MAX ? (v > x ? v : x) : red == NETRUN_SCATTER_MIN ? (v < x ? v : x) : v;
+    return __float2half_rn(r);
+}
+template <> __device__ __forceinline__ bf16_v red_apply<bf16_v>(bf16_v a, bf16_v u, int red) {
+    float x = __uint_as_float((uint32_t)a.b << 16), v = __uint_as_float((uint32_t)u.b << 16);
+    float r = red == NETRUN_SCATTER_ADD ? x + v : red == NETRUN_SCATTER_MUL ? x * v : red == NETRUN_SCATTER_MAX ? (v > x ? v : x) : red == NETRUN_SCATTER_MIN ? (v < x ? v : x) : v;
+    uint32_t bits = __float_as_uint(r);
+    bf16_v o;
+    if ((bits & 0x7fffffffu) > 0x7f800000u) o.b = (uint16_t)((bits >> 16) | 0x40);
+    else o.b = (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1)) >> 16);
+    return o;
+}
+
+/* *addr = red_apply(*addr, u) atomically: a compare-and-swap loop on the (aligned) word that holds the element,
+ * so duplicate indices combine whatever the order. */
+template <typename T> __device__ void atomic_red(T *addr, T u, int red) {
+    if constexpr (sizeof(T) >= 4) {
+        typedef typename std::conditional<sizeof(T) == 8, unsigned long long, unsigned int>::type W;
+        W *wp = (W *)addr, old = *wp, assumed;
+        do {
+            assumed = old;
+            T cur, nv;
+            memcpy(&cur, &assumed, sizeof(T));
+            nv = red_apply(cur, u, red);
+            W nw;
+            memcpy(&nw, &nv, sizeof(T));
+            old = atomicCAS(wp, assumed, nw);
+        } while (old != assumed);
+    } else {
+        uintptr_t a = (uintptr_t)addr;
+        unsigned int *wp = (unsigned int *)(a & ~(uintptr_t)3), shift = (unsigned)(a & 3) * 8;
+        unsigned int mask = (sizeof(T) == 1 ? 0xffu : 0xffffu) << shift, old = *wp, assumed;
+        do {
+            assumed = old;
+            unsigned int bits = (assumed & mask) >> shift, nb = 0;
+            T cur, nv;
+            memcpy(&cur, &bits, sizeof(T)); /* little-endian: the low bytes */
+            nv = red_apply(cur, u, red);
+            memcpy(&nb, &nv, sizeof(T));
+            old = atomicCAS(wp, assumed, (assumed & ~mask) | (nb << shift));
+        } while (old != assumed);
+    }
+}
+
+template <typename T, typename I>
+__global__ void scatter_elements_k(const I *idx, const T *upd, T *y, int64_t n, shape8 id, strides8 ys, int axis,
+                                   int64_t alen, int red, int *bad) {
+    GRID_LOOP(i, n) {
+        int64_t rem = i, off = 0;
+        bool ok = true;
+        for (int d = id.rank - 1; d >= 0; d--) {
+            int64_t q = rem / id.dims[d], c = rem - q * id.dims[d];
+            rem = q;
+            if (d == axis) {
+                int64_t v = (int64_t)idx[i];
+                if (v < -alen || v >= alen) ok = false;
+                c = v < 0 ? v + alen : v;
+            }
+            off += c * ys.s[d];
+        }
+        if (!ok) {
+            *bad = 1;
+            continue;
+        }
+        if (red == NETRUN_SCATTER_NONE) y[off] = upd[i];
+        else atomic_red(y + off, upd[i], red);
+    }
+}
+
+template <typename T>
+__global__ void scatter_nd_k(const int64_t *idx, const T *upd, T *y, int64_t n, int64_t k, int64_t slice, shape8 xd,
+                             strides8 xs, int red, int *bad) {
+    GRID_LOOP(i, n) {
+        int64_t mi = i / slice, s = i - mi * slice;
+        int64_t off = nd_offset(idx + mi * k, k, 0, xd, xs);
+        if (off < 0) {
+            *bad = 1;
+            continue;
+        }
+        if (red == NETRUN_SCATTER_NONE) y[off + s] = upd[i];
+        else atomic_red(y + off + s, upd[i], red);
+    }
+}
+
+/* Numeric element types for the reductions; reduction none moves bytes. */
+#define DISPATCH_RED(dt, CALL)                                                                                   \
+    switch (dt) {                                                                                                \
+    case NETRUN_DTYPE_FLOAT: { typedef float T; CALL; break; }                                                   \
+    case NETRUN_DTYPE_DOUBLE: { typedef double T; CALL; break; }                                                 \
+    case NETRUN_DTYPE_FLOAT16: { typedef __half T; CALL; break; }                                                \
+    case NETRUN_DTYPE_BFLOAT16: { typedef bf16_v T; CALL; break; }                                               \
+    case NETRUN_DTYPE_INT8: { typedef int8_t T; CALL; break; }                                                   \
+    case NETRUN_DTYPE_UINT8: { typedef uint8_t T; CALL; break; }                                                 \
+    case NETRUN_DTYPE_INT16: { typedef int16_t T; CALL; break; }                                                 \
+    case NETRUN_DTYPE_UINT16: { typedef uint16_t T; CALL; break; }                                               \
+    case NETRUN_DTYPE_INT32: { typedef int32_t T; CALL; break; }                                                 \
+    case NETRUN_DTYPE_UINT32: { typedef uint32_t T; CALL; break; }                                               \
+    case NETRUN_DTYPE_INT64: { typedef int64_t T; CALL; break; }                                                 \
+    case NETRUN_DTYPE_UINT64: { typedef uint64_t T; CALL; break; }                                               \
+    default: return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda scatter reduction: dtype %s", cuda_dtype_name(dt)); \
+    }
+
+static int scatter_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    netrun_dtype t = node->inputs[0].dtype;
+    if (!cuda_esize(t)) return cuda_refuse(reason, size, "dtype %s", cuda_dtype_name(t));
+    netrun_dtype it = node->n_inputs > 1 ? node->inputs[1].dtype : NETRUN_DTYPE_UNDEFINED;
+    int nd = !strcmp(node->op_type, "ScatterND");
+    if (it != NETRUN_DTYPE_INT64 && (nd || it != NETRUN_DTYPE_INT32))
+        return cuda_refuse(reason, size, "indices %s", cuda_dtype_name(it));
+    const netrun_scatter_params *p = (const netrun_scatter_params *)node->params;
+    if (p && (p->reduction < NETRUN_SCATTER_NONE || p->reduction > NETRUN_SCATTER_MIN))
+        return cuda_refuse(reason, size, "reduction %d", p->reduction);
+    if (p && p->reduction != NETRUN_SCATTER_NONE && t == NETRUN_DTYPE_BOOL)
+        return cuda_refuse(reason, size, "reductions on bool");
+    return 1;
+}
+
+/* y = x before the updates (unless the runtime made them one buffer). */
+static netrun_status scatter_prepare(cuda_context *ctx, const netrun_kernel_args *args, const char *op) {
+    const netrun_tensor *X = &args->inputs[0];
+    netrun_tensor *Y = &args->outputs[0];
+    if (ctx->capturing) return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda %s: not capturable in a CUDA graph", op);
+    size_t bytes = (size_t)cuda_count(X) * cuda_esize(X->dtype);
+    if (!bytes || X->data == Y->data) return NETRUN_OK;
+    cudaError_t e = cudaMemcpyAsync(Y->data, X->data, bytes, cudaMemcpyDeviceToDevice, ctx->stream);
+    return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, op);
+}
+
+static netrun_status scatter_elements_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_scatter_params *p = (const netrun_scatter_params *)args->params;
+    gather_state *g = (gather_state *)state;
+    const netrun_tensor *X = &args->inputs[0], *I = &args->inputs[1], *U = &args->inputs[2];
+    netrun_tensor *Y = &args->outputs[0];
+    netrun_status st = scatter_prepare(ctx, args, "ScatterElements");
+    if (st != NETRUN_OK) return st;
+    int64_t n = cuda_count(I);
+    if (n == 0) return NETRUN_OK;
+    int axis = p ? p->axis : 0, red = p ? p->reduction : NETRUN_SCATTER_NONE;
+    if (axis < 0 || axis >= X->rank || I->rank != X->rank || cuda_count(U) != n)
+        return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda ScatterElements: bad params");
+    strides8 ys;
+    strides_of(X, &ys);
+    shape8 id = make_shape(I->rank, I->dims);
+    unsigned b = cuda_blocks(n);
+    int64_t alen = X->dims[axis];
+    if (red == NETRUN_SCATTER_NONE) {
+        if (I->dtype == NETRUN_DTYPE_INT64) {
+            DISPATCH_ES(cuda_esize(X->dtype), (scatter_elements_k<E, int64_t><<<b, CUDA_THREADS, 0, ctx->stream>>>(
+                                                  (const int64_t *)I->data, (const E *)U->data, (E *)Y->data, n, id, ys, axis, alen, red, g->bad)));
+        } else {
+            DISPATCH_ES(cuda_esize(X->dtype), (scatter_elements_k<E, int32_t><<<b, CUDA_THREADS, 0, ctx->stream>>>(
+                                                  (const int32_t *)I->data, (const E *)U->data, (E *)Y->data, n, id, ys, axis, alen, red, g->bad)));
+        }
+    } else if (I->dtype == NETRUN_DTYPE_INT64) {
+        DISPATCH_RED(X->dtype, (scatter_elements_k<T, int64_t><<<b, CUDA_THREADS, 0, ctx->stream>>>(
+                                   (const int64_t *)I->data, (const T *)U->data, (T *)Y->data, n, id, ys, axis, alen, red, g->bad)));
+    } else {
+        DISPATCH_RED(X->dtype, (scatter_elements_k<T, int32_t><<<b, CUDA_THREADS, 0, ctx->stream>>>(
+                                   (const int32_t *)I->data, (const T *)U->data, (T *)Y->data, n, id, ys, axis, alen, red, g->bad)));
+    }
+    if ((st = cuda_check_launch("ScatterElements")) != NETRUN_OK) return st;
+    return gather_check(ctx, g, "ScatterElements");
+}
+
+static netrun_status scatter_nd_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_scatter_params *p = (const netrun_scatter_params *)args->params;
+    gather_state *g = (gather_state *)state;
+    const netrun_tensor *X = &args->inputs[0], *I = &args->inputs[1], *U = &args->inputs[2];
+    netrun_tensor *Y = &args->outputs[0];
+    netrun_status st = scatter_prepare(ctx, args, "ScatterND");
+    if (st != NETRUN_OK) return st;
+    int q = I->rank, red = p ? p->reduction : NETRUN_SCATTER_NONE;
+    if (q < 1) return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda ScatterND: indices of rank 0");
+    int64_t k = I->dims[q - 1], slice = 1;
+    if (k < 1 || k > X->rank) return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda ScatterND: index tuples of %lld", (long long)k);
+    for (int d = (int)k; d < X->rank; d++) slice *= X->dims[d];
+    int64_t n = cuda_count(I) / k * slice;
+    if (n == 0) return NETRUN_OK;
+    if (cuda_count(U) != n) return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda ScatterND: updates shape");
+    strides8 xs;
+    strides_of(X, &xs);
+    shape8 xd = make_shape(X->rank, X->dims);
+    unsigned b = cuda_blocks(n);
+    if (red == NETRUN_SCATTER_NONE) {
+        DISPATCH_ES(cuda_esize(X->dtype), (scatter_nd_k<E><<<b, CUDA_THREADS, 0, ctx->stream>>>(
+                                              (const int64_t *)I->data, (const E *)U->data, (E *)Y->data, n, k, slice, xd, xs, red, g->bad)));
+    } else {
+        DISPATCH_RED(X->dtype, (scatter_nd_k<T><<<b, CUDA_THREADS, 0, ctx->stream>>>(
+                                   (const int64_t *)I->data, (const T *)U->data, (T *)Y->data, n, k, slice, xd, xs, red, g->bad)));
+    }
+    if ((st = cuda_check_launch("ScatterND")) != NETRUN_OK) return st;
+    return gather_check(ctx, g, "ScatterND");
+}
+
 /* ---- Pad ---- */
 
 template <typename T>
@@ -470,6 +750,13 @@ extern "C" const cuda_op cuda_ops_data_movement[] = {
     {"Gather", CUDA_ALL_DTYPES, "int32/int64 indices", gather_supports, gather_create, gather_run, gather_destroy},
     {"GatherElements", CUDA_ALL_DTYPES, "int32/int64 indices", gather_supports, gather_create, gather_elements_run,
      gather_destroy},
+    {"GatherND", CUDA_ALL_DTYPES, "int64 indices, batch_dims", int64_indices_supports, gather_create, gather_nd_run,
+     gather_destroy},
+    {"ScatterElements", CUDA_ALL_DTYPES, "reduction none/add/mul/max/min (atomic; none with duplicate indices: any "
+     "one wins)", scatter_supports, gather_create, scatter_elements_run, gather_destroy},
+    {"Scatter", CUDA_ALL_DTYPES, "", scatter_supports, gather_create, scatter_elements_run, gather_destroy},
+    {"ScatterND", CUDA_ALL_DTYPES, "reduction none/add/mul/max/min (atomic)", scatter_supports, gather_create,
+     scatter_nd_run, gather_destroy},
     {"Pad", CUDA_ALL_DTYPES & ~CUDA_DT(BFLOAT16), "constant, reflect, edge, wrap", pad_supports, NULL, pad_run, NULL},
     {"DepthToSpace", CUDA_ALL_DTYPES, "4-D; DCR and CRD", NULL, d2s_create, d2s_run, NULL},
     {"SpaceToDepth", CUDA_ALL_DTYPES, "4-D", NULL, d2s_create, d2s_run, NULL},

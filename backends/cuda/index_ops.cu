@@ -1,5 +1,811 @@
-/* CUDA kernels: index ops: ArgMax/ArgMin, TopK, CumSum/CumProd, Trilu, OneHot, EyeLike, Range, scatters and gathers. */
+/* CUDA kernels: index ops. ArgMax/ArgMin, TopK, CumSum/CumProd, OneHot, ReverseSequence, Compress, NonZero,
+ * and the index-driven vision ops MaxUnpool, Col2Im, CenterCropPad. Values are compared in their own type (half
+ * and bfloat16 as float); indices are int64 throughout. Compress and NonZero size their output at run time:
+ * they read a count back to the host (one stream synchronization) and call args->alloc_output. */
+#include <type_traits>
+
+#include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
+
 #include "cuda_kernels.cuh"
 
+/* ---- element types: comparable value, conversions back ---- */
+
+struct bf16_t {
+    uint16_t b;
+};
+
+/* num<T>::c is the type T is compared and accumulated in (small ints widen to int so warp shuffles take them). */
+template <typename T> struct num { typedef T c; static __device__ __forceinline__ T get(T v) { return v; } };
+template <> struct num<int8_t> { typedef int c; static __device__ __forceinline__ int get(int8_t v) { return v; } };
+template <> struct num<uint8_t> { typedef int c; static __device__ __forceinline__ int get(uint8_t v) { return v; } };
+template <> struct num<int16_t> { typedef int c; static __device__ __forceinline__ int get(int16_t v) { return v; } };
+template <> struct num<uint16_t> { typedef int c; static __device__ __forceinline__ int get(uint16_t v) { return v; } };
+template <> struct num<__half> { typedef float c; static __device__ __forceinline__ float get(__half v) { return __half2float(v); } };
+template <> struct num<bf16_t> {
+    typedef float c;
+    static __device__ __forceinline__ float get(bf16_t v) { return __uint_as_float((uint32_t)v.b << 16); }
+};
+
+/* Store a float/double/integer accumulator as T (round to nearest even for half and bfloat16, like the CPU). */
+template <typename T> struct conv {
+    template <typename A> static __device__ __forceinline__ T to(A v) { return (T)v; }
+};
+template <> struct conv<__half> {
+    template <typename A> static __device__ __forceinline__ __half to(A v) { return __float2half_rn((float)v); }
+};
+template <> struct conv<bf16_t> {
+    template <typename A> static __device__ __forceinline__ bf16_t to(A v) {
+        uint32_t x = __float_as_uint((float)v);
+        bf16_t r;
+        if ((x & 0x7fffffffu) > 0x7f800000u) r.b = (uint16_t)((x >> 16) | 0x40);
+        else r.b = (uint16_t)((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
+        return r;
+    }
+};
+
+/* Every numeric dtype, as T. */
+#define DISPATCH_NUM(dt, what, CALL)                                                                             \
+    switch (dt) {                                                                                                \
+    case NETRUN_DTYPE_FLOAT: { typedef float T; CALL; break; }                                                   \
+    case NETRUN_DTYPE_DOUBLE: { typedef double T; CALL; break; }                                                 \
+    case NETRUN_DTYPE_FLOAT16: { typedef __half T; CALL; break; }                                                \
+    case NETRUN_DTYPE_BFLOAT16: { typedef bf16_t T; CALL; break; }                                               \
+    case NETRUN_DTYPE_INT8: { typedef int8_t T; CALL; break; }                                                   \
+    case NETRUN_DTYPE_UINT8: { typedef uint8_t T; CALL; break; }                                                 \
+    case NETRUN_DTYPE_INT16: { typedef int16_t T; CALL; break; }                                                 \
+    case NETRUN_DTYPE_UINT16: { typedef uint16_t T; CALL; break; }                                               \
+    case NETRUN_DTYPE_INT32: { typedef int32_t T; CALL; break; }                                                 \
+    case NETRUN_DTYPE_UINT32: { typedef uint32_t T; CALL; break; }                                               \
+    case NETRUN_DTYPE_INT64: { typedef int64_t T; CALL; break; }                                                 \
+    case NETRUN_DTYPE_UINT64: { typedef uint64_t T; CALL; break; }                                               \
+    default: return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda %s: dtype %s", what, cuda_dtype_name(dt));    \
+    }
+
+#define NUM_DTYPES                                                                                               \
+    (CUDA_DT(FLOAT) | CUDA_DT(DOUBLE) | CUDA_DT(FLOAT16) | CUDA_DT(BFLOAT16) | CUDA_DT(INT8) | CUDA_DT(UINT8) |   \
+     CUDA_DT(INT16) | CUDA_DT(UINT16) | CUDA_DT(INT32) | CUDA_DT(UINT32) | CUDA_DT(INT64) | CUDA_DT(UINT64))
+#define FLOAT4_DTYPES (CUDA_DT(FLOAT) | CUDA_DT(DOUBLE) | CUDA_DT(FLOAT16) | CUDA_DT(BFLOAT16))
+
+static void split_axis(const netrun_tensor *x, int axis, int64_t *outer, int64_t *R, int64_t *inner) {
+    *outer = *inner = 1;
+    for (int i = 0; i < axis; i++) *outer *= x->dims[i];
+    for (int i = axis + 1; i < x->rank; i++) *inner *= x->dims[i];
+    *R = x->dims[axis];
+}
+
+/* ---- a device flag for invalid indices, read back after the launch (one synchronization per run) ---- */
+
+typedef struct flag_state {
+    int *bad;
+} flag_state;
+
+static netrun_status flag_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
+    flag_state *f = (flag_state *)cuda_host->alloc(sizeof *f, 16);
+    if (!f) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda %s: out of memory", node->op_type);
+    cudaError_t e = cudaMalloc((void **)&f->bad, sizeof(int));
+    if (e == cudaSuccess) e = cudaMemsetAsync(f->bad, 0, sizeof(int), ctx->stream);
+    if (e != cudaSuccess) {
+        if (f->bad) cudaFree(f->bad);
+        cuda_host->free(f);
+        return cuda_fail(e, "index flag");
+    }
+    *state = f;
+    return NETRUN_OK;
+}
+
+static void flag_destroy(cuda_context *ctx, void *state) {
+    flag_state *f = (flag_state *)state;
+    if (!f) return;
+    cudaFree(f->bad);
+    cuda_host->free(f);
+}
+
+static netrun_status flag_check(cuda_context *ctx, flag_state *f, const char *op, const char *msg) {
+    int bad = 0;
+    cudaError_t e = cudaMemcpyAsync(&bad, f->bad, sizeof(int), cudaMemcpyDeviceToHost, ctx->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->stream);
+    if (e != cudaSuccess) return cuda_fail(e, op);
+    if (bad) {
+        cudaMemsetAsync(f->bad, 0, sizeof(int), ctx->stream);
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda %s: %s", op, msg);
+    }
+    return NETRUN_OK;
+}
+
+/* Ops that read a value back cannot be recorded into a CUDA graph: the runtime then runs the segment eagerly. */
+static netrun_status refuse_capture(cuda_context *ctx, const char *op) {
+    if (ctx->capturing) return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda %s: not capturable in a CUDA graph", op);
+    return NETRUN_OK;
+}
+
+/* ---- ArgMax / ArgMin ---- */
+
+template <typename C> __device__ __forceinline__ bool arg_take(C v, C best, int is_max, int last) {
+    return is_max ? (last ? v >= best : v > best) : (last ? v <= best : v < best);
+}
+
+/* One thread per output, walking the axis (inner > 1: neighbouring threads read neighbouring elements). */
+template <typename T>
+__global__ void arg_k(const T *x, int64_t *y, int64_t n, int64_t R, int64_t inner, int is_max, int last) {
+    typedef typename num<T>::c C;
+    GRID_LOOP(i, n) {
+        int64_t o = i / inner, in = i - o * inner;
+        const T *p = x + o * R * inner + in;
+        C best = num<T>::get(p[0]);
+        int64_t bi = 0;
+        for (int64_t r = 1; r < R; r++) {
+            C v = num<T>::get(p[r * inner]);
+            if (arg_take(v, best, is_max, last)) {
+                best = v;
+                bi = r;
+            }
+        }
+        y[i] = bi;
+    }
+}
+
+/* One warp per contiguous row (inner == 1): each lane scans a strided part, then (value, index) pairs merge,
+ * ties going to the lower (or, with select_last_index, the higher) index. */
+template <typename T> __global__ void arg_rows_k(const T *x, int64_t *y, int64_t rows, int64_t R, int is_max, int last) {
+    typedef typename num<T>::c C;
+    int lane = threadIdx.x & 31;
+    int64_t w = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5, nw = ((int64_t)gridDim.x * blockDim.x) >> 5;
+    for (int64_t row = w; row < rows; row += nw) {
+        const T *p = x + row * R;
+        C best = num<T>::get(p[0]);
+        long long bi = -1;
+        for (int64_t r = lane; r < R; r += 32) {
+            C v = num<T>::get(p[r]);
+            if (bi < 0 || arg_take(v, best, is_max, last)) {
+                best = v;
+                bi = r;
+            }
+        }
+        for (int off = 16; off > 0; off >>= 1) {
+            C ov = __shfl_xor_sync(0xffffffffu, best, off);
+            long long oi = __shfl_xor_sync(0xffffffffu, bi, off);
+            bool take;
+            if (oi < 0) take = false;
+            else if (bi < 0) take = true;
+            else if (ov == best) take = last ? oi > bi : oi < bi;
+            else take = is_max ? ov > best : ov < best;
+            if (take) {
+                best = ov;
+                bi = oi;
+            }
+        }
+        if (lane == 0) y[row] = bi;
+    }
+}
+
+static netrun_status arg_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_reduce_params *p = (const netrun_reduce_params *)args->params;
+    const netrun_tensor *X = &args->inputs[0];
+    int is_max = (intptr_t)state == 1;
+    if (!p || p->n_axes != 1 || p->axes[0] < 0 || p->axes[0] >= X->rank)
+        return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda ArgMax/ArgMin: bad params");
+    int64_t outer, R, inner;
+    split_axis(X, p->axes[0], &outer, &R, &inner);
+    int64_t n = outer * inner;
+    if (n == 0) return NETRUN_OK;
+    if (R == 0) return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda ArgMax/ArgMin over an empty axis");
+    int64_t *Y = (int64_t *)args->outputs[0].data;
+    int last = p->select_last_index;
+    if (inner == 1 && R >= 64) {
+        DISPATCH_NUM(X->dtype, "ArgMax", (arg_rows_k<T><<<cuda_blocks(n * 32), CUDA_THREADS, 0, ctx->stream>>>(
+                                             (const T *)X->data, Y, n, R, is_max, last)));
+    } else {
+        DISPATCH_NUM(X->dtype, "ArgMax", (arg_k<T><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(
+                                             (const T *)X->data, Y, n, R, inner, is_max, last)));
+    }
+    return cuda_check_launch("ArgMax/ArgMin");
+}
+
+static netrun_status arg_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
+    *state = (void *)(intptr_t)(!strcmp(node->op_type, "ArgMax") ? 1 : 2);
+    return NETRUN_OK;
+}
+
+/* ---- TopK: each element's rank is the number of elements that go before it (better value, or an equal value
+ * at a lower index, as the spec orders ties); ranks below k are written at their place. O(R) per element, with
+ * an early stop once the rank reaches k. NaN ranks as the best value (like the CPU kernel and onnxruntime). ---- */
+
+template <typename C> __device__ __forceinline__ C topk_key(C v, int largest) { return v; }
+template <> __device__ __forceinline__ float topk_key<float>(float v, int largest) {
+    return v != v ? (largest ? INFINITY : -INFINITY) : v;
+}
+template <> __device__ __forceinline__ double topk_key<double>(double v, int largest) {
+    return v != v ? (largest ? (double)INFINITY : -(double)INFINITY) : v;
+}
+
+template <typename T>
+__global__ void topk_k(const T *x, T *vals, int64_t *idx, int64_t n, int64_t R, int64_t inner, int64_t k, int largest) {
+    typedef typename num<T>::c C;
+    GRID_LOOP(i, n) {
+        int64_t line = i / R, r = i - line * R;
+        int64_t o = line / inner, in = line - o * inner;
+        const T *p = x + o * R * inner + in;
+        C a = topk_key(num<T>::get(p[r * inner]), largest);
+        int64_t rank = 0;
+        for (int64_t s = 0; s < R && rank < k; s++) {
+            C b = topk_key(num<T>::get(p[s * inner]), largest);
+            bool before = largest ? b > a : b < a;
+            if (before || (b == a && s < r)) rank++;
+        }
+        if (rank < k) {
+            int64_t oi = (o * k + rank) * inner + in;
+            if (vals) vals[oi] = p[r * inner];
+            if (idx) idx[oi] = r;
+        }
+    }
+}
+
+static netrun_status topk_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_topk_params *p = (const netrun_topk_params *)args->params;
+    const netrun_tensor *X = &args->inputs[0];
+    if (!p || p->axis < 0 || p->axis >= X->rank) return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda TopK: bad params");
+    int64_t outer, R, inner;
+    split_axis(X, p->axis, &outer, &R, &inner);
+    if (p->k < 0 || p->k > R)
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda TopK: k %lld outside [0, %lld]", (long long)p->k,
+                                (long long)R);
+    int64_t n = outer * inner * R;
+    if (p->k == 0 || n == 0) return NETRUN_OK;
+    void *vals = args->n_outputs > 0 && args->outputs[0].rank >= 0 ? args->outputs[0].data : NULL;
+    int64_t *idx = args->n_outputs > 1 && args->outputs[1].rank >= 0 ? (int64_t *)args->outputs[1].data : NULL;
+    DISPATCH_NUM(X->dtype, "TopK", (topk_k<T><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(
+                                       (const T *)X->data, (T *)vals, idx, n, R, inner, p->k, p->largest)));
+    return cuda_check_launch("TopK");
+}
+
+/* ---- CumSum / CumProd: one thread per line along the axis; integers wrap like the CPU kernel ---- */
+
+template <typename T> struct cum_acc { typedef typename num<T>::c t; };
+template <> struct cum_acc<int32_t> { typedef uint64_t t; };
+template <> struct cum_acc<int64_t> { typedef uint64_t t; };
+
+template <typename T>
+__global__ void cum_k(const T *x, T *y, int64_t lines, int64_t R, int64_t inner, int excl, int rev, int prod) {
+    typedef typename cum_acc<T>::t A;
+    GRID_LOOP(i, lines) {
+        int64_t o = i / inner, in = i - o * inner;
+        const T *p = x + o * R * inner + in;
+        T *q = y + o * R * inner + in;
+        A acc = prod ? (A)1 : (A)0;
+        for (int64_t rr = 0; rr < R; rr++) {
+            int64_t r = rev ? R - 1 - rr : rr;
+            A v = (A)num<T>::get(p[r * inner]);
+            if (excl) {
+                q[r * inner] = conv<T>::to(acc);
+                acc = prod ? acc * v : acc + v;
+            } else {
+                acc = prod ? acc * v : acc + v;
+                q[r * inner] = conv<T>::to(acc);
+            }
+        }
+    }
+}
+
+static netrun_status cum_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_axis_params *p = (const netrun_axis_params *)args->params;
+    const netrun_tensor *X = &args->inputs[0];
+    int prod = (intptr_t)state == 2;
+    if (!p || p->axis < 0 || p->axis >= X->rank) return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda CumSum: bad params");
+    int64_t outer, R, inner;
+    split_axis(X, p->axis, &outer, &R, &inner);
+    int64_t lines = outer * inner;
+    if (lines * R == 0) return NETRUN_OK;
+    void *Y = args->outputs[0].data;
+    unsigned b = cuda_blocks(lines);
+    switch (X->dtype) {
+    case NETRUN_DTYPE_FLOAT:
+        cum_k<float><<<b, CUDA_THREADS, 0, ctx->stream>>>((const float *)X->data, (float *)Y, lines, R, inner, p->exclusive, p->reverse, prod);
+        break;
+    case NETRUN_DTYPE_DOUBLE:
+        cum_k<double><<<b, CUDA_THREADS, 0, ctx->stream>>>((const double *)X->data, (double *)Y, lines, R, inner, p->exclusive, p->reverse, prod);
+        break;
+    case NETRUN_DTYPE_FLOAT16:
+        cum_k<__half><<<b, CUDA_THREADS, 0, ctx->stream>>>((const __half *)X->data, (__half *)Y, lines, R, inner, p->exclusive, p->reverse, prod);
+        break;
+    case NETRUN_DTYPE_INT32:
+        cum_k<int32_t><<<b, CUDA_THREADS, 0, ctx->stream>>>((const int32_t *)X->data, (int32_t *)Y, lines, R, inner, p->exclusive, p->reverse, prod);
+        break;
+    case NETRUN_DTYPE_INT64:
+        cum_k<int64_t><<<b, CUDA_THREADS, 0, ctx->stream>>>((const int64_t *)X->data, (int64_t *)Y, lines, R, inner, p->exclusive, p->reverse, prod);
+        break;
+    default: return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda CumSum: dtype %s", cuda_dtype_name(X->dtype));
+    }
+    return cuda_check_launch(prod ? "CumProd" : "CumSum");
+}
+
+static netrun_status cum_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
+    *state = (void *)(intptr_t)(!strcmp(node->op_type, "CumProd") ? 2 : 1);
+    return NETRUN_OK;
+}
+
+/* ---- OneHot: indices of any numeric type; a class matches only an equal integral value ---- */
+
+template <typename T> __device__ __forceinline__ int64_t class_of(T v, int *ok) {
+    if constexpr (std::is_same<T, uint64_t>::value) {
+        *ok = v <= (uint64_t)INT64_MAX;
+        return (int64_t)v;
+    } else if constexpr (std::is_integral<T>::value) {
+        *ok = 1;
+        return (int64_t)v;
+    } else {
+        double d = (double)num<T>::get(v);
+        *ok = d > -9.0e18 && d < 9.0e18 && d == floor(d);
+        return *ok ? (int64_t)d : 0;
+    }
+}
+
+template <typename I, typename E>
+__global__ void onehot_k(const I *ind, const E *vals, E *y, int64_t n, int64_t depth, int64_t inner) {
+    GRID_LOOP(i, n) {
+        int64_t t = i / inner, in = i - t * inner, o = t / depth, d = t - o * depth;
+        int ok;
+        int64_t k = class_of(ind[o * inner + in], &ok);
+        if (k < 0) k += depth;
+        y[i] = ok && k == d ? vals[1] : vals[0];
+    }
+}
+
+static int onehot_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    if (node->n_inputs < 3 || !cuda_esize(node->inputs[2].dtype))
+        return cuda_refuse(reason, size, "values dtype %s", node->n_inputs < 3 ? "absent" : cuda_dtype_name(node->inputs[2].dtype));
+    return 1;
+}
+
+static netrun_status onehot_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_onehot_params *p = (const netrun_onehot_params *)args->params;
+    const netrun_tensor *I = &args->inputs[0], *V = &args->inputs[2];
+    netrun_tensor *Y = &args->outputs[0];
+    if (!p || p->axis < 0 || p->axis >= Y->rank || Y->dims[p->axis] != p->depth || cuda_count(V) < 2)
+        return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda OneHot: bad params");
+    int64_t n = cuda_count(Y), inner = 1;
+    if (n == 0) return NETRUN_OK;
+    for (int d = p->axis + 1; d < Y->rank; d++) inner *= Y->dims[d];
+    unsigned b = cuda_blocks(n);
+    size_t es = cuda_esize(V->dtype);
+    DISPATCH_NUM(I->dtype, "OneHot",
+                 DISPATCH_ES(es, (onehot_k<T, E><<<b, CUDA_THREADS, 0, ctx->stream>>>(
+                                     (const T *)I->data, (const E *)V->data, (E *)Y->data, n, p->depth, inner))));
+    return cuda_check_launch("OneHot");
+}
+
+/* ---- ReverseSequence (time and batch are dims 0 and 1 in some order) ---- */
+
+template <typename E>
+__global__ void revseq_k(const E *x, E *y, const int64_t *lens, int64_t n, int64_t T, int64_t B, int64_t inner,
+                         int time_first, int *bad) {
+    GRID_LOOP(i, n) {
+        int64_t row = i / inner, in = i - row * inner;
+        int64_t a = row / (time_first ? B : T), c = row - a * (time_first ? B : T);
+        int64_t t = time_first ? a : c, b = time_first ? c : a;
+        int64_t len = lens[b], src = t;
+        if (len < 0 || len > T) *bad = 1;
+        else if (t < len) src = len - 1 - t;
+        int64_t srow = time_first ? src * B + b : b * T + src;
+        y[i] = x[srow * inner + in];
+    }
+}
+
+static int revseq_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    if (!cuda_esize(node->inputs[0].dtype)) return cuda_refuse(reason, size, "dtype %s", cuda_dtype_name(node->inputs[0].dtype));
+    if (node->n_inputs < 2 || node->inputs[1].dtype != NETRUN_DTYPE_INT64) return cuda_refuse(reason, size, "sequence_lens not int64");
+    return 1;
+}
+
+static netrun_status revseq_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_reverse_sequence_params *p = (const netrun_reverse_sequence_params *)args->params;
+    const netrun_tensor *X = &args->inputs[0], *L = &args->inputs[1];
+    netrun_tensor *Y = &args->outputs[0];
+    netrun_status st = refuse_capture(ctx, "ReverseSequence");
+    if (st != NETRUN_OK) return st;
+    if (!p || X->rank < 2 || (p->time_axis != 0 && p->time_axis != 1) || p->batch_axis != 1 - p->time_axis)
+        return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda ReverseSequence: bad params");
+    int64_t n = cuda_count(Y), T = X->dims[p->time_axis], B = X->dims[p->batch_axis], inner = 1;
+    if (n == 0) return NETRUN_OK;
+    if (cuda_count(L) != B)
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda ReverseSequence: %lld sequence_lens for batch %lld",
+                                (long long)cuda_count(L), (long long)B);
+    for (int d = 2; d < X->rank; d++) inner *= X->dims[d];
+    flag_state *f = (flag_state *)state;
+    DISPATCH_ES(cuda_esize(X->dtype), (revseq_k<E><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(
+                                          (const E *)X->data, (E *)Y->data, (const int64_t *)L->data, n, T, B, inner,
+                                          p->time_axis == 0, f->bad)));
+    if ((st = cuda_check_launch("ReverseSequence")) != NETRUN_OK) return st;
+    return flag_check(ctx, f, "ReverseSequence", "a sequence_lens entry is outside [0, time steps]");
+}
+
+/* ---- Compress: the condition is read on the host (its length is small), the kept positions go to the device
+ * workspace and a gather kernel copies the slices ---- */
+
+typedef struct compress_state {
+    int64_t clen;      /* condition length the workspace was sized for */
+    uint8_t *cond;     /* host copy of the condition */
+    int64_t *pos;      /* host list of kept positions */
+} compress_state;
+
+static int compress_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    if (!cuda_esize(node->inputs[0].dtype)) return cuda_refuse(reason, size, "dtype %s", cuda_dtype_name(node->inputs[0].dtype));
+    if (node->n_inputs < 2 || node->inputs[1].rank != 1 || node->inputs[1].dims[0] < 0)
+        return cuda_refuse(reason, size, "condition length unknown at placement (it sizes the workspace)");
+    return 1;
+}
+
+static netrun_status compress_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
+    int64_t clen = node->inputs[1].rank == 1 ? node->inputs[1].dims[0] : -1;
+    if (clen < 0) return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda Compress: condition length unknown");
+    compress_state *s = (compress_state *)cuda_host->alloc(sizeof *s, 16);
+    if (!s) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda Compress: out of memory");
+    s->clen = clen;
+    s->cond = (uint8_t *)cuda_host->alloc((size_t)clen + 1, 16);
+    s->pos = (int64_t *)cuda_host->alloc(sizeof(int64_t) * (size_t)(clen + 1), 16);
+    if (!s->cond || !s->pos) {
+        if (s->cond) cuda_host->free(s->cond);
+        if (s->pos) cuda_host->free(s->pos);
+        cuda_host->free(s);
+        return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda Compress: out of memory");
+    }
+    *state = s;
+    *ws = sizeof(int64_t) * (size_t)(clen + 1);
+    return NETRUN_OK;
+}
+
+static void compress_destroy(cuda_context *ctx, void *state) {
+    compress_state *s = (compress_state *)state;
+    if (!s) return;
+    cuda_host->free(s->cond);
+    cuda_host->free(s->pos);
+    cuda_host->free(s);
+}
+
+template <typename E>
+__global__ void compress_k(const E *x, E *y, const int64_t *pos, int64_t n, int64_t kept, int64_t len, int64_t inner) {
+    GRID_LOOP(i, n) {
+        int64_t row = i / inner, in = i - row * inner, o = row / kept, j = row - o * kept;
+        y[i] = x[(o * len + pos[j]) * inner + in];
+    }
+}
+
+static netrun_status compress_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_compress_params *p = (const netrun_compress_params *)args->params;
+    compress_state *s = (compress_state *)state;
+    const netrun_tensor *X = &args->inputs[0], *Cn = &args->inputs[1];
+    netrun_status st = refuse_capture(ctx, "Compress");
+    if (st != NETRUN_OK) return st;
+    if (!p || (p->has_axis && (p->axis < 0 || p->axis >= X->rank)))
+        return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda Compress: bad params");
+    int64_t clen = cuda_count(Cn);
+    if (clen > s->clen)
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda Compress: condition has %lld entries, the kernel "
+                                "was created for %lld", (long long)clen, (long long)s->clen);
+    int64_t outer = 1, len = cuda_count(X), inner = 1;
+    if (p->has_axis) split_axis(X, p->axis, &outer, &len, &inner);
+    if (clen > 0) {
+        cudaError_t e = cudaMemcpyAsync(s->cond, Cn->data, (size_t)clen, cudaMemcpyDeviceToHost, ctx->stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->stream);
+        if (e != cudaSuccess) return cuda_fail(e, "Compress condition read");
+    }
+    int64_t kept = 0;
+    for (int64_t i = 0; i < clen; i++) {
+        if (!s->cond[i]) continue;
+        if (i >= len)
+            return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda Compress: condition selects entry %lld but the "
+                                    "input has %lld along the axis", (long long)i, (long long)len);
+        s->pos[kept++] = i;
+    }
+    int64_t dims[NETRUN_MAX_RANK];
+    int rank = 1;
+    if (p->has_axis) {
+        rank = X->rank;
+        memcpy(dims, X->dims, sizeof(int64_t) * (size_t)rank);
+        dims[p->axis] = kept;
+    } else
+        dims[0] = kept;
+    if ((st = args->alloc_output(args->exec, 0, rank, dims)) != NETRUN_OK) return st;
+    netrun_tensor *Y = &args->outputs[0];
+    int64_t n = outer * kept * inner;
+    if (n == 0) return NETRUN_OK;
+    int64_t *dpos = (int64_t *)cuda_workspace_address(args->workspace);
+    if (!dpos || args->workspace_size < sizeof(int64_t) * (size_t)kept)
+        return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda Compress: workspace too small");
+    /* the stream is idle (synchronized above): a plain copy from pageable memory */
+    cudaError_t e = cudaMemcpyAsync(dpos, s->pos, sizeof(int64_t) * (size_t)kept, cudaMemcpyHostToDevice, ctx->stream);
+    if (e != cudaSuccess) return cuda_fail(e, "Compress positions");
+    DISPATCH_ES(cuda_esize(X->dtype), (compress_k<E><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(
+                                          (const E *)X->data, (E *)Y->data, dpos, n, kept, len, inner)));
+    if ((st = cuda_check_launch("Compress")) != NETRUN_OK) return st;
+    /* s->pos is reused by the next run: make sure the copy has consumed it */
+    e = cudaStreamSynchronize(ctx->stream);
+    return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, "Compress");
+}
+
+/* ---- NonZero: cub::DeviceSelect picks the flat positions of nonzero elements in order, the count comes back to
+ * the host to size the output, then a kernel splits the positions into coordinates ---- */
+
+/* Nonzero test on raw bits: floats ignore the sign bit (-0.0 is zero, NaN is nonzero); integers and bool whole. */
+template <typename E> struct nz_pred {
+    const E *x;
+    E mask;
+    __device__ __forceinline__ bool operator()(int64_t i) const { return (x[i] & mask) != 0; }
+};
+
+template <typename E>
+static cudaError_t nz_select(void *temp, size_t &temp_bytes, const void *x, uint64_t mask, int64_t *sel, int64_t *count,
+                             int64_t n, cudaStream_t stream) {
+    nz_pred<E> p = {(const E *)x, (E)mask};
+    return cub::DeviceSelect::If(temp, temp_bytes, thrust::counting_iterator<int64_t>(0), sel, count, n, p, stream);
+}
+
+static cudaError_t nz_select_es(size_t es, void *temp, size_t &temp_bytes, const void *x, uint64_t mask, int64_t *sel,
+                                int64_t *count, int64_t n, cudaStream_t stream) {
+    switch (es) {
+    case 1: return nz_select<uint8_t>(temp, temp_bytes, x, mask, sel, count, n, stream);
+    case 2: return nz_select<uint16_t>(temp, temp_bytes, x, mask, sel, count, n, stream);
+    case 4: return nz_select<uint32_t>(temp, temp_bytes, x, mask, sel, count, n, stream);
+    case 8: return nz_select<uint64_t>(temp, temp_bytes, x, mask, sel, count, n, stream);
+    default: return cudaErrorInvalidValue;
+    }
+}
+
+static uint64_t nz_mask(netrun_dtype t) {
+    switch (t) {
+    case NETRUN_DTYPE_FLOAT: return 0x7fffffffu;
+    case NETRUN_DTYPE_DOUBLE: return 0x7fffffffffffffffull;
+    case NETRUN_DTYPE_FLOAT16: case NETRUN_DTYPE_BFLOAT16: return 0x7fffu;
+    default: return ~(uint64_t)0;
+    }
+}
+
+typedef struct nonzero_state {
+    int64_t n;          /* input elements the workspace was sized for */
+    size_t temp_bytes;  /* cub's share of the workspace */
+} nonzero_state;
+
+static size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
+
+static int nonzero_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    if (!cuda_esize(node->inputs[0].dtype)) return cuda_refuse(reason, size, "dtype %s", cuda_dtype_name(node->inputs[0].dtype));
+    if (cuda_desc_count(&node->inputs[0]) < 0) return cuda_refuse(reason, size, "input shape unknown at placement (it sizes the workspace)");
+    return 1;
+}
+
+static netrun_status nonzero_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
+    int64_t n = cuda_desc_count(&node->inputs[0]);
+    if (n < 0) return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda NonZero: input shape unknown");
+    nonzero_state *s = (nonzero_state *)cuda_host->alloc(sizeof *s, 16);
+    if (!s) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda NonZero: out of memory");
+    s->n = n;
+    s->temp_bytes = 0;
+    cudaError_t e = nz_select_es(cuda_esize(node->inputs[0].dtype), NULL, s->temp_bytes, NULL, 0, NULL, NULL, n, ctx->stream);
+    if (e != cudaSuccess) {
+        cuda_host->free(s);
+        return cuda_fail(e, "NonZero workspace query");
+    }
+    *state = s;
+    /* [count][positions][cub temp], each 256-byte aligned */
+    *ws = 256 + align256(sizeof(int64_t) * (size_t)(n + 1)) + align256(s->temp_bytes);
+    return NETRUN_OK;
+}
+
+static void nonzero_destroy(cuda_context *ctx, void *state) {
+    if (state) cuda_host->free(state);
+}
+
+__global__ void nz_coords_k(const int64_t *sel, int64_t *y, int64_t nnz, shape8 xd) {
+    GRID_LOOP(k, nnz) {
+        int64_t rem = sel[k];
+        if (xd.rank == 0) y[k] = 0;
+        for (int d = xd.rank - 1; d >= 0; d--) {
+            int64_t q = rem / xd.dims[d];
+            y[d * nnz + k] = rem - q * xd.dims[d];
+            rem = q;
+        }
+    }
+}
+
+static netrun_status nonzero_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    nonzero_state *s = (nonzero_state *)state;
+    const netrun_tensor *X = &args->inputs[0];
+    netrun_status st = refuse_capture(ctx, "NonZero");
+    if (st != NETRUN_OK) return st;
+    int64_t n = cuda_count(X);
+    if (n > s->n)
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda NonZero: input of %lld elements, the kernel was "
+                                "created for %lld", (long long)n, (long long)s->n);
+    int64_t nnz = 0;
+    char *ws = (char *)cuda_workspace_address(args->workspace);
+    int64_t *count = (int64_t *)ws, *sel = (int64_t *)(ws + 256);
+    void *temp = ws + 256 + align256(sizeof(int64_t) * (size_t)(s->n + 1));
+    if (n > 0) {
+        if (!ws) return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda NonZero: no workspace");
+        size_t tb = s->temp_bytes;
+        cudaError_t e = nz_select_es(cuda_esize(X->dtype), temp, tb, X->data, nz_mask(X->dtype), sel, count, n, ctx->stream);
+        if (e == cudaSuccess) e = cudaMemcpyAsync(&nnz, count, sizeof nnz, cudaMemcpyDeviceToHost, ctx->stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->stream);
+        if (e != cudaSuccess) return cuda_fail(e, "NonZero select");
+    }
+    int rank = X->rank > 0 ? X->rank : 1;
+    int64_t dims[2] = {rank, nnz};
+    if ((st = args->alloc_output(args->exec, 0, 2, dims)) != NETRUN_OK) return st;
+    if (nnz == 0) return NETRUN_OK;
+    shape8 xd = make_shape(X->rank, X->dims);
+    nz_coords_k<<<cuda_blocks(nnz), CUDA_THREADS, 0, ctx->stream>>>(sel, (int64_t *)args->outputs[0].data, nnz, xd);
+    return cuda_check_launch("NonZero");
+}
+
+/* ---- MaxUnpool: zero the output, then each input element goes where its index points ---- */
+
+template <typename E>
+__global__ void unpool_k(const E *x, const int64_t *ix, E *y, int64_t n, int64_t total, int64_t inf_sp,
+                         int64_t out_sp, shape8 inferred, shape8 out_sp_dims, int *bad) {
+    GRID_LOOP(e, n) {
+        int64_t id = ix[e];
+        if (id < 0 || id >= total) {
+            *bad = 1;
+            continue;
+        }
+        int64_t nc = id / inf_sp, rem = id - nc * inf_sp, off = 0, stride = 1;
+        for (int d = inferred.rank - 1; d >= 0; d--) {
+            int64_t q = rem / inferred.dims[d];
+            off += (rem - q * inferred.dims[d]) * stride;
+            rem = q;
+            stride *= out_sp_dims.dims[d];
+        }
+        y[nc * out_sp + off] = x[e];
+    }
+}
+
+static int unpool_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    if (node->n_inputs < 2 || node->inputs[1].dtype != NETRUN_DTYPE_INT64) return cuda_refuse(reason, size, "indices not int64");
+    return 1;
+}
+
+static netrun_status unpool_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_max_unpool_params *p = (const netrun_max_unpool_params *)args->params;
+    const netrun_tensor *X = &args->inputs[0], *I = &args->inputs[1];
+    netrun_tensor *Y = &args->outputs[0];
+    netrun_status st = refuse_capture(ctx, "MaxUnpool");
+    if (st != NETRUN_OK) return st;
+    if (!p || p->n_spatial < 1 || X->rank != p->n_spatial + 2 || Y->rank != X->rank || cuda_count(I) != cuda_count(X))
+        return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda MaxUnpool: bad params");
+    cudaError_t e = cudaMemsetAsync(Y->data, 0, Y->nbytes, ctx->stream);
+    if (e != cudaSuccess) return cuda_fail(e, "MaxUnpool zero");
+    int k = p->n_spatial;
+    int64_t inf_sp = 1, out_sp = 1, n = cuda_count(X);
+    for (int d = 0; d < k; d++) {
+        inf_sp *= p->inferred[d];
+        out_sp *= Y->dims[2 + d];
+    }
+    if (n == 0) return NETRUN_OK;
+    int64_t total = X->dims[0] * X->dims[1] * inf_sp;
+    shape8 inf = make_shape(k, p->inferred), osd = make_shape(k, Y->dims + 2);
+    flag_state *f = (flag_state *)state;
+    DISPATCH_ES(cuda_esize(X->dtype), (unpool_k<E><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(
+                                          (const E *)X->data, (const int64_t *)I->data, (E *)Y->data, n, total, inf_sp,
+                                          out_sp, inf, osd, f->bad)));
+    if ((st = cuda_check_launch("MaxUnpool")) != NETRUN_OK) return st;
+    return flag_check(ctx, f, "MaxUnpool", "an index is out of range");
+}
+
+/* ---- Col2Im: each image element sums the column entries that land on it (a gather: no atomics) ---- */
+
+template <typename T>
+__global__ void col2im_k(const T *x, T *y, int64_t n, int64_t C, int64_t kprod, int64_t L, int64_t img,
+                         netrun_col2im_params p) {
+    GRID_LOOP(i, n) {
+        int64_t nc = i / img, pix = i - nc * img, nn = nc / C, c = nc - nn * C;
+        int64_t coord[NETRUN_MAX_RANK];
+        int64_t rem = pix;
+        for (int d = p.n_spatial - 1; d >= 0; d--) {
+            int64_t q = rem / p.image[d];
+            coord[d] = rem - q * p.image[d];
+            rem = q;
+        }
+        double acc = 0;
+        const T *base = x + (nn * C + c) * kprod * L;
+        for (int64_t kk = 0; kk < kprod; kk++) {
+            int64_t kr = kk, l = 0, lmul = 1;
+            bool ok = true;
+            for (int d = p.n_spatial - 1; d >= 0 && ok; d--) {
+                int64_t kq = kr / p.block[d], kpos = kr - kq * p.block[d];
+                kr = kq;
+                int64_t t = coord[d] + p.pads_begin[d] - kpos * p.dilations[d];
+                if (t < 0 || t % p.strides[d]) ok = false;
+                else {
+                    int64_t b = t / p.strides[d];
+                    if (b >= p.blocks[d]) ok = false;
+                    l += b * lmul;
+                    lmul *= p.blocks[d];
+                }
+            }
+            if (ok) acc += (double)num<T>::get(base[kk * L + l]);
+        }
+        y[i] = conv<T>::to(acc);
+    }
+}
+
+static netrun_status col2im_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_col2im_params *p = (const netrun_col2im_params *)args->params;
+    const netrun_tensor *X = &args->inputs[0];
+    netrun_tensor *Y = &args->outputs[0];
+    if (!p || X->rank != 3 || Y->rank != p->n_spatial + 2 || p->n_spatial < 1)
+        return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda Col2Im: bad params");
+    int64_t kprod = 1, img = 1, L = X->dims[2], C = Y->dims[1], n = cuda_count(Y);
+    for (int d = 0; d < p->n_spatial; d++) {
+        kprod *= p->block[d];
+        img *= p->image[d];
+        if (p->strides[d] < 1) return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda Col2Im: stride < 1");
+    }
+    if (n == 0) return NETRUN_OK;
+    if (X->dims[1] != C * kprod) return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda Col2Im: bad input channels");
+    unsigned b = cuda_blocks(n);
+    switch (X->dtype) {
+    case NETRUN_DTYPE_FLOAT: col2im_k<float><<<b, CUDA_THREADS, 0, ctx->stream>>>((const float *)X->data, (float *)Y->data, n, C, kprod, L, img, *p); break;
+    case NETRUN_DTYPE_DOUBLE: col2im_k<double><<<b, CUDA_THREADS, 0, ctx->stream>>>((const double *)X->data, (double *)Y->data, n, C, kprod, L, img, *p); break;
+    case NETRUN_DTYPE_FLOAT16: col2im_k<__half><<<b, CUDA_THREADS, 0, ctx->stream>>>((const __half *)X->data, (__half *)Y->data, n, C, kprod, L, img, *p); break;
+    case NETRUN_DTYPE_BFLOAT16: col2im_k<bf16_t><<<b, CUDA_THREADS, 0, ctx->stream>>>((const bf16_t *)X->data, (bf16_t *)Y->data, n, C, kprod, L, img, *p); break;
+    default: return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda Col2Im: dtype %s", cuda_dtype_name(X->dtype));
+    }
+    return cuda_check_launch("Col2Im");
+}
+
+/* ---- CenterCropPad: out[i] = in[i + offset] per axis, zero outside the input ---- */
+
+template <typename E>
+__global__ void ccp_k(const E *x, E *y, int64_t n, shape8 in, shape8 out, shape8 offset) {
+    GRID_LOOP(i, n) {
+        int64_t rem = i, src = 0, mul = 1;
+        bool inside = true;
+        for (int d = out.rank - 1; d >= 0; d--) {
+            int64_t q = rem / out.dims[d], c = rem - q * out.dims[d] + offset.dims[d];
+            rem = q;
+            if (c < 0 || c >= in.dims[d]) inside = false;
+            src += c * mul;
+            mul *= in.dims[d];
+        }
+        y[i] = inside ? x[src] : (E)0;
+    }
+}
+
+static netrun_status ccp_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_center_crop_pad_params *p = (const netrun_center_crop_pad_params *)args->params;
+    const netrun_tensor *X = &args->inputs[0];
+    netrun_tensor *Y = &args->outputs[0];
+    if (!p || p->rank != X->rank || Y->rank != X->rank)
+        return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda CenterCropPad: bad params");
+    int64_t n = cuda_count(Y);
+    if (n == 0) return NETRUN_OK;
+    shape8 in = make_shape(X->rank, X->dims), out = make_shape(Y->rank, Y->dims), off = make_shape(p->rank, p->offset);
+    DISPATCH_ES(cuda_esize(X->dtype), (ccp_k<E><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(
+                                          (const E *)X->data, (E *)Y->data, n, in, out, off)));
+    return cuda_check_launch("CenterCropPad");
+}
+
+static int bytes_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    if (!cuda_esize(node->inputs[0].dtype)) return cuda_refuse(reason, size, "dtype %s", cuda_dtype_name(node->inputs[0].dtype));
+    return 1;
+}
+
+#define ARG_DTYPES NUM_DTYPES
+#define CUM_DTYPES (CUDA_DT(FLOAT) | CUDA_DT(DOUBLE) | CUDA_DT(FLOAT16) | CUDA_DT(INT32) | CUDA_DT(INT64))
+
 extern "C" const cuda_op cuda_ops_index_ops[] = {
+    {"ArgMax", ARG_DTYPES, "keepdims, select_last_index", NULL, arg_create, arg_run, NULL},
+    {"ArgMin", ARG_DTYPES, "keepdims, select_last_index", NULL, arg_create, arg_run, NULL},
+    {"TopK", NUM_DTYPES, "always sorted; O(axis length) per element", NULL, NULL, topk_run, NULL},
+    {"CumSum", CUM_DTYPES, "exclusive, reverse", NULL, cum_create, cum_run, NULL},
+    {"CumProd", CUM_DTYPES, "exclusive, reverse", NULL, cum_create, cum_run, NULL},
+    {"OneHot", NUM_DTYPES, "", onehot_supports, NULL, onehot_run, NULL},
+    {"ReverseSequence", CUDA_ALL_DTYPES, "int64 sequence_lens", revseq_supports, flag_create, revseq_run, flag_destroy},
+    {"Compress", CUDA_ALL_DTYPES, "condition length known at placement; reads the condition on the host",
+     compress_supports, compress_create, compress_run, compress_destroy},
+    {"NonZero", CUDA_ALL_DTYPES, "input shape known at placement; reads the count on the host", nonzero_supports,
+     nonzero_create, nonzero_run, nonzero_destroy},
+    {"MaxUnpool", FLOAT4_DTYPES, "int64 indices", unpool_supports, flag_create, unpool_run, flag_destroy},
+    {"Col2Im", FLOAT4_DTYPES, "", NULL, NULL, col2im_run, NULL},
+    {"CenterCropPad", CUDA_ALL_DTYPES, "", bytes_supports, NULL, ccp_run, NULL},
     {NULL, 0, NULL, NULL, NULL, NULL, NULL}};
