@@ -1,5 +1,382 @@
-/* CUDA kernels: GridSample, AffineGrid and other sampling ops. */
-#include "cuda_kernels.cuh"
+/* CUDA kernels: GridSample, AffineGrid and RoiAlign, ports of the CPU backend's (backends/cpu/vision.c): values
+ * in double, coordinates rounded to float where the CPU rounds them (the ONNX reference and onnxruntime
+ * compute them in float), and the coordinate arithmetic written with explicit _rn operations so that nvcc's
+ * multiply-add contraction cannot move a sample position across a pixel boundary the CPU does not cross. */
+#include "cast_dev.cuh"
+
+#define VISION_FLOAT_DTYPES (CUDA_DT(FLOAT) | CUDA_DT(FLOAT16) | CUDA_DT(DOUBLE) | CUDA_DT(BFLOAT16))
+
+static int vision_float(netrun_dtype t) { return (unsigned)t < 64 && ((VISION_FLOAT_DTYPES >> t) & 1); }
+
+/* Round to float unless the op computes in double. */
+__device__ __forceinline__ double fround(double v, int dbl) { return dbl ? v : (double)(float)v; }
+
+/* ================= GridSample ================= */
+
+struct gs_args {
+    const void *x, *g;
+    void *y;
+    int xt, gt, yt;
+    int mode, pad, ac, k, dbl;
+    int64_t N, C, n_out, sp;
+    int64_t dims[3];
+};
+
+/* Reflect x into [lo, hi] by folding at the borders (as PyTorch / the ONNX reference). */
+__device__ double gs_reflect(double x, double lo, double hi) {
+    double rng = __dsub_rn(hi, lo);
+    if (rng <= 0) return lo;
+    if (x < lo) {
+        double dx = __dsub_rn(lo, x);
+        int64_t n = (int64_t)(dx / rng);
+        double r = __dsub_rn(dx, __dmul_rn((double)n, rng));
+        return n % 2 == 0 ? __dadd_rn(lo, r) : __dsub_rn(hi, r);
+    }
+    if (x > hi) {
+        double dx = __dsub_rn(x, hi);
+        int64_t n = (int64_t)(dx / rng);
+        double r = __dsub_rn(dx, __dmul_rn((double)n, rng));
+        return n % 2 == 0 ? __dsub_rn(hi, r) : __dadd_rn(lo, r);
+    }
+    return x;
+}
+
+/* Index of a tap after padding; -1 = reads zero. */
+__device__ __forceinline__ int64_t gs_pixel(int64_t i, int64_t d, int pad, double lo, double hi) {
+    if (pad == NETRUN_GS_PAD_ZEROS) return i >= 0 && i < d ? i : -1;
+    if (pad == NETRUN_GS_PAD_BORDER) return i < 0 ? 0 : i >= d ? d - 1 : i;
+    int64_t r = (int64_t)gs_reflect((double)i, lo, hi);
+    return r < 0 ? 0 : r >= d ? d - 1 : r;
+}
+
+__device__ __forceinline__ void gs_cubic_coeffs(double x, double *c) {
+    const double A = -0.75;
+    x = fabs(x);
+    c[0] = ((A * (x + 1) - 5 * A) * (x + 1) + 8 * A) * (x + 1) - 4 * A;
+    c[1] = ((A + 2) * x - (A + 3)) * x * x + 1;
+    c[2] = ((A + 2) * (1 - x) - (A + 3)) * (1 - x) * (1 - x) + 1;
+    c[3] = ((A * (2 - x) - 5 * A) * (2 - x) + 8 * A) * (2 - x) - 4 * A;
+}
+
+/* One thread per (batch, output point); it computes the taps once and walks the channels. */
+__global__ void grid_sample_k(gs_args a) {
+    GRID_LOOP(t, a.N * a.n_out) {
+        int64_t n = t / a.n_out, o = t - n * a.n_out;
+        int64_t idx[3][4];
+        double w[3][4];
+        int cnt[3];
+        for (int d = 0; d < a.k; d++) {
+            /* grid's last axis lists coordinates innermost-dim first */
+            double nv = dev_load_f(a.g, a.gt, t * a.k + (a.k - 1 - d));
+            double len = (double)a.dims[d];
+            double c = a.ac ? __dmul_rn(__dadd_rn(nv, 1) / 2.0, __dsub_rn(len, 1))
+                            : __dsub_rn(__dmul_rn(__dadd_rn(nv, 1), len), 1) / 2.0;
+            c = fround(c, a.dbl);
+            double lo = a.ac ? 0 : -0.5, hi = a.ac ? __dsub_rn(len, 1) : __dsub_rn(len, 0.5);
+            if (a.mode == NETRUN_GS_NEAREST) c = rint(c); /* half to even, as PyTorch */
+            /* cubic pads each tap, not the coordinate, in border mode (PyTorch and onnxruntime) */
+            if ((c < lo || c > hi) && !(a.mode == NETRUN_GS_CUBIC && a.pad == NETRUN_GS_PAD_BORDER)) {
+                if (a.pad == NETRUN_GS_PAD_BORDER) c = c < 0 ? 0 : c > len - 1 ? len - 1 : c;
+                else if (a.pad == NETRUN_GS_PAD_REFLECTION) c = fround(gs_reflect(c, lo, hi), a.dbl);
+            }
+            if (!(c == c) || fabs(c) > 1e15) { /* NaN or absurd coordinate: read zero */
+                cnt[d] = 1;
+                idx[d][0] = a.pad == NETRUN_GS_PAD_ZEROS ? -1 : 0;
+                w[d][0] = a.pad == NETRUN_GS_PAD_ZEROS ? 0 : 1;
+                continue;
+            }
+            if (a.mode == NETRUN_GS_NEAREST) {
+                cnt[d] = 1;
+                idx[d][0] = gs_pixel((int64_t)c, a.dims[d], a.pad, lo, hi);
+                w[d][0] = 1;
+            } else if (a.mode == NETRUN_GS_LINEAR) {
+                double f = floor(c), r = __dsub_rn(c, f);
+                cnt[d] = 2;
+                idx[d][0] = gs_pixel((int64_t)f, a.dims[d], a.pad, lo, hi);
+                idx[d][1] = gs_pixel((int64_t)f + 1, a.dims[d], a.pad, lo, hi);
+                w[d][0] = __dsub_rn(1, r);
+                w[d][1] = r;
+            } else {
+                double f = floor(c), cf[4];
+                gs_cubic_coeffs(__dsub_rn(c, f), cf);
+                cnt[d] = 4;
+                for (int q = 0; q < 4; q++) {
+                    idx[d][q] = gs_pixel((int64_t)f - 1 + q, a.dims[d], a.pad, lo, hi);
+                    w[d][q] = cf[q];
+                }
+            }
+        }
+        int total = 1;
+        for (int d = 0; d < a.k; d++) total *= cnt[d];
+        for (int64_t ch = 0; ch < a.C; ch++) {
+            int64_t base = (n * a.C + ch) * a.sp;
+            double acc = 0;
+            for (int q = 0; q < total; q++) {
+                int rem = q;
+                double wt = 1;
+                int64_t off = 0, stride = 1;
+                int valid = 1;
+                for (int d = a.k - 1; d >= 0; d--) {
+                    int qi = rem % cnt[d];
+                    rem /= cnt[d];
+                    int64_t ii = idx[d][qi];
+                    if (ii < 0) { valid = 0; break; }
+                    wt *= w[d][qi];
+                    off += ii * stride;
+                    stride *= a.dims[d];
+                }
+                if (valid) acc += wt * dev_load_f(a.x, a.xt, base + off);
+            }
+            dev_store_f(a.y, a.yt, (n * a.C + ch) * a.n_out + o, acc);
+        }
+    }
+}
+
+static int grid_sample_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    const netrun_grid_sample_params *p = (const netrun_grid_sample_params *)node->params;
+    if (!p || node->n_inputs < 2 || node->n_outputs < 1) return cuda_refuse(reason, size, "GridSample without params");
+    if (p->n_spatial < 1 || p->n_spatial > 3)
+        return cuda_refuse(reason, size, "GridSample: %d spatial dims (1 to 3 supported)", p->n_spatial);
+    if (!vision_float(node->inputs[0].dtype) || !vision_float(node->inputs[1].dtype) ||
+        !vision_float(node->outputs[0].dtype))
+        return cuda_refuse(reason, size, "GridSample: dtypes %s / %s (float types only)",
+                           cuda_dtype_name(node->inputs[0].dtype), cuda_dtype_name(node->inputs[1].dtype));
+    if (p->mode != NETRUN_GS_LINEAR && p->mode != NETRUN_GS_NEAREST && p->mode != NETRUN_GS_CUBIC)
+        return cuda_refuse(reason, size, "GridSample: mode %d unknown", p->mode);
+    return 1;
+}
+
+static netrun_status grid_sample_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    const netrun_grid_sample_params *p = (const netrun_grid_sample_params *)args->params;
+    const netrun_tensor *x = &args->inputs[0], *g = &args->inputs[1];
+    netrun_tensor *y = &args->outputs[0];
+    if (!p || p->n_spatial < 1 || p->n_spatial > 3 || x->rank != p->n_spatial + 2 || g->rank != x->rank)
+        return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda GridSample: bad params or ranks");
+    gs_args a;
+    memset(&a, 0, sizeof a);
+    a.x = x->data;
+    a.g = g->data;
+    a.y = y->data;
+    a.xt = (int)x->dtype;
+    a.gt = (int)g->dtype;
+    a.yt = (int)y->dtype;
+    a.mode = p->mode;
+    a.pad = p->padding_mode;
+    a.ac = p->align_corners;
+    a.k = p->n_spatial;
+    a.dbl = x->dtype == NETRUN_DTYPE_DOUBLE;
+    a.N = x->dims[0];
+    a.C = x->dims[1];
+    a.sp = 1;
+    for (int d = 0; d < a.k; d++) {
+        a.dims[d] = x->dims[2 + d];
+        a.sp *= a.dims[d];
+    }
+    a.n_out = 1;
+    for (int d = 0; d < a.k; d++) a.n_out *= g->dims[1 + d];
+    int64_t total = a.N * a.n_out;
+    if (total == 0 || a.C == 0) return NETRUN_OK;
+    grid_sample_k<<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>(a);
+    return cuda_check_launch("GridSample");
+}
+
+/* ================= AffineGrid ================= */
+
+/* Base coordinate of position i along a dim of length n, in [-1, 1]. */
+__device__ __forceinline__ double ag_coord(int ac, int64_t i, int64_t n) {
+    if (ac) return n > 1 ? __dadd_rn(-1.0, __dmul_rn(2.0, (double)i) / (double)(n - 1)) : -1.0;
+    return __dadd_rn(-1.0, __dadd_rn(__dmul_rn(2.0, (double)i), 1.0) / (double)n);
+}
+
+__global__ void affine_grid_k(const void *th, int tt, void *y, int yt, int k, int ac, int64_t N, int64_t D, int64_t H,
+                              int64_t W) {
+    GRID_LOOP(pos, N * D * H * W) {
+        int64_t w = pos % W, r = pos / W, h = r % H;
+        r /= H;
+        int64_t d = r % D, n = r / D;
+        double t[12];
+        for (int q = 0; q < k * (k + 1); q++) t[q] = dev_load_f(th, tt, n * k * (k + 1) + q);
+        double xx = ag_coord(ac, w, W), yy = ag_coord(ac, h, H), z = k == 3 ? ag_coord(ac, d, D) : 0;
+        int64_t o = pos * k;
+        if (k == 2) {
+            dev_store_f(y, yt, o, __dadd_rn(__dadd_rn(__dmul_rn(t[0], xx), __dmul_rn(t[1], yy)), t[2]));
+            dev_store_f(y, yt, o + 1, __dadd_rn(__dadd_rn(__dmul_rn(t[3], xx), __dmul_rn(t[4], yy)), t[5]));
+        } else {
+            for (int q = 0; q < 3; q++)
+                dev_store_f(y, yt, o + q,
+                            __dadd_rn(__dadd_rn(__dadd_rn(__dmul_rn(t[4 * q], xx), __dmul_rn(t[4 * q + 1], yy)),
+                                                __dmul_rn(t[4 * q + 2], z)),
+                                      t[4 * q + 3]));
+        }
+    }
+}
+
+static int affine_grid_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    const netrun_affine_grid_params *p = (const netrun_affine_grid_params *)node->params;
+    if (!p || node->n_inputs < 1 || node->n_outputs < 1) return cuda_refuse(reason, size, "AffineGrid without params");
+    if (p->n_spatial != 2 && p->n_spatial != 3)
+        return cuda_refuse(reason, size, "AffineGrid: %d spatial dims (2 or 3)", p->n_spatial);
+    if (!vision_float(node->inputs[0].dtype) || !vision_float(node->outputs[0].dtype))
+        return cuda_refuse(reason, size, "AffineGrid: dtype %s (float types only)", cuda_dtype_name(node->inputs[0].dtype));
+    return 1;
+}
+
+static netrun_status affine_grid_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    const netrun_affine_grid_params *p = (const netrun_affine_grid_params *)args->params;
+    const netrun_tensor *th = &args->inputs[0];
+    netrun_tensor *y = &args->outputs[0];
+    if (!p || (p->n_spatial != 2 && p->n_spatial != 3) || y->rank != p->n_spatial + 2)
+        return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda AffineGrid: bad params");
+    int k = p->n_spatial;
+    int64_t N = y->dims[0], D = k == 3 ? y->dims[1] : 1, H = y->dims[k - 1], W = y->dims[k];
+    if (cuda_count(th) < N * k * (k + 1))
+        return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda AffineGrid: theta has %lld values, %lld needed",
+                                (long long)cuda_count(th), (long long)(N * k * (k + 1)));
+    int64_t total = N * D * H * W;
+    if (total == 0) return NETRUN_OK;
+    affine_grid_k<<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>(th->data, (int)th->dtype, y->data, (int)y->dtype,
+                                                                        k, p->align_corners, N, D, H, W);
+    return cuda_check_launch("AffineGrid");
+}
+
+/* ================= RoiAlign ================= */
+
+struct roi_args {
+    const void *x, *rois, *bi;
+    void *y;
+    int xt, rt, bt, yt;
+    int mode_max, half_pixel;
+    int64_t N, C, H, W, PH, PW, sampling_ratio;
+    double spatial_scale;
+};
+
+/* One thread per output element (roi, channel, ph, pw). */
+__global__ void roi_align_k(roi_args a, int64_t total) {
+    GRID_LOOP(t, total) {
+        int64_t pw = t % a.PW, q = t / a.PW, ph = q % a.PH;
+        q /= a.PH;
+        int64_t c = q % a.C, r = q / a.C;
+        int64_t batch = a.bt == NETRUN_DTYPE_INT32 ? ((const int32_t *)a.bi)[r] : ((const int64_t *)a.bi)[r];
+        if (batch < 0 || batch >= a.N) { /* the CPU refuses these; a kernel cannot, so it writes zero */
+            dev_store_f(a.y, a.yt, t, 0.0);
+            continue;
+        }
+        /* roi geometry in the input's precision (float for float tensors), as onnxruntime */
+        int dbl = a.xt == NETRUN_DTYPE_DOUBLE;
+        double off = a.half_pixel ? 0.5 : 0.0, ss = a.spatial_scale;
+        double sw = fround(__dsub_rn(fround(__dmul_rn(dev_load_f(a.rois, a.rt, r * 4 + 0), ss), dbl), off), dbl);
+        double sh = fround(__dsub_rn(fround(__dmul_rn(dev_load_f(a.rois, a.rt, r * 4 + 1), ss), dbl), off), dbl);
+        double ew = fround(__dsub_rn(fround(__dmul_rn(dev_load_f(a.rois, a.rt, r * 4 + 2), ss), dbl), off), dbl);
+        double eh = fround(__dsub_rn(fround(__dmul_rn(dev_load_f(a.rois, a.rt, r * 4 + 3), ss), dbl), off), dbl);
+        double rw = fround(__dsub_rn(ew, sw), dbl), rh = fround(__dsub_rn(eh, sh), dbl);
+        if (!a.half_pixel) { /* the legacy mode forces a roi of at least 1x1 */
+            rw = rw > 1 ? rw : 1;
+            rh = rh > 1 ? rh : 1;
+        }
+        double bh = fround(rh / (double)a.PH, dbl), bw = fround(rw / (double)a.PW, dbl);
+        int64_t gh = a.sampling_ratio > 0 ? a.sampling_ratio : (int64_t)ceil(fround(rh / (double)a.PH, dbl));
+        int64_t gw = a.sampling_ratio > 0 ? a.sampling_ratio : (int64_t)ceil(fround(rw / (double)a.PW, dbl));
+        if (gh < 0) gh = 0;
+        if (gw < 0) gw = 0;
+        if (gh > 1 << 16) gh = 1 << 16; /* guard runaway sample counts from huge rois */
+        if (gw > 1 << 16) gw = 1 << 16;
+        double count = gh * gw > 1 ? (double)(gh * gw) : 1.0;
+        int64_t xbase = (batch * a.C + c) * a.H * a.W, H = a.H, W = a.W;
+        double acc = 0;
+        int first = 1;
+        for (int64_t iy = 0; iy < gh; iy++) {
+            double yy = __dadd_rn(__dadd_rn(sh, __dmul_rn((double)ph, bh)), __dmul_rn((double)iy + 0.5, bh) / (double)gh);
+            for (int64_t ix = 0; ix < gw; ix++) {
+                double xx = __dadd_rn(__dadd_rn(sw, __dmul_rn((double)pw, bw)), __dmul_rn((double)ix + 0.5, bw) / (double)gw);
+                double v1 = 0, v2 = 0, v3 = 0, v4 = 0, w1 = 0, w2 = 0, w3 = 0, w4 = 0;
+                if (!(yy < -1.0 || yy > (double)H || xx < -1.0 || xx > (double)W)) {
+                    double y = yy > 0 ? yy : 0, xq = xx > 0 ? xx : 0;
+                    int64_t yl = (int64_t)y, xl = (int64_t)xq, yh, xh;
+                    if (yl >= H - 1) { yh = yl = H - 1; y = (double)yl; } else yh = yl + 1;
+                    if (xl >= W - 1) { xh = xl = W - 1; xq = (double)xl; } else xh = xl + 1;
+                    double ly = __dsub_rn(y, (double)yl), lx = __dsub_rn(xq, (double)xl);
+                    double hy = __dsub_rn(1, ly), hx = __dsub_rn(1, lx);
+                    w1 = __dmul_rn(hy, hx), w2 = __dmul_rn(hy, lx), w3 = __dmul_rn(ly, hx), w4 = __dmul_rn(ly, lx);
+                    v1 = dev_load_f(a.x, a.xt, xbase + yl * W + xl);
+                    v2 = dev_load_f(a.x, a.xt, xbase + yl * W + xh);
+                    v3 = dev_load_f(a.x, a.xt, xbase + yh * W + xl);
+                    v4 = dev_load_f(a.x, a.xt, xbase + yh * W + xh);
+                } else {
+                    v1 = v2 = v3 = v4 = dev_load_f(a.x, a.xt, xbase); /* weights 0, as the reference */
+                }
+                if (!a.mode_max) {
+                    acc += w1 * v1 + w2 * v2 + w3 * v3 + w4 * v4;
+                } else { /* max of the weighted corners (onnxruntime's and the reference's rule) */
+                    double m = __dmul_rn(w1, v1);
+                    m = __dmul_rn(w2, v2) > m ? __dmul_rn(w2, v2) : m;
+                    m = __dmul_rn(w3, v3) > m ? __dmul_rn(w3, v3) : m;
+                    m = __dmul_rn(w4, v4) > m ? __dmul_rn(w4, v4) : m;
+                    if (first || m > acc) acc = m;
+                    first = 0;
+                }
+            }
+        }
+        if (!a.mode_max) acc /= count;
+        dev_store_f(a.y, a.yt, t, acc);
+    }
+}
+
+static int roi_align_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    const netrun_roi_align_params *p = (const netrun_roi_align_params *)node->params;
+    if (!p || node->n_inputs < 3 || node->n_outputs < 1) return cuda_refuse(reason, size, "RoiAlign without params");
+    if (!vision_float(node->inputs[0].dtype) || !vision_float(node->inputs[1].dtype) ||
+        !vision_float(node->outputs[0].dtype))
+        return cuda_refuse(reason, size, "RoiAlign: dtypes %s / %s (float types only)",
+                           cuda_dtype_name(node->inputs[0].dtype), cuda_dtype_name(node->inputs[1].dtype));
+    netrun_dtype bt = node->inputs[2].dtype;
+    if (bt != NETRUN_DTYPE_INT64 && bt != NETRUN_DTYPE_INT32)
+        return cuda_refuse(reason, size, "RoiAlign: batch_indices of dtype %s", cuda_dtype_name(bt));
+    return 1;
+}
+
+static netrun_status roi_align_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    const netrun_roi_align_params *p = (const netrun_roi_align_params *)args->params;
+    const netrun_tensor *x = &args->inputs[0], *rois = &args->inputs[1], *bi = &args->inputs[2];
+    netrun_tensor *y = &args->outputs[0];
+    if (!p || x->rank != 4 || rois->rank != 2 || bi->rank != 1 || p->output_height < 0 || p->output_width < 0)
+        return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda RoiAlign: bad params or shapes");
+    roi_args a;
+    memset(&a, 0, sizeof a);
+    a.x = x->data;
+    a.rois = rois->data;
+    a.bi = bi->data;
+    a.y = y->data;
+    a.xt = (int)x->dtype;
+    a.rt = (int)rois->dtype;
+    a.bt = (int)bi->dtype;
+    a.yt = (int)y->dtype;
+    a.mode_max = p->mode_max;
+    a.half_pixel = p->half_pixel;
+    a.N = x->dims[0];
+    a.C = x->dims[1];
+    a.H = x->dims[2];
+    a.W = x->dims[3];
+    a.PH = p->output_height;
+    a.PW = p->output_width;
+    a.sampling_ratio = p->sampling_ratio;
+    a.spatial_scale = p->spatial_scale;
+    int64_t total = rois->dims[0] * a.C * a.PH * a.PW;
+    if (total == 0) return NETRUN_OK;
+    if (a.H == 0 || a.W == 0) {
+        cudaError_t e = cudaMemsetAsync(y->data, 0, y->nbytes, ctx->stream);
+        return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, "RoiAlign zero fill");
+    }
+    roi_align_k<<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>(a, total);
+    return cuda_check_launch("RoiAlign");
+}
 
 extern "C" const cuda_op cuda_ops_vision[] = {
+    {"GridSample", VISION_FLOAT_DTYPES, "linear/nearest/cubic, zeros/border/reflection, 1-D to 3-D spatial",
+     grid_sample_supports, NULL, grid_sample_run, NULL},
+    {"AffineGrid", VISION_FLOAT_DTYPES, "2-D and 3-D", affine_grid_supports, NULL, affine_grid_run, NULL},
+    {"RoiAlign", VISION_FLOAT_DTYPES, "avg/max, half_pixel/output_half_pixel; batch indices out of range give 0",
+     roi_align_supports, NULL, roi_align_run, NULL},
     {NULL, 0, NULL, NULL, NULL, NULL, NULL}};
