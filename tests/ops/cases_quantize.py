@@ -185,6 +185,10 @@ chain("CastLike_e8m0", e8_norm, [helper.make_node("CastLike", ["x", "like"], ["q
                                  helper.make_node("Cast", ["q"], ["y"], to=TensorProto.FLOAT)], 25)
 CASES[-1].model.graph.initializer.append(helper.make_tensor("like", TensorProto.FLOAT8E8M0, [1], [1.0]))
 optest.fix_output_types(CASES[-1].model)
+# Many elements (several blocks of a GPU grid): float32 -> float8e4m3fn -> float32 inside the finite range.
+chain("Cast_f32_e4m3fn_large", rand(70000, low=-200, high=200, seed=46),
+      [helper.make_node("Cast", ["x"], ["q"], to=TensorProto.FLOAT8E4M3FN),
+       helper.make_node("Cast", ["q"], ["y"], to=TensorProto.FLOAT)], 19)
 # float4e2m1: onnxruntime 1.31 has no CPU kernel for it (Cast, QuantizeLinear); the ONNX node tests cover it.
 
 # ---- DynamicQuantizeLinear ----
