@@ -107,14 +107,18 @@ static int q_supports_common(const netrun_node_desc *node, char *reason, size_t 
         return cuda_refuse(reason, size, "%s: x of dtype %s not supported", node->op_type, cuda_dtype_name(xt));
     if (!in_mask(st, QUANT_SCALE_DTYPES))
         return cuda_refuse(reason, size, "%s: scale of dtype %s not supported", node->op_type, cuda_dtype_name(st));
-    if (!in_mask(yt, quantize ? QUANT_Y_DTYPES : DEQUANT_Y_DTYPES))
+    /* A node whose shapes wait for run-time values is placed before its infer ran: its params then hold only
+     * the attributes (out_dtype 0, precision 0) and its output dtype is a guess. The layer only produces types
+     * the kernels serve; the run checks them again. */
+    if (p->out_dtype) yt = (netrun_dtype)p->out_dtype;
+    if (p->out_dtype && !in_mask(yt, quantize ? QUANT_Y_DTYPES : DEQUANT_Y_DTYPES))
         return cuda_refuse(reason, size, "%s: output dtype %s not supported", node->op_type, cuda_dtype_name(yt));
     if (node->n_inputs > 2 && node->inputs[2].rank >= 0 && !cast_esize(node->inputs[2].dtype))
         return cuda_refuse(reason, size, "%s: zero point of dtype %s not supported", node->op_type,
                            cuda_dtype_name(node->inputs[2].dtype));
     if (p->mode != NETRUN_QUANT_PER_TENSOR && p->mode != NETRUN_QUANT_PER_AXIS && p->mode != NETRUN_QUANT_BLOCKED)
         return cuda_refuse(reason, size, "%s: quantization mode %d unknown", node->op_type, p->mode);
-    if (quantize && p->precision != NETRUN_DTYPE_FLOAT && p->precision != NETRUN_DTYPE_FLOAT16 &&
+    if (quantize && p->precision && p->precision != NETRUN_DTYPE_FLOAT && p->precision != NETRUN_DTYPE_FLOAT16 &&
         p->precision != NETRUN_DTYPE_BFLOAT16 && p->precision != NETRUN_DTYPE_DOUBLE)
         return cuda_refuse(reason, size, "QuantizeLinear: precision %d not supported", p->precision);
     return 1;
@@ -148,6 +152,12 @@ static netrun_status q_run_common(cuda_context *ctx, const netrun_kernel_args *a
         }
         if (g.inner == 0 || g.dim == 0) return NETRUN_OK; /* x is empty */
     }
+    if (!in_mask(y->dtype, quantize ? QUANT_Y_DTYPES : DEQUANT_Y_DTYPES) || !in_mask(s->dtype, QUANT_SCALE_DTYPES) ||
+        (z && !cast_esize(z->dtype)) ||
+        (quantize && p->precision != NETRUN_DTYPE_FLOAT && p->precision != NETRUN_DTYPE_FLOAT16 &&
+         p->precision != NETRUN_DTYPE_BFLOAT16 && p->precision != NETRUN_DTYPE_DOUBLE))
+        return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda %s: output %s, scale %s, precision %d not supported", op,
+                                cuda_dtype_name(y->dtype), cuda_dtype_name(s->dtype), p->precision);
     int64_t n = cuda_count(x);
     if (n == 0) return NETRUN_OK;
     qargs a;

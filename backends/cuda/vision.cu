@@ -135,7 +135,8 @@ __global__ void grid_sample_k(gs_args a) {
 static int grid_sample_supports(const netrun_node_desc *node, char *reason, size_t size) {
     const netrun_grid_sample_params *p = (const netrun_grid_sample_params *)node->params;
     if (!p || node->n_inputs < 2 || node->n_outputs < 1) return cuda_refuse(reason, size, "GridSample without params");
-    if (p->n_spatial < 1 || p->n_spatial > 3)
+    /* n_spatial is 0 while infer waits for run-time values (placement comes first); the run checks it */
+    if (p->n_spatial < 0 || p->n_spatial > 3)
         return cuda_refuse(reason, size, "GridSample: %d spatial dims (1 to 3 supported)", p->n_spatial);
     if (!vision_float(node->inputs[0].dtype) || !vision_float(node->inputs[1].dtype) ||
         !vision_float(node->outputs[0].dtype))
@@ -215,7 +216,8 @@ __global__ void affine_grid_k(const void *th, int tt, void *y, int yt, int k, in
 static int affine_grid_supports(const netrun_node_desc *node, char *reason, size_t size) {
     const netrun_affine_grid_params *p = (const netrun_affine_grid_params *)node->params;
     if (!p || node->n_inputs < 1 || node->n_outputs < 1) return cuda_refuse(reason, size, "AffineGrid without params");
-    if (p->n_spatial != 2 && p->n_spatial != 3)
+    /* n_spatial comes from the values of `size`: 0 at placement when they are only known at run time */
+    if (p->n_spatial != 0 && p->n_spatial != 2 && p->n_spatial != 3)
         return cuda_refuse(reason, size, "AffineGrid: %d spatial dims (2 or 3)", p->n_spatial);
     if (!vision_float(node->inputs[0].dtype) || !vision_float(node->outputs[0].dtype))
         return cuda_refuse(reason, size, "AffineGrid: dtype %s (float types only)", cuda_dtype_name(node->inputs[0].dtype));
