@@ -398,6 +398,9 @@ static netrun_dtype guess_dtype(netrun_session *s, const nr_node *nd) {
         if (!strcmp(nd->op_type, "ConstantOfShape") && !strcmp(at->name, "value") && at->t) return at->t->dtype;
     }
     if (!strcmp(nd->op_type, "ConstantOfShape")) return NETRUN_DTYPE_FLOAT;
+    /* CastLike takes the type of its second input */
+    if (!strcmp(nd->op_type, "CastLike") && nd->n_inputs > 1 && nd->inputs[1] >= 0)
+        return s->values[nd->inputs[1]].desc.dtype;
     for (int i = 0; i < nd->n_inputs; i++)
         if (nd->inputs[i] >= 0) return s->values[nd->inputs[i]].desc.dtype;
     return NETRUN_DTYPE_FLOAT;
@@ -872,6 +875,7 @@ static netrun_status prepare_once(netrun_session *s) {
         s->stats.n_act_fused = oc.act_fused;
         s->stats.n_sum_fused = oc.sum_fused;
         s->stats.n_nodes_dropped = oc.dropped;
+        s->stats.n_swish_fused = oc.swish_fused;
     }
     if (st == NETRUN_OK) st = build_steps(s);
     for (int dom = 0; st == NETRUN_OK && dom < s->n_domains; dom++) {

@@ -102,7 +102,7 @@ static int cast_supports(const netrun_node_desc *node, char *reason, size_t size
     if (!strcmp(node->op_type, "Cast") && node->params) b = (netrun_dtype)((const netrun_cast_params *)node->params)->to;
     if (!cast_esize(a) || !cast_esize(b))
         return cuda_refuse(reason, size, "%s %s -> %s not supported (string and complex casts run on the CPU)",
-                           node->op_type, cast_dtype_name(a), cast_dtype_name(b));
+                           node->op_type, cuda_dtype_name(a), cuda_dtype_name(b));
     return 1;
 }
 
@@ -113,7 +113,7 @@ static netrun_status cast_run(cuda_context *ctx, void *state, const netrun_kerne
     size_t ex = cast_esize(X->dtype), ey = cast_esize(Y->dtype);
     if (!ex || !ey)
         return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda Cast: %s -> %s not supported",
-                                cast_dtype_name(X->dtype), cast_dtype_name(Y->dtype));
+                                cuda_dtype_name(X->dtype), cuda_dtype_name(Y->dtype));
     int64_t n = cuda_count(X);
     if (n != cuda_count(Y))
         return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda Cast: output has %lld elements, input %lld",

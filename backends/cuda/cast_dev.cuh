@@ -22,15 +22,6 @@ static inline size_t cast_esize(netrun_dtype t) {
     return es ? es : 1;
 }
 
-/* Name of any dtype (cuda_dtype_name's table stops at int4). */
-static inline const char *cast_dtype_name(netrun_dtype t) {
-    static const char *const names[] = {"undefined", "float32", "uint8", "int8", "uint16", "int16", "int32", "int64",
-                                        "string", "bool", "float16", "float64", "uint32", "uint64", "complex64",
-                                        "complex128", "bfloat16", "float8e4m3fn", "float8e4m3fnuz", "float8e5m2",
-                                        "float8e5m2fnuz", "uint4", "int4", "float4e2m1", "float8e8m0", "uint2", "int2"};
-    return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "unknown";
-}
-
 /* ---- IEEE half, bfloat16 ---- */
 __device__ __forceinline__ float dev_half_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu, bits;

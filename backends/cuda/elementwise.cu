@@ -1,7 +1,8 @@
 /* CUDA kernels: elementwise unary and binary ops with numpy broadcasting, variadic Sum/Max/Min/Mean, Where,
- * Cast, PRelu, Mod, BitShift, Bitwise*, IsInf/IsNaN, BitCast, plus the bias + activation and broadcast-copy
- * launchers that Conv and Gemm use. Kernels are templates over the element type: float16 and bfloat16 are
- * computed in float, double in double, integers in their own type (wrapping, as the CPU backend). */
+ * PRelu, Mod, BitShift, Bitwise*, IsInf/IsNaN (Cast and BitCast: cast.cu, quantize.cu), plus the bias +
+ * activation and broadcast-copy launchers that Conv and Gemm use. Kernels are templates over the element type:
+ * float16 and bfloat16 are computed in float, double in double, integers in their own type (wrapping, as the CPU
+ * backend). */
 #include <limits>
 #include <type_traits>
 
@@ -861,123 +862,6 @@ static netrun_status where_run(cuda_context *ctx, void *state, const netrun_kern
     return cuda_check_launch("Where");
 }
 
-/* ---- Cast: every pair of the numeric types, through double (floats) or int64 (integers) ---- */
-
-__device__ __forceinline__ int dt_is_int(int t) {
-    return t == NETRUN_DTYPE_UINT8 || t == NETRUN_DTYPE_INT8 || t == NETRUN_DTYPE_UINT16 || t == NETRUN_DTYPE_INT16 ||
-           t == NETRUN_DTYPE_INT32 || t == NETRUN_DTYPE_INT64 || t == NETRUN_DTYPE_UINT32 || t == NETRUN_DTYPE_UINT64 ||
-           t == NETRUN_DTYPE_BOOL;
-}
-
-__device__ __forceinline__ int64_t ld_int(const void *p, int t, int64_t i) {
-    switch (t) {
-    case NETRUN_DTYPE_UINT8: return ((const uint8_t *)p)[i];
-    case NETRUN_DTYPE_BOOL: return ((const uint8_t *)p)[i] != 0;
-    case NETRUN_DTYPE_INT8: return ((const int8_t *)p)[i];
-    case NETRUN_DTYPE_UINT16: return ((const uint16_t *)p)[i];
-    case NETRUN_DTYPE_INT16: return ((const int16_t *)p)[i];
-    case NETRUN_DTYPE_INT32: return ((const int32_t *)p)[i];
-    case NETRUN_DTYPE_UINT32: return ((const uint32_t *)p)[i];
-    case NETRUN_DTYPE_UINT64: return (int64_t)((const uint64_t *)p)[i];
-    default: return ((const int64_t *)p)[i];
-    }
-}
-__device__ __forceinline__ double ld_dbl(const void *p, int t, int64_t i) {
-    switch (t) {
-    case NETRUN_DTYPE_FLOAT: return ((const float *)p)[i];
-    case NETRUN_DTYPE_DOUBLE: return ((const double *)p)[i];
-    case NETRUN_DTYPE_FLOAT16: return __half2float(((const __half *)p)[i]);
-    case NETRUN_DTYPE_UINT64: return (double)((const uint64_t *)p)[i];
-    default: return (double)ld_int(p, t, i);
-    }
-}
-__device__ __forceinline__ void st_int(void *p, int t, int64_t i, int64_t v) {
-    switch (t) {
-    case NETRUN_DTYPE_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
-    case NETRUN_DTYPE_BOOL: ((uint8_t *)p)[i] = v != 0; break;
-    case NETRUN_DTYPE_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
-    case NETRUN_DTYPE_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
-    case NETRUN_DTYPE_INT16: ((int16_t *)p)[i] = (int16_t)v; break;
-    case NETRUN_DTYPE_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
-    case NETRUN_DTYPE_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
-    case NETRUN_DTYPE_UINT64: ((uint64_t *)p)[i] = (uint64_t)v; break;
-    default: ((int64_t *)p)[i] = v; break;
-    }
-}
-__device__ __forceinline__ void st_dbl(void *p, int t, int64_t i, double v) {
-    switch (t) {
-    case NETRUN_DTYPE_FLOAT: ((float *)p)[i] = (float)v; break;
-    case NETRUN_DTYPE_DOUBLE: ((double *)p)[i] = v; break;
-    case NETRUN_DTYPE_FLOAT16: ((__half *)p)[i] = __float2half_rn((float)v); break;
-    case NETRUN_DTYPE_BOOL: ((uint8_t *)p)[i] = v != 0; break;
-    case NETRUN_DTYPE_UINT64: ((uint64_t *)p)[i] = v != v ? 0 : (uint64_t)v; break;
-    case NETRUN_DTYPE_INT64: case NETRUN_DTYPE_UINT32:
-        /* as x86's cvttsd2si, which the CPU backend and onnxruntime inherit: NaN and out of range give INT64_MIN */
-        st_int(p, t, i, (v != v || v >= 9.2233720368547758e18 || v < -9.2233720368547758e18) ? INT64_MIN : (int64_t)v);
-        break;
-    default: /* 32-bit conversion, then truncation to the narrower types; NaN / out of range give INT32_MIN */
-        st_int(p, t, i, (v != v || v >= 2147483648.0 || v < -2147483648.0) ? (int64_t)INT32_MIN : (int64_t)(int32_t)v);
-        break;
-    }
-}
-
-__global__ void cast_k(const void *x, int tx, void *y, int ty, int64_t n) {
-    int ix = dt_is_int(tx), iy = dt_is_int(ty);
-    GRID_LOOP(i, n) {
-        if (ix && iy) st_int(y, ty, i, ld_int(x, tx, i));
-        else if (ty == NETRUN_DTYPE_FLOAT16 && tx == NETRUN_DTYPE_FLOAT)
-            ((__half *)y)[i] = __float2half_rn(((const float *)x)[i]); /* one rounding, not two */
-        else st_dbl(y, ty, i, ld_dbl(x, tx, i));
-    }
-}
-
-static int cast_type_ok(netrun_dtype t) {
-    return cuda_esize(t) && t != NETRUN_DTYPE_BFLOAT16;
-}
-
-static int cast_supports(const netrun_node_desc *node, char *reason, size_t size) {
-    netrun_dtype a = node->inputs[0].dtype, b = node->n_outputs > 0 ? node->outputs[0].dtype : NETRUN_DTYPE_UNDEFINED;
-    const netrun_cast_params *p = (const netrun_cast_params *)node->params;
-    if (p) b = (netrun_dtype)p->to;
-    if (!cast_type_ok(a) || !cast_type_ok(b))
-        return cuda_refuse(reason, size, "Cast %s -> %s not supported", cuda_dtype_name(a), cuda_dtype_name(b));
-    return 1;
-}
-
-static netrun_status cast_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
-    const netrun_tensor *X = &args->inputs[0];
-    netrun_tensor *Y = &args->outputs[0];
-    int64_t n = cuda_count(X);
-    if (n == 0) return NETRUN_OK;
-    if (X->dtype == Y->dtype) {
-        cudaError_t e = cudaMemcpyAsync(Y->data, X->data, (size_t)n * cuda_esize(X->dtype), cudaMemcpyDeviceToDevice, ctx->stream);
-        return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, "Cast copy");
-    }
-    cast_k<<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(X->data, X->dtype, Y->data, Y->dtype, n);
-    return cuda_check_launch("Cast");
-}
-
-/* ---- BitCast: the same bytes under another type of the same width (the layer checks the widths) ---- */
-
-static int bitcast_supports(const netrun_node_desc *node, char *reason, size_t size) {
-    const netrun_cast_params *p = (const netrun_cast_params *)node->params;
-    netrun_dtype a = node->inputs[0].dtype, b = p ? (netrun_dtype)p->to : node->outputs[0].dtype;
-    if (!cuda_esize(a) || cuda_esize(a) != cuda_esize(b))
-        return cuda_refuse(reason, size, "BitCast %s -> %s not supported", cuda_dtype_name(a), cuda_dtype_name(b));
-    return 1;
-}
-
-static netrun_status bitcast_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
-    const netrun_tensor *X = &args->inputs[0];
-    netrun_tensor *Y = &args->outputs[0];
-    size_t bytes = (size_t)cuda_count(X) * cuda_esize(X->dtype);
-    if ((size_t)cuda_count(Y) * cuda_esize(Y->dtype) != bytes)
-        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda BitCast: input and output sizes differ");
-    if (bytes == 0 || X->data == Y->data) return NETRUN_OK;
-    cudaError_t e = cudaMemcpyAsync(Y->data, X->data, bytes, cudaMemcpyDeviceToDevice, ctx->stream);
-    return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, "BitCast copy");
-}
-
 /* ---- launchers for other families ---- */
 
 template <typename T>
@@ -1037,6 +921,4 @@ extern "C" const cuda_op cuda_ops_elementwise[] = {
     BINARY("Xor") BINARY("Sum") BINARY("Max") BINARY("Min") BINARY("Mean") BINARY("Mod") BINARY("BitShift")
     BINARY("BitwiseAnd") BINARY("BitwiseOr") BINARY("BitwiseXor")
     {"Where", CUDA_ALL_DTYPES, "bool condition; three-way broadcasting", where_supports, NULL, where_run, NULL},
-    {"BitCast", CUDA_ALL_DTYPES, "same element width", bitcast_supports, NULL, bitcast_run, NULL},
-    {"Cast", CUDA_ALL_DTYPES & ~CUDA_DT(BFLOAT16), "no bfloat16 / float8 / string", cast_supports, NULL, cast_run, NULL},
     {NULL, 0, NULL, NULL, NULL, NULL, NULL}};

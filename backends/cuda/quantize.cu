@@ -104,18 +104,18 @@ static int q_supports_common(const netrun_node_desc *node, char *reason, size_t 
         return cuda_refuse(reason, size, "%s needs x, scale and an output", node->op_type);
     netrun_dtype xt = node->inputs[0].dtype, st = node->inputs[1].dtype, yt = node->outputs[0].dtype;
     if (!in_mask(xt, quantize ? QUANT_X_DTYPES : DEQUANT_X_DTYPES))
-        return cuda_refuse(reason, size, "%s: x of dtype %s not supported", node->op_type, cast_dtype_name(xt));
+        return cuda_refuse(reason, size, "%s: x of dtype %s not supported", node->op_type, cuda_dtype_name(xt));
     if (!in_mask(st, QUANT_SCALE_DTYPES))
-        return cuda_refuse(reason, size, "%s: scale of dtype %s not supported", node->op_type, cast_dtype_name(st));
+        return cuda_refuse(reason, size, "%s: scale of dtype %s not supported", node->op_type, cuda_dtype_name(st));
     /* A node whose shapes wait for run-time values is placed before its infer ran: its params then hold only
      * the attributes (out_dtype 0, precision 0) and its output dtype is a guess. The layer only produces types
      * the kernels serve; the run checks them again. */
     if (p->out_dtype) yt = (netrun_dtype)p->out_dtype;
     if (p->out_dtype && !in_mask(yt, quantize ? QUANT_Y_DTYPES : DEQUANT_Y_DTYPES))
-        return cuda_refuse(reason, size, "%s: output dtype %s not supported", node->op_type, cast_dtype_name(yt));
+        return cuda_refuse(reason, size, "%s: output dtype %s not supported", node->op_type, cuda_dtype_name(yt));
     if (node->n_inputs > 2 && node->inputs[2].rank >= 0 && !cast_esize(node->inputs[2].dtype))
         return cuda_refuse(reason, size, "%s: zero point of dtype %s not supported", node->op_type,
-                           cast_dtype_name(node->inputs[2].dtype));
+                           cuda_dtype_name(node->inputs[2].dtype));
     if (p->mode != NETRUN_QUANT_PER_TENSOR && p->mode != NETRUN_QUANT_PER_AXIS && p->mode != NETRUN_QUANT_BLOCKED)
         return cuda_refuse(reason, size, "%s: quantization mode %d unknown", node->op_type, p->mode);
     if (quantize && p->precision && p->precision != NETRUN_DTYPE_FLOAT && p->precision != NETRUN_DTYPE_FLOAT16 &&
@@ -157,7 +157,7 @@ static netrun_status q_run_common(cuda_context *ctx, const netrun_kernel_args *a
         (quantize && p->precision != NETRUN_DTYPE_FLOAT && p->precision != NETRUN_DTYPE_FLOAT16 &&
          p->precision != NETRUN_DTYPE_BFLOAT16 && p->precision != NETRUN_DTYPE_DOUBLE))
         return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda %s: output %s, scale %s, precision %d not supported", op,
-                                cast_dtype_name(y->dtype), cast_dtype_name(s->dtype), p->precision);
+                                cuda_dtype_name(y->dtype), cuda_dtype_name(s->dtype), p->precision);
     int64_t n = cuda_count(x);
     if (n == 0) return NETRUN_OK;
     qargs a;
@@ -240,7 +240,7 @@ static int dynq_supports(const netrun_node_desc *node, char *reason, size_t size
         return cuda_refuse(reason, size, "DynamicQuantizeLinear needs x and three outputs");
     if (node->inputs[0].dtype != NETRUN_DTYPE_FLOAT)
         return cuda_refuse(reason, size, "DynamicQuantizeLinear: x of dtype %s (float32 only)",
-                           cast_dtype_name(node->inputs[0].dtype));
+                           cuda_dtype_name(node->inputs[0].dtype));
     return 1;
 }
 
@@ -289,7 +289,7 @@ static int bitcast_supports(const netrun_node_desc *node, char *reason, size_t s
     if (node->n_inputs < 1 || node->n_outputs < 1) return cuda_refuse(reason, size, "BitCast needs x and y");
     netrun_dtype a = node->inputs[0].dtype, b = node->outputs[0].dtype;
     if (!in_mask(a, BITCAST_DTYPES) || !cast_esize(b))
-        return cuda_refuse(reason, size, "BitCast %s -> %s not supported", cast_dtype_name(a), cast_dtype_name(b));
+        return cuda_refuse(reason, size, "BitCast %s -> %s not supported", cuda_dtype_name(a), cuda_dtype_name(b));
     return 1;
 }
 

@@ -141,7 +141,7 @@ static int grid_sample_supports(const netrun_node_desc *node, char *reason, size
     if (!vision_float(node->inputs[0].dtype) || !vision_float(node->inputs[1].dtype) ||
         !vision_float(node->outputs[0].dtype))
         return cuda_refuse(reason, size, "GridSample: dtypes %s / %s (float types only)",
-                           cast_dtype_name(node->inputs[0].dtype), cast_dtype_name(node->inputs[1].dtype));
+                           cuda_dtype_name(node->inputs[0].dtype), cuda_dtype_name(node->inputs[1].dtype));
     if (p->mode != NETRUN_GS_LINEAR && p->mode != NETRUN_GS_NEAREST && p->mode != NETRUN_GS_CUBIC)
         return cuda_refuse(reason, size, "GridSample: mode %d unknown", p->mode);
     return 1;
@@ -220,7 +220,7 @@ static int affine_grid_supports(const netrun_node_desc *node, char *reason, size
     if (p->n_spatial != 0 && p->n_spatial != 2 && p->n_spatial != 3)
         return cuda_refuse(reason, size, "AffineGrid: %d spatial dims (2 or 3)", p->n_spatial);
     if (!vision_float(node->inputs[0].dtype) || !vision_float(node->outputs[0].dtype))
-        return cuda_refuse(reason, size, "AffineGrid: dtype %s (float types only)", cast_dtype_name(node->inputs[0].dtype));
+        return cuda_refuse(reason, size, "AffineGrid: dtype %s (float types only)", cuda_dtype_name(node->inputs[0].dtype));
     return 1;
 }
 
@@ -331,10 +331,10 @@ static int roi_align_supports(const netrun_node_desc *node, char *reason, size_t
     if (!vision_float(node->inputs[0].dtype) || !vision_float(node->inputs[1].dtype) ||
         !vision_float(node->outputs[0].dtype))
         return cuda_refuse(reason, size, "RoiAlign: dtypes %s / %s (float types only)",
-                           cast_dtype_name(node->inputs[0].dtype), cast_dtype_name(node->inputs[1].dtype));
+                           cuda_dtype_name(node->inputs[0].dtype), cuda_dtype_name(node->inputs[1].dtype));
     netrun_dtype bt = node->inputs[2].dtype;
     if (bt != NETRUN_DTYPE_INT64 && bt != NETRUN_DTYPE_INT32)
-        return cuda_refuse(reason, size, "RoiAlign: batch_indices of dtype %s", cast_dtype_name(bt));
+        return cuda_refuse(reason, size, "RoiAlign: batch_indices of dtype %s", cuda_dtype_name(bt));
     return 1;
 }
 
