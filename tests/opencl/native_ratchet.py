@@ -7,6 +7,8 @@ too, which is why this wrapper exists.
 
 usage: native_ratchet.py --tool CONFORMANCE --backend opencl --expected FILE --json OUT [--min 800]
                          [--write] -- [run_conformance.py options...]
+       native_ratchet.py --from-json RESULTS.json --backend cuda --expected FILE [--min N] [--write]
+                         (check a finished run's --json output, e.g. tools/gpu/run-gpu-tests.sh's)
 """
 import argparse
 import json
@@ -20,21 +22,27 @@ RUNNER = os.path.join(os.path.dirname(HERE), "conformance", "run_conformance.py"
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tool", required=True)
+    ap.add_argument("--tool")
+    ap.add_argument("--from-json", help="check this finished run instead of running the suite")
     ap.add_argument("--backend", default="opencl")
     ap.add_argument("--expected", required=True)
-    ap.add_argument("--json", required=True)
+    ap.add_argument("--json")
     ap.add_argument("--min", type=int, default=800)
     ap.add_argument("--write", action="store_true", help="rewrite the expected file with today's native passes")
     ap.add_argument("rest", nargs=argparse.REMAINDER)
     a = ap.parse_args()
-    rest = a.rest[1:] if a.rest[:1] == ["--"] else a.rest
-    cmd = [sys.executable, RUNNER, "--tool", a.tool, "--backend", a.backend, "--json", a.json] + rest
-    print(" ".join(cmd), flush=True)
-    r = subprocess.run(cmd)
-    if not os.path.exists(a.json):
-        print(f"FAIL: the conformance run (exit {r.returncode}) wrote no {a.json}")
-        return 1
+    if a.from_json:
+        a.json = a.from_json
+    else:
+        if not a.tool or not a.json:
+            ap.error("--tool and --json are needed unless --from-json is given")
+        rest = a.rest[1:] if a.rest[:1] == ["--"] else a.rest
+        cmd = [sys.executable, RUNNER, "--tool", a.tool, "--backend", a.backend, "--json", a.json] + rest
+        print(" ".join(cmd), flush=True)
+        r = subprocess.run(cmd)
+        if not os.path.exists(a.json):
+            print(f"FAIL: the conformance run (exit {r.returncode}) wrote no {a.json}")
+            return 1
     with open(a.json) as f:
         tests = json.load(f)["tests"]
     status = {t["name"]: t.get("status") for t in tests}

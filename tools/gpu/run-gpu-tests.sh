@@ -6,6 +6,7 @@
 #   compare.log             tests/ops/compare_backends.py: every op test case, cuda --strict vs cpu
 #   ops_cuda_cpu.log        tests/ops/run_op_tests.py --backend cuda,cpu (vs onnxruntime)
 #   conformance_cuda.log / conformance_cuda_cpu.log / conformance_cuda.json   ONNX node tests
+#   native_ratchet_cuda.log  the tests of tests/conformance/expected_cuda.txt must pass with every node on cuda
 #   models.log              tests/models with --backend cuda,cpu
 #   cudart.log              stage cudart: probe cost, tests/cuda/test_cuda_runtime, 8-thread concurrency on cuda,
 #                           two processes on one GPU, CUDA Graphs on/off and pinned on/off timings and outputs
@@ -178,6 +179,15 @@ if has conformance; then
       "$OUT/conformance_$tag.log" | sort | uniq -c | xargs)"
     tailto "conformance $be" "$OUT/conformance_$tag.log" 6
   done
+  # the whole suite on cuda: every test listed in tests/conformance/expected_cuda.txt must pass with all nodes on
+  # cuda, and at least CONF_MIN_NATIVE (default 1200) do (a filtered run is not checked)
+  if [ -z "${CONF_FILTER:-}" ] && [ -f "$OUT/conformance_cuda.json" ]; then
+    python3 "$REPO/tests/opencl/native_ratchet.py" --from-json "$OUT/conformance_cuda.json" --backend cuda \
+      --expected "$REPO/tests/conformance/expected_cuda.txt" --min "${CONF_MIN_NATIVE:-1200}" \
+      >"$OUT/native_ratchet_cuda.log" 2>&1
+    say "native ratchet cuda exit $?"
+    tailto "native ratchet cuda" "$OUT/native_ratchet_cuda.log" 4
+  fi
 fi
 
 if has models; then
