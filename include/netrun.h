@@ -176,6 +176,7 @@ typedef struct netrun_session_stats {
     int n_act_fused;          /* activations fused into a Conv */
     int n_sum_fused;          /* Add nodes fused into a Conv as "+ Z" */
     int n_nodes_dropped;      /* Identity / inference Dropout nodes removed */
+    int n_swish_fused;        /* Mul(x, Sigmoid(x)) pairs rewritten to one Swish node */
 } netrun_session_stats;
 
 /* Description of a backend plugin found on this machine. */

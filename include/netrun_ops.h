@@ -36,7 +36,8 @@ typedef enum netrun_activation {
     NETRUN_ACT_SCALED_TANH = 10, /* alpha * tanh(beta * x) */
     NETRUN_ACT_ELU = 11,         /* alpha */
     NETRUN_ACT_SOFTSIGN = 12,
-    NETRUN_ACT_SOFTPLUS = 13
+    NETRUN_ACT_SOFTPLUS = 13,
+    NETRUN_ACT_SWISH = 14        /* x * sigmoid(alpha * x) (SiLU for alpha = 1) */
 } netrun_activation;
 
 typedef struct netrun_fused_activation {

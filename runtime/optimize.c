@@ -34,6 +34,7 @@ typedef struct opt_state {
     int *removed;      /* node -> 1 when dropped or absorbed */
     int *snode_of;     /* node -> snode index */
     conv_plan *plan;   /* node -> plan (bn/add/act -1 when none) */
+    int *swish_x;      /* Mul node -> x when Mul(x, Sigmoid(x)) becomes Swish(x) (its Sigmoid removed), else -1 */
 } opt_state;
 
 static int val(const opt_state *o, int v) { return v >= 0 ? o->alias[v] : v; }
@@ -79,6 +80,7 @@ static int activation_of(const nr_graph *g, const nr_node *nd, netrun_fused_acti
     else if (is_op(nd, "Sigmoid")) fa->kind = NETRUN_ACT_SIGMOID;
     else if (is_op(nd, "Tanh")) fa->kind = NETRUN_ACT_TANH;
     else if (is_op(nd, "HardSwish")) fa->kind = NETRUN_ACT_HARD_SWISH;
+    else if (is_op(nd, "Swish")) fa->kind = NETRUN_ACT_SWISH, fa->alpha = attr_f(nd, "alpha", 1.0f);
     else if (is_op(nd, "HardSigmoid")) {
         fa->kind = NETRUN_ACT_HARD_SIGMOID;
         fa->alpha = attr_f(nd, "alpha", 0.2f);
@@ -219,11 +221,18 @@ static void plan_conv(opt_state *o, const netrun_backend_config *cfg, int n) {
                 out = p->out;
         }
     }
-    /* (b) activation, same backend */
+    /* (b) activation, same backend; a Mul the SiLU pass turned into Swish(out) counts as one */
     int u = only_user(o, out);
     netrun_fused_activation fa;
-    if (u >= 0 && activation_of(g, &g->nodes[u], &fa) && val(o, g->nodes[u].inputs[0]) == out &&
-        g->nodes[u].outputs[0] >= 0 && same_slot(o, n, u)) {
+    int is_act = 0;
+    if (u >= 0 && o->swish_x[u] >= 0) {
+        memset(&fa, 0, sizeof fa);
+        fa.kind = NETRUN_ACT_SWISH;
+        fa.alpha = 1.0f;
+        is_act = o->swish_x[u] == out;
+    } else if (u >= 0)
+        is_act = activation_of(g, &g->nodes[u], &fa) && val(o, g->nodes[u].inputs[0]) == out;
+    if (is_act && g->nodes[u].outputs[0] >= 0 && same_slot(o, n, u)) {
         p->act = u;
         p->fa = fa;
         int prev = p->out;
@@ -233,6 +242,53 @@ static void plan_conv(opt_state *o, const netrun_backend_config *cfg, int n) {
             p->out = prev;
         }
     }
+}
+
+/* The graph node producing value v (after aliasing), or -1 (graph input, constant). */
+static int producer(const opt_state *o, int v) {
+    if (v < 0 || o->s->values[v].producer < 0) return -1;
+    return o->s->snodes[o->s->values[v].producer].node;
+}
+
+/* (e) SiLU: Mul n = Mul(x, Sigmoid(x)) (either order), the Sigmoid's output used by that Mul only, both on one
+ * backend whose supports() takes Swish(x) with alpha 1: the Mul becomes Swish(x) (one pass over memory instead
+ * of two) and the Sigmoid goes. Returns 1 when planned. */
+static int plan_silu(opt_state *o, const netrun_backend_config *cfg, int n) {
+    const nr_graph *g = o->g;
+    const nr_node *nd = &g->nodes[n];
+    netrun_session *s = o->s;
+    if (!is_op(nd, "Mul") || nd->n_inputs != 2 || nd->n_outputs != 1 || nd->outputs[0] < 0 || o->snode_of[n] < 0)
+        return 0;
+    const nr_snode *sn = &s->snodes[o->snode_of[n]];
+    if (sn->slot < 0 || sn->dynamic) return 0;
+    for (int side = 0; side < 2; side++) {
+        int x = val(o, nd->inputs[side]), sv = val(o, nd->inputs[1 - side]);
+        int sg = producer(o, sv);
+        if (x < 0 || sg < 0 || o->removed[sg] || only_user(o, sv) != n) continue;
+        const nr_node *sd = &g->nodes[sg];
+        if (!is_op(sd, "Sigmoid") || sd->n_inputs != 1 || sd->n_outputs != 1 || val(o, sd->inputs[0]) != x ||
+            o->snode_of[sg] < 0 || !same_slot(o, n, sg))
+            continue;
+        const netrun_value_desc *xd = &s->values[x].desc, *yd = &s->values[nd->outputs[0]].desc;
+        if (s->values[x].dynamic || xd->rank != yd->rank || xd->dtype != yd->dtype ||
+            memcmp(xd->dims, yd->dims, sizeof(int64_t) * (size_t)(yd->rank > 0 ? yd->rank : 0)))
+            continue;
+        netrun_unary_params up;
+        memset(&up, 0, sizeof up);
+        up.alpha = 1.0f;
+        netrun_node_desc d = {.struct_size = sizeof d, .name = nd->name, .op_type = "Swish", .domain = "",
+                              .opset = 24, .params = &up, .params_size = sizeof up, .n_inputs = 1, .inputs = xd,
+                              .n_outputs = 1, .outputs = yd};
+        char why[256] = "";
+        const nr_slot *sl = &s->slots[sn->slot];
+        if (!sl->api->supports(cfg, &d, why, sizeof why)) return 0;
+        o->swish_x[n] = x;
+        o->removed[sg] = 1;
+        /* x loses the Sigmoid as a user: the Swish may be the only one left, which a Conv then absorbs */
+        if (--o->users[x] == 1) o->user[x] = n;
+        return 1;
+    }
+    return 0;
 }
 
 /* ---- building the copy ---- */
@@ -373,6 +429,24 @@ static netrun_status copy_values(const nr_graph *g, nr_graph *ng) {
     return NETRUN_OK;
 }
 
+/* Name of the node that stands for node n: "<sigmoid>+<mul>" for a SiLU pair, else n's own. */
+static void swish_name(const opt_state *o, int n, char *buf, size_t size) {
+    const nr_graph *g = o->g;
+    const nr_node *nd = &g->nodes[n];
+    if (o->swish_x[n] < 0) {
+        snprintf(buf, size, "%s", nd->name);
+        return;
+    }
+    for (int i = 0; i < nd->n_inputs; i++) {
+        int v = val(o, nd->inputs[i]);
+        if (v == o->swish_x[n]) continue;
+        int sg = producer(o, v);
+        snprintf(buf, size, "%s+%s", sg >= 0 ? g->nodes[sg].name : "?", nd->name);
+        return;
+    }
+    snprintf(buf, size, "%s", nd->name);
+}
+
 static netrun_status build_copy(opt_state *o, nr_graph *ng, int **params_from) {
     const nr_graph *g = o->g;
     netrun_status st = copy_values(g, ng);
@@ -385,10 +459,19 @@ static netrun_status build_copy(opt_state *o, nr_graph *ng, int **params_from) {
         const nr_node *nd = &g->nodes[n];
         const conv_plan *p = &o->plan[n];
         int fused = p->bn >= 0 || p->add >= 0 || p->act >= 0;
-        char name[1024];
+        char name[1024], act_name[512] = "";
+        if (p->act >= 0) swish_name(o, p->act, act_name, sizeof act_name);
         snprintf(name, sizeof name, "%s%s%s%s%s%s%s", nd->name, p->bn >= 0 ? "+" : "", p->bn >= 0 ? g->nodes[p->bn].name : "",
-                 p->add >= 0 ? "+" : "", p->add >= 0 ? g->nodes[p->add].name : "", p->act >= 0 ? "+" : "",
-                 p->act >= 0 ? g->nodes[p->act].name : "");
+                 p->add >= 0 ? "+" : "", p->add >= 0 ? g->nodes[p->add].name : "", p->act >= 0 ? "+" : "", act_name);
+        if (o->swish_x[n] >= 0) { /* Mul(x, Sigmoid(x)) -> Swish(x); alpha defaults to 1 */
+            swish_name(o, n, name, sizeof name);
+            nr_node *sw = nr_graph_add_node(ng, name, "Swish", "", 1, 1, ng->n_nodes == 0);
+            if (!sw) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying node '%s'", nd->name);
+            from[ng->n_nodes - 1] = n;
+            sw->inputs[0] = o->swish_x[n];
+            sw->outputs[0] = nd->outputs[0];
+            continue;
+        }
         int w_id = -1, b_id = -1;
         if (p->bn >= 0 && (st = fold_bn(o, ng, nd, &g->nodes[p->bn], &w_id, &b_id)) != NETRUN_OK) return st;
         int n_in = nd->n_inputs;
@@ -419,6 +502,7 @@ static void free_state(opt_state *o) {
     nr_free(o->removed);
     nr_free(o->snode_of);
     nr_free(o->plan);
+    nr_free(o->swish_x);
 }
 
 void nr_optimize_model_counts(const netrun_model *m, nr_optimize_counts *c) {
@@ -426,11 +510,12 @@ void nr_optimize_model_counts(const netrun_model *m, nr_optimize_counts *c) {
     const nr_graph *g = m && m->ir ? m->ir->graph : NULL;
     if (!g || g->n_nodes < 1) return;
     const nr_attr *a = find_attr(&g->nodes[0], MARK_ATTR);
-    if (!a || a->type != NR_ATTR_INTS || a->n != 4 || !a->ints) return;
+    if (!a || a->type != NR_ATTR_INTS || a->n != 5 || !a->ints) return;
     c->bn_folded = (int)a->ints[0];
     c->act_fused = (int)a->ints[1];
     c->sum_fused = (int)a->ints[2];
     c->dropped = (int)a->ints[3];
+    c->swish_fused = (int)a->ints[4];
 }
 
 netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config *cfg, netrun_model **out,
@@ -454,14 +539,15 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     o.removed = nr_calloc(nn, sizeof(int));
     o.snode_of = nr_calloc(nn, sizeof(int));
     o.plan = nr_calloc(nn, sizeof(conv_plan));
-    if (!o.alias || !o.users || !o.user || !o.removed || !o.snode_of || !o.plan) {
+    o.swish_x = nr_calloc(nn, sizeof(int));
+    if (!o.alias || !o.users || !o.user || !o.removed || !o.snode_of || !o.plan || !o.swish_x) {
         free_state(&o);
         return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the graph passes");
     }
     for (int v = 0; v < g->n_values; v++) o.alias[v] = v;
     for (int n = 0; n < g->n_nodes; n++) {
         o.plan[n].bn = o.plan[n].add = o.plan[n].act = o.plan[n].z = -1;
-        o.snode_of[n] = -1;
+        o.snode_of[n] = o.swish_x[n] = -1;
     }
     for (int k = 0; k < s->n_snodes; k++) o.snode_of[s->snodes[k].node] = k;
     /* (d) Identity / inference Dropout: consumers read the input instead (topological order resolves chains).
@@ -483,6 +569,11 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
             o.user[v] = n;
         }
     }
+    /* (e) SiLU pairs first, so that a Conv below can take the Swish as its activation */
+    for (int k = 0; k < s->n_snodes; k++) {
+        int n = s->snodes[k].node;
+        if (!o.removed[n] && plan_silu(&o, cfg, n)) counts->swish_fused++;
+    }
     /* (a)-(c) around each Conv, in execution order; absorbed nodes are marked as they are planned */
     for (int k = 0; k < s->n_snodes; k++) {
         int n = s->snodes[k].node;
@@ -494,7 +585,7 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
         if (p->add >= 0) o.removed[p->add] = 1, counts->sum_fused++;
         if (p->act >= 0) o.removed[p->act] = 1, counts->act_fused++;
     }
-    if (!counts->bn_folded && !counts->act_fused && !counts->sum_fused && !counts->dropped) {
+    if (!counts->bn_folded && !counts->act_fused && !counts->sum_fused && !counts->dropped && !counts->swish_fused) {
         free_state(&o);
         return NETRUN_OK;
     }
@@ -529,16 +620,17 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     /* the mark: counts, and the reference that keeps the borrowed constants alive */
     nr_node *first = &ir->graph->nodes[0];
     nr_attr *mark = &first->attrs[first->n_attrs - 1];
-    if (!(mark->name = nr_strdup(MARK_ATTR)) || !(mark->ints = nr_calloc(5, sizeof(int64_t)))) {
+    if (!(mark->name = nr_strdup(MARK_ATTR)) || !(mark->ints = nr_calloc(6, sizeof(int64_t)))) {
         st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the graph passes");
         goto fail;
     }
     mark->type = NR_ATTR_INTS;
-    mark->n = 4;
+    mark->n = 5;
     mark->ints[0] = counts->bn_folded;
     mark->ints[1] = counts->act_fused;
     mark->ints[2] = counts->sum_fused;
     mark->ints[3] = counts->dropped;
+    mark->ints[4] = counts->swish_fused;
     nr_model_retain(s->model);
     mark->sub_model = s->model;
     char source[1100];
@@ -549,6 +641,7 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     if (st != NETRUN_OK) goto fail;
     /* the fused fields are no ONNX attributes: set them on the copy's parsed params */
     for (int n = 0; n < m->ir->graph->n_nodes; n++) {
+        if (o.swish_x[from[n]] >= 0) m->ir->graph->nodes[n].opset = 24; /* Swish is an opset-24 op */
         const conv_plan *p = &o.plan[from[n]];
         netrun_conv_params *cp = m->ir->graph->nodes[n].params;
         if (!cp || (p->bn < 0 && p->add < 0 && p->act < 0)) continue;

@@ -1,6 +1,6 @@
 /* Graph passes run at prepare: BatchNormalization folded into Conv/ConvTranspose weights, Conv + Add(Z) +
- * activation fused into one Conv (netrun_conv_params.has_sum / .activation), Identity and inference Dropout
- * dropped. See docs/design.md, "Graph passes". */
+ * activation fused into one Conv (netrun_conv_params.has_sum / .activation), Mul(x, Sigmoid(x)) rewritten to
+ * Swish(x) (then fusable as a Conv activation), Identity and inference Dropout dropped. See docs/design.md, "Graph passes". */
 #ifndef NR_OPTIMIZE_H
 #define NR_OPTIMIZE_H
 
@@ -12,6 +12,7 @@ typedef struct nr_optimize_counts {
     int act_fused;      /* activations fused into a Conv */
     int sum_fused;      /* Add nodes fused into a Conv as "+ Z" */
     int dropped;        /* Identity / inference Dropout nodes removed */
+    int swish_fused;    /* Mul(x, Sigmoid(x)) pairs rewritten to one Swish(x) node */
 } nr_optimize_counts;
 
 /* Called by prepare after placement (so that a fusion can be checked with supports() of the backend that

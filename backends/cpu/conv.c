@@ -141,6 +141,10 @@ static void epilogue(const conv_job *j, float *y, const float *z, int64_t ld, in
             }
             continue;
         }
+        if (!zr && act->kind == NETRUN_ACT_SWISH) { /* SiLU: bias and x * sigmoid(x) in one pass */
+            gu_swish_n(yr, len, bv, act->alpha);
+            continue;
+        }
         if (!zr && act->kind == NETRUN_ACT_CLIP) {
             const float lo = act->alpha, hi = act->beta;
             for (int64_t i = 0; i < len; i++) {
@@ -326,6 +330,10 @@ static int conv_supports(const netrun_node_desc *node, char *reason, size_t size
     const netrun_conv_params *p = node->params;
     if (!p || node->params_size < sizeof *p || p->n_spatial < 1 || p->n_spatial > 3) {
         snprintf(reason, size, "%s needs 1 to 3 spatial dims", node->op_type);
+        return 0;
+    }
+    if (!gu_act_known(&p->activation)) {
+        snprintf(reason, size, "fused activation kind %d unknown to the CPU backend", (int)p->activation.kind);
         return 0;
     }
     return 1;

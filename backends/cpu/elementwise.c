@@ -6,7 +6,8 @@
  * float. Broadcasting collapses dims first so that the innermost run has input strides 0 or 1 (a scalar or
  * a contiguous row), which the inner loops handle with separate vectorizable branches.
  *
- * Ops without a params struct of their own read netrun_unary_params (set by layers/elementwise.c):
+ * Ops without a params struct of their own read netrun_unary_params (set by layers/elementwise.c; Swish's alpha
+ * by layers/loss.c):
  *   Mod: alpha = fmod (0/1); BitShift: alpha = 1 for RIGHT; IsInf: alpha = detect_negative,
  *   beta = detect_positive. */
 #include <float.h>
@@ -292,6 +293,7 @@ static inline double fexp(double x) { return exp(x); }
 #define U_TANH(T, F) F(tanh)(x)
 #define U_HSIG(T, F) F(fmax)((T)0, F(fmin)((T)1, A * x + B))
 #define U_HSWISH(T, F) x * F(fmax)((T)0, F(fmin)((T)1, x / 6 + (T)0.5))
+#define U_SWISH(T, F) x / (1 + F(fexp)(-A * x)) /* x * sigmoid(alpha * x) */
 #define U_ERF(T, F) F(erf)(x)
 #define U_EXP(T, F) F(fexp)(x)
 #define U_LOG(T, F) F(log)(x)
@@ -340,6 +342,7 @@ DEF_UN(Sigmoid, T_FLT, OUT_SAME, U_SIGMOID)
 DEF_UN(Tanh, T_FLT, OUT_SAME, U_TANH)
 DEF_UN(HardSigmoid, T_FLT, OUT_SAME, U_HSIG)
 DEF_UN(HardSwish, T_FLT, OUT_SAME, U_HSWISH)
+DEF_UN(Swish, T_FLT, OUT_SAME, U_SWISH)
 DEF_UN(Erf, T_FLT, OUT_SAME, U_ERF)
 DEF_UN(Exp, T_FLT, OUT_SAME, U_EXP)
 DEF_UN(Log, T_FLT, OUT_SAME, U_LOG)
@@ -584,6 +587,7 @@ static const ew_op ew_ops[] = {
     UN(Neg) UN(Abs) UN(Reciprocal) UN(Floor) UN(Ceil) UN(Round) UN(Sign) UN(Sin) UN(Cos) UN(Tan) UN(Asin)
     UN(Acos) UN(Atan) UN(Sinh) UN(Cosh) UN(Asinh) UN(Acosh) UN(Atanh) UN(Elu) UN(Selu) UN(Celu) UN(Softplus)
     UN(Softsign) UN(ThresholdedRelu) UN(Gelu) UN(Mish) UN(Shrink) UN(IsNaN) UN(IsInf) UN(Not) UN(BitwiseNot)
+    UN(Swish)
 #undef UN
 #define BI(n) {#n, K_BINARY, n##_tab},
     BI(Add) BI(Sub) BI(Mul) BI(Div) BI(Equal) BI(Greater) BI(GreaterOrEqual) BI(Less) BI(LessOrEqual) BI(And)
@@ -933,7 +937,7 @@ const cpu_op cpu_ops_elementwise[] = {
     FOP(Acos) FOP(Atan) FOP(Sinh) FOP(Cosh) FOP(Asinh) FOP(Acosh) FOP(Atanh) FOP(Elu) FOP(Selu) FOP(Celu)
     FOP(Softplus) FOP(Softsign) FOP(ThresholdedRelu) OP(Gelu, M_FLT, "approximate none|tanh") FOP(Mish)
     OP(Shrink, M_FLT, "float types only") OP(IsNaN, M_FLT, "") OP(IsInf, M_FLT, "") OP(Not, DT(BOOL), "")
-    OP(BitwiseNot, M_SINT | M_UINT, "")
+    OP(BitwiseNot, M_SINT | M_UINT, "") FOP(Swish)
     OP(Add, M_NUM, "numpy broadcasting") OP(Sub, M_NUM, "numpy broadcasting") OP(Mul, M_NUM, "numpy broadcasting")
     OP(Div, M_NUM, "numpy broadcasting; integer division truncates, division by zero is an error")
     OP(Mod, M_NUM, "fmod 0|1 (floats need fmod=1); modulo by zero is an error")

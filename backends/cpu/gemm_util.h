@@ -33,9 +33,20 @@ static inline float gu_act(float x, const netrun_fused_activation *a) {
     case NETRUN_ACT_ELU: return x < 0 ? a->alpha * (expf(x) - 1.0f) : x;
     case NETRUN_ACT_SOFTSIGN: return x / (1.0f + fabsf(x));
     case NETRUN_ACT_SOFTPLUS: return x > 20.0f ? x : log1pf(expf(x));
+    case NETRUN_ACT_SWISH: return x / (1.0f + expf(-a->alpha * x));
     }
     return x;
 }
+
+/* The activations gu_act knows (a fused kind beyond these must be refused in supports()). */
+static inline int gu_act_known(const netrun_fused_activation *a) {
+    return (int)a->kind >= (int)NETRUN_ACT_NONE && (int)a->kind <= (int)NETRUN_ACT_SWISH;
+}
+
+/* y = v * sigmoid(alpha * v), v = y + bias; y = sigmoid(y): float loops built for AVX-512 / AVX2 / baseline,
+ * picked at load (gemm_util.c). */
+void gu_swish_n(float *y, int64_t n, float bias, float alpha);
+void gu_sigmoid_n(float *y, int64_t n);
 
 /* The common activations as branch-free loops the compiler vectorizes (the per-element switch of gu_act
  * cost more than the GEMM on MobileNetV2's 16->96 1x1 conv with a fused Clip: 87 ms at batch 8). */
@@ -58,9 +69,8 @@ static inline void gu_act_n(float *y, int64_t n, const netrun_fused_activation *
         for (int64_t i = 0; i < n; i++) y[i] = y[i] < 0 ? s * y[i] : y[i];
         return;
     }
-    case NETRUN_ACT_SIGMOID:
-        for (int64_t i = 0; i < n; i++) y[i] = 1.0f / (1.0f + cpu_expf(-y[i]));
-        return;
+    case NETRUN_ACT_SIGMOID: gu_sigmoid_n(y, n); return;
+    case NETRUN_ACT_SWISH: gu_swish_n(y, n, 0.0f, a->alpha); return;
     default:
         for (int64_t i = 0; i < n; i++) y[i] = gu_act(y[i], a);
     }

@@ -1,5 +1,5 @@
-/* CPU kernels: loss and small math ops (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Einsum, Det,
- * Swish). Floating-point work is done in double (float16/bfloat16 loaded and stored through float), integer
+/* CPU kernels: loss and small math ops (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Einsum, Det; Swish
+ * is an elementwise.c loop). Floating-point work is done in double (float16/bfloat16 loaded and stored through float), integer
  * Einsum accumulates in int64 with wrap-around like the narrower type. */
 #include <stdio.h>
 
@@ -297,34 +297,6 @@ static netrun_status run_det(cpu_context *ctx, void *state, const netrun_kernel_
     return NETRUN_OK;
 }
 
-/* ---------------- Swish ---------------- */
-
-typedef struct swish_job {
-    netrun_dtype dt;
-    const void *x;
-    void *y;
-    double alpha;
-} swish_job;
-
-static void swish_range(void *arg, int64_t b, int64_t e) {
-    const swish_job *j = arg;
-    for (int64_t i = b; i < e; i++) {
-        double v = ldf(j->dt, j->x, i);
-        stf(j->dt, j->y, i, v / (1.0 + exp(-j->alpha * v)));
-    }
-}
-
-static netrun_status run_swish(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
-    (void)state;
-    const netrun_unary_params *p = args->params;
-    const netrun_tensor *X = &args->inputs[0];
-    if (!p || !is_float_dtype(X->dtype)) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "Swish: bad params or dtype");
-    swish_job j = {X->dtype, X->data, args->outputs[0].data, p->alpha};
-    int64_t n = cpu_count(X);
-    if (n > 0) cpu_parallel_for(ctx, n, 8192, swish_range, &j);
-    return NETRUN_OK;
-}
-
 #define EINSUM_DTYPES (FLOAT_DTYPES | NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT32) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT64))
 
 const cpu_op cpu_ops_loss[] = {
@@ -333,6 +305,5 @@ const cpu_op cpu_ops_loss[] = {
     {"Einsum", NULL, EINSUM_DTYPES, "up to 8 operands; direct summation (no GEMM path)", einsum_supports, NULL,
      run_einsum, NULL},
     {"Det", NULL, FLOAT_DTYPES, "", NULL, NULL, run_det, NULL},
-    {"Swish", NULL, FLOAT_DTYPES, "", NULL, NULL, run_swish, NULL},
     {0},
 };

@@ -198,6 +198,29 @@ typedef struct global_job {
 GLOBAL_PLANES(global_f32, float, -INFINITY)
 GLOBAL_PLANES(global_f64, double, -INFINITY)
 
+/* GlobalAveragePool float32 (EfficientNet's squeeze-excite runs it on every block): 16 double partial sums,
+ * which the compiler vectorizes (one running sum is a serial chain of adds), built for AVX-512 / AVX2 /
+ * baseline and picked at load like elementwise.c's loops. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(NETRUN_NO_CLONES)
+__attribute__((target_clones("avx512f", "arch=haswell", "default")))
+#endif
+static float plane_mean_f32(const float *x, int64_t n) {
+    double acc[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++) acc[l] += (double)x[i + l];
+    double sum = 0;
+    for (; i < n; i++) sum += (double)x[i];
+    for (int l = 0; l < 16; l++) sum += acc[l];
+    return n ? (float)(sum / (double)n) : 0.0f;
+}
+
+static void global_avg_f32(void *arg, int64_t p0, int64_t p1) {
+    const global_job *j = arg;
+    for (int64_t pl = p0; pl < p1; pl++) ((float *)j->y)[pl] = plane_mean_f32((const float *)j->x + pl * j->plane, j->plane);
+}
+
 static int is_half(netrun_dtype dt) { return dt == NETRUN_DTYPE_FLOAT16 || dt == NETRUN_DTYPE_BFLOAT16; }
 
 /* Stage 16-bit input/output through float32 around fn(job). */
@@ -287,8 +310,8 @@ static netrun_status global_run_common(cpu_context *ctx, const netrun_kernel_arg
     if (planes == 0) return NETRUN_OK;
     global_job j = {X->data, Y->data, nx / planes, is_max};
     int64_t grain = j.plane >= 4096 ? 1 : 4096 / (j.plane > 0 ? j.plane : 1) + 1;
-    return run_staged(ctx, X->dtype, &j.x, &j.y, nx, planes, planes, grain,
-                      X->dtype == NETRUN_DTYPE_DOUBLE ? global_f64 : global_f32, &j, op);
+    cpu_range_fn fn = X->dtype == NETRUN_DTYPE_DOUBLE ? global_f64 : is_max ? global_f32 : global_avg_f32;
+    return run_staged(ctx, X->dtype, &j.x, &j.y, nx, planes, planes, grain, fn, &j, op);
 }
 
 static netrun_status gavg_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {

@@ -135,8 +135,32 @@ def case_convtranspose_group_bn():
         ["ct+bnt+rt", "dw+bnd+rd"]
 
 
+def case_silu():
+    """SiLU as exported (x * Sigmoid(x)): after Conv+BN it becomes Swish and then the Conv's activation; after
+    an Add (no Conv) a standalone Swish node, operands in the other order; a Sigmoid whose output is also used
+    elsewhere is left alone (and so is its Conv, whose output then has two users)."""
+    g = G()
+    y = g.bn(g.conv("x", 4, 8, "c1"), 8, "b1")
+    s = g.n("Sigmoid", [y], "s1")
+    y = g.n("Mul", [y, s], "m1")
+    a = g.n("Add", [y, y], "a2")
+    s = g.n("Sigmoid", [a], "s2")
+    y = g.n("Mul", [s, a], "m2")
+    c = g.conv(y, 8, 8, "c3")
+    s = g.n("Sigmoid", [c], "s3")
+    y = g.n("Mul", [c, s], "m3")
+    g.n("Add", [y, s], "out")
+    # a Sigmoid that is a graph output keeps its node
+    c = g.conv("out", 8, 4, "c4")
+    s = g.n("Sigmoid", [c], "s4")
+    g.n("Mul", [s, c], "m4")
+    return g.model([("x", [2, 4, 8, 8])], ["out", "s4", "m4"]), \
+        {"bn": 1, "act": 1, "sum": 0, "drop": 0, "swish": 2}, [("c1+b1+s1+m1", "Conv"), ("s2+m2", "Swish"), ("c3", "Conv"), ("s3", "Sigmoid"),
+                                                          ("m3", "Mul"), ("s4", "Sigmoid"), ("m4", "Mul")]
+
+
 CASES = [case_conv_bn_relu, case_residual, case_activations, case_identity_dropout_and_shared,
-         case_convtranspose_group_bn]
+         case_convtranspose_group_bn, case_silu]
 
 
 def main():
@@ -165,21 +189,27 @@ def main():
                         d = float(np.max(np.abs(r - o)))
                         if not d <= 1e-4 * max(1.0, float(np.max(np.abs(r)))):
                             errors.append(f"optimize={opt}: max abs diff {d:.2e}")
-                    nodes = [n[0] for n in s.nodes()]
-                    counts = s.pass_counts()
+                    ops = {n[0]: n[1] for n in s.nodes()}
+                    nodes = list(ops)
+                    counts = s.pass_counts() + (s.stats().n_swish_fused,)
                     if opt == "1":
-                        got = {"bn": counts[0], "act": counts[1], "sum": counts[2], "drop": counts[3]}
+                        got = {"bn": counts[0], "act": counts[1], "sum": counts[2], "drop": counts[3],
+                               "swish": counts[4]}
+                        want = dict({"swish": 0}, **want)
                         if got != want:
                             errors.append(f"pass counts {got}, expected {want}")
                         for nm in names:
+                            nm, op = nm if isinstance(nm, tuple) else (nm, None)
                             if nm not in nodes:
                                 errors.append(f"no node named '{nm}' (nodes: {nodes})")
+                            elif op and ops[nm] != op:
+                                errors.append(f"node '{nm}' is a {ops[nm]}, expected {op}")
                         n_orig = len(model.graph.node)
-                        removed = want["bn"] + want["act"] + want["sum"] + want["drop"]
+                        removed = want["bn"] + want["act"] + want["sum"] + want["drop"] + want["swish"]
                         if len(nodes) != n_orig - removed:
                             errors.append(f"{len(nodes)} nodes, expected {n_orig - removed}")
                     else:
-                        if counts != (0, 0, 0, 0) or len(nodes) != len(model.graph.node):
+                        if counts != (0, 0, 0, 0, 0) or len(nodes) != len(model.graph.node):
                             errors.append(f"graph.optimize=0 still rewrote: counts {counts}, {len(nodes)} nodes")
             if errors:
                 failed += 1
