@@ -1,6 +1,6 @@
 /* CUDA kernels: index ops. ArgMax/ArgMin, TopK, CumSum/CumProd, OneHot, ReverseSequence, Compress, NonZero,
- * and the index-driven vision ops MaxUnpool, Col2Im, CenterCropPad. Values are compared in their own type (half
- * and bfloat16 as float); indices are int64 throughout. Compress and NonZero size their output at run time:
+ * Unique, and the index-driven vision ops MaxUnpool, Col2Im, CenterCropPad. Values are compared in their own type (half
+ * and bfloat16 as float); indices are int64 throughout. Compress, NonZero and Unique size their outputs at run time:
  * they read a count back to the host (one stream synchronization) and call args->alloc_output. */
 #include <type_traits>
 
@@ -637,6 +637,192 @@ static netrun_status nonzero_run(cuda_context *ctx, void *state, const netrun_ke
     return cuda_check_launch("NonZero");
 }
 
+/* ---- Unique: slices (elements when there is no axis) compared lexicographically, floats by value with NaN
+ * last and NaNs equal (the CPU kernel's order). Each slice finds its first equal slice and its count, the number
+ * of distinct slices comes back to the host to size the outputs, then each first slice's output position is the
+ * number of distinct slices before it (in value order, or in order of first occurrence when sorted=0). O(m^2)
+ * slice compares for m slices: supports() leaves larger inputs to the CPU kernel (a sort-based one is future
+ * work). ---- */
+
+#define UNIQUE_MAX_SLICES 16384
+
+template <typename C> __device__ __forceinline__ int cmp3(C x, C y) {
+    if constexpr (std::is_floating_point<C>::value) {
+        bool nx = x != x, ny = y != y;
+        if (nx || ny) return nx && ny ? 0 : nx ? 1 : -1;
+    }
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+struct uview {
+    int64_t outer, m, inner;
+};
+
+template <typename T> __device__ int slice_cmp(const T *x, const uview &v, int64_t a, int64_t b) {
+    for (int64_t o = 0; o < v.outer; o++)
+        for (int64_t i = 0; i < v.inner; i++) {
+            int64_t base = o * v.m * v.inner + i;
+            int r = cmp3(num<T>::get(x[base + a * v.inner]), num<T>::get(x[base + b * v.inner]));
+            if (r) return r;
+        }
+    return 0;
+}
+
+/* firstof[s]: the first slice equal to s; cnt[s]: how many equal it (kept for first slices); *u: distinct count */
+template <typename T> __global__ void uniq_first_k(const T *x, uview v, int64_t *firstof, int64_t *cnt, unsigned long long *u) {
+    GRID_LOOP(s, v.m) {
+        int64_t f = s, c = 0;
+        for (int64_t t = 0; t < v.m; t++)
+            if (slice_cmp(x, v, t, s) == 0) {
+                if (t < f) f = t;
+                c++;
+            }
+        firstof[s] = f;
+        cnt[s] = c;
+        if (f == s) atomicAdd(u, 1ull);
+    }
+}
+
+/* rank[s] for first slices; order[rank] = s */
+template <typename T> __global__ void uniq_rank_k(const T *x, uview v, const int64_t *firstof, int64_t *rank, int64_t *order, int sorted) {
+    GRID_LOOP(s, v.m) {
+        if (firstof[s] != s) continue;
+        int64_t r = 0;
+        for (int64_t t = 0; t < v.m; t++)
+            if (firstof[t] == t && t != s && (sorted ? slice_cmp(x, v, t, s) < 0 : t < s)) r++;
+        rank[s] = r;
+        order[r] = s;
+    }
+}
+
+__global__ void uniq_small_outputs_k(int64_t m, int64_t u, const int64_t *firstof, const int64_t *cnt, const int64_t *rank,
+                                     const int64_t *order, int64_t *indices, int64_t *inverse, int64_t *counts) {
+    GRID_LOOP(i, m) {
+        if (inverse) inverse[i] = rank[firstof[i]];
+        if (i < u) {
+            if (indices) indices[i] = order[i];
+            if (counts) counts[i] = cnt[order[i]];
+        }
+    }
+}
+
+template <typename E> __global__ void uniq_y_k(const E *x, E *y, int64_t n, int64_t u, uview v, const int64_t *order) {
+    GRID_LOOP(i, n) {
+        int64_t in = i % v.inner, t = i / v.inner, r = t % u, o = t / u;
+        y[i] = x[(o * v.m + order[r]) * v.inner + in];
+    }
+}
+
+static void unique_view_of(const netrun_unique_params *p, int rank, const int64_t *dims, uview *v) {
+    v->outer = v->inner = 1;
+    v->m = 1;
+    if (p->has_axis) {
+        v->m = dims[p->axis];
+        for (int d = 0; d < p->axis; d++) v->outer *= dims[d];
+        for (int d = p->axis + 1; d < rank; d++) v->inner *= dims[d];
+    } else
+        for (int d = 0; d < rank; d++) v->m *= dims[d];
+}
+
+static int unique_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    const netrun_unique_params *p = (const netrun_unique_params *)node->params;
+    const netrun_value_desc *x = &node->inputs[0];
+    if (!p || (p->has_axis && (p->axis < 0 || p->axis >= x->rank))) return cuda_refuse(reason, size, "no params");
+    if (cuda_desc_count(x) < 0) return cuda_refuse(reason, size, "input shape unknown at placement (it sizes the workspace)");
+    uview v;
+    unique_view_of(p, x->rank, x->dims, &v);
+    if (v.m > UNIQUE_MAX_SLICES)
+        return cuda_refuse(reason, size, "%lld slices (the kernel is quadratic; at most %d)", (long long)v.m, UNIQUE_MAX_SLICES);
+    return 1;
+}
+
+static netrun_status unique_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
+    const netrun_unique_params *p = (const netrun_unique_params *)node->params;
+    const netrun_value_desc *x = &node->inputs[0];
+    if (!p || cuda_desc_count(x) < 0) return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda Unique: input shape unknown");
+    uview v;
+    unique_view_of(p, x->rank, x->dims, &v);
+    int64_t *m = (int64_t *)cuda_host->alloc(sizeof(int64_t), 16);
+    if (!m) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda Unique: out of memory");
+    *m = v.m;
+    *state = m;
+    /* [distinct count][firstof][cnt][rank][order], m entries each */
+    *ws = 256 + 4 * align256(sizeof(int64_t) * (size_t)(v.m + 1));
+    return NETRUN_OK;
+}
+
+static void unique_destroy(cuda_context *ctx, void *state) {
+    if (state) cuda_host->free(state);
+}
+
+template <typename T> static void unique_launch_a(cuda_context *ctx, const void *x, uview v, int64_t *firstof, int64_t *cnt,
+                                                  unsigned long long *u) {
+    uniq_first_k<T><<<cuda_blocks(v.m), CUDA_THREADS, 0, ctx->stream>>>((const T *)x, v, firstof, cnt, u);
+}
+template <typename T> static void unique_launch_b(cuda_context *ctx, const void *x, uview v, const int64_t *firstof,
+                                                  int64_t *rank, int64_t *order, int sorted) {
+    uniq_rank_k<T><<<cuda_blocks(v.m), CUDA_THREADS, 0, ctx->stream>>>((const T *)x, v, firstof, rank, order, sorted);
+}
+
+static netrun_status unique_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_unique_params *p = (const netrun_unique_params *)args->params;
+    const netrun_tensor *X = &args->inputs[0];
+    netrun_status st = refuse_capture(ctx, "Unique");
+    if (st != NETRUN_OK) return st;
+    if (!p || (p->has_axis && (p->axis < 0 || p->axis >= X->rank)))
+        return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda Unique: bad params");
+    uview v;
+    unique_view_of(p, X->rank, X->dims, &v);
+    if (v.m > *(int64_t *)state)
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda Unique: %lld slices, the kernel was created for %lld",
+                                (long long)v.m, (long long)*(int64_t *)state);
+    char *ws = (char *)cuda_workspace_address(args->workspace);
+    size_t part = align256(sizeof(int64_t) * (size_t)(*(int64_t *)state + 1));
+    if (!ws) return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda Unique: no workspace");
+    unsigned long long *du = (unsigned long long *)ws;
+    int64_t *firstof = (int64_t *)(ws + 256), *cnt = (int64_t *)(ws + 256 + part), *rank = (int64_t *)(ws + 256 + 2 * part),
+            *order = (int64_t *)(ws + 256 + 3 * part);
+    unsigned long long u = 0;
+    netrun_dtype dt = X->dtype == NETRUN_DTYPE_BOOL ? NETRUN_DTYPE_UINT8 : X->dtype;
+    int64_t slice_len = v.outer * v.inner;
+    if (v.m > 0 && slice_len > 0) {
+        cudaError_t e = cudaMemsetAsync(du, 0, sizeof *du, ctx->stream);
+        if (e != cudaSuccess) return cuda_fail(e, "Unique");
+        DISPATCH_NUM(dt, "Unique", (unique_launch_a<T>(ctx, X->data, v, firstof, cnt, du)));
+        DISPATCH_NUM(dt, "Unique", (unique_launch_b<T>(ctx, X->data, v, firstof, rank, order, p->sorted)));
+        if ((st = cuda_check_launch("Unique")) != NETRUN_OK) return st;
+        e = cudaMemcpyAsync(&u, du, sizeof u, cudaMemcpyDeviceToHost, ctx->stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->stream);
+        if (e != cudaSuccess) return cuda_fail(e, "Unique count read");
+    } else if (v.m > 0) {
+        return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda Unique: empty slices");
+    }
+    int64_t dims[NETRUN_MAX_RANK], du64 = (int64_t)u;
+    int64_t *outs[4] = {NULL, NULL, NULL, NULL};
+    for (int o = 0; o < 4 && o < args->n_outputs; o++) {
+        if (!p->present[o]) continue;
+        int rank_o = 1;
+        if (o == 0 && p->has_axis) {
+            rank_o = X->rank;
+            memcpy(dims, X->dims, sizeof(int64_t) * (size_t)rank_o);
+            dims[p->axis] = du64;
+        } else
+            dims[0] = o == 2 ? v.m : du64;
+        if (!args->outputs[o].data || args->outputs[o].rank < 0)
+            if ((st = args->alloc_output(args->exec, o, rank_o, dims)) != NETRUN_OK) return st;
+        outs[o] = (int64_t *)args->outputs[o].data;
+    }
+    if (v.m == 0) return NETRUN_OK;
+    if (outs[1] || outs[2] || outs[3])
+        uniq_small_outputs_k<<<cuda_blocks(v.m), CUDA_THREADS, 0, ctx->stream>>>(v.m, du64, firstof, cnt, rank, order, outs[1],
+                                                                                 outs[2], outs[3]);
+    int64_t n = v.outer * du64 * v.inner;
+    if (outs[0] && n > 0)
+        DISPATCH_ES(cuda_esize(X->dtype), (uniq_y_k<E><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(
+                                              (const E *)X->data, (E *)outs[0], n, du64, v, order)));
+    return cuda_check_launch("Unique");
+}
+
 /* ---- MaxUnpool: zero the output, then each input element goes where its index points ---- */
 
 template <typename E>
@@ -805,6 +991,8 @@ extern "C" const cuda_op cuda_ops_index_ops[] = {
      compress_supports, compress_create, compress_run, compress_destroy},
     {"NonZero", CUDA_ALL_DTYPES, "input shape known at placement; reads the count on the host", nonzero_supports,
      nonzero_create, nonzero_run, nonzero_destroy},
+    {"Unique", CUDA_ALL_DTYPES, "input shape known at placement; at most 16384 slices (quadratic kernel)",
+     unique_supports, unique_create, unique_run, unique_destroy},
     {"MaxUnpool", FLOAT4_DTYPES, "int64 indices", unpool_supports, flag_create, unpool_run, flag_destroy},
     {"Col2Im", FLOAT4_DTYPES, "", NULL, NULL, col2im_run, NULL},
     {"CenterCropPad", CUDA_ALL_DTYPES, "", bytes_supports, NULL, ccp_run, NULL},
