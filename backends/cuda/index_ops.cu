@@ -83,6 +83,7 @@ typedef struct flag_state {
 static netrun_status flag_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
     flag_state *f = (flag_state *)cuda_host->alloc(sizeof *f, 16);
     if (!f) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda %s: out of memory", node->op_type);
+    f->bad = NULL;
     cudaError_t e = cudaMalloc((void **)&f->bad, sizeof(int));
     if (e == cudaSuccess) e = cudaMemsetAsync(f->bad, 0, sizeof(int), ctx->stream);
     if (e != cudaSuccess) {
@@ -784,8 +785,7 @@ static netrun_status unique_run(cuda_context *ctx, void *state, const netrun_ker
             *order = (int64_t *)(ws + 256 + 3 * part);
     unsigned long long u = 0;
     netrun_dtype dt = X->dtype == NETRUN_DTYPE_BOOL ? NETRUN_DTYPE_UINT8 : X->dtype;
-    int64_t slice_len = v.outer * v.inner;
-    if (v.m > 0 && slice_len > 0) {
+    if (v.m > 0) { /* (empty slices are all equal: the kernels then never read x) */
         cudaError_t e = cudaMemsetAsync(du, 0, sizeof *du, ctx->stream);
         if (e != cudaSuccess) return cuda_fail(e, "Unique");
         DISPATCH_NUM(dt, "Unique", (unique_launch_a<T>(ctx, X->data, v, firstof, cnt, du)));
@@ -794,8 +794,6 @@ static netrun_status unique_run(cuda_context *ctx, void *state, const netrun_ker
         e = cudaMemcpyAsync(&u, du, sizeof u, cudaMemcpyDeviceToHost, ctx->stream);
         if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->stream);
         if (e != cudaSuccess) return cuda_fail(e, "Unique count read");
-    } else if (v.m > 0) {
-        return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda Unique: empty slices");
     }
     int64_t dims[NETRUN_MAX_RANK], du64 = (int64_t)u;
     int64_t *outs[4] = {NULL, NULL, NULL, NULL};

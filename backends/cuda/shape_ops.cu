@@ -195,7 +195,9 @@ __device__ __forceinline__ uint16_t bf16_round(float f) {
 
 template <typename T> __global__ void range_k(const T *start, const T *delta, T *y, int64_t n) {
     GRID_LOOP(i, n) {
-        if constexpr (std::is_floating_point<T>::value) y[i] = start[0] + (T)i * delta[0];
+        /* the product rounded on its own (no fused multiply-add), as the CPU kernel computes it */
+        if constexpr (std::is_same<T, float>::value) y[i] = start[0] + __fmul_rn((float)i, delta[0]);
+        else if constexpr (std::is_same<T, double>::value) y[i] = start[0] + __dmul_rn((double)i, delta[0]);
         else y[i] = (T)((int64_t)start[0] + i * (int64_t)delta[0]);
     }
 }
@@ -204,7 +206,7 @@ __global__ void range_half_k(const uint16_t *start, const uint16_t *delta, uint1
     double s = bf16 ? (double)__uint_as_float((uint32_t)start[0] << 16) : (double)__half2float(__ushort_as_half(start[0]));
     double d = bf16 ? (double)__uint_as_float((uint32_t)delta[0] << 16) : (double)__half2float(__ushort_as_half(delta[0]));
     GRID_LOOP(i, n) {
-        float v = (float)(s + (double)i * d);
+        float v = (float)(s + __dmul_rn((double)i, d));
         y[i] = bf16 ? bf16_round(v) : __half_as_ushort(__float2half_rn(v));
     }
 }
