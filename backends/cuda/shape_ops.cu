@@ -22,8 +22,8 @@ static int copy_supports(const netrun_node_desc *node, char *reason, size_t size
 
 static int dropout_supports(const netrun_node_desc *node, char *reason, size_t size) {
     if (!copy_supports(node, reason, size)) return 0;
-    if (node->n_outputs > 1 && node->outputs[1].name && *node->outputs[1].name)
-        return cuda_refuse(reason, size, "Dropout mask output");
+    if (node->n_outputs > 1 && node->outputs[1].name && *node->outputs[1].name && !cuda_esize(node->outputs[1].dtype))
+        return cuda_refuse(reason, size, "Dropout mask dtype %s", cuda_dtype_name(node->outputs[1].dtype));
     if (node->n_inputs > 2 && node->inputs[2].rank >= 0) {
         const netrun_value_desc *t = &node->inputs[2];
         if (!t->const_data || t->dtype != NETRUN_DTYPE_BOOL || t->const_nbytes < 1 || *(const uint8_t *)t->const_data)
@@ -233,6 +233,28 @@ static netrun_status range_run(cuda_context *ctx, void *state, const netrun_kern
     return cuda_check_launch("Range");
 }
 
+/* Dropout in inference: y = x; the mask is all true from opset 12, all false before (onnxruntime, the
+ * reference, writes false there; the CPU kernel does the same). */
+static netrun_status dropout_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
+    *state = (void *)(intptr_t)(node->opset < 12 ? 1 : 0);
+    return NETRUN_OK;
+}
+
+static netrun_status dropout_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    netrun_status st = copy_run(ctx, NULL, args);
+    if (st != NETRUN_OK || args->n_outputs < 2) return st;
+    netrun_tensor *M = &args->outputs[1];
+    int64_t n = cuda_count(M);
+    if (M->rank < 0 || !M->data || n == 0) return NETRUN_OK;
+    size_t es = cuda_esize(M->dtype);
+    uint64_t bits = (intptr_t)state == 1 ? 0 : one_bits(M->dtype);
+    unsigned char v[16];
+    memset(v, 0, sizeof v);
+    memcpy(v, &bits, es <= sizeof bits ? es : sizeof bits); /* little-endian: the low bytes hold the value */
+    DISPATCH_ES(es, (launch_fill<E>(ctx, M->data, n, v)));
+    return cuda_check_launch("Dropout mask");
+}
+
 #define RANGE_DTYPES                                                                                             \
     (CUDA_DT(FLOAT) | CUDA_DT(DOUBLE) | CUDA_DT(INT16) | CUDA_DT(INT32) | CUDA_DT(INT64) | CUDA_DT(FLOAT16) |    \
      CUDA_DT(BFLOAT16))
@@ -240,7 +262,8 @@ static netrun_status range_run(cuda_context *ctx, void *state, const netrun_kern
 #define COPY(name) {name, CUDA_ALL_DTYPES, "device copy", copy_supports, NULL, copy_run, NULL},
 extern "C" const cuda_op cuda_ops_shape_ops[] = {
     COPY("Reshape") COPY("Flatten") COPY("Squeeze") COPY("Unsqueeze") COPY("Identity")
-    {"Dropout", CUDA_ALL_DTYPES, "inference only (no mask output)", dropout_supports, NULL, copy_run, NULL},
+    {"Dropout", CUDA_ALL_DTYPES, "inference only (mask all true, all false before opset 12)", dropout_supports,
+     dropout_create, dropout_run, NULL},
     {"Expand", CUDA_ALL_DTYPES, "", copy_supports, NULL, expand_run, NULL},
     {"Shape", CUDA_ALL_DTYPES, "", any_supports, shape_create, shape_run, NULL},
     {"Size", CUDA_ALL_DTYPES, "", any_supports, shape_create, shape_run, NULL},
