@@ -1,5 +1,5 @@
 /* CUDA kernels: index ops. ArgMax/ArgMin, TopK, CumSum/CumProd, OneHot, ReverseSequence, Compress, NonZero,
- * Unique, and the index-driven vision ops MaxUnpool, Col2Im, CenterCropPad. Values are compared in their own type (half
+ * Unique, TensorScatter, TfIdfVectorizer, and the index-driven vision ops MaxUnpool, Col2Im, CenterCropPad. Values are compared in their own type (half
  * and bfloat16 as float); indices are int64 throughout. Compress, NonZero and Unique size their outputs at run time:
  * they read a count back to the host (one stream synchronization) and call args->alloc_output. */
 #include <type_traits>
@@ -821,6 +821,176 @@ static netrun_status unique_run(cuda_context *ctx, void *state, const netrun_ker
     return cuda_check_launch("Unique");
 }
 
+/* ---- TensorScatter: y = past_cache with each batch's update rows written from write_indices[b] along axis
+ * (wrapping in circular mode) ---- */
+
+template <typename E>
+__global__ void tscatter_k(const E *u, E *y, const int64_t *wi, int64_t n, int64_t seq, int64_t maxlen, int64_t inner,
+                           int64_t per_batch, int circular, int *bad) {
+    GRID_LOOP(i, n) {
+        int64_t row = i / inner, in = i - row * inner, q = row / seq, s = row - q * seq;
+        int64_t w = wi ? wi[q / per_batch] : 0;
+        if (w < 0 || (!circular && w + seq > maxlen)) {
+            *bad = 1;
+            continue;
+        }
+        y[(q * maxlen + (w + s) % maxlen) * inner + in] = u[i];
+    }
+}
+
+static int tscatter_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    if (!cuda_esize(node->inputs[0].dtype)) return cuda_refuse(reason, size, "dtype %s", cuda_dtype_name(node->inputs[0].dtype));
+    return 1;
+}
+
+static netrun_status tscatter_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_tensor_scatter_params *p = (const netrun_tensor_scatter_params *)args->params;
+    const netrun_tensor *X = &args->inputs[0], *U = &args->inputs[1];
+    const netrun_tensor *W = args->n_inputs > 2 && args->inputs[2].rank == 1 ? &args->inputs[2] : NULL;
+    netrun_tensor *Y = &args->outputs[0];
+    netrun_status st = refuse_capture(ctx, "TensorScatter");
+    if (st != NETRUN_OK) return st;
+    if (!p || p->axis < 1 || p->axis >= X->rank || U->rank != X->rank)
+        return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda TensorScatter: bad params");
+    size_t es = cuda_esize(X->dtype), bytes = (size_t)cuda_count(X) * es;
+    if (bytes && Y->data != X->data) {
+        cudaError_t e = cudaMemcpyAsync(Y->data, X->data, bytes, cudaMemcpyDeviceToDevice, ctx->stream);
+        if (e != cudaSuccess) return cuda_fail(e, "TensorScatter copy");
+    }
+    int64_t prefix = 1, per_batch = 1, inner = 1, maxlen = X->dims[p->axis], seq = U->dims[p->axis];
+    for (int d = 0; d < p->axis; d++) prefix *= X->dims[d];
+    for (int d = 1; d < p->axis; d++) per_batch *= X->dims[d];
+    for (int d = p->axis + 1; d < X->rank; d++) inner *= X->dims[d];
+    int64_t n = prefix * seq * inner;
+    if (n == 0) return NETRUN_OK;
+    if (maxlen < 1) return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda TensorScatter: empty cache axis");
+    flag_state *f = (flag_state *)state;
+    DISPATCH_ES(es, (tscatter_k<E><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(
+                        (const E *)U->data, (E *)Y->data, W ? (const int64_t *)W->data : NULL, n, seq, maxlen, inner,
+                        per_batch, p->circular, f->bad)));
+    if ((st = cuda_check_launch("TensorScatter")) != NETRUN_OK) return st;
+    return flag_check(ctx, f, "TensorScatter", "a write_indices entry with its updates does not fit the cache");
+}
+
+/* ---- TfIdfVectorizer (integer tokens): one thread per (row, start position) counts the pool n-grams that
+ * start there (the CPU kernel's loops with the start fixed); counts are whole numbers, so float atomics add
+ * them exactly (below 2^24 per cell); a second pass applies IDF / TFIDF weights ---- */
+
+typedef struct tfidf_state {
+    int64_t *grams;  /* device copies of the params' tables */
+    int64_t *pool;
+    float *weights;  /* NULL when the node has none */
+} tfidf_state;
+
+struct tfidf_args {
+    int64_t min_gram, max_gram, max_skip, out, n_grams;
+};
+
+template <typename I>
+__global__ void tfidf_count_k(const I *x, float *y, int64_t rows, int64_t C, tfidf_args a, const int64_t *grams,
+                              const int64_t *pool) {
+    GRID_LOOP(t, rows * C) {
+        int64_t r = t / C, s0 = t - r * C, base = r * C, start_size = a.min_gram;
+        float *f = y + r * a.out;
+        for (int64_t d = 1; d - 1 <= a.max_skip; d++) {
+            if (start_size > 1 && d * (start_size - 1) >= C) break;
+            if (s0 + d * (start_size - 1) < C)
+                for (int64_t n = start_size; n <= a.max_gram && s0 + d * (n - 1) < C; n++) {
+                    int64_t col = -1;
+                    for (int64_t g = 0; g < a.n_grams; g++) { /* the last equal n-gram of the pool wins */
+                        const int64_t *gr = grams + 3 * g;
+                        if (gr[0] != n) continue;
+                        int64_t k = 0;
+                        while (k < n && (int64_t)x[base + s0 + k * d] == pool[gr[1] + k]) k++;
+                        if (k == n) col = gr[2];
+                    }
+                    if (col >= 0 && col < a.out) atomicAdd(f + col, 1.0f);
+                }
+            if (start_size == 1) { /* unigrams count once, not once per skip distance */
+                start_size = 2;
+                if (start_size > a.max_gram) break;
+            }
+        }
+    }
+}
+
+__global__ void tfidf_weight_k(float *y, int64_t n, int64_t out, int mode, const float *w) {
+    GRID_LOOP(i, n) {
+        int64_t c = i % out;
+        if (mode == 1) y[i] = y[i] > 0 ? (w ? w[c] : 1.0f) : 0.0f;
+        else if (mode == 2 && w) y[i] *= w[c];
+    }
+}
+
+static int tfidf_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    netrun_dtype t = node->inputs[0].dtype;
+    if (t != NETRUN_DTYPE_INT32 && t != NETRUN_DTYPE_INT64) return cuda_refuse(reason, size, "tokens %s", cuda_dtype_name(t));
+    if (!node->params) return cuda_refuse(reason, size, "no params");
+    return 1;
+}
+
+static void tfidf_destroy(cuda_context *ctx, void *state) {
+    tfidf_state *s = (tfidf_state *)state;
+    if (!s) return;
+    if (s->grams) cudaFree(s->grams);
+    if (s->pool) cudaFree(s->pool);
+    if (s->weights) cudaFree(s->weights);
+    cuda_host->free(s);
+}
+
+/* The n-gram tables and weights go to the device once. */
+static netrun_status tfidf_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
+    const netrun_tfidf_params *p = (const netrun_tfidf_params *)node->params;
+    if (!p || p->n_grams < 0 || p->output_size < 0) return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda TfIdfVectorizer: bad params");
+    tfidf_state *s = (tfidf_state *)cuda_host->alloc(sizeof *s, 16);
+    if (!s) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda TfIdfVectorizer: out of memory");
+    memset(s, 0, sizeof *s);
+    int64_t pool_len = 1;
+    for (int64_t g = 0; g < p->n_grams; g++)
+        if (p->grams[3 * g + 1] + p->grams[3 * g] > pool_len) pool_len = p->grams[3 * g + 1] + p->grams[3 * g];
+    size_t gb = sizeof(int64_t) * 3 * (size_t)(p->n_grams ? p->n_grams : 1), pb = sizeof(int64_t) * (size_t)pool_len;
+    cudaError_t e = cudaMalloc((void **)&s->grams, gb);
+    if (e == cudaSuccess) e = cudaMalloc((void **)&s->pool, pb);
+    if (e == cudaSuccess && p->n_grams) e = cudaMemcpy(s->grams, p->grams, gb, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess && p->n_grams && p->pool) e = cudaMemcpy(s->pool, p->pool, pb, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess && p->weights && p->output_size > 0) {
+        size_t wb = sizeof(float) * (size_t)p->output_size;
+        e = cudaMalloc((void **)&s->weights, wb);
+        if (e == cudaSuccess) e = cudaMemcpy(s->weights, p->weights, wb, cudaMemcpyHostToDevice);
+    }
+    if (e != cudaSuccess) {
+        tfidf_destroy(ctx, s);
+        return cuda_fail(e, "TfIdfVectorizer tables");
+    }
+    *state = s;
+    return NETRUN_OK;
+}
+
+static netrun_status tfidf_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_tfidf_params *p = (const netrun_tfidf_params *)args->params;
+    tfidf_state *s = (tfidf_state *)state;
+    const netrun_tensor *X = &args->inputs[0];
+    netrun_tensor *Y = &args->outputs[0];
+    if (!p || X->rank < 1 || X->rank > 2) return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda TfIdfVectorizer: bad params");
+    int64_t rows = X->rank == 2 ? X->dims[0] : 1, C = X->dims[X->rank - 1], out = p->output_size;
+    if (rows * out == 0) return NETRUN_OK;
+    cudaError_t e = cudaMemsetAsync(Y->data, 0, sizeof(float) * (size_t)(rows * out), ctx->stream);
+    if (e != cudaSuccess) return cuda_fail(e, "TfIdfVectorizer zero");
+    tfidf_args a = {p->min_gram, p->max_gram, p->max_skip, out, p->n_grams};
+    if (rows * C > 0) {
+        if (X->dtype == NETRUN_DTYPE_INT32)
+            tfidf_count_k<int32_t><<<cuda_blocks(rows * C), CUDA_THREADS, 0, ctx->stream>>>(
+                (const int32_t *)X->data, (float *)Y->data, rows, C, a, s->grams, s->pool);
+        else
+            tfidf_count_k<int64_t><<<cuda_blocks(rows * C), CUDA_THREADS, 0, ctx->stream>>>(
+                (const int64_t *)X->data, (float *)Y->data, rows, C, a, s->grams, s->pool);
+    }
+    if (p->mode == 1 || (p->mode == 2 && s->weights))
+        tfidf_weight_k<<<cuda_blocks(rows * out), CUDA_THREADS, 0, ctx->stream>>>((float *)Y->data, rows * out, out,
+                                                                                   p->mode, s->weights);
+    return cuda_check_launch("TfIdfVectorizer");
+}
+
 /* ---- MaxUnpool: zero the output, then each input element goes where its index points ---- */
 
 template <typename E>
@@ -991,6 +1161,9 @@ extern "C" const cuda_op cuda_ops_index_ops[] = {
      nonzero_create, nonzero_run, nonzero_destroy},
     {"Unique", CUDA_ALL_DTYPES, "input shape known at placement; at most 16384 slices (quadratic kernel)",
      unique_supports, unique_create, unique_run, unique_destroy},
+    {"TensorScatter", CUDA_ALL_DTYPES, "linear and circular", tscatter_supports, flag_create, tscatter_run, flag_destroy},
+    {"TfIdfVectorizer", CUDA_DT(INT32) | CUDA_DT(INT64), "integer tokens", tfidf_supports, tfidf_create, tfidf_run,
+     tfidf_destroy},
     {"MaxUnpool", FLOAT4_DTYPES, "int64 indices", unpool_supports, flag_create, unpool_run, flag_destroy},
     {"Col2Im", FLOAT4_DTYPES, "", NULL, NULL, col2im_run, NULL},
     {"CenterCropPad", CUDA_ALL_DTYPES, "", bytes_supports, NULL, ccp_run, NULL},
