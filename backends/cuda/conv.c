@@ -92,8 +92,8 @@ static int conv_supports(const netrun_node_desc *node, char *reason, size_t size
     }
     if (p->group < 1 || p->group > INT32_MAX) return cuda_refuse(reason, size, "bad group");
     if (p->has_sum && transpose) return cuda_refuse(reason, size, "fused sum on ConvTranspose");
-    /* apply_act (cuda_kernels.cuh) knows kinds up to SOFTPLUS; a newer kind would silently be the identity */
-    if ((int)p->activation.kind < 0 || p->activation.kind > NETRUN_ACT_SOFTPLUS)
+    /* apply_act (cuda_kernels.cuh) knows kinds up to SWISH; a newer kind would silently be the identity */
+    if ((int)p->activation.kind < 0 || p->activation.kind > NETRUN_ACT_SWISH)
         return cuda_refuse(reason, size, "fused activation kind %d not implemented", (int)p->activation.kind);
     return 1;
 }

@@ -140,6 +140,10 @@ __device__ __forceinline__ float apply_act(float x, const act_params &a) {
     case NETRUN_ACT_ELU: return x >= 0 ? x : a.alpha * (expf(x) - 1.0f);
     case NETRUN_ACT_SOFTSIGN: return x / (1.0f + fabsf(x));
     case NETRUN_ACT_SOFTPLUS: return x > 20.0f ? x : log1pf(expf(x));
+    case NETRUN_ACT_SWISH: { /* x * sigmoid(alpha x), one exp that never overflows */
+        float z = a.alpha * x, e = expf(-fabsf(z)), r = 1.0f / (1.0f + e);
+        return x * (z >= 0 ? r : e * r);
+    }
     default: return x;
     }
 }

@@ -13,10 +13,10 @@ static int gemm_supports(const netrun_node_desc *node, char *reason, size_t size
         return cuda_refuse(reason, size, "dtype %s not supported by the CUDA %s kernel", cuda_dtype_name(t), node->op_type);
     for (int i = 0; i < node->n_inputs; i++)
         if (node->inputs[i].rank >= 0 && node->inputs[i].dtype != t) return cuda_refuse(reason, size, "mixed dtypes");
-    /* apply_act (cuda_kernels.cuh) knows kinds up to SOFTPLUS; a newer kind would silently be the identity */
+    /* apply_act (cuda_kernels.cuh) knows kinds up to SWISH; a newer kind would silently be the identity */
     const netrun_gemm_params *p = node->params;
     if (!strcmp(node->op_type, "Gemm") && p && node->params_size >= sizeof *p &&
-        ((int)p->activation.kind < 0 || p->activation.kind > NETRUN_ACT_SOFTPLUS))
+        ((int)p->activation.kind < 0 || p->activation.kind > NETRUN_ACT_SWISH))
         return cuda_refuse(reason, size, "fused activation kind %d not implemented", (int)p->activation.kind);
     return 1;
 }
