@@ -25,6 +25,7 @@ float activate(float v, int kind, float a, float b) {
     case 11: return v >= 0.0f ? v : a * (exp(v) - 1.0f);
     case 12: return v / (1.0f + fabs(v));
     case 13: return v > 20.0f ? v : log1p(exp(v));
+    case 14: { float z = a * v, e = exp(-fabs(z)), r = 1.0f / (1.0f + e); return v * (z >= 0.0f ? r : e * r); }
     default: return v;
     }
 }

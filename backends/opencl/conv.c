@@ -54,8 +54,8 @@ static int conv_supports(const netrun_node_desc *node, char *reason, size_t size
     }
     if (p->group < 1 || p->group > INT32_MAX) return ocl_refuse(reason, size, "bad group");
     if (p->has_sum && transpose) return ocl_refuse(reason, size, "fused sum on ConvTranspose");
-    /* activate() (common.cl) knows kinds up to SOFTPLUS; a newer kind would silently be the identity */
-    if ((int)p->activation.kind < 0 || p->activation.kind > NETRUN_ACT_SOFTPLUS)
+    /* activate() (common.cl) knows kinds up to SWISH; a newer kind would silently be the identity */
+    if ((int)p->activation.kind < 0 || p->activation.kind > NETRUN_ACT_SWISH)
         return ocl_refuse(reason, size, "fused activation kind %d not implemented", (int)p->activation.kind);
     if (p->has_sum) {
         const netrun_value_desc *z = &node->inputs[node->n_inputs - 1], *y = &node->outputs[0];

@@ -15,9 +15,9 @@ static int float_supports(const netrun_node_desc *node, char *reason, size_t siz
 
 static int gemm_supports(const netrun_node_desc *node, char *reason, size_t size) {
     if (!float_supports(node, reason, size)) return 0;
-    /* activate() (common.cl) knows kinds up to SOFTPLUS; a newer kind would silently be the identity */
+    /* activate() (common.cl) knows kinds up to SWISH; a newer kind would silently be the identity */
     const netrun_gemm_params *p = node->params;
-    if (p && node->params_size >= sizeof *p && ((int)p->activation.kind < 0 || p->activation.kind > NETRUN_ACT_SOFTPLUS))
+    if (p && node->params_size >= sizeof *p && ((int)p->activation.kind < 0 || p->activation.kind > NETRUN_ACT_SWISH))
         return ocl_refuse(reason, size, "fused activation kind %d not implemented", (int)p->activation.kind);
     if (node->n_inputs < 2 || node->inputs[0].rank != 2 || node->inputs[1].rank != 2)
         return ocl_refuse(reason, size, "Gemm needs 2-D A and B");

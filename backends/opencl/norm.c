@@ -12,9 +12,9 @@ static int same_dtypes(const netrun_node_desc *node, char *reason, size_t size) 
     for (int i = 1; i < node->n_inputs; i++)
         if (node->inputs[i].rank >= 0 && node->inputs[i].dtype != t)
             return ocl_refuse(reason, size, "mixed dtypes (input %d is %s)", i, ocl_dtype_name(node->inputs[i].dtype));
-    /* activate() (common.cl) knows kinds up to SOFTPLUS; a newer kind would silently be the identity */
+    /* activate() (common.cl) knows kinds up to SWISH; a newer kind would silently be the identity */
     const netrun_norm_params *p = node->params;
-    if (p && node->params_size >= sizeof *p && ((int)p->activation.kind < 0 || p->activation.kind > NETRUN_ACT_SOFTPLUS))
+    if (p && node->params_size >= sizeof *p && ((int)p->activation.kind < 0 || p->activation.kind > NETRUN_ACT_SWISH))
         return ocl_refuse(reason, size, "fused activation kind %d not implemented", (int)p->activation.kind);
     return 1;
 }

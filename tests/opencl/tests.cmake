@@ -61,3 +61,14 @@ if(TARGET netrun-opencl AND TARGET netrun-cli AND Python3_Interpreter_FOUND)
     endforeach()
   endif()
 endif()
+
+# the graph passes' fused models (tests/passes) with the nodes on opencl: outputs against onnxruntime, passes on
+# and off (fused activations such as Swish run in the OpenCL conv/gemm epilogue)
+if(TARGET netrun-opencl AND TARGET netrun AND Python3_Interpreter_FOUND)
+  add_test(NAME passes.fusions_opencl
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/run_if_available.py --netrun $<TARGET_FILE:netrun-cli> --
+      ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/passes/test_passes.py --lib $<TARGET_FILE:netrun>
+      --backend opencl,cpu)
+  set_tests_properties(passes.fusions_opencl PROPERTIES TIMEOUT 300 LABELS opencl SKIP_RETURN_CODE 77
+    ENVIRONMENT "NETRUN_BACKEND_PATH=${NETRUN_BACKEND_OUTPUT_DIR};NETRUN_CACHE_DIR=${CMAKE_BINARY_DIR}/netrun-cache")
+endif()
