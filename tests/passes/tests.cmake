@@ -10,4 +10,7 @@ if(Python3_Interpreter_FOUND AND TARGET netrun)
     list(APPEND _passes_env "LD_PRELOAD=${_asan_lib}" "ASAN_OPTIONS=detect_leaks=0")
   endif()
   set_tests_properties(passes.fusions PROPERTIES TIMEOUT 300 ENVIRONMENT "${_passes_env}")
+  add_test(NAME passes.act_extremes
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_act_extremes.py --lib $<TARGET_FILE:netrun>)
+  set_tests_properties(passes.act_extremes PROPERTIES TIMEOUT 300 ENVIRONMENT "${_passes_env}")
 endif()
