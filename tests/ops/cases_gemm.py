@@ -29,6 +29,10 @@ add("gemm_beta0", "Gemm", [rand(8, 9, seed=24), rand(9, 10, seed=25), rand(8, 10
 add("gemm_big", "Gemm", [rand(64, 300, seed=27), ("const", rand(200, 300, seed=28)), ("const", rand(200, seed=29))],
     transB=1, rtol=1e-3, atol=1e-3)
 add("gemm_m1", "Gemm", [rand(1, 64, seed=30), rand(64, 33, seed=31), rand(33, seed=32)])
+# one row through the CPU's sgemv path: B transposed (a classifier's layout), A transposed, alpha/beta
+add("gemm_m1_transB", "Gemm", [rand(1, 300, seed=130), ("const", rand(37, 300, seed=131)), ("const", rand(37, seed=132))],
+    transB=1, alpha=0.7, beta=1.3)
+add("gemm_m1_transA", "Gemm", [rand(64, 1, seed=133), rand(64, 33, seed=134), rand(1, 33, seed=135)], transA=1, alpha=2.0)
 add("gemm_opset7", "Gemm", [rand(3, 4, seed=33), rand(4, 5, seed=34), rand(5, seed=35)], opset=7)
 add("gemm_opset9", "Gemm", [rand(3, 4, seed=36), rand(4, 5, seed=37), rand(3, 5, seed=38)], opset=9, alpha=2.0)
 add("gemm_fp16", "Gemm", [rand(6, 8, dtype=np.float16, seed=39), rand(8, 5, dtype=np.float16, seed=40),
