@@ -102,9 +102,13 @@ const char *cpu_dnnl_conv_impl(const cpu_dnnl_conv *s) { return s ? s->impl : ""
 int cpu_dnnl_all(void) { return cpu_dnnl_available() && g_all; }
 
 /* Primitive descriptor for output channels [m0, m0 + mc) of these shapes; NULL when oneDNN cannot do them
- * (the caller falls back). y_plain describes that slice inside the whole NCHW output. */
+ * (the caller falls back). y_plain describes that slice inside the whole NCHW output. blocked16: ask for
+ * nChw16c activations (2-D, channels multiples of 16; NULL otherwise) instead of letting oneDNN choose: it
+ * chooses NHWC, and the NCHW <-> NHWC reorders around every node cost more than NCHW <-> nChw16c (oneDNN
+ * node time at 1 thread, EfficientNet-B0 7.3 -> 6.5 ms, MobileNetV2 4.6 -> 3.8, SqueezeNet 6.1 -> 5.7). */
 static dnnl_primitive_desc_t make_pd(const netrun_conv_params *p, const int64_t *xd, const int64_t *wd,
-                                     const int64_t *yd, int64_t mc, int has_bias, int has_sum, int *post_act,
+                                     const int64_t *yd, int64_t mc, int blocked16, int has_bias, int has_sum,
+                                     int *post_act,
                                      dnnl_memory_desc_t *x_plain, dnnl_memory_desc_t *w_plain,
                                      dnnl_memory_desc_t *y_plain, dnnl_memory_desc_t *b_md) {
     int ns = p->n_spatial, rank = ns + 2;
@@ -140,12 +144,14 @@ static dnnl_primitive_desc_t make_pd(const netrun_conv_params *p, const int64_t 
         pr[i] = p->pads_end[i];
     }
     dnnl_memory_desc_t x_any, w_any, y_any;
+    if (blocked16 && (rank != 4 || xdims[1] % 16 || mc % 16)) return NULL;
+    dnnl_format_tag_t act_tag = blocked16 ? dnnl_aBcd16b : dnnl_format_tag_any;
     if (dnnl_memory_desc_init_by_strides(x_plain, rank, xdims, dnnl_f32, xstr) ||
         dnnl_memory_desc_init_by_strides(y_plain, rank, ydims, dnnl_f32, ystr) ||
         dnnl_memory_desc_init_by_tag(w_plain, wrank, wdims, dnnl_f32, plain_tag(wrank)) ||
         dnnl_memory_desc_init_by_tag(b_md, 1, bdims, dnnl_f32, dnnl_a) ||
-        dnnl_memory_desc_init_by_tag(&x_any, rank, xdims, dnnl_f32, dnnl_format_tag_any) ||
-        dnnl_memory_desc_init_by_tag(&y_any, rank, ydims, dnnl_f32, dnnl_format_tag_any) ||
+        dnnl_memory_desc_init_by_tag(&x_any, rank, xdims, dnnl_f32, act_tag) ||
+        dnnl_memory_desc_init_by_tag(&y_any, rank, ydims, dnnl_f32, act_tag) ||
         dnnl_memory_desc_init_by_tag(&w_any, wrank, wdims, dnnl_f32, dnnl_format_tag_any))
         return NULL;
     dnnl_convolution_desc_t cd;
@@ -194,14 +200,16 @@ static int build_slice(cpu_dnnl_conv *s, dnnl_slice *q, const netrun_conv_params
                        const int64_t *wd, const int64_t *yd, const float *w, netrun_status *rc) {
     dnnl_memory_desc_t xp, wp, yp, bm;
     int post_act;
-    dnnl_primitive_desc_t pd = make_pd(p, xd, wd, yd, q->mc, s->has_bias, s->has_sum, &post_act, &xp, &wp, &yp, &bm);
-    if (!pd) return 0;
     const char *impl = "";
-    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-    if (!strncmp(impl, "ref", 3)) { /* the reference loops are slower than im2col + sgemm */
-        dnnl_primitive_desc_destroy(pd);
-        return 0;
+    dnnl_primitive_desc_t pd = NULL;
+    for (int blocked16 = 1; blocked16 >= 0 && !pd; blocked16--) {
+        pd = make_pd(p, xd, wd, yd, q->mc, blocked16, s->has_bias, s->has_sum, &post_act, &xp, &wp, &yp, &bm);
+        if (pd && (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) || !strncmp(impl, "ref", 3))) {
+            dnnl_primitive_desc_destroy(pd); /* the reference loops are slower than im2col + sgemm */
+            pd = NULL;
+        }
     }
+    if (!pd) return 0;
     snprintf(s->impl, sizeof s->impl, "%s", impl);
     s->post_act = post_act;
     const dnnl_memory_desc_t *qx = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
