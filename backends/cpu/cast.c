@@ -6,137 +6,9 @@
 
 #define CAST_GRAIN 16384
 
-/* Float -> integer conversions defined for every input (C leaves NaN and out-of-range undefined). They
- * follow onnxruntime on x86-64 (cvttss2si): narrow targets convert through int32, wide ones through int64,
- * and NaN / out of range give that intermediate's minimum, then wrap to the target. */
-static inline int32_t f_to_i32(double v) { return v > -2147483649.0 && v < 2147483648.0 ? (int32_t)v : INT32_MIN; }
-static inline int64_t f_to_i64(double v) {
-    return v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? (int64_t)v : INT64_MIN;
-}
-static inline uint64_t f_to_u64(double v) {
-    if (v >= 9223372036854775808.0 && v < 18446744073709551616.0) return (uint64_t)v;
-    return (uint64_t)f_to_i64(v);
-}
-
-/* ---- float8 (E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ) ----
- * FN: no infinity, NaN is S.1111.111; FNUZ: no infinity, no -0, NaN is 0x80; E5M2 is IEEE-like. */
-typedef struct f8_format {
-    int mbits, bias;
-    uint8_t max_code; /* largest finite magnitude */
-    int fnuz;
-} f8_format;
-
-static inline f8_format f8_fmt(netrun_dtype t) {
-    switch (t) {
-    case NETRUN_DTYPE_FLOAT8E4M3FN: return (f8_format){3, 7, 0x7e, 0};
-    case NETRUN_DTYPE_FLOAT8E4M3FNUZ: return (f8_format){3, 8, 0x7f, 1};
-    case NETRUN_DTYPE_FLOAT8E5M2: return (f8_format){2, 15, 0x7b, 0};
-    default: return (f8_format){2, 16, 0x7f, 1}; /* E5M2FNUZ */
-    }
-}
-
-float cpu_f8_to_float(uint8_t b, netrun_dtype t);
-uint8_t cpu_float_to_f8(float f, netrun_dtype t, int saturate);
-
-float cpu_f8_to_float(uint8_t b, netrun_dtype t) {
-    f8_format F = f8_fmt(t);
-    int neg = b >> 7, mag = b & 0x7f, e = mag >> F.mbits, m = mag & ((1 << F.mbits) - 1);
-    if (F.fnuz) {
-        if (b == 0x80) return NAN;
-    } else if (t == NETRUN_DTYPE_FLOAT8E4M3FN) {
-        if (mag == 0x7f) return neg ? -NAN : NAN;
-    } else if (e == 31) {
-        if (m) return neg ? -NAN : NAN;
-        return neg ? -INFINITY : INFINITY;
-    }
-    float v = e ? ldexpf((float)((1 << F.mbits) | m), e - F.bias - F.mbits)
-                : ldexpf((float)m, 1 - F.bias - F.mbits);
-    return neg ? -v : v;
-}
-
-/* Round to nearest even; out of range gives the largest finite value when saturating, else NaN (Inf for
- * E5M2), as the ONNX Cast table says. */
-uint8_t cpu_float_to_f8(float f, netrun_dtype t, int saturate) {
-    f8_format F = f8_fmt(t);
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint8_t sign = (uint8_t)((x >> 24) & 0x80u);
-    uint32_t ax = x & 0x7fffffffu;
-    uint8_t nan = F.fnuz ? 0x80 : (uint8_t)(sign | (t == NETRUN_DTYPE_FLOAT8E5M2 ? 0x7e : 0x7f));
-    uint8_t overflow = saturate ? (uint8_t)(sign | F.max_code)
-                       : t == NETRUN_DTYPE_FLOAT8E5M2 ? (uint8_t)(sign | 0x7c) : nan;
-    if (ax > 0x7f800000u) return nan;
-    if (ax == 0x7f800000u) return overflow;
-    int e = (int)(ax >> 23) - 127; /* unbiased exponent of the float (normal floats) */
-    uint32_t code;
-    if (e < 1 - F.bias) { /* float8 subnormal (or zero): count units of 2^(1 - bias - mbits) */
-        float af;
-        memcpy(&af, &ax, 4);
-        code = (uint32_t)rintf(ldexpf(af, F.bias - 1 + F.mbits)); /* may reach the smallest normal: fine */
-    } else {
-        int shift = 23 - F.mbits;
-        uint32_t mant = ax & 0x7fffffu, r = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (r & 1))) r++;
-        if (r >> F.mbits) { r = 0; e++; }
-        int be = e + F.bias;
-        if (be > 31) return overflow;
-        code = ((uint32_t)be << F.mbits) | r;
-    }
-    if (code > F.max_code) return overflow;
-    if (code == 0 && F.fnuz) return 0; /* no negative zero */
-    return (uint8_t)(sign | code);
-}
-
-/* ---- float4e2m1: sign bit 3, 2 exponent bits (bias 1), 1 mantissa bit; no infinity, no NaN ---- */
-static const float f4_values[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
-
-float cpu_f4_to_float(uint8_t b);
-uint8_t cpu_float_to_f4(float f);
-float cpu_e8m0_to_float(uint8_t b);
-uint8_t cpu_float_to_e8m0(float f, int saturate, int round_mode);
-
-float cpu_f4_to_float(uint8_t b) {
-    float v = f4_values[b & 7];
-    return (b & 8) ? -v : v;
-}
-
-/* Round to nearest even, saturating to +-6 (infinities too); NaN has no code: it becomes a zero with the
- * opposite sign bit, as ml_dtypes (the ONNX reference) gives. */
-uint8_t cpu_float_to_f4(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint8_t sign = (uint8_t)((x >> 28) & 8u);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint8_t)(sign ^ 8u);
-    float a = fabsf(f);
-    if (a >= 6.0f) return (uint8_t)(sign | 7u);
-    int k = 0;
-    while (k < 6 && a >= f4_values[k + 1]) k++;
-    float mid = 0.5f * (f4_values[k] + f4_values[k + 1]); /* exact: all values are short binary fractions */
-    if (a > mid || (a == mid && (k & 1))) k++;
-    return (uint8_t)(sign | (uint8_t)k);
-}
-
-/* ---- float8e8m0: an unsigned power of two 2^(code - 127); 0xff is NaN ---- */
-float cpu_e8m0_to_float(uint8_t b) { return b == 0xff ? NAN : ldexpf(1.0f, (int)b - 127); }
-
-/* The float's exponent field, rounded by its mantissa as onnx.numpy_helper.to_float8e8m0 does (the sign is
- * ignored: negative inputs are undefined by the spec); NaN and infinity give 0xff. With saturate, rounding
- * never carries past the largest power (0xfe); without, it carries into 0xff (NaN). */
-uint8_t cpu_float_to_e8m0(float f, int saturate, int round_mode) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    unsigned e = (x >> 23) & 0xffu;
-    if (e == 0xffu) return 0xff;
-    int up = 0;
-    if (round_mode == NETRUN_CAST_ROUND_UP) {
-        up = (x & 0x7fffffu) != 0;
-    } else if (round_mode == NETRUN_CAST_ROUND_NEAREST) {
-        int g = (x & 0x400000u) != 0, r = (x & 0x200000u) != 0, st = (x & 0x1fffffu) != 0, lsb = e > 0;
-        up = g && (r || st || lsb);
-    }
-    if (up && !(saturate && e == 0xfeu)) e++;
-    return (uint8_t)e;
-}
+/* Float -> integer conversions defined for every input (x86-like: NaN and out of range give the
+ * intermediate's minimum), float8, float4e2m1 and float8e8m0: backends/common/dtype_convert.h (nr_*), shared
+ * with the CUDA plugin so that both agree bit for bit. */
 
 /* Load one stored element as a C value (halves widen to float, bool stays 0/1). */
 #define LD_f32(x) (x)
@@ -156,12 +28,12 @@ uint8_t cpu_float_to_e8m0(float f, int saturate, int round_mode) {
 #define LD_u4(x) (x)
 #define LD_i2(x) (x) /* int2 sign-extended too */
 #define LD_u2(x) (x)
-#define LD_f4(x) cpu_f4_to_float(x)
-#define LD_e8m0(x) cpu_e8m0_to_float(x)
-#define LD_e4m3(x) cpu_f8_to_float((x), NETRUN_DTYPE_FLOAT8E4M3FN)
-#define LD_e4m3uz(x) cpu_f8_to_float((x), NETRUN_DTYPE_FLOAT8E4M3FNUZ)
-#define LD_e5m2(x) cpu_f8_to_float((x), NETRUN_DTYPE_FLOAT8E5M2)
-#define LD_e5m2uz(x) cpu_f8_to_float((x), NETRUN_DTYPE_FLOAT8E5M2FNUZ)
+#define LD_f4(x) nr_f4_to_float(x)
+#define LD_e8m0(x) nr_e8m0_to_float(x)
+#define LD_e4m3(x) nr_f8_to_float((x), NETRUN_DTYPE_FLOAT8E4M3FN)
+#define LD_e4m3uz(x) nr_f8_to_float((x), NETRUN_DTYPE_FLOAT8E4M3FNUZ)
+#define LD_e5m2(x) nr_f8_to_float((x), NETRUN_DTYPE_FLOAT8E5M2)
+#define LD_e5m2uz(x) nr_f8_to_float((x), NETRUN_DTYPE_FLOAT8E5M2FNUZ)
 
 /* Store a C value of any type into a target element; _Generic picks the safe path for float sources. */
 #define FLT_OR(v, ffn, cast) _Generic((v), float: cast ffn((double)(v)), double: cast ffn((double)(v)), \
@@ -170,33 +42,33 @@ uint8_t cpu_float_to_e8m0(float f, int saturate, int round_mode) {
 #define TO_f64(v) ((double)(v))
 #define TO_f16(v) cpu_float_to_half((float)(v))
 #define TO_bf16(v) cpu_float_to_bf16((float)(v))
-#define TO_i8(v) FLT_OR(v, f_to_i32, (int8_t))
-#define TO_i16(v) FLT_OR(v, f_to_i32, (int16_t))
-#define TO_i32(v) FLT_OR(v, f_to_i32, (int32_t))
-#define TO_i64(v) FLT_OR(v, f_to_i64, (int64_t))
-#define TO_u8(v) FLT_OR(v, f_to_i32, (uint8_t))
-#define TO_u16(v) FLT_OR(v, f_to_i32, (uint16_t))
-#define TO_u32(v) FLT_OR(v, f_to_i64, (uint32_t))
-#define TO_u64(v) FLT_OR(v, f_to_u64, (uint64_t))
+#define TO_i8(v) FLT_OR(v, nr_f_to_i32, (int8_t))
+#define TO_i16(v) FLT_OR(v, nr_f_to_i32, (int16_t))
+#define TO_i32(v) FLT_OR(v, nr_f_to_i32, (int32_t))
+#define TO_i64(v) FLT_OR(v, nr_f_to_i64, (int64_t))
+#define TO_u8(v) FLT_OR(v, nr_f_to_i32, (uint8_t))
+#define TO_u16(v) FLT_OR(v, nr_f_to_i32, (uint16_t))
+#define TO_u32(v) FLT_OR(v, nr_f_to_i64, (uint32_t))
+#define TO_u64(v) FLT_OR(v, nr_f_to_u64, (uint64_t))
 #define TO_bool(v) ((uint8_t)((v) != 0))
 /* 4-bit integers keep the low 4 bits (wrap like the other fixed-point targets); int4 is sign-extended. */
 static inline int8_t wrap_i4(int64_t v) { return (int8_t)((int)(((uint64_t)v & 0xfu) ^ 0x8u) - 8); }
 static inline uint8_t wrap_u4(int64_t v) { return (uint8_t)((uint64_t)v & 0xfu); }
-#define TO_i4(v) wrap_i4(FLT_OR(v, f_to_i32, (int64_t)))
-#define TO_u4(v) wrap_u4(FLT_OR(v, f_to_i32, (int64_t)))
+#define TO_i4(v) wrap_i4(FLT_OR(v, nr_f_to_i32, (int64_t)))
+#define TO_u4(v) wrap_u4(FLT_OR(v, nr_f_to_i32, (int64_t)))
 static inline int8_t wrap_i2(int64_t v) { return (int8_t)((int)(((uint64_t)v & 0x3u) ^ 0x2u) - 2); }
 static inline uint8_t wrap_u2(int64_t v) { return (uint8_t)((uint64_t)v & 0x3u); }
-#define TO_i2(v) wrap_i2(FLT_OR(v, f_to_i32, (int64_t)))
-#define TO_u2(v) wrap_u2(FLT_OR(v, f_to_i32, (int64_t)))
+#define TO_i2(v) wrap_i2(FLT_OR(v, nr_f_to_i32, (int64_t)))
+#define TO_u2(v) wrap_u2(FLT_OR(v, nr_f_to_i32, (int64_t)))
 /* float4e2m1 has no saturate variant; float8e8m0 saturates and rounds up here (the defaults), cpu_cast_run
  * handles the other settings. */
-#define TO_f4(v) cpu_float_to_f4((float)(v))
-#define TO_e8m0(v) cpu_float_to_e8m0((float)(v), 1, NETRUN_CAST_ROUND_UP)
+#define TO_f4(v) nr_float_to_f4((float)(v))
+#define TO_e8m0(v) nr_float_to_e8m0((float)(v), 1, NETRUN_CAST_ROUND_UP)
 /* float8 targets saturate here (the default); cpu_cast_run handles saturate = 0. */
-#define TO_e4m3(v) cpu_float_to_f8((float)(v), NETRUN_DTYPE_FLOAT8E4M3FN, 1)
-#define TO_e4m3uz(v) cpu_float_to_f8((float)(v), NETRUN_DTYPE_FLOAT8E4M3FNUZ, 1)
-#define TO_e5m2(v) cpu_float_to_f8((float)(v), NETRUN_DTYPE_FLOAT8E5M2, 1)
-#define TO_e5m2uz(v) cpu_float_to_f8((float)(v), NETRUN_DTYPE_FLOAT8E5M2FNUZ, 1)
+#define TO_e4m3(v) nr_float_to_f8((float)(v), NETRUN_DTYPE_FLOAT8E4M3FN, 1)
+#define TO_e4m3uz(v) nr_float_to_f8((float)(v), NETRUN_DTYPE_FLOAT8E4M3FNUZ, 1)
+#define TO_e5m2(v) nr_float_to_f8((float)(v), NETRUN_DTYPE_FLOAT8E5M2, 1)
+#define TO_e5m2uz(v) nr_float_to_f8((float)(v), NETRUN_DTYPE_FLOAT8E5M2FNUZ, 1)
 
 /* The 23 element types (suffix, storage type, dtype). Two copies so that the matrix can nest them. */
 #define CAST_TYPES_OUTER(X)                                                                                   \
@@ -385,9 +257,9 @@ static void cast_range(void *arg, int64_t b, int64_t e) {
         int64_t m = e - i < 256 ? e - i : 256;
         cpu_cast_elems(j->src + (size_t)i * j->ssz, j->from, t, NETRUN_DTYPE_FLOAT, m);
         if (j->to == NETRUN_DTYPE_FLOAT8E8M0)
-            for (int64_t k = 0; k < m; k++) d[i + k] = cpu_float_to_e8m0(t[k], j->saturate, j->round_mode);
+            for (int64_t k = 0; k < m; k++) d[i + k] = nr_float_to_e8m0(t[k], j->saturate, j->round_mode);
         else
-            for (int64_t k = 0; k < m; k++) d[i + k] = cpu_float_to_f8(t[k], j->to, 0);
+            for (int64_t k = 0; k < m; k++) d[i + k] = nr_float_to_f8(t[k], j->to, 0);
     }
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "netrun_backend.h"
+#include "../common/dtype_convert.h"
 
 typedef struct cpu_pool cpu_pool;
 
@@ -58,56 +59,11 @@ static inline int64_t cpu_count(const netrun_tensor *t) {
     return n;
 }
 
-/* IEEE half <-> float (round to nearest even). */
-static inline float cpu_half_to_float(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu, bits;
-    if (exp == 0) {
-        if (mant == 0) bits = sign;
-        else { /* subnormal */
-            exp = 127 - 15 + 1;
-            while (!(mant & 0x400u)) { mant <<= 1; exp--; }
-            mant &= 0x3ffu;
-            bits = sign | (exp << 23) | (mant << 13);
-        }
-    } else if (exp == 31) bits = sign | 0x7f800000u | (mant << 13);
-    else bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
-static inline uint16_t cpu_float_to_half(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u;
-    uint32_t absx = x & 0x7fffffffu;
-    if (absx >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0));
-    if (absx >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* overflow to inf */
-    if (absx < 0x38800000u) { /* subnormal or zero: the result is round(|f| * 2^24) units of 2^-24 */
-        float af;
-        memcpy(&af, &absx, 4);
-        return (uint16_t)(sign | (uint32_t)lrintf(af * 16777216.0f));
-    }
-    uint32_t r = ((absx - 0x38000000u) >> 13);
-    uint32_t rem = absx & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (r & 1))) r++;
-    return (uint16_t)(sign | r);
-}
-
-/* bfloat16 <-> float. */
-static inline float cpu_bf16_to_float(uint16_t h) {
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-static inline uint16_t cpu_float_to_bf16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);
-    x += 0x7fffu + ((x >> 16) & 1);
-    return (uint16_t)(x >> 16);
-}
+/* IEEE half and bfloat16 <-> float: backends/common/dtype_convert.h (shared with the CUDA plugin). */
+static inline float cpu_half_to_float(uint16_t h) { return nr_half_to_float(h); }
+static inline uint16_t cpu_float_to_half(float f) { return nr_float_to_half(f); }
+static inline float cpu_bf16_to_float(uint16_t h) { return nr_bf16_to_float(h); }
+static inline uint16_t cpu_float_to_bf16(float f) { return nr_float_to_bf16(f); }
 
 /* expf that the compiler can vectorize (Cephes polynomial, ~1 ulp): libm's expf is a scalar call. The
  * scale 2^n is applied in two halves so that results run smoothly into subnormals and infinity. NaN stays

@@ -7,13 +7,6 @@
 
 #include "cpu_internal.h"
 
-/* From cast.c. */
-float cpu_f8_to_float(uint8_t b, netrun_dtype t);
-uint8_t cpu_float_to_f8(float f, netrun_dtype t, int saturate);
-float cpu_f4_to_float(uint8_t b);
-uint8_t cpu_float_to_f4(float f);
-float cpu_e8m0_to_float(uint8_t b);
-
 #define DT(x) NETRUN_DTYPE_BIT(NETRUN_DTYPE_##x)
 #define F8_MASK (DT(FLOAT8E4M3FN) | DT(FLOAT8E4M3FNUZ) | DT(FLOAT8E5M2) | DT(FLOAT8E5M2FNUZ))
 #define INT8_MASK (DT(UINT8) | DT(INT8))
@@ -21,65 +14,9 @@ float cpu_e8m0_to_float(uint8_t b);
 
 static int is_f8(netrun_dtype t) { return (F8_MASK >> t) & 1; }
 
-/* Element i of any numeric tensor as double (int4/uint4/int2/uint2 are stored one per byte, the signed ones
- * sign-extended; float4e2m1 as its 4-bit code). */
-static double ld(const void *p, netrun_dtype t, int64_t i) {
-    switch (t) {
-    case NETRUN_DTYPE_FLOAT: return ((const float *)p)[i];
-    case NETRUN_DTYPE_DOUBLE: return ((const double *)p)[i];
-    case NETRUN_DTYPE_FLOAT16: return cpu_half_to_float(((const uint16_t *)p)[i]);
-    case NETRUN_DTYPE_BFLOAT16: return cpu_bf16_to_float(((const uint16_t *)p)[i]);
-    case NETRUN_DTYPE_INT8: case NETRUN_DTYPE_INT4: case NETRUN_DTYPE_INT2: return ((const int8_t *)p)[i];
-    case NETRUN_DTYPE_UINT8: case NETRUN_DTYPE_UINT4: case NETRUN_DTYPE_UINT2: case NETRUN_DTYPE_BOOL:
-        return ((const uint8_t *)p)[i];
-    case NETRUN_DTYPE_FLOAT4E2M1: return cpu_f4_to_float(((const uint8_t *)p)[i]);
-    case NETRUN_DTYPE_FLOAT8E8M0: return cpu_e8m0_to_float(((const uint8_t *)p)[i]);
-    case NETRUN_DTYPE_INT16: return ((const int16_t *)p)[i];
-    case NETRUN_DTYPE_UINT16: return ((const uint16_t *)p)[i];
-    case NETRUN_DTYPE_INT32: return ((const int32_t *)p)[i];
-    case NETRUN_DTYPE_UINT32: return ((const uint32_t *)p)[i];
-    case NETRUN_DTYPE_INT64: return (double)((const int64_t *)p)[i];
-    case NETRUN_DTYPE_UINT64: return (double)((const uint64_t *)p)[i];
-    case NETRUN_DTYPE_FLOAT8E4M3FN: case NETRUN_DTYPE_FLOAT8E4M3FNUZ: case NETRUN_DTYPE_FLOAT8E5M2:
-    case NETRUN_DTYPE_FLOAT8E5M2FNUZ: return cpu_f8_to_float(((const uint8_t *)p)[i], t);
-    default: return 0;
-    }
-}
-
 /* Integer element of an 8-bit (or 4-bit, unpacked) quantized tensor. */
 static inline int32_t ld_q8(const void *p, netrun_dtype t, int64_t i) {
     return t == NETRUN_DTYPE_INT8 || t == NETRUN_DTYPE_INT4 ? ((const int8_t *)p)[i] : ((const uint8_t *)p)[i];
-}
-
-/* Round a value to the given float type (the precision an operation is defined in). */
-static inline double round_to(double v, netrun_dtype t) {
-    switch (t) {
-    case NETRUN_DTYPE_FLOAT: return (float)v;
-    case NETRUN_DTYPE_FLOAT16: return cpu_half_to_float(cpu_float_to_half((float)v));
-    case NETRUN_DTYPE_BFLOAT16: return cpu_bf16_to_float(cpu_float_to_bf16((float)v));
-    default: return v;
-    }
-}
-
-static int int_range(netrun_dtype t, double *lo, double *hi) {
-    switch (t) {
-    case NETRUN_DTYPE_UINT8: *lo = 0; *hi = 255; return 1;
-    case NETRUN_DTYPE_INT8: *lo = -128; *hi = 127; return 1;
-    case NETRUN_DTYPE_UINT16: *lo = 0; *hi = 65535; return 1;
-    case NETRUN_DTYPE_INT16: *lo = -32768; *hi = 32767; return 1;
-    case NETRUN_DTYPE_UINT4: *lo = 0; *hi = 15; return 1;
-    case NETRUN_DTYPE_INT4: *lo = -8; *hi = 7; return 1;
-    case NETRUN_DTYPE_UINT2: *lo = 0; *hi = 3; return 1;
-    case NETRUN_DTYPE_INT2: *lo = -2; *hi = 1; return 1;
-    default: return 0;
-    }
-}
-
-/* round half to even, then saturate to [lo, hi]; NaN gives lo (as the reference's int32 path does). */
-static inline double sat_round(double v, double lo, double hi) {
-    v = nearbyint(v);
-    if (!(v >= lo)) return lo;
-    return v > hi ? hi : v;
 }
 
 static void st_int(void *p, netrun_dtype t, int64_t i, double v) {
@@ -126,17 +63,17 @@ static void q_range(void *arg, int64_t b, int64_t e) {
     const netrun_quantize_params *p = j->p;
     netrun_dtype yt = j->y->dtype, xt = j->x->dtype, prec = (netrun_dtype)p->precision;
     double lo = 0, hi = 0;
-    int integer = int_range(yt, &lo, &hi);
+    int integer = nr_int_range(yt, &lo, &hi);
     for (int64_t i = b; i < e; i++) {
         int64_t k = q_param_index(j, i);
-        double s = ld(j->s->data, j->s->dtype, k), x = ld(j->x->data, xt, i);
-        double zp = j->z ? ld(j->z->data, j->z->dtype, k) : 0;
+        double s = nr_load_as_double(j->s->data, j->s->dtype, k), x = nr_load_as_double(j->x->data, xt, i);
+        double zp = j->z ? nr_load_as_double(j->z->data, j->z->dtype, k) : 0;
         /* x / scale in the precision type (float division is exact enough to round once more to half) */
         double q = prec == NETRUN_DTYPE_DOUBLE ? x / s
-                                               : round_to((float)round_to(x, prec) / (float)round_to(s, prec), prec);
-        if (integer) st_int(j->y->data, yt, i, sat_round(nearbyint(q) + zp, lo, hi));
-        else if (yt == NETRUN_DTYPE_FLOAT4E2M1) ((uint8_t *)j->y->data)[i] = cpu_float_to_f4((float)(q + zp));
-        else ((uint8_t *)j->y->data)[i] = cpu_float_to_f8((float)(q + zp), yt, p->saturate);
+                                               : nr_round_to((float)nr_round_to(x, prec) / (float)nr_round_to(s, prec), prec);
+        if (integer) st_int(j->y->data, yt, i, nr_sat_round(nearbyint(q) + zp, lo, hi));
+        else if (yt == NETRUN_DTYPE_FLOAT4E2M1) ((uint8_t *)j->y->data)[i] = nr_float_to_f4((float)(q + zp));
+        else ((uint8_t *)j->y->data)[i] = nr_float_to_f8((float)(q + zp), yt, p->saturate);
     }
 }
 
@@ -147,8 +84,8 @@ static void dq_range(void *arg, int64_t b, int64_t e) {
         int64_t k = q_param_index(j, i);
         /* float8 and float4e2m1 zero points are ignored (the reference requires float8 ones to be 0) */
         int float_q = is_f8(xt) || xt == NETRUN_DTYPE_FLOAT4E2M1;
-        float x = (float)ld(j->x->data, xt, i), zp = j->z && !float_q ? (float)ld(j->z->data, j->z->dtype, k) : 0.0f;
-        float s = (float)ld(j->s->data, j->s->dtype, k);
+        float x = (float)nr_load_as_double(j->x->data, xt, i), zp = j->z && !float_q ? (float)nr_load_as_double(j->z->data, j->z->dtype, k) : 0.0f;
+        float s = (float)nr_load_as_double(j->s->data, j->s->dtype, k);
         st_float(j->y->data, yt, i, (x - zp) * s);
     }
 }
@@ -194,7 +131,7 @@ typedef struct dq8_job {
 
 static void dynq_range(void *arg, int64_t b, int64_t e) {
     const dq8_job *j = arg;
-    for (int64_t i = b; i < e; i++) j->y[i] = (uint8_t)sat_round(nearbyintf(j->x[i] / j->scale) + j->zp, 0, 255);
+    for (int64_t i = b; i < e; i++) j->y[i] = (uint8_t)nr_sat_round(nearbyintf(j->x[i] / j->scale) + j->zp, 0, 255);
 }
 
 static netrun_status dynq_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
@@ -292,7 +229,7 @@ static void mm_rows(void *arg, int64_t r0, int64_t r1) {
         aoff += m * j->sa[nb];
         saoff += m * j->ssa[nb];
         const int32_t *arow = j->a32 + aoff;
-        double sa = as ? ld(as->data, as->dtype, j->has_sa ? saoff : 0) : 0;
+        double sa = as ? nr_load_as_double(as->data, as->dtype, j->has_sa ? saoff : 0) : 0;
         for (int64_t n = 0; n < j->N; n++) {
             const int32_t *bcol = j->bt32 + boff + n * j->K;
             int64_t acc = 0;
@@ -303,9 +240,9 @@ static void mm_rows(void *arg, int64_t r0, int64_t r1) {
                 ((int32_t *)y->data)[o] = acc32;
                 continue;
             }
-            double sb = ld(bs->data, bs->dtype, j->has_sb ? sboff + n * j->ssb[nb + 1] : 0);
-            double mult = round_to(round_to(sa * sb, st) / j->ys, st);
-            st_int(y->data, y->dtype, o, sat_round((double)acc32 * mult + j->yzp, j->lo, j->hi));
+            double sb = nr_load_as_double(bs->data, bs->dtype, j->has_sb ? sboff + n * j->ssb[nb + 1] : 0);
+            double mult = nr_round_to(nr_round_to(sa * sb, st) / j->ys, st);
+            st_int(y->data, y->dtype, o, nr_sat_round((double)acc32 * mult + j->yzp, j->lo, j->hi));
         }
     }
 }
@@ -342,9 +279,9 @@ static netrun_status mm_common(cpu_context *ctx, const netrun_kernel_args *args,
         r = qparam_view(&args->inputs[4], 0, vd);
         j.has_sb = r > 0;
         if (r) cpu_broadcast_strides(r, vd, y->rank, full_b, j.ssb);
-        j.ys = ld(args->inputs[6].data, args->inputs[6].dtype, 0);
-        j.yzp = ld(args->inputs[7].data, args->inputs[7].dtype, 0);
-        if (!int_range(y->dtype, &j.lo, &j.hi))
+        j.ys = nr_load_as_double(args->inputs[6].data, args->inputs[6].dtype, 0);
+        j.yzp = nr_load_as_double(args->inputs[7].data, args->inputs[7].dtype, 0);
+        if (!nr_int_range(y->dtype, &j.lo, &j.hi))
             return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "cpu %s: output type %d", op, (int)y->dtype);
     }
     int64_t na = cpu_count(a), nbt = cpu_count(b);
@@ -425,7 +362,7 @@ static void cv_planes(void *arg, int64_t p0, int64_t p1) {
                     int32_t acc32 = (int32_t)(uint32_t)(uint64_t)acc;
                     int64_t oi = pl * out_plane + o;
                     if (j->qlinear)
-                        st_int(j->y->data, j->y->dtype, oi, sat_round((double)acc32 * j->mult[m] + j->yzp, j->lo, j->hi));
+                        st_int(j->y->data, j->y->dtype, oi, nr_sat_round((double)acc32 * j->mult[m] + j->yzp, j->lo, j->hi));
                     else
                         ((int32_t *)j->y->data)[oi] = acc32;
                 }
@@ -473,17 +410,17 @@ static netrun_status conv_common(cpu_context *ctx, const netrun_kernel_args *arg
     }
     double *mult = NULL;
     if (qlinear) {
-        if (!int_range(y->dtype, &j.lo, &j.hi))
+        if (!nr_int_range(y->dtype, &j.lo, &j.hi))
             return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "cpu %s: output type %d", op, (int)y->dtype);
         const netrun_tensor *xs = &args->inputs[1], *ws = &args->inputs[4];
         mult = cpu_alloc((size_t)j.M * sizeof(double));
         if (!mult) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cpu %s: out of memory", op);
-        float xsv = (float)ld(xs->data, xs->dtype, 0), ysv = (float)ld(args->inputs[6].data, args->inputs[6].dtype, 0);
+        float xsv = (float)nr_load_as_double(xs->data, xs->dtype, 0), ysv = (float)nr_load_as_double(args->inputs[6].data, args->inputs[6].dtype, 0);
         int per_ch = cpu_count(ws) > 1;
         for (int64_t m = 0; m < j.M; m++) /* float32 like the reference's x_scale * w_scale / y_scale */
-            mult[m] = (float)(xsv * (float)ld(ws->data, ws->dtype, per_ch ? m : 0)) / ysv;
+            mult[m] = (float)(xsv * (float)nr_load_as_double(ws->data, ws->dtype, per_ch ? m : 0)) / ysv;
         j.mult = mult;
-        j.yzp = ld(args->inputs[7].data, args->inputs[7].dtype, 0);
+        j.yzp = nr_load_as_double(args->inputs[7].data, args->inputs[7].dtype, 0);
         if (p->has_bias && args->n_inputs > 8 && args->inputs[8].rank >= 0) j.bias = args->inputs[8].data;
     }
     int64_t nx = cpu_count(x), nw = cpu_count(w);

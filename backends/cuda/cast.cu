@@ -28,7 +28,7 @@ __device__ __forceinline__ cval cast_load(const void *p, int t, int64_t i) {
     case NETRUN_DTYPE_UINT16: v.kind = CV_UNSIGNED; v.i = ((const uint16_t *)p)[i]; break;
     case NETRUN_DTYPE_UINT32: v.kind = CV_UNSIGNED; v.i = ((const uint32_t *)p)[i]; break;
     case NETRUN_DTYPE_UINT64: v.kind = CV_UNSIGNED; v.i = (int64_t)((const uint64_t *)p)[i]; break;
-    default: v.d = dev_load_f(p, t, i); break; /* float, double, half, bfloat16, float8, float4, e8m0 */
+    default: v.d = nr_load_as_double(p, t, i); break; /* float, double, half, bfloat16, float8, float4, e8m0 */
     }
     return v;
 }
@@ -46,12 +46,12 @@ __device__ __forceinline__ void cast_store(void *p, int t, int64_t i, const cval
     case NETRUN_DTYPE_DOUBLE:
         ((double *)p)[i] = v.kind == CV_FLOAT ? v.d : v.kind == CV_SIGNED ? (double)v.i : (double)(uint64_t)v.i;
         return;
-    case NETRUN_DTYPE_FLOAT16: ((uint16_t *)p)[i] = dev_float_to_half(cval_float(v)); return;
-    case NETRUN_DTYPE_BFLOAT16: ((uint16_t *)p)[i] = dev_float_to_bf16(cval_float(v)); return;
+    case NETRUN_DTYPE_FLOAT16: ((uint16_t *)p)[i] = nr_float_to_half(cval_float(v)); return;
+    case NETRUN_DTYPE_BFLOAT16: ((uint16_t *)p)[i] = nr_float_to_bf16(cval_float(v)); return;
     case NETRUN_DTYPE_FLOAT8E4M3FN: case NETRUN_DTYPE_FLOAT8E4M3FNUZ: case NETRUN_DTYPE_FLOAT8E5M2:
-    case NETRUN_DTYPE_FLOAT8E5M2FNUZ: ((uint8_t *)p)[i] = dev_float_to_f8(cval_float(v), t, sat); return;
-    case NETRUN_DTYPE_FLOAT4E2M1: ((uint8_t *)p)[i] = dev_float_to_f4(cval_float(v)); return;
-    case NETRUN_DTYPE_FLOAT8E8M0: ((uint8_t *)p)[i] = dev_float_to_e8m0(cval_float(v), sat, rm); return;
+    case NETRUN_DTYPE_FLOAT8E5M2FNUZ: ((uint8_t *)p)[i] = nr_float_to_f8(cval_float(v), t, sat); return;
+    case NETRUN_DTYPE_FLOAT4E2M1: ((uint8_t *)p)[i] = nr_float_to_f4(cval_float(v)); return;
+    case NETRUN_DTYPE_FLOAT8E8M0: ((uint8_t *)p)[i] = nr_float_to_e8m0(cval_float(v), sat, rm); return;
     case NETRUN_DTYPE_BOOL: ((uint8_t *)p)[i] = v.kind == CV_FLOAT ? v.d != 0 : v.i != 0; return;
     default: break;
     }
@@ -59,9 +59,9 @@ __device__ __forceinline__ void cast_store(void *p, int t, int64_t i, const cval
      * then wrap to the target's width; integer sources just wrap */
     int64_t w = v.i;
     if (v.kind == CV_FLOAT) {
-        if (t == NETRUN_DTYPE_INT64 || t == NETRUN_DTYPE_UINT32) w = dev_f_to_i64(v.d);
-        else if (t == NETRUN_DTYPE_UINT64) w = (int64_t)dev_f_to_u64(v.d);
-        else w = dev_f_to_i32(v.d);
+        if (t == NETRUN_DTYPE_INT64 || t == NETRUN_DTYPE_UINT32) w = nr_f_to_i64(v.d);
+        else if (t == NETRUN_DTYPE_UINT64) w = (int64_t)nr_f_to_u64(v.d);
+        else w = nr_f_to_i32(v.d);
     }
     uint64_t u = (uint64_t)w;
     switch (t) {
@@ -89,10 +89,10 @@ __global__ void cast_any_k(const void *x, int tx, void *y, int ty, int64_t n, in
 
 /* The common float32 <-> float16 pairs without the switch. */
 __global__ void cast_f32_f16_k(const float *x, uint16_t *y, int64_t n) {
-    GRID_LOOP(i, n) y[i] = dev_float_to_half(x[i]);
+    GRID_LOOP(i, n) y[i] = nr_float_to_half(x[i]);
 }
 __global__ void cast_f16_f32_k(const uint16_t *x, float *y, int64_t n) {
-    GRID_LOOP(i, n) y[i] = dev_half_to_float(x[i]);
+    GRID_LOOP(i, n) y[i] = nr_half_to_float(x[i]);
 }
 
 static int cast_supports(const netrun_node_desc *node, char *reason, size_t size) {

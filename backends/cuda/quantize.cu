@@ -31,28 +31,6 @@ __device__ __forceinline__ int64_t q_param_index(const qgeom &g, int64_t e) {
     }
 }
 
-/* Range of an integer quantized type; 0 for the float ones. */
-static int q_int_range(netrun_dtype t, double *lo, double *hi) {
-    switch (t) {
-    case NETRUN_DTYPE_UINT8: *lo = 0; *hi = 255; return 1;
-    case NETRUN_DTYPE_INT8: *lo = -128; *hi = 127; return 1;
-    case NETRUN_DTYPE_UINT16: *lo = 0; *hi = 65535; return 1;
-    case NETRUN_DTYPE_INT16: *lo = -32768; *hi = 32767; return 1;
-    case NETRUN_DTYPE_UINT4: *lo = 0; *hi = 15; return 1;
-    case NETRUN_DTYPE_INT4: *lo = -8; *hi = 7; return 1;
-    case NETRUN_DTYPE_UINT2: *lo = 0; *hi = 3; return 1;
-    case NETRUN_DTYPE_INT2: *lo = -2; *hi = 1; return 1;
-    default: *lo = *hi = 0; return 0;
-    }
-}
-
-/* Round half to even, then saturate to [lo, hi]; NaN gives lo (as the CPU and the reference's int32 path). */
-__device__ __forceinline__ double dev_sat_round(double v, double lo, double hi) {
-    v = rint(v);
-    if (!(v >= lo)) return lo;
-    return v > hi ? hi : v;
-}
-
 __device__ __forceinline__ void st_qint(void *p, int t, int64_t i, double v) {
     switch (t) {
     case NETRUN_DTYPE_UINT8: case NETRUN_DTYPE_UINT4: case NETRUN_DTYPE_UINT2: ((uint8_t *)p)[i] = (uint8_t)v; break;
@@ -73,15 +51,15 @@ struct qargs {
 __global__ void quantize_k(qargs a, qgeom g, int64_t n) {
     GRID_LOOP(i, n) {
         int64_t k = q_param_index(g, i);
-        double s = dev_load_f(a.s, a.st, k), x = dev_load_f(a.x, a.xt, i);
-        double zp = a.z ? dev_load_f(a.z, a.zt, k) : 0;
+        double s = nr_load_as_double(a.s, a.st, k), x = nr_load_as_double(a.x, a.xt, i);
+        double zp = a.z ? nr_load_as_double(a.z, a.zt, k) : 0;
         /* x / scale in the precision type (float division, then rounded once more to half when asked) */
         double q = a.prec == NETRUN_DTYPE_DOUBLE
                        ? __ddiv_rn(x, s)
-                       : dev_round_to(__fdiv_rn((float)dev_round_to(x, a.prec), (float)dev_round_to(s, a.prec)), a.prec);
-        if (a.integer) st_qint(a.y, a.yt, i, dev_sat_round(__dadd_rn(rint(q), zp), a.lo, a.hi));
-        else if (a.yt == NETRUN_DTYPE_FLOAT4E2M1) ((uint8_t *)a.y)[i] = dev_float_to_f4((float)__dadd_rn(q, zp));
-        else ((uint8_t *)a.y)[i] = dev_float_to_f8((float)__dadd_rn(q, zp), a.yt, a.saturate);
+                       : nr_round_to(__fdiv_rn((float)nr_round_to(x, a.prec), (float)nr_round_to(s, a.prec)), a.prec);
+        if (a.integer) st_qint(a.y, a.yt, i, nr_sat_round(__dadd_rn(rint(q), zp), a.lo, a.hi));
+        else if (a.yt == NETRUN_DTYPE_FLOAT4E2M1) ((uint8_t *)a.y)[i] = nr_float_to_f4((float)__dadd_rn(q, zp));
+        else ((uint8_t *)a.y)[i] = nr_float_to_f8((float)__dadd_rn(q, zp), a.yt, a.saturate);
     }
 }
 
@@ -90,9 +68,9 @@ __global__ void dequantize_k(qargs a, qgeom g, int64_t n) {
     int float_q = ((CAST_F8_MASK >> a.xt) & 1) || a.xt == NETRUN_DTYPE_FLOAT4E2M1;
     GRID_LOOP(i, n) {
         int64_t k = q_param_index(g, i);
-        float x = (float)dev_load_f(a.x, a.xt, i);
-        float zp = a.z && !float_q ? (float)dev_load_f(a.z, a.zt, k) : 0.0f;
-        float s = (float)dev_load_f(a.s, a.st, k);
+        float x = (float)nr_load_as_double(a.x, a.xt, i);
+        float zp = a.z && !float_q ? (float)nr_load_as_double(a.z, a.zt, k) : 0.0f;
+        float s = (float)nr_load_as_double(a.s, a.st, k);
         dev_store_f(a.y, a.yt, i, __fmul_rn(__fsub_rn(x, zp), s));
     }
 }
@@ -172,7 +150,7 @@ static netrun_status q_run_common(cuda_context *ctx, const netrun_kernel_args *a
     a.yt = (int)y->dtype;
     a.prec = p->precision;
     a.saturate = p->saturate;
-    a.integer = q_int_range(y->dtype, &a.lo, &a.hi);
+    a.integer = nr_int_range(y->dtype, &a.lo, &a.hi);
     if (quantize) quantize_k<<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(a, g, n);
     else dequantize_k<<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(a, g, n);
     return cuda_check_launch(op);

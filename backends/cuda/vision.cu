@@ -67,7 +67,7 @@ __global__ void grid_sample_k(gs_args a) {
         int cnt[3];
         for (int d = 0; d < a.k; d++) {
             /* grid's last axis lists coordinates innermost-dim first */
-            double nv = dev_load_f(a.g, a.gt, t * a.k + (a.k - 1 - d));
+            double nv = nr_load_as_double(a.g, a.gt, t * a.k + (a.k - 1 - d));
             double len = (double)a.dims[d];
             double c = a.ac ? __dmul_rn(__dadd_rn(nv, 1) / 2.0, __dsub_rn(len, 1))
                             : __dsub_rn(__dmul_rn(__dadd_rn(nv, 1), len), 1) / 2.0;
@@ -125,7 +125,7 @@ __global__ void grid_sample_k(gs_args a) {
                     off += ii * stride;
                     stride *= a.dims[d];
                 }
-                if (valid) acc += wt * dev_load_f(a.x, a.xt, base + off);
+                if (valid) acc += wt * nr_load_as_double(a.x, a.xt, base + off);
             }
             dev_store_f(a.y, a.yt, (n * a.C + ch) * a.n_out + o, acc);
         }
@@ -197,7 +197,7 @@ __global__ void affine_grid_k(const void *th, int tt, void *y, int yt, int k, in
         r /= H;
         int64_t d = r % D, n = r / D;
         double t[12];
-        for (int q = 0; q < k * (k + 1); q++) t[q] = dev_load_f(th, tt, n * k * (k + 1) + q);
+        for (int q = 0; q < k * (k + 1); q++) t[q] = nr_load_as_double(th, tt, n * k * (k + 1) + q);
         double xx = ag_coord(ac, w, W), yy = ag_coord(ac, h, H), z = k == 3 ? ag_coord(ac, d, D) : 0;
         int64_t o = pos * k;
         if (k == 2) {
@@ -268,10 +268,10 @@ __global__ void roi_align_k(roi_args a, int64_t total) {
         /* roi geometry in the input's precision (float for float tensors), as onnxruntime */
         int dbl = a.xt == NETRUN_DTYPE_DOUBLE;
         double off = a.half_pixel ? 0.5 : 0.0, ss = a.spatial_scale;
-        double sw = fround(__dsub_rn(fround(__dmul_rn(dev_load_f(a.rois, a.rt, r * 4 + 0), ss), dbl), off), dbl);
-        double sh = fround(__dsub_rn(fround(__dmul_rn(dev_load_f(a.rois, a.rt, r * 4 + 1), ss), dbl), off), dbl);
-        double ew = fround(__dsub_rn(fround(__dmul_rn(dev_load_f(a.rois, a.rt, r * 4 + 2), ss), dbl), off), dbl);
-        double eh = fround(__dsub_rn(fround(__dmul_rn(dev_load_f(a.rois, a.rt, r * 4 + 3), ss), dbl), off), dbl);
+        double sw = fround(__dsub_rn(fround(__dmul_rn(nr_load_as_double(a.rois, a.rt, r * 4 + 0), ss), dbl), off), dbl);
+        double sh = fround(__dsub_rn(fround(__dmul_rn(nr_load_as_double(a.rois, a.rt, r * 4 + 1), ss), dbl), off), dbl);
+        double ew = fround(__dsub_rn(fround(__dmul_rn(nr_load_as_double(a.rois, a.rt, r * 4 + 2), ss), dbl), off), dbl);
+        double eh = fround(__dsub_rn(fround(__dmul_rn(nr_load_as_double(a.rois, a.rt, r * 4 + 3), ss), dbl), off), dbl);
         double rw = fround(__dsub_rn(ew, sw), dbl), rh = fround(__dsub_rn(eh, sh), dbl);
         if (!a.half_pixel) { /* the legacy mode forces a roi of at least 1x1 */
             rw = rw > 1 ? rw : 1;
@@ -301,12 +301,12 @@ __global__ void roi_align_k(roi_args a, int64_t total) {
                     double ly = __dsub_rn(y, (double)yl), lx = __dsub_rn(xq, (double)xl);
                     double hy = __dsub_rn(1, ly), hx = __dsub_rn(1, lx);
                     w1 = __dmul_rn(hy, hx), w2 = __dmul_rn(hy, lx), w3 = __dmul_rn(ly, hx), w4 = __dmul_rn(ly, lx);
-                    v1 = dev_load_f(a.x, a.xt, xbase + yl * W + xl);
-                    v2 = dev_load_f(a.x, a.xt, xbase + yl * W + xh);
-                    v3 = dev_load_f(a.x, a.xt, xbase + yh * W + xl);
-                    v4 = dev_load_f(a.x, a.xt, xbase + yh * W + xh);
+                    v1 = nr_load_as_double(a.x, a.xt, xbase + yl * W + xl);
+                    v2 = nr_load_as_double(a.x, a.xt, xbase + yl * W + xh);
+                    v3 = nr_load_as_double(a.x, a.xt, xbase + yh * W + xl);
+                    v4 = nr_load_as_double(a.x, a.xt, xbase + yh * W + xh);
                 } else {
-                    v1 = v2 = v3 = v4 = dev_load_f(a.x, a.xt, xbase); /* weights 0, as the reference */
+                    v1 = v2 = v3 = v4 = nr_load_as_double(a.x, a.xt, xbase); /* weights 0, as the reference */
                 }
                 if (!a.mode_max) {
                     acc += w1 * v1 + w2 * v2 + w3 * v3 + w4 * v4;
