@@ -348,10 +348,10 @@ static int64_t dims_known(const netrun_value_desc *v) {
 
 /* oneDNN for constant-W Conv whose dims are known (measured per layer on ResNet-50 and MobileNetV2 shapes,
  * see /work/briefs/cpuk_figures.md): kxk convs (blocked JIT kernels beat im2col + sgemm 1.3-1.6x even with
- * the NCHW reorders) and 1x1 convs on small planes (7x7). A 1x1 conv on a larger plane stays one plain
- * sgemm on NCHW: the reorders of big planes cost what the blocked kernel saves (MobileNetV2 16->96 at
- * 112x112: 2.0 ms sgemm, 6.5 ms oneDNN). Depthwise 2-D stays in conv_depthwise.c
- * unless its rows are under 16 wide (oneDNN, sliced over channels). */
+ * the NCHW reorders), 1x1 convs on small planes (7x7) and 1x1 convs whose channel counts allow nChw16c (see
+ * below). Other 1x1 convs stay one plain sgemm on NCHW: NHWC reorders of big planes cost more than the
+ * blocked kernel saves. Depthwise 2-D stays in conv_depthwise.c unless its rows are under 16 wide (oneDNN,
+ * sliced over channels). */
 static int want_dnnl(int threads, const netrun_node_desc *node, const conv_geom *g, int transpose) {
     const netrun_conv_params *p = node->params;
     if (transpose || !node->inputs[1].const_data || !cpu_dnnl_available()) return 0;
