@@ -5,7 +5,6 @@
 #define CAST_DEV_CUH
 
 #include "cuda_kernels.cuh"
-#include "../common/dtype_convert.h"
 
 #define CAST_F8_MASK                                                                                          \
     (CUDA_DT(FLOAT8E4M3FN) | CUDA_DT(FLOAT8E4M3FNUZ) | CUDA_DT(FLOAT8E5M2) | CUDA_DT(FLOAT8E5M2FNUZ))

@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "cuda_internal.h"
+#include "../common/dtype_convert.h"
 
 #define CUDA_THREADS 256
 

@@ -428,12 +428,10 @@ template <> __device__ __forceinline__ __half red_apply<__half>(__half a, __half
     return __float2half_rn(r);
 }
 template <> __device__ __forceinline__ bf16_v red_apply<bf16_v>(bf16_v a, bf16_v u, int red) {
-    float x = __uint_as_float((uint32_t)a.b << 16), v = __uint_as_float((uint32_t)u.b << 16);
+    float x = nr_bf16_to_float(a.b), v = nr_bf16_to_float(u.b);
     float r = red == NETRUN_SCATTER_ADD ? x + v : red == NETRUN_SCATTER_MUL ? x * v : red == NETRUN_SCATTER_MAX ? (v > x ? v : x) : red == NETRUN_SCATTER_MIN ? (v < x ? v : x) : v;
-    uint32_t bits = __float_as_uint(r);
     bf16_v o;
-    if ((bits & 0x7fffffffu) > 0x7f800000u) o.b = (uint16_t)((bits >> 16) | 0x40);
-    else o.b = (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1)) >> 16);
+    o.b = nr_float_to_bf16(r);
     return o;
 }
 

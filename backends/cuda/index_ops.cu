@@ -24,7 +24,7 @@ template <> struct num<uint16_t> { typedef int c; static __device__ __forceinlin
 template <> struct num<__half> { typedef float c; static __device__ __forceinline__ float get(__half v) { return __half2float(v); } };
 template <> struct num<bf16_t> {
     typedef float c;
-    static __device__ __forceinline__ float get(bf16_t v) { return __uint_as_float((uint32_t)v.b << 16); }
+    static __device__ __forceinline__ float get(bf16_t v) { return nr_bf16_to_float(v.b); }
 };
 
 /* Store a float/double/integer accumulator as T (round to nearest even for half and bfloat16, like the CPU). */
@@ -36,10 +36,8 @@ template <> struct conv<__half> {
 };
 template <> struct conv<bf16_t> {
     template <typename A> static __device__ __forceinline__ bf16_t to(A v) {
-        uint32_t x = __float_as_uint((float)v);
         bf16_t r;
-        if ((x & 0x7fffffffu) > 0x7f800000u) r.b = (uint16_t)((x >> 16) | 0x40);
-        else r.b = (uint16_t)((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
+        r.b = nr_float_to_bf16((float)v);
         return r;
     }
 };
