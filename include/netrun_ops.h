@@ -59,6 +59,9 @@ typedef struct netrun_conv_params {
     int has_bias;                          /* input B present */
     netrun_fused_activation activation;    /* fused activation (NONE unless a pass fused one) */
     int has_sum;                           /* a pass fused "+ Z" (an extra last input) before activation */
+    /* Set by the CPU nChw16c pass only (0 otherwise): X (and Z) / Y are in oneDNN's nChw16c order, same dims
+     * and bytes as NCHW (only 2-D, channel counts multiples of 16, so no padding). */
+    int src_blocked, dst_blocked;
 } netrun_conv_params;
 
 /* Gemm: Y = alpha * A' * B' + beta * C. */
@@ -558,6 +561,13 @@ typedef struct netrun_image_decoder_params {
 
 /* Dropout, Identity and ops whose output is a reshaped view (Reshape, Flatten, Squeeze, Unsqueeze) carry
  * no params: the output desc has the shape. */
+
+/* ReorderNCHWc (domain "com.netrun", internal: inserted by the CPU nChw16c pass): a 4-D float tensor with
+ * C % 16 == 0 between NCHW and nChw16c ([N][C/16][H][W][16]); same dims, same bytes. Also
+ * GlobalAveragePoolNCHWc (com.netrun, no params): GlobalAveragePool of an nChw16c X, plain [N,C,1,1] Y. */
+typedef struct netrun_reorder_nchwc_params {
+    int to_blocked;                        /* 1: NCHW -> nChw16c, 0: back */
+} netrun_reorder_nchwc_params;
 
 #ifdef __cplusplus
 }

@@ -35,6 +35,8 @@ typedef struct opt_state {
     int *snode_of;     /* node -> snode index */
     conv_plan *plan;   /* node -> plan (bn/add/act -1 when none) */
     int *swish_x;      /* Mul node -> x when Mul(x, Sigmoid(x)) becomes Swish(x) (its Sigmoid removed), else -1 */
+    int *blk_conv;     /* node -> 1 when its CPU kernel takes and gives nChw16c (the nChw16c pass, (f)) */
+    int blk_query;     /* backend_accepts asks with src_blocked = dst_blocked = 1 */
 } opt_state;
 
 static int val(const opt_state *o, int v) { return v >= 0 ? o->alias[v] : v; }
@@ -157,6 +159,7 @@ static int backend_accepts(const opt_state *o, const netrun_backend_config *cfg,
         in[n_in++] = s->values[p->z].desc;
     }
     if (p->act >= 0) cp.activation = p->fa;
+    if (o->blk_query) cp.src_blocked = cp.dst_blocked = 1;
     netrun_node_desc d = {.struct_size = sizeof d, .name = nd->name, .op_type = nd->op_type, .domain = nd->domain,
                           .opset = nd->opset, .params = &cp, .params_size = nd->layer->params_size,
                           .n_inputs = n_in, .inputs = in, .n_outputs = 1, .outputs = &s->values[p->out].desc};
@@ -495,6 +498,243 @@ static netrun_status build_copy(opt_state *o, nr_graph *ng, int **params_from) {
     return NETRUN_OK;
 }
 
+/* ---- (f) nChw16c across CPU layers ----
+ * oneDNN's convs run on nChw16c ([N][C/16][H][W][16]); a chain of them (and the elementwise ops between
+ * them) keeps that order instead of reordering NCHW <-> nChw16c inside every Conv. Only 4-D float32 values
+ * with C % 16 == 0 are blocked, so a blocked value has the same dims and bytes as its NCHW self: the runtime
+ * never knows. Decided on the copy (its nodes are the final ones): a value is blocked when a blocked-capable
+ * Conv (the CPU's supports() with src_blocked = dst_blocked = 1) writes it, or an elementwise op all of whose
+ * inputs are blocked with its own shape; any other consumer, and a graph output, reads it through a
+ * ReorderNCHWc node (com.netrun) inserted before it; GlobalAveragePool reads it directly
+ * (GlobalAveragePoolNCHWc). A Conv with no blocked consumer writes NCHW (it reorders inside, as before). */
+
+static int on_cpu(const opt_state *o, int n) {
+    int k = o->snode_of[n];
+    if (k < 0) return 0;
+    int sl = o->s->snodes[k].slot;
+    return sl >= 0 && o->s->slots[sl].be && o->s->slots[sl].be->name && !strcmp(o->s->slots[sl].be->name, "cpu");
+}
+
+static int nchwc_enabled(const opt_state *o) {
+    const char *on = nr_options_get(&o->s->opts, "cpu.nchwc");
+    return !(on && !strcmp(on, "0"));
+}
+
+static int blockable_desc(const netrun_value_desc *d) {
+    return d->dtype == NETRUN_DTYPE_FLOAT && d->rank == 4 && d->dims[0] > 0 && d->dims[1] > 0 && d->dims[1] % 16 == 0 &&
+           d->dims[2] > 0 && d->dims[3] > 0;
+}
+
+/* Conv node n (fusions planned) runs blocked on the CPU. */
+static int plan_blk_conv(opt_state *o, const netrun_backend_config *cfg, int n) {
+    const nr_node *nd = &o->g->nodes[n];
+    if (!is_op(nd, "Conv") || !nd->layer || !on_cpu(o, n) || o->s->snodes[o->snode_of[n]].dynamic) return 0;
+    const conv_plan *p = &o->plan[n];
+    int out = p->out >= 0 ? p->out : nd->outputs[0];
+    if (out < 0 || o->s->values[out].dynamic || !blockable_desc(&o->s->values[out].desc) ||
+        !blockable_desc(&o->s->snodes[o->snode_of[n]].in_desc[0]))
+        return 0;
+    conv_plan q = *p;
+    q.out = out;
+    o->blk_query = 1;
+    int ok = backend_accepts(o, cfg, n, &q);
+    o->blk_query = 0;
+    return ok;
+}
+
+/* Layout-agnostic when all its data inputs have its output's dims. */
+static int agnostic_op(const nr_node *nd) {
+    static const char *const unary[] = {"Relu", "Sigmoid", "Tanh", "Swish", "LeakyRelu", "HardSwish",
+                                        "HardSigmoid", "Clip", "Elu", "Abs", "Neg", "Exp", "Softplus", NULL};
+    static const char *const binary[] = {"Add", "Sub", "Mul", "Max", "Min", NULL};
+    if (*nd->domain || nd->n_outputs != 1) return 0;
+    for (int i = 0; unary[i]; i++)
+        if (!strcmp(nd->op_type, unary[i])) return 1;
+    for (int i = 0; binary[i]; i++)
+        if (!strcmp(nd->op_type, binary[i])) return 2;
+    return 0;
+}
+
+enum { NK_PLAIN = 0, NK_CONV, NK_AGN, NK_GAP };
+
+typedef struct nchwc_state {
+    nr_graph *ng;
+    int nv0;           /* values before the pass */
+    char *vblk;        /* value -> written blocked */
+    int *blkval;       /* value -> value holding its nChw16c data (-1: none yet) */
+    int *plainval;     /* value -> value holding its NCHW data (-1: none yet) */
+    int reorders;
+} nchwc_state;
+
+/* A new value like v (same dtype and dims), named v's name + suffix. */
+static int like_value(nr_graph *ng, int v, const char *suffix) {
+    char name[600];
+    snprintf(name, sizeof name, "%s%s", ng->values[v].name, suffix);
+    for (int k = 2; nr_graph_find_value(ng, name) >= 0; k++)
+        snprintf(name, sizeof name, "%s%s%d", ng->values[v].name, suffix, k);
+    int id = nr_graph_value(ng, name);
+    if (id < 0) return -1;
+    nr_value *a = &ng->values[v], *b = &ng->values[id];
+    b->dtype = a->dtype;
+    b->rank = a->rank;
+    memcpy(b->dims, a->dims, sizeof b->dims);
+    return id;
+}
+
+static int add_reorder(nchwc_state *st, int from, int to, int to_blocked) {
+    char name[640];
+    snprintf(name, sizeof name, "%s.%s", st->ng->values[to].name, to_blocked ? "to_nchw16c" : "to_nchw");
+    nr_node *r = nr_graph_add_node(st->ng, name, "ReorderNCHWc", "com.netrun", 1, 1, 1);
+    if (!r) return 0;
+    r->inputs[0] = from;
+    r->outputs[0] = to;
+    r->attrs[0].type = NR_ATTR_INT;
+    r->attrs[0].i = to_blocked;
+    if (!(r->attrs[0].name = nr_strdup("to_blocked"))) return 0;
+    st->reorders++;
+    return 1;
+}
+
+/* The value holding v in the wanted layout (a reorder is added the first time one is needed); -1 on OOM. */
+static int layout_of(nchwc_state *st, int v, int blocked) {
+    if (v < 0 || v >= st->nv0) return v;
+    if (!st->vblk[v] && !blocked) return v;
+    if (st->vblk[v] && blocked) return st->blkval[v] >= 0 ? st->blkval[v] : v;
+    int *slot = blocked ? &st->blkval[v] : &st->plainval[v];
+    if (*slot >= 0) return *slot;
+    int src = st->vblk[v] ? (st->blkval[v] >= 0 ? st->blkval[v] : v) : v;
+    int id = like_value(st->ng, v, blocked ? ".nchw16c" : ".nchw");
+    if (id < 0 || !add_reorder(st, src, id, blocked)) return -1;
+    return *slot = id;
+}
+
+/* Decide and rewire the copy ng (nodes 0..n_copied-1 come from original nodes from[]); conv_blk[k] gets
+ * 1 (src) | 2 (dst) for the copy's Conv nodes that run blocked. */
+static netrun_status plan_nchwc(opt_state *o, nr_graph *ng, const int *from, int n_copied, int *conv_blk,
+                                int *n_reorders) {
+    const nr_graph *g = o->g;
+    netrun_session *s = o->s;
+    netrun_status rc = NETRUN_OK;
+    nchwc_state st = {.ng = ng, .nv0 = ng->n_values};
+    int *to = nr_calloc((size_t)g->n_nodes + 1, sizeof(int));
+    char *kind = nr_calloc((size_t)n_copied + 1, 1);
+    st.vblk = nr_calloc((size_t)st.nv0 + 1, 1);
+    st.blkval = nr_calloc((size_t)st.nv0 + 1, sizeof(int));
+    st.plainval = nr_calloc((size_t)st.nv0 + 1, sizeof(int));
+    if (!to || !kind || !st.vblk || !st.blkval || !st.plainval) {
+        rc = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the nChw16c pass");
+        goto done;
+    }
+    for (int n = 0; n < g->n_nodes; n++) to[n] = -1;
+    for (int k = 0; k < n_copied; k++) to[from[k]] = k;
+    for (int v = 0; v < st.nv0; v++) st.blkval[v] = st.plainval[v] = -1;
+    /* forward, in execution order: who writes blocked */
+    for (int i = 0; i < s->n_snodes; i++) {
+        int n = s->snodes[i].node, k = n >= 0 && n < g->n_nodes ? to[n] : -1;
+        if (k < 0) continue;
+        const nr_node *nd = &ng->nodes[k];
+        int out = nd->n_outputs > 0 ? nd->outputs[0] : -1;
+        if (out < 0 || out >= g->n_values) continue;
+        if (o->blk_conv[n]) {
+            kind[k] = NK_CONV;
+            st.vblk[out] = 1;
+            continue;
+        }
+        if (!on_cpu(o, n)) continue;
+        int x = nd->n_inputs > 0 ? nd->inputs[0] : -1;
+        if (x < 0 || x >= g->n_values || !st.vblk[x]) continue;
+        if (is_op(nd, "GlobalAveragePool") && nd->n_inputs == 1) {
+            kind[k] = NK_GAP;
+            continue;
+        }
+        int a = agnostic_op(nd);
+        if (!a || s->values[out].dynamic || !blockable_desc(&s->values[out].desc)) continue;
+        const netrun_value_desc *yd = &s->values[out].desc;
+        int ok = 1;
+        for (int j = 0; j < nd->n_inputs && ok; j++) {
+            int v = nd->inputs[j];
+            if (a == 1 && j > 0) { /* Clip's bounds: scalars */
+                ok = v < 0 || (v < g->n_values && !st.vblk[v] && s->values[v].desc.rank <= 1);
+                continue;
+            }
+            ok = v >= 0 && v < g->n_values && st.vblk[v] && !memcmp(s->values[v].desc.dims, yd->dims, 4 * sizeof(int64_t));
+        }
+        if (a == 2) ok = ok && nd->n_inputs == 2;
+        if (ok) {
+            kind[k] = NK_AGN;
+            st.vblk[out] = 1;
+        }
+    }
+    /* a Conv none of whose consumers reads blocked writes NCHW (it reorders inside, as before) */
+    for (int k = 0; k < n_copied; k++) {
+        if (kind[k] != NK_CONV) continue;
+        int out = ng->nodes[k].outputs[0], blk_users = 0;
+        for (int u = 0; u < n_copied && !blk_users; u++)
+            for (int j = 0; j < ng->nodes[u].n_inputs; j++)
+                if (ng->nodes[u].inputs[j] == out &&
+                    (kind[u] == NK_CONV || kind[u] == NK_AGN || kind[u] == NK_GAP)) /* Z: j == 3 */
+                    blk_users = 1;
+        if (!blk_users) st.vblk[out] = 0;
+    }
+    /* rewire: every input in the layout its consumer reads; blocked graph outputs written under a new name */
+    for (int k = 0; k < n_copied && rc == NETRUN_OK; k++) {
+        int out = ng->nodes[k].n_outputs > 0 ? ng->nodes[k].outputs[0] : -1;
+        if (out >= 0 && out < g->n_values && st.vblk[out] && g->values[out].is_graph_output) {
+            int id = like_value(ng, out, ".nchw16c");
+            if (id < 0 || !add_reorder(&st, id, out, 0)) {
+                rc = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the nChw16c pass");
+                break;
+            }
+            st.blkval[out] = id;
+            st.plainval[out] = out;
+            ng->nodes[k].outputs[0] = id;
+        }
+    }
+    for (int k = 0; k < n_copied && rc == NETRUN_OK; k++) {
+        int out = ng->nodes[k].n_outputs > 0 ? ng->nodes[k].outputs[0] : -1;
+        int out_blk = kind[k] == NK_CONV && out >= 0 && (out >= st.nv0 || st.vblk[out]); /* >= nv0: renamed */
+        if (kind[k] == NK_CONV) conv_blk[k] = out_blk ? 2 : 0;
+        for (int j = 0; j < ng->nodes[k].n_inputs; j++) {
+            int v = ng->nodes[k].inputs[j];
+            if (v < 0 || v >= g->n_values || ng->values[v].constant) continue; /* (new values are constants) */
+            int want;
+            if (kind[k] == NK_CONV) want = j == 0 ? st.vblk[v] : j == 3 ? out_blk : 0;
+            else if (kind[k] == NK_AGN) want = j == 0 || agnostic_op(&ng->nodes[k]) == 2;
+            else if (kind[k] == NK_GAP) want = 1;
+            else want = 0;
+            int id = layout_of(&st, v, want);
+            if (id < 0) {
+                rc = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the nChw16c pass");
+                break;
+            }
+            ng->nodes[k].inputs[j] = id;
+            if (kind[k] == NK_CONV && j == 0 && want) conv_blk[k] |= 1;
+        }
+        if (kind[k] == NK_GAP) {
+            nr_node *nd = &ng->nodes[k];
+            char *op = nr_strdup("GlobalAveragePoolNCHWc"), *dom = nr_strdup("com.netrun");
+            if (!op || !dom) {
+                nr_free(op);
+                nr_free(dom);
+                rc = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the nChw16c pass");
+                break;
+            }
+            nr_free(nd->op_type);
+            nr_free(nd->domain);
+            nd->op_type = op;
+            nd->domain = dom;
+        }
+    }
+    *n_reorders = st.reorders;
+done:
+    nr_free(to);
+    nr_free(kind);
+    nr_free(st.vblk);
+    nr_free(st.blkval);
+    nr_free(st.plainval);
+    return rc;
+}
+
 static void free_state(opt_state *o) {
     nr_free(o->alias);
     nr_free(o->users);
@@ -503,6 +743,7 @@ static void free_state(opt_state *o) {
     nr_free(o->snode_of);
     nr_free(o->plan);
     nr_free(o->swish_x);
+    nr_free(o->blk_conv);
 }
 
 void nr_optimize_model_counts(const netrun_model *m, nr_optimize_counts *c) {
@@ -510,12 +751,16 @@ void nr_optimize_model_counts(const netrun_model *m, nr_optimize_counts *c) {
     const nr_graph *g = m && m->ir ? m->ir->graph : NULL;
     if (!g || g->n_nodes < 1) return;
     const nr_attr *a = find_attr(&g->nodes[0], MARK_ATTR);
-    if (!a || a->type != NR_ATTR_INTS || a->n != 5 || !a->ints) return;
+    if (!a || a->type != NR_ATTR_INTS || a->n < 5 || !a->ints) return;
     c->bn_folded = (int)a->ints[0];
     c->act_fused = (int)a->ints[1];
     c->sum_fused = (int)a->ints[2];
     c->dropped = (int)a->ints[3];
     c->swish_fused = (int)a->ints[4];
+    if (a->n >= 7) {
+        c->nchwc_convs = (int)a->ints[5];
+        c->nchwc_reorders = (int)a->ints[6];
+    }
 }
 
 netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config *cfg, netrun_model **out,
@@ -540,7 +785,8 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     o.snode_of = nr_calloc(nn, sizeof(int));
     o.plan = nr_calloc(nn, sizeof(conv_plan));
     o.swish_x = nr_calloc(nn, sizeof(int));
-    if (!o.alias || !o.users || !o.user || !o.removed || !o.snode_of || !o.plan || !o.swish_x) {
+    o.blk_conv = nr_calloc(nn, sizeof(int));
+    if (!o.alias || !o.users || !o.user || !o.removed || !o.snode_of || !o.plan || !o.swish_x || !o.blk_conv) {
         free_state(&o);
         return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the graph passes");
     }
@@ -585,13 +831,21 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
         if (p->add >= 0) o.removed[p->add] = 1, counts->sum_fused++;
         if (p->act >= 0) o.removed[p->act] = 1, counts->act_fused++;
     }
-    if (!counts->bn_folded && !counts->act_fused && !counts->sum_fused && !counts->dropped && !counts->swish_fused) {
+    /* (f) which Convs could run nChw16c (decided on the copy below) */
+    int n_blk = 0;
+    if (nchwc_enabled(&o))
+        for (int k = 0; k < s->n_snodes; k++) {
+            int n = s->snodes[k].node;
+            if (!o.removed[n] && plan_blk_conv(&o, cfg, n)) o.blk_conv[n] = 1, n_blk++;
+        }
+    if (!counts->bn_folded && !counts->act_fused && !counts->sum_fused && !counts->dropped && !counts->swish_fused &&
+        !n_blk) {
         free_state(&o);
         return NETRUN_OK;
     }
     /* the copy */
     netrun_status st = NETRUN_OK;
-    int *from = NULL;
+    int *from = NULL, *conv_blk = NULL;
     nr_model_ir *ir = nr_calloc(1, sizeof *ir);
     const nr_model_ir *src = s->model->ir;
     if (!ir || !(ir->graph = nr_graph_new(g->name, NULL))) {
@@ -617,20 +871,45 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
         }
     }
     if ((st = build_copy(&o, ir->graph, &from)) != NETRUN_OK) goto fail;
+    int n_copied = ir->graph->n_nodes;
+    if (n_blk) {
+        if (!(conv_blk = nr_calloc((size_t)n_copied + 1, sizeof(int)))) {
+            st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the graph passes");
+            goto fail;
+        }
+        if ((st = plan_nchwc(&o, ir->graph, from, n_copied, conv_blk, &counts->nchwc_reorders)) != NETRUN_OK)
+            goto fail;
+        for (int k = 0; k < n_copied; k++) counts->nchwc_convs += conv_blk[k] != 0;
+        /* the internal ops' domain */
+        nr_opset_import *ops = nr_realloc(ir->opsets, (size_t)(ir->n_opsets + 1) * sizeof *ops);
+        if (!ops) {
+            st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the graph passes");
+            goto fail;
+        }
+        ir->opsets = ops;
+        ops[ir->n_opsets].version = 1;
+        if (!(ops[ir->n_opsets].domain = nr_strdup("com.netrun"))) {
+            st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the graph passes");
+            goto fail;
+        }
+        ir->n_opsets++;
+    }
     /* the mark: counts, and the reference that keeps the borrowed constants alive */
     nr_node *first = &ir->graph->nodes[0];
     nr_attr *mark = &first->attrs[first->n_attrs - 1];
-    if (!(mark->name = nr_strdup(MARK_ATTR)) || !(mark->ints = nr_calloc(6, sizeof(int64_t)))) {
+    if (!(mark->name = nr_strdup(MARK_ATTR)) || !(mark->ints = nr_calloc(8, sizeof(int64_t)))) {
         st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the graph passes");
         goto fail;
     }
     mark->type = NR_ATTR_INTS;
-    mark->n = 5;
+    mark->n = 7;
     mark->ints[0] = counts->bn_folded;
     mark->ints[1] = counts->act_fused;
     mark->ints[2] = counts->sum_fused;
     mark->ints[3] = counts->dropped;
     mark->ints[4] = counts->swish_fused;
+    mark->ints[5] = counts->nchwc_convs;
+    mark->ints[6] = counts->nchwc_reorders;
     nr_model_retain(s->model);
     mark->sub_model = s->model;
     char source[1100];
@@ -640,7 +919,11 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     ir = NULL;
     if (st != NETRUN_OK) goto fail;
     /* the fused fields are no ONNX attributes: set them on the copy's parsed params */
-    for (int n = 0; n < m->ir->graph->n_nodes; n++) {
+    for (int n = 0; n < n_copied && n < m->ir->graph->n_nodes; n++) {
+        if (conv_blk && conv_blk[n]) {
+            netrun_conv_params *bp = m->ir->graph->nodes[n].params;
+            if (bp) bp->src_blocked = conv_blk[n] & 1, bp->dst_blocked = (conv_blk[n] & 2) != 0;
+        }
         if (o.swish_x[from[n]] >= 0) m->ir->graph->nodes[n].opset = 24; /* Swish is an opset-24 op */
         const conv_plan *p = &o.plan[from[n]];
         netrun_conv_params *cp = m->ir->graph->nodes[n].params;
@@ -650,10 +933,12 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     }
     *out = m;
     nr_free(from);
+    nr_free(conv_blk);
     free_state(&o);
     return NETRUN_OK;
 fail:
     nr_free(from);
+    nr_free(conv_blk);
     nr_model_ir_free(ir);
     free_state(&o);
     memset(counts, 0, sizeof *counts);

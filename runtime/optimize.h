@@ -13,6 +13,8 @@ typedef struct nr_optimize_counts {
     int sum_fused;      /* Add nodes fused into a Conv as "+ Z" */
     int dropped;        /* Identity / inference Dropout nodes removed */
     int swish_fused;    /* Mul(x, Sigmoid(x)) pairs rewritten to one Swish(x) node */
+    int nchwc_convs;    /* CPU Convs reading or writing nChw16c (option "cpu.nchwc" = "0" turns it off) */
+    int nchwc_reorders; /* ReorderNCHWc nodes inserted at the edges of the blocked chains */
 } nr_optimize_counts;
 
 /* Called by prepare after placement (so that a fusion can be checked with supports() of the backend that

@@ -336,6 +336,19 @@ static int conv_supports(const netrun_node_desc *node, char *reason, size_t size
         snprintf(reason, size, "fused activation kind %d unknown to the CPU backend", (int)p->activation.kind);
         return 0;
     }
+    if (p->src_blocked || p->dst_blocked) { /* nChw16c activations: oneDNN only (conv_dnnl.c) */
+        const netrun_value_desc *x = &node->inputs[0], *y = node->n_outputs > 0 ? &node->outputs[0] : NULL;
+        int ok = t == NETRUN_DTYPE_FLOAT && !strcmp(node->op_type, "Conv") && p->n_spatial == 2 && p->group == 1 &&
+                 cpu_dnnl_available() && node->n_inputs > 1 && node->inputs[1].const_data && y &&
+                 x->rank == 4 && y->rank == 4 && x->dims[0] >= 0 && x->dims[1] > 0 && x->dims[1] % 16 == 0 &&
+                 y->dims[1] > 0 && y->dims[1] % 16 == 0;
+        for (int i = 2; ok && i < 4; i++) ok = x->dims[i] > 0 && y->dims[i] > 0;
+        if (!ok) {
+            snprintf(reason, size, "nChw16c Conv needs oneDNN, float32, 2-D, group 1, constant W, channels "
+                     "multiples of 16");
+            return 0;
+        }
+    }
     return 1;
 }
 
@@ -407,7 +420,7 @@ static netrun_status create_common(cpu_context *ctx, const netrun_node_desc *nod
     conv_geom g;
     if (node->n_outputs > 0 && dims_known(&node->inputs[0]) && dims_known(&node->outputs[0]) && dims_known(w) &&
         make_geom(p, node->inputs[0].dims, node->outputs[0].dims, w->dims[1], transpose, &g)) {
-        if (s && want_dnnl(ctx->threads, node, &g, transpose)) {
+        if (s && (p->src_blocked || p->dst_blocked || want_dnnl(ctx->threads, node, &g, transpose))) {
             size_t need = 0;
             netrun_status rc = cpu_dnnl_conv_create(ctx, p, node->inputs[0].dims, w->dims, node->outputs[0].dims,
                                                     s->w ? s->w : w->const_data, node_has_bias(node), &s->dnnl,
@@ -426,6 +439,12 @@ static netrun_status create_common(cpu_context *ctx, const netrun_node_desc *nod
                 *ws = need;
                 return NETRUN_OK;
             }
+        }
+        if (p->src_blocked || p->dst_blocked) { /* supports() promised it: no other path reads nChw16c */
+            gu_free(s ? s->w : NULL);
+            cpu_free(s);
+            *state = NULL;
+            return cpu_host->error(NETRUN_ERR_BACKEND, "%s: oneDNN declined this nChw16c convolution", node->op_type);
         }
         if (is_dw2d(&g, transpose)) {
             *ws = dw_workspace(ctx, &g);
@@ -498,6 +517,8 @@ static netrun_status run_common(cpu_context *ctx, void *state, const netrun_kern
         !memcmp(X->dims, st->xd, (size_t)X->rank * sizeof X->dims[0]) &&
         !memcmp(Y->dims, st->yd, (size_t)Y->rank * sizeof Y->dims[0])) {
         rc = cpu_dnnl_conv_run(ctx, st->dnnl, j.x, j.b, j.z, j.y, args->workspace, args->workspace_size);
+    } else if (p->src_blocked || p->dst_blocked) {
+        rc = cpu_host->error(NETRUN_ERR_BACKEND, "%s: nChw16c tensors need the oneDNN kernel built for these dims", op);
     } else if (is_dw2d(&g, transpose)) {
         cpu_dw_args a;
         dw_args(&g, &a);
@@ -550,8 +571,10 @@ static void describe_common(const netrun_node_desc *node, char *buf, size_t size
         make_geom(p, node->inputs[0].dims, node->outputs[0].dims, node->inputs[1].dims[1], 0, &g)) {
         /* describe runs before create and cannot see the context: the path is named for the thread count
          * of the latest context (exact unless contexts of different sizes build kernels at once) */
-        if (want_dnnl(cpu_pool_last_threads(), node, &g, 0)) {
-            snprintf(buf, size, "oneDNN %s (blocked)", is_depthwise(&g, 0) ? "depthwise" : is_pointwise(&g, p) ? "1x1" : "conv");
+        if (p->src_blocked || p->dst_blocked || want_dnnl(cpu_pool_last_threads(), node, &g, 0)) {
+            snprintf(buf, size, "oneDNN %s (%s)", is_depthwise(&g, 0) ? "depthwise" : is_pointwise(&g, p) ? "1x1" : "conv",
+                     p->src_blocked && p->dst_blocked ? "nChw16c in/out" : p->src_blocked ? "nChw16c in" :
+                     p->dst_blocked ? "nChw16c out" : "blocked");
             return;
         }
         if (is_dw2d(&g, 0)) path = cpu_dw_variant();

@@ -45,6 +45,8 @@ typedef struct dnnl_slice {
 
 struct cpu_dnnl_conv {
     int n_slices, has_bias, has_sum, post_act, blocked, dw;
+    int src_blk, dst_blk, per_image; /* nChw16c user X / Y (the nChw16c pass); per_image: primitives for N = 1 */
+    int64_t cin;                     /* input channels */
     int64_t ny, plane, m, n; /* output elements, output plane size, channels, batch */
     int64_t xplane;          /* input plane size (a depthwise slice starts at channel m0 of X too) */
     size_t ws_bytes;
@@ -107,7 +109,7 @@ int cpu_dnnl_all(void) { return cpu_dnnl_available() && g_all; }
  * chooses NHWC, and the NCHW <-> NHWC reorders around every node cost more than NCHW <-> nChw16c (oneDNN
  * node time at 1 thread, EfficientNet-B0 7.3 -> 6.5 ms, MobileNetV2 4.6 -> 3.8, SqueezeNet 6.1 -> 5.7). */
 static dnnl_primitive_desc_t make_pd(const netrun_conv_params *p, const int64_t *xd, const int64_t *wd,
-                                     const int64_t *yd, int64_t mc, int blocked16, int has_bias, int has_sum,
+                                     const int64_t *yd, int64_t mc, int blocked16, int n1, int has_bias, int has_sum,
                                      int *post_act,
                                      dnnl_memory_desc_t *x_plain, dnnl_memory_desc_t *w_plain,
                                      dnnl_memory_desc_t *y_plain, dnnl_memory_desc_t *b_md) {
@@ -121,6 +123,7 @@ static dnnl_primitive_desc_t make_pd(const netrun_conv_params *p, const int64_t 
         ydims[i] = yd[i];
     }
     ydims[1] = mc;
+    if (n1) xdims[0] = ydims[0] = 1; /* one image per execution: a slice of nChw16c Y is dense per image */
     if (dw) xdims[1] = mc; /* a depthwise slice reads only its own input channels */
     xstr[rank - 1] = ystr[rank - 1] = 1;
     for (int i = rank - 2; i >= 0; i--) { /* strides of the whole input and output */
@@ -192,7 +195,8 @@ int cpu_dnnl_available(void) {
 }
 
 void cpu_dnnl_conv_describe_state(const cpu_dnnl_conv *s, char *buf, size_t size) {
-    snprintf(buf, size, "oneDNN %s%s", s->impl, s->blocked ? " (blocked, reorders)" : "");
+    snprintf(buf, size, "oneDNN %s%s%s%s", s->impl, s->blocked ? " (blocked, reorders)" : "",
+             s->src_blk ? " (nChw16c in)" : "", s->dst_blk ? " (nChw16c out)" : "");
 }
 
 /* Build slice q (channels q->m0 .. + q->mc). 1: built; 0: oneDNN declines (*rc stays OK) or failed (*rc). */
@@ -202,9 +206,13 @@ static int build_slice(cpu_dnnl_conv *s, dnnl_slice *q, const netrun_conv_params
     int post_act;
     const char *impl = "";
     dnnl_primitive_desc_t pd = NULL;
-    for (int blocked16 = 1; blocked16 >= 0 && !pd; blocked16--) {
-        pd = make_pd(p, xd, wd, yd, q->mc, blocked16, s->has_bias, s->has_sum, &post_act, &xp, &wp, &yp, &bm);
-        if (pd && (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) || !strncmp(impl, "ref", 3))) {
+    for (int blocked16 = 1; blocked16 >= s->per_image && !pd; blocked16--) {
+        pd = make_pd(p, xd, wd, yd, q->mc, blocked16, s->per_image, s->has_bias, s->has_sum, &post_act, &xp, &wp,
+                     &yp, &bm);
+        if (pd && dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl)) {
+            dnnl_primitive_desc_destroy(pd);
+            pd = NULL;
+        } else if (pd && !s->per_image && !strncmp(impl, "ref", 3)) {
             dnnl_primitive_desc_destroy(pd); /* the reference loops are slower than im2col + sgemm */
             pd = NULL;
         }
@@ -216,6 +224,9 @@ static int build_slice(cpu_dnnl_conv *s, dnnl_slice *q, const netrun_conv_params
     const dnnl_memory_desc_t *qy = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
     const dnnl_memory_desc_t *qw = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     const dnnl_memory_desc_t *qsp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    /* nChw16c user memory is the primitive's own (asked for by tag): no reorder on that side */
+    if (s->src_blk) xp = *qx;
+    if (s->dst_blk) yp = *qy;
     int blk_x = !dnnl_memory_desc_equal(qx, &xp), blk_y = !dnnl_memory_desc_equal(qy, &yp);
     s->blocked |= blk_x || blk_y;
     size_t xb = blk_x ? round64(dnnl_memory_desc_get_size(qx)) : 0;
@@ -287,6 +298,14 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
     s->dw = dw;
     s->xplane = 1;
     for (int i = 2; i < p->n_spatial + 2; i++) s->xplane *= xd[i];
+    s->cin = xd[1];
+    s->src_blk = p->src_blocked;
+    s->dst_blk = p->dst_blocked;
+    s->per_image = s->src_blk || s->dst_blk;
+    if (s->per_image && (p->n_spatial != 2 || xd[1] % 16 || m % 16 || per % 16)) {
+        cpu_dnnl_conv_destroy(s);
+        return cpu_host->error(NETRUN_ERR_BACKEND, "Conv (oneDNN): nChw16c needs 2-D and channels multiples of 16");
+    }
     netrun_status rc = NETRUN_OK;
     size_t off = 0;
     for (int64_t k = 0; k < n_sl; k++) {
@@ -321,12 +340,17 @@ typedef struct run_job {
     dnnl_status_t st[64];
 } run_job;
 
-static dnnl_status_t run_slice(const run_job *j, dnnl_slice *q) {
+/* One execution of slice q on image `img` (per_image) or on the whole batch (img = -1). */
+static dnnl_status_t run_one(const run_job *j, dnnl_slice *q, int64_t img) {
     cpu_dnnl_conv *s = j->s;
     char *base = j->base + q->ws_off;
-    size_t yoff = (size_t)q->m0 * (size_t)s->plane; /* the slice's first channel in the whole output */
-    const float *x = s->dw ? j->x + (size_t)q->m0 * (size_t)s->xplane : j->x;
-    dnnl_status_t st = dnnl_memory_set_data_handle(q->m_x, (void *)x);
+    size_t yoff = (size_t)q->m0 * (size_t)s->plane; /* the slice's first channel in the (image's) output */
+    size_t xoff = s->dw ? (size_t)q->m0 * (size_t)s->xplane : 0;
+    if (img >= 0) { /* same offsets in NCHW and nChw16c: a block of 16 channels is 16 planes of floats */
+        yoff += (size_t)(img * s->m) * (size_t)s->plane;
+        xoff += (size_t)(img * s->cin) * (size_t)s->xplane;
+    }
+    dnnl_status_t st = dnnl_memory_set_data_handle(q->m_x, (void *)(j->x + xoff));
     if (!st) st = dnnl_memory_set_data_handle(q->m_y, j->y + yoff);
     if (!st && q->m_xb) st = dnnl_memory_set_data_handle(q->m_xb, base);
     if (!st && q->m_yb) st = dnnl_memory_set_data_handle(q->m_yb, base + q->off_yb);
@@ -338,9 +362,9 @@ static dnnl_status_t run_slice(const run_job *j, dnnl_slice *q) {
         if (q->r_sum) {
             dnnl_exec_arg_t a[] = {{DNNL_ARG_FROM, q->m_z}, {DNNL_ARG_TO, dst}};
             st = dnnl_primitive_execute(q->r_sum, q->stream, 2, a);
-        } else if (j->z != j->y) /* plain dst: copy Z's channels of the slice, image by image */
-            for (int64_t n = 0; n < s->n; n++) {
-                size_t o = (size_t)(n * s->m) * (size_t)s->plane + yoff;
+        } else if (j->z != j->y) /* dst is Y: copy Z's channels of the slice, image by image */
+            for (int64_t n = img >= 0 ? img : 0; n < (img >= 0 ? img + 1 : s->n); n++) {
+                size_t o = (size_t)q->m0 * (size_t)s->plane + (size_t)(n * s->m) * (size_t)s->plane;
                 memmove(j->y + o, j->z + o, (size_t)(q->mc * s->plane) * sizeof(float));
             }
     }
@@ -360,9 +384,21 @@ static dnnl_status_t run_slice(const run_job *j, dnnl_slice *q) {
         st = dnnl_primitive_execute(q->r_dst, q->stream, 2, a);
     }
     if (!st) st = dnnl_stream_wait(q->stream);
+    return st;
+}
+
+static dnnl_status_t run_slice(const run_job *j, dnnl_slice *q) {
+    cpu_dnnl_conv *s = j->s;
+    dnnl_status_t st = dnnl_success;
+    if (s->per_image)
+        for (int64_t n = 0; n < s->n && !st; n++) st = run_one(j, q, n);
+    else
+        st = run_one(j, q, -1);
+    /* an activation oneDNN lacks: elementwise, so the same in both layouts over the slice's channels */
     if (!st && !s->post_act && s->act.kind != NETRUN_ACT_NONE)
         for (int64_t n = 0; n < s->n; n++)
-            gu_act_n(j->y + (size_t)(n * s->m) * (size_t)s->plane + yoff, q->mc * s->plane, &s->act);
+            gu_act_n(j->y + (size_t)(n * s->m) * (size_t)s->plane + (size_t)q->m0 * (size_t)s->plane,
+                     q->mc * s->plane, &s->act);
     return st;
 }
 

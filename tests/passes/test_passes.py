@@ -159,6 +159,57 @@ def case_silu():
                                                           ("m3", "Mul"), ("s4", "Sigmoid"), ("m4", "Mul")]
 
 
+def case_nchwc():
+    """nChw16c chains (CPU, channels multiples of 16): a Conv from a plain input, a residual Conv+BN+Add+Relu
+    whose Z is blocked, a non-agnostic consumer (Softmax) in the middle, Convs writing NCHW for a Concat, a
+    Conv whose output is a graph output and feeds GlobalAveragePool and an elementwise Mul (blocked, then a
+    graph output too). Batch 2, planes of 100 (not a multiple of 16). Returns the model and the expected
+    ReorderNCHWc and GlobalAveragePoolNCHWc node counts."""
+    g = G()
+    a = g.n("Relu", [g.conv("x", 16, 32, "a")], "a.relu")
+    b = g.bn(g.conv(a, 32, 32, "b"), 32, "b.bn")
+    r = g.n("Relu", [g.n("Add", [b, a], "b.add")], "b.relu")
+    sm = g.n("Softmax", [r], "sm", axis=1)
+    c = g.conv(r, 32, 16, "c")
+    d = g.conv(sm, 32, 16, "d")
+    cat = g.n("Concat", [c, d], "cat", axis=1)
+    e = g.conv(cat, 32, 32, "e")
+    g.n("GlobalAveragePool", [e], "gap")
+    g.n("Mul", [g.n("Sigmoid", [e], "sig"), e], "sq")
+    # reorders: Softmax's input, and the two graph outputs written blocked (e, sq)
+    return g.model([("x", [2, 16, 10, 10])], ["e", "gap", "sq"]), 3, 1
+
+
+def run_nchwc(nr, tmp):
+    """The nChw16c pass against onnxruntime at 1 and 2 threads, with it on and off; counts of its nodes."""
+    model, want_reorders, want_gap = case_nchwc()
+    path = os.path.join(tmp, "nchwc.onnx")
+    onnx.save(model, path)
+    feeds = {"x": RNG.standard_normal([2, 16, 10, 10]).astype(np.float32)}
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    ref = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    errors = []
+    for on in ("1", "0"):
+        for threads in (1, 2):
+            with nr.session(path, backends="cpu", threads=threads, options={"cpu.nchwc": on}) as s:
+                outs = s.run(feeds)
+                for name, r, o in zip(("e", "gap", "sq"), ref, outs):
+                    dd = float(np.max(np.abs(r - o)))
+                    if not dd <= 1e-4 * max(1.0, float(np.max(np.abs(r)))):
+                        errors.append(f"cpu.nchwc={on} threads={threads} {name}: max abs diff {dd:.2e}")
+                ops = [n[1] for n in s.nodes()]
+                got = (ops.count("ReorderNCHWc"), ops.count("GlobalAveragePoolNCHWc"))
+                want = (want_reorders, want_gap) if on == "1" else (0, 0)
+                if got != want:
+                    errors.append(f"cpu.nchwc={on}: (reorders, blocked GAPs) {got}, expected {want}")
+    if errors:
+        print("FAIL case_nchwc: " + "; ".join(errors))
+        return 0
+    print("ok   case_nchwc")
+    return 1
+
+
 CASES = [case_conv_bn_relu, case_residual, case_activations, case_identity_dropout_and_shared,
          case_convtranspose_group_bn, case_silu]
 
@@ -222,6 +273,11 @@ def main():
             else:
                 passed += 1
                 print(f"ok   {case.__name__}")
+        if args.backend == "cpu":
+            if run_nchwc(nr, tmp):
+                passed += 1
+            else:
+                failed += 1
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

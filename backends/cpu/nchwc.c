@@ -1,0 +1,103 @@
+/* Kernels of the nChw16c pass's internal ops (layers/nchwc.c, domain "com.netrun"): the NCHW <-> nChw16c
+ * reorder at the edges of a blocked chain, and GlobalAveragePool reading nChw16c. Per image the blocked data
+ * are [C/16][H][W][16]: a block of 16 channels is one 16 x HW transpose, done in 16 x 16 tiles. Parallel over
+ * N * C/16 blocks on the pool. */
+#include <stdio.h>
+
+#include "cpu_internal.h"
+#include "netrun_ops.h"
+
+typedef struct nchwc_job {
+    const float *x;
+    float *y;
+    int64_t hw;
+    int to_blocked;
+} nchwc_job;
+
+static void reorder_range(void *arg, int64_t b, int64_t e) {
+    const nchwc_job *j = arg;
+    const int64_t hw = j->hw;
+    for (int64_t blk = b; blk < e; blk++) {
+        const float *x = j->x + blk * 16 * hw; /* one block: the same 16 * hw floats in both layouts */
+        float *y = j->y + blk * 16 * hw;
+        for (int64_t p0 = 0; p0 < hw; p0 += 16) {
+            int64_t pn = hw - p0 < 16 ? hw - p0 : 16;
+            if (j->to_blocked) /* y[p][c] = x[c][p] */
+                for (int64_t p = p0; p < p0 + pn; p++)
+                    for (int c = 0; c < 16; c++) y[p * 16 + c] = x[c * hw + p];
+            else /* y[c][p] = x[p][c] */
+                for (int c = 0; c < 16; c++)
+                    for (int64_t p = p0; p < p0 + pn; p++) y[c * hw + p] = x[p * 16 + c];
+        }
+    }
+}
+
+static int nchwc_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    if (node->n_inputs != 1 || node->n_outputs != 1 || node->inputs[0].dtype != NETRUN_DTYPE_FLOAT ||
+        node->inputs[0].rank != 4 || node->inputs[0].dims[1] < 0 || node->inputs[0].dims[1] % 16) {
+        snprintf(reason, size, "%s needs one 4-D float32 input with C a multiple of 16", node->op_type);
+        return 0;
+    }
+    return 1;
+}
+
+static netrun_status check_x(const netrun_kernel_args *args, const char *op) {
+    if (args->n_inputs != 1 || args->n_outputs != 1)
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: needs one input and one output", op);
+    const netrun_tensor *X = &args->inputs[0];
+    if (X->dtype != NETRUN_DTYPE_FLOAT || X->rank != 4 || X->dims[1] % 16)
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: X must be 4-D float32 with C %% 16 == 0", op);
+    return NETRUN_OK;
+}
+
+static netrun_status reorder_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    const netrun_reorder_nchwc_params *p = args->params;
+    netrun_status rc = check_x(args, "ReorderNCHWc");
+    if (rc != NETRUN_OK) return rc;
+    if (!p) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "ReorderNCHWc: missing params");
+    const netrun_tensor *X = &args->inputs[0];
+    if (cpu_count(&args->outputs[0]) != cpu_count(X))
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "ReorderNCHWc: Y and X differ in size");
+    if (X->data == args->outputs[0].data)
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "ReorderNCHWc: cannot run in place");
+    nchwc_job j = {X->data, args->outputs[0].data, X->dims[2] * X->dims[3], p->to_blocked};
+    int64_t blocks = X->dims[0] * (X->dims[1] / 16);
+    int64_t grain = j.hw >= 4096 ? 1 : (4096 + j.hw - 1) / (j.hw > 0 ? j.hw : 1);
+    if (blocks > 0 && j.hw > 0) cpu_parallel_for(ctx, blocks, grain, reorder_range, &j);
+    return NETRUN_OK;
+}
+
+static void gap_range(void *arg, int64_t b, int64_t e) {
+    const nchwc_job *j = arg;
+    const int64_t hw = j->hw;
+    const float inv = 1.0f / (float)hw;
+    for (int64_t blk = b; blk < e; blk++) {
+        const float *x = j->x + blk * 16 * hw;
+        float acc[16] = {0};
+        for (int64_t p = 0; p < hw; p++)
+            for (int c = 0; c < 16; c++) acc[c] += x[p * 16 + c];
+        for (int c = 0; c < 16; c++) j->y[blk * 16 + c] = acc[c] * inv;
+    }
+}
+
+static netrun_status gap_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    netrun_status rc = check_x(args, "GlobalAveragePoolNCHWc");
+    if (rc != NETRUN_OK) return rc;
+    const netrun_tensor *X = &args->inputs[0];
+    if (cpu_count(&args->outputs[0]) != X->dims[0] * X->dims[1])
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "GlobalAveragePoolNCHWc: Y must be [N, C, 1, 1]");
+    nchwc_job j = {X->data, args->outputs[0].data, X->dims[2] * X->dims[3], 1};
+    int64_t blocks = X->dims[0] * (X->dims[1] / 16);
+    if (blocks > 0 && j.hw > 0) cpu_parallel_for(ctx, blocks, 1, gap_range, &j);
+    return NETRUN_OK;
+}
+
+const cpu_op cpu_ops_nchwc[] = {
+    {"ReorderNCHWc", "com.netrun", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT), "4-D, C % 16 == 0 (internal)",
+     nchwc_supports, NULL, reorder_run, NULL, NULL},
+    {"GlobalAveragePoolNCHWc", "com.netrun", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT), "4-D, C % 16 == 0 (internal)",
+     nchwc_supports, NULL, gap_run, NULL, NULL},
+    {0},
+};

@@ -1,0 +1,49 @@
+/* Internal ops of the CPU nChw16c pass (runtime/optimize.c), domain "com.netrun": never in a user's model.
+ * ReorderNCHWc moves a 4-D float tensor with C % 16 == 0 between NCHW and nChw16c; the dims stay the NCHW
+ * ones (the layout is the pass's business, no shape changes). GlobalAveragePoolNCHWc is GlobalAveragePool
+ * reading an nChw16c X ([N,C,1,1] Y is the same memory in both layouts). */
+#include "layer.h"
+#include "netrun_ops.h"
+
+static netrun_status nchwc_check(nr_layer_ctx *c) {
+    if (nr_in_count(c) != 1 || !nr_in_present(c, 0)) return nr_layer_error(c, "needs exactly one input");
+    const netrun_value_desc *x = nr_in(c, 0);
+    if (x->dtype != NETRUN_DTYPE_FLOAT) return nr_layer_error(c, "input must be float32");
+    if (x->rank != 4 || x->dims[1] % 16) return nr_layer_error(c, "input must be 4-D with C a multiple of 16");
+    return NETRUN_OK;
+}
+
+static netrun_status reorder_parse(nr_layer_ctx *c, void *params) {
+    netrun_reorder_nchwc_params *p = params;
+    int64_t t;
+    netrun_status st = nr_attr_int(c, "to_blocked", 1, &t);
+    if (st != NETRUN_OK) return st;
+    if (t != 0 && t != 1) return nr_layer_error(c, "to_blocked must be 0 or 1");
+    p->to_blocked = (int)t;
+    return NETRUN_OK;
+}
+
+static netrun_status reorder_infer(nr_layer_ctx *c, void *params) {
+    (void)params;
+    netrun_status st = nchwc_check(c);
+    if (st != NETRUN_OK) return st;
+    const netrun_value_desc *x = nr_in(c, 0);
+    nr_out_set(c, 0, x->dtype, x->rank, x->dims);
+    return NETRUN_OK;
+}
+
+static netrun_status gap_infer(nr_layer_ctx *c, void *params) {
+    (void)params;
+    netrun_status st = nchwc_check(c);
+    if (st != NETRUN_OK) return st;
+    const netrun_value_desc *x = nr_in(c, 0);
+    int64_t dims[4] = {x->dims[0], x->dims[1], 1, 1};
+    nr_out_set(c, 0, x->dtype, 4, dims);
+    return NETRUN_OK;
+}
+
+const nr_layer nr_layers_nchwc[] = {
+    {"ReorderNCHWc", "com.netrun", 1, sizeof(netrun_reorder_nchwc_params), reorder_parse, reorder_infer, 0},
+    {"GlobalAveragePoolNCHWc", "com.netrun", 1, 0, NULL, gap_infer, 0},
+    {0},
+};
