@@ -84,6 +84,8 @@ typedef struct netrun_pool_params {
     int count_include_pad;                 /* AveragePool */
     int storage_order;                     /* MaxPool Indices output: 0 row major, 1 column major */
     int64_t p;                             /* LpPool */
+    int blocked;                           /* MaxPool, set by the CPU nChw16c pass only: X and Y nChw16c
+                                            * (2-D, float32, C % 16 == 0, no Indices) */
 } netrun_pool_params;
 
 /* BatchNormalization (inference), InstanceNormalization, LayerNormalization, GroupNormalization. */

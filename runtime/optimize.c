@@ -36,7 +36,7 @@ typedef struct opt_state {
     conv_plan *plan;   /* node -> plan (bn/add/act -1 when none) */
     int *swish_x;      /* Mul node -> x when Mul(x, Sigmoid(x)) becomes Swish(x) (its Sigmoid removed), else -1 */
     int *blk_conv;     /* node -> 1 when its CPU kernel takes and gives nChw16c (the nChw16c pass, (f)) */
-    int blk_query;     /* backend_accepts asks with src_blocked = dst_blocked = 1 */
+    int blk_query;     /* backend_accepts asks with 1: src_blocked = dst_blocked = 1; 2: dst_blocked = 1 only */
 } opt_state;
 
 static int val(const opt_state *o, int v) { return v >= 0 ? o->alias[v] : v; }
@@ -159,7 +159,7 @@ static int backend_accepts(const opt_state *o, const netrun_backend_config *cfg,
         in[n_in++] = s->values[p->z].desc;
     }
     if (p->act >= 0) cp.activation = p->fa;
-    if (o->blk_query) cp.src_blocked = cp.dst_blocked = 1;
+    if (o->blk_query) cp.src_blocked = o->blk_query == 1, cp.dst_blocked = 1;
     netrun_node_desc d = {.struct_size = sizeof d, .name = nd->name, .op_type = nd->op_type, .domain = nd->domain,
                           .opset = nd->opset, .params = &cp, .params_size = nd->layer->params_size,
                           .n_inputs = n_in, .inputs = in, .n_outputs = 1, .outputs = &s->values[p->out].desc};
@@ -525,19 +525,21 @@ static int blockable_desc(const netrun_value_desc *d) {
            d->dims[2] > 0 && d->dims[3] > 0;
 }
 
-/* Conv node n (fusions planned) runs blocked on the CPU. */
+/* Conv node n (fusions planned) runs blocked on the CPU: 1 reading and writing nChw16c, 2 writing it only
+ * (X has a C that is no multiple of 16: the first conv of a net), 0 not at all. */
 static int plan_blk_conv(opt_state *o, const netrun_backend_config *cfg, int n) {
     const nr_node *nd = &o->g->nodes[n];
     if (!is_op(nd, "Conv") || !nd->layer || !on_cpu(o, n) || o->s->snodes[o->snode_of[n]].dynamic) return 0;
     const conv_plan *p = &o->plan[n];
     int out = p->out >= 0 ? p->out : nd->outputs[0];
+    const netrun_value_desc *xd = &o->s->snodes[o->snode_of[n]].in_desc[0];
     if (out < 0 || o->s->values[out].dynamic || !blockable_desc(&o->s->values[out].desc) ||
-        !blockable_desc(&o->s->snodes[o->snode_of[n]].in_desc[0]))
+        xd->dtype != NETRUN_DTYPE_FLOAT || xd->rank != 4)
         return 0;
     conv_plan q = *p;
     q.out = out;
-    o->blk_query = 1;
-    int ok = backend_accepts(o, cfg, n, &q);
+    o->blk_query = blockable_desc(xd) ? 1 : 2;
+    int ok = backend_accepts(o, cfg, n, &q) ? o->blk_query : 0;
     o->blk_query = 0;
     return ok;
 }
@@ -552,10 +554,36 @@ static int agnostic_op(const nr_node *nd) {
         if (!strcmp(nd->op_type, unary[i])) return 1;
     for (int i = 0; binary[i]; i++)
         if (!strcmp(nd->op_type, binary[i])) return 2;
+    /* Concat on channels: per image, nChw16c inputs with C % 16 == 0 are [C/16][H][W][16] blocks one after
+     * another, so it is the same memory concatenation as in NCHW (the kernel needs no change) */
+    if (!strcmp(nd->op_type, "Concat") && nd->n_inputs >= 1) {
+        const nr_attr *a = find_attr(nd, "axis");
+        if (a && a->type == NR_ATTR_INT && (a->i == 1 || a->i == -3)) return 3;
+    }
     return 0;
 }
 
-enum { NK_PLAIN = 0, NK_CONV, NK_AGN, NK_GAP };
+enum { NK_PLAIN = 0, NK_CONV, NK_AGN, NK_GAP, NK_POOL };
+
+/* MaxPool node n (no Indices) runs on nChw16c on its CPU kernel (its supports() with params.blocked = 1). */
+static int pool_accepts_blocked(const opt_state *o, const netrun_backend_config *cfg, int n) {
+    netrun_session *s = o->s;
+    const nr_node *nd = &o->g->nodes[n];
+    if (!is_op(nd, "MaxPool") || !on_cpu(o, n) || nd->n_inputs != 1 || nd->n_outputs < 1 || nd->outputs[0] < 0 ||
+        (nd->n_outputs > 1 && nd->outputs[1] >= 0) || !nd->layer || nd->layer->params_size < sizeof(netrun_pool_params))
+        return 0;
+    const nr_snode *sn = &s->snodes[o->snode_of[n]];
+    if (sn->dynamic || !sn->params || !blockable_desc(&s->values[nd->outputs[0]].desc)) return 0;
+    netrun_pool_params pp;
+    memcpy(&pp, sn->params, sizeof pp);
+    pp.blocked = 1;
+    netrun_node_desc d = {.struct_size = sizeof d, .name = nd->name, .op_type = nd->op_type, .domain = nd->domain,
+                          .opset = nd->opset, .params = &pp, .params_size = nd->layer->params_size,
+                          .n_inputs = 1, .inputs = sn->in_desc, .n_outputs = 1,
+                          .outputs = &s->values[nd->outputs[0]].desc};
+    char why[256] = "";
+    return s->slots[sn->slot].api->supports(cfg, &d, why, sizeof why);
+}
 
 typedef struct nchwc_state {
     nr_graph *ng;
@@ -610,8 +638,8 @@ static int layout_of(nchwc_state *st, int v, int blocked) {
 
 /* Decide and rewire the copy ng (nodes 0..n_copied-1 come from original nodes from[]); conv_blk[k] gets
  * 1 (src) | 2 (dst) for the copy's Conv nodes that run blocked. */
-static netrun_status plan_nchwc(opt_state *o, nr_graph *ng, const int *from, int n_copied, int *conv_blk,
-                                int *n_reorders) {
+static netrun_status plan_nchwc(opt_state *o, const netrun_backend_config *cfg, nr_graph *ng, const int *from,
+                                int n_copied, int *conv_blk, int *n_reorders) {
     const nr_graph *g = o->g;
     netrun_session *s = o->s;
     netrun_status rc = NETRUN_OK;
@@ -647,6 +675,13 @@ static netrun_status plan_nchwc(opt_state *o, nr_graph *ng, const int *from, int
             kind[k] = NK_GAP;
             continue;
         }
+        if (is_op(nd, "MaxPool")) {
+            if (pool_accepts_blocked(o, cfg, n)) {
+                kind[k] = NK_POOL;
+                st.vblk[out] = 1;
+            }
+            continue;
+        }
         int a = agnostic_op(nd);
         if (!a || s->values[out].dynamic || !blockable_desc(&s->values[out].desc)) continue;
         const netrun_value_desc *yd = &s->values[out].desc;
@@ -655,6 +690,12 @@ static netrun_status plan_nchwc(opt_state *o, nr_graph *ng, const int *from, int
             int v = nd->inputs[j];
             if (a == 1 && j > 0) { /* Clip's bounds: scalars */
                 ok = v < 0 || (v < g->n_values && !st.vblk[v] && s->values[v].desc.rank <= 1);
+                continue;
+            }
+            if (a == 3) { /* Concat: same N, H, W; every C a multiple of 16 */
+                const netrun_value_desc *vd = v >= 0 && v < g->n_values ? &s->values[v].desc : NULL;
+                ok = vd && st.vblk[v] && blockable_desc(vd) && vd->dims[0] == yd->dims[0] &&
+                     vd->dims[2] == yd->dims[2] && vd->dims[3] == yd->dims[3];
                 continue;
             }
             ok = v >= 0 && v < g->n_values && st.vblk[v] && !memcmp(s->values[v].desc.dims, yd->dims, 4 * sizeof(int64_t));
@@ -672,7 +713,7 @@ static netrun_status plan_nchwc(opt_state *o, nr_graph *ng, const int *from, int
         for (int u = 0; u < n_copied && !blk_users; u++)
             for (int j = 0; j < ng->nodes[u].n_inputs; j++)
                 if (ng->nodes[u].inputs[j] == out &&
-                    (kind[u] == NK_CONV || kind[u] == NK_AGN || kind[u] == NK_GAP)) /* Z: j == 3 */
+                    kind[u] != NK_PLAIN) /* Z (j == 3) included: that Conv's Y is likely blocked too */
                     blk_users = 1;
         if (!blk_users) st.vblk[out] = 0;
     }
@@ -694,13 +735,14 @@ static netrun_status plan_nchwc(opt_state *o, nr_graph *ng, const int *from, int
         int out = ng->nodes[k].n_outputs > 0 ? ng->nodes[k].outputs[0] : -1;
         int out_blk = kind[k] == NK_CONV && out >= 0 && (out >= st.nv0 || st.vblk[out]); /* >= nv0: renamed */
         if (kind[k] == NK_CONV) conv_blk[k] = out_blk ? 2 : 0;
+        if (kind[k] == NK_POOL) conv_blk[k] = 4;
         for (int j = 0; j < ng->nodes[k].n_inputs; j++) {
             int v = ng->nodes[k].inputs[j];
             if (v < 0 || v >= g->n_values || ng->values[v].constant) continue; /* (new values are constants) */
             int want;
             if (kind[k] == NK_CONV) want = j == 0 ? st.vblk[v] : j == 3 ? out_blk : 0;
-            else if (kind[k] == NK_AGN) want = j == 0 || agnostic_op(&ng->nodes[k]) == 2;
-            else if (kind[k] == NK_GAP) want = 1;
+            else if (kind[k] == NK_AGN) want = j == 0 || agnostic_op(&ng->nodes[k]) >= 2;
+            else if (kind[k] == NK_GAP || kind[k] == NK_POOL) want = 1;
             else want = 0;
             int id = layout_of(&st, v, want);
             if (id < 0) {
@@ -836,7 +878,7 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     if (nchwc_enabled(&o))
         for (int k = 0; k < s->n_snodes; k++) {
             int n = s->snodes[k].node;
-            if (!o.removed[n] && plan_blk_conv(&o, cfg, n)) o.blk_conv[n] = 1, n_blk++;
+            if (!o.removed[n] && (o.blk_conv[n] = plan_blk_conv(&o, cfg, n))) n_blk++;
         }
     if (!counts->bn_folded && !counts->act_fused && !counts->sum_fused && !counts->dropped && !counts->swish_fused &&
         !n_blk) {
@@ -877,9 +919,9 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
             st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the graph passes");
             goto fail;
         }
-        if ((st = plan_nchwc(&o, ir->graph, from, n_copied, conv_blk, &counts->nchwc_reorders)) != NETRUN_OK)
+        if ((st = plan_nchwc(&o, cfg, ir->graph, from, n_copied, conv_blk, &counts->nchwc_reorders)) != NETRUN_OK)
             goto fail;
-        for (int k = 0; k < n_copied; k++) counts->nchwc_convs += conv_blk[k] != 0;
+        for (int k = 0; k < n_copied; k++) counts->nchwc_convs += conv_blk[k] != 0 && conv_blk[k] != 4;
         /* the internal ops' domain */
         nr_opset_import *ops = nr_realloc(ir->opsets, (size_t)(ir->n_opsets + 1) * sizeof *ops);
         if (!ops) {
@@ -920,7 +962,10 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     if (st != NETRUN_OK) goto fail;
     /* the fused fields are no ONNX attributes: set them on the copy's parsed params */
     for (int n = 0; n < n_copied && n < m->ir->graph->n_nodes; n++) {
-        if (conv_blk && conv_blk[n]) {
+        if (conv_blk && conv_blk[n] == 4) { /* MaxPool */
+            netrun_pool_params *pp = m->ir->graph->nodes[n].params;
+            if (pp) pp->blocked = 1;
+        } else if (conv_blk && conv_blk[n]) {
             netrun_conv_params *bp = m->ir->graph->nodes[n].params;
             if (bp) bp->src_blocked = conv_blk[n] & 1, bp->dst_blocked = (conv_blk[n] & 2) != 0;
         }

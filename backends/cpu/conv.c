@@ -338,14 +338,17 @@ static int conv_supports(const netrun_node_desc *node, char *reason, size_t size
     }
     if (p->src_blocked || p->dst_blocked) { /* nChw16c activations: oneDNN only (conv_dnnl.c) */
         const netrun_value_desc *x = &node->inputs[0], *y = node->n_outputs > 0 ? &node->outputs[0] : NULL;
-        int ok = t == NETRUN_DTYPE_FLOAT && !strcmp(node->op_type, "Conv") && p->n_spatial == 2 && p->group == 1 &&
+        int dw = p->group > 1 && p->group == x->dims[1] && y && p->group == y->dims[1];
+        int ok = t == NETRUN_DTYPE_FLOAT && !strcmp(node->op_type, "Conv") && p->n_spatial == 2 &&
+                 (p->group == 1 || dw) &&
                  cpu_dnnl_available() && node->n_inputs > 1 && node->inputs[1].const_data && y &&
-                 x->rank == 4 && y->rank == 4 && x->dims[0] >= 0 && x->dims[1] > 0 && x->dims[1] % 16 == 0 &&
+                 x->rank == 4 && y->rank == 4 && x->dims[0] >= 0 && x->dims[1] > 0 &&
+                 (!p->src_blocked || x->dims[1] % 16 == 0) &&
                  y->dims[1] > 0 && y->dims[1] % 16 == 0;
         for (int i = 2; ok && i < 4; i++) ok = x->dims[i] > 0 && y->dims[i] > 0;
         if (!ok) {
-            snprintf(reason, size, "nChw16c Conv needs oneDNN, float32, 2-D, group 1, constant W, channels "
-                     "multiples of 16");
+            snprintf(reason, size, "nChw16c Conv needs oneDNN, float32, 2-D, group 1 or depthwise, constant W, "
+                     "channels multiples of 16");
             return 0;
         }
     }

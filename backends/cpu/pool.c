@@ -286,9 +286,70 @@ static netrun_status pool_run_common(cpu_context *ctx, const netrun_kernel_args 
     return run_staged(ctx, X->dtype, &j.x, &j.y, nx, ny, planes, grain, fn, &j, op);
 }
 
+#define FLOAT_DTYPES (NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16) | \
+                      NETRUN_DTYPE_BIT(NETRUN_DTYPE_BFLOAT16) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_DOUBLE))
+#define MAXPOOL_DTYPES (FLOAT_DTYPES | NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT8) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT8))
+
+/* 2-D float MaxPool on nChw16c X and Y (the nChw16c pass): per output pixel, the max of 16 channels at once
+ * over the window (pads skipped). Parallel over (image, channel block, output row). */
+static void maxpool_blk_range(void *arg, int64_t b, int64_t e) {
+    const pool_job *j = arg;
+    const int64_t ih = j->in[1], iw = j->in[2], oh = j->out[1], ow = j->out[2];
+    for (int64_t t = b; t < e; t++) {
+        int64_t blk = t / oh, oy = t % oh;
+        const float *x = (const float *)j->x + blk * ih * iw * 16;
+        float *y = (float *)j->y + (blk * oh + oy) * ow * 16;
+        for (int64_t ox = 0; ox < ow; ox++) {
+            float acc[16];
+            for (int c = 0; c < 16; c++) acc[c] = -INFINITY;
+            for (int64_t ky = 0; ky < j->k[1]; ky++) {
+                int64_t iy = oy * j->s[1] - j->pb[1] + ky * j->d[1];
+                if (iy < 0 || iy >= ih) continue;
+                for (int64_t kx = 0; kx < j->k[2]; kx++) {
+                    int64_t ix = ox * j->s[2] - j->pb[2] + kx * j->d[2];
+                    if (ix < 0 || ix >= iw) continue;
+                    const float *px = x + (iy * iw + ix) * 16;
+                    for (int c = 0; c < 16; c++) acc[c] = px[c] > acc[c] ? px[c] : acc[c];
+                }
+            }
+            for (int c = 0; c < 16; c++) y[ox * 16 + c] = acc[c];
+        }
+    }
+}
+
+static int maxpool_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    const netrun_pool_params *p = node->params;
+    netrun_dtype t = node->n_inputs > 0 ? node->inputs[0].dtype : NETRUN_DTYPE_UNDEFINED;
+    if (!(MAXPOOL_DTYPES & NETRUN_DTYPE_BIT(t))) {
+        snprintf(reason, size, "dtype %d not supported by the CPU MaxPool kernel", (int)t);
+        return 0;
+    }
+    if (p && node->params_size >= sizeof *p && p->blocked &&
+        (t != NETRUN_DTYPE_FLOAT || p->n_spatial != 2 || node->inputs[0].rank != 4 || node->inputs[0].dims[1] <= 0 ||
+         node->inputs[0].dims[1] % 16 || (node->n_outputs > 1 && node->outputs[1].rank >= 0))) {
+        snprintf(reason, size, "nChw16c MaxPool needs float32, 2-D, C a multiple of 16, no Indices");
+        return 0;
+    }
+    return 1;
+}
+
 static netrun_status maxpool_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
     (void)state;
-    return pool_run_common(ctx, args, POOL_MAX);
+    const netrun_pool_params *p = args->params;
+    if (!p || !p->blocked) return pool_run_common(ctx, args, POOL_MAX);
+    const netrun_tensor *X = &args->inputs[0];
+    netrun_tensor *Y = &args->outputs[0];
+    pool_job j;
+    memset(&j, 0, sizeof j);
+    if (X->dtype != NETRUN_DTYPE_FLOAT || X->rank != 4 || X->dims[1] % 16 || !pool_geom(p, X, Y, &j) ||
+        Y->dims[0] != X->dims[0] || Y->dims[1] != X->dims[1] || (args->n_outputs > 1 && args->outputs[1].data))
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "MaxPool (nChw16c): needs 4-D float32, C %% 16 == 0, no Indices");
+    j.x = X->data;
+    j.y = Y->data;
+    int64_t rows = X->dims[0] * (X->dims[1] / 16) * j.out[1];
+    int64_t work = j.out[2] * j.k[1] * j.k[2] * 16;
+    if (rows > 0 && j.out[2] > 0) cpu_parallel_for(ctx, rows, work >= 4096 ? 1 : 4096 / (work > 0 ? work : 1) + 1, maxpool_blk_range, &j);
+    return NETRUN_OK;
 }
 static netrun_status avgpool_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
     (void)state;
@@ -323,12 +384,9 @@ static netrun_status gmax_run(cpu_context *ctx, void *state, const netrun_kernel
     return global_run_common(ctx, args, 1);
 }
 
-#define FLOAT_DTYPES (NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16) | \
-                      NETRUN_DTYPE_BIT(NETRUN_DTYPE_BFLOAT16) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_DOUBLE))
-#define MAXPOOL_DTYPES (FLOAT_DTYPES | NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT8) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT8))
 
 const cpu_op cpu_ops_pool[] = {
-    {"MaxPool", "", MAXPOOL_DTYPES, "1-3 spatial dims; dilations, ceil_mode, Indices (storage_order)", NULL, NULL,
+    {"MaxPool", "", MAXPOOL_DTYPES, "1-3 spatial dims; dilations, ceil_mode, Indices (storage_order)", maxpool_supports, NULL,
      maxpool_run, NULL},
     {"AveragePool", "", FLOAT_DTYPES, "1-3 spatial dims; dilations, ceil_mode, count_include_pad", NULL, NULL,
      avgpool_run, NULL},
