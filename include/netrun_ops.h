@@ -566,7 +566,8 @@ typedef struct netrun_image_decoder_params {
 
 /* ReorderNCHWc (domain "com.netrun", internal: inserted by the CPU nChw16c pass): a 4-D float tensor with
  * C % 16 == 0 between NCHW and nChw16c ([N][C/16][H][W][16]); same dims, same bytes. Also
- * GlobalAveragePoolNCHWc (com.netrun, no params): GlobalAveragePool of an nChw16c X, plain [N,C,1,1] Y. */
+ * GlobalAveragePoolNCHWc (com.netrun, no params): GlobalAveragePool of an nChw16c X, plain [N,C,1,1] Y;
+ * MulChannelNCHWc(X, S) (com.netrun, no params): nChw16c X times plain S [N or 1, C, 1, 1], nChw16c Y. */
 typedef struct netrun_reorder_nchwc_params {
     int to_blocked;                        /* 1: NCHW -> nChw16c, 0: back */
 } netrun_reorder_nchwc_params;

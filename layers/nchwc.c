@@ -42,7 +42,22 @@ static netrun_status gap_infer(nr_layer_ctx *c, void *params) {
     return NETRUN_OK;
 }
 
+/* MulChannelNCHWc(X, S): X nChw16c [N,C,H,W] times S plain [N or 1, C, 1, 1] (squeeze-excite scaling). */
+static netrun_status mulch_infer(nr_layer_ctx *c, void *params) {
+    (void)params;
+    if (nr_in_count(c) != 2 || !nr_in_present(c, 0) || !nr_in_present(c, 1)) return nr_layer_error(c, "needs X and S");
+    const netrun_value_desc *x = nr_in(c, 0), *s = nr_in(c, 1);
+    if (x->dtype != NETRUN_DTYPE_FLOAT || s->dtype != NETRUN_DTYPE_FLOAT) return nr_layer_error(c, "inputs must be float32");
+    if (x->rank != 4 || x->dims[1] % 16) return nr_layer_error(c, "X must be 4-D with C a multiple of 16");
+    if (s->rank != 4 || (s->dims[0] != x->dims[0] && s->dims[0] != 1) || s->dims[1] != x->dims[1] || s->dims[2] != 1 ||
+        s->dims[3] != 1)
+        return nr_layer_error(c, "S must be [N or 1, C, 1, 1] of X");
+    nr_out_set(c, 0, x->dtype, x->rank, x->dims);
+    return NETRUN_OK;
+}
+
 const nr_layer nr_layers_nchwc[] = {
+    {"MulChannelNCHWc", "com.netrun", 1, 0, NULL, mulch_infer, 0},
     {"ReorderNCHWc", "com.netrun", 1, sizeof(netrun_reorder_nchwc_params), reorder_parse, reorder_infer, 0},
     {"GlobalAveragePoolNCHWc", "com.netrun", 1, 0, NULL, gap_infer, 0},
     {0},

@@ -36,7 +36,7 @@ typedef struct opt_state {
     conv_plan *plan;   /* node -> plan (bn/add/act -1 when none) */
     int *swish_x;      /* Mul node -> x when Mul(x, Sigmoid(x)) becomes Swish(x) (its Sigmoid removed), else -1 */
     int *blk_conv;     /* node -> 1 when its CPU kernel takes and gives nChw16c (the nChw16c pass, (f)) */
-    int blk_query;     /* backend_accepts asks with 1: src_blocked = dst_blocked = 1; 2: dst_blocked = 1 only */
+    int blk_query;     /* backend_accepts asks with 1: src_blocked = dst_blocked = 1; 2: dst_blocked only; 3: src */
 } opt_state;
 
 static int val(const opt_state *o, int v) { return v >= 0 ? o->alias[v] : v; }
@@ -159,7 +159,7 @@ static int backend_accepts(const opt_state *o, const netrun_backend_config *cfg,
         in[n_in++] = s->values[p->z].desc;
     }
     if (p->act >= 0) cp.activation = p->fa;
-    if (o->blk_query) cp.src_blocked = o->blk_query == 1, cp.dst_blocked = 1;
+    if (o->blk_query) cp.src_blocked = o->blk_query != 2, cp.dst_blocked = o->blk_query != 3;
     netrun_node_desc d = {.struct_size = sizeof d, .name = nd->name, .op_type = nd->op_type, .domain = nd->domain,
                           .opset = nd->opset, .params = &cp, .params_size = nd->layer->params_size,
                           .n_inputs = n_in, .inputs = in, .n_outputs = 1, .outputs = &s->values[p->out].desc};
@@ -520,25 +520,29 @@ static int nchwc_enabled(const opt_state *o) {
     return !(on && !strcmp(on, "0"));
 }
 
+/* [N, C, 1, 1] values stay plain: the same memory either way, and squeeze-excite scales must be plain */
 static int blockable_desc(const netrun_value_desc *d) {
     return d->dtype == NETRUN_DTYPE_FLOAT && d->rank == 4 && d->dims[0] > 0 && d->dims[1] > 0 && d->dims[1] % 16 == 0 &&
-           d->dims[2] > 0 && d->dims[3] > 0;
+           d->dims[2] > 0 && d->dims[3] > 0 && d->dims[2] * d->dims[3] > 1;
 }
 
 /* Conv node n (fusions planned) runs blocked on the CPU: 1 reading and writing nChw16c, 2 writing it only
- * (X has a C that is no multiple of 16: the first conv of a net), 0 not at all. */
+ * (X has a C that is no multiple of 16: the first conv of a net), 3 reading it only (Y's C is no multiple of
+ * 16: MobileNet/EfficientNet projections), 0 not at all. */
 static int plan_blk_conv(opt_state *o, const netrun_backend_config *cfg, int n) {
     const nr_node *nd = &o->g->nodes[n];
     if (!is_op(nd, "Conv") || !nd->layer || !on_cpu(o, n) || o->s->snodes[o->snode_of[n]].dynamic) return 0;
     const conv_plan *p = &o->plan[n];
-    int out = p->out >= 0 ? p->out : nd->outputs[0];
+    int out = p->bn >= 0 || p->add >= 0 || p->act >= 0 ? p->out : nd->outputs[0]; /* p->out is set by fusions only */
     const netrun_value_desc *xd = &o->s->snodes[o->snode_of[n]].in_desc[0];
-    if (out < 0 || o->s->values[out].dynamic || !blockable_desc(&o->s->values[out].desc) ||
-        xd->dtype != NETRUN_DTYPE_FLOAT || xd->rank != 4)
+    if (out < 0 || o->s->values[out].dynamic || o->s->values[out].desc.rank != 4 || xd->dtype != NETRUN_DTYPE_FLOAT ||
+        xd->rank != 4)
         return 0;
+    int bx = blockable_desc(xd), by = blockable_desc(&o->s->values[out].desc);
+    if (!bx && !by) return 0;
     conv_plan q = *p;
     q.out = out;
-    o->blk_query = blockable_desc(xd) ? 1 : 2;
+    o->blk_query = bx && by ? 1 : by ? 2 : 3;
     int ok = backend_accepts(o, cfg, n, &q) ? o->blk_query : 0;
     o->blk_query = 0;
     return ok;
@@ -563,7 +567,7 @@ static int agnostic_op(const nr_node *nd) {
     return 0;
 }
 
-enum { NK_PLAIN = 0, NK_CONV, NK_AGN, NK_GAP, NK_POOL };
+enum { NK_PLAIN = 0, NK_CONV, NK_AGN, NK_GAP, NK_POOL, NK_MULCH };
 
 /* MaxPool node n (no Indices) runs on nChw16c on its CPU kernel (its supports() with params.blocked = 1). */
 static int pool_accepts_blocked(const opt_state *o, const netrun_backend_config *cfg, int n) {
@@ -665,10 +669,32 @@ static netrun_status plan_nchwc(opt_state *o, const netrun_backend_config *cfg, 
         if (out < 0 || out >= g->n_values) continue;
         if (o->blk_conv[n]) {
             kind[k] = NK_CONV;
-            st.vblk[out] = 1;
+            st.vblk[out] = o->blk_conv[n] != 3;
             continue;
         }
         if (!on_cpu(o, n)) continue;
+        /* squeeze-excite: Mul(X blocked, S [N or 1, C, 1, 1] plain), either order -> MulChannelNCHWc(X, S) */
+        if (is_op(nd, "Mul") && nd->n_inputs == 2 && !s->values[out].dynamic && blockable_desc(&s->values[out].desc)) {
+            int side = -1;
+            for (int j = 0; j < 2 && side < 0; j++) {
+                int xv = nd->inputs[j], sv = nd->inputs[1 - j];
+                if (xv < 0 || sv < 0 || xv >= g->n_values || sv >= g->n_values || !st.vblk[xv] || st.vblk[sv]) continue;
+                const netrun_value_desc *xd = &s->values[xv].desc, *sd = &s->values[sv].desc;
+                if (!memcmp(xd->dims, s->values[out].desc.dims, 4 * sizeof(int64_t)) && sd->rank == 4 &&
+                    sd->dtype == NETRUN_DTYPE_FLOAT && (sd->dims[0] == xd->dims[0] || sd->dims[0] == 1) &&
+                    sd->dims[1] == xd->dims[1] && sd->dims[2] == 1 && sd->dims[3] == 1 && !s->values[sv].dynamic)
+                    side = j;
+            }
+            if (side >= 0) {
+                nr_node *mn = &ng->nodes[k];
+                int xv = mn->inputs[side], sv = mn->inputs[1 - side];
+                mn->inputs[0] = xv;
+                mn->inputs[1] = sv;
+                kind[k] = NK_MULCH;
+                st.vblk[out] = 1;
+                continue;
+            }
+        }
         int x = nd->n_inputs > 0 ? nd->inputs[0] : -1;
         if (x < 0 || x >= g->n_values || !st.vblk[x]) continue;
         if (is_op(nd, "GlobalAveragePool") && nd->n_inputs == 1) {
@@ -713,7 +739,7 @@ static netrun_status plan_nchwc(opt_state *o, const netrun_backend_config *cfg, 
         for (int u = 0; u < n_copied && !blk_users; u++)
             for (int j = 0; j < ng->nodes[u].n_inputs; j++)
                 if (ng->nodes[u].inputs[j] == out &&
-                    kind[u] != NK_PLAIN) /* Z (j == 3) included: that Conv's Y is likely blocked too */
+                    kind[u] != NK_PLAIN && (kind[u] != NK_MULCH || j == 0)) /* Z (j == 3) included: that Conv's Y is likely blocked too */
                     blk_users = 1;
         if (!blk_users) st.vblk[out] = 0;
     }
@@ -743,6 +769,7 @@ static netrun_status plan_nchwc(opt_state *o, const netrun_backend_config *cfg, 
             if (kind[k] == NK_CONV) want = j == 0 ? st.vblk[v] : j == 3 ? out_blk : 0;
             else if (kind[k] == NK_AGN) want = j == 0 || agnostic_op(&ng->nodes[k]) >= 2;
             else if (kind[k] == NK_GAP || kind[k] == NK_POOL) want = 1;
+            else if (kind[k] == NK_MULCH) want = j == 0;
             else want = 0;
             int id = layout_of(&st, v, want);
             if (id < 0) {
@@ -752,9 +779,10 @@ static netrun_status plan_nchwc(opt_state *o, const netrun_backend_config *cfg, 
             ng->nodes[k].inputs[j] = id;
             if (kind[k] == NK_CONV && j == 0 && want) conv_blk[k] |= 1;
         }
-        if (kind[k] == NK_GAP) {
+        if (kind[k] == NK_GAP || kind[k] == NK_MULCH) {
             nr_node *nd = &ng->nodes[k];
-            char *op = nr_strdup("GlobalAveragePoolNCHWc"), *dom = nr_strdup("com.netrun");
+            char *op = nr_strdup(kind[k] == NK_GAP ? "GlobalAveragePoolNCHWc" : "MulChannelNCHWc");
+            char *dom = nr_strdup("com.netrun");
             if (!op || !dom) {
                 nr_free(op);
                 nr_free(dom);

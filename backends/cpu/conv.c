@@ -343,8 +343,8 @@ static int conv_supports(const netrun_node_desc *node, char *reason, size_t size
                  (p->group == 1 || dw) &&
                  cpu_dnnl_available() && node->n_inputs > 1 && node->inputs[1].const_data && y &&
                  x->rank == 4 && y->rank == 4 && x->dims[0] >= 0 && x->dims[1] > 0 &&
-                 (!p->src_blocked || x->dims[1] % 16 == 0) &&
-                 y->dims[1] > 0 && y->dims[1] % 16 == 0;
+                 (!p->src_blocked || x->dims[1] % 16 == 0) && y->dims[1] > 0 &&
+                 (!p->dst_blocked || y->dims[1] % 16 == 0);
         for (int i = 2; ok && i < 4; i++) ok = x->dims[i] > 0 && y->dims[i] > 0;
         if (!ok) {
             snprintf(reason, size, "nChw16c Conv needs oneDNN, float32, 2-D, group 1 or depthwise, constant W, "

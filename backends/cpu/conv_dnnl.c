@@ -148,8 +148,8 @@ static dnnl_primitive_desc_t make_pd(const netrun_conv_params *p, const int64_t 
     }
     dnnl_memory_desc_t x_any, w_any, y_any;
     /* per image (nChw16c pass): X may be plain with any C (the first conv of a net), then its format is free */
-    if (blocked16 && (rank != 4 || (xdims[1] % 16 && !n1) || mc % 16)) return NULL;
-    dnnl_format_tag_t act_tag = blocked16 ? dnnl_aBcd16b : dnnl_format_tag_any;
+    if (blocked16 && (rank != 4 || ((xdims[1] % 16 || mc % 16) && !n1))) return NULL;
+    dnnl_format_tag_t act_tag = blocked16 && mc % 16 == 0 ? dnnl_aBcd16b : dnnl_format_tag_any;
     dnnl_format_tag_t x_tag = blocked16 && xdims[1] % 16 == 0 ? dnnl_aBcd16b : dnnl_format_tag_any;
     if (dnnl_memory_desc_init_by_strides(x_plain, rank, xdims, dnnl_f32, xstr) ||
         dnnl_memory_desc_init_by_strides(y_plain, rank, ydims, dnnl_f32, ystr) ||
@@ -304,7 +304,7 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
     s->src_blk = p->src_blocked;
     s->dst_blk = p->dst_blocked;
     s->per_image = s->src_blk || s->dst_blk;
-    if (s->per_image && (p->n_spatial != 2 || (s->src_blk && xd[1] % 16) || m % 16 || per % 16)) {
+    if (s->per_image && (p->n_spatial != 2 || (s->src_blk && xd[1] % 16) || (s->dst_blk && (m % 16 || per % 16)))) {
         cpu_dnnl_conv_destroy(s);
         return cpu_host->error(NETRUN_ERR_BACKEND, "Conv (oneDNN): nChw16c needs 2-D and channels multiples of 16");
     }

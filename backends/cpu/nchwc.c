@@ -94,7 +94,54 @@ static netrun_status gap_run(cpu_context *ctx, void *state, const netrun_kernel_
     return NETRUN_OK;
 }
 
+typedef struct mulch_job {
+    const float *x, *s;
+    float *y;
+    int64_t hw, cb, s_batch; /* cb: channel blocks per image; s_batch: S has N rows (else 1) */
+} mulch_job;
+
+static void mulch_range(void *arg, int64_t b, int64_t e) {
+    const mulch_job *j = arg;
+    for (int64_t blk = b; blk < e; blk++) {
+        const float *s = j->s + (j->s_batch ? blk : blk % j->cb) * 16;
+        float sc[16]; /* a local copy: the compiler need not fear that Y overwrites S */
+        memcpy(sc, s, sizeof sc);
+        const float *x = j->x + blk * 16 * j->hw;
+        float *y = j->y + blk * 16 * j->hw;
+        for (int64_t p = 0; p < j->hw; p++, x += 16, y += 16)
+            for (int c = 0; c < 16; c++) y[c] = x[c] * sc[c];
+    }
+}
+
+static int mulch_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    if (node->n_inputs != 2 || node->inputs[0].dtype != NETRUN_DTYPE_FLOAT || node->inputs[1].dtype != NETRUN_DTYPE_FLOAT ||
+        node->inputs[0].rank != 4 || node->inputs[0].dims[1] % 16) {
+        snprintf(reason, size, "MulChannelNCHWc needs 4-D float32 X with C a multiple of 16 and float32 S");
+        return 0;
+    }
+    return 1;
+}
+
+static netrun_status mulch_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    if (args->n_inputs != 2 || args->n_outputs != 1)
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "MulChannelNCHWc: needs X, S and Y");
+    const netrun_tensor *X = &args->inputs[0], *S = &args->inputs[1];
+    if (X->rank != 4 || X->dims[1] % 16 || S->rank != 4 || S->dims[1] != X->dims[1] ||
+        (S->dims[0] != X->dims[0] && S->dims[0] != 1) || S->dims[2] != 1 || S->dims[3] != 1 ||
+        cpu_count(&args->outputs[0]) != cpu_count(X))
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "MulChannelNCHWc: X, S, Y do not match");
+    mulch_job j = {X->data, S->data, args->outputs[0].data, X->dims[2] * X->dims[3], X->dims[1] / 16,
+                   S->dims[0] == X->dims[0] && X->dims[0] > 1};
+    int64_t blocks = X->dims[0] * j.cb;
+    int64_t grain = j.hw * 16 >= 4096 ? 1 : 4096 / (j.hw * 16 > 0 ? j.hw * 16 : 1) + 1;
+    if (blocks > 0 && j.hw > 0) cpu_parallel_for(ctx, blocks, grain, mulch_range, &j);
+    return NETRUN_OK;
+}
+
 const cpu_op cpu_ops_nchwc[] = {
+    {"MulChannelNCHWc", "com.netrun", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT), "X 4-D nChw16c, S [N or 1, C, 1, 1] (internal)",
+     mulch_supports, NULL, mulch_run, NULL, NULL},
     {"ReorderNCHWc", "com.netrun", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT), "4-D, C % 16 == 0 (internal)",
      nchwc_supports, NULL, reorder_run, NULL, NULL},
     {"GlobalAveragePoolNCHWc", "com.netrun", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT), "4-D, C % 16 == 0 (internal)",

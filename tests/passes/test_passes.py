@@ -176,24 +176,29 @@ def case_nchwc():
     e = g.conv(cat, 32, 32, "e")
     g.n("GlobalAveragePool", [e], "gap")
     g.n("Mul", [g.n("Sigmoid", [e], "sig"), e], "sq")
-    # reorders: Softmax's input, and the two graph outputs written blocked (e, sq)
-    return g.model([("x", [2, 16, 10, 10])], ["e", "gap", "sq"]), 3, 1
+    # squeeze-excite: Mul(S [N,C,1,1], e) becomes MulChannelNCHWc(e, S), its output blocked
+    se = g.n("Relu", [g.conv("gap", 32, 8, "se1")], "se1.relu")
+    se = g.n("Sigmoid", [g.conv(se, 8, 32, "se2")], "se2.sig")
+    g.n("Mul", [se, e], "se")
+    # reorders: Softmax's input, and the three graph outputs written blocked (e, sq, se)
+    return g.model([("x", [2, 16, 10, 10])], ["e", "gap", "sq", "se"]), 4, 2
 
 
 def case_nchwc_stem():
     """A first Conv from 3 channels writing nChw16c, a blocked MaxPool (pads, ceil_mode), a blocked Concat of
-    two Conv outputs (16 + 32 channels), a depthwise Conv + Clip, a Conv writing a blocked graph output (one
-    reorder)."""
+    two Conv outputs (16 + 32 channels), a depthwise Conv + Clip, a last Conv writing NCHW itself; one reorder
+    (for the blocked graph output s.sig; a plain MaxPool would need another)."""
     g = G()
     y = g.n("Relu", [g.conv("x", 3, 16, "s")], "s.relu")
+    g.n("Sigmoid", [y], "s.sig")  # blocked, a graph output: the one reorder
     y = g.n("MaxPool", [y], "pool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)
     p = g.conv(y, 16, 16, "p")
     q = g.n("Relu", [g.conv(y, 16, 32, "q")], "q.relu")
     cat = g.n("Concat", [p, q], "cat", axis=1)
     d = g.n("Clip", [g.conv(cat, 48, 48, "dw", group=48), g.c("lo", np.array(0, np.float32)),
                      g.c("hi", np.array(6, np.float32))], "dw.clip")
-    g.conv(d, 48, 16, "r")
-    return g.model([("x", [2, 3, 13, 13])], ["r"]), 1, 0
+    g.conv(d, 48, 16, "r")  # no blocked consumer: writes NCHW itself
+    return g.model([("x", [2, 3, 13, 13])], ["r", "s.sig"]), 1, 0
 
 
 def run_nchwc(nr, tmp, case):
@@ -216,10 +221,10 @@ def run_nchwc(nr, tmp, case):
                     if not dd <= 1e-4 * max(1.0, float(np.max(np.abs(r)))):
                         errors.append(f"cpu.nchwc={on} threads={threads} {name}: max abs diff {dd:.2e}")
                 ops = [n[1] for n in s.nodes()]
-                got = (ops.count("ReorderNCHWc"), ops.count("GlobalAveragePoolNCHWc"))
+                got = (ops.count("ReorderNCHWc"), ops.count("GlobalAveragePoolNCHWc") + ops.count("MulChannelNCHWc"))
                 want = (want_reorders, want_gap) if on == "1" else (0, 0)
                 if got != want:
-                    errors.append(f"cpu.nchwc={on}: (reorders, blocked GAPs) {got}, expected {want}")
+                    errors.append(f"cpu.nchwc={on}: (reorders, blocked GAP + SE Mul) {got}, expected {want}")
     if errors:
         print(f"FAIL {case.__name__}: " + "; ".join(errors))
         return 0
