@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 #define NETRUN_VERSION_MAJOR 0
-#define NETRUN_VERSION_MINOR 2
+#define NETRUN_VERSION_MINOR 3
 #define NETRUN_VERSION_PATCH 0
 
 /* Most dimensions a tensor may have. */
@@ -176,7 +176,10 @@ typedef struct netrun_session_stats {
     int n_act_fused;          /* activations fused into a Conv */
     int n_sum_fused;          /* Add nodes fused into a Conv as "+ Z" */
     int n_nodes_dropped;      /* Identity / inference Dropout nodes removed */
+    /* ---- netrun 0.3 ---- */
     int n_swish_fused;        /* Mul(x, Sigmoid(x)) pairs rewritten to one Swish node */
+    int n_nchwc_convs;        /* CPU Convs reading or writing the blocked nChw16c layout (setting cpu.nchwc=0: none) */
+    int n_nchwc_reorders;     /* layout reorders inserted at the edges of the blocked chains */
 } netrun_session_stats;
 
 /* Description of a backend plugin found on this machine. */
@@ -191,7 +194,8 @@ typedef struct netrun_backend_info {
 
 /* ---- library ---- */
 
-/* "0.1.0": the version of the loaded library. */
+/* The version of the loaded library, "MAJOR.MINOR.PATCH" (e.g. "0.3.0"): compare with the NETRUN_VERSION_*
+ * macros of the header a program was compiled against. */
 NETRUN_API const char *netrun_version(void);
 /* Static text for a status code. */
 NETRUN_API const char *netrun_status_string(netrun_status status);

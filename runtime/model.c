@@ -348,7 +348,12 @@ netrun_status netrun_model_output_info(const netrun_model *m, int index, netrun_
     return io_info(m, index, 1, info);
 }
 
-const char *netrun_version(void) { return "0.1.0"; }
+#define NR_STR2(x) #x
+#define NR_STR(x) NR_STR2(x)
+/* from the header's NETRUN_VERSION_* (CMakeLists.txt checks they match the project version) */
+const char *netrun_version(void) {
+    return NR_STR(NETRUN_VERSION_MAJOR) "." NR_STR(NETRUN_VERSION_MINOR) "." NR_STR(NETRUN_VERSION_PATCH);
+}
 
 const char *netrun_last_error(void) { return nr_error_message(); }
 

@@ -876,6 +876,8 @@ static netrun_status prepare_once(netrun_session *s) {
         s->stats.n_sum_fused = oc.sum_fused;
         s->stats.n_nodes_dropped = oc.dropped;
         s->stats.n_swish_fused = oc.swish_fused;
+        s->stats.n_nchwc_convs = oc.nchwc_convs;
+        s->stats.n_nchwc_reorders = oc.nchwc_reorders;
     }
     if (st == NETRUN_OK) st = build_steps(s);
     for (int dom = 0; st == NETRUN_OK && dom < s->n_domains; dom++) {

@@ -8,6 +8,7 @@ Prints one line per scenario and a last line 'N passed, N failed'; exit 1 when a
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -115,7 +116,9 @@ def t_help_version():
     expect_rc(r, 0, "-h")
     r = run(["--version"])
     expect_rc(r, 0, "--version")
-    check("netrun" in r.stdout and "0.2.0" in r.stdout, f"--version printed {r.stdout!r}")
+    hdr = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "include", "netrun.h")).read()
+    ver = ".".join(re.search(r"#define NETRUN_VERSION_%s (\d+)" % k, hdr).group(1) for k in ("MAJOR", "MINOR", "PATCH"))
+    check(r.stdout.strip() == f"netrun {ver} (library {ver})", f"--version printed {r.stdout!r}, expected {ver} twice")
 
 
 def t_bad_option():

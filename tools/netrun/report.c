@@ -223,8 +223,9 @@ void cli_report_text(FILE *f, const cli_result *r)
     }
     if (r->have_stats && o->verbose)
         fprintf(f, "  graph passes: %d BatchNorm folded, %d activations and %d Adds fused into Conv, %d Identity/Dropout "
-                "dropped, %d Mul(x, Sigmoid(x)) made Swish (--no-optimize turns them off)\n", r->stats.n_bn_folded,
-                r->stats.n_act_fused, r->stats.n_sum_fused, r->stats.n_nodes_dropped, r->stats.n_swish_fused);
+                "dropped, %d Mul(x, Sigmoid(x)) made Swish, %d CPU Convs on nChw16c with %d reorders (--no-optimize "
+                "turns them off)\n", r->stats.n_bn_folded, r->stats.n_act_fused, r->stats.n_sum_fused,
+                r->stats.n_nodes_dropped, r->stats.n_swish_fused, r->stats.n_nchwc_convs, r->stats.n_nchwc_reorders);
     if (o->verbose && nodes > 0) {
         fprintf(f, "\n  %-32s %-20s %-10s %-24s %s\n", "NODE", "OP", "BACKEND", "KERNEL", "REASON");
         for (int i = 0; i < nodes; i++) {
