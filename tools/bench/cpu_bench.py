@@ -68,6 +68,10 @@ def main():
                     help="timed runs of one engine per turn, after one untimed run (default 1: strict alternation, "
                          "one inference each). onnxruntime's workers spin on after Run returns and take cores from "
                          "the next engine; blocks keep the rounds interleaved without charging that to netrun")
+    ap.add_argument("--pause", type=float, default=0,
+                    help="milliseconds of sleep before each engine's turn, so that the previous engine's spinning "
+                         "workers (onnxruntime spins for milliseconds after Run returns; netrun 0.1 ms) have gone to "
+                         "sleep and do not take the 2 cores from the next one (default 0)")
     ap.add_argument("--netrun", action="append", help="NAME:key=value,... a netrun variant (repeatable)")
     ap.add_argument("--no-opencv", action="store_true")
     ap.add_argument("--tol", type=float, default=1e-4)
@@ -96,7 +100,7 @@ def main():
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  CPU: {cpu_model()} ({os.cpu_count()} cores)  "
           f"load avg {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"# onnxruntime {ort.__version__}" + (f", OpenCV {cv2.__version__}" if cv2 else "") +
-          f"; runs {args.runs}, warmup {args.warmup}, block {args.block}; netrun variants: " +
+          f"; runs {args.runs}, warmup {args.warmup}, block {args.block}, pause {args.pause:g} ms; netrun variants: " +
           ", ".join(f"{n}{o or ''}" for n, o in variants))
     first = variants[0][0]
     hdr = (f"{'model':<16} {'thr':>3} {'bat':>3} " +
@@ -147,6 +151,8 @@ def main():
                 times = {label: [] for label, _, _ in engines}
                 for _ in range(max(1, args.runs // args.block)):
                     for label, fn, _ in engines:
+                        if args.pause > 0:
+                            time.sleep(args.pause / 1e3)
                         if args.block > 1:
                             fn()  # untimed: the previous engine's workers may still be spinning down
                         for _ in range(args.block):
