@@ -190,12 +190,7 @@ static void dw_slot(void *arg, int64_t slot, int64_t t0, int64_t t1) {
 
 static int use_avx512(void) {
 #ifdef HAVE_AVX512_VARIANT
-    static int v = -1; /* benign race: every thread computes the same value */
-    if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx512f") ? 1 : 0;
-    }
-    return v;
+    return cpu_has_avx512f();
 #else
     return 0;
 #endif

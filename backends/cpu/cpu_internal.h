@@ -59,6 +59,16 @@ static inline int64_t cpu_count(const netrun_tensor *t) {
     return n;
 }
 
+/* 1 when the CPU runs AVX-512F (asked once): kernels built with an AVX-512 variant choose it at run time. */
+static inline int cpu_has_avx512f(void) {
+    static int v = -1; /* benign race: every thread computes the same value */
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx512f") ? 1 : 0;
+    }
+    return v;
+}
+
 /* IEEE half and bfloat16 <-> float: backends/common/dtype_convert.h (shared with the CUDA plugin). */
 static inline float cpu_half_to_float(uint16_t h) { return nr_half_to_float(h); }
 static inline uint16_t cpu_float_to_half(float f) { return nr_float_to_half(f); }

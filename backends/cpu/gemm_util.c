@@ -75,12 +75,7 @@ __attribute__((target("avx512f,fma"))) static void sigmoid_avx512(float *y, int6
 
 static int has_avx512(void) {
 #ifdef GU_AVX512
-    static int v = -1; /* benign race: every thread computes the same value */
-    if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx512f") ? 1 : 0;
-    }
-    return v;
+    return cpu_has_avx512f();
 #else
     return 0;
 #endif
