@@ -244,6 +244,32 @@ NR_CONV int nr_int_range(int t, double *lo, double *hi) {
     }
 }
 
+/* Store an integer quantized value (already rounded and saturated) into element i of an int8/uint8/int16/uint16
+ * or unpacked 4/2-bit array. */
+NR_CONV void nr_store_qint(void *p, int t, int64_t i, double v) {
+    switch (t) {
+    case NETRUN_DTYPE_UINT8: case NETRUN_DTYPE_UINT4: case NETRUN_DTYPE_UINT2: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case NETRUN_DTYPE_INT8: case NETRUN_DTYPE_INT4: case NETRUN_DTYPE_INT2: ((int8_t *)p)[i] = (int8_t)v; break;
+    case NETRUN_DTYPE_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    case NETRUN_DTYPE_INT16: ((int16_t *)p)[i] = (int16_t)v; break;
+    default: break;
+    }
+}
+
+/* Index of element e's scale / zero point: x seen as [outer, dim, inner] along the quantization axis; blocked
+ * mode has `blocks` scales of block_size elements each along that axis. */
+NR_CONV int64_t nr_quant_param_index(int mode, int64_t e, int64_t inner, int64_t dim, int64_t blocks,
+                                     int64_t block_size) {
+    switch (mode) {
+    case NETRUN_QUANT_PER_AXIS: return (e / inner) % dim;
+    case NETRUN_QUANT_BLOCKED: {
+        int64_t i = e % inner, a = (e / inner) % dim, o = e / (inner * dim);
+        return (o * blocks + a / block_size) * inner + i;
+    }
+    default: return 0;
+    }
+}
+
 /* Round half to even, then saturate to [lo, hi]; NaN gives lo (as the reference's int32 path does). */
 NR_CONV double nr_sat_round(double v, double lo, double hi) {
     v = nearbyint(v);

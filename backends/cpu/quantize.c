@@ -19,16 +19,6 @@ static inline int32_t ld_q8(const void *p, netrun_dtype t, int64_t i) {
     return t == NETRUN_DTYPE_INT8 || t == NETRUN_DTYPE_INT4 ? ((const int8_t *)p)[i] : ((const uint8_t *)p)[i];
 }
 
-static void st_int(void *p, netrun_dtype t, int64_t i, double v) {
-    switch (t) {
-    case NETRUN_DTYPE_UINT8: case NETRUN_DTYPE_UINT4: case NETRUN_DTYPE_UINT2: ((uint8_t *)p)[i] = (uint8_t)v; break;
-    case NETRUN_DTYPE_INT8: case NETRUN_DTYPE_INT4: case NETRUN_DTYPE_INT2: ((int8_t *)p)[i] = (int8_t)v; break;
-    case NETRUN_DTYPE_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
-    case NETRUN_DTYPE_INT16: ((int16_t *)p)[i] = (int16_t)v; break;
-    default: break;
-    }
-}
-
 static void st_float(void *p, netrun_dtype t, int64_t i, float v) {
     switch (t) {
     case NETRUN_DTYPE_FLOAT: ((float *)p)[i] = v; break;
@@ -48,14 +38,7 @@ typedef struct q_job {
 } q_job;
 
 static inline int64_t q_param_index(const q_job *j, int64_t e) {
-    switch (j->p->mode) {
-    case NETRUN_QUANT_PER_AXIS: return (e / j->inner) % j->dim;
-    case NETRUN_QUANT_BLOCKED: {
-        int64_t i = e % j->inner, a = (e / j->inner) % j->dim, o = e / (j->inner * j->dim);
-        return (o * j->blocks + a / j->p->block_size) * j->inner + i;
-    }
-    default: return 0;
-    }
+    return nr_quant_param_index(j->p->mode, e, j->inner, j->dim, j->blocks, j->p->block_size);
 }
 
 static void q_range(void *arg, int64_t b, int64_t e) {
@@ -71,7 +54,7 @@ static void q_range(void *arg, int64_t b, int64_t e) {
         /* x / scale in the precision type (float division is exact enough to round once more to half) */
         double q = prec == NETRUN_DTYPE_DOUBLE ? x / s
                                                : nr_round_to((float)nr_round_to(x, prec) / (float)nr_round_to(s, prec), prec);
-        if (integer) st_int(j->y->data, yt, i, nr_sat_round(nearbyint(q) + zp, lo, hi));
+        if (integer) nr_store_qint(j->y->data, yt, i, nr_sat_round(nearbyint(q) + zp, lo, hi));
         else if (yt == NETRUN_DTYPE_FLOAT4E2M1) ((uint8_t *)j->y->data)[i] = nr_float_to_f4((float)(q + zp));
         else ((uint8_t *)j->y->data)[i] = nr_float_to_f8((float)(q + zp), yt, p->saturate);
     }
@@ -242,7 +225,7 @@ static void mm_rows(void *arg, int64_t r0, int64_t r1) {
             }
             double sb = nr_load_as_double(bs->data, bs->dtype, j->has_sb ? sboff + n * j->ssb[nb + 1] : 0);
             double mult = nr_round_to(nr_round_to(sa * sb, st) / j->ys, st);
-            st_int(y->data, y->dtype, o, nr_sat_round((double)acc32 * mult + j->yzp, j->lo, j->hi));
+            nr_store_qint(y->data, y->dtype, o, nr_sat_round((double)acc32 * mult + j->yzp, j->lo, j->hi));
         }
     }
 }
@@ -362,7 +345,7 @@ static void cv_planes(void *arg, int64_t p0, int64_t p1) {
                     int32_t acc32 = (int32_t)(uint32_t)(uint64_t)acc;
                     int64_t oi = pl * out_plane + o;
                     if (j->qlinear)
-                        st_int(j->y->data, j->y->dtype, oi, nr_sat_round((double)acc32 * j->mult[m] + j->yzp, j->lo, j->hi));
+                        nr_store_qint(j->y->data, j->y->dtype, oi, nr_sat_round((double)acc32 * j->mult[m] + j->yzp, j->lo, j->hi));
                     else
                         ((int32_t *)j->y->data)[oi] = acc32;
                 }

@@ -99,6 +99,44 @@ static const cuda_op *find_op(const char *domain, const char *op_type) {
     return NULL;
 }
 
+/* ---- device flags (cuda_internal.h) ---- */
+
+netrun_status cuda_flag_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace) {
+    (void)workspace;
+    cuda_flag *f = cuda_host->alloc(sizeof *f, 16);
+    if (!f) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda %s: out of memory", node->op_type);
+    f->bad = NULL;
+    cudaError_t e = cudaMalloc((void **)&f->bad, sizeof(int));
+    if (e == cudaSuccess) e = cudaMemsetAsync(f->bad, 0, sizeof(int), ctx->stream);
+    if (e != cudaSuccess) {
+        if (f->bad) cudaFree(f->bad);
+        cuda_host->free(f);
+        return cuda_fail(e, "index flag");
+    }
+    *state = f;
+    return NETRUN_OK;
+}
+
+void cuda_flag_destroy(cuda_context *ctx, void *state) {
+    (void)ctx;
+    cuda_flag *f = state;
+    if (!f) return;
+    cudaFree(f->bad);
+    cuda_host->free(f);
+}
+
+netrun_status cuda_flag_check(cuda_context *ctx, cuda_flag *f, const char *op, const char *msg) {
+    int bad = 0;
+    cudaError_t e = cudaMemcpyAsync(&bad, f->bad, sizeof(int), cudaMemcpyDeviceToHost, ctx->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->stream);
+    if (e != cudaSuccess) return cuda_fail(e, op);
+    if (bad) {
+        cudaMemsetAsync(f->bad, 0, sizeof(int), ctx->stream);
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda %s: %s", op, msg);
+    }
+    return NETRUN_OK;
+}
+
 /* ---- probe and devices ---- */
 
 #ifndef NR_CUDA_ARCHS

@@ -185,6 +185,17 @@ void *cuda_workspace_address(void *workspace);
  * broadcast. */
 void cuda_broadcast_strides(int r, const int64_t *d, int out_rank, const int64_t *out_dims, int64_t *strides);
 
+/* A device flag that kernels raise on invalid input (an index out of range), read back after the launch: one
+ * stream synchronization per run. Used as a node's whole state: cuda_flag_create / cuda_flag_destroy are
+ * cuda_op create / destroy functions. */
+typedef struct cuda_flag {
+    int *bad;
+} cuda_flag;
+netrun_status cuda_flag_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace);
+void cuda_flag_destroy(cuda_context *ctx, void *state);
+/* NETRUN_OK, or (the flag was raised: it is cleared) an error "cuda <op>: <msg>". */
+netrun_status cuda_flag_check(cuda_context *ctx, cuda_flag *f, const char *op, const char *msg);
+
 /* ---- launchers shared between families (defined in .cu files) ---- */
 
 /* y[n, c, inner] = act(y + bias[c]) for float32/float16 y (bias same dtype, may be NULL). */

@@ -96,6 +96,14 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float
     DT_CASE(UINT32, uint32_t, __VA_ARGS__) DT_CASE(UINT64, uint64_t, __VA_ARGS__)
 #define DT_INTS(...) DT_SINTS(__VA_ARGS__) DT_UINTS(__VA_ARGS__)
 
+/* Every numeric type but bool, as E, with bfloat16 as BF16: __nv_bfloat16, or cuda_bf16_bits for kernels that
+ * do their own float arithmetic on the bits (scatter reductions by compare-and-swap, index ops comparing). */
+struct cuda_bf16_bits {
+    uint16_t b;
+};
+#define DT_NUMERIC(BF16, ...) DT_CASE(FLOAT, float, __VA_ARGS__) DT_CASE(DOUBLE, double, __VA_ARGS__) \
+    DT_CASE(FLOAT16, __half, __VA_ARGS__) DT_CASE(BFLOAT16, BF16, __VA_ARGS__) DT_INTS(__VA_ARGS__)
+
 /* Element types by size, for kernels that only move bytes. */
 template <int ES> struct bytes_t;
 template <> struct bytes_t<1> { typedef uint8_t t; };

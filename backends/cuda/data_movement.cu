@@ -246,29 +246,6 @@ __global__ void gather_elements_k(const E *x, const I *idx, E *y, int64_t n, sha
     }
 }
 
-typedef struct gather_state {
-    int *bad; /* device flag: an index was out of range */
-} gather_state;
-
-static netrun_status gather_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
-    gather_state *g = (gather_state *)cuda_host->alloc(sizeof *g, 16);
-    if (!g) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda Gather: out of memory");
-    cudaError_t e = cudaMalloc((void **)&g->bad, sizeof(int));
-    if (e == cudaSuccess) e = cudaMemsetAsync(g->bad, 0, sizeof(int), ctx->stream);
-    if (e != cudaSuccess) {
-        cuda_host->free(g);
-        return cuda_fail(e, "Gather flag");
-    }
-    *state = g;
-    return NETRUN_OK;
-}
-
-static void gather_destroy(cuda_context *ctx, void *state) {
-    gather_state *g = (gather_state *)state;
-    cudaFree(g->bad);
-    cuda_host->free(g);
-}
-
 static int gather_supports(const netrun_node_desc *node, char *reason, size_t size) {
     if (!cuda_esize(node->inputs[0].dtype)) return cuda_refuse(reason, size, "dtype %s", cuda_dtype_name(node->inputs[0].dtype));
     netrun_dtype it = node->inputs[1].dtype;
@@ -276,23 +253,11 @@ static int gather_supports(const netrun_node_desc *node, char *reason, size_t si
     return 1;
 }
 
-/* Out-of-range indices are an error in ONNX: the kernel raises a device flag, read back after the launch (one
- * stream synchronization per Gather run). */
-static netrun_status gather_check(cuda_context *ctx, gather_state *g, const char *op) {
-    int bad = 0;
-    cudaError_t e = cudaMemcpyAsync(&bad, g->bad, sizeof(int), cudaMemcpyDeviceToHost, ctx->stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->stream);
-    if (e != cudaSuccess) return cuda_fail(e, op);
-    if (bad) {
-        cudaMemsetAsync(g->bad, 0, sizeof(int), ctx->stream);
-        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda %s: index out of range", op);
-    }
-    return NETRUN_OK;
-}
-
+/* Out-of-range indices are an error in ONNX: the Gather/Scatter kernels raise a device flag (cuda_flag), read back
+ * after the launch (one stream synchronization per run). */
 static netrun_status gather_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
     const netrun_axis_params *p = (const netrun_axis_params *)args->params;
-    gather_state *g = (gather_state *)state;
+    cuda_flag *g = (cuda_flag *)state;
     const netrun_tensor *X = &args->inputs[0], *I = &args->inputs[1];
     netrun_tensor *Y = &args->outputs[0];
     int64_t n = cuda_count(Y);
@@ -310,12 +275,12 @@ static netrun_status gather_run(cuda_context *ctx, void *state, const netrun_ker
                                               (const E *)X->data, (const int32_t *)I->data, (E *)Y->data, n, nidx, alen, inner, g->bad)));
     }
     netrun_status s = cuda_check_launch("Gather");
-    return s != NETRUN_OK ? s : gather_check(ctx, g, "Gather");
+    return s != NETRUN_OK ? s : cuda_flag_check(ctx, g, "Gather", "index out of range");
 }
 
 static netrun_status gather_elements_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
     const netrun_axis_params *p = (const netrun_axis_params *)args->params;
-    gather_state *g = (gather_state *)state;
+    cuda_flag *g = (cuda_flag *)state;
     const netrun_tensor *X = &args->inputs[0], *I = &args->inputs[1];
     netrun_tensor *Y = &args->outputs[0];
     int64_t n = cuda_count(Y);
@@ -338,7 +303,7 @@ static netrun_status gather_elements_run(cuda_context *ctx, void *state, const n
                                               (const E *)X->data, (const int32_t *)I->data, (E *)Y->data, n, ish, xs, axis, X->dims[axis], g->bad)));
     }
     netrun_status st = cuda_check_launch("GatherElements");
-    return st != NETRUN_OK ? st : gather_check(ctx, g, "GatherElements");
+    return st != NETRUN_OK ? st : cuda_flag_check(ctx, g, "GatherElements", "index out of range");
 }
 
 /* ---- GatherND (batch_dims), ScatterElements / Scatter, ScatterND (reductions none/add/mul/max/min) ---- */
@@ -386,7 +351,7 @@ static int int64_indices_supports(const netrun_node_desc *node, char *reason, si
 
 static netrun_status gather_nd_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
     const netrun_axis_params *p = (const netrun_axis_params *)args->params;
-    gather_state *g = (gather_state *)state;
+    cuda_flag *g = (cuda_flag *)state;
     const netrun_tensor *X = &args->inputs[0], *I = &args->inputs[1];
     netrun_tensor *Y = &args->outputs[0];
     int64_t n = cuda_count(Y);
@@ -405,12 +370,8 @@ static netrun_status gather_nd_run(cuda_context *ctx, void *state, const netrun_
                                           (const E *)X->data, (const int64_t *)I->data, (E *)Y->data, n, m, k, slice,
                                           batch_elems, b, xd, xs, g->bad)));
     netrun_status st = cuda_check_launch("GatherND");
-    return st != NETRUN_OK ? st : gather_check(ctx, g, "GatherND");
+    return st != NETRUN_OK ? st : cuda_flag_check(ctx, g, "GatherND", "index out of range");
 }
-
-struct bf16_v {
-    uint16_t b;
-};
 
 /* a (op) u in T's arithmetic; half and bfloat16 in float rounded back (like the CPU kernel) */
 template <typename T> __device__ __forceinline__ T red_apply(T a, T u, int red) {
@@ -427,10 +388,10 @@ template <> __device__ __forceinline__ __half red_apply<__half>(__half a, __half
     float r = red == NETRUN_SCATTER_ADD ? x + v : red == NETRUN_SCATTER_MUL ? x * v : red == NETRUN_SCATTER_MAX ? (v > x ? v : x) : red == NETRUN_SCATTER_MIN ? (v < x ? v : x) : v;
     return __float2half_rn(r);
 }
-template <> __device__ __forceinline__ bf16_v red_apply<bf16_v>(bf16_v a, bf16_v u, int red) {
+template <> __device__ __forceinline__ cuda_bf16_bits red_apply<cuda_bf16_bits>(cuda_bf16_bits a, cuda_bf16_bits u, int red) {
     float x = nr_bf16_to_float(a.b), v = nr_bf16_to_float(u.b);
     float r = red == NETRUN_SCATTER_ADD ? x + v : red == NETRUN_SCATTER_MUL ? x * v : red == NETRUN_SCATTER_MAX ? (v > x ? v : x) : red == NETRUN_SCATTER_MIN ? (v < x ? v : x) : v;
-    bf16_v o;
+    cuda_bf16_bits o;
     o.b = nr_float_to_bf16(r);
     return o;
 }
@@ -506,21 +467,10 @@ __global__ void scatter_nd_k(const int64_t *idx, const T *upd, T *y, int64_t n, 
     }
 }
 
-/* Numeric element types for the reductions; reduction none moves bytes. */
+/* Numeric element types for the reductions, as T; reduction none moves bytes. */
 #define DISPATCH_RED(dt, CALL)                                                                                   \
     switch (dt) {                                                                                                \
-    case NETRUN_DTYPE_FLOAT: { typedef float T; CALL; break; }                                                   \
-    case NETRUN_DTYPE_DOUBLE: { typedef double T; CALL; break; }                                                 \
-    case NETRUN_DTYPE_FLOAT16: { typedef __half T; CALL; break; }                                                \
-    case NETRUN_DTYPE_BFLOAT16: { typedef bf16_v T; CALL; break; }                                               \
-    case NETRUN_DTYPE_INT8: { typedef int8_t T; CALL; break; }                                                   \
-    case NETRUN_DTYPE_UINT8: { typedef uint8_t T; CALL; break; }                                                 \
-    case NETRUN_DTYPE_INT16: { typedef int16_t T; CALL; break; }                                                 \
-    case NETRUN_DTYPE_UINT16: { typedef uint16_t T; CALL; break; }                                               \
-    case NETRUN_DTYPE_INT32: { typedef int32_t T; CALL; break; }                                                 \
-    case NETRUN_DTYPE_UINT32: { typedef uint32_t T; CALL; break; }                                               \
-    case NETRUN_DTYPE_INT64: { typedef int64_t T; CALL; break; }                                                 \
-    case NETRUN_DTYPE_UINT64: { typedef uint64_t T; CALL; break; }                                               \
+        DT_NUMERIC(cuda_bf16_bits, typedef E T; CALL)                                                            \
     default: return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda scatter reduction: dtype %s", cuda_dtype_name(dt)); \
     }
 
@@ -552,7 +502,7 @@ static netrun_status scatter_prepare(cuda_context *ctx, const netrun_kernel_args
 
 static netrun_status scatter_elements_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
     const netrun_scatter_params *p = (const netrun_scatter_params *)args->params;
-    gather_state *g = (gather_state *)state;
+    cuda_flag *g = (cuda_flag *)state;
     const netrun_tensor *X = &args->inputs[0], *I = &args->inputs[1], *U = &args->inputs[2];
     netrun_tensor *Y = &args->outputs[0];
     netrun_status st = scatter_prepare(ctx, args, "ScatterElements");
@@ -583,12 +533,12 @@ static netrun_status scatter_elements_run(cuda_context *ctx, void *state, const 
                                    (const int32_t *)I->data, (const T *)U->data, (T *)Y->data, n, id, ys, axis, alen, red, g->bad)));
     }
     if ((st = cuda_check_launch("ScatterElements")) != NETRUN_OK) return st;
-    return gather_check(ctx, g, "ScatterElements");
+    return cuda_flag_check(ctx, g, "ScatterElements", "index out of range");
 }
 
 static netrun_status scatter_nd_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
     const netrun_scatter_params *p = (const netrun_scatter_params *)args->params;
-    gather_state *g = (gather_state *)state;
+    cuda_flag *g = (cuda_flag *)state;
     const netrun_tensor *X = &args->inputs[0], *I = &args->inputs[1], *U = &args->inputs[2];
     netrun_tensor *Y = &args->outputs[0];
     netrun_status st = scatter_prepare(ctx, args, "ScatterND");
@@ -613,7 +563,7 @@ static netrun_status scatter_nd_run(cuda_context *ctx, void *state, const netrun
                                    (const int64_t *)I->data, (const T *)U->data, (T *)Y->data, n, k, slice, xd, xs, red, g->bad)));
     }
     if ((st = cuda_check_launch("ScatterND")) != NETRUN_OK) return st;
-    return gather_check(ctx, g, "ScatterND");
+    return cuda_flag_check(ctx, g, "ScatterND", "index out of range");
 }
 
 /* ---- Pad ---- */
@@ -745,16 +695,16 @@ extern "C" const cuda_op cuda_ops_data_movement[] = {
     {"Concat", CUDA_ALL_DTYPES, "", NULL, NULL, concat_run, NULL},
     {"Split", CUDA_ALL_DTYPES, "", NULL, NULL, split_run, NULL},
     {"Slice", CUDA_ALL_DTYPES, "", NULL, NULL, slice_run, NULL},
-    {"Gather", CUDA_ALL_DTYPES, "int32/int64 indices", gather_supports, gather_create, gather_run, gather_destroy},
-    {"GatherElements", CUDA_ALL_DTYPES, "int32/int64 indices", gather_supports, gather_create, gather_elements_run,
-     gather_destroy},
-    {"GatherND", CUDA_ALL_DTYPES, "int64 indices, batch_dims", int64_indices_supports, gather_create, gather_nd_run,
-     gather_destroy},
+    {"Gather", CUDA_ALL_DTYPES, "int32/int64 indices", gather_supports, cuda_flag_create, gather_run, cuda_flag_destroy},
+    {"GatherElements", CUDA_ALL_DTYPES, "int32/int64 indices", gather_supports, cuda_flag_create, gather_elements_run,
+     cuda_flag_destroy},
+    {"GatherND", CUDA_ALL_DTYPES, "int64 indices, batch_dims", int64_indices_supports, cuda_flag_create, gather_nd_run,
+     cuda_flag_destroy},
     {"ScatterElements", CUDA_ALL_DTYPES, "reduction none/add/mul/max/min (atomic; none with duplicate indices: any "
-     "one wins)", scatter_supports, gather_create, scatter_elements_run, gather_destroy},
-    {"Scatter", CUDA_ALL_DTYPES, "", scatter_supports, gather_create, scatter_elements_run, gather_destroy},
-    {"ScatterND", CUDA_ALL_DTYPES, "reduction none/add/mul/max/min (atomic)", scatter_supports, gather_create,
-     scatter_nd_run, gather_destroy},
+     "one wins)", scatter_supports, cuda_flag_create, scatter_elements_run, cuda_flag_destroy},
+    {"Scatter", CUDA_ALL_DTYPES, "", scatter_supports, cuda_flag_create, scatter_elements_run, cuda_flag_destroy},
+    {"ScatterND", CUDA_ALL_DTYPES, "reduction none/add/mul/max/min (atomic)", scatter_supports, cuda_flag_create,
+     scatter_nd_run, cuda_flag_destroy},
     {"Pad", CUDA_ALL_DTYPES & ~CUDA_DT(BFLOAT16), "constant, reflect, edge, wrap", pad_supports, NULL, pad_run, NULL},
     {"DepthToSpace", CUDA_ALL_DTYPES, "4-D; DCR and CRD", NULL, d2s_create, d2s_run, NULL},
     {"SpaceToDepth", CUDA_ALL_DTYPES, "4-D", NULL, d2s_create, d2s_run, NULL},

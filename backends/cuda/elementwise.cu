@@ -250,25 +250,26 @@ static const un_entry *un_find(const char *name) {
     return NULL;
 }
 
-static int un_is_float(netrun_dtype t) {
+/* dtype classes of the unary and binary tables */
+static int dt_float(netrun_dtype t) {
     return t == NETRUN_DTYPE_FLOAT || t == NETRUN_DTYPE_FLOAT16 || t == NETRUN_DTYPE_BFLOAT16 || t == NETRUN_DTYPE_DOUBLE;
 }
-static int un_is_sint(netrun_dtype t) {
-    return t == NETRUN_DTYPE_INT8 || t == NETRUN_DTYPE_INT16 || t == NETRUN_DTYPE_INT32 || t == NETRUN_DTYPE_INT64;
-}
-static int un_is_uint(netrun_dtype t) {
+static int dt_uint(netrun_dtype t) {
     return t == NETRUN_DTYPE_UINT8 || t == NETRUN_DTYPE_UINT16 || t == NETRUN_DTYPE_UINT32 || t == NETRUN_DTYPE_UINT64;
+}
+static int dt_sint(netrun_dtype t) {
+    return t == NETRUN_DTYPE_INT8 || t == NETRUN_DTYPE_INT16 || t == NETRUN_DTYPE_INT32 || t == NETRUN_DTYPE_INT64;
 }
 
 static int unary_supports(const netrun_node_desc *node, char *reason, size_t size) {
     const un_entry *e = un_find(node->op_type);
     netrun_dtype t = cuda_main_dtype(node);
     if (!e) return cuda_refuse(reason, size, "no CUDA kernel for %s", node->op_type);
-    int fl = un_is_float(t), ok;
+    int fl = dt_float(t), ok;
     switch (e->types) {
-    case UT_SINT: ok = fl || un_is_sint(t); break;
-    case UT_INT: ok = fl || un_is_sint(t) || un_is_uint(t); break;
-    case UT_NUM_NOFLOAT: ok = un_is_sint(t) || un_is_uint(t); break;
+    case UT_SINT: ok = fl || dt_sint(t); break;
+    case UT_INT: ok = fl || dt_sint(t) || dt_uint(t); break;
+    case UT_NUM_NOFLOAT: ok = dt_sint(t) || dt_uint(t); break;
     case UT_BOOL: ok = t == NETRUN_DTYPE_BOOL; break;
     default: ok = fl; break;
     }
@@ -624,15 +625,6 @@ static const bin_entry *bin_find(const char *name) {
     return NULL;
 }
 
-static int dt_float(netrun_dtype t) {
-    return t == NETRUN_DTYPE_FLOAT || t == NETRUN_DTYPE_FLOAT16 || t == NETRUN_DTYPE_BFLOAT16 || t == NETRUN_DTYPE_DOUBLE;
-}
-static int dt_uint(netrun_dtype t) {
-    return t == NETRUN_DTYPE_UINT8 || t == NETRUN_DTYPE_UINT16 || t == NETRUN_DTYPE_UINT32 || t == NETRUN_DTYPE_UINT64;
-}
-static int dt_sint(netrun_dtype t) {
-    return t == NETRUN_DTYPE_INT8 || t == NETRUN_DTYPE_INT16 || t == NETRUN_DTYPE_INT32 || t == NETRUN_DTYPE_INT64;
-}
 static int dt_num(netrun_dtype t) { return dt_float(t) || dt_uint(t) || dt_sint(t); }
 
 /* Pow: base types the kernel computes (as the CPU backend); the exponent may be any numeric type. */

@@ -11,10 +11,6 @@
 
 /* ---- element types: comparable value, conversions back ---- */
 
-struct bf16_t {
-    uint16_t b;
-};
-
 /* num<T>::c is the type T is compared and accumulated in (small ints widen to int so warp shuffles take them). */
 template <typename T> struct num { typedef T c; static __device__ __forceinline__ T get(T v) { return v; } };
 template <> struct num<int8_t> { typedef int c; static __device__ __forceinline__ int get(int8_t v) { return v; } };
@@ -22,9 +18,9 @@ template <> struct num<uint8_t> { typedef int c; static __device__ __forceinline
 template <> struct num<int16_t> { typedef int c; static __device__ __forceinline__ int get(int16_t v) { return v; } };
 template <> struct num<uint16_t> { typedef int c; static __device__ __forceinline__ int get(uint16_t v) { return v; } };
 template <> struct num<__half> { typedef float c; static __device__ __forceinline__ float get(__half v) { return __half2float(v); } };
-template <> struct num<bf16_t> {
+template <> struct num<cuda_bf16_bits> {
     typedef float c;
-    static __device__ __forceinline__ float get(bf16_t v) { return nr_bf16_to_float(v.b); }
+    static __device__ __forceinline__ float get(cuda_bf16_bits v) { return nr_bf16_to_float(v.b); }
 };
 
 /* Store a float/double/integer accumulator as T (round to nearest even for half and bfloat16, like the CPU). */
@@ -34,9 +30,9 @@ template <typename T> struct conv {
 template <> struct conv<__half> {
     template <typename A> static __device__ __forceinline__ __half to(A v) { return __float2half_rn((float)v); }
 };
-template <> struct conv<bf16_t> {
-    template <typename A> static __device__ __forceinline__ bf16_t to(A v) {
-        bf16_t r;
+template <> struct conv<cuda_bf16_bits> {
+    template <typename A> static __device__ __forceinline__ cuda_bf16_bits to(A v) {
+        cuda_bf16_bits r;
         r.b = nr_float_to_bf16((float)v);
         return r;
     }
@@ -45,18 +41,7 @@ template <> struct conv<bf16_t> {
 /* Every numeric dtype, as T. */
 #define DISPATCH_NUM(dt, what, CALL)                                                                             \
     switch (dt) {                                                                                                \
-    case NETRUN_DTYPE_FLOAT: { typedef float T; CALL; break; }                                                   \
-    case NETRUN_DTYPE_DOUBLE: { typedef double T; CALL; break; }                                                 \
-    case NETRUN_DTYPE_FLOAT16: { typedef __half T; CALL; break; }                                                \
-    case NETRUN_DTYPE_BFLOAT16: { typedef bf16_t T; CALL; break; }                                               \
-    case NETRUN_DTYPE_INT8: { typedef int8_t T; CALL; break; }                                                   \
-    case NETRUN_DTYPE_UINT8: { typedef uint8_t T; CALL; break; }                                                 \
-    case NETRUN_DTYPE_INT16: { typedef int16_t T; CALL; break; }                                                 \
-    case NETRUN_DTYPE_UINT16: { typedef uint16_t T; CALL; break; }                                               \
-    case NETRUN_DTYPE_INT32: { typedef int32_t T; CALL; break; }                                                 \
-    case NETRUN_DTYPE_UINT32: { typedef uint32_t T; CALL; break; }                                               \
-    case NETRUN_DTYPE_INT64: { typedef int64_t T; CALL; break; }                                                 \
-    case NETRUN_DTYPE_UINT64: { typedef uint64_t T; CALL; break; }                                               \
+        DT_NUMERIC(cuda_bf16_bits, typedef E T; CALL)                                                            \
     default: return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda %s: dtype %s", what, cuda_dtype_name(dt));    \
     }
 
@@ -72,45 +57,7 @@ static void split_axis(const netrun_tensor *x, int axis, int64_t *outer, int64_t
     *R = x->dims[axis];
 }
 
-/* ---- a device flag for invalid indices, read back after the launch (one synchronization per run) ---- */
-
-typedef struct flag_state {
-    int *bad;
-} flag_state;
-
-static netrun_status flag_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
-    flag_state *f = (flag_state *)cuda_host->alloc(sizeof *f, 16);
-    if (!f) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda %s: out of memory", node->op_type);
-    f->bad = NULL;
-    cudaError_t e = cudaMalloc((void **)&f->bad, sizeof(int));
-    if (e == cudaSuccess) e = cudaMemsetAsync(f->bad, 0, sizeof(int), ctx->stream);
-    if (e != cudaSuccess) {
-        if (f->bad) cudaFree(f->bad);
-        cuda_host->free(f);
-        return cuda_fail(e, "index flag");
-    }
-    *state = f;
-    return NETRUN_OK;
-}
-
-static void flag_destroy(cuda_context *ctx, void *state) {
-    flag_state *f = (flag_state *)state;
-    if (!f) return;
-    cudaFree(f->bad);
-    cuda_host->free(f);
-}
-
-static netrun_status flag_check(cuda_context *ctx, flag_state *f, const char *op, const char *msg) {
-    int bad = 0;
-    cudaError_t e = cudaMemcpyAsync(&bad, f->bad, sizeof(int), cudaMemcpyDeviceToHost, ctx->stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->stream);
-    if (e != cudaSuccess) return cuda_fail(e, op);
-    if (bad) {
-        cudaMemsetAsync(f->bad, 0, sizeof(int), ctx->stream);
-        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda %s: %s", op, msg);
-    }
-    return NETRUN_OK;
-}
+/* Invalid indices raise a device flag (cuda_flag, cuda_backend.c), read back after the launch. */
 
 /* Ops that read a value back cannot be recorded into a CUDA graph: the runtime then runs the segment eagerly. */
 static netrun_status refuse_capture(cuda_context *ctx, const char *op) {
@@ -410,12 +357,12 @@ static netrun_status revseq_run(cuda_context *ctx, void *state, const netrun_ker
         return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda ReverseSequence: %lld sequence_lens for batch %lld",
                                 (long long)cuda_count(L), (long long)B);
     for (int d = 2; d < X->rank; d++) inner *= X->dims[d];
-    flag_state *f = (flag_state *)state;
+    cuda_flag *f = (cuda_flag *)state;
     DISPATCH_ES(cuda_esize(X->dtype), (revseq_k<E><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(
                                           (const E *)X->data, (E *)Y->data, (const int64_t *)L->data, n, T, B, inner,
                                           p->time_axis == 0, f->bad)));
     if ((st = cuda_check_launch("ReverseSequence")) != NETRUN_OK) return st;
-    return flag_check(ctx, f, "ReverseSequence", "a sequence_lens entry is outside [0, time steps]");
+    return cuda_flag_check(ctx, f, "ReverseSequence", "a sequence_lens entry is outside [0, time steps]");
 }
 
 /* ---- Compress: the condition is read on the host (its length is small), the kept positions go to the device
@@ -862,12 +809,12 @@ static netrun_status tscatter_run(cuda_context *ctx, void *state, const netrun_k
     int64_t n = prefix * seq * inner;
     if (n == 0) return NETRUN_OK;
     if (maxlen < 1) return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda TensorScatter: empty cache axis");
-    flag_state *f = (flag_state *)state;
+    cuda_flag *f = (cuda_flag *)state;
     DISPATCH_ES(es, (tscatter_k<E><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(
                         (const E *)U->data, (E *)Y->data, W ? (const int64_t *)W->data : NULL, n, seq, maxlen, inner,
                         per_batch, p->circular, f->bad)));
     if ((st = cuda_check_launch("TensorScatter")) != NETRUN_OK) return st;
-    return flag_check(ctx, f, "TensorScatter", "a write_indices entry with its updates does not fit the cache");
+    return cuda_flag_check(ctx, f, "TensorScatter", "a write_indices entry with its updates does not fit the cache");
 }
 
 /* ---- TfIdfVectorizer (integer tokens): one thread per (row, start position) counts the pool n-grams that
@@ -1035,12 +982,12 @@ static netrun_status unpool_run(cuda_context *ctx, void *state, const netrun_ker
     if (n == 0) return NETRUN_OK;
     int64_t total = X->dims[0] * X->dims[1] * inf_sp;
     shape8 inf = make_shape(k, p->inferred), osd = make_shape(k, Y->dims + 2);
-    flag_state *f = (flag_state *)state;
+    cuda_flag *f = (cuda_flag *)state;
     DISPATCH_ES(cuda_esize(X->dtype), (unpool_k<E><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(
                                           (const E *)X->data, (const int64_t *)I->data, (E *)Y->data, n, total, inf_sp,
                                           out_sp, inf, osd, f->bad)));
     if ((st = cuda_check_launch("MaxUnpool")) != NETRUN_OK) return st;
-    return flag_check(ctx, f, "MaxUnpool", "an index is out of range");
+    return cuda_flag_check(ctx, f, "MaxUnpool", "an index is out of range");
 }
 
 /* ---- Col2Im: each image element sums the column entries that land on it (a gather: no atomics) ---- */
@@ -1099,7 +1046,7 @@ static netrun_status col2im_run(cuda_context *ctx, void *state, const netrun_ker
     case NETRUN_DTYPE_FLOAT: col2im_k<float><<<b, CUDA_THREADS, 0, ctx->stream>>>((const float *)X->data, (float *)Y->data, n, C, kprod, L, img, *p); break;
     case NETRUN_DTYPE_DOUBLE: col2im_k<double><<<b, CUDA_THREADS, 0, ctx->stream>>>((const double *)X->data, (double *)Y->data, n, C, kprod, L, img, *p); break;
     case NETRUN_DTYPE_FLOAT16: col2im_k<__half><<<b, CUDA_THREADS, 0, ctx->stream>>>((const __half *)X->data, (__half *)Y->data, n, C, kprod, L, img, *p); break;
-    case NETRUN_DTYPE_BFLOAT16: col2im_k<bf16_t><<<b, CUDA_THREADS, 0, ctx->stream>>>((const bf16_t *)X->data, (bf16_t *)Y->data, n, C, kprod, L, img, *p); break;
+    case NETRUN_DTYPE_BFLOAT16: col2im_k<cuda_bf16_bits><<<b, CUDA_THREADS, 0, ctx->stream>>>((const cuda_bf16_bits *)X->data, (cuda_bf16_bits *)Y->data, n, C, kprod, L, img, *p); break;
     default: return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda Col2Im: dtype %s", cuda_dtype_name(X->dtype));
     }
     return cuda_check_launch("Col2Im");
@@ -1152,17 +1099,17 @@ extern "C" const cuda_op cuda_ops_index_ops[] = {
     {"CumSum", CUM_DTYPES, "exclusive, reverse", NULL, cum_create, cum_run, NULL},
     {"CumProd", CUM_DTYPES, "exclusive, reverse", NULL, cum_create, cum_run, NULL},
     {"OneHot", NUM_DTYPES, "", onehot_supports, NULL, onehot_run, NULL},
-    {"ReverseSequence", CUDA_ALL_DTYPES, "int64 sequence_lens", revseq_supports, flag_create, revseq_run, flag_destroy},
+    {"ReverseSequence", CUDA_ALL_DTYPES, "int64 sequence_lens", revseq_supports, cuda_flag_create, revseq_run, cuda_flag_destroy},
     {"Compress", CUDA_ALL_DTYPES, "condition length known at placement; reads the condition on the host",
      compress_supports, compress_create, compress_run, compress_destroy},
     {"NonZero", CUDA_ALL_DTYPES, "input shape known at placement; reads the count on the host", nonzero_supports,
      nonzero_create, nonzero_run, nonzero_destroy},
     {"Unique", CUDA_ALL_DTYPES, "input shape known at placement; at most 16384 slices (quadratic kernel)",
      unique_supports, unique_create, unique_run, unique_destroy},
-    {"TensorScatter", CUDA_ALL_DTYPES, "linear and circular", tscatter_supports, flag_create, tscatter_run, flag_destroy},
+    {"TensorScatter", CUDA_ALL_DTYPES, "linear and circular", tscatter_supports, cuda_flag_create, tscatter_run, cuda_flag_destroy},
     {"TfIdfVectorizer", CUDA_DT(INT32) | CUDA_DT(INT64), "integer tokens", tfidf_supports, tfidf_create, tfidf_run,
      tfidf_destroy},
-    {"MaxUnpool", FLOAT4_DTYPES, "int64 indices", unpool_supports, flag_create, unpool_run, flag_destroy},
+    {"MaxUnpool", FLOAT4_DTYPES, "int64 indices", unpool_supports, cuda_flag_create, unpool_run, cuda_flag_destroy},
     {"Col2Im", FLOAT4_DTYPES, "", NULL, NULL, col2im_run, NULL},
     {"CenterCropPad", CUDA_ALL_DTYPES, "", bytes_supports, NULL, ccp_run, NULL},
     {NULL, 0, NULL, NULL, NULL, NULL, NULL}};

@@ -21,24 +21,7 @@ struct qgeom {
 };
 
 __device__ __forceinline__ int64_t q_param_index(const qgeom &g, int64_t e) {
-    switch (g.mode) {
-    case NETRUN_QUANT_PER_AXIS: return (e / g.inner) % g.dim;
-    case NETRUN_QUANT_BLOCKED: {
-        int64_t i = e % g.inner, a = (e / g.inner) % g.dim, o = e / (g.inner * g.dim);
-        return (o * g.blocks + a / g.block_size) * g.inner + i;
-    }
-    default: return 0;
-    }
-}
-
-__device__ __forceinline__ void st_qint(void *p, int t, int64_t i, double v) {
-    switch (t) {
-    case NETRUN_DTYPE_UINT8: case NETRUN_DTYPE_UINT4: case NETRUN_DTYPE_UINT2: ((uint8_t *)p)[i] = (uint8_t)v; break;
-    case NETRUN_DTYPE_INT8: case NETRUN_DTYPE_INT4: case NETRUN_DTYPE_INT2: ((int8_t *)p)[i] = (int8_t)v; break;
-    case NETRUN_DTYPE_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
-    case NETRUN_DTYPE_INT16: ((int16_t *)p)[i] = (int16_t)v; break;
-    default: break;
-    }
+    return nr_quant_param_index(g.mode, e, g.inner, g.dim, g.blocks, g.block_size);
 }
 
 struct qargs {
@@ -57,7 +40,7 @@ __global__ void quantize_k(qargs a, qgeom g, int64_t n) {
         double q = a.prec == NETRUN_DTYPE_DOUBLE
                        ? __ddiv_rn(x, s)
                        : nr_round_to(__fdiv_rn((float)nr_round_to(x, a.prec), (float)nr_round_to(s, a.prec)), a.prec);
-        if (a.integer) st_qint(a.y, a.yt, i, nr_sat_round(__dadd_rn(rint(q), zp), a.lo, a.hi));
+        if (a.integer) nr_store_qint(a.y, a.yt, i, nr_sat_round(__dadd_rn(rint(q), zp), a.lo, a.hi));
         else if (a.yt == NETRUN_DTYPE_FLOAT4E2M1) ((uint8_t *)a.y)[i] = nr_float_to_f4((float)__dadd_rn(q, zp));
         else ((uint8_t *)a.y)[i] = nr_float_to_f8((float)__dadd_rn(q, zp), a.yt, a.saturate);
     }
