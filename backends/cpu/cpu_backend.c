@@ -110,6 +110,16 @@ static netrun_status cpu_context_create(const netrun_backend_config *config, net
         }
         spin_us = (int)l;
     }
+    /* cpu.winograd: 0 keeps every conv on oneDNN's direct kernels (conv_dnnl.c says why 1 is the default) */
+    const char *w = config->struct_size >= offsetof(netrun_backend_config, opaque) + sizeof config->opaque &&
+                            config->get_option
+                        ? config->get_option(config->opaque, "cpu.winograd")
+                        : NULL;
+    if (w && strcmp(w, "0") && strcmp(w, "1")) {
+        cpu_host->free(ctx);
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cpu.winograd: '%s' is not 0 or 1", w);
+    }
+    ctx->winograd = !w || !strcmp(w, "1");
     ctx->pool = cpu_pool_create(ctx->threads, spin_us);
     if (!ctx->pool) {
         int threads = ctx->threads;

@@ -19,6 +19,7 @@ typedef struct cpu_context {
     netrun_backend_config config;
     int threads;
     cpu_pool *pool;
+    int winograd; /* cpu.winograd (default 1): oneDNN Winograd for 3x3 stride-1 convs where it has a kernel */
 } cpu_context;
 
 extern const netrun_host_api *cpu_host; /* set by the entry point */
