@@ -336,6 +336,10 @@ static int conv_supports(const netrun_node_desc *node, char *reason, size_t size
         snprintf(reason, size, "fused activation kind %d unknown to the CPU backend", (int)p->activation.kind);
         return 0;
     }
+    if (p->src_nhwc || p->dst_nhwc) { /* float16 channels-last: the CUDA region pass's layout only */
+        snprintf(reason, size, "float16 NHWC Conv (CUDA float16 region pass) not supported by the CPU backend");
+        return 0;
+    }
     if (p->src_blocked || p->dst_blocked) { /* nChw16c activations: oneDNN only (conv_dnnl.c) */
         const netrun_value_desc *x = &node->inputs[0], *y = node->n_outputs > 0 ? &node->outputs[0] : NULL;
         int dw = p->group > 1 && p->group == x->dims[1] && y && p->group == y->dims[1];
@@ -587,13 +591,19 @@ static void describe_common(const netrun_node_desc *node, char *buf, size_t size
     snprintf(buf, size, "%s", path);
 }
 static void conv_describe(const netrun_node_desc *n, char *b, size_t s) { describe_common(n, b, s, 0); }
+/* oneDNN's Winograd kernels (cpu.winograd) are its choice per shape: say so once the primitive exists */
+static void conv_describe_state(const void *state, char *buf, size_t size) {
+    const conv_state *s = state;
+    size_t n = strlen(buf);
+    if (s->dnnl && strstr(cpu_dnnl_conv_impl(s->dnnl), "wino") && n < size) snprintf(buf + n, size - n, ", Winograd");
+}
 static void convt_describe(const netrun_node_desc *n, char *b, size_t s) { describe_common(n, b, s, 1); }
 
 #define CONV_DTYPES (NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16))
 
 const cpu_op cpu_ops_conv[] = {
     {"Conv", "", CONV_DTYPES, "1-3 spatial dims; groups, depthwise direct; fused activation and sum",
-     conv_supports, conv_create, conv_run, conv_destroy, conv_describe},
+     conv_supports, conv_create, conv_run, conv_destroy, conv_describe, conv_describe_state},
     {"ConvTranspose", "", CONV_DTYPES, "1-3 spatial dims; groups; output_shape/output_padding",
      conv_supports, convt_create, convt_run, conv_destroy, convt_describe},
     {0},

@@ -177,6 +177,7 @@ static netrun_status cpu_kernel_create(netrun_backend_context *c, const netrun_n
             cpu_host->free(k);
             return st;
         }
+        if (op->describe_state && k->state) op->describe_state(k->state, k->name, sizeof k->name);
     }
     *out = (netrun_kernel *)k;
     return NETRUN_OK;
@@ -214,6 +215,8 @@ static size_t build_op_table(void) {
     return n;
 }
 
+int cpu_may_alias(const netrun_backend_config *config, const netrun_node_desc *node, int output, int input); /* inplace.c */
+
 static netrun_backend_api api = {
     .abi_version = NETRUN_ABI_VERSION,
     .struct_size = sizeof(netrun_backend_api),
@@ -236,6 +239,7 @@ static netrun_backend_api api = {
     .kernel_destroy = cpu_kernel_destroy,
     .synchronize = NULL,
     .kernel_describe = cpu_kernel_describe,
+    .may_alias = cpu_may_alias,
 };
 
 NETRUN_BACKEND_EXPORT const netrun_backend_api *netrun_backend_entry(const netrun_host_api *host) {

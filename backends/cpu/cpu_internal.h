@@ -7,6 +7,7 @@
 #define CPU_INTERNAL_H
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -37,6 +38,8 @@ typedef struct cpu_op {
     void (*destroy)(void *state);
     /* Optional: name the kernel chosen for this node (profiles show it), e.g. "im2col + sgemm". */
     void (*describe)(const netrun_node_desc *node, char *buf, size_t size);
+    /* Optional: refine describe's text in buf once the state exists (what the library actually chose). */
+    void (*describe_state)(const void *state, char *buf, size_t size);
 } cpu_op;
 
 /* Run fn(arg, begin, end) over [0, n) split into chunks on the context's threads (the caller thread takes
@@ -68,6 +71,13 @@ static inline int cpu_has_avx512f(void) {
         v = __builtin_cpu_supports("avx512f") ? 1 : 0;
     }
     return v;
+}
+
+/* The backend option `key` (netrun_session_options / cpu_bench --netrun NAME:key=value), or NULL. */
+static inline const char *cpu_option(const cpu_context *ctx, const char *key) {
+    const netrun_backend_config *c = &ctx->config;
+    if (c->struct_size < offsetof(netrun_backend_config, opaque) + sizeof c->opaque || !c->get_option) return NULL;
+    return c->get_option(c->opaque, key);
 }
 
 /* IEEE half and bfloat16 <-> float: backends/common/dtype_convert.h (shared with the CUDA plugin). */
