@@ -203,6 +203,15 @@ typedef struct netrun_backend_api {
     /* Device memory of this context: bytes in use now and the peak since context_create, and the bytes free on
      * the device (free_bytes may be 0 when unknown). */
     netrun_status (*memory_info)(netrun_backend_context *ctx, size_t *in_use, size_t *peak, size_t *free_bytes);
+
+    /* ---- ABI 1.5 (optional; NULL or outside struct_size: never) ---- */
+    /* In-place outputs: 1 when this backend's kernel for `node` (the descs of supports()) computes a correct
+     * result with output `output` in the very same bytes as input `input` (same address, same byte size): the
+     * memory planner may then let the output take the input's memory when the input dies at this node. Say 1
+     * only where the kernel reads each element of that input before it writes the output element there (and
+     * never writes the output before it has read the input, nor copies it with memcpy onto itself). No device
+     * work; called at prepare. */
+    int (*may_alias)(const netrun_backend_config *config, const netrun_node_desc *node, int output, int input);
 } netrun_backend_api;
 
 typedef const netrun_backend_api *(*netrun_backend_entry_fn)(const netrun_host_api *host);
