@@ -62,6 +62,9 @@ typedef struct netrun_conv_params {
     /* Set by the CPU nChw16c pass only (0 otherwise): X (and Z) / Y are in oneDNN's nChw16c order, same dims
      * and bytes as NCHW (only 2-D, channel counts multiples of 16, so no padding). */
     int src_blocked, dst_blocked;
+    /* Set by the CUDA float16 region pass only (0 otherwise): X (and Z) / Y are float16 in NHWC order
+     * (channels last); dims stay the logical NCHW ones. Backends that do not handle them refuse the node. */
+    int src_nhwc, dst_nhwc;
 } netrun_conv_params;
 
 /* Gemm: Y = alpha * A' * B' + beta * C. */
@@ -86,6 +89,8 @@ typedef struct netrun_pool_params {
     int64_t p;                             /* LpPool */
     int blocked;                           /* MaxPool, set by the CPU nChw16c pass only: X and Y nChw16c
                                             * (2-D, float32, C % 16 == 0, no Indices) */
+    int nhwc;                              /* MaxPool/AveragePool, set by the CUDA float16 region pass only: X and
+                                            * Y float16 NHWC (2-D, no Indices; dims stay the NCHW ones) */
 } netrun_pool_params;
 
 /* BatchNormalization (inference), InstanceNormalization, LayerNormalization, GroupNormalization. */
@@ -571,6 +576,15 @@ typedef struct netrun_image_decoder_params {
 typedef struct netrun_reorder_nchwc_params {
     int to_blocked;                        /* 1: NCHW -> nChw16c, 0: back */
 } netrun_reorder_nchwc_params;
+
+/* ReorderNHWC (domain "com.netrun", internal: inserted by the CUDA float16 region pass, runtime/optimize.c):
+ * a 4-D tensor between float32 NCHW and float16 NHWC (channels last) in one pass; the dims stay the logical
+ * NCHW ones. to_nhwc 1: float32 NCHW X -> float16 NHWC Y; 0: float16 NHWC X -> float32 NCHW Y. Also
+ * GlobalAveragePoolNHWC (com.netrun, no params): GlobalAveragePool of a float16 NHWC X (float32
+ * accumulation), float16 [N,C,1,1] Y (the same bytes in both layouts). */
+typedef struct netrun_reorder_nhwc_params {
+    int to_nhwc;
+} netrun_reorder_nhwc_params;
 
 #ifdef __cplusplus
 }

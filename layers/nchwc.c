@@ -56,7 +56,48 @@ static netrun_status mulch_infer(nr_layer_ctx *c, void *params) {
     return NETRUN_OK;
 }
 
+/* ---- the CUDA float16 region pass's internal ops (domain "com.netrun", see netrun_ops.h) ---- */
+
+static netrun_status reorder_nhwc_parse(nr_layer_ctx *c, void *params) {
+    netrun_reorder_nhwc_params *p = params;
+    int64_t t;
+    netrun_status st = nr_attr_int(c, "to_nhwc", 1, &t);
+    if (st != NETRUN_OK) return st;
+    if (t != 0 && t != 1) return nr_layer_error(c, "to_nhwc must be 0 or 1");
+    p->to_nhwc = (int)t;
+    return NETRUN_OK;
+}
+
+static netrun_status nhwc_check(nr_layer_ctx *c, netrun_dtype want) {
+    if (nr_in_count(c) != 1 || !nr_in_present(c, 0)) return nr_layer_error(c, "needs exactly one input");
+    const netrun_value_desc *x = nr_in(c, 0);
+    if (x->dtype != want) return nr_layer_error(c, "input must be %s", want == NETRUN_DTYPE_FLOAT ? "float32" : "float16");
+    if (x->rank != 4) return nr_layer_error(c, "input must be 4-D");
+    return NETRUN_OK;
+}
+
+static netrun_status reorder_nhwc_infer(nr_layer_ctx *c, void *params) {
+    const netrun_reorder_nhwc_params *p = params;
+    netrun_status st = nhwc_check(c, p->to_nhwc ? NETRUN_DTYPE_FLOAT : NETRUN_DTYPE_FLOAT16);
+    if (st != NETRUN_OK) return st;
+    const netrun_value_desc *x = nr_in(c, 0);
+    nr_out_set(c, 0, p->to_nhwc ? NETRUN_DTYPE_FLOAT16 : NETRUN_DTYPE_FLOAT, x->rank, x->dims);
+    return NETRUN_OK;
+}
+
+static netrun_status gap_nhwc_infer(nr_layer_ctx *c, void *params) {
+    (void)params;
+    netrun_status st = nhwc_check(c, NETRUN_DTYPE_FLOAT16);
+    if (st != NETRUN_OK) return st;
+    const netrun_value_desc *x = nr_in(c, 0);
+    int64_t dims[4] = {x->dims[0], x->dims[1], 1, 1};
+    nr_out_set(c, 0, x->dtype, 4, dims);
+    return NETRUN_OK;
+}
+
 const nr_layer nr_layers_nchwc[] = {
+    {"ReorderNHWC", "com.netrun", 1, sizeof(netrun_reorder_nhwc_params), reorder_nhwc_parse, reorder_nhwc_infer, 0},
+    {"GlobalAveragePoolNHWC", "com.netrun", 1, 0, NULL, gap_nhwc_infer, 0},
     {"MulChannelNCHWc", "com.netrun", 1, 0, NULL, mulch_infer, 0},
     {"ReorderNCHWc", "com.netrun", 1, sizeof(netrun_reorder_nchwc_params), reorder_parse, reorder_infer, 0},
     {"GlobalAveragePoolNCHWc", "com.netrun", 1, 0, NULL, gap_infer, 0},

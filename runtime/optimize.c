@@ -12,6 +12,8 @@
 
 #include "netrun_ops.h"
 #include "optimize.h"
+#include "backend_registry.h"
+#include "../backends/common/dtype_convert.h" /* float -> IEEE half for the region pass's weights */
 
 #define MARK_ATTR "netrun.optimized_from" /* on node 0 of a copy: counts (ints) + the original (sub_model) */
 
@@ -37,6 +39,8 @@ typedef struct opt_state {
     int *swish_x;      /* Mul node -> x when Mul(x, Sigmoid(x)) becomes Swish(x) (its Sigmoid removed), else -1 */
     int *blk_conv;     /* node -> 1 when its CPU kernel takes and gives nChw16c (the nChw16c pass, (f)) */
     int blk_query;     /* backend_accepts asks with 1: src_blocked = dst_blocked = 1; 2: dst_blocked only; 3: src */
+    int *h_conv;       /* node -> 1 when its CUDA kernel may run float16 NHWC (the float16 region pass, (g)) */
+    int nhwc_query;    /* backend_accepts asks for float16 X/W/B/Z/Y with src_nhwc = dst_nhwc = 1 */
 } opt_state;
 
 static int val(const opt_state *o, int v) { return v >= 0 ? o->alias[v] : v; }
@@ -160,9 +164,24 @@ static int backend_accepts(const opt_state *o, const netrun_backend_config *cfg,
     }
     if (p->act >= 0) cp.activation = p->fa;
     if (o->blk_query) cp.src_blocked = o->blk_query != 2, cp.dst_blocked = o->blk_query != 3;
+    netrun_value_desc yd = s->values[p->out].desc;
+    if (o->nhwc_query) { /* the region pass's question: everything float16, the constants too */
+        cp.src_nhwc = cp.dst_nhwc = 1;
+        for (int i = 0; i < n_in; i++) {
+            if (in[i].rank < 0) continue;
+            if (in[i].dtype == NETRUN_DTYPE_FLOAT) in[i].dtype = NETRUN_DTYPE_FLOAT16;
+            if (i == 1 || i == 2) { /* supports() looks at presence and size only, never at the bytes */
+                int64_t cnt = 1;
+                for (int d = 0; d < in[i].rank; d++) cnt *= in[i].dims[d] > 0 ? in[i].dims[d] : 0;
+                if (!in[i].const_data) in[i].const_data = &cp;
+                in[i].const_nbytes = (size_t)cnt * 2;
+            }
+        }
+        if (yd.dtype == NETRUN_DTYPE_FLOAT) yd.dtype = NETRUN_DTYPE_FLOAT16;
+    }
     netrun_node_desc d = {.struct_size = sizeof d, .name = nd->name, .op_type = nd->op_type, .domain = nd->domain,
                           .opset = nd->opset, .params = &cp, .params_size = nd->layer->params_size,
-                          .n_inputs = n_in, .inputs = in, .n_outputs = 1, .outputs = &s->values[p->out].desc};
+                          .n_inputs = n_in, .inputs = in, .n_outputs = 1, .outputs = &yd};
     char why[256] = "";
     const nr_slot *sl = &s->slots[sn->slot];
     return sl->api->supports(cfg, &d, why, sizeof why);
@@ -805,6 +824,317 @@ done:
     return rc;
 }
 
+/* ---- (g) float16 NHWC regions across CUDA layers ----
+ * Under --precision fp16, a Conv on CUDA otherwise converts its float32 NCHW X to float16 (NHWC) and Y back
+ * inside its kernel, two conversion kernels per Conv. Here connected CUDA nodes that gain from float16 keep
+ * their values float16 and channels last: Convs with constant weights (cuDNN NHWC tensor-core kernels), the
+ * same-shape elementwise ops between them (layout-agnostic), MaxPool/AveragePool (params.nhwc) and
+ * GlobalAveragePool (GlobalAveragePoolNHWC, com.netrun). Region values become FLOAT16 in the copy with their
+ * logical NCHW dims (the layout is the pass's business); their Conv weights and biases become float16
+ * constants; a ReorderNHWC (com.netrun) converts float32 NCHW <-> float16 NHWC in one kernel at each border
+ * (graph outputs stay float32 under their own names). Everything else (Softmax, norms, Gemm, reshapes,
+ * broadcasting ops) stays float32 outside. A Conv with neither a region input nor a region consumer is left to
+ * the per-layer fp16 paths of conv.c. Inside a region, conv.c still times float16 NHWC against float32 with
+ * conversions around it for each Conv and keeps the faster (docs/cuda.md). Option cuda.fp16_regions=0: off. */
+
+static int on_backend(const opt_state *o, int n, const char *name) {
+    int k = o->snode_of[n];
+    if (k < 0) return 0;
+    int sl = o->s->snodes[k].slot;
+    return sl >= 0 && o->s->slots[sl].be && o->s->slots[sl].be->name && !strcmp(o->s->slots[sl].be->name, name);
+}
+
+static int fp16_regions_enabled(const opt_state *o, const netrun_backend_config *cfg) {
+    const char *on = nr_options_get(&o->s->opts, "cuda.fp16_regions");
+    return cfg->precision == NETRUN_PRECISION_FP16 && !(on && !strcmp(on, "0"));
+}
+
+/* 4-D float32 with known positive dims: the values a region holds. */
+static int regionable_desc(const netrun_value_desc *d) {
+    return d->dtype == NETRUN_DTYPE_FLOAT && d->rank == 4 && d->dims[0] > 0 && d->dims[1] > 0 && d->dims[2] > 0 &&
+           d->dims[3] > 0;
+}
+
+/* Conv node n (fusions planned) on CUDA may run float16 NHWC: 2-D, constant float32 weights (and bias), its
+ * backend's supports() agrees with float16 descs and src_nhwc = dst_nhwc = 1. */
+static int plan_h_conv(opt_state *o, const netrun_backend_config *cfg, int n) {
+    const nr_node *nd = &o->g->nodes[n];
+    if (!is_op(nd, "Conv") || !nd->layer || !on_backend(o, n, "cuda") || o->s->snodes[o->snode_of[n]].dynamic)
+        return 0;
+    const conv_plan *p = &o->plan[n];
+    int out = p->bn >= 0 || p->add >= 0 || p->act >= 0 ? p->out : nd->outputs[0];
+    const nr_snode *sn = &o->s->snodes[o->snode_of[n]];
+    if (out < 0 || o->s->values[out].dynamic || !regionable_desc(&sn->in_desc[0]) ||
+        !regionable_desc(&o->s->values[out].desc) || !const_f32(o->g, val(o, nd->inputs[1])))
+        return 0;
+    if (nd->n_inputs > 2 && nd->inputs[2] >= 0 && !const_f32(o->g, val(o, nd->inputs[2]))) return 0;
+    if (p->add >= 0 && (p->z < 0 || !regionable_desc(&o->s->values[p->z].desc))) return 0;
+    conv_plan q = *p;
+    q.out = out;
+    o->nhwc_query = 1;
+    int ok = backend_accepts(o, cfg, n, &q);
+    o->nhwc_query = 0;
+    return ok;
+}
+
+/* Copy node k (from original node n) on CUDA takes float16 for its float32 inputs and output: supports()
+ * with those descs (params optionally replaced). */
+static int cuda_takes_f16(const opt_state *o, const netrun_backend_config *cfg, const nr_graph *ng, int k, int n,
+                          const void *params, size_t params_size) {
+    const nr_node *nd = &ng->nodes[k];
+    netrun_session *s = o->s;
+    const nr_snode *sn = &s->snodes[o->snode_of[n]];
+    enum { MAXIN = 8 };
+    netrun_value_desc in[MAXIN], out;
+    if (nd->n_inputs > MAXIN || nd->n_outputs != 1 || nd->outputs[0] < 0 || nd->outputs[0] >= o->g->n_values) return 0;
+    for (int i = 0; i < nd->n_inputs; i++) {
+        int v = nd->inputs[i];
+        if (v >= o->g->n_values) return 0;
+        if (v < 0) {
+            memset(&in[i], 0, sizeof in[i]);
+            in[i].rank = -1;
+            in[i].name = "";
+            continue;
+        }
+        in[i] = s->values[v].desc;
+        if (in[i].dtype == NETRUN_DTYPE_FLOAT) in[i].dtype = NETRUN_DTYPE_FLOAT16;
+    }
+    out = s->values[nd->outputs[0]].desc;
+    out.dtype = NETRUN_DTYPE_FLOAT16;
+    netrun_node_desc d = {.struct_size = sizeof d, .name = nd->name, .op_type = nd->op_type, .domain = nd->domain,
+                          .opset = nd->opset, .params = params ? params : sn->params,
+                          .params_size = params ? params_size : (nd->layer ? nd->layer->params_size : 0),
+                          .n_inputs = nd->n_inputs, .inputs = in, .n_outputs = 1, .outputs = &out};
+    char why[256] = "";
+    return s->slots[sn->slot].api->supports(cfg, &d, why, sizeof why);
+}
+
+enum { HK_PLAIN = 0, HK_CONV, HK_AGN, HK_POOL, HK_GAP };
+
+typedef struct h_state {
+    nr_graph *ng;
+    int nv0;
+    char *vh;          /* value -> float16 NHWC */
+    int *hval;         /* value -> value holding its float16 NHWC data (constants: its float16 copy), -1 none */
+    int *fval;         /* value -> value holding its float32 NCHW data, -1 none */
+    int converts;
+} h_state;
+
+static int add_convert(h_state *st, int from, int to, int to_nhwc) {
+    char name[640];
+    snprintf(name, sizeof name, "%s.%s", st->ng->values[to].name, to_nhwc ? "to_fp16_nhwc" : "to_fp32_nchw");
+    nr_node *r = nr_graph_add_node(st->ng, name, "ReorderNHWC", "com.netrun", 1, 1, 1);
+    if (!r) return 0;
+    r->inputs[0] = from;
+    r->outputs[0] = to;
+    r->attrs[0].type = NR_ATTR_INT;
+    r->attrs[0].i = to_nhwc;
+    if (!(r->attrs[0].name = nr_strdup("to_nhwc"))) return 0;
+    st->converts++;
+    return 1;
+}
+
+/* The value holding v as its consumer wants it (float16 NHWC or float32 NCHW); -1 on OOM. */
+static int h_layout_of(h_state *st, int v, int want_h) {
+    if (v < 0 || v >= st->nv0) return v;
+    if (!st->vh[v] && !want_h) return v;
+    if (st->vh[v] && want_h) return st->hval[v] >= 0 ? st->hval[v] : v;
+    int *slot = want_h ? &st->hval[v] : &st->fval[v];
+    if (*slot >= 0) return *slot;
+    int src = st->vh[v] ? (st->hval[v] >= 0 ? st->hval[v] : v) : v;
+    int id = like_value(st->ng, v, want_h ? ".fp16_nhwc" : ".fp32");
+    if (id < 0) return -1;
+    st->ng->values[id].dtype = want_h ? NETRUN_DTYPE_FLOAT16 : NETRUN_DTYPE_FLOAT;
+    if (!add_convert(st, src, id, want_h)) return -1;
+    return *slot = id;
+}
+
+/* A float16 copy of float32 constant v of ng (cached in hval); -1 on OOM or when v is no float32 constant. */
+static int h_const(h_state *st, int v) {
+    if (v < 0 || v >= st->nv0) return -1;
+    if (st->hval[v] >= 0) return st->hval[v];
+    const nr_tensor *t = st->ng->values[v].constant;
+    if (!t || t->dtype != NETRUN_DTYPE_FLOAT || !t->data) return -1;
+    nr_tensor *h = nr_tensor_new(NETRUN_DTYPE_FLOAT16, t->rank, t->dims);
+    if (!h) return -1;
+    int64_t cnt = nr_tensor_count(t);
+    const float *src = t->data;
+    uint16_t *dst = h->data;
+    for (int64_t i = 0; i < cnt; i++) dst[i] = nr_float_to_half(src[i]);
+    int id = new_const(st->ng, st->ng->values[v].name, ".fp16", h); /* frees h on failure */
+    return id < 0 ? -1 : (st->hval[v] = id);
+}
+
+static int h_unary(const nr_node *nd) {
+    static const char *const unary[] = {"Relu", "Sigmoid", "Tanh", "Swish", "LeakyRelu", "HardSwish",
+                                        "HardSigmoid", "Elu", "Softplus", "Clip", NULL};
+    if (*nd->domain || nd->n_outputs != 1) return 0;
+    for (int i = 0; unary[i]; i++)
+        if (!strcmp(nd->op_type, unary[i])) return nd->n_inputs == 1; /* Clip with bound inputs: float32 inputs */
+    return 0;
+}
+
+static int h_binary(const nr_node *nd) {
+    static const char *const binary[] = {"Add", "Sub", "Mul", "Max", "Min", NULL};
+    if (*nd->domain || nd->n_outputs != 1 || nd->n_inputs != 2) return 0;
+    for (int i = 0; binary[i]; i++)
+        if (!strcmp(nd->op_type, binary[i])) return 1;
+    return 0;
+}
+
+/* Decide and rewire the copy ng; kind_out[k] gets HK_CONV / HK_POOL for nodes whose params the caller flags. */
+static netrun_status plan_fp16(opt_state *o, const netrun_backend_config *cfg, nr_graph *ng, const int *from,
+                               int n_copied, char *kind, int *n_convs, int *n_converts) {
+    const nr_graph *g = o->g;
+    netrun_session *s = o->s;
+    netrun_status rc = NETRUN_OK;
+    h_state st = {.ng = ng, .nv0 = ng->n_values};
+    int *to = nr_calloc((size_t)g->n_nodes + 1, sizeof(int));
+    st.vh = nr_calloc((size_t)st.nv0 + 1, 1);
+    st.hval = nr_calloc((size_t)st.nv0 + 1, sizeof(int));
+    st.fval = nr_calloc((size_t)st.nv0 + 1, sizeof(int));
+    if (!to || !st.vh || !st.hval || !st.fval) {
+        rc = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the float16 region pass");
+        goto done;
+    }
+    for (int n = 0; n < g->n_nodes; n++) to[n] = -1;
+    for (int k = 0; k < n_copied; k++) to[from[k]] = k;
+    for (int v = 0; v < st.nv0; v++) st.hval[v] = st.fval[v] = -1;
+    /* forward, in execution order: which nodes run float16 NHWC and which values they write */
+    for (int i = 0; i < s->n_snodes; i++) {
+        int n = s->snodes[i].node, k = n >= 0 && n < g->n_nodes ? to[n] : -1;
+        if (k < 0) continue;
+        const nr_node *nd = &ng->nodes[k];
+        int out = nd->n_outputs > 0 ? nd->outputs[0] : -1;
+        if (out < 0 || out >= g->n_values) continue;
+        if (o->h_conv[n]) {
+            kind[k] = HK_CONV;
+            st.vh[out] = 1;
+            continue;
+        }
+        if (!on_backend(o, n, "cuda") || s->snodes[o->snode_of[n]].dynamic || s->values[out].dynamic) continue;
+        int x = nd->n_inputs > 0 ? nd->inputs[0] : -1;
+        if (x < 0 || x >= g->n_values || !st.vh[x]) continue;
+        const netrun_value_desc *yd = &s->values[out].desc;
+        if (is_op(nd, "GlobalAveragePool") && nd->n_inputs == 1) {
+            kind[k] = HK_GAP;
+            st.vh[out] = 1;
+            continue;
+        }
+        if ((is_op(nd, "MaxPool") || is_op(nd, "AveragePool")) && nd->n_inputs == 1 &&
+            (nd->n_outputs == 1 || nd->outputs[1] < 0) && nd->layer &&
+            nd->layer->params_size >= sizeof(netrun_pool_params) && s->snodes[o->snode_of[n]].params &&
+            regionable_desc(yd)) {
+            netrun_pool_params pp;
+            memcpy(&pp, s->snodes[o->snode_of[n]].params, sizeof pp);
+            pp.nhwc = 1;
+            if (pp.n_spatial == 2 && cuda_takes_f16(o, cfg, ng, k, n, &pp, nd->layer->params_size)) {
+                kind[k] = HK_POOL;
+                st.vh[out] = 1;
+            }
+            continue;
+        }
+        int un = h_unary(nd), bin = h_binary(nd);
+        if ((!un && !bin) || !regionable_desc(yd)) continue;
+        int ok = 1;
+        for (int j = 0; j < nd->n_inputs && ok; j++) {
+            int v = nd->inputs[j];
+            ok = v >= 0 && v < g->n_values && st.vh[v] && !memcmp(s->values[v].desc.dims, yd->dims, 4 * sizeof(int64_t));
+        }
+        if (!ok) continue;
+        if (o->swish_x[n] >= 0) { /* a SiLU pair rewritten to Swish(x): ask with its params */
+            netrun_unary_params up;
+            memset(&up, 0, sizeof up);
+            up.alpha = 1.0f;
+            ok = cuda_takes_f16(o, cfg, ng, k, n, &up, sizeof up);
+        } else
+            ok = cuda_takes_f16(o, cfg, ng, k, n, NULL, 0);
+        if (ok) {
+            kind[k] = HK_AGN;
+            st.vh[out] = 1;
+        }
+    }
+    /* a Conv with neither a float16 input nor a float16 consumer would only add two conversions: conv.c's
+     * per-layer fp16 paths serve it better (they may keep float32 where that is faster) */
+    for (int k = 0; k < n_copied; k++) {
+        if (kind[k] != HK_CONV) continue;
+        int x = ng->nodes[k].inputs[0], out = ng->nodes[k].outputs[0], used = 0;
+        if (x >= 0 && x < st.nv0 && st.vh[x]) continue;
+        for (int u = 0; u < n_copied && !used; u++)
+            for (int j = 0; j < ng->nodes[u].n_inputs; j++)
+                if (ng->nodes[u].inputs[j] == out && kind[u] != HK_PLAIN && (kind[u] != HK_CONV || j == 0 || j == 3))
+                    used = 1;
+        if (!used) {
+            kind[k] = HK_PLAIN;
+            st.vh[out] = 0;
+        }
+    }
+    for (int v = 0; v < st.nv0; v++)
+        if (st.vh[v]) ng->values[v].dtype = NETRUN_DTYPE_FLOAT16;
+    /* float16 graph outputs: the node writes a new value, a conversion gives the output its float32 */
+    for (int k = 0; k < n_copied && rc == NETRUN_OK; k++) {
+        int out = ng->nodes[k].n_outputs > 0 ? ng->nodes[k].outputs[0] : -1;
+        if (out >= 0 && out < g->n_values && st.vh[out] && g->values[out].is_graph_output) {
+            int id = like_value(ng, out, ".fp16_nhwc");
+            if (id < 0 || !add_convert(&st, id, out, 0)) {
+                rc = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the float16 region pass");
+                break;
+            }
+            ng->values[id].dtype = NETRUN_DTYPE_FLOAT16;
+            ng->values[out].dtype = NETRUN_DTYPE_FLOAT;
+            st.hval[out] = id;
+            st.fval[out] = out;
+            ng->nodes[k].outputs[0] = id;
+        }
+    }
+    for (int k = 0; k < n_copied && rc == NETRUN_OK; k++) {
+        nr_node *nd = &ng->nodes[k];
+        for (int j = 0; j < nd->n_inputs; j++) {
+            int v = nd->inputs[j], id;
+            if (v < 0 || v >= st.nv0) continue;
+            if (kind[k] == HK_CONV && (j == 1 || j == 2)) {
+                id = h_const(&st, v); /* constants of the copy (checked in plan_h_conv) */
+                if (id < 0) {
+                    rc = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "float16 region pass: cannot make a float16 copy of '%s'",
+                                  ng->values[v].name);
+                    break;
+                }
+            } else {
+                if (ng->values[v].constant) continue;
+                int want = kind[k] == HK_CONV ? j == 0 || j == 3 : kind[k] == HK_PLAIN ? 0 : 1;
+                id = h_layout_of(&st, v, want);
+                if (id < 0) {
+                    rc = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the float16 region pass");
+                    break;
+                }
+            }
+            nd = &ng->nodes[k]; /* adding nodes may have moved the array */
+            nd->inputs[j] = id;
+        }
+        if (rc == NETRUN_OK && kind[k] == HK_GAP) {
+            char *op = nr_strdup("GlobalAveragePoolNHWC"), *dom = nr_strdup("com.netrun");
+            if (!op || !dom) {
+                nr_free(op);
+                nr_free(dom);
+                rc = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the float16 region pass");
+                break;
+            }
+            nr_free(nd->op_type);
+            nr_free(nd->domain);
+            nd->op_type = op;
+            nd->domain = dom;
+        }
+        if (kind[k] == HK_CONV) ++*n_convs;
+    }
+    *n_converts = st.converts;
+done:
+    nr_free(to);
+    nr_free(st.vh);
+    nr_free(st.hval);
+    nr_free(st.fval);
+    return rc;
+}
+
 static void free_state(opt_state *o) {
     nr_free(o->alias);
     nr_free(o->users);
@@ -814,6 +1144,7 @@ static void free_state(opt_state *o) {
     nr_free(o->plan);
     nr_free(o->swish_x);
     nr_free(o->blk_conv);
+    nr_free(o->h_conv);
 }
 
 void nr_optimize_model_counts(const netrun_model *m, nr_optimize_counts *c) {
@@ -830,6 +1161,10 @@ void nr_optimize_model_counts(const netrun_model *m, nr_optimize_counts *c) {
     if (a->n >= 7) {
         c->nchwc_convs = (int)a->ints[5];
         c->nchwc_reorders = (int)a->ints[6];
+    }
+    if (a->n >= 9) {
+        c->fp16_convs = (int)a->ints[7];
+        c->fp16_converts = (int)a->ints[8];
     }
 }
 
@@ -856,7 +1191,9 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     o.plan = nr_calloc(nn, sizeof(conv_plan));
     o.swish_x = nr_calloc(nn, sizeof(int));
     o.blk_conv = nr_calloc(nn, sizeof(int));
-    if (!o.alias || !o.users || !o.user || !o.removed || !o.snode_of || !o.plan || !o.swish_x || !o.blk_conv) {
+    o.h_conv = nr_calloc(nn, sizeof(int));
+    if (!o.alias || !o.users || !o.user || !o.removed || !o.snode_of || !o.plan || !o.swish_x || !o.blk_conv ||
+        !o.h_conv) {
         free_state(&o);
         return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the graph passes");
     }
@@ -908,14 +1245,22 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
             int n = s->snodes[k].node;
             if (!o.removed[n] && (o.blk_conv[n] = plan_blk_conv(&o, cfg, n))) n_blk++;
         }
+    /* (g) which CUDA Convs could run float16 NHWC (regions decided on the copy below) */
+    int n_h = 0;
+    if (fp16_regions_enabled(&o, cfg))
+        for (int k = 0; k < s->n_snodes; k++) {
+            int n = s->snodes[k].node;
+            if (!o.removed[n] && (o.h_conv[n] = plan_h_conv(&o, cfg, n))) n_h++;
+        }
     if (!counts->bn_folded && !counts->act_fused && !counts->sum_fused && !counts->dropped && !counts->swish_fused &&
-        !n_blk) {
+        !n_blk && !n_h) {
         free_state(&o);
         return NETRUN_OK;
     }
     /* the copy */
     netrun_status st = NETRUN_OK;
     int *from = NULL, *conv_blk = NULL;
+    char *hkind = NULL;
     nr_model_ir *ir = nr_calloc(1, sizeof *ir);
     const nr_model_ir *src = s->model->ir;
     if (!ir || !(ir->graph = nr_graph_new(g->name, NULL))) {
@@ -950,7 +1295,17 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
         if ((st = plan_nchwc(&o, cfg, ir->graph, from, n_copied, conv_blk, &counts->nchwc_reorders)) != NETRUN_OK)
             goto fail;
         for (int k = 0; k < n_copied; k++) counts->nchwc_convs += conv_blk[k] != 0 && conv_blk[k] != 4;
-        /* the internal ops' domain */
+    }
+    if (n_h) {
+        if (!(hkind = nr_calloc((size_t)n_copied + 1, 1))) {
+            st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the graph passes");
+            goto fail;
+        }
+        if ((st = plan_fp16(&o, cfg, ir->graph, from, n_copied, hkind, &counts->fp16_convs, &counts->fp16_converts)) !=
+            NETRUN_OK)
+            goto fail;
+    }
+    if (n_blk || n_h) { /* the internal ops' domain */
         nr_opset_import *ops = nr_realloc(ir->opsets, (size_t)(ir->n_opsets + 1) * sizeof *ops);
         if (!ops) {
             st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the graph passes");
@@ -967,12 +1322,12 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     /* the mark: counts, and the reference that keeps the borrowed constants alive */
     nr_node *first = &ir->graph->nodes[0];
     nr_attr *mark = &first->attrs[first->n_attrs - 1];
-    if (!(mark->name = nr_strdup(MARK_ATTR)) || !(mark->ints = nr_calloc(8, sizeof(int64_t)))) {
+    if (!(mark->name = nr_strdup(MARK_ATTR)) || !(mark->ints = nr_calloc(10, sizeof(int64_t)))) {
         st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the graph passes");
         goto fail;
     }
     mark->type = NR_ATTR_INTS;
-    mark->n = 7;
+    mark->n = 9;
     mark->ints[0] = counts->bn_folded;
     mark->ints[1] = counts->act_fused;
     mark->ints[2] = counts->sum_fused;
@@ -980,6 +1335,8 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     mark->ints[4] = counts->swish_fused;
     mark->ints[5] = counts->nchwc_convs;
     mark->ints[6] = counts->nchwc_reorders;
+    mark->ints[7] = counts->fp16_convs;
+    mark->ints[8] = counts->fp16_converts;
     nr_model_retain(s->model);
     mark->sub_model = s->model;
     char source[1100];
@@ -997,6 +1354,13 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
             netrun_conv_params *bp = m->ir->graph->nodes[n].params;
             if (bp) bp->src_blocked = conv_blk[n] & 1, bp->dst_blocked = (conv_blk[n] & 2) != 0;
         }
+        if (hkind && hkind[n] == HK_CONV) {
+            netrun_conv_params *hp = m->ir->graph->nodes[n].params;
+            if (hp) hp->src_nhwc = hp->dst_nhwc = 1;
+        } else if (hkind && hkind[n] == HK_POOL) {
+            netrun_pool_params *pp = m->ir->graph->nodes[n].params;
+            if (pp) pp->nhwc = 1;
+        }
         if (o.swish_x[from[n]] >= 0) m->ir->graph->nodes[n].opset = 24; /* Swish is an opset-24 op */
         const conv_plan *p = &o.plan[from[n]];
         netrun_conv_params *cp = m->ir->graph->nodes[n].params;
@@ -1004,14 +1368,19 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
         if (p->add >= 0) cp->has_sum = 1;
         if (p->act >= 0) cp->activation = p->fa;
     }
+    if (counts->fp16_convs || counts->fp16_converts)
+        nr_host_api()->log(NETRUN_LOG_INFO, "optimize", "float16 NHWC regions: %d CUDA Convs, %d border conversions",
+                           counts->fp16_convs, counts->fp16_converts);
     *out = m;
     nr_free(from);
     nr_free(conv_blk);
+    nr_free(hkind);
     free_state(&o);
     return NETRUN_OK;
 fail:
     nr_free(from);
     nr_free(conv_blk);
+    nr_free(hkind);
     nr_model_ir_free(ir);
     free_state(&o);
     memset(counts, 0, sizeof *counts);

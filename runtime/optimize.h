@@ -15,6 +15,8 @@ typedef struct nr_optimize_counts {
     int swish_fused;    /* Mul(x, Sigmoid(x)) pairs rewritten to one Swish(x) node */
     int nchwc_convs;    /* CPU Convs reading or writing nChw16c (option "cpu.nchwc" = "0" turns it off) */
     int nchwc_reorders; /* ReorderNCHWc nodes inserted at the edges of the blocked chains */
+    int fp16_convs;     /* CUDA Convs inside float16 NHWC regions (--precision fp16; cuda.fp16_regions=0: none) */
+    int fp16_converts;  /* ReorderNHWC conversions inserted at the borders of those regions */
 } nr_optimize_counts;
 
 /* Called by prepare after placement (so that a fusion can be checked with supports() of the backend that

@@ -3,6 +3,7 @@
  * are [C/16][H][W][16]: a block of 16 channels is one 16 x HW transpose, done in 16 x 16 tiles. Parallel over
  * N * C/16 blocks on the pool. */
 #include <stdio.h>
+#include <string.h>
 
 #include "cpu_internal.h"
 #include "netrun_ops.h"
@@ -139,7 +140,68 @@ static netrun_status mulch_run(cpu_context *ctx, void *state, const netrun_kerne
     return NETRUN_OK;
 }
 
+/* ---- the CUDA float16 region pass's internal ops (netrun_ops.h): reference kernels, so that placement
+ * can never strand them (the pass puts them on CUDA) ---- */
+
+static int nhwc_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    int gap = !strcmp(node->op_type, "GlobalAveragePoolNHWC");
+    const netrun_reorder_nhwc_params *p = node->params;
+    netrun_dtype want = gap || (p && !p->to_nhwc) ? NETRUN_DTYPE_FLOAT16 : NETRUN_DTYPE_FLOAT;
+    if (node->n_inputs != 1 || node->n_outputs != 1 || node->inputs[0].dtype != want || node->inputs[0].rank != 4 ||
+        (!gap && (!p || node->params_size < sizeof *p))) {
+        snprintf(reason, size, "%s needs one 4-D %s input", node->op_type, want == NETRUN_DTYPE_FLOAT ? "float32" : "float16");
+        return 0;
+    }
+    return 1;
+}
+
+static netrun_status reorder_nhwc_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)ctx;
+    (void)state;
+    const netrun_reorder_nhwc_params *p = args->params;
+    if (!p || args->n_inputs != 1 || args->n_outputs != 1 || args->inputs[0].rank != 4 ||
+        cpu_count(&args->outputs[0]) != cpu_count(&args->inputs[0]) ||
+        args->inputs[0].dtype != (p->to_nhwc ? NETRUN_DTYPE_FLOAT : NETRUN_DTYPE_FLOAT16))
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "ReorderNHWC: needs one 4-D X of the direction's dtype and a Y of its size");
+    const netrun_tensor *X = &args->inputs[0];
+    int64_t n = X->dims[0], c = X->dims[1], hw = X->dims[2] * X->dims[3];
+    for (int64_t b = 0; b < n; b++)
+        for (int64_t ci = 0; ci < c; ci++)
+            for (int64_t q = 0; q < hw; q++) {
+                int64_t nchw = (b * c + ci) * hw + q, nhwc = (b * hw + q) * c + ci;
+                if (p->to_nhwc)
+                    ((uint16_t *)args->outputs[0].data)[nhwc] = nr_float_to_half(((const float *)X->data)[nchw]);
+                else
+                    ((float *)args->outputs[0].data)[nchw] = nr_half_to_float(((const uint16_t *)X->data)[nhwc]);
+            }
+    return NETRUN_OK;
+}
+
+static netrun_status gap_nhwc_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)ctx;
+    (void)state;
+    if (args->n_inputs != 1 || args->n_outputs != 1 || args->inputs[0].rank != 4 ||
+        args->inputs[0].dtype != NETRUN_DTYPE_FLOAT16 ||
+        cpu_count(&args->outputs[0]) != args->inputs[0].dims[0] * args->inputs[0].dims[1])
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "GlobalAveragePoolNHWC: needs a 4-D float16 X and an [N,C,1,1] Y");
+    const netrun_tensor *X = &args->inputs[0];
+    const uint16_t *x = X->data;
+    uint16_t *y = args->outputs[0].data;
+    int64_t n = X->dims[0], c = X->dims[1], hw = X->dims[2] * X->dims[3];
+    for (int64_t b = 0; b < n; b++)
+        for (int64_t ci = 0; ci < c; ci++) {
+            float acc = 0;
+            for (int64_t q = 0; q < hw; q++) acc += nr_half_to_float(x[(b * hw + q) * c + ci]);
+            y[b * c + ci] = nr_float_to_half(hw > 0 ? acc / (float)hw : 0.0f);
+        }
+    return NETRUN_OK;
+}
+
 const cpu_op cpu_ops_nchwc[] = {
+    {"ReorderNHWC", "com.netrun", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16),
+     "4-D float32 NCHW <-> float16 NHWC (internal, reference)", nhwc_supports, NULL, reorder_nhwc_run, NULL, NULL},
+    {"GlobalAveragePoolNHWC", "com.netrun", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16),
+     "4-D float16 NHWC (internal, reference)", nhwc_supports, NULL, gap_nhwc_run, NULL, NULL},
     {"MulChannelNCHWc", "com.netrun", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT), "X 4-D nChw16c, S [N or 1, C, 1, 1] (internal)",
      mulch_supports, NULL, mulch_run, NULL, NULL},
     {"ReorderNCHWc", "com.netrun", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT), "4-D, C % 16 == 0 (internal)",

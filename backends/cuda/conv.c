@@ -24,6 +24,7 @@
 #include <stdlib.h>
 
 #include "cuda_internal.h"
+#include "../common/dtype_convert.h"
 
 #define MAXD 5
 enum { V_NATIVE = 0, V_F16 = 1, V_F16_NHWC = 2, N_VARIANTS = 3 };
@@ -49,6 +50,11 @@ typedef struct conv_state {
     int prepad;                    /* Conv with asymmetric pads: pad into the workspace first */
     conv_variant v[N_VARIANTS];
     int use;                       /* the variant kernel_run takes */
+    int region;                    /* float16 NHWC X/Y/Z (params src_nhwc = dst_nhwc = 1, the region pass):
+                                    * V_F16_NHWC runs on them directly, V_NATIVE is float32 NCHW between
+                                    * conversions (w32, b32, x32/y32 in the workspace) */
+    void *w32, *b32;
+    size_t x32_bytes, y32_bytes;
     cudnnActivationDescriptor_t act;
     int nd;                        /* cuDNN rank (4 or 5) */
     int64_t xdims[NETRUN_MAX_RANK], wdims[NETRUN_MAX_RANK], ydims[NETRUN_MAX_RANK];
@@ -92,6 +98,20 @@ static int conv_supports(const netrun_node_desc *node, char *reason, size_t size
     }
     if (p->group < 1 || p->group > INT32_MAX) return cuda_refuse(reason, size, "bad group");
     if (p->has_sum && transpose) return cuda_refuse(reason, size, "fused sum on ConvTranspose");
+    if (node->params_size >= sizeof *p && (p->src_nhwc || p->dst_nhwc)) { /* the float16 region pass */
+        if (!p->src_nhwc || !p->dst_nhwc || transpose || t != NETRUN_DTYPE_FLOAT16 || p->n_spatial != 2)
+            return cuda_refuse(reason, size, "NHWC Conv needs float16 2-D Conv with X and Y both NHWC");
+        for (int d = 0; d < 2; d++)
+            if (p->pads_begin[d] != p->pads_end[d]) return cuda_refuse(reason, size, "NHWC Conv with asymmetric pads");
+        const netrun_value_desc *w = &node->inputs[1], *b = node->n_inputs > 2 ? &node->inputs[2] : NULL;
+        if (!w->const_data || w->const_nbytes != (size_t)cuda_desc_count(w) * 2)
+            return cuda_refuse(reason, size, "NHWC Conv needs constant weights");
+        if (p->has_bias && b && b->rank >= 0 && (!b->const_data || b->const_nbytes != (size_t)cuda_desc_count(b) * 2))
+            return cuda_refuse(reason, size, "NHWC Conv needs a constant bias");
+        for (int i = 0; i < node->n_inputs; i++)
+            if (node->inputs[i].rank >= 0 && cuda_desc_count(&node->inputs[i]) < 0)
+                return cuda_refuse(reason, size, "NHWC Conv needs known shapes");
+    }
     /* apply_act (cuda_kernels.cuh) knows kinds up to SWISH; a newer kind would silently be the identity */
     if ((int)p->activation.kind < 0 || p->activation.kind > NETRUN_ACT_SWISH)
         return cuda_refuse(reason, size, "fused activation kind %d not implemented", (int)p->activation.kind);
@@ -321,13 +341,29 @@ static netrun_status conv_setup(cuda_context *ctx, conv_state *st, int xrank, co
     for (int i = 0; i < N_VARIANTS; i++) st->v[i].ok = 0;
     st->use = V_NATIVE;
     conv_variant *v = &st->v[V_NATIVE];
-    v->type = st->dt == NETRUN_DTYPE_FLOAT16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+    v->type = st->dt == NETRUN_DTYPE_FLOAT16 && !st->region ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
     v->nhwc = 0;
     netrun_status s = variant_setup(ctx, st, v, nd, xd, wd, yd, pads, strides, dil,
                                     cap > st->pad_bytes ? cap - st->pad_bytes : 0, timed);
-    if (s != NETRUN_OK) return s;
-    st->x16_bytes = st->y16_bytes = 0;
-    if (with_f16) {
+    if (s != NETRUN_OK && !st->region) return s;
+    if (s != NETRUN_OK) cuda_host->log(NETRUN_LOG_DEBUG, "cuda", "conv: float32 path unavailable in a region");
+    st->x16_bytes = st->y16_bytes = st->x32_bytes = st->y32_bytes = 0;
+    if (st->region) { /* float32 copies of X and Y for V_NATIVE; V_F16_NHWC reads and writes the tensors */
+        size_t nx = 4, ny = 4;
+        for (int i = 0; i < nd; i++) {
+            nx *= (size_t)xd[i];
+            ny *= (size_t)yd[i];
+        }
+        st->x32_bytes = align256(nx);
+        st->y32_bytes = align256(ny);
+        conv_variant *h = &st->v[V_F16_NHWC];
+        h->type = CUDNN_DATA_HALF;
+        h->nhwc = 1;
+        if (variant_setup(ctx, st, h, nd, xd, wd, yd, pads, strides, dil, cap, timed) != NETRUN_OK) {
+            h->ok = 0;
+            cuda_host->log(NETRUN_LOG_DEBUG, "cuda", "conv: float16 NHWC path unavailable in a region");
+        }
+    } else if (with_f16) {
         size_t nx = 2, ny = 2;
         for (int i = 0; i < nd; i++) {
             nx *= (size_t)xd[i];
@@ -350,6 +386,10 @@ static netrun_status conv_setup(cuda_context *ctx, conv_state *st, int xrank, co
             }
         }
     }
+    if (st->region && !st->v[V_NATIVE].ok && !st->v[V_F16_NHWC].ok)
+        return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda conv: neither the float16 NHWC nor the float32 path "
+                                                        "is available for a region Conv");
+    if (st->region && !st->v[V_NATIVE].ok) st->use = V_F16_NHWC;
     st->nd = nd;
     st->xrank = xrank;
     memcpy(st->xdims, xdims, sizeof(int64_t) * (size_t)xrank);
@@ -361,6 +401,7 @@ static netrun_status conv_setup(cuda_context *ctx, conv_state *st, int xrank, co
 
 static size_t variant_ws(const conv_state *st, int vi) {
     const conv_variant *v = &st->v[vi];
+    if (st->region) return vi == V_NATIVE ? st->x32_bytes + st->y32_bytes + v->algo_ws : v->algo_ws;
     return vi == V_NATIVE ? st->pad_bytes + v->algo_ws : st->x16_bytes + st->y16_bytes + v->algo_ws;
 }
 
@@ -381,6 +422,8 @@ static void conv_destroy(cuda_context *ctx, void *state) {
     if (st->w16) cudaFree(st->w16);
     if (st->w16_nhwc) cudaFree(st->w16_nhwc);
     if (st->b16) cudaFree(st->b16);
+    if (st->w32) cudaFree(st->w32);
+    if (st->b32) cudaFree(st->b32);
     if (st->zero_bias) cudaFree(st->zero_bias);
     cuda_host->free(st);
 }
@@ -446,6 +489,20 @@ static netrun_status conv_exec(cuda_context *ctx, void *arg) {
     const netrun_conv_params *p = &st->p;
     netrun_status s;
     int fused = 0;
+    if (st->region && io->vi == V_F16_NHWC) { /* float16 NHWC tensors straight into cuDNN */
+        s = cudnn_conv(ctx, st, v, io->x, st->w16_nhwc, io->bias, io->z, io->y, io->ws, &fused);
+        if (s != NETRUN_OK || fused) return s;
+        return cuda_f16_nsc_bias_act(ctx, io->y, io->bias, io->n * io->ys, io->m, &p->activation);
+    }
+    if (st->region) { /* float32 NCHW between conversions (chosen when it is faster for this shape) */
+        char *x32 = io->ws, *y32 = io->ws + st->x32_bytes, *aws = y32 + st->y32_bytes;
+        const void *b32 = io->bias ? st->b32 : NULL;
+        if ((s = cuda_f16_to_f32(ctx, io->x, x32, io->n, io->c, io->s, 1)) != NETRUN_OK) return s;
+        if (io->z && (s = cuda_f16_to_f32(ctx, io->z, y32, io->n, io->m, io->ys, 1)) != NETRUN_OK) return s;
+        if ((s = cudnn_conv(ctx, st, v, x32, st->w32, b32, io->z ? y32 : NULL, y32, aws, &fused)) != NETRUN_OK) return s;
+        if (!fused && (s = cuda_conv_bias_act(ctx, y32, b32, io->n, io->m, io->ys, &p->activation)) != NETRUN_OK) return s;
+        return cuda_f32_to_f16(ctx, y32, io->y, io->n, io->m, io->ys, 1);
+    }
     if (io->vi == V_NATIVE) {
         const void *x = io->x;
         if (st->prepad) {
@@ -521,6 +578,33 @@ static netrun_status upload_half(const float *src, int64_t m, int64_t c, int64_t
     return NETRUN_OK;
 }
 
+/* Upload float16 host data [m, c, s]: as float16 reordered to [m, s, c] (NHWC filter), or widened to
+ * float32 in the same order (the float32 path of a region Conv). */
+static netrun_status upload_from_half(const uint16_t *src, int64_t m, int64_t c, int64_t s, int to_f32, void **out) {
+    int64_t cnt;
+    if (m < 0 || c < 0 || s < 0 || __builtin_mul_overflow(m, c, &cnt) || __builtin_mul_overflow(cnt, s, &cnt) ||
+        cnt > INT64_MAX / 4)
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda conv: weights too large to convert");
+    size_t n = (size_t)cnt, es = to_f32 ? 4 : 2;
+    void *h = malloc(n ? n * es : es);
+    if (!h) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda conv: out of memory converting weights");
+    for (int64_t a = 0; a < m; a++)
+        for (int64_t b = 0; b < c; b++)
+            for (int64_t k = 0; k < s; k++) {
+                uint16_t v = src[(a * c + b) * s + k];
+                if (to_f32) ((float *)h)[(a * c + b) * s + k] = nr_half_to_float(v);
+                else ((uint16_t *)h)[(a * s + k) * c + b] = v;
+            }
+    cudaError_t e = cudaMalloc(out, n ? n * es : es);
+    if (e == cudaSuccess) e = cudaMemcpy(*out, h, n * es, cudaMemcpyHostToDevice);
+    free(h);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda conv: cannot upload converted weights: %s", cudaGetErrorString(e));
+    }
+    return NETRUN_OK;
+}
+
 double cuda_time_runs(cuda_context *ctx, netrun_status (*fn)(cuda_context *ctx, void *arg), void *arg, int warm,
                       int reps) {
     enum { MAXR = 16 };
@@ -586,7 +670,8 @@ static netrun_status choose_variant(cuda_context *ctx, conv_state *st, const net
         io.vi = vi;
         double ms = cuda_time_runs(ctx, conv_exec, &io, 2, 5);
         if (ms < 0) { /* this path fails here: never take it */
-            st->v[vi].ok = vi == V_NATIVE;
+            st->v[vi].ok = vi == V_NATIVE && !st->region;
+            cudaGetLastError();
             cuda_host->log(NETRUN_LOG_DEBUG, "cuda", "conv %s: %s path failed when timed", node->name, variant_name[vi]);
             continue;
         }
@@ -597,6 +682,18 @@ static netrun_status choose_variant(cuda_context *ctx, conv_state *st, const net
     cudaStreamSynchronize(ctx->stream);
     cudaFree(buf);
     cudaGetLastError();
+    if (st->region) { /* the values are float16 NHWC anyway: simply the faster of the two */
+        best = -1;
+        for (int vi = 0; vi < N_VARIANTS; vi++)
+            if (st->v[vi].ok && st->v[vi].ms > 0 && (best < 0 || st->v[vi].ms < st->v[best].ms)) best = vi;
+        if (best < 0)
+            return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda conv %s: no path of the float16 region Conv ran", node->name);
+        st->use = best;
+        cuda_host->log(NETRUN_LOG_INFO, "cuda", "conv %s (fp16 region): fp16 NHWC %.4f ms, fp32 with conversions %.4f ms -> %s",
+                       node->name, st->v[V_F16_NHWC].ok ? st->v[V_F16_NHWC].ms : -1.0,
+                       st->v[V_NATIVE].ok ? st->v[V_NATIVE].ms : -1.0, best == V_NATIVE ? "fp32" : "fp16 NHWC");
+        return NETRUN_OK;
+    }
     st->use = best;
     cuda_host->log(NETRUN_LOG_INFO, "cuda", "conv %s: fp32 %.4f ms, fp16 NCHW %.4f ms, fp16 NHWC %.4f ms -> %s",
                    node->name, st->v[0].ms, st->v[1].ok ? st->v[1].ms : -1.0, st->v[2].ok ? st->v[2].ms : -1.0,
@@ -608,6 +705,13 @@ static void describe(conv_state *st) {
     const conv_variant *v = &st->v[st->use];
     if (!st->ready) {
         snprintf(st->desc, sizeof st->desc, "cudnn (algorithm chosen at run time)");
+        return;
+    }
+    if (st->region) {
+        snprintf(st->desc, sizeof st->desc, "cudnn %s %s%s (fp16 region; timed nhwc %.3f / fp32+conv %.3f ms)",
+                 fwd_algo_name(v->algo), st->use == V_NATIVE ? "fp32 between NHWC<->NCHW conversions" : "fp16 NHWC",
+                 v->fuse ? " fused bias+act" : "", st->v[V_F16_NHWC].ok ? st->v[V_F16_NHWC].ms : -1.0,
+                 st->v[V_NATIVE].ok ? st->v[V_NATIVE].ms : -1.0);
         return;
     }
     int n = snprintf(st->desc, sizeof st->desc, "cudnn %s %s%s%s",
@@ -626,6 +730,7 @@ static netrun_status conv_create(cuda_context *ctx, const netrun_node_desc *node
     st->transpose = !strcmp(node->op_type, "ConvTranspose");
     st->dt = cuda_main_dtype(node);
     st->p = *(const netrun_conv_params *)node->params;
+    st->region = node->params_size >= sizeof st->p && st->p.src_nhwc && st->p.dst_nhwc;
     int bad = 0;
     for (int i = 0; i < N_VARIANTS; i++) {
         conv_variant *v = &st->v[i];
@@ -667,9 +772,19 @@ static netrun_status conv_create(cuda_context *ctx, const netrun_node_desc *node
                   (!has_bias || (bv->const_data && bv->const_nbytes == (size_t)m * 4));
         for (int d = 0; f16 && d < st->p.n_spatial; d++)
             if (st->p.pads_begin[d] != st->p.pads_end[d]) f16 = 0;
+        if (st->region) f16 = 0; /* float16 already: the region's own two paths (conv_setup) */
         netrun_status s = conv_setup(ctx, st, node->inputs[0].rank, node->inputs[0].dims, wv->dims,
                                      node->outputs[0].dims, cap, timed_search(ctx), f16);
-        if (s == NETRUN_OK && (st->act || f16)) { /* M zeros: the fused call's bias when the node has none */
+        if (s == NETRUN_OK && st->region) { /* supports() checked: W (and B) are float16 constants */
+            int64_t cg = wv->dims[1], ks = 1;
+            for (int i = 2; i < wv->rank; i++) ks *= wv->dims[i];
+            if (st->v[V_F16_NHWC].ok) s = upload_from_half(wv->const_data, wv->dims[0], cg, ks, 0, &st->w16_nhwc);
+            if (s == NETRUN_OK && st->v[V_NATIVE].ok) {
+                s = upload_from_half(wv->const_data, wv->dims[0], cg, ks, 1, &st->w32);
+                if (s == NETRUN_OK && has_bias) s = upload_from_half(bv->const_data, 1, 1, m, 1, &st->b32);
+            }
+        }
+        if (s == NETRUN_OK && (st->act || f16 || st->region)) { /* M zeros: the fused call's bias when the node has none */
             cudaError_t e = cudaMalloc(&st->zero_bias, (size_t)m * 4);
             if (e == cudaSuccess) e = cudaMemset(st->zero_bias, 0, (size_t)m * 4);
             if (e != cudaSuccess) s = cuda_fail(e, "conv zero bias");
@@ -682,6 +797,7 @@ static netrun_status conv_create(cuda_context *ctx, const netrun_node_desc *node
             if (s == NETRUN_OK && has_bias) s = upload_half(bv->const_data, 1, 1, m, 0, &st->b16);
             if (s == NETRUN_OK) s = choose_variant(ctx, st, node);
         }
+        if (s == NETRUN_OK && st->region && st->v[V_NATIVE].ok && st->v[V_F16_NHWC].ok) s = choose_variant(ctx, st, node);
         if (s != NETRUN_OK) {
             conv_destroy(ctx, st);
             return s;
@@ -713,6 +829,11 @@ static netrun_status conv_run(cuda_context *ctx, void *state, const netrun_kerne
         size_t cap = args->workspace_size > (size_t)256 << 20 ? args->workspace_size : (size_t)256 << 20;
         if (ctx->config.workspace_limit && cap > ctx->config.workspace_limit) cap = ctx->config.workspace_limit;
         if ((s = conv_setup(ctx, st, X->rank, X->dims, W->dims, Y->dims, cap, 0, 0)) != NETRUN_OK) return s;
+        if (st->region) { /* only the paths whose weights were uploaded at creation */
+            if (st->use == V_NATIVE && !st->w32) st->use = V_F16_NHWC;
+            if ((st->use == V_F16_NHWC && !st->w16_nhwc) || !st->v[st->use].ok)
+                return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda conv: region Conv shapes changed at run time");
+        }
         describe(st);
     }
     size_t need = variant_ws(st, st->use);
@@ -752,6 +873,37 @@ void cuda_op_describe(const cuda_op *op, void *state, char *buf, size_t size) {
     if (op->destroy == conv_destroy) snprintf(buf, size, "%s", ((conv_state *)state)->desc);
     else if (!strcmp(op->op_type, "Gemm") || !strcmp(op->op_type, "MatMul")) cuda_gemm_describe(state, buf, size);
 }
+
+/* ---- ReorderNHWC (com.netrun): the float16 region pass's border conversion, one kernel each way ---- */
+
+static int reorder_nhwc_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    const netrun_reorder_nhwc_params *p = node->params;
+    if (!p || node->params_size < sizeof *p || node->n_inputs != 1 || node->n_outputs != 1)
+        return cuda_refuse(reason, size, "ReorderNHWC needs its params, one input, one output");
+    netrun_dtype want = p->to_nhwc ? NETRUN_DTYPE_FLOAT : NETRUN_DTYPE_FLOAT16;
+    if (node->inputs[0].dtype != want || node->inputs[0].rank != 4)
+        return cuda_refuse(reason, size, "ReorderNHWC needs a 4-D %s input", p->to_nhwc ? "float32" : "float16");
+    return 1;
+}
+
+static netrun_status reorder_nhwc_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    const netrun_reorder_nhwc_params *p = args->params;
+    const netrun_tensor *X = &args->inputs[0];
+    netrun_tensor *Y = &args->outputs[0];
+    if (!p || X->rank != 4 || cuda_count(Y) != cuda_count(X) || X->data == Y->data)
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda ReorderNHWC: needs a 4-D X and a separate Y of its size");
+    int64_t hw = X->dims[2] * X->dims[3];
+    return p->to_nhwc ? cuda_f32_to_f16(ctx, X->data, Y->data, X->dims[0], X->dims[1], hw, 1)
+                      : cuda_f16_to_f32(ctx, X->data, Y->data, X->dims[0], X->dims[1], hw, 1);
+}
+
+const cuda_op cuda_ops_internal[] = {
+    {"ReorderNHWC", CUDA_FLOAT_DTYPES, "4-D float32 NCHW <-> float16 NHWC (internal: float16 region borders)",
+     reorder_nhwc_supports, NULL, reorder_nhwc_run, NULL},
+    {"GlobalAveragePoolNHWC", CUDA_DT(FLOAT16), "4-D float16 NHWC (internal: float16 regions)", NULL, NULL,
+     cuda_gap_nhwc_run, NULL},
+    {NULL, 0, NULL, NULL, NULL, NULL, NULL}};
 
 const cuda_op cuda_ops_conv[] = {
     {"Conv", CUDA_FLOAT_DTYPES,

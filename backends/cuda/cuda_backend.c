@@ -92,6 +92,11 @@ const char *cuda_dtype_name(netrun_dtype t) {
 static int default_domain(const char *d) { return !d || !*d || !strcmp(d, "ai.onnx"); }
 
 static const cuda_op *find_op(const char *domain, const char *op_type) {
+    if (domain && !strcmp(domain, "com.netrun")) { /* internal ops of the float16 region pass (conv.c) */
+        for (const cuda_op *o = cuda_ops_internal; o->op_type; o++)
+            if (!strcmp(o->op_type, op_type)) return o;
+        return NULL;
+    }
     if (!default_domain(domain)) return NULL;
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
         for (const cuda_op *o = families[f]; o->op_type; o++)
@@ -621,6 +626,8 @@ static size_t build_op_table(void) {
     return n;
 }
 
+int cuda_may_alias(const netrun_backend_config *config, const netrun_node_desc *node, int output, int input); /* inplace.c */
+
 static netrun_backend_api api = {
     .abi_version = NETRUN_ABI_VERSION,
     .struct_size = sizeof(netrun_backend_api),
@@ -648,6 +655,7 @@ static netrun_backend_api api = {
     .graph_launch = cuda_graph_launch,
     .graph_destroy = cuda_graph_destroy,
     .memory_info = cuda_memory_info,
+    .may_alias = cuda_may_alias,
 };
 
 NETRUN_BACKEND_EXPORT const netrun_backend_api *netrun_backend_entry(const netrun_host_api *host) {

@@ -231,6 +231,16 @@ void cuda_gemm_describe(void *state, char *buf, size_t size);
 /* IEEE half of a float, round to nearest even (host; for weights converted at kernel creation). */
 uint16_t cuda_half_bits(float f);
 
+/* ---- float16 NHWC regions (the graph pass in runtime/optimize.c; conv.c, pool.cu, precision.cu) ---- */
+
+/* Internal ops (domain com.netrun): ReorderNHWC, GlobalAveragePoolNHWC; find_op looks there for that domain. */
+extern const cuda_op cuda_ops_internal[];
+/* In place on float16 y [rows, c] (channels last): act(y + bias[c]) with bias float16 (may be NULL). */
+netrun_status cuda_f16_nsc_bias_act(cuda_context *ctx, void *y, const void *bias, int64_t rows, int64_t c,
+                                    const netrun_fused_activation *act);
+/* GlobalAveragePoolNHWC's run (pool.cu): float16 NHWC X -> float16 [N, C] Y, float32 sums. */
+netrun_status cuda_gap_nhwc_run(cuda_context *ctx, void *state, const netrun_kernel_args *args);
+
 #ifdef __cplusplus
 }
 #endif

@@ -127,6 +127,88 @@ static int pool2d_fits(const pool_geo &g, int64_t total) {
 
 static int pool_supports(const netrun_node_desc *node, char *reason, size_t size);
 
+/* ---- float16 NHWC (the CUDA region pass, params.nhwc): one thread per output element with the channel
+ * fastest, so a warp reads 32 neighbouring channels of one tap; same taps and divisors as pool2d_k ---- */
+__global__ void pool2d_nhwc_k(const __half *x, __half *y, int64_t total, int64_t c, pool2d_geo g) {
+    GRID_LOOP(i, total) {
+        int64_t ci = i % c, r = i / c;
+        int ox = (int)(r % g.ow.d);
+        r /= g.ow.d;
+        int oy = (int)(r % g.oh.d);
+        int64_t n = r / g.oh.d;
+        const __half *xp = x + n * g.ih * g.iw * c + ci;
+        int y0 = oy * g.sh - g.ph, x0 = ox * g.sw - g.pw;
+        float best = -INFINITY, sum = 0;
+        int cnt = 0;
+        for (int a = 0; a < g.kh; a++) {
+            int yy = y0 + a * g.dh;
+            if (yy < 0 || yy >= g.ih) continue;
+            for (int b = 0; b < g.kw; b++) {
+                int xx = x0 + b * g.dw;
+                if (xx < 0 || xx >= g.iw) continue;
+                float v = __half2float(xp[((int64_t)yy * g.iw + xx) * c]);
+                if (v != v) best = v; /* NaN wins */
+                else if (best == best && v > best) best = v;
+                sum += v;
+                cnt++;
+            }
+        }
+        float res;
+        if (g.is_max) res = cnt ? best : -INFINITY;
+        else {
+            int div = cnt;
+            if (g.include_pad) {
+                int ch = 0, cw = 0;
+                for (int a = 0; a < g.kh; a++) ch += y0 + a * g.dh < g.ih + g.peh;
+                for (int b = 0; b < g.kw; b++) cw += x0 + b * g.dw < g.iw + g.pew;
+                div = ch * cw;
+            }
+            res = div ? sum / (float)div : 0.0f;
+        }
+        y[i] = __float2half_rn(res);
+    }
+}
+
+/* GlobalAveragePoolNHWC: y[n, c] = mean over the plane of x[n, :, c]; a thread per (n, c), float32 sums; the
+ * threads of a warp read neighbouring channels. */
+__global__ void gap_nhwc_k(const __half *x, __half *y, int64_t total, int64_t c, int64_t hw) {
+    GRID_LOOP(i, total) {
+        int64_t ci = i % c, n = i / c;
+        const __half *xp = x + n * hw * c + ci;
+        float acc = 0;
+        for (int64_t q = 0; q < hw; q++) acc += __half2float(xp[q * c]);
+        y[i] = __float2half_rn(acc / (float)hw);
+    }
+}
+
+extern "C" netrun_status cuda_gap_nhwc_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    const netrun_tensor *X = &args->inputs[0];
+    netrun_tensor *Y = &args->outputs[0];
+    if (X->rank != 4 || X->dtype != NETRUN_DTYPE_FLOAT16 || cuda_count(Y) != X->dims[0] * X->dims[1])
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda GlobalAveragePoolNHWC: needs 4-D float16 X, [N,C,1,1] Y");
+    int64_t total = X->dims[0] * X->dims[1], hw = X->dims[2] * X->dims[3];
+    if (total == 0) return NETRUN_OK;
+    if (hw == 0) return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda GlobalAveragePoolNHWC: empty planes");
+    gap_nhwc_k<<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>((const __half *)X->data, (__half *)Y->data, total,
+                                                                    X->dims[1], hw);
+    return cuda_check_launch("GlobalAveragePoolNHWC");
+}
+
+static int is_nhwc(const netrun_node_desc *node) {
+    const netrun_pool_params *p = (const netrun_pool_params *)node->params;
+    return p && node->params_size >= sizeof *p && p->nhwc;
+}
+
+/* NHWC float16 pooling: 2-D, no Indices, geometry within pool2d_fits. */
+static int nhwc_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    const netrun_pool_params *p = (const netrun_pool_params *)node->params;
+    if (cuda_main_dtype(node) != NETRUN_DTYPE_FLOAT16 || p->n_spatial != 2 || node->inputs[0].rank != 4 ||
+        (node->n_outputs > 1 && node->outputs[1].name && *node->outputs[1].name))
+        return cuda_refuse(reason, size, "NHWC pooling needs float16, 2-D, no Indices");
+    return 1;
+}
+
 /* ---- general kernel: dims padded to 3 (leading 1s), as the CPU backend's pool loop. MaxPool: strictly
  * greater wins (the first maximum; NaN skipped) starting from the type's lowest value, padded taps ignored;
  * Indices are flat indices into X (storage_order 1: the spatial dims column major). LpPool: (sum |x|^p)^(1/p)
@@ -277,6 +359,7 @@ static int gen_supports(const netrun_node_desc *node, char *reason, size_t size)
 
 /* MaxPool: the fast float kernels unless Indices or another dtype ask for the general one. */
 static int maxpool_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    if (is_nhwc(node)) return nhwc_supports(node, reason, size);
     netrun_dtype t = cuda_main_dtype(node);
     if (has_indices(node) || (t != NETRUN_DTYPE_FLOAT && t != NETRUN_DTYPE_FLOAT16)) return gen_supports(node, reason, size);
     return pool_supports(node, reason, size);
@@ -293,6 +376,7 @@ static int pool_supports(const netrun_node_desc *node, char *reason, size_t size
     const netrun_pool_params *p = (const netrun_pool_params *)node->params;
     if (!strncmp(node->op_type, "Global", 6)) return 1;
     if (!p || p->n_spatial < 1 || p->n_spatial > 3) return cuda_refuse(reason, size, "1-3 spatial dims only");
+    if (is_nhwc(node)) return nhwc_supports(node, reason, size);
     if (node->n_outputs > 1 && node->outputs[1].name && *node->outputs[1].name)
         return cuda_refuse(reason, size, "MaxPool Indices output");
     return 1;
@@ -322,7 +406,11 @@ static netrun_status pool_run(cuda_context *ctx, void *state, const netrun_kerne
     }
     g.is_max = (intptr_t)state == 1;
     g.include_pad = p->count_include_pad;
-    if (pool2d_fits(g, total)) {
+    if (p->nhwc) { /* float16 channels last (the region pass): Y and X dims are the logical NCHW ones */
+        if (g.ns != 2 || X->dtype != NETRUN_DTYPE_FLOAT16 || !pool2d_fits(g, Y->dims[0] * Y->dims[2] * Y->dims[3]))
+            return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda pool: NHWC needs float16 2-D within 32-bit geometry");
+    }
+    if (pool2d_fits(g, total) || p->nhwc) {
         pool2d_geo q;
         memset(&q, 0, sizeof q);
         q.oh = make_fdiv((uint32_t)g.out[0]);
@@ -341,6 +429,11 @@ static netrun_status pool_run(cuda_context *ctx, void *state, const netrun_kerne
         q.pew = (int)g.pe[1];
         q.is_max = g.is_max;
         q.include_pad = g.include_pad;
+        if (p->nhwc) {
+            pool2d_nhwc_k<<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>((const __half *)X->data, (__half *)Y->data,
+                                                                               total, X->dims[1], q);
+            return cuda_check_launch("pool NHWC");
+        }
         unsigned b = cuda_blocks32(total, CUDA_THREADS);
         if (X->dtype == NETRUN_DTYPE_FLOAT)
             pool2d_k<float><<<b, CUDA_THREADS, 0, ctx->stream>>>((const float *)X->data, (float *)Y->data, (uint32_t)total, q);

@@ -144,3 +144,37 @@ extern "C" netrun_status cuda_f16_to_f32(cuda_context *ctx, const void *x, void 
         f16_to_f32_k<<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>((const __half *)x, (float *)y, total);
     return cuda_check_launch("float16 -> float32 conversion");
 }
+
+/* ---- float16 NHWC regions: the Conv epilogue on channels-last float16 data ---- */
+
+/* y[r, c] = act(y[r, c] + bias[c]) on half2 pairs (c even): 32-bit index math (the launcher checks). */
+__global__ void f16_nsc_bias_act2_k(__half2 *y, const __half2 *bias, uint32_t total2, fdiv32 c2, act_params act) {
+    uint32_t stride = blockDim.x * gridDim.x;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total2; i += stride) {
+        float2 v = __half22float2(y[i]);
+        if (bias) {
+            float2 b = __half22float2(bias[i - fdiv_q(c2, i) * c2.d]);
+            v.x += b.x;
+            v.y += b.y;
+        }
+        y[i] = __floats2half2_rn(apply_act(v.x, act), apply_act(v.y, act));
+    }
+}
+
+__global__ void f16_nsc_bias_act_k(__half *y, const __half *bias, int64_t total, int64_t c, act_params act) {
+    GRID_LOOP(i, total) y[i] = __float2half_rn(apply_act(__half2float(y[i]) + (bias ? __half2float(bias[i % c]) : 0.0f), act));
+}
+
+extern "C" netrun_status cuda_f16_nsc_bias_act(cuda_context *ctx, void *y, const void *bias, int64_t rows, int64_t c,
+                                               const netrun_fused_activation *act) {
+    int64_t total = rows * c;
+    if (total <= 0 || (!bias && (!act || act->kind == NETRUN_ACT_NONE))) return NETRUN_OK;
+    act_params a = make_act(act);
+    if (c % 2 == 0 && total / 2 <= INT32_MAX && ((uintptr_t)y & 3) == 0 && ((uintptr_t)bias & 3) == 0) {
+        int64_t t2 = total / 2;
+        f16_nsc_bias_act2_k<<<cuda_blocks(t2), CUDA_THREADS, 0, ctx->stream>>>((__half2 *)y, (const __half2 *)bias,
+                                                                              (uint32_t)t2, make_fdiv((uint32_t)(c / 2)), a);
+    } else
+        f16_nsc_bias_act_k<<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>((__half *)y, (const __half *)bias, total, c, a);
+    return cuda_check_launch("float16 NHWC bias + activation");
+}

@@ -40,6 +40,8 @@ static int conv_supports(const netrun_node_desc *node, char *reason, size_t size
                           node->op_type);
     if (!p) return ocl_refuse(reason, size, "no params");
     if (p->n_spatial < 1 || p->n_spatial > 3) return ocl_refuse(reason, size, "%d spatial dims", p->n_spatial);
+    if (p->src_blocked || p->dst_blocked || p->src_nhwc || p->dst_nhwc)
+        return ocl_refuse(reason, size, "blocked or NHWC activations (CPU/CUDA layout passes) not supported");
     for (int i = 0; i < node->n_inputs; i++)
         if (node->inputs[i].rank >= 0 && node->inputs[i].dtype != t) return ocl_refuse(reason, size, "mixed dtypes");
     if (node->n_inputs < 2 || node->inputs[1].rank != p->n_spatial + 2)

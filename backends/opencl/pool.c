@@ -34,6 +34,8 @@ static int pool_supports(const netrun_node_desc *node, char *reason, size_t size
     if (global) return node->inputs[0].rank >= 2 ? 1 : ocl_refuse(reason, size, "input rank below 2");
     const netrun_pool_params *p = node->params;
     if (!p || p->n_spatial < 1 || p->n_spatial > 3) return ocl_refuse(reason, size, "1-3 spatial dims only");
+    if (node->params_size >= sizeof *p && (p->blocked || p->nhwc))
+        return ocl_refuse(reason, size, "blocked or NHWC activations (CPU/CUDA layout passes) not supported");
     for (int d = 0; d < p->n_spatial; d++)
         if (p->kernel[d] < 1 || p->kernel[d] > 65536 || p->strides[d] < 1 || p->dilations[d] < 1 ||
             p->strides[d] > 65536 || p->dilations[d] > 65536 || p->pads_begin[d] < 0 || p->pads_end[d] < 0 ||

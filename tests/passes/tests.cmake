@@ -13,4 +13,8 @@ if(Python3_Interpreter_FOUND AND TARGET netrun)
   add_test(NAME passes.act_extremes
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_act_extremes.py --lib $<TARGET_FILE:netrun>)
   set_tests_properties(passes.act_extremes PROPERTIES TIMEOUT 300 ENVIRONMENT "${_passes_env}")
+  # the CUDA float16 NHWC region pass: CPU reference kernels of its internal ops always; the regions on a GPU
+  add_test(NAME passes.fp16_regions
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_fp16_regions.py --lib $<TARGET_FILE:netrun>)
+  set_tests_properties(passes.fp16_regions PROPERTIES TIMEOUT 300 ENVIRONMENT "${_passes_env}")
 endif()

@@ -85,8 +85,13 @@ def export(name, path, opset):
     return m
 
 
+# pseudo-precisions: fp16 with the float16 NHWC region pass turned off (conv.c's per-layer conversions only)
+PREC_ARGS = {"fp16-noregions": ["--precision", "fp16", "--set", "cuda.fp16_regions=0"]}
+
+
 def run_netrun(a, model, batch, prec, iters, warmup, extra=(), outdir=None):
-    cmd = [a.netrun, model, "--backend", "cuda", "--batch", str(batch), "--precision", prec, "--warmup", str(warmup),
+    pa = PREC_ARGS.get(prec, ["--precision", prec])
+    cmd = [a.netrun, model, "--backend", "cuda", "--batch", str(batch)] + pa + ["--warmup", str(warmup),
            "--iterations", str(iters), "--json", "-", "--seed", "1"] + list(extra)
     if outdir:
         cmd += ["--output-dir", outdir]
@@ -106,11 +111,14 @@ def run_netrun(a, model, batch, prec, iters, warmup, extra=(), outdir=None):
     if not fp16_nodes:
         fp16_nodes = sum(1 for line in p.stderr.splitlines() if "-> fp16" in line)
     cpu_nodes = sum(1 for n in nodes if n.get("backend") == "cpu")
+    region_convs = sum(1 for n in nodes if "fp16 region" in (n.get("kernel") or ""))
+    converts = sum(1 for n in nodes if n.get("op") == "ReorderNHWC")
     return {
         "median_ms": t["latency_ms"]["median"], "throughput": batch * 1e3 / t["latency_ms"]["median"],
         "cold_ms": (t.get("load_ms") or 0) + (t.get("prepare_ms") or 0) + (t.get("first_run_ms") or 0),
         "load_ms": t.get("load_ms"), "prepare_ms": t.get("prepare_ms"), "first_run_ms": t.get("first_run_ms"),
         "planned_mib": planned / 2**20, "device_peak_mib": (mem.get("device_peak_bytes") or 0) / 2**20, "gpu_peak_mib": mp.delta(), "fp16_nodes": fp16_nodes, "cpu_nodes": cpu_nodes,
+        "region_convs": region_convs, "converts": converts,
         "cmd": " ".join(cmd), "placement": placement,
     }
 
@@ -179,7 +187,8 @@ def main():
     ap.add_argument("--models", default="resnet50,mobilenet_v2,squeezenet1_1,efficientnet_b0")
     ap.add_argument("--batches", default="1,32")
     ap.add_argument("--big", type=int, default=256, help="extra ResNet-50 batch (0: none)")
-    ap.add_argument("--precisions", default="fp32,fp16")
+    ap.add_argument("--precisions", default="fp32,fp16",
+                    help="fp32, tf32, fp16; fp16-noregions = fp16 with --set cuda.fp16_regions=0 (no PyTorch run)")
     ap.add_argument("--tf32-models", default="resnet50", help="models also run with --precision tf32 (1 < b <= 32)")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--no-memcheck", action="store_true")
@@ -218,7 +227,7 @@ def main():
                 os.makedirs(od, exist_ok=True)
                 nr = run_netrun(a, path, b, prec, iters, warm, extra, outdir=od if b == 1 else None)
                 outs[prec] = od
-                tr = {} if a.no_torch else run_torch(m, b, prec, iters, warm)
+                tr = {} if a.no_torch or prec in PREC_ARGS else run_torch(m, b, prec, iters, warm)
                 r = {"model": name, "batch": b, "precision": prec, "netrun": nr, "torch": tr}
                 results.append(r)
                 print(json.dumps({k: v for k, v in r.items()}, default=str), flush=True)
@@ -234,8 +243,9 @@ def main():
                     fmt(tr.get("peak_mib"), "%.0f")))
                 if nr.get("cpu_nodes"):
                     notes.append(f"{name} b{b} {prec}: {nr['cpu_nodes']} nodes on the CPU")
-                if prec == "fp16":
-                    notes.append(f"{name} b{b} fp16: {nr['fp16_nodes']} heavy layers chose float16")
+                if prec.startswith("fp16"):
+                    notes.append(f"{name} b{b} {prec}: {nr['fp16_nodes']} heavy layers chose float16; float16 NHWC "
+                                 f"regions: {nr['region_convs']} Convs, {nr['converts']} ReorderNHWC conversions")
             if b == 1 and "fp32" in outs and "fp16" in outs:
                 for f, (e, top1) in rel_err(outs["fp32"], outs["fp16"]).items():
                     notes.append(f"{name} b1: netrun fp16 vs fp32 output {f}: max |diff| / max |fp32| = {e:.2e}, "

@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""The CUDA float16 NHWC region pass (runtime/optimize.c, pass (g)) and its internal ops.
+
+1. Always (CPU): the reference CPU kernels of the internal ops ReorderNHWC and GlobalAveragePoolNHWC
+   (domain com.netrun), through a model that uses them directly: float32 -> float16 NHWC -> float32 is the
+   float16 rounding of X, and the NHWC average pool is the float32 mean within float16 rounding.
+2. With a CUDA device (else that part is skipped; exit 77 when nothing could run at all): a small ResNet-like
+   model (stem Conv C=3, BN, ReLU, MaxPool with pads, residual block with the Add fused, AveragePool, 1x1 Conv
+   with SiLU, GlobalAveragePool, Flatten, Gemm, Softmax, plus an inner value as a graph output) under
+   --precision fp16: the region pass must have put ReorderNHWC conversions, NHWC Convs ("fp16 region" in the
+   kernel description), NHWC pools and GlobalAveragePoolNHWC on cuda; the outputs must match the CPU's float32
+   ones within the float16 tolerance below; cuda.fp16_regions=0 and fp32 must leave no ReorderNHWC node.
+
+Tolerance: max |cuda - cpu| <= 2e-2 * max(1, max |cpu|) per output (float16 has an 11-bit significand: a few
+1e-3 relative per layer, a few layers deep).
+
+    python3 tests/passes/test_fp16_regions.py --lib build/lib/libnetrun.so
+"""
+import argparse
+import ctypes as C
+import os
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "bench"))
+from netrun_ctypes import Netrun, NetrunError, Session  # noqa: E402
+
+RNG = np.random.default_rng(7)
+TOL = 2e-2
+PRECISION = {"fp32": 0, "tf32": 1, "fp16": 2}
+
+
+class PSession(Session):
+    """Session with a precision (netrun_options_set_precision; netrun_ctypes has no argument for it)."""
+
+    def __init__(self, nr, model_path, backends, options, precision):
+        lib = nr.lib
+        lib.netrun_options_set_precision.restype = C.c_int
+        lib.netrun_options_set_precision.argtypes = [C.c_void_p, C.c_int]
+        orig = lib.netrun_options_set_threads
+
+        def threads_and_precision(opts, t):
+            r = orig(opts, t)
+            return r if r else lib.netrun_options_set_precision(opts, PRECISION[precision])
+
+        lib.netrun_options_set_threads = threads_and_precision
+        try:
+            super().__init__(nr, model_path, backends, 2, options)
+        finally:
+            lib.netrun_options_set_threads = orig
+
+
+def w(*shape, scale=0.3):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+def save(m, tmp, name):
+    p = os.path.join(tmp, name)
+    onnx.save(m, p)
+    return p
+
+
+def internal_ops_model():
+    nodes = [
+        helper.make_node("ReorderNHWC", ["x"], ["xh"], domain="com.netrun", to_nhwc=1, name="to_h"),
+        helper.make_node("ReorderNHWC", ["xh"], ["back"], domain="com.netrun", to_nhwc=0, name="to_f"),
+        helper.make_node("GlobalAveragePoolNHWC", ["xh"], ["gh"], domain="com.netrun", name="gap"),
+        helper.make_node("ReorderNHWC", ["gh"], ["gap"], domain="com.netrun", to_nhwc=0, name="gap_f"),
+    ]
+    g = helper.make_graph(nodes, "nhwc_ops", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 3, 7])],
+                          [helper.make_tensor_value_info("back", TensorProto.FLOAT, [2, 5, 3, 7]),
+                           helper.make_tensor_value_info("gap", TensorProto.FLOAT, [2, 5, 1, 1])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.netrun", 1)])
+    m.ir_version = 8
+    return m
+
+
+def check_internal_ops(nr, tmp, backend):
+    path = save(internal_ops_model(), tmp, "nhwc_ops.onnx")
+    x = (RNG.standard_normal((2, 5, 3, 7)) * 3).astype(np.float32)
+    with nr.session(path, backends=backend, threads=2) as s:
+        back, gap = s.run({"x": x})
+        used = {n[1]: n[2] for n in s.nodes()}
+    want_back = x.astype(np.float16).astype(np.float32)
+    want_gap = x.astype(np.float16).astype(np.float32).mean(axis=(2, 3), keepdims=True)
+    ok = np.array_equal(back, want_back) and np.allclose(gap, want_gap, rtol=2e-3, atol=2e-3)
+    print(f"{'ok' if ok else 'FAIL'}  internal ops on {backend} ({used}): round trip max diff "
+          f"{np.abs(back - want_back).max():.3g}, gap max diff {np.abs(gap - want_gap).max():.3g}")
+    return ok
+
+
+class G:
+    def __init__(self):
+        self.nodes, self.inits = [], []
+
+    def c(self, name, arr):
+        self.inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        return name
+
+    def n(self, op, ins, out, **kw):
+        self.nodes.append(helper.make_node(op, ins, [out], name=out, **kw))
+        return out
+
+    def conv_bn(self, x, cin, cout, name, k=3, stride=1):
+        y = self.n("Conv", [x, self.c(name + ".w", w(cout, cin, k, k)), self.c(name + ".b", w(cout))], name,
+                   pads=[k // 2] * 4, strides=[stride, stride])
+        ins = [y, self.c(name + ".g", RNG.uniform(0.5, 1.5, cout).astype(np.float32)),
+               self.c(name + ".beta", w(cout)), self.c(name + ".mean", w(cout)),
+               self.c(name + ".var", RNG.uniform(0.5, 2.0, cout).astype(np.float32))]
+        return self.n("BatchNormalization", ins, name + ".bn", epsilon=1e-5)
+
+
+def region_model():
+    g = G()
+    y = g.n("Relu", [g.conv_bn("x", 3, 16, "stem", k=3, stride=2)], "stem.relu")
+    y = g.n("MaxPool", [y], "pool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    r = g.n("Relu", [g.conv_bn(y, 16, 16, "b1c1")], "b1c1.relu")
+    r = g.conv_bn(r, 16, 16, "b1c2")
+    y = g.n("Relu", [g.n("Add", [r, y], "b1.add")], "b1.relu")  # also a graph output
+    y = g.n("AveragePool", [y], "avg", kernel_shape=[2, 2], strides=[2, 2])
+    y = g.conv_bn(y, 16, 32, "c3", k=1)
+    y = g.n("Mul", [y, g.n("Sigmoid", [y], "c3.sig")], "c3.silu")
+    y = g.n("GlobalAveragePool", [y], "gap")
+    y = g.n("Flatten", [y], "flat", axis=1)
+    y = g.n("Gemm", [y, g.c("fc.w", w(10, 32)), g.c("fc.b", w(10))], "fc", transB=1)
+    g.n("Softmax", [y], "prob", axis=1)
+    graph = helper.make_graph(g.nodes, "fp16_regions", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 32, 32])],
+                              [helper.make_value_info(n, helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+                               for n in ("prob", "b1.relu", "fc")], g.inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+def check_regions(nr, tmp):
+    path = save(region_model(), tmp, "regions.onnx")
+    x = RNG.standard_normal((2, 3, 32, 32)).astype(np.float32)
+    with nr.session(path, backends="cpu", threads=2) as s:
+        ref = s.run({"x": x})
+    ok = True
+    for label, prec, opts, want_regions in [("fp16 regions", "fp16", {}, True),
+                                            ("fp16, cuda.fp16_regions=0", "fp16", {"cuda.fp16_regions": "0"}, False),
+                                            ("fp32", "fp32", {}, False)]:
+        with PSession(nr, path, "cuda,cpu", opts, prec) as s:
+            outs = s.run({"x": x})
+            nodes = s.nodes()
+        conv_k = [n[3] for n in nodes if n[1] == "Conv"]
+        reorders = [n for n in nodes if n[1] == "ReorderNHWC"]
+        diffs = [float(np.abs(o - r).max() / max(1.0, float(np.abs(r).max()))) for o, r in zip(outs, ref)]
+        good = all(d <= TOL for d in diffs) and all(o.dtype == np.float32 for o in outs)
+        if want_regions:
+            on_cuda = {n[1] for n in nodes if n[2] == "cuda"}
+            need = {"ReorderNHWC", "GlobalAveragePoolNHWC", "MaxPool", "AveragePool", "Conv"}
+            good = good and need <= on_cuda and reorders and all("fp16 region" in k for k in conv_k)
+        else:
+            good = good and not reorders
+        ok = ok and good
+        print(f"{'ok' if good else 'FAIL'}  {label}: relative max diffs {['%.2e' % d for d in diffs]} (tol {TOL}); "
+              f"{len(reorders)} ReorderNHWC; convs: {conv_k}")
+        if not good:
+            for n in nodes:
+                print("      ", n)
+    return ok
+
+
+def cuda_available(nr):
+    lib = nr.lib
+    lib.netrun_backend_count.restype = C.c_int
+
+    class Info(C.Structure):
+        _fields_ = [("name", C.c_char_p), ("path", C.c_char_p), ("available", C.c_int), ("reason", C.c_char_p),
+                    ("device_count", C.c_int), ("is_gpu", C.c_int)]
+
+    lib.netrun_backend_get_info.argtypes = [C.c_int, C.POINTER(Info)]
+    for i in range(lib.netrun_backend_count()):
+        info = Info()
+        if lib.netrun_backend_get_info(i, C.byref(info)) == 0 and info.name == b"cuda" and info.available:
+            return True
+    return False
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lib", required=True)
+    args = ap.parse_args()
+    nr = Netrun(args.lib)
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            ok = check_internal_ops(nr, tmp, "cpu") and ok
+            if cuda_available(nr):
+                ok = check_internal_ops(nr, tmp, "cuda") and ok
+                ok = check_regions(nr, tmp) and ok
+            else:
+                print("skip  region checks: no CUDA device (the CPU reference kernels were checked)")
+        except NetrunError as e:
+            print(f"FAIL  {e}")
+            ok = False
+    print("fp16 regions:", "passed" if ok else "FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
