@@ -180,6 +180,10 @@ typedef struct netrun_session_stats {
     int n_swish_fused;        /* Mul(x, Sigmoid(x)) pairs rewritten to one Swish node */
     int n_nchwc_convs;        /* CPU Convs reading or writing the blocked nChw16c layout (setting cpu.nchwc=0: none) */
     int n_nchwc_reorders;     /* layout reorders inserted at the edges of the blocked chains */
+    /* memory plan (option "memory.inplace" = "0" turns both off) */
+    int n_inplace;            /* outputs written over an input that dies at their node (same memory) */
+    int n_views;              /* values that are views of another's memory: Reshape-like outputs and Concat
+                               * inputs placed in their slice of the output; their nodes run no kernel */
 } netrun_session_stats;
 
 /* Description of a backend plugin found on this machine. */

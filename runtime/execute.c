@@ -134,6 +134,7 @@ static netrun_status run_kernel(netrun_session *s, nr_snode *sn) {
     nr_graph *g = s->model->ir->graph;
     const nr_node *nd = &g->nodes[sn->node];
     if (sn->slot == NR_SLOT_RUNTIME) return nr_run_control_flow(s, sn);
+    if (sn->view) return NETRUN_OK; /* a view (prepare.c, plan_aliases): its output already holds the bytes */
     nr_slot *sl = &s->slots[sn->slot];
     int dom = sl->domain;
     netrun_status st;

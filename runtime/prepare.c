@@ -628,6 +628,164 @@ static netrun_status build_steps(netrun_session *s) {
     return NETRUN_OK;
 }
 
+/* ---- memory aliases: in-place outputs and views (docs/design.md, "Memory plan") ----
+ * Values are immutable once written, so several values may share bytes as long as nothing writes over bytes
+ * that a live value still needs. The values sharing one arena item form an alias set: a root (whose item holds
+ * them all) and members at byte offsets in it; the set's lifetime is the union of its members'. Sets grow in
+ * step order only: a view attaches a fresh output (Reshape) or fresh singleton inputs (Concat), and an in-place
+ * write attaches a fresh output to the set of an input whose whole set dies at that node, so a root is never
+ * attached under another root and one lookup finds it. */
+
+static int default_onnx(const char *d) { return !d || !*d || !strcmp(d, "ai.onnx"); }
+
+static int is_reshape_like(const nr_node *nd) {
+    static const char *const ops[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", NULL};
+    if (!default_onnx(nd->domain)) return 0;
+    for (int i = 0; ops[i]; i++)
+        if (!strcmp(nd->op_type, ops[i])) return 1;
+    return 0;
+}
+
+static int set_root(const netrun_session *s, int v) { return s->values[v].alias_root >= 0 ? s->values[v].alias_root : v; }
+
+/* A value the planner puts in dom's arena and may share: produced there, static, not constant, not a graph input,
+ * not empty. */
+static int shareable(const netrun_session *s, int v, int dom) {
+    const nr_svalue *sv = &s->values[v];
+    return v >= 0 && !sv->is_const && !sv->dynamic && sv->graph_input < 0 && sv->home == dom &&
+           sv->place[dom].present && sv->nbytes > 0;
+}
+
+/* Not yet part of any set. */
+static int alone(const netrun_session *s, int v) { return s->values[v].alias_root < 0 && !s->values[v].alias_members; }
+
+static void attach(netrun_session *s, int v, int root, size_t off) {
+    nr_svalue *sv = &s->values[v], *rv = &s->values[root];
+    sv->alias_root = root;
+    sv->alias_off = off;
+    rv->alias_members++;
+    if (sv->set_first < rv->set_first) rv->set_first = sv->set_first;
+    if (sv->set_last > rv->set_last) rv->set_last = sv->set_last;
+}
+
+/* Concat on an axis with only 1s before it: input k is one contiguous byte range of the output, at the sum of
+ * the sizes of inputs < k (also in the CPU's nChw16c layout, which optimize.c (f) gives Concat only when every
+ * C is a multiple of 16). The inputs' producers then write straight into their slices. */
+static int try_concat_view(netrun_session *s, nr_snode *sn, int dom) {
+    const nr_node *nd = &s->model->ir->graph->nodes[sn->node];
+    const netrun_axis_params *p = sn->params;
+    if (!default_onnx(nd->domain) || strcmp(nd->op_type, "Concat") || nd->n_outputs != 1 || nd->n_inputs < 1 || !p ||
+        nd->layer->params_size < sizeof *p)
+        return 0;
+    int c = nd->outputs[0];
+    if (c < 0 || !shareable(s, c, dom) || !alone(s, c)) return 0;
+    const nr_svalue *cv = &s->values[c];
+    if (p->axis < 0 || p->axis >= cv->desc.rank) return 0;
+    for (int d = 0; d < p->axis; d++)
+        if (cv->desc.dims[d] != 1) return 0;
+    size_t off = 0;
+    for (int i = 0; i < nd->n_inputs; i++) {
+        int v = nd->inputs[i];
+        if (v < 0 || !shareable(s, v, dom) || !alone(s, v) || s->values[v].graph_output >= 0) return 0;
+        for (int j = 0; j < i; j++)
+            if (nd->inputs[j] == v) return 0;
+        const nr_svalue *iv = &s->values[v];
+        /* written by a kernel of its own (not a view, not control flow), at an aligned offset */
+        if (iv->producer < 0 || s->snodes[iv->producer].slot < 0 || s->snodes[iv->producer].view ||
+            s->snodes[iv->producer].dynamic || iv->desc.dtype != cv->desc.dtype || off % ALIGN)
+            return 0;
+        off += iv->nbytes;
+    }
+    if (off != cv->nbytes) return 0;
+    off = 0;
+    for (int i = 0; i < nd->n_inputs; i++) {
+        attach(s, nd->inputs[i], c, off);
+        off += s->values[nd->inputs[i]].nbytes;
+    }
+    s->stats.n_views += nd->n_inputs;
+    return 1;
+}
+
+/* Reshape / Flatten / Squeeze / Unsqueeze: the output has the input's bytes. */
+static int try_reshape_view(netrun_session *s, nr_snode *sn, int dom) {
+    const nr_node *nd = &s->model->ir->graph->nodes[sn->node];
+    if (!is_reshape_like(nd) || nd->n_inputs < 1 || nd->n_outputs != 1) return 0;
+    int x = nd->inputs[0], y = nd->outputs[0];
+    if (x < 0 || y < 0 || !shareable(s, x, dom) || !shareable(s, y, dom) || !alone(s, y)) return 0;
+    if (s->values[x].graph_output >= 0 || s->values[y].graph_output >= 0 || s->values[x].nbytes != s->values[y].nbytes)
+        return 0;
+    int r = set_root(s, x);
+    attach(s, y, r, x == r ? 0 : s->values[x].alias_off);
+    s->stats.n_views++;
+    return 1;
+}
+
+/* Outputs over inputs whose whole alias set dies at this node (step t), where the backend allows it. */
+static void try_inplace(netrun_session *s, nr_snode *sn, int dom, int t, const netrun_backend_config *cfg) {
+    nr_slot *sl = &s->slots[sn->slot];
+    if (!NR_API_HAS(sl->api, may_alias)) return;
+    const nr_node *nd = &s->model->ir->graph->nodes[sn->node];
+    int descs = 0;
+    int used[4], n_used = 0; /* sets this node already writes over */
+    for (int o = 0; o < nd->n_outputs && n_used < 4; o++) {
+        int y = nd->outputs[o];
+        if (y < 0 || !shareable(s, y, dom) || !alone(s, y)) continue;
+        for (int i = 0; i < nd->n_inputs; i++) {
+            int x = nd->inputs[i];
+            if (x < 0 || !shareable(s, x, dom) || s->values[x].graph_output >= 0 || s->values[x].nbytes != s->values[y].nbytes)
+                continue;
+            int r = set_root(s, x), ok = s->values[r].set_last == t;
+            for (int j = 0; j < nd->n_inputs && ok; j++) /* no other input reads the same set */
+                if (j != i && nd->inputs[j] >= 0 && !s->values[nd->inputs[j]].is_const && set_root(s, nd->inputs[j]) == r)
+                    ok = 0;
+            for (int u = 0; u < n_used && ok; u++) ok = used[u] != r;
+            if (!ok) continue;
+            if (!descs) {
+                nr_gather_descs(s, sn, 0);
+                for (int k = 0; k < nd->n_outputs; k++)
+                    if (nd->outputs[k] >= 0) sn->out_desc[k] = s->values[nd->outputs[k]].desc;
+                descs = 1;
+            }
+            netrun_node_desc desc = {.struct_size = sizeof desc, .name = nd->name, .op_type = nd->op_type,
+                                     .domain = nd->domain, .opset = nd->opset, .params = sn->params,
+                                     .params_size = nd->layer->params_size, .n_inputs = nd->n_inputs,
+                                     .inputs = sn->in_desc, .n_outputs = nd->n_outputs, .outputs = sn->out_desc};
+            if (sl->api->may_alias(cfg, &desc, o, i) != 1) continue;
+            attach(s, y, r, x == r ? 0 : s->values[x].alias_off);
+            used[n_used++] = r;
+            sn->inplace = 1;
+            s->stats.n_inplace++;
+            break;
+        }
+    }
+}
+
+static netrun_status plan_aliases(netrun_session *s) {
+    nr_graph *g = s->model->ir->graph;
+    for (int v = 0; v < g->n_values; v++) {
+        nr_svalue *sv = &s->values[v];
+        sv->alias_root = -1;
+        sv->alias_off = 0;
+        sv->alias_members = 0;
+        sv->set_first = sv->place[sv->home].first;
+        sv->set_last = sv->place[sv->home].last;
+    }
+    const char *opt = nr_options_get(&s->opts, "memory.inplace");
+    if (opt && strcmp(opt, "0") && strcmp(opt, "1"))
+        return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "memory.inplace: '%s' is not 0 or 1", opt);
+    if ((opt && !strcmp(opt, "0")) || s->keep_values) return NETRUN_OK; /* keep_values: every value stays readable */
+    netrun_backend_config cfg = make_config(s);
+    for (int t = 0; t < s->n_steps; t++) {
+        if (s->steps[t].kind != NR_STEP_KERNEL) continue;
+        nr_snode *sn = &s->snodes[s->steps[t].snode];
+        if (sn->slot < 0 || sn->dynamic) continue;
+        int dom = s->slots[sn->slot].domain;
+        if (try_reshape_view(s, sn, dom) || try_concat_view(s, sn, dom)) sn->view = 1;
+        else try_inplace(s, sn, dom, t, &cfg);
+    }
+    return NETRUN_OK;
+}
+
 /* ---- memory plan: greedy by size into one arena per domain (as TFLite and ORT do) ---- */
 
 typedef struct plan_item {
@@ -653,8 +811,10 @@ static netrun_status plan_domain(netrun_session *s, int dom, size_t *arena_size)
         if (!p->present || sv->is_const || sv->dynamic) continue;
         if (dom == NR_HOST_DOMAIN && sv->graph_input >= 0) continue; /* lives in the input buffer */
         p->in_arena = 1;
-        items[n++] = (plan_item){.value = v, .size = align_up(sv->nbytes ? sv->nbytes : 1), .first = p->first,
-                                 .last = p->last};
+        if (sv->alias_root >= 0 && dom == sv->home) continue; /* in its root's item, placed below */
+        int set = sv->alias_members && dom == sv->home;
+        items[n++] = (plan_item){.value = v, .size = align_up(sv->nbytes ? sv->nbytes : 1),
+                                 .first = set ? sv->set_first : p->first, .last = set ? sv->set_last : p->last};
     }
     qsort(items, (size_t)n, sizeof *items, by_size_desc);
     size_t total = 0;
@@ -673,6 +833,11 @@ static netrun_status plan_domain(netrun_session *s, int dom, size_t *arena_size)
         items[i].offset = offset;
         s->values[items[i].value].place[dom].offset = offset;
         if (offset + items[i].size > total) total = offset + items[i].size;
+    }
+    for (int v = 0; v < g->n_values; v++) {
+        nr_svalue *sv = &s->values[v];
+        if (sv->alias_root >= 0 && dom == sv->home && sv->place[dom].in_arena)
+            sv->place[dom].offset = s->values[sv->alias_root].place[dom].offset + sv->alias_off;
     }
     nr_free(items);
     *arena_size = total;
@@ -773,6 +938,10 @@ static netrun_status create_kernels(netrun_session *s) {
     for (int k = 0; k < s->n_snodes; k++) {
         nr_snode *sn = &s->snodes[k];
         if (sn->slot < 0) continue;
+        if (sn->view) { /* its outputs are its inputs' bytes (plan_aliases): nothing to build or run */
+            snprintf(sn->kernel_name, sizeof sn->kernel_name, "view: no copy");
+            continue;
+        }
         const nr_node *nd = &g->nodes[sn->node];
         nr_slot *sl = &s->slots[sn->slot];
         nr_gather_descs(s, sn, 0);
@@ -797,6 +966,10 @@ static netrun_status create_kernels(netrun_session *s) {
             sl->api->kernel_describe(sl->ctx, sn->kernel, sn->kernel_name, sizeof sn->kernel_name) != NETRUN_OK)
             sn->kernel_name[0] = 0;
         sn->kernel_name[sizeof sn->kernel_name - 1] = 0;
+        if (sn->inplace) {
+            size_t l = strlen(sn->kernel_name);
+            snprintf(sn->kernel_name + l, sizeof sn->kernel_name - l, "%sin place", l ? "; " : "");
+        }
     }
     /* one shared workspace per device, sized by the largest need */
     for (int dom = 0; dom < s->n_domains; dom++) {
@@ -880,6 +1053,7 @@ static netrun_status prepare_once(netrun_session *s) {
         s->stats.n_nchwc_reorders = oc.nchwc_reorders;
     }
     if (st == NETRUN_OK) st = build_steps(s);
+    if (st == NETRUN_OK) st = plan_aliases(s);
     for (int dom = 0; st == NETRUN_OK && dom < s->n_domains; dom++) {
         size_t size = 0;
         st = plan_domain(s, dom, &size);

@@ -67,6 +67,13 @@ typedef struct nr_svalue {
     nr_place place[NR_MAX_DOMAINS];
     void *host_copy;               /* run-time host copy for dynamic inference (owned) */
     size_t host_copy_size;
+    /* memory plan (prepare.c, plan_aliases): a value sharing another's memory in its home domain. alias_root is
+     * the value whose arena item holds it (-1: itself), alias_off its byte offset in that item; a root counts its
+     * members and keeps the union of their lifetimes. */
+    int alias_root;
+    size_t alias_off;
+    int alias_members;
+    int set_first, set_last;
 } nr_svalue;
 
 typedef struct nr_snode {
@@ -84,6 +91,8 @@ typedef struct nr_snode {
     netrun_tensor *out_t;
     void *cf;                      /* control flow: its sub-sessions */
     char kernel_name[96];          /* what the backend says it chose (kernel_describe) */
+    int view;                      /* its outputs are views of its inputs' memory: no kernel, nothing runs */
+    int inplace;                   /* outputs written over inputs (reported in kernel_name) */
 } nr_snode;
 
 typedef struct nr_prof_event {

@@ -844,6 +844,34 @@ static size_t build_op_table(void) {
     return n;
 }
 
+/* Plugin ABI 1.5: outputs that may share an input's bytes. Only elementwise.c's ew_unary and ew_binary kernels
+ * (one launch; each work item reads x[i] / a[i], b[i] and then writes y[i]; Clip's bounds are scalars); the
+ * rest (variadic ops, Conv's fused sum, ...) has not been checked and says no. */
+static int ocl_same_shape(const netrun_value_desc *a, const netrun_value_desc *b) {
+    if (a->rank < 0 || a->rank != b->rank || a->dtype != b->dtype) return 0;
+    for (int d = 0; d < a->rank; d++)
+        if (a->dims[d] < 0 || a->dims[d] != b->dims[d]) return 0;
+    return 1;
+}
+
+static int ocl_may_alias(const netrun_backend_config *config, const netrun_node_desc *node, int output, int input) {
+    static const char *const unary[] = {
+        "Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Erf", "Exp", "Log", "Sqrt", "Neg",
+        "Abs", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan",
+        "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Elu", "Selu", "Celu", "Softplus", "Softsign",
+        "ThresholdedRelu", "Gelu", "Mish", "Shrink", "Swish", "Clip", NULL};
+    static const char *const binary[] = {"Add", "Sub", "Mul", "Div", NULL};
+    (void)config;
+    if (!node || output != 0 || input < 0 || input >= node->n_inputs || node->n_outputs < 1) return 0;
+    if (node->domain && *node->domain && strcmp(node->domain, "ai.onnx")) return 0;
+    if (!ocl_same_shape(&node->inputs[input], &node->outputs[0])) return 0;
+    for (int i = 0; unary[i]; i++)
+        if (!strcmp(node->op_type, unary[i])) return input == 0;
+    for (int i = 0; binary[i]; i++)
+        if (!strcmp(node->op_type, binary[i])) return node->n_inputs == 2;
+    return 0;
+}
+
 static netrun_backend_api api = {
     .abi_version = NETRUN_ABI_VERSION,
     .struct_size = sizeof(netrun_backend_api),
@@ -866,6 +894,7 @@ static netrun_backend_api api = {
     .kernel_destroy = ocl_kernel_destroy,
     .synchronize = ocl_synchronize,
     .kernel_describe = ocl_kernel_describe,
+    .may_alias = ocl_may_alias,
 };
 
 NETRUN_BACKEND_EXPORT const netrun_backend_api *netrun_backend_entry(const netrun_host_api *host) {
