@@ -340,6 +340,10 @@ static int conv_supports(const netrun_node_desc *node, char *reason, size_t size
         snprintf(reason, size, "float16 NHWC Conv (CUDA float16 region pass) not supported by the CPU backend");
         return 0;
     }
+    if (p->src_nhwc || p->dst_nhwc) { /* float16 channels-last: the CUDA region pass's layout only */
+        snprintf(reason, size, "float16 NHWC Conv (CUDA float16 region pass) not supported by the CPU backend");
+        return 0;
+    }
     if (p->src_blocked || p->dst_blocked) { /* nChw16c activations: oneDNN only (conv_dnnl.c) */
         const netrun_value_desc *x = &node->inputs[0], *y = node->n_outputs > 0 ? &node->outputs[0] : NULL;
         int dw = p->group > 1 && p->group == x->dims[1] && y && p->group == y->dims[1];

@@ -330,6 +330,20 @@ static int maxpool_supports(const netrun_node_desc *node, char *reason, size_t s
         snprintf(reason, size, "nChw16c MaxPool needs float32, 2-D, C a multiple of 16, no Indices");
         return 0;
     }
+    if (p && node->params_size >= sizeof *p && p->nhwc) {
+        snprintf(reason, size, "float16 NHWC pooling (CUDA float16 region pass) not supported by the CPU backend");
+        return 0;
+    }
+    return 1;
+}
+
+/* AveragePool: the CUDA region pass's float16 NHWC layout is not read here. */
+static int avgpool_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    const netrun_pool_params *p = node->params;
+    if (p && node->params_size >= sizeof *p && p->nhwc) {
+        snprintf(reason, size, "float16 NHWC pooling (CUDA float16 region pass) not supported by the CPU backend");
+        return 0;
+    }
     return 1;
 }
 
@@ -388,7 +402,7 @@ static netrun_status gmax_run(cpu_context *ctx, void *state, const netrun_kernel
 const cpu_op cpu_ops_pool[] = {
     {"MaxPool", "", MAXPOOL_DTYPES, "1-3 spatial dims; dilations, ceil_mode, Indices (storage_order)", maxpool_supports, NULL,
      maxpool_run, NULL},
-    {"AveragePool", "", FLOAT_DTYPES, "1-3 spatial dims; dilations, ceil_mode, count_include_pad", NULL, NULL,
+    {"AveragePool", "", FLOAT_DTYPES, "1-3 spatial dims; dilations, ceil_mode, count_include_pad", avgpool_supports, NULL,
      avgpool_run, NULL},
     {"LpPool", "", FLOAT_DTYPES, "1-3 spatial dims; dilations, ceil_mode", NULL, NULL, lppool_run, NULL},
     {"GlobalAveragePool", "", FLOAT_DTYPES, "", NULL, NULL, gavg_run, NULL},
