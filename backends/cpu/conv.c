@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdio.h>
 
+#include "conv1x1_blk.h"
 #include "conv_depthwise.h"
 #include "conv_dnnl.h"
 #include "gemm_util.h"
@@ -112,6 +113,7 @@ static void make_plan(const conv_geom *g, const netrun_conv_params *p, int trans
 typedef struct conv_state {
     float *w; /* float copy of a constant float16 W, or NULL */
     cpu_dnnl_conv *dnnl; /* oneDNN primitive for the create-time dims, or NULL */
+    cpu_c1x1 *c1;        /* 1x1 plain X -> nChw16c Y kernel (conv1x1_blk.c), or NULL */
     int rank, has_bias;
     int64_t xd[NETRUN_MAX_RANK], yd[NETRUN_MAX_RANK];
 } conv_state;
@@ -340,10 +342,6 @@ static int conv_supports(const netrun_node_desc *node, char *reason, size_t size
         snprintf(reason, size, "float16 NHWC Conv (CUDA float16 region pass) not supported by the CPU backend");
         return 0;
     }
-    if (p->src_nhwc || p->dst_nhwc) { /* float16 channels-last: the CUDA region pass's layout only */
-        snprintf(reason, size, "float16 NHWC Conv (CUDA float16 region pass) not supported by the CPU backend");
-        return 0;
-    }
     if (p->src_blocked || p->dst_blocked) { /* nChw16c activations: oneDNN only (conv_dnnl.c) */
         const netrun_value_desc *x = &node->inputs[0], *y = node->n_outputs > 0 ? &node->outputs[0] : NULL;
         int dw = p->group > 1 && p->group == x->dims[1] && y && p->group == y->dims[1];
@@ -398,6 +396,13 @@ static int want_dnnl(int threads, const netrun_node_desc *node, const conv_geom 
 
 
 
+/* 1x1 convs from a plain X whose channel count is no multiple of 16 into nChw16c Y (MobileNetV2's 24 -> 144):
+ * conv1x1_blk.c instead of oneDNN, which pads X to 32 channels and reorders it inside the node. */
+static int want_c1x1(cpu_context *ctx, const netrun_conv_params *p, const conv_geom *g, int transpose) {
+    return !transpose && p->dst_blocked && !p->src_blocked && p->n_spatial == 2 && g->g == 1 && g->c % 16 &&
+           g->c <= 512 && g->m % 16 == 0 && is_pointwise(g, p) && cpu_c1x1_available(ctx);
+}
+
 static int node_has_bias(const netrun_node_desc *node) {
     const netrun_conv_params *p = node->params;
     return p->has_bias && node->n_inputs > 2 && node->inputs[2].rank >= 0;
@@ -431,6 +436,20 @@ static netrun_status create_common(cpu_context *ctx, const netrun_node_desc *nod
     conv_geom g;
     if (node->n_outputs > 0 && dims_known(&node->inputs[0]) && dims_known(&node->outputs[0]) && dims_known(w) &&
         make_geom(p, node->inputs[0].dims, node->outputs[0].dims, w->dims[1], transpose, &g)) {
+        if (s && want_c1x1(ctx, p, &g, transpose)) {
+            netrun_status rc = cpu_c1x1_create(g.c, g.m, s->w ? s->w : w->const_data, &p->activation, &s->c1);
+            if (rc != NETRUN_OK) {
+                gu_free(s->w);
+                cpu_free(s);
+                *state = NULL;
+                return rc;
+            }
+            s->has_bias = node_has_bias(node);
+            s->rank = node->inputs[0].rank;
+            memcpy(s->xd, node->inputs[0].dims, sizeof s->xd);
+            memcpy(s->yd, node->outputs[0].dims, sizeof s->yd);
+            return NETRUN_OK;
+        }
         if (s && (p->src_blocked || p->dst_blocked || want_dnnl(ctx->threads, node, &g, transpose))) {
             size_t need = 0;
             netrun_status rc = cpu_dnnl_conv_create(ctx, p, node->inputs[0].dims, w->dims, node->outputs[0].dims,
@@ -479,6 +498,7 @@ static void conv_destroy(void *state) {
     conv_state *s = state;
     if (!s) return;
     cpu_dnnl_conv_destroy(s->dnnl);
+    cpu_c1x1_destroy(s->c1);
     gu_free(s->w);
     cpu_free(s);
 }
@@ -524,7 +544,11 @@ static netrun_status run_common(cpu_context *ctx, void *state, const netrun_kern
         rc = cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: out of memory staging float16 tensors", op);
         goto done;
     }
-    if (st && st->dnnl && !transpose && X->rank == st->rank && (B != NULL) == st->has_bias &&
+    if (st && st->c1 && X->rank == st->rank && (B != NULL) == st->has_bias &&
+        !memcmp(X->dims, st->xd, (size_t)X->rank * sizeof X->dims[0]) &&
+        !memcmp(Y->dims, st->yd, (size_t)Y->rank * sizeof Y->dims[0])) {
+        rc = cpu_c1x1_run(ctx, st->c1, j.x, j.b, j.z, j.y, g.n, g.out_size);
+    } else if (st && st->dnnl && !transpose && X->rank == st->rank && (B != NULL) == st->has_bias &&
         !memcmp(X->dims, st->xd, (size_t)X->rank * sizeof X->dims[0]) &&
         !memcmp(Y->dims, st->yd, (size_t)Y->rank * sizeof Y->dims[0])) {
         rc = cpu_dnnl_conv_run(ctx, st->dnnl, j.x, j.b, j.z, j.y, args->workspace, args->workspace_size);
@@ -600,6 +624,7 @@ static void conv_describe_state(const void *state, char *buf, size_t size) {
     const conv_state *s = state;
     size_t n = strlen(buf);
     if (s->dnnl && strstr(cpu_dnnl_conv_impl(s->dnnl), "wino") && n < size) snprintf(buf + n, size - n, ", Winograd");
+    if (s->c1) snprintf(buf, size, "1x1 avx512 (nChw16c out)");
 }
 static void convt_describe(const netrun_node_desc *n, char *b, size_t s) { describe_common(n, b, s, 1); }
 

@@ -317,6 +317,64 @@ static void maxpool_blk_range(void *arg, int64_t b, int64_t e) {
     }
 }
 
+/* The same with AVX-512 (one zmm per pixel of a channel block): the window's valid rows are found once per
+ * output row, and the columns whose window lies inside the input run without bounds checks. max_ps(v, acc)
+ * keeps acc when v is NaN, as the loop above. SqueezeNet's 64x111x111 3x3/2 ceil_mode pool at 2 threads:
+ * see docs/design.md (CPU). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define POOL_AVX512 1
+__attribute__((target("avx512f"))) static void maxpool_blk_range512(void *arg, int64_t b, int64_t e) {
+    const pool_job *j = arg;
+    const int64_t ih = j->in[1], iw = j->in[2], oh = j->out[1], ow = j->out[2];
+    const int64_t kh = j->k[1], kw = j->k[2], sh = j->s[1], sw = j->s[2], dh = j->d[1], dw = j->d[2];
+    const int64_t ph = j->pb[1], pw = j->pb[2];
+    /* columns [lo, hi) have every tap inside the row */
+    int64_t lo = pw > 0 ? (pw + sw - 1) / sw : 0, hi = 0, last = iw - 1 - (kw - 1) * dw + pw;
+    if (last >= 0) hi = last / sw + 1;
+    if (hi > ow) hi = ow;
+    if (lo > hi) lo = hi;
+    for (int64_t t = b; t < e; t++) {
+        int64_t blk = t / oh, oy = t % oh;
+        const float *x = (const float *)j->x + blk * ih * iw * 16;
+        float *y = (float *)j->y + (blk * oh + oy) * ow * 16;
+        int64_t y0 = oy * sh - ph, ky0 = 0, ky1 = kh; /* taps ky0 .. ky1-1 lie inside the input */
+        while (ky0 < kh && y0 + ky0 * dh < 0) ky0++;
+        while (ky1 > ky0 && y0 + (ky1 - 1) * dh >= ih) ky1--;
+        for (int64_t ox = 0; ox < ow; ox++) {
+            __m512 acc = _mm512_set1_ps(-INFINITY);
+            int64_t x0 = ox * sw - pw;
+            if (ox >= lo && ox < hi) {
+                for (int64_t ky = ky0; ky < ky1; ky++) {
+                    const float *px = x + ((y0 + ky * dh) * iw + x0) * 16;
+                    for (int64_t kx = 0; kx < kw; kx++) acc = _mm512_max_ps(_mm512_loadu_ps(px + kx * dw * 16), acc);
+                }
+            } else {
+                for (int64_t ky = ky0; ky < ky1; ky++) {
+                    const float *px = x + (y0 + ky * dh) * iw * 16;
+                    for (int64_t kx = 0; kx < kw; kx++) {
+                        int64_t ix = x0 + kx * dw;
+                        if (ix >= 0 && ix < iw) acc = _mm512_max_ps(_mm512_loadu_ps(px + ix * 16), acc);
+                    }
+                }
+            }
+            _mm512_storeu_ps(y + ox * 16, acc);
+        }
+    }
+}
+#endif
+
+/* cpu.pool_avx512=0 (tests, A/B): the portable loop above even where AVX-512 runs */
+static int pool_use_avx512(cpu_context *ctx) {
+#ifdef POOL_AVX512
+    const char *v = cpu_option(ctx, "cpu.pool_avx512");
+    return cpu_has_avx512f() && !(v && !strcmp(v, "0"));
+#else
+    (void)ctx;
+    return 0;
+#endif
+}
+
 static int maxpool_supports(const netrun_node_desc *node, char *reason, size_t size) {
     const netrun_pool_params *p = node->params;
     netrun_dtype t = node->n_inputs > 0 ? node->inputs[0].dtype : NETRUN_DTYPE_UNDEFINED;
@@ -362,7 +420,11 @@ static netrun_status maxpool_run(cpu_context *ctx, void *state, const netrun_ker
     j.y = Y->data;
     int64_t rows = X->dims[0] * (X->dims[1] / 16) * j.out[1];
     int64_t work = j.out[2] * j.k[1] * j.k[2] * 16;
-    if (rows > 0 && j.out[2] > 0) cpu_parallel_for(ctx, rows, work >= 4096 ? 1 : 4096 / (work > 0 ? work : 1) + 1, maxpool_blk_range, &j);
+    cpu_range_fn fn = maxpool_blk_range;
+#ifdef POOL_AVX512
+    if (pool_use_avx512(ctx)) fn = maxpool_blk_range512;
+#endif
+    if (rows > 0 && j.out[2] > 0) cpu_parallel_for(ctx, rows, work >= 4096 ? 1 : 4096 / (work > 0 ? work : 1) + 1, fn, &j);
     return NETRUN_OK;
 }
 static netrun_status avgpool_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {

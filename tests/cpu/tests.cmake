@@ -16,3 +16,8 @@ if(Python3_Interpreter_FOUND AND TARGET netrun)
   endif()
   set_tests_properties(cpu.winograd PROPERTIES TIMEOUT 300 ENVIRONMENT "${_wino_env}")
 endif()
+# the CPU's own nChw16c kernels (blocked MaxPool, 1x1 plain -> nChw16c) against onnxruntime, AVX-512 paths on/off
+if(Python3_Interpreter_FOUND AND TARGET netrun)
+  add_test(NAME cpu.blocked_kernels COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_blocked_kernels.py --lib $<TARGET_FILE:netrun>)
+  set_tests_properties(cpu.blocked_kernels PROPERTIES TIMEOUT 300 ENVIRONMENT "${_wino_env}")
+endif()

@@ -1,0 +1,157 @@
+/* 1x1 conv, plain NCHW X -> nChw16c Y (see conv1x1_blk.h). Register tile: 2 blocks of 16 output channels x
+ * 12 pixels = 24 zmm accumulators; per input channel 2 weight vectors and 12 broadcasts of X (consecutive
+ * floats of one X row) feed 24 FMAs. W is packed [M/16][C][16] once. Work: (image, chunk of pixels) tasks;
+ * within a chunk every output block reuses the chunk of X from L1/L2. */
+#include "conv1x1_blk.h"
+
+#include <stdio.h>
+
+#include "gemm_util.h"
+
+struct cpu_c1x1 {
+    int64_t c, m;
+    netrun_fused_activation act;
+    float *wp; /* [m/16][c][16] */
+};
+
+#define C1_P 12      /* pixels per tile */
+#define C1_CHUNK 192 /* pixels per task (a multiple of C1_P) */
+
+void cpu_c1x1_destroy(cpu_c1x1 *s) {
+    if (!s) return;
+    cpu_free(s->wp);
+    cpu_free(s);
+}
+
+netrun_status cpu_c1x1_create(int64_t c, int64_t m, const float *w, const netrun_fused_activation *act,
+                              cpu_c1x1 **out) {
+    *out = NULL;
+    if (c < 1 || m < 16 || m % 16 || c > ((int64_t)1 << 24) / m)
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "Conv 1x1 (nChw16c out): C %lld, M %lld unsupported",
+                               (long long)c, (long long)m);
+    cpu_c1x1 *s = cpu_alloc(sizeof *s);
+    if (!s) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "Conv 1x1 (nChw16c out): out of memory");
+    memset(s, 0, sizeof *s);
+    s->c = c;
+    s->m = m;
+    s->act = *act;
+    s->wp = cpu_alloc((size_t)(c * m) * sizeof(float));
+    if (!s->wp) {
+        cpu_free(s);
+        return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "Conv 1x1 (nChw16c out): out of memory packing W");
+    }
+    for (int64_t ob = 0; ob < m / 16; ob++)
+        for (int64_t ci = 0; ci < c; ci++)
+            for (int l = 0; l < 16; l++) s->wp[(ob * c + ci) * 16 + l] = w[(ob * 16 + l) * c + ci];
+    *out = s;
+    return NETRUN_OK;
+}
+
+typedef struct c1_job {
+    const cpu_c1x1 *s;
+    const float *x, *b, *z;
+    float *y;
+    int64_t hw, chunks;
+} c1_job;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define C1_AVX512 1
+
+/* One tile: NB (1 or 2) output blocks from ob, P (<= C1_P) pixels from p0 of image x / y. */
+__attribute__((target("avx512f,fma"), always_inline)) static inline void
+c1_tile(const c1_job *j, const float *x, float *y, const float *z, int64_t ob, int64_t p0, const int P, const int NB) {
+    const cpu_c1x1 *s = j->s;
+    const int64_t c = s->c, hw = j->hw;
+    __m512 acc[2][C1_P];
+#pragma GCC unroll 2
+    for (int b = 0; b < NB; b++)
+#pragma GCC unroll 12
+        for (int p = 0; p < P; p++) acc[b][p] = _mm512_setzero_ps();
+    const float *w0 = s->wp + ob * c * 16, *xr = x + p0;
+    for (int64_t ci = 0; ci < c; ci++, xr += hw) {
+        __m512 wv0 = _mm512_load_ps(w0 + ci * 16), wv1 = wv0;
+        if (NB > 1) wv1 = _mm512_load_ps(w0 + (c + ci) * 16);
+#pragma GCC unroll 12
+        for (int p = 0; p < P; p++) {
+            __m512 xv = _mm512_set1_ps(xr[p]);
+            acc[0][p] = _mm512_fmadd_ps(wv0, xv, acc[0][p]);
+            if (NB > 1) acc[1][p] = _mm512_fmadd_ps(wv1, xv, acc[1][p]);
+        }
+    }
+    const netrun_fused_activation *a = &s->act;
+#pragma GCC unroll 2
+    for (int b = 0; b < NB; b++) {
+        __m512 bv = j->b ? _mm512_loadu_ps(j->b + (ob + b) * 16) : _mm512_setzero_ps();
+        float *yb = y + ((ob + b) * hw + p0) * 16;
+        const float *zb = z ? z + ((ob + b) * hw + p0) * 16 : NULL;
+#pragma GCC unroll 12
+        for (int p = 0; p < P; p++) {
+            __m512 v = _mm512_add_ps(acc[b][p], bv);
+            if (zb) v = _mm512_add_ps(v, _mm512_loadu_ps(zb + p * 16));
+            if (a->kind == NETRUN_ACT_RELU) v = _mm512_max_ps(v, _mm512_setzero_ps());
+            else if (a->kind == NETRUN_ACT_CLIP)
+                v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(a->alpha)), _mm512_set1_ps(a->beta));
+            _mm512_storeu_ps(yb + p * 16, v);
+        }
+        /* other activations on the tile just written (still in L1) */
+        if (a->kind != NETRUN_ACT_NONE && a->kind != NETRUN_ACT_RELU && a->kind != NETRUN_ACT_CLIP)
+            gu_act_n(yb, (int64_t)P * 16, a);
+    }
+}
+
+#define C1_CASE(P)                                                                                             \
+    case P:                                                                                                    \
+        if (nb == 2) c1_tile(j, x, y, z, ob, p0, P, 2);                                                        \
+        else c1_tile(j, x, y, z, ob, p0, P, 1);                                                                \
+        break;
+
+__attribute__((target("avx512f,fma"))) static void c1_range(void *arg, int64_t t0, int64_t t1) {
+    const c1_job *j = arg;
+    const int64_t nblk = j->s->m / 16, hw = j->hw;
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t img = t / j->chunks, q0 = (t % j->chunks) * C1_CHUNK, q1 = q0 + C1_CHUNK < hw ? q0 + C1_CHUNK : hw;
+        const float *x = j->x + img * j->s->c * hw;
+        float *y = j->y + img * j->s->m * hw;
+        const float *z = j->z ? j->z + img * j->s->m * hw : NULL;
+        for (int64_t ob = 0; ob < nblk; ob += 2) {
+            int nb = nblk - ob >= 2 ? 2 : 1;
+            for (int64_t p0 = q0; p0 < q1; p0 += C1_P) {
+                int P = q1 - p0 >= C1_P ? C1_P : (int)(q1 - p0);
+                switch (P) {
+                    C1_CASE(12) C1_CASE(11) C1_CASE(10) C1_CASE(9) C1_CASE(8) C1_CASE(7)
+                    C1_CASE(6) C1_CASE(5) C1_CASE(4) C1_CASE(3) C1_CASE(2) C1_CASE(1)
+                default: break;
+                }
+            }
+        }
+    }
+}
+#endif
+
+int cpu_c1x1_available(cpu_context *ctx) {
+#ifdef C1_AVX512
+    const char *v = cpu_option(ctx, "cpu.conv1x1_blk");
+    return cpu_has_avx512f() && !(v && !strcmp(v, "0"));
+#else
+    (void)ctx;
+    return 0;
+#endif
+}
+
+netrun_status cpu_c1x1_run(cpu_context *ctx, const cpu_c1x1 *s, const float *x, const float *b, const float *z,
+                           float *y, int64_t n, int64_t hw) {
+#ifdef C1_AVX512
+    if (!s || !x || !y || n < 0 || hw < 0)
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "Conv 1x1 (nChw16c out): missing tensors");
+    if (!cpu_has_avx512f())
+        return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "Conv 1x1 (nChw16c out): needs AVX-512F");
+    if (n == 0 || hw == 0) return NETRUN_OK;
+    c1_job j = {s, x, b, z, y, hw, (hw + C1_CHUNK - 1) / C1_CHUNK};
+    cpu_parallel_for(ctx, n * j.chunks, 1, c1_range, &j);
+    return NETRUN_OK;
+#else
+    (void)ctx, (void)s, (void)x, (void)b, (void)z, (void)y, (void)n, (void)hw;
+    return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "Conv 1x1 (nChw16c out): built without the AVX-512 kernel");
+#endif
+}

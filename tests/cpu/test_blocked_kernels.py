@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""The CPU's own nChw16c kernels against onnxruntime (within the suite's 1e-4 of the largest output), with
+their AVX-512 paths on and off (cpu.pool_avx512 / cpu.conv1x1_blk = 0: the portable MaxPool loop, oneDNN's
+1x1), at batch 1 and 2, 1 and 2 threads:
+- blocked MaxPool (pool.c) between two nChw16c Convs: odd planes, ceil_mode, pads (asymmetric), dilations,
+  strides 1-3, kernels 1-5, 16 and 32 channels;
+- 1x1 Conv from a plain X whose channel count is no multiple of 16 into nChw16c Y (conv1x1_blk.c): 3, 24, 40
+  channels to 16/48/144, pixel counts that leave partial tiles, bias or none, Relu / Clip / SiLU / LeakyRelu
+  epilogues, a fused residual sum with a blocked Z.
+The kernel column must name the AVX-512 1x1 kernel when it is on and the CPU has AVX-512F, never when off.
+
+    python3 tests/cpu/test_blocked_kernels.py --lib build/lib/libnetrun.so
+"""
+import argparse
+import os
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "bench"))
+from netrun_ctypes import Netrun  # noqa: E402
+
+RNG = np.random.default_rng(11)
+
+
+class G:
+    def __init__(self):
+        self.nodes, self.inits = [], []
+
+    def c(self, name, arr):
+        self.inits.append(numpy_helper.from_array(np.asarray(arr, np.float32), name))
+        return name
+
+    def n(self, op, ins, out, **kw):
+        self.nodes.append(helper.make_node(op, ins, [out], name=out, **kw))
+        return out
+
+    def conv(self, x, cin, cout, name, k=3, bias=True, group=1, pad=None):
+        w = RNG.standard_normal((cout, cin // group, k, k)) * (1.0 / np.sqrt(k * k * cin / group))
+        ins = [x, self.c(name + ".w", w)] + ([self.c(name + ".b", RNG.standard_normal(cout) * 0.3)] if bias else [])
+        p = k // 2 if pad is None else pad
+        return self.n("Conv", ins, name, pads=[p, p, p, p], group=group)
+
+    def model(self, inputs, outputs):
+        g = helper.make_graph(self.nodes, "blk", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+                              [helper.make_value_info(n, helper.make_tensor_type_proto(TensorProto.FLOAT, None)) for n in outputs],
+                              self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        m.ir_version = 8
+        return m
+
+
+POOLS = [  # (channels, H, W, MaxPool attributes)
+    (16, 13, 17, dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)),
+    (32, 16, 16, dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)),
+    (16, 12, 9, dict(kernel_shape=[2, 2], strides=[2, 2])),
+    (16, 11, 14, dict(kernel_shape=[3, 3], strides=[1, 1], pads=[0, 1, 2, 1])),
+    (32, 15, 13, dict(kernel_shape=[3, 3], strides=[2, 2], pads=[2, 2, 2, 2], dilations=[2, 2])),
+    (16, 17, 19, dict(kernel_shape=[5, 5], strides=[3, 3], pads=[2, 1, 2, 2], ceil_mode=1)),
+    (16, 7, 5, dict(kernel_shape=[1, 1], strides=[1, 1])),
+    (16, 5, 6, dict(kernel_shape=[3, 2], strides=[1, 3], pads=[1, 0, 1, 1])),
+]
+
+C1X1 = [  # (in channels, out channels, H, W, activation, bias, residual)
+    (24, 144, 14, 13, "relu6", True, False),
+    (40, 48, 17, 9, "silu", True, False),
+    (3, 16, 5, 7, None, False, False),
+    (24, 32, 13, 17, "relu", True, True),
+    (40, 16, 1, 1, "leaky", True, False),
+    (24, 144, 56, 56, "silu", True, False),
+]
+
+
+def pool_case(c, h, w, attrs):
+    g = G()
+    y = g.n("Relu", [g.conv("x", c, c, "a")], "a.relu")
+    y = g.n("MaxPool", [y], "pool", **attrs)
+    g.conv(y, c, 32, "b", k=1)  # a blocked consumer: the MaxPool stays nChw16c
+    return g.model([("x", None)], ["b"]), (c, h, w), None
+
+
+def c1x1_case(cin, cout, h, w, act, bias, residual):
+    g = G()
+    y = g.conv("x", cin, cout, "e", k=1, bias=bias)
+    if residual:  # a blocked Z: Conv + Add (+ Relu) fused into one of the Convs
+        z = g.n("Relu", [g.conv("x2", 16, cout, "z")], "z.relu")
+        y = g.n("Add", [y, z], "e.add")
+    if act == "relu6":
+        y = g.n("Clip", [y, g.c("lo", np.array(0)), g.c("hi", np.array(6))], "e.clip")
+    elif act == "silu":
+        y = g.n("Mul", [y, g.n("Sigmoid", [y], "e.sig")], "e.silu")
+    elif act == "relu":
+        y = g.n("Relu", [y], "e.relu")
+    elif act == "leaky":
+        y = g.n("LeakyRelu", [y], "e.leaky", alpha=0.1)
+    g.conv(y, cout, cout, "dw", group=cout)  # depthwise: reads nChw16c, so the 1x1 writes it
+    ins = [("x", None)] + ([("x2", None)] if residual else [])
+    return g.model(ins, ["dw"]), (cin, h, w), (16, h, w) if residual else None
+
+
+def fix_inputs(model, batch, shape, shape2):
+    for i, s in zip(model.graph.input, [shape, shape2]):
+        i.type.tensor_type.shape.Clear()
+        for d in (batch,) + s:
+            i.type.tensor_type.shape.dim.add().dim_value = d
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    args = ap.parse_args()
+    nr = Netrun(args.lib)
+    failed = passed = 0
+    saw_c1 = False
+    cases = [("pool", pool_case, p) for p in POOLS] + [("1x1", c1x1_case, p) for p in C1X1]
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind, fn, params in cases:
+            for batch in (1, 2):
+                model, shape, shape2 = fn(*params)
+                fix_inputs(model, batch, shape, shape2)
+                path = os.path.join(tmp, "m.onnx")
+                onnx.save(model, path)
+                feeds = {"x": RNG.standard_normal((batch,) + shape).astype(np.float32)}
+                if shape2:
+                    feeds["x2"] = RNG.standard_normal((batch,) + shape2).astype(np.float32)
+                so = ort.SessionOptions()
+                so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+                ref = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+                errors = []
+                for fast in ("1", "0"):
+                    for threads in (1, 2):
+                        opts = {"cpu.pool_avx512": fast, "cpu.conv1x1_blk": fast}
+                        with nr.session(path, backends="cpu", threads=threads, options=opts) as s:
+                            out = s.run(feeds)[0]
+                            d = float(np.max(np.abs(ref - out)))
+                            if not d <= 1e-4 * max(1.0, float(np.max(np.abs(ref)))):
+                                errors.append(f"fast={fast} threads={threads}: max abs diff {d:.2e}")
+                            nodes = s.nodes()
+                            if kind == "pool" and not any(op == "MaxPool" for _, op, _, _ in nodes):
+                                errors.append("no MaxPool node")
+                            c1 = [nm for nm, _, _, k in nodes if "1x1 avx512" in k]
+                            if fast == "0" and c1:
+                                errors.append(f"cpu.conv1x1_blk=0 still ran {c1} on the AVX-512 kernel")
+                            if kind == "1x1" and fast == "1" and c1:
+                                saw_c1 = True
+                                if not any(nm.startswith("e") for nm in c1):
+                                    errors.append(f"the AVX-512 kernel ran {c1}, not the 1x1 conv")
+                name = f"{kind} {params} batch {batch}"
+                if errors:
+                    failed += 1
+                    print(f"FAIL {name}: " + "; ".join(errors))
+                else:
+                    passed += 1
+                    print(f"ok   {name}")
+    # the AVX-512 1x1 kernel must have run on an AVX-512 CPU (oneDNN built in: the blocked pass needs it)
+    flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    if " avx512f" in flags and not saw_c1:
+        with nr.session(path, backends="cpu", threads=1) as s:
+            if any("oneDNN" in k for _, _, _, k in s.nodes()):
+                failed += 1
+                print("FAIL: this CPU has AVX-512F but no case ran the AVX-512 1x1 kernel")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
