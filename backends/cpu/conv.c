@@ -113,7 +113,8 @@ static void make_plan(const conv_geom *g, const netrun_conv_params *p, int trans
 typedef struct conv_state {
     float *w; /* float copy of a constant float16 W, or NULL */
     cpu_dnnl_conv *dnnl; /* oneDNN primitive for the create-time dims, or NULL */
-    cpu_c1x1 *c1;        /* 1x1 plain X -> nChw16c Y kernel (conv1x1_blk.c), or NULL */
+    cpu_c1x1 *c1;        /* 1x1 kernel between plain and nChw16c (conv1x1_blk.c), or NULL */
+    int c1_mode;         /* its CPU_C1X1_* layouts */
     int rank, has_bias;
     int64_t xd[NETRUN_MAX_RANK], yd[NETRUN_MAX_RANK];
 } conv_state;
@@ -396,11 +397,16 @@ static int want_dnnl(int threads, const netrun_node_desc *node, const conv_geom 
 
 
 
-/* 1x1 convs from a plain X whose channel count is no multiple of 16 into nChw16c Y (MobileNetV2's 24 -> 144):
- * conv1x1_blk.c instead of oneDNN, which pads X to 32 channels and reorders it inside the node. */
+/* 1x1 convs between a plain tensor whose channel count is no multiple of 16 and an nChw16c one (MobileNetV2's
+ * 24 -> 144 expand, 144 -> 24 project): conv1x1_blk.c instead of oneDNN, which pads the plain side to 32
+ * channels and reorders it inside the node. Returns 1 + CPU_C1X1_* mode, or 0. */
 static int want_c1x1(cpu_context *ctx, const netrun_conv_params *p, const conv_geom *g, int transpose) {
-    return !transpose && p->dst_blocked && !p->src_blocked && p->n_spatial == 2 && g->g == 1 && g->c % 16 &&
-           g->c <= 512 && g->m % 16 == 0 && is_pointwise(g, p) && cpu_c1x1_available(ctx);
+    if (transpose || p->n_spatial != 2 || g->g != 1 || !is_pointwise(g, p) || (!p->src_blocked && !p->dst_blocked) ||
+        !cpu_c1x1_available(ctx))
+        return 0;
+    if (!p->src_blocked && g->c % 16 && g->c <= 512 && g->m % 16 == 0) return 1 + CPU_C1X1_PLAIN_BLK;
+    if (!p->dst_blocked && g->c % 16 == 0 && g->c <= 2048 && g->m % 16) return 1 + CPU_C1X1_BLK_PLAIN;
+    return 0;
 }
 
 static int node_has_bias(const netrun_node_desc *node) {
@@ -436,14 +442,16 @@ static netrun_status create_common(cpu_context *ctx, const netrun_node_desc *nod
     conv_geom g;
     if (node->n_outputs > 0 && dims_known(&node->inputs[0]) && dims_known(&node->outputs[0]) && dims_known(w) &&
         make_geom(p, node->inputs[0].dims, node->outputs[0].dims, w->dims[1], transpose, &g)) {
-        if (s && want_c1x1(ctx, p, &g, transpose)) {
-            netrun_status rc = cpu_c1x1_create(g.c, g.m, s->w ? s->w : w->const_data, &p->activation, &s->c1);
+        int c1 = s ? want_c1x1(ctx, p, &g, transpose) : 0;
+        if (c1) {
+            netrun_status rc = cpu_c1x1_create(g.c, g.m, s->w ? s->w : w->const_data, &p->activation, c1 - 1, &s->c1);
             if (rc != NETRUN_OK) {
                 gu_free(s->w);
                 cpu_free(s);
                 *state = NULL;
                 return rc;
             }
+            s->c1_mode = c1 - 1;
             s->has_bias = node_has_bias(node);
             s->rank = node->inputs[0].rank;
             memcpy(s->xd, node->inputs[0].dims, sizeof s->xd);
@@ -624,7 +632,7 @@ static void conv_describe_state(const void *state, char *buf, size_t size) {
     const conv_state *s = state;
     size_t n = strlen(buf);
     if (s->dnnl && strstr(cpu_dnnl_conv_impl(s->dnnl), "wino") && n < size) snprintf(buf + n, size - n, ", Winograd");
-    if (s->c1) snprintf(buf, size, "1x1 avx512 (nChw16c out)");
+    if (s->c1) snprintf(buf, size, "1x1 avx512 (%s)", s->c1_mode == CPU_C1X1_BLK_PLAIN ? "nChw16c in" : "nChw16c out");
 }
 static void convt_describe(const netrun_node_desc *n, char *b, size_t s) { describe_common(n, b, s, 1); }
 

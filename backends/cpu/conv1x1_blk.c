@@ -1,7 +1,10 @@
 /* 1x1 conv, plain NCHW X -> nChw16c Y (see conv1x1_blk.h). Register tile: 2 blocks of 16 output channels x
  * 12 pixels = 24 zmm accumulators; per input channel 2 weight vectors and 12 broadcasts of X (consecutive
- * floats of one X row) feed 24 FMAs. W is packed [M/16][C][16] once. Work: (image, chunk of pixels) tasks;
- * within a chunk every output block reuses the chunk of X from L1/L2. */
+ * floats of one X row) feed 24 FMAs. W is packed [M/16][C][16] once (zero rows past M). Work: (image, chunk
+ * of pixels) tasks; within a chunk every output block reuses the chunk of X from L1/L2.
+ * The other direction, nChw16c X -> plain Y (projections to 24/40 channels): tiles of 16 output channels x
+ * 16 pixels, broadcasts of X 16 floats apart, then the 16 x 16 tile is transposed in registers so that each
+ * output channel's 16 pixels are stored as one row of Y (the last block masked to M). */
 #include "conv1x1_blk.h"
 
 #include <stdio.h>
@@ -9,7 +12,8 @@
 #include "gemm_util.h"
 
 struct cpu_c1x1 {
-    int64_t c, m;
+    int64_t c, m, mb; /* mb: blocks of 16 output channels (the last may be partial: plain Y only) */
+    int mode;         /* CPU_C1X1_* (conv1x1_blk.h) */
     netrun_fused_activation act;
     float *wp; /* [m/16][c][16] */
 };
@@ -24,25 +28,28 @@ void cpu_c1x1_destroy(cpu_c1x1 *s) {
 }
 
 netrun_status cpu_c1x1_create(int64_t c, int64_t m, const float *w, const netrun_fused_activation *act,
-                              cpu_c1x1 **out) {
+                              int mode, cpu_c1x1 **out) {
     *out = NULL;
-    if (c < 1 || m < 16 || m % 16 || c > ((int64_t)1 << 24) / m)
-        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "Conv 1x1 (nChw16c out): C %lld, M %lld unsupported",
+    if (c < 1 || m < 1 || c > ((int64_t)1 << 24) / (m + 16) || (mode == CPU_C1X1_BLK_PLAIN ? c % 16 : m % 16) ||
+        (mode != CPU_C1X1_PLAIN_BLK && mode != CPU_C1X1_BLK_PLAIN))
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "Conv 1x1 (nChw16c): C %lld, M %lld unsupported",
                                (long long)c, (long long)m);
     cpu_c1x1 *s = cpu_alloc(sizeof *s);
     if (!s) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "Conv 1x1 (nChw16c out): out of memory");
     memset(s, 0, sizeof *s);
     s->c = c;
     s->m = m;
+    s->mb = (m + 15) / 16;
+    s->mode = mode;
     s->act = *act;
-    s->wp = cpu_alloc((size_t)(c * m) * sizeof(float));
+    s->wp = cpu_alloc((size_t)(c * s->mb * 16) * sizeof(float));
     if (!s->wp) {
         cpu_free(s);
         return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "Conv 1x1 (nChw16c out): out of memory packing W");
     }
-    for (int64_t ob = 0; ob < m / 16; ob++)
+    for (int64_t ob = 0; ob < s->mb; ob++)
         for (int64_t ci = 0; ci < c; ci++)
-            for (int l = 0; l < 16; l++) s->wp[(ob * c + ci) * 16 + l] = w[(ob * 16 + l) * c + ci];
+            for (int l = 0; l < 16; l++) s->wp[(ob * c + ci) * 16 + l] = ob * 16 + l < m ? w[(ob * 16 + l) * c + ci] : 0.0f;
     *out = s;
     return NETRUN_OK;
 }
@@ -100,10 +107,94 @@ c1_tile(const c1_job *j, const float *x, float *y, const float *z, int64_t ob, i
     }
 }
 
+/* r[i] (16 lanes) := column i of the 16 x 16 matrix whose rows were r[0..15]. */
+__attribute__((target("avx512f"), always_inline)) static inline void c1_transpose16(__m512 *r) {
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+        t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
+        t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+        t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xDD);
+    }
+    for (int i = 0; i < 8; i++) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+    }
+}
+
+/* nChw16c X -> plain Y: output block ob (channels ob*16.., fewer in the last block), P (<= 16) pixels from p0. */
+__attribute__((target("avx512f,fma"), always_inline)) static inline void
+c1_tile_yplain(const c1_job *j, const float *x, float *y, const float *z, int64_t ob, int64_t p0, const int P) {
+    const cpu_c1x1 *s = j->s;
+    const int64_t c = s->c, hw = j->hw;
+    __m512 acc[16];
+#pragma GCC unroll 16
+    for (int p = 0; p < 16; p++) acc[p] = _mm512_setzero_ps();
+    const float *w0 = s->wp + ob * c * 16;
+    for (int64_t cb = 0; cb < c; cb += 16) {
+        const float *xb = x + (cb * hw + p0 * 16);
+        for (int l = 0; l < 16; l++) {
+            __m512 wv = _mm512_load_ps(w0 + (cb + l) * 16);
+#pragma GCC unroll 16
+            for (int p = 0; p < P; p++) acc[p] = _mm512_fmadd_ps(wv, _mm512_set1_ps(xb[p * 16 + l]), acc[p]);
+        }
+    }
+    c1_transpose16(acc); /* acc[l]: output channel ob*16 + l at the 16 pixels */
+    const netrun_fused_activation *a = &s->act;
+    const __mmask16 pm = (__mmask16)((1u << P) - 1);
+    int lanes = s->m - ob * 16 < 16 ? (int)(s->m - ob * 16) : 16;
+    for (int l = 0; l < lanes; l++) {
+        int64_t oc = ob * 16 + l;
+        __m512 v = acc[l];
+        if (j->b) v = _mm512_add_ps(v, _mm512_set1_ps(j->b[oc]));
+        if (z) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(pm, z + oc * hw + p0));
+        if (a->kind == NETRUN_ACT_RELU) v = _mm512_max_ps(v, _mm512_setzero_ps());
+        else if (a->kind == NETRUN_ACT_CLIP)
+            v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(a->alpha)), _mm512_set1_ps(a->beta));
+        _mm512_mask_storeu_ps(y + oc * hw + p0, pm, v);
+        if (a->kind != NETRUN_ACT_NONE && a->kind != NETRUN_ACT_RELU && a->kind != NETRUN_ACT_CLIP)
+            gu_act_n(y + oc * hw + p0, P, a);
+    }
+}
+
+#define C1_CASE_YP(P)                                                                                          \
+    case P: c1_tile_yplain(j, x, y, z, ob, p0, P); break;
+
+__attribute__((target("avx512f,fma"))) static void c1_range_yplain(void *arg, int64_t t0, int64_t t1) {
+    const c1_job *j = arg;
+    const int64_t hw = j->hw;
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t img = t / j->chunks, q0 = (t % j->chunks) * C1_CHUNK, q1 = q0 + C1_CHUNK < hw ? q0 + C1_CHUNK : hw;
+        const float *x = j->x + img * j->s->c * hw;
+        float *y = j->y + img * j->s->m * hw;
+        const float *z = j->z ? j->z + img * j->s->m * hw : NULL;
+        for (int64_t ob = 0; ob < j->s->mb; ob++)
+            for (int64_t p0 = q0; p0 < q1; p0 += 16) {
+                int P = q1 - p0 >= 16 ? 16 : (int)(q1 - p0);
+                switch (P) {
+                    C1_CASE_YP(16) C1_CASE_YP(15) C1_CASE_YP(14) C1_CASE_YP(13) C1_CASE_YP(12) C1_CASE_YP(11)
+                    C1_CASE_YP(10) C1_CASE_YP(9) C1_CASE_YP(8) C1_CASE_YP(7) C1_CASE_YP(6) C1_CASE_YP(5)
+                    C1_CASE_YP(4) C1_CASE_YP(3) C1_CASE_YP(2) C1_CASE_YP(1)
+                default: break;
+                }
+            }
+    }
+}
+
 #define C1_CASE(P)                                                                                             \
     case P:                                                                                                    \
-        if (nb == 2) c1_tile(j, x, y, z, ob, p0, P, 2);                                                        \
-        else c1_tile(j, x, y, z, ob, p0, P, 1);                                                                \
+        if (nb == 2) c1_tile(j, x, y, z, ob, p0, P, 2);                                                \
+        else c1_tile(j, x, y, z, ob, p0, P, 1);                                                        \
         break;
 
 __attribute__((target("avx512f,fma"))) static void c1_range(void *arg, int64_t t0, int64_t t1) {
@@ -143,15 +234,15 @@ netrun_status cpu_c1x1_run(cpu_context *ctx, const cpu_c1x1 *s, const float *x, 
                            float *y, int64_t n, int64_t hw) {
 #ifdef C1_AVX512
     if (!s || !x || !y || n < 0 || hw < 0)
-        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "Conv 1x1 (nChw16c out): missing tensors");
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "Conv 1x1 (nChw16c): missing tensors");
     if (!cpu_has_avx512f())
-        return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "Conv 1x1 (nChw16c out): needs AVX-512F");
+        return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "Conv 1x1 (nChw16c): needs AVX-512F");
     if (n == 0 || hw == 0) return NETRUN_OK;
     c1_job j = {s, x, b, z, y, hw, (hw + C1_CHUNK - 1) / C1_CHUNK};
-    cpu_parallel_for(ctx, n * j.chunks, 1, c1_range, &j);
+    cpu_parallel_for(ctx, n * j.chunks, 1, s->mode == CPU_C1X1_BLK_PLAIN ? c1_range_yplain : c1_range, &j);
     return NETRUN_OK;
 #else
     (void)ctx, (void)s, (void)x, (void)b, (void)z, (void)y, (void)n, (void)hw;
-    return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "Conv 1x1 (nChw16c out): built without the AVX-512 kernel");
+    return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "Conv 1x1 (nChw16c): built without the AVX-512 kernel");
 #endif
 }
