@@ -405,7 +405,7 @@ static int want_c1x1(cpu_context *ctx, const netrun_conv_params *p, const conv_g
         !cpu_c1x1_available(ctx))
         return 0;
     if (!p->src_blocked && g->c % 16 && g->c <= 512 && g->m % 16 == 0) return 1 + CPU_C1X1_PLAIN_BLK;
-    if (!p->dst_blocked && g->c % 16 == 0 && g->c <= 2048 && g->m % 16) return 1 + CPU_C1X1_BLK_PLAIN;
+    if (!p->dst_blocked && g->c % 16 == 0 && g->c <= 256 && g->m % 16) return 1 + CPU_C1X1_BLK_PLAIN;
     return 0;
 }
 

@@ -59,6 +59,7 @@ typedef struct c1_job {
     const float *x, *b, *z;
     float *y;
     int64_t hw, chunks;
+    int64_t obg, obper; /* output blocks cut into obg groups of obper blocks (few pixels: more tasks) */
 } c1_job;
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -172,13 +173,15 @@ c1_tile_yplain(const c1_job *j, const float *x, float *y, const float *z, int64_
 
 __attribute__((target("avx512f,fma"))) static void c1_range_yplain(void *arg, int64_t t0, int64_t t1) {
     const c1_job *j = arg;
-    const int64_t hw = j->hw;
+    const int64_t hw = j->hw, nblk = j->s->mb;
     for (int64_t t = t0; t < t1; t++) {
-        int64_t img = t / j->chunks, q0 = (t % j->chunks) * C1_CHUNK, q1 = q0 + C1_CHUNK < hw ? q0 + C1_CHUNK : hw;
+        int64_t img = t / (j->chunks * j->obg), q0 = (t / j->obg % j->chunks) * C1_CHUNK;
+        int64_t q1 = q0 + C1_CHUNK < hw ? q0 + C1_CHUNK : hw, ob0 = t % j->obg * j->obper;
+        int64_t ob1 = ob0 + j->obper < nblk ? ob0 + j->obper : nblk;
         const float *x = j->x + img * j->s->c * hw;
         float *y = j->y + img * j->s->m * hw;
         const float *z = j->z ? j->z + img * j->s->m * hw : NULL;
-        for (int64_t ob = 0; ob < j->s->mb; ob++)
+        for (int64_t ob = ob0; ob < ob1; ob++)
             for (int64_t p0 = q0; p0 < q1; p0 += 16) {
                 int P = q1 - p0 >= 16 ? 16 : (int)(q1 - p0);
                 switch (P) {
@@ -201,12 +204,14 @@ __attribute__((target("avx512f,fma"))) static void c1_range(void *arg, int64_t t
     const c1_job *j = arg;
     const int64_t nblk = j->s->m / 16, hw = j->hw;
     for (int64_t t = t0; t < t1; t++) {
-        int64_t img = t / j->chunks, q0 = (t % j->chunks) * C1_CHUNK, q1 = q0 + C1_CHUNK < hw ? q0 + C1_CHUNK : hw;
+        int64_t img = t / (j->chunks * j->obg), q0 = (t / j->obg % j->chunks) * C1_CHUNK;
+        int64_t q1 = q0 + C1_CHUNK < hw ? q0 + C1_CHUNK : hw, ob0 = t % j->obg * j->obper;
+        int64_t ob1 = ob0 + j->obper < nblk ? ob0 + j->obper : nblk;
         const float *x = j->x + img * j->s->c * hw;
         float *y = j->y + img * j->s->m * hw;
         const float *z = j->z ? j->z + img * j->s->m * hw : NULL;
-        for (int64_t ob = 0; ob < nblk; ob += 2) {
-            int nb = nblk - ob >= 2 ? 2 : 1;
+        for (int64_t ob = ob0; ob < ob1; ob += 2) {
+            int nb = ob1 - ob >= 2 ? 2 : 1;
             for (int64_t p0 = q0; p0 < q1; p0 += C1_P) {
                 int P = q1 - p0 >= C1_P ? C1_P : (int)(q1 - p0);
                 switch (P) {
@@ -238,8 +243,17 @@ netrun_status cpu_c1x1_run(cpu_context *ctx, const cpu_c1x1 *s, const float *x, 
     if (!cpu_has_avx512f())
         return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "Conv 1x1 (nChw16c): needs AVX-512F");
     if (n == 0 || hw == 0) return NETRUN_OK;
-    c1_job j = {s, x, b, z, y, hw, (hw + C1_CHUNK - 1) / C1_CHUNK};
-    cpu_parallel_for(ctx, n * j.chunks, 1, s->mode == CPU_C1X1_BLK_PLAIN ? c1_range_yplain : c1_range, &j);
+    c1_job j = {s, x, b, z, y, hw, (hw + C1_CHUNK - 1) / C1_CHUNK, 1, s->mb};
+    /* few pixels (SqueezeNet's 512 -> 1000 at 13x13 is one chunk): cut the output blocks too, into groups of
+     * an even count (the plain-X kernel pairs blocks), so that every thread gets work */
+    int64_t want = 4 * (int64_t)(ctx->threads > 0 ? ctx->threads : 1), tasks = n * j.chunks;
+    if (tasks < want && s->mb > 2) {
+        int64_t per = (s->mb * tasks + want - 1) / want;
+        per = per < 2 ? 2 : (per + 1) / 2 * 2;
+        j.obper = per;
+        j.obg = (s->mb + per - 1) / per;
+    }
+    cpu_parallel_for(ctx, n * j.chunks * j.obg, 1, s->mode == CPU_C1X1_BLK_PLAIN ? c1_range_yplain : c1_range, &j);
     return NETRUN_OK;
 #else
     (void)ctx, (void)s, (void)x, (void)b, (void)z, (void)y, (void)n, (void)hw;
