@@ -7,7 +7,10 @@ their AVX-512 paths on and off (cpu.pool_avx512 / cpu.conv1x1_blk = 0: the porta
 - 1x1 Conv from a plain X whose channel count is no multiple of 16 into nChw16c Y (conv1x1_blk.c): 3, 24, 40
   channels to 16/48/144, pixel counts that leave partial tiles, bias or none, Relu / Clip / SiLU / LeakyRelu
   epilogues, a fused residual sum with a blocked Z;
-- and the other way, nChw16c X into a plain Y of 24 / 40 / 8 / 1 channels (projections), with a plain Z.
+- and the other way, nChw16c X into a plain Y of 24 / 40 / 8 / 1 channels (projections), with a plain Z;
+- depthwise Conv on nChw16c X and Y (oneDNN, between the kernels above): 3x3 / 5x5 / 1x1 / 3x5 kernels,
+  strides 1-2, pads (asymmetric, none, wider than the kernel), dilations, small planes, with and without
+  bias, Clip / SiLU epilogues.
 The kernel column must name the AVX-512 1x1 kernel when it is on and the CPU has AVX-512F, never when off.
 
     python3 tests/cpu/test_blocked_kernels.py --lib build/lib/libnetrun.so
@@ -81,6 +84,31 @@ C1X1 = [  # (in channels, out channels, H, W, activation, bias, residual[, "proj
 ]
 
 
+DWS = [  # (channels, H, W, kernel, strides, pads, dilations, bias, activation)
+    (32, 13, 17, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), True, "relu6"),
+    (16, 14, 15, (3, 3), (2, 2), (0, 1, 1, 0), (1, 1), True, None),
+    (48, 11, 23, (5, 5), (1, 1), (2, 2, 2, 2), (1, 1), True, "silu"),
+    (32, 12, 12, (5, 5), (2, 2), (2, 2, 2, 2), (1, 1), False, "relu6"),
+    (16, 9, 10, (3, 3), (1, 1), (2, 2, 2, 2), (2, 2), True, None),
+    (16, 4, 3, (3, 5), (1, 2), (1, 3, 0, 2), (1, 1), True, "silu"),
+    (32, 6, 7, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), True, "relu6"),
+]
+
+
+def dw_case(c, h, w, k, st, pads, dil, bias, act):
+    g = G()
+    y = g.conv("x", 16, c, "a", k=1)
+    wt = RNG.standard_normal((c, 1) + k) * (1.0 / np.sqrt(k[0] * k[1]))
+    ins = [y, g.c("dw.w", wt)] + ([g.c("dw.b", RNG.standard_normal(c) * 0.3)] if bias else [])
+    y = g.n("Conv", ins, "dw", group=c, kernel_shape=list(k), strides=list(st), pads=list(pads), dilations=list(dil))
+    if act == "relu6":
+        y = g.n("Clip", [y, g.c("lo", np.array(0)), g.c("hi", np.array(6))], "dw.clip")
+    elif act == "silu":
+        y = g.n("Mul", [y, g.n("Sigmoid", [y], "dw.sig")], "dw.silu")
+    g.conv(y, c, 16, "b", k=1)  # a blocked consumer
+    return g.model([("x", None)], ["b"]), (16, h, w), None
+
+
 def pool_case(c, h, w, attrs):
     g = G()
     y = g.n("Relu", [g.conv("x", c, c, "a")], "a.relu")
@@ -128,7 +156,8 @@ def main():
     failed = passed = 0
     flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
     avx512 = " avx512f" in flags
-    cases = [("pool", pool_case, p) for p in POOLS] + [("1x1", c1x1_case, p) for p in C1X1]
+    cases = ([("pool", pool_case, p) for p in POOLS] + [("1x1", c1x1_case, p) for p in C1X1] +
+             [("dw", dw_case, p) for p in DWS])
     with tempfile.TemporaryDirectory() as tmp:
         for kind, fn, params in cases:
             for batch in (1, 2):
@@ -157,6 +186,9 @@ def main():
                             c1 = [nm for nm, _, _, k in nodes if "1x1 avx512" in k]
                             if fast == "0" and c1:
                                 errors.append(f"cpu.conv1x1_blk=0 still ran {c1} on the AVX-512 kernel")
+                            if (kind == "dw" and any("oneDNN" in k for _, _, _, k in nodes)
+                                    and not any(nm.startswith("dw") and "nChw16c in/out" in k for nm, _, _, k in nodes)):
+                                errors.append(f"the depthwise conv is not on the nChw16c path: {nodes}")
                             # with oneDNN built in (the nChw16c pass needs it) and AVX-512F, the 1x1 must take it
                             want = "nChw16c in" if len(params) > 7 else "nChw16c out"
                             if (kind == "1x1" and fast == "1" and avx512 and any("oneDNN" in k for _, _, _, k in nodes)
