@@ -167,6 +167,60 @@ static void maxpool2d_f32(void *arg, int64_t p0, int64_t p1) {
         }
     }
 }
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define POOL_AVX512 1
+/* maxpool2d_f32 with AVX-512: the row max 16 floats at a time, and for stride 2 (no dilation) the window max of
+ * 16 outputs at once from the even lanes of the row at offsets 0 .. k-1 (ShuffleNetV2's 3x3/2 pool). */
+__attribute__((target("avx512f"))) static void maxpool2d_f32_512(void *arg, int64_t p0, int64_t p1) {
+    const pool_job *j = arg;
+    float buf[MAXROW + 32];
+    const int64_t L = maxpool2d_row(j), iw = j->in[2], pw = j->pb[2], ow_n = j->out[2];
+    const int64_t sw = j->s[2], dw = j->d[2], kw_n = j->k[2];
+    for (int64_t i = 0; i < L + 32; i++) buf[i] = -FLT_MAX;
+    float *row = buf + pw;
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512 lowest = _mm512_set1_ps(-FLT_MAX);
+    for (int64_t pl = p0; pl < p1; pl++) {
+        const float *x = (const float *)j->x + pl * j->in_size;
+        float *y = (float *)j->y + pl * j->out_size;
+        for (int64_t oh = 0; oh < j->out[1]; oh++) {
+            for (int64_t i = 0; i < iw; i += 16) {
+                __mmask16 m = iw - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (iw - i)) - 1);
+                _mm512_mask_storeu_ps(row + i, m, lowest);
+            }
+            for (int64_t kh = 0; kh < j->k[1]; kh++) {
+                int64_t ih = oh * j->s[1] - j->pb[1] + kh * j->d[1];
+                if (ih < 0 || ih >= j->in[1]) continue;
+                const float *xr = x + ih * iw;
+                for (int64_t i = 0; i < iw; i += 16) { /* max_ps(x, row): a NaN in x never wins, as above */
+                    __mmask16 m = iw - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (iw - i)) - 1);
+                    __m512 v = _mm512_max_ps(_mm512_maskz_loadu_ps(m, xr + i), _mm512_maskz_loadu_ps(m, row + i));
+                    _mm512_mask_storeu_ps(row + i, m, v);
+                }
+            }
+            float *yr = y + oh * ow_n;
+            int64_t ow = 0;
+            if (sw == 2 && dw == 1) /* buf holds L + 32 floats: the last vector's reads stay inside */
+                for (; ow + 16 <= ow_n && 2 * ow + kw_n - 1 + 32 <= L + 32; ow += 16) {
+                    const float *w = buf + 2 * ow;
+                    __m512 acc = lowest;
+                    for (int64_t k = 0; k < kw_n; k++)
+                        acc = _mm512_max_ps(_mm512_permutex2var_ps(_mm512_loadu_ps(w + k), even, _mm512_loadu_ps(w + k + 16)),
+                                            acc);
+                    _mm512_storeu_ps(yr + ow, acc);
+                }
+            for (; ow < ow_n; ow++) {
+                const float *w = buf + ow * sw;
+                float m = w[0];
+                for (int64_t k = 1; k < kw_n; k++) m = w[k * dw] > m ? w[k * dw] : m;
+                yr[ow] = m;
+            }
+        }
+    }
+}
+#endif
+
 POOL_PLANES(pool_f64, double, -DBL_MAX)
 POOL_PLANES(pool_i8, int8_t, INT8_MIN)
 POOL_PLANES(pool_u8, uint8_t, 0)
@@ -246,6 +300,17 @@ static netrun_status run_staged(cpu_context *ctx, netrun_dtype dt, const void **
     return NETRUN_OK;
 }
 
+/* cpu.pool_avx512=0 (tests, A/B): the portable loops even where AVX-512 runs */
+static int pool_use_avx512(cpu_context *ctx) {
+#ifdef POOL_AVX512
+    const char *v = cpu_option(ctx, "cpu.pool_avx512");
+    return cpu_has_avx512f() && !(v && !strcmp(v, "0"));
+#else
+    (void)ctx;
+    return 0;
+#endif
+}
+
 enum { POOL_AVG = 0, POOL_MAX = 1, POOL_LP = 2 };
 
 static netrun_status pool_run_common(cpu_context *ctx, const netrun_kernel_args *args, int kind) {
@@ -281,7 +346,12 @@ static netrun_status pool_run_common(cpu_context *ctx, const netrun_kernel_args 
     case NETRUN_DTYPE_DOUBLE: fn = pool_f64; break;
     case NETRUN_DTYPE_INT8: fn = pool_i8; break;
     case NETRUN_DTYPE_UINT8: fn = pool_u8; break;
-    default: fn = maxpool2d_ok(&j) ? maxpool2d_f32 : pool_f32; break;
+    default:
+        fn = maxpool2d_ok(&j) ? maxpool2d_f32 : pool_f32;
+#ifdef POOL_AVX512
+        if (fn == maxpool2d_f32 && X->dtype == NETRUN_DTYPE_FLOAT && pool_use_avx512(ctx)) fn = maxpool2d_f32_512;
+#endif
+        break;
     }
     return run_staged(ctx, X->dtype, &j.x, &j.y, nx, ny, planes, grain, fn, &j, op);
 }
@@ -321,9 +391,7 @@ static void maxpool_blk_range(void *arg, int64_t b, int64_t e) {
  * output row, and the columns whose window lies inside the input run without bounds checks. max_ps(v, acc)
  * keeps acc when v is NaN, as the loop above. SqueezeNet's 64x111x111 3x3/2 ceil_mode pool at 2 threads:
  * see docs/design.md (CPU). */
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define POOL_AVX512 1
+#ifdef POOL_AVX512
 __attribute__((target("avx512f"))) static void maxpool_blk_range512(void *arg, int64_t b, int64_t e) {
     const pool_job *j = arg;
     const int64_t ih = j->in[1], iw = j->in[2], oh = j->out[1], ow = j->out[2];
@@ -363,17 +431,6 @@ __attribute__((target("avx512f"))) static void maxpool_blk_range512(void *arg, i
     }
 }
 #endif
-
-/* cpu.pool_avx512=0 (tests, A/B): the portable loop above even where AVX-512 runs */
-static int pool_use_avx512(cpu_context *ctx) {
-#ifdef POOL_AVX512
-    const char *v = cpu_option(ctx, "cpu.pool_avx512");
-    return cpu_has_avx512f() && !(v && !strcmp(v, "0"));
-#else
-    (void)ctx;
-    return 0;
-#endif
-}
 
 static int maxpool_supports(const netrun_node_desc *node, char *reason, size_t size) {
     const netrun_pool_params *p = node->params;

@@ -4,6 +4,8 @@ their AVX-512 paths on and off (cpu.pool_avx512 / cpu.conv1x1_blk = 0: the porta
 1x1), at batch 1 and 2, 1 and 2 threads:
 - blocked MaxPool (pool.c) between two nChw16c Convs: odd planes, ceil_mode, pads (asymmetric), dilations,
   strides 1-3, kernels 1-5, 16 and 32 channels;
+- plain 2-D MaxPool (pool.c's row kernel; stride 2 vectorized 16 outputs at a time): rows of 1-130 columns,
+  ceil_mode, pads, -inf inputs;
 - 1x1 Conv from a plain X whose channel count is no multiple of 16 into nChw16c Y (conv1x1_blk.c): 3, 24, 40
   channels to 16/48/144, pixel counts that leave partial tiles, bias or none, Relu / Clip / SiLU / LeakyRelu
   epilogues, a fused residual sum with a blocked Z;
@@ -84,6 +86,22 @@ C1X1 = [  # (in channels, out channels, H, W, activation, bias, residual[, "proj
 ]
 
 
+PLAIN_POOLS = [  # (channels, H, W, MaxPool attributes)
+    (3, 112, 112, dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),
+    (5, 13, 17, dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)),
+    (2, 9, 130, dict(kernel_shape=[2, 2], strides=[2, 2])),
+    (4, 7, 67, dict(kernel_shape=[5, 5], strides=[2, 2], pads=[2, 1, 2, 2], ceil_mode=1)),
+    (3, 6, 1, dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),
+    (2, 8, 45, dict(kernel_shape=[3, 3], strides=[3, 3], pads=[1, 1, 1, 1])),
+]
+
+
+def plain_pool_case(c, h, w, attrs):
+    g = G()
+    g.n("MaxPool", ["x"], "pool", **attrs)
+    return g.model([("x", None)], ["pool"]), (c, h, w), None
+
+
 DWS = [  # (channels, H, W, kernel, strides, pads, dilations, bias, activation)
     (32, 13, 17, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), True, "relu6"),
     (16, 14, 15, (3, 3), (2, 2), (0, 1, 1, 0), (1, 1), True, None),
@@ -156,7 +174,8 @@ def main():
     failed = passed = 0
     flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
     avx512 = " avx512f" in flags
-    cases = ([("pool", pool_case, p) for p in POOLS] + [("1x1", c1x1_case, p) for p in C1X1] +
+    cases = ([("pool", pool_case, p) for p in POOLS] + [("plainpool", plain_pool_case, p) for p in PLAIN_POOLS] +
+             [("1x1", c1x1_case, p) for p in C1X1] +
              [("dw", dw_case, p) for p in DWS])
     with tempfile.TemporaryDirectory() as tmp:
         for kind, fn, params in cases:
@@ -166,6 +185,8 @@ def main():
                 path = os.path.join(tmp, "m.onnx")
                 onnx.save(model, path)
                 feeds = {"x": RNG.standard_normal((batch,) + shape).astype(np.float32)}
+                if kind == "plainpool":  # NaN never wins (netrun's rule), so compare around it: -inf only
+                    feeds["x"].reshape(-1)[::7] = -np.inf
                 if shape2:
                     feeds["x2"] = RNG.standard_normal((batch,) + shape2).astype(np.float32)
                 so = ort.SessionOptions()
