@@ -581,7 +581,8 @@ typedef struct netrun_reorder_nchwc_params {
  * a 4-D tensor between float32 NCHW and float16 NHWC (channels last) in one pass; the dims stay the logical
  * NCHW ones. to_nhwc 1: float32 NCHW X -> float16 NHWC Y; 0: float16 NHWC X -> float32 NCHW Y. Also
  * GlobalAveragePoolNHWC (com.netrun, no params): GlobalAveragePool of a float16 NHWC X (float32
- * accumulation), float16 [N,C,1,1] Y (the same bytes in both layouts). */
+ * accumulation), float16 [N,C,1,1] Y (the same bytes in both layouts); MulChannelNHWC(X, S) (com.netrun, no
+ * params): float16 NHWC X times float16 S [N or 1, C, 1, 1] (squeeze-excite scaling), float16 NHWC Y. */
 typedef struct netrun_reorder_nhwc_params {
     int to_nhwc;
 } netrun_reorder_nhwc_params;

@@ -95,7 +95,21 @@ static netrun_status gap_nhwc_infer(nr_layer_ctx *c, void *params) {
     return NETRUN_OK;
 }
 
+/* MulChannelNHWC(X, S): float16 NHWC X [N,C,H,W] times float16 S [N or 1, C, 1, 1] (squeeze-excite). */
+static netrun_status mulch_nhwc_infer(nr_layer_ctx *c, void *params) {
+    (void)params;
+    if (nr_in_count(c) != 2 || !nr_in_present(c, 0) || !nr_in_present(c, 1)) return nr_layer_error(c, "needs X and S");
+    const netrun_value_desc *x = nr_in(c, 0), *s = nr_in(c, 1);
+    if (x->dtype != NETRUN_DTYPE_FLOAT16 || s->dtype != NETRUN_DTYPE_FLOAT16) return nr_layer_error(c, "inputs must be float16");
+    if (x->rank != 4 || s->rank != 4 || (s->dims[0] != x->dims[0] && s->dims[0] != 1) || s->dims[1] != x->dims[1] ||
+        s->dims[2] != 1 || s->dims[3] != 1)
+        return nr_layer_error(c, "X must be 4-D and S [N or 1, C, 1, 1] of X");
+    nr_out_set(c, 0, x->dtype, x->rank, x->dims);
+    return NETRUN_OK;
+}
+
 const nr_layer nr_layers_nchwc[] = {
+    {"MulChannelNHWC", "com.netrun", 1, 0, NULL, mulch_nhwc_infer, 0},
     {"ReorderNHWC", "com.netrun", 1, sizeof(netrun_reorder_nhwc_params), reorder_nhwc_parse, reorder_nhwc_infer, 0},
     {"GlobalAveragePoolNHWC", "com.netrun", 1, 0, NULL, gap_nhwc_infer, 0},
     {"MulChannelNCHWc", "com.netrun", 1, 0, NULL, mulch_infer, 0},

@@ -828,8 +828,9 @@ done:
  * Under --precision fp16, a Conv on CUDA otherwise converts its float32 NCHW X to float16 (NHWC) and Y back
  * inside its kernel, two conversion kernels per Conv. Here connected CUDA nodes that gain from float16 keep
  * their values float16 and channels last: Convs with constant weights (cuDNN NHWC tensor-core kernels), the
- * same-shape elementwise ops between them (layout-agnostic), MaxPool/AveragePool (params.nhwc) and
- * GlobalAveragePool (GlobalAveragePoolNHWC, com.netrun). Region values become FLOAT16 in the copy with their
+ * same-shape elementwise ops between them (layout-agnostic), MaxPool/AveragePool (params.nhwc),
+ * GlobalAveragePool (GlobalAveragePoolNHWC, com.netrun) and squeeze-excite's Mul(X, S[N,C,1,1])
+ * (MulChannelNHWC, com.netrun). Region values become FLOAT16 in the copy with their
  * logical NCHW dims (the layout is the pass's business); their Conv weights and biases become float16
  * constants; a ReorderNHWC (com.netrun) converts float32 NCHW <-> float16 NHWC in one kernel at each border
  * (graph outputs stay float32 under their own names). Everything else (Softmax, norms, Gemm, reshapes,
@@ -849,6 +850,24 @@ static int fp16_regions_enabled(const opt_state *o, const netrun_backend_config 
     return cfg->precision == NETRUN_PRECISION_FP16 && !(on && !strcmp(on, "0"));
 }
 
+/* Float32 constant data of value v: an initializer of the original graph, or a value folded at prepare
+ * (exporters often feed weights through Identity nodes); NULL otherwise. *count gets its element count. */
+static const float *const_data_f32(const opt_state *o, int v, int64_t *count) {
+    const nr_tensor *t = const_f32(o->g, v);
+    if (t) {
+        *count = nr_tensor_count(t);
+        return t->data;
+    }
+    if (v < 0 || v >= o->g->n_values) return NULL;
+    const nr_svalue *sv = &o->s->values[v];
+    if (!sv->is_const || sv->desc.dtype != NETRUN_DTYPE_FLOAT || !sv->desc.const_data || sv->desc.rank < 0) return NULL;
+    int64_t n = 1;
+    for (int d = 0; d < sv->desc.rank; d++) n *= sv->desc.dims[d];
+    if (n < 0 || sv->desc.const_nbytes != (size_t)n * 4) return NULL;
+    *count = n;
+    return sv->desc.const_data;
+}
+
 /* 4-D float32 with known positive dims: the values a region holds. */
 static int regionable_desc(const netrun_value_desc *d) {
     return d->dtype == NETRUN_DTYPE_FLOAT && d->rank == 4 && d->dims[0] > 0 && d->dims[1] > 0 && d->dims[2] > 0 &&
@@ -864,10 +883,11 @@ static int plan_h_conv(opt_state *o, const netrun_backend_config *cfg, int n) {
     const conv_plan *p = &o->plan[n];
     int out = p->bn >= 0 || p->add >= 0 || p->act >= 0 ? p->out : nd->outputs[0];
     const nr_snode *sn = &o->s->snodes[o->snode_of[n]];
+    int64_t cnt;
     if (out < 0 || o->s->values[out].dynamic || !regionable_desc(&sn->in_desc[0]) ||
-        !regionable_desc(&o->s->values[out].desc) || !const_f32(o->g, val(o, nd->inputs[1])))
+        !regionable_desc(&o->s->values[out].desc) || !const_data_f32(o, val(o, nd->inputs[1]), &cnt))
         return 0;
-    if (nd->n_inputs > 2 && nd->inputs[2] >= 0 && !const_f32(o->g, val(o, nd->inputs[2]))) return 0;
+    if (nd->n_inputs > 2 && nd->inputs[2] >= 0 && !const_data_f32(o, val(o, nd->inputs[2]), &cnt)) return 0;
     if (p->add >= 0 && (p->z < 0 || !regionable_desc(&o->s->values[p->z].desc))) return 0;
     conv_plan q = *p;
     q.out = out;
@@ -882,6 +902,7 @@ static int plan_h_conv(opt_state *o, const netrun_backend_config *cfg, int n) {
 static int cuda_takes_f16(const opt_state *o, const netrun_backend_config *cfg, const nr_graph *ng, int k, int n,
                           const void *params, size_t params_size) {
     const nr_node *nd = &ng->nodes[k];
+    const nr_layer *layer = o->g->nodes[n].layer; /* the copy's nodes get theirs only when it is loaded */
     netrun_session *s = o->s;
     const nr_snode *sn = &s->snodes[o->snode_of[n]];
     enum { MAXIN = 8 };
@@ -903,15 +924,16 @@ static int cuda_takes_f16(const opt_state *o, const netrun_backend_config *cfg, 
     out.dtype = NETRUN_DTYPE_FLOAT16;
     netrun_node_desc d = {.struct_size = sizeof d, .name = nd->name, .op_type = nd->op_type, .domain = nd->domain,
                           .opset = nd->opset, .params = params ? params : sn->params,
-                          .params_size = params ? params_size : (nd->layer ? nd->layer->params_size : 0),
+                          .params_size = params ? params_size : (layer ? layer->params_size : 0),
                           .n_inputs = nd->n_inputs, .inputs = in, .n_outputs = 1, .outputs = &out};
     char why[256] = "";
     return s->slots[sn->slot].api->supports(cfg, &d, why, sizeof why);
 }
 
-enum { HK_PLAIN = 0, HK_CONV, HK_AGN, HK_POOL, HK_GAP };
+enum { HK_PLAIN = 0, HK_CONV, HK_AGN, HK_POOL, HK_GAP, HK_MULCH };
 
 typedef struct h_state {
+    const opt_state *o;
     nr_graph *ng;
     int nv0;
     char *vh;          /* value -> float16 NHWC */
@@ -954,11 +976,22 @@ static int h_const(h_state *st, int v) {
     if (v < 0 || v >= st->nv0) return -1;
     if (st->hval[v] >= 0) return st->hval[v];
     const nr_tensor *t = st->ng->values[v].constant;
-    if (!t || t->dtype != NETRUN_DTYPE_FLOAT || !t->data) return -1;
-    nr_tensor *h = nr_tensor_new(NETRUN_DTYPE_FLOAT16, t->rank, t->dims);
+    const float *src = NULL;
+    int64_t cnt = 0;
+    int rank;
+    const int64_t *dims;
+    if (t && t->dtype == NETRUN_DTYPE_FLOAT && t->data) { /* initializer, or weights folded by this pass */
+        src = t->data;
+        cnt = nr_tensor_count(t);
+        rank = t->rank;
+        dims = t->dims;
+    } else if (v < st->o->g->n_values && (src = const_data_f32(st->o, v, &cnt))) { /* folded at prepare */
+        rank = st->o->s->values[v].desc.rank;
+        dims = st->o->s->values[v].desc.dims;
+    } else
+        return -1;
+    nr_tensor *h = nr_tensor_new(NETRUN_DTYPE_FLOAT16, rank, dims);
     if (!h) return -1;
-    int64_t cnt = nr_tensor_count(t);
-    const float *src = t->data;
     uint16_t *dst = h->data;
     for (int64_t i = 0; i < cnt; i++) dst[i] = nr_float_to_half(src[i]);
     int id = new_const(st->ng, st->ng->values[v].name, ".fp16", h); /* frees h on failure */
@@ -988,7 +1021,7 @@ static netrun_status plan_fp16(opt_state *o, const netrun_backend_config *cfg, n
     const nr_graph *g = o->g;
     netrun_session *s = o->s;
     netrun_status rc = NETRUN_OK;
-    h_state st = {.ng = ng, .nv0 = ng->n_values};
+    h_state st = {.o = o, .ng = ng, .nv0 = ng->n_values};
     int *to = nr_calloc((size_t)g->n_nodes + 1, sizeof(int));
     st.vh = nr_calloc((size_t)st.nv0 + 1, 1);
     st.hval = nr_calloc((size_t)st.nv0 + 1, sizeof(int));
@@ -1013,22 +1046,48 @@ static netrun_status plan_fp16(opt_state *o, const netrun_backend_config *cfg, n
             continue;
         }
         if (!on_backend(o, n, "cuda") || s->snodes[o->snode_of[n]].dynamic || s->values[out].dynamic) continue;
+        const netrun_value_desc *yd = &s->values[out].desc;
+        /* squeeze-excite: Mul(X float16 NHWC [N,C,H,W], S [N or 1, C, 1, 1]), either order -> MulChannelNHWC(X, S)
+         * (S float16 too: a region value already, or converted) */
+        if (is_op(nd, "Mul") && nd->n_inputs == 2 && regionable_desc(yd) && yd->dims[2] * yd->dims[3] > 1 &&
+            o->swish_x[n] < 0) {
+            int side = -1;
+            for (int j = 0; j < 2 && side < 0; j++) {
+                int xv = nd->inputs[j], sv = nd->inputs[1 - j];
+                if (xv < 0 || sv < 0 || xv >= g->n_values || sv >= g->n_values || !st.vh[xv] ||
+                    s->values[sv].dynamic || ng->values[sv].constant || s->values[sv].is_const)
+                    continue;
+                const netrun_value_desc *xd = &s->values[xv].desc, *sd = &s->values[sv].desc;
+                if (!memcmp(xd->dims, yd->dims, 4 * sizeof(int64_t)) && sd->rank == 4 &&
+                    sd->dtype == NETRUN_DTYPE_FLOAT && (sd->dims[0] == xd->dims[0] || sd->dims[0] == 1) &&
+                    sd->dims[1] == xd->dims[1] && sd->dims[2] == 1 && sd->dims[3] == 1)
+                    side = j;
+            }
+            if (side >= 0) {
+                nr_node *mn = &ng->nodes[k];
+                int xv = mn->inputs[side], sv = mn->inputs[1 - side];
+                mn->inputs[0] = xv;
+                mn->inputs[1] = sv;
+                kind[k] = HK_MULCH;
+                st.vh[out] = 1;
+                continue;
+            }
+        }
         int x = nd->n_inputs > 0 ? nd->inputs[0] : -1;
         if (x < 0 || x >= g->n_values || !st.vh[x]) continue;
-        const netrun_value_desc *yd = &s->values[out].desc;
         if (is_op(nd, "GlobalAveragePool") && nd->n_inputs == 1) {
             kind[k] = HK_GAP;
             st.vh[out] = 1;
             continue;
         }
         if ((is_op(nd, "MaxPool") || is_op(nd, "AveragePool")) && nd->n_inputs == 1 &&
-            (nd->n_outputs == 1 || nd->outputs[1] < 0) && nd->layer &&
-            nd->layer->params_size >= sizeof(netrun_pool_params) && s->snodes[o->snode_of[n]].params &&
+            (nd->n_outputs == 1 || nd->outputs[1] < 0) && g->nodes[n].layer &&
+            g->nodes[n].layer->params_size >= sizeof(netrun_pool_params) && s->snodes[o->snode_of[n]].params &&
             regionable_desc(yd)) {
             netrun_pool_params pp;
             memcpy(&pp, s->snodes[o->snode_of[n]].params, sizeof pp);
             pp.nhwc = 1;
-            if (pp.n_spatial == 2 && cuda_takes_f16(o, cfg, ng, k, n, &pp, nd->layer->params_size)) {
+            if (pp.n_spatial == 2 && cuda_takes_f16(o, cfg, ng, k, n, &pp, g->nodes[n].layer->params_size)) {
                 kind[k] = HK_POOL;
                 st.vh[out] = 1;
             }
@@ -1111,8 +1170,9 @@ static netrun_status plan_fp16(opt_state *o, const netrun_backend_config *cfg, n
             nd = &ng->nodes[k]; /* adding nodes may have moved the array */
             nd->inputs[j] = id;
         }
-        if (rc == NETRUN_OK && kind[k] == HK_GAP) {
-            char *op = nr_strdup("GlobalAveragePoolNHWC"), *dom = nr_strdup("com.netrun");
+        if (rc == NETRUN_OK && (kind[k] == HK_GAP || kind[k] == HK_MULCH)) {
+            char *op = nr_strdup(kind[k] == HK_GAP ? "GlobalAveragePoolNHWC" : "MulChannelNHWC");
+            char *dom = nr_strdup("com.netrun");
             if (!op || !dom) {
                 nr_free(op);
                 nr_free(dom);

@@ -197,7 +197,42 @@ static netrun_status gap_nhwc_run(cpu_context *ctx, void *state, const netrun_ke
     return NETRUN_OK;
 }
 
+static int mulch_nhwc_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    if (node->n_inputs != 2 || node->n_outputs != 1 || node->inputs[0].dtype != NETRUN_DTYPE_FLOAT16 ||
+        node->inputs[1].dtype != NETRUN_DTYPE_FLOAT16 || node->inputs[0].rank != 4 || node->inputs[1].rank != 4) {
+        snprintf(reason, size, "MulChannelNHWC needs float16 4-D X and S");
+        return 0;
+    }
+    return 1;
+}
+
+static netrun_status mulch_nhwc_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)ctx;
+    (void)state;
+    if (args->n_inputs != 2 || args->n_outputs != 1)
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "MulChannelNHWC: needs X, S and Y");
+    const netrun_tensor *X = &args->inputs[0], *S = &args->inputs[1];
+    if (X->rank != 4 || S->rank != 4 || X->dtype != NETRUN_DTYPE_FLOAT16 || S->dtype != NETRUN_DTYPE_FLOAT16 ||
+        S->dims[1] != X->dims[1] || (S->dims[0] != X->dims[0] && S->dims[0] != 1) || S->dims[2] != 1 ||
+        S->dims[3] != 1 || cpu_count(&args->outputs[0]) != cpu_count(X))
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "MulChannelNHWC: X, S, Y do not match");
+    const uint16_t *x = X->data, *sc = S->data;
+    uint16_t *y = args->outputs[0].data;
+    int64_t n = X->dims[0], c = X->dims[1], hw = X->dims[2] * X->dims[3];
+    for (int64_t b = 0; b < n; b++) {
+        const uint16_t *sb = sc + (S->dims[0] == 1 ? 0 : b * c);
+        for (int64_t q = 0; q < hw; q++)
+            for (int64_t ci = 0; ci < c; ci++) {
+                int64_t i = (b * hw + q) * c + ci;
+                y[i] = nr_float_to_half(nr_half_to_float(x[i]) * nr_half_to_float(sb[ci]));
+            }
+    }
+    return NETRUN_OK;
+}
+
 const cpu_op cpu_ops_nchwc[] = {
+    {"MulChannelNHWC", "com.netrun", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16),
+     "float16 NHWC X, S [N or 1, C, 1, 1] (internal, reference)", mulch_nhwc_supports, NULL, mulch_nhwc_run, NULL, NULL},
     {"ReorderNHWC", "com.netrun", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16),
      "4-D float32 NCHW <-> float16 NHWC (internal, reference)", nhwc_supports, NULL, reorder_nhwc_run, NULL, NULL},
     {"GlobalAveragePoolNHWC", "com.netrun", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16),

@@ -903,6 +903,8 @@ const cuda_op cuda_ops_internal[] = {
      reorder_nhwc_supports, NULL, reorder_nhwc_run, NULL},
     {"GlobalAveragePoolNHWC", CUDA_DT(FLOAT16), "4-D float16 NHWC (internal: float16 regions)", NULL, NULL,
      cuda_gap_nhwc_run, NULL},
+    {"MulChannelNHWC", CUDA_DT(FLOAT16), "float16 NHWC X times float16 S [N or 1, C, 1, 1] (internal: float16 regions)",
+     NULL, NULL, cuda_mulch_nhwc_run, NULL},
     {NULL, 0, NULL, NULL, NULL, NULL, NULL}};
 
 const cuda_op cuda_ops_conv[] = {

@@ -178,3 +178,27 @@ extern "C" netrun_status cuda_f16_nsc_bias_act(cuda_context *ctx, void *y, const
         f16_nsc_bias_act_k<<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>((__half *)y, (const __half *)bias, total, c, a);
     return cuda_check_launch("float16 NHWC bias + activation");
 }
+
+/* MulChannelNHWC (com.netrun): y[n, q, c] = x[n, q, c] * s[n or 0, c], float16 NHWC x (squeeze-excite). */
+__global__ void mulch_nhwc_k(const __half *x, const __half *s, __half *y, int64_t total, int64_t c, int64_t per_img,
+                             int s_batched) {
+    GRID_LOOP(i, total) {
+        int64_t ci = i % c, n = i / per_img;
+        y[i] = __float2half_rn(__half2float(x[i]) * __half2float(s[(s_batched ? n * c : 0) + ci]));
+    }
+}
+
+extern "C" netrun_status cuda_mulch_nhwc_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    const netrun_tensor *X = &args->inputs[0], *S = &args->inputs[1];
+    if (args->n_inputs != 2 || X->rank != 4 || S->rank != 4 || X->dtype != NETRUN_DTYPE_FLOAT16 ||
+        S->dtype != NETRUN_DTYPE_FLOAT16 || S->dims[1] != X->dims[1] || (S->dims[0] != X->dims[0] && S->dims[0] != 1) ||
+        S->dims[2] != 1 || S->dims[3] != 1 || cuda_count(&args->outputs[0]) != cuda_count(X))
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda MulChannelNHWC: X, S, Y do not match");
+    int64_t total = cuda_count(X), c = X->dims[1], per_img = c * X->dims[2] * X->dims[3];
+    if (total == 0) return NETRUN_OK;
+    mulch_nhwc_k<<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>((const __half *)X->data, (const __half *)S->data,
+                                                                      (__half *)args->outputs[0].data, total, c, per_img,
+                                                                      S->dims[0] != 1);
+    return cuda_check_launch("MulChannelNHWC");
+}

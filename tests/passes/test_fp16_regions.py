@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """The CUDA float16 NHWC region pass (runtime/optimize.c, pass (g)) and its internal ops.
 
-1. Always (CPU): the reference CPU kernels of the internal ops ReorderNHWC and GlobalAveragePoolNHWC
+1. Always (CPU): the reference CPU kernels of the internal ops ReorderNHWC, GlobalAveragePoolNHWC, MulChannelNHWC
    (domain com.netrun), through a model that uses them directly: float32 -> float16 NHWC -> float32 is the
    float16 rounding of X, and the NHWC average pool is the float32 mean within float16 rounding.
 2. With a CUDA device (else that part is skipped; exit 77 when nothing could run at all): a small ResNet-like
    model (stem Conv C=3, BN, ReLU, MaxPool with pads, residual block with the Add fused, AveragePool, 1x1 Conv
-   with SiLU, GlobalAveragePool, Flatten, Gemm, Softmax, plus an inner value as a graph output) under
+   with SiLU, squeeze-excite (GlobalAveragePool, 1x1 Convs, Sigmoid, Mul), GlobalAveragePool, Flatten, Gemm,
+   Softmax, plus an inner value as a graph output) under
    --precision fp16: the region pass must have put ReorderNHWC conversions, NHWC Convs ("fp16 region" in the
    kernel description), NHWC pools and GlobalAveragePoolNHWC on cuda; the outputs must match the CPU's float32
    ones within the float16 tolerance below; cuda.fp16_regions=0 and fp32 must leave no ReorderNHWC node.
@@ -70,10 +71,13 @@ def internal_ops_model():
         helper.make_node("ReorderNHWC", ["xh"], ["back"], domain="com.netrun", to_nhwc=0, name="to_f"),
         helper.make_node("GlobalAveragePoolNHWC", ["xh"], ["gh"], domain="com.netrun", name="gap"),
         helper.make_node("ReorderNHWC", ["gh"], ["gap"], domain="com.netrun", to_nhwc=0, name="gap_f"),
+        helper.make_node("MulChannelNHWC", ["xh", "gh"], ["mh"], domain="com.netrun", name="mulch"),
+        helper.make_node("ReorderNHWC", ["mh"], ["mul"], domain="com.netrun", to_nhwc=0, name="mul_f"),
     ]
     g = helper.make_graph(nodes, "nhwc_ops", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 3, 7])],
                           [helper.make_tensor_value_info("back", TensorProto.FLOAT, [2, 5, 3, 7]),
-                           helper.make_tensor_value_info("gap", TensorProto.FLOAT, [2, 5, 1, 1])])
+                           helper.make_tensor_value_info("gap", TensorProto.FLOAT, [2, 5, 1, 1]),
+                           helper.make_tensor_value_info("mul", TensorProto.FLOAT, [2, 5, 3, 7])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.netrun", 1)])
     m.ir_version = 8
     return m
@@ -83,13 +87,16 @@ def check_internal_ops(nr, tmp, backend):
     path = save(internal_ops_model(), tmp, "nhwc_ops.onnx")
     x = (RNG.standard_normal((2, 5, 3, 7)) * 3).astype(np.float32)
     with nr.session(path, backends=backend, threads=2) as s:
-        back, gap = s.run({"x": x})
+        back, gap, mul = s.run({"x": x})
         used = {n[1]: n[2] for n in s.nodes()}
     want_back = x.astype(np.float16).astype(np.float32)
     want_gap = x.astype(np.float16).astype(np.float32).mean(axis=(2, 3), keepdims=True)
-    ok = np.array_equal(back, want_back) and np.allclose(gap, want_gap, rtol=2e-3, atol=2e-3)
+    want_mul = want_back * gap  # S is the float16 pool output
+    ok = np.array_equal(back, want_back) and np.allclose(gap, want_gap, rtol=2e-3, atol=2e-3) and \
+        np.allclose(mul, want_mul, rtol=2e-3, atol=2e-3)
     print(f"{'ok' if ok else 'FAIL'}  internal ops on {backend} ({used}): round trip max diff "
-          f"{np.abs(back - want_back).max():.3g}, gap max diff {np.abs(gap - want_gap).max():.3g}")
+          f"{np.abs(back - want_back).max():.3g}, gap max diff {np.abs(gap - want_gap).max():.3g}, "
+          f"mul max diff {np.abs(mul - want_mul).max():.3g}")
     return ok
 
 
@@ -124,6 +131,11 @@ def region_model():
     y = g.n("AveragePool", [y], "avg", kernel_shape=[2, 2], strides=[2, 2])
     y = g.conv_bn(y, 16, 32, "c3", k=1)
     y = g.n("Mul", [y, g.n("Sigmoid", [y], "c3.sig")], "c3.silu")
+    # squeeze-excite: GAP -> 1x1 conv + ReLU -> 1x1 conv -> Sigmoid -> Mul(y, s) (MulChannelNHWC)
+    s = g.n("GlobalAveragePool", [y], "se.gap")
+    s = g.n("Relu", [g.n("Conv", [s, g.c("se1.w", w(8, 32, 1, 1)), g.c("se1.b", w(8))], "se1")], "se1.relu")
+    s = g.n("Sigmoid", [g.n("Conv", [s, g.c("se2.w", w(32, 8, 1, 1)), g.c("se2.b", w(32))], "se2")], "se2.sig")
+    y = g.n("Mul", [s, y], "se.mul")
     y = g.n("GlobalAveragePool", [y], "gap")
     y = g.n("Flatten", [y], "flat", axis=1)
     y = g.n("Gemm", [y, g.c("fc.w", w(10, 32)), g.c("fc.b", w(10))], "fc", transB=1)
@@ -154,7 +166,7 @@ def check_regions(nr, tmp):
         good = all(d <= TOL for d in diffs) and all(o.dtype == np.float32 for o in outs)
         if want_regions:
             on_cuda = {n[1] for n in nodes if n[2] == "cuda"}
-            need = {"ReorderNHWC", "GlobalAveragePoolNHWC", "MaxPool", "AveragePool", "Conv"}
+            need = {"ReorderNHWC", "GlobalAveragePoolNHWC", "MulChannelNHWC", "MaxPool", "AveragePool", "Conv"}
             good = good and need <= on_cuda and reorders and all("fp16 region" in k for k in conv_k)
         else:
             good = good and not reorders
