@@ -901,8 +901,8 @@ static netrun_status reorder_nhwc_run(cuda_context *ctx, void *state, const netr
 const cuda_op cuda_ops_internal[] = {
     {"ReorderNHWC", CUDA_FLOAT_DTYPES, "4-D float32 NCHW <-> float16 NHWC (internal: float16 region borders)",
      reorder_nhwc_supports, NULL, reorder_nhwc_run, NULL},
-    {"GlobalAveragePoolNHWC", CUDA_DT(FLOAT16), "4-D float16 NHWC (internal: float16 regions)", NULL, NULL,
-     cuda_gap_nhwc_run, NULL},
+    {"GlobalAveragePoolNHWC", CUDA_DT(FLOAT16), "4-D float16 NHWC (internal: float16 regions)", NULL,
+     cuda_gap_nhwc_create, cuda_gap_nhwc_run, NULL},
     {"MulChannelNHWC", CUDA_DT(FLOAT16), "float16 NHWC X times float16 S [N or 1, C, 1, 1] (internal: float16 regions)",
      NULL, NULL, cuda_mulch_nhwc_run, NULL},
     {NULL, 0, NULL, NULL, NULL, NULL, NULL}};

@@ -240,6 +240,7 @@ netrun_status cuda_f16_nsc_bias_act(cuda_context *ctx, void *y, const void *bias
                                     const netrun_fused_activation *act);
 /* GlobalAveragePoolNHWC's run (pool.cu): float16 NHWC X -> float16 [N, C] Y, float32 sums. */
 netrun_status cuda_gap_nhwc_run(cuda_context *ctx, void *state, const netrun_kernel_args *args);
+netrun_status cuda_gap_nhwc_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace);
 /* MulChannelNHWC's run (precision.cu): float16 NHWC X times float16 S [N or 1, C, 1, 1]. */
 netrun_status cuda_mulch_nhwc_run(cuda_context *ctx, void *state, const netrun_kernel_args *args);
 

@@ -181,6 +181,56 @@ __global__ void gap_nhwc_k(const __half *x, __half *y, int64_t total, int64_t c,
     }
 }
 
+/* Large planes with few channels (EfficientNet's squeeze-excite pools: 112x112 x 32 at batch 1 would give 32
+ * threads of 12,544 loads each): blocks of 32 channels x 8 rows over one slice of the plane write float32
+ * partial sums [split][N][C] into the workspace, a second kernel adds the slices (deterministic, no atomics). */
+#define GAP_CH 32
+#define GAP_ROWS 8
+__global__ void gap_nhwc_part_k(const __half *x, float *part, int64_t c, int64_t hw, int64_t n_img, int splits) {
+    __shared__ float sh[GAP_ROWS][GAP_CH + 1];
+    int64_t ci = (int64_t)blockIdx.x * GAP_CH + threadIdx.x, n = blockIdx.y;
+    int64_t per = (hw + splits - 1) / splits, q0 = (int64_t)blockIdx.z * per, q1 = q0 + per < hw ? q0 + per : hw;
+    float acc = 0;
+    if (ci < c)
+        for (int64_t q = q0 + threadIdx.y; q < q1; q += GAP_ROWS) acc += __half2float(x[(n * hw + q) * c + ci]);
+    sh[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y == 0 && ci < c) {
+        float s = 0;
+        for (int r = 0; r < GAP_ROWS; r++) s += sh[r][threadIdx.x];
+        part[((int64_t)blockIdx.z * n_img + n) * c + ci] = s;
+    }
+}
+
+__global__ void gap_nhwc_fin_k(const float *part, __half *y, int64_t total, int splits, float inv) {
+    GRID_LOOP(i, total) {
+        float s = 0;
+        for (int k = 0; k < splits; k++) s += part[k * total + i];
+        y[i] = __float2half_rn(s * inv);
+    }
+}
+
+/* Slices of the plane: enough blocks to fill the GPU about twice, each slice at least 8 rows, at most 64. */
+static int gap_splits(int64_t n, int64_t c, int64_t hw) {
+    if (n < 1 || n > 65535 || c < 1 || hw < 1) return 0;
+    int64_t base = n * ((c + GAP_CH - 1) / GAP_CH), want = (264 + base - 1) / base, most = (hw + GAP_ROWS - 1) / GAP_ROWS;
+    if (want > most) want = most;
+    if (want > 64) want = 64;
+    return want < 2 ? 0 : (int)want;
+}
+
+extern "C" netrun_status cuda_gap_nhwc_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
+    (void)ctx;
+    *state = NULL;
+    *ws = 0;
+    const netrun_value_desc *x = &node->inputs[0];
+    if (x->rank == 4 && x->dims[0] > 0 && x->dims[1] > 0 && x->dims[2] > 0 && x->dims[3] > 0) {
+        int sp = gap_splits(x->dims[0], x->dims[1], x->dims[2] * x->dims[3]);
+        *ws = (size_t)sp * (size_t)x->dims[0] * (size_t)x->dims[1] * 4;
+    }
+    return NETRUN_OK;
+}
+
 extern "C" netrun_status cuda_gap_nhwc_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
     (void)state;
     const netrun_tensor *X = &args->inputs[0];
@@ -190,6 +240,18 @@ extern "C" netrun_status cuda_gap_nhwc_run(cuda_context *ctx, void *state, const
     int64_t total = X->dims[0] * X->dims[1], hw = X->dims[2] * X->dims[3];
     if (total == 0) return NETRUN_OK;
     if (hw == 0) return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda GlobalAveragePoolNHWC: empty planes");
+    int sp = gap_splits(X->dims[0], X->dims[1], hw);
+    if (sp && args->workspace && (size_t)sp * (size_t)total * 4 <= args->workspace_size) {
+        float *part = (float *)cuda_workspace_address(args->workspace);
+        dim3 grid((unsigned)((X->dims[1] + GAP_CH - 1) / GAP_CH), (unsigned)X->dims[0], (unsigned)sp);
+        gap_nhwc_part_k<<<grid, dim3(GAP_CH, GAP_ROWS), 0, ctx->stream>>>((const __half *)X->data, part, X->dims[1], hw,
+                                                                         X->dims[0], sp);
+        netrun_status s = cuda_check_launch("GlobalAveragePoolNHWC (slices)");
+        if (s != NETRUN_OK) return s;
+        gap_nhwc_fin_k<<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>(part, (__half *)Y->data, total, sp,
+                                                                            1.0f / (float)hw);
+        return cuda_check_launch("GlobalAveragePoolNHWC");
+    }
     gap_nhwc_k<<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>((const __half *)X->data, (__half *)Y->data, total,
                                                                     X->dims[1], hw);
     return cuda_check_launch("GlobalAveragePoolNHWC");
