@@ -582,7 +582,9 @@ typedef struct netrun_reorder_nchwc_params {
  * NCHW ones. to_nhwc 1: float32 NCHW X -> float16 NHWC Y; 0: float16 NHWC X -> float32 NCHW Y. Also
  * GlobalAveragePoolNHWC (com.netrun, no params): GlobalAveragePool of a float16 NHWC X (float32
  * accumulation), float16 [N,C,1,1] Y (the same bytes in both layouts); MulChannelNHWC(X, S) (com.netrun, no
- * params): float16 NHWC X times float16 S [N or 1, C, 1, 1] (squeeze-excite scaling), float16 NHWC Y. */
+ * params): float16 NHWC X times float16 S [N or 1, C, 1, 1] (squeeze-excite scaling), float16 NHWC Y;
+ * ConcatNHWC(X0, X1, ...) (com.netrun, no params): float16 NHWC inputs with the same N, H, W joined on
+ * channels (Concat axis 1 in logical dims), float16 NHWC Y. */
 typedef struct netrun_reorder_nhwc_params {
     int to_nhwc;
 } netrun_reorder_nhwc_params;

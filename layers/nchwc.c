@@ -108,7 +108,30 @@ static netrun_status mulch_nhwc_infer(nr_layer_ctx *c, void *params) {
     return NETRUN_OK;
 }
 
+/* ConcatNHWC(X0, X1, ...): float16 NHWC inputs [N,Ci,H,W] joined on channels, float16 NHWC [N,sum Ci,H,W]. */
+static netrun_status concat_nhwc_infer(nr_layer_ctx *c, void *params) {
+    (void)params;
+    int n = nr_in_count(c);
+    if (n < 1) return nr_layer_error(c, "needs inputs");
+    const netrun_value_desc *x0 = nr_in(c, 0);
+    int64_t dims[4] = {0, 0, 0, 0};
+    for (int i = 0; i < n; i++) {
+        if (!nr_in_present(c, i)) return nr_layer_error(c, "input %d absent", i);
+        const netrun_value_desc *x = nr_in(c, i);
+        if (x->dtype != NETRUN_DTYPE_FLOAT16 || x->rank != 4 || x->dims[0] != x0->dims[0] || x->dims[2] != x0->dims[2] ||
+            x->dims[3] != x0->dims[3])
+            return nr_layer_error(c, "inputs must be float16 4-D with the same N, H, W");
+        dims[1] += x->dims[1];
+    }
+    dims[0] = x0->dims[0];
+    dims[2] = x0->dims[2];
+    dims[3] = x0->dims[3];
+    nr_out_set(c, 0, NETRUN_DTYPE_FLOAT16, 4, dims);
+    return NETRUN_OK;
+}
+
 const nr_layer nr_layers_nchwc[] = {
+    {"ConcatNHWC", "com.netrun", 1, 0, NULL, concat_nhwc_infer, 0},
     {"MulChannelNHWC", "com.netrun", 1, 0, NULL, mulch_nhwc_infer, 0},
     {"ReorderNHWC", "com.netrun", 1, sizeof(netrun_reorder_nhwc_params), reorder_nhwc_parse, reorder_nhwc_infer, 0},
     {"GlobalAveragePoolNHWC", "com.netrun", 1, 0, NULL, gap_nhwc_infer, 0},

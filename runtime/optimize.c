@@ -830,7 +830,7 @@ done:
  * their values float16 and channels last: Convs with constant weights (cuDNN NHWC tensor-core kernels), the
  * same-shape elementwise ops between them (layout-agnostic), MaxPool/AveragePool (params.nhwc),
  * GlobalAveragePool (GlobalAveragePoolNHWC, com.netrun) and squeeze-excite's Mul(X, S[N,C,1,1])
- * (MulChannelNHWC, com.netrun). Region values become FLOAT16 in the copy with their
+ * (MulChannelNHWC, com.netrun) and Concat on channels (ConcatNHWC, com.netrun). Region values become FLOAT16 in the copy with their
  * logical NCHW dims (the layout is the pass's business); their Conv weights and biases become float16
  * constants; a ReorderNHWC (com.netrun) converts float32 NCHW <-> float16 NHWC in one kernel at each border
  * (graph outputs stay float32 under their own names). Everything else (Softmax, norms, Gemm, reshapes,
@@ -930,7 +930,7 @@ static int cuda_takes_f16(const opt_state *o, const netrun_backend_config *cfg, 
     return s->slots[sn->slot].api->supports(cfg, &d, why, sizeof why);
 }
 
-enum { HK_PLAIN = 0, HK_CONV, HK_AGN, HK_POOL, HK_GAP, HK_MULCH };
+enum { HK_PLAIN = 0, HK_CONV, HK_AGN, HK_POOL, HK_GAP, HK_MULCH, HK_CONCAT };
 
 typedef struct h_state {
     const opt_state *o;
@@ -1093,6 +1093,21 @@ static netrun_status plan_fp16(opt_state *o, const netrun_backend_config *cfg, n
             }
             continue;
         }
+        /* Concat on channels of float16 NHWC inputs with the same N, H, W: ConcatNHWC (per input a 2-D copy) */
+        if (is_op(nd, "Concat") && agnostic_op(nd) == 3 && regionable_desc(yd)) {
+            int ok = nd->n_inputs >= 1;
+            for (int j = 0; j < nd->n_inputs && ok; j++) {
+                int v = nd->inputs[j];
+                const netrun_value_desc *vd = v >= 0 && v < g->n_values ? &s->values[v].desc : NULL;
+                ok = vd && st.vh[v] && vd->rank == 4 && vd->dims[0] == yd->dims[0] && vd->dims[2] == yd->dims[2] &&
+                     vd->dims[3] == yd->dims[3];
+            }
+            if (ok) {
+                kind[k] = HK_CONCAT;
+                st.vh[out] = 1;
+            }
+            continue;
+        }
         int un = h_unary(nd), bin = h_binary(nd);
         if ((!un && !bin) || !regionable_desc(yd)) continue;
         int ok = 1;
@@ -1170,8 +1185,8 @@ static netrun_status plan_fp16(opt_state *o, const netrun_backend_config *cfg, n
             nd = &ng->nodes[k]; /* adding nodes may have moved the array */
             nd->inputs[j] = id;
         }
-        if (rc == NETRUN_OK && (kind[k] == HK_GAP || kind[k] == HK_MULCH)) {
-            char *op = nr_strdup(kind[k] == HK_GAP ? "GlobalAveragePoolNHWC" : "MulChannelNHWC");
+        if (rc == NETRUN_OK && (kind[k] == HK_GAP || kind[k] == HK_MULCH || kind[k] == HK_CONCAT)) {
+            char *op = nr_strdup(kind[k] == HK_GAP ? "GlobalAveragePoolNHWC" : kind[k] == HK_MULCH ? "MulChannelNHWC" : "ConcatNHWC");
             char *dom = nr_strdup("com.netrun");
             if (!op || !dom) {
                 nr_free(op);

@@ -230,7 +230,29 @@ static netrun_status mulch_nhwc_run(cpu_context *ctx, void *state, const netrun_
     return NETRUN_OK;
 }
 
+static netrun_status concat_nhwc_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)ctx;
+    (void)state;
+    const netrun_tensor *Y = &args->outputs[0];
+    if (args->n_outputs != 1 || Y->rank != 4 || Y->dtype != NETRUN_DTYPE_FLOAT16)
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "ConcatNHWC: needs a 4-D float16 Y");
+    int64_t rows = Y->dims[0] * Y->dims[2] * Y->dims[3], ct = Y->dims[1], off = 0;
+    for (int i = 0; i < args->n_inputs; i++) {
+        const netrun_tensor *X = &args->inputs[i];
+        if (X->rank != 4 || X->dtype != NETRUN_DTYPE_FLOAT16 || X->dims[0] * X->dims[2] * X->dims[3] != rows ||
+            off + X->dims[1] > ct)
+            return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "ConcatNHWC: input %d does not match Y", i);
+        for (int64_t r = 0; r < rows; r++)
+            memcpy((uint16_t *)Y->data + r * ct + off, (const uint16_t *)X->data + r * X->dims[1], (size_t)X->dims[1] * 2);
+        off += X->dims[1];
+    }
+    if (off != ct) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "ConcatNHWC: channels do not add up");
+    return NETRUN_OK;
+}
+
 const cpu_op cpu_ops_nchwc[] = {
+    {"ConcatNHWC", "com.netrun", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16), "float16 NHWC inputs on channels (internal, reference)",
+     NULL, NULL, concat_nhwc_run, NULL, NULL},
     {"MulChannelNHWC", "com.netrun", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16),
      "float16 NHWC X, S [N or 1, C, 1, 1] (internal, reference)", mulch_nhwc_supports, NULL, mulch_nhwc_run, NULL, NULL},
     {"ReorderNHWC", "com.netrun", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16),

@@ -51,8 +51,9 @@ typedef struct conv_state {
     conv_variant v[N_VARIANTS];
     int use;                       /* the variant kernel_run takes */
     int region;                    /* float16 NHWC X/Y/Z (params src_nhwc = dst_nhwc = 1, the region pass):
-                                    * V_F16_NHWC runs on them directly, V_NATIVE is float32 NCHW between
-                                    * conversions (w32, b32, x32/y32 in the workspace) */
+                                    * V_F16_NHWC runs cuDNN on them directly, V_F16 (pointwise convs only) is
+                                    * one cuBLAS GEMM on them, V_NATIVE is float32 NCHW between conversions
+                                    * (w32, b32, x32/y32 in the workspace) */
     void *w32, *b32;
     size_t x32_bytes, y32_bytes;
     cudnnActivationDescriptor_t act;
@@ -302,6 +303,20 @@ static netrun_status variant_setup(cuda_context *ctx, conv_state *st, conv_varia
     return NETRUN_OK;
 }
 
+/* The cuBLAS handle (the gemm family creates it too; whoever comes first). */
+static netrun_status conv_cublas(cuda_context *ctx) {
+    if (ctx->cublas) return NETRUN_OK;
+    netrun_status st = cuda_load_cublas();
+    if (st != NETRUN_OK) return st;
+    cublasStatus_t bs = cublasCreate(&ctx->cublas);
+    if (bs != CUBLAS_STATUS_SUCCESS) {
+        ctx->cublas = NULL;
+        return cublas_fail(bs, "cublasCreate");
+    }
+    if ((bs = cublasSetStream(ctx->cublas, ctx->stream)) != CUBLAS_STATUS_SUCCESS) return cublas_fail(bs, "cublasSetStream");
+    return NETRUN_OK;
+}
+
 /* Build the native variant for these shapes (and, when fp16 is on, the float16 ones) under cap. */
 static netrun_status conv_setup(cuda_context *ctx, conv_state *st, int xrank, const int64_t *xdims,
                                 const int64_t *wdims, const int64_t *ydims, size_t cap, int timed, int with_f16) {
@@ -363,6 +378,16 @@ static netrun_status conv_setup(cuda_context *ctx, conv_state *st, int xrank, co
             h->ok = 0;
             cuda_host->log(NETRUN_LOG_DEBUG, "cuda", "conv: float16 NHWC path unavailable in a region");
         }
+        /* pointwise (1x1, stride 1, no pads, group 1): in NHWC it is Y[NHW, M] = X[NHW, C] W[M, C]^T, one GEMM */
+        conv_variant *gm = &st->v[V_F16];
+        gm->ok = gm->fuse = 0;
+        gm->algo_ws = 0;
+        gm->ms = 0;
+        int pw = nd == 4 && p->group == 1 && wd[2] == 1 && wd[3] == 1 && xd[2] == yd[2] && xd[3] == yd[3] &&
+                 (int64_t)xd[0] * xd[2] * xd[3] <= INT32_MAX;
+        for (int i = 0; pw && i < 2; i++) pw = pads[i] == 0 && strides[i] == 1;
+        if (pw && conv_cublas(ctx) == NETRUN_OK) gm->ok = 1;
+        else if (pw) cuda_host->log(NETRUN_LOG_DEBUG, "cuda", "conv: cuBLAS unavailable for a pointwise region Conv");
     } else if (with_f16) {
         size_t nx = 2, ny = 2;
         for (int i = 0; i < nd; i++) {
@@ -386,10 +411,10 @@ static netrun_status conv_setup(cuda_context *ctx, conv_state *st, int xrank, co
             }
         }
     }
-    if (st->region && !st->v[V_NATIVE].ok && !st->v[V_F16_NHWC].ok)
-        return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda conv: neither the float16 NHWC nor the float32 path "
-                                                        "is available for a region Conv");
-    if (st->region && !st->v[V_NATIVE].ok) st->use = V_F16_NHWC;
+    if (st->region && !st->v[V_NATIVE].ok && !st->v[V_F16_NHWC].ok && !st->v[V_F16].ok)
+        return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda conv: no float16 NHWC, GEMM or float32 path is available "
+                                                        "for a region Conv");
+    if (st->region && !st->v[V_NATIVE].ok) st->use = st->v[V_F16_NHWC].ok ? V_F16_NHWC : V_F16;
     st->nd = nd;
     st->xrank = xrank;
     memcpy(st->xdims, xdims, sizeof(int64_t) * (size_t)xrank);
@@ -401,7 +426,7 @@ static netrun_status conv_setup(cuda_context *ctx, conv_state *st, int xrank, co
 
 static size_t variant_ws(const conv_state *st, int vi) {
     const conv_variant *v = &st->v[vi];
-    if (st->region) return vi == V_NATIVE ? st->x32_bytes + st->y32_bytes + v->algo_ws : v->algo_ws;
+    if (st->region) return vi == V_NATIVE ? st->x32_bytes + st->y32_bytes + v->algo_ws : vi == V_F16 ? 0 : v->algo_ws;
     return vi == V_NATIVE ? st->pad_bytes + v->algo_ws : st->x16_bytes + st->y16_bytes + v->algo_ws;
 }
 
@@ -489,6 +514,23 @@ static netrun_status conv_exec(cuda_context *ctx, void *arg) {
     const netrun_conv_params *p = &st->p;
     netrun_status s;
     int fused = 0;
+    if (st->region && io->vi == V_F16) { /* pointwise: one cuBLAS GEMM, float32 accumulation, then the epilogue */
+        int64_t rows = io->n * io->ys;
+        float alpha = 1.0f, beta = 0.0f;
+        if (io->z) {
+            if (io->z != io->y) {
+                cudaError_t e = cudaMemcpyAsync(io->y, io->z, (size_t)(rows * io->m) * 2, cudaMemcpyDeviceToDevice, ctx->stream);
+                if (e != cudaSuccess) return cuda_fail(e, "conv sum copy");
+            }
+            beta = 1.0f;
+        }
+        cublasStatus_t bs = cublasGemmStridedBatchedEx(ctx->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)io->m, (int)rows, (int)io->c,
+                                                       &alpha, st->w16_nhwc, CUDA_R_16F, (int)io->c, 0, io->x, CUDA_R_16F,
+                                                       (int)io->c, 0, &beta, io->y, CUDA_R_16F, (int)io->m, 0, 1,
+                                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        if (bs != CUBLAS_STATUS_SUCCESS) return cublas_fail(bs, "cublasGemmStridedBatchedEx (pointwise Conv)");
+        return cuda_f16_nsc_bias_act(ctx, io->y, io->bias, rows, io->m, &p->activation);
+    }
     if (st->region && io->vi == V_F16_NHWC) { /* float16 NHWC tensors straight into cuDNN */
         s = cudnn_conv(ctx, st, v, io->x, st->w16_nhwc, io->bias, io->z, io->y, io->ws, &fused);
         if (s != NETRUN_OK || fused) return s;
@@ -689,9 +731,11 @@ static netrun_status choose_variant(cuda_context *ctx, conv_state *st, const net
         if (best < 0)
             return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda conv %s: no path of the float16 region Conv ran", node->name);
         st->use = best;
-        cuda_host->log(NETRUN_LOG_INFO, "cuda", "conv %s (fp16 region): fp16 NHWC %.4f ms, fp32 with conversions %.4f ms -> %s",
+        cuda_host->log(NETRUN_LOG_INFO, "cuda",
+                       "conv %s (fp16 region): fp16 NHWC %.4f ms, fp16 GEMM %.4f ms, fp32 with conversions %.4f ms -> %s",
                        node->name, st->v[V_F16_NHWC].ok ? st->v[V_F16_NHWC].ms : -1.0,
-                       st->v[V_NATIVE].ok ? st->v[V_NATIVE].ms : -1.0, best == V_NATIVE ? "fp32" : "fp16 NHWC");
+                       st->v[V_F16].ok ? st->v[V_F16].ms : -1.0, st->v[V_NATIVE].ok ? st->v[V_NATIVE].ms : -1.0,
+                       best == V_NATIVE ? "fp32" : best == V_F16 ? "fp16 GEMM" : "fp16 NHWC");
         return NETRUN_OK;
     }
     st->use = best;
@@ -708,10 +752,14 @@ static void describe(conv_state *st) {
         return;
     }
     if (st->region) {
-        snprintf(st->desc, sizeof st->desc, "cudnn %s %s%s (fp16 region; timed nhwc %.3f / fp32+conv %.3f ms)",
-                 fwd_algo_name(v->algo), st->use == V_NATIVE ? "fp32 between NHWC<->NCHW conversions" : "fp16 NHWC",
-                 v->fuse ? " fused bias+act" : "", st->v[V_F16_NHWC].ok ? st->v[V_F16_NHWC].ms : -1.0,
-                 st->v[V_NATIVE].ok ? st->v[V_NATIVE].ms : -1.0);
+        if (st->use == V_F16)
+            snprintf(st->desc, sizeof st->desc, "cublas fp16 NHWC GEMM (fp16 region; timed gemm %.3f / nhwc %.3f / fp32+conv %.3f ms)",
+                     v->ms, st->v[V_F16_NHWC].ok ? st->v[V_F16_NHWC].ms : -1.0, st->v[V_NATIVE].ok ? st->v[V_NATIVE].ms : -1.0);
+        else
+            snprintf(st->desc, sizeof st->desc, "cudnn %s %s%s (fp16 region; timed nhwc %.3f / fp32+conv %.3f / gemm %.3f ms)",
+                     fwd_algo_name(v->algo), st->use == V_NATIVE ? "fp32 between NHWC<->NCHW conversions" : "fp16 NHWC",
+                     v->fuse ? " fused bias+act" : "", st->v[V_F16_NHWC].ok ? st->v[V_F16_NHWC].ms : -1.0,
+                     st->v[V_NATIVE].ok ? st->v[V_NATIVE].ms : -1.0, st->v[V_F16].ok ? st->v[V_F16].ms : -1.0);
         return;
     }
     int n = snprintf(st->desc, sizeof st->desc, "cudnn %s %s%s%s",
@@ -778,7 +826,8 @@ static netrun_status conv_create(cuda_context *ctx, const netrun_node_desc *node
         if (s == NETRUN_OK && st->region) { /* supports() checked: W (and B) are float16 constants */
             int64_t cg = wv->dims[1], ks = 1;
             for (int i = 2; i < wv->rank; i++) ks *= wv->dims[i];
-            if (st->v[V_F16_NHWC].ok) s = upload_from_half(wv->const_data, wv->dims[0], cg, ks, 0, &st->w16_nhwc);
+            if (st->v[V_F16_NHWC].ok || st->v[V_F16].ok)
+                s = upload_from_half(wv->const_data, wv->dims[0], cg, ks, 0, &st->w16_nhwc);
             if (s == NETRUN_OK && st->v[V_NATIVE].ok) {
                 s = upload_from_half(wv->const_data, wv->dims[0], cg, ks, 1, &st->w32);
                 if (s == NETRUN_OK && has_bias) s = upload_from_half(bv->const_data, 1, 1, m, 1, &st->b32);
@@ -797,7 +846,8 @@ static netrun_status conv_create(cuda_context *ctx, const netrun_node_desc *node
             if (s == NETRUN_OK && has_bias) s = upload_half(bv->const_data, 1, 1, m, 0, &st->b16);
             if (s == NETRUN_OK) s = choose_variant(ctx, st, node);
         }
-        if (s == NETRUN_OK && st->region && st->v[V_NATIVE].ok && st->v[V_F16_NHWC].ok) s = choose_variant(ctx, st, node);
+        if (s == NETRUN_OK && st->region && st->v[V_NATIVE].ok + st->v[V_F16_NHWC].ok + st->v[V_F16].ok > 1)
+            s = choose_variant(ctx, st, node);
         if (s != NETRUN_OK) {
             conv_destroy(ctx, st);
             return s;
@@ -831,7 +881,7 @@ static netrun_status conv_run(cuda_context *ctx, void *state, const netrun_kerne
         if ((s = conv_setup(ctx, st, X->rank, X->dims, W->dims, Y->dims, cap, 0, 0)) != NETRUN_OK) return s;
         if (st->region) { /* only the paths whose weights were uploaded at creation */
             if (st->use == V_NATIVE && !st->w32) st->use = V_F16_NHWC;
-            if ((st->use == V_F16_NHWC && !st->w16_nhwc) || !st->v[st->use].ok)
+            if (((st->use == V_F16_NHWC || st->use == V_F16) && !st->w16_nhwc) || !st->v[st->use].ok)
                 return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda conv: region Conv shapes changed at run time");
         }
         describe(st);
@@ -898,11 +948,36 @@ static netrun_status reorder_nhwc_run(cuda_context *ctx, void *state, const netr
                       : cuda_f16_to_f32(ctx, X->data, Y->data, X->dims[0], X->dims[1], hw, 1);
 }
 
+/* ConcatNHWC (com.netrun): per input one 2-D copy, rows N*H*W of Ci channels into rows of sum Ci. */
+static netrun_status concat_nhwc_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    const netrun_tensor *Y = &args->outputs[0];
+    if (args->n_outputs != 1 || Y->rank != 4 || Y->dtype != NETRUN_DTYPE_FLOAT16)
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda ConcatNHWC: needs a 4-D float16 Y");
+    int64_t rows = Y->dims[0] * Y->dims[2] * Y->dims[3], ct = Y->dims[1], off = 0;
+    for (int i = 0; i < args->n_inputs; i++) {
+        const netrun_tensor *X = &args->inputs[i];
+        if (X->rank != 4 || X->dtype != NETRUN_DTYPE_FLOAT16 || X->dims[0] * X->dims[2] * X->dims[3] != rows ||
+            off + X->dims[1] > ct)
+            return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda ConcatNHWC: input %d does not match Y", i);
+        if (rows > 0 && X->dims[1] > 0) {
+            cudaError_t e = cudaMemcpy2DAsync((char *)Y->data + off * 2, (size_t)ct * 2, X->data, (size_t)X->dims[1] * 2,
+                                              (size_t)X->dims[1] * 2, (size_t)rows, cudaMemcpyDeviceToDevice, ctx->stream);
+            if (e != cudaSuccess) return cuda_fail(e, "ConcatNHWC copy");
+        }
+        off += X->dims[1];
+    }
+    if (off != ct) return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda ConcatNHWC: channels do not add up");
+    return NETRUN_OK;
+}
+
 const cuda_op cuda_ops_internal[] = {
     {"ReorderNHWC", CUDA_FLOAT_DTYPES, "4-D float32 NCHW <-> float16 NHWC (internal: float16 region borders)",
      reorder_nhwc_supports, NULL, reorder_nhwc_run, NULL},
     {"GlobalAveragePoolNHWC", CUDA_DT(FLOAT16), "4-D float16 NHWC (internal: float16 regions)", NULL,
      cuda_gap_nhwc_create, cuda_gap_nhwc_run, NULL},
+    {"ConcatNHWC", CUDA_DT(FLOAT16), "float16 NHWC inputs joined on channels (internal: float16 regions)", NULL, NULL,
+     concat_nhwc_run, NULL},
     {"MulChannelNHWC", CUDA_DT(FLOAT16), "float16 NHWC X times float16 S [N or 1, C, 1, 1] (internal: float16 regions)",
      NULL, NULL, cuda_mulch_nhwc_run, NULL},
     {NULL, 0, NULL, NULL, NULL, NULL, NULL}};

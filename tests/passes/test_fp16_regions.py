@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The CUDA float16 NHWC region pass (runtime/optimize.c, pass (g)) and its internal ops.
 
-1. Always (CPU): the reference CPU kernels of the internal ops ReorderNHWC, GlobalAveragePoolNHWC, MulChannelNHWC
+1. Always (CPU): the reference CPU kernels of the internal ops ReorderNHWC, GlobalAveragePoolNHWC, MulChannelNHWC,
+   ConcatNHWC
    (domain com.netrun), through a model that uses them directly: float32 -> float16 NHWC -> float32 is the
    float16 rounding of X, and the NHWC average pool is the float32 mean within float16 rounding.
 2. With a CUDA device (else that part is skipped; exit 77 when nothing could run at all): a small ResNet-like
@@ -73,11 +74,14 @@ def internal_ops_model():
         helper.make_node("ReorderNHWC", ["gh"], ["gap"], domain="com.netrun", to_nhwc=0, name="gap_f"),
         helper.make_node("MulChannelNHWC", ["xh", "gh"], ["mh"], domain="com.netrun", name="mulch"),
         helper.make_node("ReorderNHWC", ["mh"], ["mul"], domain="com.netrun", to_nhwc=0, name="mul_f"),
+        helper.make_node("ConcatNHWC", ["xh", "mh", "xh"], ["ch"], domain="com.netrun", name="cat"),
+        helper.make_node("ReorderNHWC", ["ch"], ["cat"], domain="com.netrun", to_nhwc=0, name="cat_f"),
     ]
     g = helper.make_graph(nodes, "nhwc_ops", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 3, 7])],
                           [helper.make_tensor_value_info("back", TensorProto.FLOAT, [2, 5, 3, 7]),
                            helper.make_tensor_value_info("gap", TensorProto.FLOAT, [2, 5, 1, 1]),
-                           helper.make_tensor_value_info("mul", TensorProto.FLOAT, [2, 5, 3, 7])])
+                           helper.make_tensor_value_info("mul", TensorProto.FLOAT, [2, 5, 3, 7]),
+                           helper.make_tensor_value_info("cat", TensorProto.FLOAT, [2, 15, 3, 7])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.netrun", 1)])
     m.ir_version = 8
     return m
@@ -87,13 +91,13 @@ def check_internal_ops(nr, tmp, backend):
     path = save(internal_ops_model(), tmp, "nhwc_ops.onnx")
     x = (RNG.standard_normal((2, 5, 3, 7)) * 3).astype(np.float32)
     with nr.session(path, backends=backend, threads=2) as s:
-        back, gap, mul = s.run({"x": x})
+        back, gap, mul, cat = s.run({"x": x})
         used = {n[1]: n[2] for n in s.nodes()}
     want_back = x.astype(np.float16).astype(np.float32)
     want_gap = x.astype(np.float16).astype(np.float32).mean(axis=(2, 3), keepdims=True)
     want_mul = want_back * gap  # S is the float16 pool output
     ok = np.array_equal(back, want_back) and np.allclose(gap, want_gap, rtol=2e-3, atol=2e-3) and \
-        np.allclose(mul, want_mul, rtol=2e-3, atol=2e-3)
+        np.allclose(mul, want_mul, rtol=2e-3, atol=2e-3) and np.array_equal(cat, np.concatenate([back, mul, back], axis=1))
     print(f"{'ok' if ok else 'FAIL'}  internal ops on {backend} ({used}): round trip max diff "
           f"{np.abs(back - want_back).max():.3g}, gap max diff {np.abs(gap - want_gap).max():.3g}, "
           f"mul max diff {np.abs(mul - want_mul).max():.3g}")
@@ -128,6 +132,10 @@ def region_model():
     r = g.n("Relu", [g.conv_bn(y, 16, 16, "b1c1")], "b1c1.relu")
     r = g.conv_bn(r, 16, 16, "b1c2")
     y = g.n("Relu", [g.n("Add", [r, y], "b1.add")], "b1.relu")  # also a graph output
+    # fire-like: 1x1 and 3x3 Convs of the same input joined on channels (ConcatNHWC)
+    a = g.n("Relu", [g.n("Conv", [y, g.c("fa.w", w(8, 16, 1, 1)), g.c("fa.b", w(8))], "fa")], "fa.relu")
+    b = g.n("Relu", [g.n("Conv", [y, g.c("fb.w", w(8, 16, 3, 3)), g.c("fb.b", w(8))], "fb", pads=[1, 1, 1, 1])], "fb.relu")
+    y = g.n("Concat", [a, b], "fire.cat", axis=1)
     y = g.n("AveragePool", [y], "avg", kernel_shape=[2, 2], strides=[2, 2])
     y = g.conv_bn(y, 16, 32, "c3", k=1)
     y = g.n("Mul", [y, g.n("Sigmoid", [y], "c3.sig")], "c3.silu")
@@ -166,7 +174,8 @@ def check_regions(nr, tmp):
         good = all(d <= TOL for d in diffs) and all(o.dtype == np.float32 for o in outs)
         if want_regions:
             on_cuda = {n[1] for n in nodes if n[2] == "cuda"}
-            need = {"ReorderNHWC", "GlobalAveragePoolNHWC", "MulChannelNHWC", "MaxPool", "AveragePool", "Conv"}
+            need = {"ReorderNHWC", "GlobalAveragePoolNHWC", "MulChannelNHWC", "ConcatNHWC", "MaxPool", "AveragePool",
+                    "Conv"}
             good = good and need <= on_cuda and reorders and all("fp16 region" in k for k in conv_k)
         else:
             good = good and not reorders
