@@ -401,9 +401,13 @@ static int want_dnnl(int threads, const netrun_node_desc *node, const conv_geom 
  * 24 -> 144 expand, 144 -> 24 project): conv1x1_blk.c instead of oneDNN, which pads the plain side to 32
  * channels and reorders it inside the node. Returns 1 + CPU_C1X1_* mode, or 0. */
 static int want_c1x1(cpu_context *ctx, const netrun_conv_params *p, const conv_geom *g, int transpose) {
-    if (transpose || p->n_spatial != 2 || g->g != 1 || !is_pointwise(g, p) || (!p->src_blocked && !p->dst_blocked) ||
-        !cpu_c1x1_available(ctx))
-        return 0;
+    if (transpose || p->n_spatial != 2 || g->g != 1 || !is_pointwise(g, p) || !cpu_c1x1_available(ctx)) return 0;
+    if (!p->src_blocked && !p->dst_blocked) {
+        /* ShuffleNetV2's 1x1 convs (24 .. 232 channels, 7x7 .. 56x56): X needs no packing here, OpenBLAS's sgemm
+         * packs it first; not on planes under 64 pixels (squeeze-excite's 1x1 planes: oneDNN) */
+        const char *o = cpu_option(ctx, "cpu.conv1x1_plain");
+        return !(o && !strcmp(o, "0")) && g->c <= 1024 && g->out_size >= 64 ? 1 + CPU_C1X1_PLAIN_PLAIN : 0;
+    }
     if (!p->src_blocked && g->c % 16 && g->c <= 512 && g->m % 16 == 0) return 1 + CPU_C1X1_PLAIN_BLK;
     if (!p->dst_blocked && g->c % 16 == 0 && g->c <= 256 && g->m % 16) return 1 + CPU_C1X1_BLK_PLAIN;
     return 0;
@@ -632,7 +636,7 @@ static void conv_describe_state(const void *state, char *buf, size_t size) {
     const conv_state *s = state;
     size_t n = strlen(buf);
     if (s->dnnl && strstr(cpu_dnnl_conv_impl(s->dnnl), "wino") && n < size) snprintf(buf + n, size - n, ", Winograd");
-    if (s->c1) snprintf(buf, size, "1x1 avx512 (%s)", s->c1_mode == CPU_C1X1_BLK_PLAIN ? "nChw16c in" : "nChw16c out");
+    if (s->c1) snprintf(buf, size, "1x1 avx512 (%s)", s->c1_mode == CPU_C1X1_BLK_PLAIN ? "nChw16c in" : s->c1_mode == CPU_C1X1_PLAIN_PLAIN ? "NCHW" : "nChw16c out");
 }
 static void convt_describe(const netrun_node_desc *n, char *b, size_t s) { describe_common(n, b, s, 1); }
 

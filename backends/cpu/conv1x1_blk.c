@@ -20,6 +20,8 @@ struct cpu_c1x1 {
 
 #define C1_P 12      /* pixels per tile */
 #define C1_CHUNK 192 /* pixels per task (a multiple of C1_P) */
+#define C1_PP_R 6     /* plain -> plain: output channels per tile */
+#define C1_PP_CHUNK 256 /* plain -> plain: pixels per task (tiles of 64) */
 
 void cpu_c1x1_destroy(cpu_c1x1 *s) {
     if (!s) return;
@@ -30,8 +32,9 @@ void cpu_c1x1_destroy(cpu_c1x1 *s) {
 netrun_status cpu_c1x1_create(int64_t c, int64_t m, const float *w, const netrun_fused_activation *act,
                               int mode, cpu_c1x1 **out) {
     *out = NULL;
-    if (c < 1 || m < 1 || c > ((int64_t)1 << 24) / (m + 16) || (mode == CPU_C1X1_BLK_PLAIN ? c % 16 : m % 16) ||
-        (mode != CPU_C1X1_PLAIN_BLK && mode != CPU_C1X1_BLK_PLAIN))
+    if (c < 1 || m < 1 || c > ((int64_t)1 << 24) / (m + 16) ||
+        (mode == CPU_C1X1_BLK_PLAIN ? c % 16 : mode == CPU_C1X1_PLAIN_BLK ? m % 16 : 0) ||
+        (mode != CPU_C1X1_PLAIN_BLK && mode != CPU_C1X1_BLK_PLAIN && mode != CPU_C1X1_PLAIN_PLAIN))
         return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "Conv 1x1 (nChw16c): C %lld, M %lld unsupported",
                                (long long)c, (long long)m);
     cpu_c1x1 *s = cpu_alloc(sizeof *s);
@@ -39,17 +42,19 @@ netrun_status cpu_c1x1_create(int64_t c, int64_t m, const float *w, const netrun
     memset(s, 0, sizeof *s);
     s->c = c;
     s->m = m;
-    s->mb = (m + 15) / 16;
+    int rows = mode == CPU_C1X1_PLAIN_PLAIN ? C1_PP_R : 16; /* output channels per packed group */
+    s->mb = (m + rows - 1) / rows;
     s->mode = mode;
     s->act = *act;
-    s->wp = cpu_alloc((size_t)(c * s->mb * 16) * sizeof(float));
+    s->wp = cpu_alloc((size_t)(c * s->mb * rows) * sizeof(float));
     if (!s->wp) {
         cpu_free(s);
         return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "Conv 1x1 (nChw16c out): out of memory packing W");
     }
     for (int64_t ob = 0; ob < s->mb; ob++)
         for (int64_t ci = 0; ci < c; ci++)
-            for (int l = 0; l < 16; l++) s->wp[(ob * c + ci) * 16 + l] = ob * 16 + l < m ? w[(ob * 16 + l) * c + ci] : 0.0f;
+            for (int l = 0; l < rows; l++)
+                s->wp[(ob * c + ci) * rows + l] = ob * rows + l < m ? w[(ob * rows + l) * c + ci] : 0.0f;
     *out = s;
     return NETRUN_OK;
 }
@@ -194,6 +199,83 @@ __attribute__((target("avx512f,fma"))) static void c1_range_yplain(void *arg, in
     }
 }
 
+/* plain X -> plain Y: MR (<= 6) output channels from group rg x 64 pixels from p0 (mk: the valid lanes of
+ * each of the 4 vectors); per input channel 4 vectors of one X row and MR broadcasts of W feed 4 MR FMAs.
+ * No packing of X (OpenBLAS's sgemm packs it first, which dominates at ShuffleNet's K = 24 .. 232). */
+__attribute__((target("avx512f,fma"), always_inline)) static inline void
+c1_tile_pp(const c1_job *j, const float *x, float *y, const float *z, int64_t rg, int64_t p0, const __mmask16 *mk,
+           int P, const int MR) {
+    const cpu_c1x1 *s = j->s;
+    const int64_t c = s->c, hw = j->hw;
+    __m512 acc[C1_PP_R][4];
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) acc[r][v] = _mm512_setzero_ps();
+    const float *w0 = s->wp + rg * c * C1_PP_R, *xr = x + p0;
+    for (int64_t ci = 0; ci < c; ci++, xr += hw, w0 += C1_PP_R) {
+        __m512 xv[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) xv[v] = _mm512_maskz_loadu_ps(mk[v], xr + 16 * v);
+#pragma GCC unroll 6
+        for (int r = 0; r < MR; r++) {
+            __m512 wv = _mm512_set1_ps(w0[r]);
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++) acc[r][v] = _mm512_fmadd_ps(xv[v], wv, acc[r][v]);
+        }
+    }
+    const netrun_fused_activation *a = &s->act;
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; r++) {
+        int64_t oc = rg * C1_PP_R + r;
+        __m512 bv = j->b ? _mm512_set1_ps(j->b[oc]) : _mm512_setzero_ps();
+        float *yr = y + oc * hw + p0;
+        const float *zr = z ? z + oc * hw + p0 : NULL;
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) {
+            __m512 val = _mm512_add_ps(acc[r][v], bv);
+            if (zr) val = _mm512_add_ps(val, _mm512_maskz_loadu_ps(mk[v], zr + 16 * v));
+            if (a->kind == NETRUN_ACT_RELU) val = _mm512_max_ps(val, _mm512_setzero_ps());
+            else if (a->kind == NETRUN_ACT_CLIP)
+                val = _mm512_min_ps(_mm512_max_ps(val, _mm512_set1_ps(a->alpha)), _mm512_set1_ps(a->beta));
+            _mm512_mask_storeu_ps(yr + 16 * v, mk[v], val);
+        }
+        if (a->kind != NETRUN_ACT_NONE && a->kind != NETRUN_ACT_RELU && a->kind != NETRUN_ACT_CLIP)
+            gu_act_n(yr, P, a);
+    }
+}
+
+#define C1_CASE_PP(R)                                                                                          \
+    case R: c1_tile_pp(j, x, y, z, rg, p0, mk, P, R); break;
+
+__attribute__((target("avx512f,fma"))) static void c1_range_pp(void *arg, int64_t t0, int64_t t1) {
+    const c1_job *j = arg;
+    const int64_t hw = j->hw, nblk = j->s->mb;
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t img = t / (j->chunks * j->obg), q0 = (t / j->obg % j->chunks) * C1_PP_CHUNK;
+        int64_t q1 = q0 + C1_PP_CHUNK < hw ? q0 + C1_PP_CHUNK : hw, ob0 = t % j->obg * j->obper;
+        int64_t ob1 = ob0 + j->obper < nblk ? ob0 + j->obper : nblk;
+        const float *x = j->x + img * j->s->c * hw;
+        float *y = j->y + img * j->s->m * hw;
+        const float *z = j->z ? j->z + img * j->s->m * hw : NULL;
+        for (int64_t p0 = q0; p0 < q1; p0 += 64) {
+            int P = q1 - p0 >= 64 ? 64 : (int)(q1 - p0);
+            __mmask16 mk[4];
+            for (int v = 0; v < 4; v++) {
+                int n = P - 16 * v;
+                mk[v] = n >= 16 ? (__mmask16)0xffff : n > 0 ? (__mmask16)((1u << n) - 1) : 0;
+            }
+            for (int64_t rg = ob0; rg < ob1; rg++) {
+                int R = j->s->m - rg * C1_PP_R < C1_PP_R ? (int)(j->s->m - rg * C1_PP_R) : C1_PP_R;
+                switch (R) {
+                    C1_CASE_PP(6) C1_CASE_PP(5) C1_CASE_PP(4) C1_CASE_PP(3) C1_CASE_PP(2) C1_CASE_PP(1)
+                default: break;
+                }
+            }
+        }
+    }
+}
+
 #define C1_CASE(P)                                                                                             \
     case P:                                                                                                    \
         if (nb == 2) c1_tile(j, x, y, z, ob, p0, P, 2);                                                \
@@ -243,7 +325,8 @@ netrun_status cpu_c1x1_run(cpu_context *ctx, const cpu_c1x1 *s, const float *x, 
     if (!cpu_has_avx512f())
         return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "Conv 1x1 (nChw16c): needs AVX-512F");
     if (n == 0 || hw == 0) return NETRUN_OK;
-    c1_job j = {s, x, b, z, y, hw, (hw + C1_CHUNK - 1) / C1_CHUNK, 1, s->mb};
+    int64_t chunk = s->mode == CPU_C1X1_PLAIN_PLAIN ? C1_PP_CHUNK : C1_CHUNK;
+    c1_job j = {s, x, b, z, y, hw, (hw + chunk - 1) / chunk, 1, s->mb};
     /* few pixels (SqueezeNet's 512 -> 1000 at 13x13 is one chunk): cut the output blocks too, into groups of
      * an even count (the plain-X kernel pairs blocks), so that every thread gets work */
     int64_t want = 4 * (int64_t)(ctx->threads > 0 ? ctx->threads : 1), tasks = n * j.chunks;
@@ -253,7 +336,9 @@ netrun_status cpu_c1x1_run(cpu_context *ctx, const cpu_c1x1 *s, const float *x, 
         j.obper = per;
         j.obg = (s->mb + per - 1) / per;
     }
-    cpu_parallel_for(ctx, n * j.chunks * j.obg, 1, s->mode == CPU_C1X1_BLK_PLAIN ? c1_range_yplain : c1_range, &j);
+    cpu_parallel_for(ctx, n * j.chunks * j.obg, 1,
+                     s->mode == CPU_C1X1_BLK_PLAIN ? c1_range_yplain : s->mode == CPU_C1X1_PLAIN_PLAIN ? c1_range_pp : c1_range,
+                     &j);
     return NETRUN_OK;
 #else
     (void)ctx, (void)s, (void)x, (void)b, (void)z, (void)y, (void)n, (void)hw;

@@ -10,6 +10,9 @@ their AVX-512 paths on and off (cpu.pool_avx512 / cpu.conv1x1_blk = 0: the porta
   channels to 16/48/144, pixel counts that leave partial tiles, bias or none, Relu / Clip / SiLU / LeakyRelu
   epilogues, a fused residual sum with a blocked Z;
 - and the other way, nChw16c X into a plain Y of 24 / 40 / 8 / 1 channels (projections), with a plain Z;
+- 1x1 Conv on plain X and Y (conv1x1_blk.c, cpu.conv1x1_plain): ShuffleNet's channel counts, pixel counts
+  that leave partial vectors and tiles, output channels not a multiple of the 6-row tile, bias or none,
+  Relu / SiLU / no activation, a fused plain Z;
 - depthwise Conv on nChw16c X and Y (oneDNN, between the kernels above): 3x3 / 5x5 / 1x1 / 3x5 kernels,
   strides 1-2, pads (asymmetric, none, wider than the kernel), dilations, small planes, with and without
   bias, Clip / SiLU epilogues.
@@ -102,6 +105,29 @@ def plain_pool_case(c, h, w, attrs):
     return g.model([("x", None)], ["pool"]), (c, h, w), None
 
 
+PLAINS = [  # (in channels, out channels, H, W, activation, bias, residual)
+    (24, 58, 56, 56, "relu", True, False),
+    (58, 58, 9, 13, None, True, True),
+    (116, 116, 14, 14, "relu", True, False),
+    (232, 232, 7, 10, "silu", False, False),
+    (3, 5, 8, 8, "relu", True, True),
+    (464, 1024, 8, 9, "relu", True, False),
+]
+
+
+def plain1x1_case(cin, cout, h, w, act, bias, residual):
+    g = G()
+    y = g.conv("x", cin, cout, "e", k=1, bias=bias)
+    if residual:
+        y = g.n("Add", [y, "x2"], "e.add")
+    if act == "relu":
+        y = g.n("Relu", [y], "e.relu")
+    elif act == "silu":
+        y = g.n("Mul", [y, g.n("Sigmoid", [y], "e.sig")], "e.silu")
+    ins = [("x", None)] + ([("x2", None)] if residual else [])
+    return g.model(ins, [y]), (cin, h, w), (cout, h, w) if residual else None
+
+
 DWS = [  # (channels, H, W, kernel, strides, pads, dilations, bias, activation)
     (32, 13, 17, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), True, "relu6"),
     (16, 14, 15, (3, 3), (2, 2), (0, 1, 1, 0), (1, 1), True, None),
@@ -175,7 +201,7 @@ def main():
     flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
     avx512 = " avx512f" in flags
     cases = ([("pool", pool_case, p) for p in POOLS] + [("plainpool", plain_pool_case, p) for p in PLAIN_POOLS] +
-             [("1x1", c1x1_case, p) for p in C1X1] +
+             [("1x1", c1x1_case, p) for p in C1X1] + [("plain1x1", plain1x1_case, p) for p in PLAINS] +
              [("dw", dw_case, p) for p in DWS])
     with tempfile.TemporaryDirectory() as tmp:
         for kind, fn, params in cases:
@@ -195,7 +221,7 @@ def main():
                 errors = []
                 for fast in ("1", "0"):
                     for threads in (1, 2):
-                        opts = {"cpu.pool_avx512": fast, "cpu.conv1x1_blk": fast}
+                        opts = {"cpu.pool_avx512": fast, "cpu.conv1x1_blk": fast, "cpu.conv1x1_plain": fast}
                         with nr.session(path, backends="cpu", threads=threads, options=opts) as s:
                             out = s.run(feeds)[0]
                             d = float(np.max(np.abs(ref - out)))
@@ -211,8 +237,9 @@ def main():
                                     and not any(nm.startswith("dw") and "nChw16c in/out" in k for nm, _, _, k in nodes)):
                                 errors.append(f"the depthwise conv is not on the nChw16c path: {nodes}")
                             # with oneDNN built in (the nChw16c pass needs it) and AVX-512F, the 1x1 must take it
-                            want = "nChw16c in" if len(params) > 7 else "nChw16c out"
-                            if (kind == "1x1" and fast == "1" and avx512 and any("oneDNN" in k for _, _, _, k in nodes)
+                            want = "nChw16c in" if len(params) > 7 else "NCHW" if kind == "plain1x1" else "nChw16c out"
+                            if (kind in ("1x1", "plain1x1") and fast == "1" and avx512
+                                    and (kind == "plain1x1" or any("oneDNN" in k for _, _, _, k in nodes))
                                     and [nm for nm, _, _, k in nodes if nm.startswith("e") and want in k] != c1):
                                 errors.append(f"the AVX-512 1x1 kernel ({want}) ran on {c1}, expected the conv 'e'")
                 name = f"{kind} {params} batch {batch}"
