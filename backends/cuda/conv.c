@@ -15,7 +15,9 @@
  * once, and three paths are timed on the real shapes -- float32 (TF32 tensor cores), float16 NCHW and float16
  * NHWC (2-D only) with the float32 input converted on the way in and the output on the way out, conversions
  * included in the time -- and the fastest is kept, so float16 is never chosen when it is slower here.
- * The model's values stay float32 (see docs/cuda.md for why and what that costs).
+ * Inside a float16 NHWC region (params src_nhwc = dst_nhwc = 1, set by the region pass of runtime/optimize.c)
+ * X, Y, Z, W and B are float16 already: cuDNN on the NHWC tensors, one cuBLAS GEMM for pointwise Convs, and
+ * float32 between conversions are timed instead and the fastest kept (docs/cuda.md, "float16 NHWC regions").
  *
  * 1-D convolutions run as 2-D with height 1. Asymmetric Conv pads are applied by copying the input into a
  * zero-padded workspace area first (float32/native path only). When shapes change at run time the

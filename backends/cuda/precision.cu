@@ -1,6 +1,7 @@
 /* CUDA kernels: float32 <-> float16 conversions with an optional layout change, used by the fp16 paths that
- * conv.c and gemm.c measure at kernel creation under --precision fp16 (the model keeps float32 values; only
- * the heavy layer runs in float16). NCS is [N, C, spatial...] flattened to [N, C, S]; NSC is [N, S, C]. */
+ * conv.c and gemm.c measure at kernel creation under --precision fp16 and by ReorderNHWC at the borders of
+ * the float16 NHWC regions; the regions' NHWC Conv epilogue and MulChannelNHWC. NCS is [N, C, spatial...]
+ * flattened to [N, C, S]; NSC is [N, S, C]. */
 #include "cuda_kernels.cuh"
 
 __global__ void f32_to_f16_k(const float *x, __half *y, int64_t n) {
