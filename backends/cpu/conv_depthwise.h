@@ -22,5 +22,7 @@ size_t cpu_dw_slot_floats(const cpu_dw_args *a);
 /* Run over `slots` slots (<= the context's threads), slot s owning ws + s * cpu_dw_slot_floats. */
 void cpu_dw_run(cpu_context *ctx, const cpu_dw_args *a, int64_t slots);
 const char *cpu_dw_variant(void);
+/* 1 when the tiled AVX-512 kernel runs (AVX-512F and not cpu.dw_tiled=0). */
+int cpu_dw_tiled(cpu_context *ctx);
 
 #endif

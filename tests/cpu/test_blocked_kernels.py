@@ -13,6 +13,9 @@ their AVX-512 paths on and off (cpu.pool_avx512 / cpu.conv1x1_blk = 0: the porta
 - 1x1 Conv on plain X and Y (conv1x1_blk.c, cpu.conv1x1_plain): ShuffleNet's channel counts, pixel counts
   that leave partial vectors and tiles, output channels not a multiple of the 6-row tile, bias or none,
   Relu / SiLU / no activation, a fused plain Z;
+- plain NCHW depthwise Conv (conv_depthwise.c; cpu.dw_tiled: the tiled AVX-512 kernel or the one-vector one):
+  rows of 17-130 columns (1-4 vectors, chunks of 64, 2- and 4-row tiles with rows left over), strides 1-3,
+  dilations, asymmetric pads, 3x3 / 5x5 / 3x1 / 1x3 kernels, Relu / Clip / SiLU / LeakyRelu, a fused sum;
 - depthwise Conv on nChw16c X and Y (oneDNN, between the kernels above): 3x3 / 5x5 / 1x1 / 3x5 kernels,
   strides 1-2, pads (asymmetric, none, wider than the kernel), dilations, small planes, with and without
   bias, Clip / SiLU epilogues.
@@ -153,6 +156,38 @@ def dw_case(c, h, w, k, st, pads, dil, bias, act):
     return g.model([("x", None)], ["b"]), (16, h, w), None
 
 
+PLAIN_DWS = [  # (channels, H, W, kernel, strides, pads, dilations, bias, activation, residual): plain NCHW depthwise
+    (72, 56, 56, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), True, "relu", False),     # 4 vectors a row
+    (72, 23, 45, (5, 5), (2, 2), (2, 2, 2, 2), (1, 1), True, "relu6", False),    # stride 2, 23 columns
+    (24, 31, 28, (5, 5), (1, 1), (2, 2, 2, 2), (1, 1), False, "silu", True),     # 2 rows x 2 vectors, odd rows
+    (5, 19, 19, (3, 3), (1, 1), (0, 2, 2, 0), (2, 2), True, "leaky", False),     # dilation, asymmetric pads
+    (3, 11, 130, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), True, None, True),        # 2 chunks of 64 columns + 2
+    (8, 21, 100, (3, 1), (3, 3), (1, 0, 1, 0), (1, 1), True, "relu", False),     # stride 3 (gather)
+    (12, 9, 70, (1, 3), (1, 2), (0, 1, 0, 1), (1, 1), False, None, False),       # 1x3, 35 columns stride 2
+]
+
+
+def plain_dw_case(c, h, w, k, st, pads, dil, bias, act, residual):
+    g = G()
+    wt = RNG.standard_normal((c, 1) + k) * (1.0 / np.sqrt(k[0] * k[1]))
+    ins = ["x", g.c("dw.w", wt)] + ([g.c("dw.b", RNG.standard_normal(c) * 0.3)] if bias else [])
+    y = g.n("Conv", ins, "dw", group=c, kernel_shape=list(k), strides=list(st), pads=list(pads), dilations=list(dil))
+    oh = (h + pads[0] + pads[2] - dil[0] * (k[0] - 1) - 1) // st[0] + 1
+    ow = (w + pads[1] + pads[3] - dil[1] * (k[1] - 1) - 1) // st[1] + 1
+    if residual:
+        y = g.n("Add", [y, "x2"], "dw.add")
+    if act == "relu":
+        y = g.n("Relu", [y], "dw.relu")
+    elif act == "relu6":
+        y = g.n("Clip", [y, g.c("lo", np.array(0)), g.c("hi", np.array(6))], "dw.clip")
+    elif act == "silu":
+        y = g.n("Mul", [y, g.n("Sigmoid", [y], "dw.sig")], "dw.silu")
+    elif act == "leaky":
+        y = g.n("LeakyRelu", [y], "dw.leaky", alpha=0.1)
+    ins = [("x", None)] + ([("x2", None)] if residual else [])
+    return g.model(ins, [y]), (c, h, w), (c, oh, ow) if residual else None
+
+
 def pool_case(c, h, w, attrs):
     g = G()
     y = g.n("Relu", [g.conv("x", c, c, "a")], "a.relu")
@@ -202,7 +237,7 @@ def main():
     avx512 = " avx512f" in flags
     cases = ([("pool", pool_case, p) for p in POOLS] + [("plainpool", plain_pool_case, p) for p in PLAIN_POOLS] +
              [("1x1", c1x1_case, p) for p in C1X1] + [("plain1x1", plain1x1_case, p) for p in PLAINS] +
-             [("dw", dw_case, p) for p in DWS])
+             [("dw", dw_case, p) for p in DWS] + [("plaindw", plain_dw_case, p) for p in PLAIN_DWS])
     with tempfile.TemporaryDirectory() as tmp:
         for kind, fn, params in cases:
             for batch in (1, 2):
@@ -221,7 +256,8 @@ def main():
                 errors = []
                 for fast in ("1", "0"):
                     for threads in (1, 2):
-                        opts = {"cpu.pool_avx512": fast, "cpu.conv1x1_blk": fast, "cpu.conv1x1_plain": fast}
+                        opts = {"cpu.pool_avx512": fast, "cpu.conv1x1_blk": fast, "cpu.conv1x1_plain": fast,
+                                "cpu.dw_tiled": fast}
                         with nr.session(path, backends="cpu", threads=threads, options=opts) as s:
                             out = s.run(feeds)[0]
                             d = float(np.max(np.abs(ref - out)))
@@ -236,6 +272,8 @@ def main():
                             if (kind == "dw" and any("oneDNN" in k for _, _, _, k in nodes)
                                     and not any(nm.startswith("dw") and "nChw16c in/out" in k for nm, _, _, k in nodes)):
                                 errors.append(f"the depthwise conv is not on the nChw16c path: {nodes}")
+                            if kind == "plaindw" and not any("depthwise direct" in k for _, _, _, k in nodes):
+                                errors.append(f"the plain depthwise conv did not run conv_depthwise.c: {nodes}")
                             # with oneDNN built in (the nChw16c pass needs it) and AVX-512F, the 1x1 must take it
                             want = "nChw16c in" if len(params) > 7 else "NCHW" if kind == "plain1x1" else "nChw16c out"
                             if (kind in ("1x1", "plain1x1") and fast == "1" and avx512
