@@ -683,7 +683,9 @@ static int try_concat_view(netrun_session *s, nr_snode *sn, int dom) {
     if (p->axis < 0 || p->axis >= cv->desc.rank) return 0;
     for (int d = 0; d < p->axis; d++)
         if (cv->desc.dims[d] != 1) return 0;
-    size_t off = 0;
+    /* slices start where kernels may assume aligned data: a cache line on the host (the host arena's own
+     * alignment), the arena's 256 bytes on devices */
+    size_t off = 0, align = dom == NR_HOST_DOMAIN ? 64 : ALIGN;
     for (int i = 0; i < nd->n_inputs; i++) {
         int v = nd->inputs[i];
         if (v < 0 || !shareable(s, v, dom) || !alone(s, v) || s->values[v].graph_output >= 0) return 0;
@@ -692,7 +694,7 @@ static int try_concat_view(netrun_session *s, nr_snode *sn, int dom) {
         const nr_svalue *iv = &s->values[v];
         /* written by a kernel of its own (not a view, not control flow), at an aligned offset */
         if (iv->producer < 0 || s->snodes[iv->producer].slot < 0 || s->snodes[iv->producer].view ||
-            s->snodes[iv->producer].dynamic || iv->desc.dtype != cv->desc.dtype || off % ALIGN)
+            s->snodes[iv->producer].dynamic || iv->desc.dtype != cv->desc.dtype || off % align)
             return 0;
         off += iv->nbytes;
     }
