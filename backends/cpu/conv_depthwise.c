@@ -20,7 +20,8 @@ size_t cpu_dw_slot_floats(const cpu_dw_args *a) {
     if (ph < 1 || pw < 1) return SLACK;
     /* rows padded to a multiple of 16 floats keep each row's loads aligned alike */
     int64_t ld = (pw + 15) & ~(int64_t)15;
-    return (size_t)(ph * ld + SLACK);
+    int64_t ldd = 2 * (((pw + 1) / 2 + 15) & ~(int64_t)15); /* the stride-2 split rows (pad_plane_split) */
+    return (size_t)(ph * (ld > ldd ? ld : ldd) + SLACK);
 }
 
 /* Copy plane x (ih x iw) into xp (ph x ld) shifted by the begin pads; everything else zero. */
@@ -166,7 +167,8 @@ __attribute__((target("avx512f,fma"))) static void plane_avx512(const cpu_dw_arg
  * (latency-bound, ~4 cycles each). Here a tile of R output rows x NV vectors of 16 columns keeps R*NV
  * independent sums (4 at most), one broadcast weight per tap feeding all of them; narrow planes (14, 7 wide)
  * take up to 4 rows at once. R, NV, SW are constants in each instance (always_inline), so the sums stay in
- * registers. SW: 1, 2 (even lanes of two loads), 0 = any other stride (gather). */
+ * registers. SW: 1, 2 (even lanes of two loads), 3 = stride 2 on split rows (pad_plane_split: the even
+ * columns, then the odd ones, so every tap is one plain load), 0 = any other stride (gather). */
 #define DW_EV(p) _mm512_permutex2var_ps(_mm512_loadu_ps(p), even, _mm512_loadu_ps((p) + 16))
 static inline __attribute__((always_inline, target("avx512f,fma"))) void
 dw_tile(const cpu_dw_args *a, const float *x0, int64_t ld, const float *w, float bias, const float *z0, float *y0,
@@ -183,11 +185,11 @@ dw_tile(const cpu_dw_args *a, const float *x0, int64_t ld, const float *w, float
         const float *xr = x0 + ky * dhl;
         for (int64_t kx = 0; kx < kw; kx++) {
             const __m512 wv = _mm512_set1_ps(w[ky * kw + kx]);
-            const float *p = xr + kx * dwc;
+            const float *p = SW == 3 ? xr + ((kx * dwc) & 1) * (ld / 2) + ((kx * dwc) >> 1) : xr + kx * dwc;
             for (int r = 0; r < R; r++)
                 for (int v = 0; v < NV; v++) {
                     __m512 xv;
-                    if (SW == 1) xv = _mm512_loadu_ps(p + r * rs + 16 * v);
+                    if (SW == 1 || SW == 3) xv = _mm512_loadu_ps(p + r * rs + 16 * v);
                     else if (SW == 2) xv = DW_EV(p + r * rs + 32 * v);
                     else /* masked: lanes past the row's end could reach beyond the plane's slack */
                         xv = _mm512_mask_i32gather_ps(zero, v == NV - 1 ? mlast : (__mmask16)0xffff, gidx,
@@ -217,18 +219,19 @@ dw_tile(const cpu_dw_args *a, const float *x0, int64_t ld, const float *w, float
 
 #define DW_TILE_SW(R, NV)                                                                                          \
     do {                                                                                                           \
-        if (sw == 1) dw_tile(a, x0, ld, w, bias, z0, y0, R, NV, 1, ml, inline_act);                                \
+        if (split) dw_tile(a, x0, ld, w, bias, z0, y0, R, NV, 3, ml, inline_act);                                  \
+        else if (sw == 1) dw_tile(a, x0, ld, w, bias, z0, y0, R, NV, 1, ml, inline_act);                           \
         else if (sw == 2) dw_tile(a, x0, ld, w, bias, z0, y0, R, NV, 2, ml, inline_act);                           \
         else dw_tile(a, x0, ld, w, bias, z0, y0, R, NV, 0, ml, inline_act);                                        \
     } while (0)
 
 __attribute__((target("avx512f,fma"))) static void plane_tiled_avx512(const cpu_dw_args *a, const float *xp,
                                                                        int64_t ld, const float *w, float bias,
-                                                                       const float *z, float *y) {
+                                                                       const float *z, float *y, int split) {
     const int kind = a->act->kind;
     const int inline_act = kind == NETRUN_ACT_NONE || kind == NETRUN_ACT_RELU || kind == NETRUN_ACT_CLIP ||
                            kind == NETRUN_ACT_LEAKY_RELU;
-    const int64_t sw = a->sw, ow = a->ow, oh = a->oh;
+    const int64_t sw = a->sw, ow = a->ow, oh = a->oh, xs = split ? 1 : sw; /* X columns per output column */
     for (int64_t ox = 0; ox < ow; ox += 64) {
         int64_t left = ow - ox;
         int nv = left >= 64 ? 4 : (int)((left + 15) / 16);
@@ -237,7 +240,7 @@ __attribute__((target("avx512f,fma"))) static void plane_tiled_avx512(const cpu_
         int rows = nv >= 3 ? 1 : nv == 2 ? 2 : 4; /* 4 sums per tile where the plane allows */
         int64_t oy = 0;
         for (; oy + rows <= oh; oy += rows) {
-            const float *x0 = xp + oy * a->sh * ld + ox * sw;
+            const float *x0 = xp + oy * a->sh * ld + ox * xs;
             const float *z0 = z ? z + oy * ow + ox : NULL;
             float *y0 = y + oy * ow + ox;
             switch (nv) {
@@ -248,7 +251,7 @@ __attribute__((target("avx512f,fma"))) static void plane_tiled_avx512(const cpu_
             }
         }
         for (; oy < oh; oy++) { /* rows left over from the 2- and 4-row tiles */
-            const float *x0 = xp + oy * a->sh * ld + ox * sw;
+            const float *x0 = xp + oy * a->sh * ld + ox * xs;
             const float *z0 = z ? z + oy * ow + ox : NULL;
             float *y0 = y + oy * ow + ox;
             if (nv == 2) DW_TILE_SW(1, 2);
@@ -284,11 +287,44 @@ __attribute__((target("avx512f"))) static void pad_plane_avx512(const cpu_dw_arg
 }
 #endif
 
+/* Stride 2: each padded row stored as its even columns (ld / 2 floats) then its odd ones, so that the
+ * stride-2 taps of plane_tiled_avx512 are single loads (not two loads and a permute each). */
+__attribute__((target("avx512f"))) static void pad_plane_split(const cpu_dw_args *a, const float *x, float *xp,
+                                                                int64_t ph, int64_t ld) {
+    const __m512 zero = _mm512_setzero_ps();
+    const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i od = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    const int64_t half = ld / 2;
+    for (int64_t r = 0; r < ph; r++) {
+        float *d = xp + r * ld;
+        int64_t sr = r - a->pt;
+        if (sr < 0 || sr >= a->ih) {
+            for (int64_t c = 0; c < ld; c += 16) _mm512_storeu_ps(d + c, zero);
+            continue;
+        }
+        const float *s = x + sr * a->iw;
+        for (int64_t c = 0; c < 2 * half; c += 32) {
+            __m512 v[2];
+            for (int h = 0; h < 2; h++) {
+                int64_t c0 = c + 16 * h, lo = a->pl - c0, hi = a->iw + a->pl - c0; /* valid lanes lo <= j < hi */
+                if (lo < 0) lo = 0;
+                if (hi > 16) hi = 16;
+                __mmask16 m = hi <= lo ? 0 : (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+                v[h] = m ? _mm512_maskz_loadu_ps(m, s + (c0 - a->pl)) : zero;
+            }
+            _mm512_storeu_ps(d + c / 2, _mm512_permutex2var_ps(v[0], ev, v[1]));
+            _mm512_storeu_ps(d + half + c / 2, _mm512_permutex2var_ps(v[0], od, v[1]));
+        }
+    }
+    for (int64_t c = 0; c < SLACK; c += 16) _mm512_storeu_ps(xp + ph * ld + c, zero);
+}
+
 typedef struct dw_job {
     const cpu_dw_args *a;
     int64_t ph, pw, ld;
     size_t slot_floats;
     int avx512, tiled; /* tiled: plane_tiled_avx512 and pad_plane_avx512 (cpu.dw_tiled=0: the older pair) */
+    int split;         /* stride 2 on split rows (cpu.dw_split=0: even lanes of two loads); ld is then lds */
 } dw_job;
 
 static void dw_slot(void *arg, int64_t slot, int64_t t0, int64_t t1) {
@@ -299,7 +335,8 @@ static void dw_slot(void *arg, int64_t slot, int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; t++) {
         int64_t c = t % a->c;
 #ifdef HAVE_AVX512_VARIANT
-        if (j->tiled) pad_plane_avx512(a, a->x + t * in, xp, j->ph, j->ld);
+        if (j->split) pad_plane_split(a, a->x + t * in, xp, j->ph, j->ld);
+        else if (j->tiled) pad_plane_avx512(a, a->x + t * in, xp, j->ph, j->ld);
         else
 #endif
             pad_plane(a, a->x + t * in, xp, j->ph, j->pw, j->ld);
@@ -307,7 +344,7 @@ static void dw_slot(void *arg, int64_t slot, int64_t t0, int64_t t1) {
         float bias = a->b ? a->b[c] : 0.0f;
 #ifdef HAVE_AVX512_VARIANT
         if (j->tiled) {
-            plane_tiled_avx512(a, xp, j->ld, w, bias, z, a->y + t * out);
+            plane_tiled_avx512(a, xp, j->ld, w, bias, z, a->y + t * out, j->split);
             continue;
         }
         if (j->avx512) {
@@ -335,7 +372,12 @@ int cpu_dw_tiled(cpu_context *ctx) {
 const char *cpu_dw_variant(void) { return use_avx512() ? "depthwise direct avx512" : "depthwise direct"; }
 
 void cpu_dw_run(cpu_context *ctx, const cpu_dw_args *a, int64_t slots) {
-    dw_job j = {a, padded_h(a), padded_w(a), 0, cpu_dw_slot_floats(a), use_avx512(), cpu_dw_tiled(ctx)};
+    dw_job j = {a, padded_h(a), padded_w(a), 0, cpu_dw_slot_floats(a), use_avx512(), cpu_dw_tiled(ctx), 0};
     j.ld = (j.pw + 15) & ~(int64_t)15;
+    const char *o = cpu_option(ctx, "cpu.dw_split");
+    if (j.tiled && a->sw == 2 && !(o && !strcmp(o, "0"))) {
+        j.split = 1;
+        j.ld = 2 * (((j.pw + 1) / 2 + 15) & ~(int64_t)15);
+    }
     gu_run_slots(ctx, a->planes, slots, dw_slot, &j);
 }

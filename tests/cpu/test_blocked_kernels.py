@@ -13,7 +13,8 @@ their AVX-512 paths on and off (cpu.pool_avx512 / cpu.conv1x1_blk = 0: the porta
 - 1x1 Conv on plain X and Y (conv1x1_blk.c, cpu.conv1x1_plain): ShuffleNet's channel counts, pixel counts
   that leave partial vectors and tiles, output channels not a multiple of the 6-row tile, bias or none,
   Relu / SiLU / no activation, a fused plain Z;
-- plain NCHW depthwise Conv (conv_depthwise.c; cpu.dw_tiled: the tiled AVX-512 kernel or the one-vector one):
+- plain NCHW depthwise Conv (conv_depthwise.c; cpu.dw_tiled / cpu.dw_split: the tiled AVX-512 kernel, stride 2
+  on rows split into even and odd columns, or the one-vector kernel):
   rows of 17-130 columns (1-4 vectors, chunks of 64, 2- and 4-row tiles with rows left over), strides 1-3,
   dilations, asymmetric pads, 3x3 / 5x5 / 3x1 / 1x3 kernels, Relu / Clip / SiLU / LeakyRelu, a fused sum;
 - depthwise Conv on nChw16c X and Y (oneDNN, between the kernels above): 3x3 / 5x5 / 1x1 / 3x5 kernels,
@@ -164,6 +165,8 @@ PLAIN_DWS = [  # (channels, H, W, kernel, strides, pads, dilations, bias, activa
     (3, 11, 130, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), True, None, True),        # 2 chunks of 64 columns + 2
     (8, 21, 100, (3, 1), (3, 3), (1, 0, 1, 0), (1, 1), True, "relu", False),     # stride 3 (gather)
     (12, 9, 70, (1, 3), (1, 2), (0, 1, 0, 1), (1, 1), False, None, False),       # 1x3, 35 columns stride 2
+    (6, 17, 77, (3, 5), (2, 2), (1, 3, 2, 0), (2, 2), True, "relu6", True),       # stride 2 + dilation, split rows
+    (58, 56, 56, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), True, None, False),       # ShuffleNet's stride-2 dw
 ]
 
 
@@ -254,10 +257,12 @@ def main():
                 so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
                 ref = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
                 errors = []
-                for fast in ("1", "0"):
+                # plain depthwise: also the tiled kernel with stride 2 from two loads and a permute (split off)
+                for fast in ("1", "0") + (("nosplit",) if kind == "plaindw" else ()):
                     for threads in (1, 2):
-                        opts = {"cpu.pool_avx512": fast, "cpu.conv1x1_blk": fast, "cpu.conv1x1_plain": fast,
-                                "cpu.dw_tiled": fast}
+                        on = "0" if fast == "0" else "1"
+                        opts = {"cpu.pool_avx512": on, "cpu.conv1x1_blk": on, "cpu.conv1x1_plain": on,
+                                "cpu.dw_tiled": on, "cpu.dw_split": "0" if fast == "nosplit" else on}
                         with nr.session(path, backends="cpu", threads=threads, options=opts) as s:
                             out = s.run(feeds)[0]
                             d = float(np.max(np.abs(ref - out)))
