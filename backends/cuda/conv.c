@@ -29,8 +29,9 @@
 #include "../common/dtype_convert.h"
 
 #define MAXD 5
-enum { V_NATIVE = 0, V_F16 = 1, V_F16_NHWC = 2, N_VARIANTS = 3 };
-static const char *const variant_name[N_VARIANTS] = {"native", "fp16 NCHW", "fp16 NHWC"};
+/* V_LT: region pointwise Convs only, one cuBLASLt GEMM with the bias/ReLU/Z epilogue fused (conv_lt.c) */
+enum { V_NATIVE = 0, V_F16 = 1, V_F16_NHWC = 2, V_LT = 3, N_VARIANTS = 4 };
+static const char *const variant_name[N_VARIANTS] = {"native", "fp16 NCHW", "fp16 NHWC", "fp16 GEMM+epilogue"};
 
 typedef struct conv_variant {
     int ok;                        /* descriptors built and an algorithm found */
@@ -56,6 +57,9 @@ typedef struct conv_state {
                                     * V_F16_NHWC runs cuDNN on them directly, V_F16 (pointwise convs only) is
                                     * one cuBLAS GEMM on them, V_NATIVE is float32 NCHW between conversions
                                     * (w32, b32, x32/y32 in the workspace) */
+    int dw;                        /* region depthwise Conv (group = C = M): V_F16 is our own NHWC kernel */
+    void *w16_dw;                  /* its float16 weights as [kh*kw, C] */
+    cuda_lt_gemm *lt;              /* V_LT's plan (pointwise region Convs, bias/ReLU/Z fused) */
     void *w32, *b32;
     size_t x32_bytes, y32_bytes;
     cudnnActivationDescriptor_t act;
@@ -390,6 +394,28 @@ static netrun_status conv_setup(cuda_context *ctx, conv_state *st, int xrank, co
         for (int i = 0; pw && i < 2; i++) pw = pads[i] == 0 && strides[i] == 1;
         if (pw && conv_cublas(ctx) == NETRUN_OK) gm->ok = 1;
         else if (pw) cuda_host->log(NETRUN_LOG_DEBUG, "cuda", "conv: cuBLAS unavailable for a pointwise region Conv");
+        /* the same GEMM through cuBLASLt with bias + ReLU + Z in its epilogue (option cuda.fp16_lt=0: off) */
+        conv_variant *lv = &st->v[V_LT];
+        lv->ok = lv->fuse = 0;
+        lv->algo_ws = 0;
+        lv->ms = 0;
+        if (st->lt) cuda_lt_gemm_destroy(st->lt);
+        st->lt = NULL;
+        const char *lo = ctx->config.get_option ? ctx->config.get_option(ctx->config.opaque, "cuda.fp16_lt") : NULL;
+        int relu = p->activation.kind == NETRUN_ACT_RELU;
+        if (gm->ok && (!lo || strcmp(lo, "0") != 0) && (relu || p->activation.kind == NETRUN_ACT_NONE)) {
+            size_t lcap = cap < ((size_t)32 << 20) ? cap : ((size_t)32 << 20);
+            st->lt = cuda_lt_gemm_create(yd[1], (int64_t)xd[0] * xd[2] * xd[3], xd[1], p->has_bias, relu, p->has_sum, lcap);
+            if (st->lt) {
+                lv->ok = 1;
+                lv->algo_ws = cuda_lt_gemm_workspace(st->lt);
+            }
+        }
+        /* depthwise (group = C = M, one filter per channel): our own float16 NHWC kernel in the same slot */
+        const char *dwo = ctx->config.get_option ? ctx->config.get_option(ctx->config.opaque, "cuda.fp16_dw") : NULL;
+        st->dw = !pw && (!dwo || strcmp(dwo, "0") != 0) && nd == 4 && !st->prepad && p->group > 1 && p->group == xd[1] && yd[1] == xd[1] && wd[1] == 1 &&
+                 cuda_dw_nhwc_fits(xd[0], xd[1], xd[2], xd[3], yd[2], yd[3]);
+        if (st->dw) gm->ok = 1;
     } else if (with_f16) {
         size_t nx = 2, ny = 2;
         for (int i = 0; i < nd; i++) {
@@ -413,7 +439,7 @@ static netrun_status conv_setup(cuda_context *ctx, conv_state *st, int xrank, co
             }
         }
     }
-    if (st->region && !st->v[V_NATIVE].ok && !st->v[V_F16_NHWC].ok && !st->v[V_F16].ok)
+    if (st->region && !st->v[V_NATIVE].ok && !st->v[V_F16_NHWC].ok && !st->v[V_F16].ok && !st->v[V_LT].ok)
         return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda conv: no float16 NHWC, GEMM or float32 path is available "
                                                         "for a region Conv");
     if (st->region && !st->v[V_NATIVE].ok) st->use = st->v[V_F16_NHWC].ok ? V_F16_NHWC : V_F16;
@@ -429,6 +455,7 @@ static netrun_status conv_setup(cuda_context *ctx, conv_state *st, int xrank, co
 static size_t variant_ws(const conv_state *st, int vi) {
     const conv_variant *v = &st->v[vi];
     if (st->region) return vi == V_NATIVE ? st->x32_bytes + st->y32_bytes + v->algo_ws : vi == V_F16 ? 0 : v->algo_ws;
+    if (vi == V_LT) return 0;
     return vi == V_NATIVE ? st->pad_bytes + v->algo_ws : st->x16_bytes + st->y16_bytes + v->algo_ws;
 }
 
@@ -448,6 +475,8 @@ static void conv_destroy(cuda_context *ctx, void *state) {
     if (st->scratch) cudaFree(st->scratch);
     if (st->w16) cudaFree(st->w16);
     if (st->w16_nhwc) cudaFree(st->w16_nhwc);
+    if (st->w16_dw) cudaFree(st->w16_dw);
+    if (st->lt) cuda_lt_gemm_destroy(st->lt);
     if (st->b16) cudaFree(st->b16);
     if (st->w32) cudaFree(st->w32);
     if (st->b32) cudaFree(st->b32);
@@ -516,6 +545,13 @@ static netrun_status conv_exec(cuda_context *ctx, void *arg) {
     const netrun_conv_params *p = &st->p;
     netrun_status s;
     int fused = 0;
+    if (st->region && io->vi == V_LT) /* one cuBLASLt call: GEMM, bias, ReLU and Z */
+        return cuda_lt_gemm_run(ctx, st->lt, st->w16_nhwc, io->x, io->bias, io->z, io->y, io->ws);
+    if (st->region && io->vi == V_F16 && st->dw) { /* depthwise: our own NHWC kernel, everything fused */
+        int64_t k[2] = {st->wdims[2], st->wdims[3]};
+        return cuda_dw_nhwc_f16(ctx, io->x, st->w16_dw, io->bias, io->z, io->y, io->n, io->c, st->xdims[2], st->xdims[3],
+                                st->ydims[2], st->ydims[3], k, p->strides, p->pads_begin, p->dilations, &p->activation);
+    }
     if (st->region && io->vi == V_F16) { /* pointwise: one cuBLAS GEMM, float32 accumulation, then the epilogue */
         int64_t rows = io->n * io->ys;
         float alpha = 1.0f, beta = 0.0f;
@@ -734,10 +770,13 @@ static netrun_status choose_variant(cuda_context *ctx, conv_state *st, const net
             return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda conv %s: no path of the float16 region Conv ran", node->name);
         st->use = best;
         cuda_host->log(NETRUN_LOG_INFO, "cuda",
-                       "conv %s (fp16 region): fp16 NHWC %.4f ms, fp16 GEMM %.4f ms, fp32 with conversions %.4f ms -> %s",
-                       node->name, st->v[V_F16_NHWC].ok ? st->v[V_F16_NHWC].ms : -1.0,
-                       st->v[V_F16].ok ? st->v[V_F16].ms : -1.0, st->v[V_NATIVE].ok ? st->v[V_NATIVE].ms : -1.0,
-                       best == V_NATIVE ? "fp32" : best == V_F16 ? "fp16 GEMM" : "fp16 NHWC");
+                       "conv %s (fp16 region): fp16 NHWC %.4f ms, fp16 %s %.4f ms, fp16 Lt GEMM+epilogue %.4f ms, "
+                       "fp32 with conversions %.4f ms -> %s",
+                       node->name, st->v[V_F16_NHWC].ok ? st->v[V_F16_NHWC].ms : -1.0, st->dw ? "depthwise" : "GEMM",
+                       st->v[V_F16].ok ? st->v[V_F16].ms : -1.0, st->v[V_LT].ok ? st->v[V_LT].ms : -1.0,
+                       st->v[V_NATIVE].ok ? st->v[V_NATIVE].ms : -1.0,
+                       best == V_NATIVE ? "fp32" : best == V_F16 ? (st->dw ? "fp16 depthwise" : "fp16 GEMM")
+                                        : best == V_LT ? "fp16 Lt GEMM+epilogue" : "fp16 NHWC");
         return NETRUN_OK;
     }
     st->use = best;
@@ -754,9 +793,13 @@ static void describe(conv_state *st) {
         return;
     }
     if (st->region) {
-        if (st->use == V_F16)
-            snprintf(st->desc, sizeof st->desc, "cublas fp16 NHWC GEMM (fp16 region; timed gemm %.3f / nhwc %.3f / fp32+conv %.3f ms)",
-                     v->ms, st->v[V_F16_NHWC].ok ? st->v[V_F16_NHWC].ms : -1.0, st->v[V_NATIVE].ok ? st->v[V_NATIVE].ms : -1.0);
+        if (st->use == V_LT)
+            snprintf(st->desc, sizeof st->desc, "cublasLt fp16 NHWC GEMM+bias/relu/sum (fp16 region; timed lt %.3f / gemm %.3f / "
+                     "nhwc %.3f / fp32+conv %.3f ms)", v->ms, st->v[V_F16].ok ? st->v[V_F16].ms : -1.0,
+                     st->v[V_F16_NHWC].ok ? st->v[V_F16_NHWC].ms : -1.0, st->v[V_NATIVE].ok ? st->v[V_NATIVE].ms : -1.0);
+        else if (st->use == V_F16)
+            snprintf(st->desc, sizeof st->desc, "%s (fp16 region; timed %s %.3f / nhwc %.3f / fp32+conv %.3f ms)",
+                     st->dw ? "own fp16 NHWC depthwise" : "cublas fp16 NHWC GEMM", st->dw ? "dw" : "gemm", v->ms, st->v[V_F16_NHWC].ok ? st->v[V_F16_NHWC].ms : -1.0, st->v[V_NATIVE].ok ? st->v[V_NATIVE].ms : -1.0);
         else
             snprintf(st->desc, sizeof st->desc, "cudnn %s %s%s (fp16 region; timed nhwc %.3f / fp32+conv %.3f / gemm %.3f ms)",
                      fwd_algo_name(v->algo), st->use == V_NATIVE ? "fp32 between NHWC<->NCHW conversions" : "fp16 NHWC",
@@ -828,8 +871,10 @@ static netrun_status conv_create(cuda_context *ctx, const netrun_node_desc *node
         if (s == NETRUN_OK && st->region) { /* supports() checked: W (and B) are float16 constants */
             int64_t cg = wv->dims[1], ks = 1;
             for (int i = 2; i < wv->rank; i++) ks *= wv->dims[i];
-            if (st->v[V_F16_NHWC].ok || st->v[V_F16].ok)
+            if (st->v[V_F16_NHWC].ok || st->v[V_F16].ok || st->v[V_LT].ok)
                 s = upload_from_half(wv->const_data, wv->dims[0], cg, ks, 0, &st->w16_nhwc);
+            if (s == NETRUN_OK && st->dw && st->v[V_F16].ok) /* [C, kh*kw] -> [kh*kw, C] */
+                s = upload_from_half(wv->const_data, 1, wv->dims[0], ks, 0, &st->w16_dw);
             if (s == NETRUN_OK && st->v[V_NATIVE].ok) {
                 s = upload_from_half(wv->const_data, wv->dims[0], cg, ks, 1, &st->w32);
                 if (s == NETRUN_OK && has_bias) s = upload_from_half(bv->const_data, 1, 1, m, 1, &st->b32);
@@ -848,7 +893,7 @@ static netrun_status conv_create(cuda_context *ctx, const netrun_node_desc *node
             if (s == NETRUN_OK && has_bias) s = upload_half(bv->const_data, 1, 1, m, 0, &st->b16);
             if (s == NETRUN_OK) s = choose_variant(ctx, st, node);
         }
-        if (s == NETRUN_OK && st->region && st->v[V_NATIVE].ok + st->v[V_F16_NHWC].ok + st->v[V_F16].ok > 1)
+        if (s == NETRUN_OK && st->region && st->v[V_NATIVE].ok + st->v[V_F16_NHWC].ok + st->v[V_F16].ok + st->v[V_LT].ok > 1)
             s = choose_variant(ctx, st, node);
         if (s != NETRUN_OK) {
             conv_destroy(ctx, st);
@@ -883,7 +928,8 @@ static netrun_status conv_run(cuda_context *ctx, void *state, const netrun_kerne
         if ((s = conv_setup(ctx, st, X->rank, X->dims, W->dims, Y->dims, cap, 0, 0)) != NETRUN_OK) return s;
         if (st->region) { /* only the paths whose weights were uploaded at creation */
             if (st->use == V_NATIVE && !st->w32) st->use = V_F16_NHWC;
-            if (((st->use == V_F16_NHWC || st->use == V_F16) && !st->w16_nhwc) || !st->v[st->use].ok)
+            if (((st->use == V_F16_NHWC || st->use == V_F16 || st->use == V_LT) && !st->w16_nhwc) || (st->use == V_F16 && st->dw && !st->w16_dw) ||
+                !st->v[st->use].ok)
                 return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda conv: region Conv shapes changed at run time");
         }
         describe(st);

@@ -243,6 +243,21 @@ netrun_status cuda_gap_nhwc_run(cuda_context *ctx, void *state, const netrun_ker
 netrun_status cuda_gap_nhwc_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace);
 /* MulChannelNHWC's run (precision.cu): float16 NHWC X times float16 S [N or 1, C, 1, 1]. */
 netrun_status cuda_mulch_nhwc_run(cuda_context *ctx, void *state, const netrun_kernel_args *args);
+/* Depthwise Conv (group = C = M, 2-D) on float16 NHWC X/Y/Z (precision.cu): W as float16 [kh*kw, C], float32
+ * accumulation, act(conv + bias + z); bias and z may be NULL. fits: both tensors below 2^31 elements. */
+/* Pointwise region Convs through cuBLASLt with bias/ReLU/Z in the epilogue (conv_lt.c): create returns NULL when
+ * cuBLASLt or an algorithm is missing; run computes Y[rows, m] = act(X[rows, c] W[m, c]^T + bias + Z), float16. */
+typedef struct cuda_lt_gemm cuda_lt_gemm;
+cuda_lt_gemm *cuda_lt_gemm_create(int64_t m, int64_t rows, int64_t c, int has_bias, int relu, int has_z, size_t max_ws);
+size_t cuda_lt_gemm_workspace(const cuda_lt_gemm *g);
+netrun_status cuda_lt_gemm_run(cuda_context *ctx, cuda_lt_gemm *g, const void *w, const void *x, const void *bias,
+                               const void *z, void *y, void *ws);
+void cuda_lt_gemm_destroy(cuda_lt_gemm *g);
+int cuda_dw_nhwc_fits(int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow);
+netrun_status cuda_dw_nhwc_f16(cuda_context *ctx, const void *x, const void *wkc, const void *bias, const void *z, void *y,
+                               int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow, const int64_t *k,
+                               const int64_t *strides, const int64_t *pads, const int64_t *dil,
+                               const netrun_fused_activation *act);
 
 #ifdef __cplusplus
 }

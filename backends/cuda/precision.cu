@@ -203,3 +203,96 @@ extern "C" netrun_status cuda_mulch_nhwc_run(cuda_context *ctx, void *state, con
                                                                       S->dims[0] != 1);
     return cuda_check_launch("MulChannelNHWC");
 }
+
+/* ---- float16 NHWC regions: depthwise Conv (group = C = M) of our own ----
+ * cuDNN has no fast channels-last float16 depthwise kernel (MobileNetV2's took float32 plus two conversions
+ * inside the region). One thread per output pixel and channel pair (half2, consecutive threads on
+ * consecutive channels: every tap is one coalesced load), float32 accumulation, bias + Z + activation fused.
+ * 32-bit index math: the launcher refuses tensors of 2^31 elements or more. */
+struct dw_geom {
+    int h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+    uint32_t cv; /* channels / VEC */
+};
+
+__device__ __forceinline__ float2 dw_ld(const __half2 *p, uint32_t i) { return __half22float2(p[i]); }
+__device__ __forceinline__ float2 dw_ld(const __half *p, uint32_t i) { return make_float2(__half2float(p[i]), 0.0f); }
+__device__ __forceinline__ void dw_st(__half2 *p, uint32_t i, float2 v) { p[i] = __floats2half2_rn(v.x, v.y); }
+__device__ __forceinline__ void dw_st(__half *p, uint32_t i, float2 v) { p[i] = __float2half_rn(v.x); }
+
+template <typename V>
+__global__ void dw_nhwc_k(const V *x, const V *w, const V *bias, const V *z, V *y, uint32_t total, fdiv32 fc,
+                          fdiv32 fow, fdiv32 foh, dw_geom g, act_params act) {
+    uint32_t stride = blockDim.x * gridDim.x;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+        uint32_t r = fdiv_q(fc, i), c = i - r * g.cv;
+        uint32_t r2 = fdiv_q(fow, r), ow = r - r2 * (uint32_t)g.ow;
+        uint32_t n = fdiv_q(foh, r2), oh = r2 - n * (uint32_t)g.oh;
+        int ih0 = (int)oh * g.sh - g.ph, iw0 = (int)ow * g.sw - g.pw;
+        float2 acc = make_float2(0.0f, 0.0f);
+        for (int a = 0; a < g.kh; a++) {
+            int ih = ih0 + a * g.dh;
+            if ((unsigned)ih >= (unsigned)g.h) continue;
+            uint32_t row = (n * (uint32_t)g.h + (uint32_t)ih) * (uint32_t)g.w;
+            for (int b = 0; b < g.kw; b++) {
+                int iw = iw0 + b * g.dw;
+                if ((unsigned)iw >= (unsigned)g.w) continue;
+                float2 xv = dw_ld(x, (row + (uint32_t)iw) * g.cv + c), wv = dw_ld(w, (uint32_t)(a * g.kw + b) * g.cv + c);
+                acc.x = fmaf(xv.x, wv.x, acc.x);
+                acc.y = fmaf(xv.y, wv.y, acc.y);
+            }
+        }
+        if (bias) {
+            float2 bv = dw_ld(bias, c);
+            acc.x += bv.x;
+            acc.y += bv.y;
+        }
+        if (z) {
+            float2 zv = dw_ld(z, i);
+            acc.x += zv.x;
+            acc.y += zv.y;
+        }
+        acc.x = apply_act(acc.x, act);
+        acc.y = apply_act(acc.y, act);
+        dw_st(y, i, acc);
+    }
+}
+
+extern "C" int cuda_dw_nhwc_fits(int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow) {
+    return n > 0 && c > 0 && h > 0 && w > 0 && oh > 0 && ow > 0 && n * c * h * w < INT32_MAX && n * c * oh * ow < INT32_MAX;
+}
+
+extern "C" netrun_status cuda_dw_nhwc_f16(cuda_context *ctx, const void *x, const void *wkc, const void *bias, const void *z,
+                                          void *y, int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow,
+                                          const int64_t *k, const int64_t *strides, const int64_t *pads,
+                                          const int64_t *dil, const netrun_fused_activation *act) {
+    if (!cuda_dw_nhwc_fits(n, c, h, w, oh, ow))
+        return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda depthwise NHWC: tensor of 2^31 elements or more");
+    int vec = c % 2 == 0 && ((uintptr_t)x & 3) == 0 && ((uintptr_t)wkc & 3) == 0 && ((uintptr_t)y & 3) == 0 &&
+              ((uintptr_t)bias & 3) == 0 && ((uintptr_t)z & 3) == 0 ? 2 : 1;
+    dw_geom g;
+    g.h = (int)h;
+    g.w = (int)w;
+    g.oh = (int)oh;
+    g.ow = (int)ow;
+    g.kh = (int)k[0];
+    g.kw = (int)k[1];
+    g.sh = (int)strides[0];
+    g.sw = (int)strides[1];
+    g.ph = (int)pads[0];
+    g.pw = (int)pads[1];
+    g.dh = (int)dil[0];
+    g.dw = (int)dil[1];
+    g.cv = (uint32_t)(c / vec);
+    uint32_t total = (uint32_t)(n * oh * ow * (c / vec));
+    act_params a = make_act(act);
+    fdiv32 fc = make_fdiv(g.cv), fow = make_fdiv((uint32_t)ow), foh = make_fdiv((uint32_t)oh);
+    if (vec == 2)
+        dw_nhwc_k<__half2><<<cuda_blocks32(total, 256), 256, 0, ctx->stream>>>(
+            (const __half2 *)x, (const __half2 *)wkc, (const __half2 *)bias, (const __half2 *)z, (__half2 *)y, total, fc, fow,
+            foh, g, a);
+    else
+        dw_nhwc_k<__half><<<cuda_blocks32(total, 256), 256, 0, ctx->stream>>>((const __half *)x, (const __half *)wkc,
+                                                                              (const __half *)bias, (const __half *)z,
+                                                                              (__half *)y, total, fc, fow, foh, g, a);
+    return cuda_check_launch("float16 NHWC depthwise Conv");
+}

@@ -116,9 +116,9 @@ class G:
         self.nodes.append(helper.make_node(op, ins, [out], name=out, **kw))
         return out
 
-    def conv_bn(self, x, cin, cout, name, k=3, stride=1):
-        y = self.n("Conv", [x, self.c(name + ".w", w(cout, cin, k, k)), self.c(name + ".b", w(cout))], name,
-                   pads=[k // 2] * 4, strides=[stride, stride])
+    def conv_bn(self, x, cin, cout, name, k=3, stride=1, group=1):
+        y = self.n("Conv", [x, self.c(name + ".w", w(cout, cin // group, k, k)), self.c(name + ".b", w(cout))], name,
+                   pads=[k // 2] * 4, strides=[stride, stride], group=group)
         ins = [y, self.c(name + ".g", RNG.uniform(0.5, 1.5, cout).astype(np.float32)),
                self.c(name + ".beta", w(cout)), self.c(name + ".mean", w(cout)),
                self.c(name + ".var", RNG.uniform(0.5, 2.0, cout).astype(np.float32))]
@@ -139,6 +139,8 @@ def region_model():
     y = g.n("AveragePool", [y], "avg", kernel_shape=[2, 2], strides=[2, 2])
     y = g.conv_bn(y, 16, 32, "c3", k=1)
     y = g.n("Mul", [y, g.n("Sigmoid", [y], "c3.sig")], "c3.silu")
+    # depthwise 3x3 + ReLU (the region's own float16 NHWC depthwise kernel when it is the fastest)
+    y = g.n("Relu", [g.conv_bn(y, 32, 32, "dw", k=3, group=32)], "dw.relu")
     # squeeze-excite: GAP -> 1x1 conv + ReLU -> 1x1 conv -> Sigmoid -> Mul(y, s) (MulChannelNHWC)
     s = g.n("GlobalAveragePool", [y], "se.gap")
     s = g.n("Relu", [g.n("Conv", [s, g.c("se1.w", w(8, 32, 1, 1)), g.c("se1.b", w(8))], "se1")], "se1.relu")
