@@ -123,6 +123,20 @@ def run_netrun(a, model, batch, prec, iters, warmup, extra=(), outdir=None):
     }
 
 
+def profile_netrun(a, model, batch, prec, extra=()):
+    """netrun --profile (backends synchronised after every node, CUDA graphs off): mean ms per run on the
+    device (nodes on cuda) and in host<->device copies, so the host-to-host figure can be split."""
+    pa = PREC_ARGS.get(prec, ["--precision", prec])
+    cmd = [a.netrun, model, "--backend", "cuda", "--batch", str(batch)] + pa + ["--warmup", "2", "--iterations", "5",
+           "--profile", "--json", "-", "--seed", "1"] + list(extra)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        return None
+    prof = json.loads(p.stdout).get("profile") or {}
+    by = {g.get("backend"): g.get("mean_ms") or 0 for g in prof.get("by_backend") or []}
+    return {"device_ms": by.get("cuda"), "copy_ms": by.get("copy")}
+
+
 def time_torch(fn, iters, warmup):
     import torch
 
@@ -212,6 +226,8 @@ def main():
     ap.add_argument("--extra", default="", help="more netrun arguments, space separated")
     ap.add_argument("--opset", type=int, default=17)
     ap.add_argument("--work", default=None)
+    ap.add_argument("--profile-batches", default="256",
+                    help="batches also run once with --profile to split netrun's time into device and copies")
     ap.add_argument("--md", default=None)
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
@@ -244,6 +260,8 @@ def main():
                 os.makedirs(od, exist_ok=True)
                 nr = run_netrun(a, path, b, prec, iters, warm, extra, outdir=od if b == 1 else None)
                 outs[prec] = od
+                if str(b) in a.profile_batches.split(",") and "error" not in nr:
+                    nr["profile"] = profile_netrun(a, path, b, prec, extra)
                 tr = {} if a.no_torch or prec in PREC_ARGS else run_torch(m, b, prec, iters, warm)
                 r = {"model": name, "batch": b, "precision": prec, "netrun": nr, "torch": tr}
                 results.append(r)
@@ -260,6 +278,12 @@ def main():
                     fmt(tr.get("peak_mib"), "%.0f")))
                 if nr.get("cpu_nodes"):
                     notes.append(f"{name} b{b} {prec}: {nr['cpu_nodes']} nodes on the CPU")
+                pf = nr.get("profile") or {}
+                if pf.get("device_ms"):
+                    notes.append(f"{name} b{b} {prec}: netrun --profile (synchronised per node, no CUDA graph): device "
+                                 f"{pf['device_ms']:.3f} ms + host<->device copies {pf['copy_ms'] or 0:.3f} ms per run"
+                                 + (f"; device / PyTorch channels_last graph {pf['device_ms'] / tr['graph_cl_ms']:.2f}"
+                                    if tr.get("graph_cl_ms") else ""))
                 if tr.get("graph_cl_ms"):
                     notes.append(f"{name} b{b} {prec}: PyTorch channels_last graph {tr['graph_cl_ms']:.3f} ms "
                                  f"(netrun / it {nr['median_ms'] / tr['graph_cl_ms']:.2f}); the input's host->device "
