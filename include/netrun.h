@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 #define NETRUN_VERSION_MAJOR 0
-#define NETRUN_VERSION_MINOR 3
+#define NETRUN_VERSION_MINOR 4
 #define NETRUN_VERSION_PATCH 0
 
 /* Most dimensions a tensor may have. */
@@ -184,6 +184,9 @@ typedef struct netrun_session_stats {
     int n_inplace;            /* outputs written over an input that dies at their node (same memory) */
     int n_views;              /* values that are views of another's memory: Reshape-like outputs and Concat
                                * inputs placed in their slice of the output; their nodes run no kernel */
+    /* ---- netrun 0.4 ---- */
+    int n_fp16_convs;         /* CUDA Convs inside float16 NHWC regions (--precision fp16; cuda.fp16_regions=0: none) */
+    int n_fp16_converts;      /* float32 NCHW <-> float16 NHWC conversions at the borders of those regions */
 } netrun_session_stats;
 
 /* Description of a backend plugin found on this machine. */
@@ -198,7 +201,7 @@ typedef struct netrun_backend_info {
 
 /* ---- library ---- */
 
-/* The version of the loaded library, "MAJOR.MINOR.PATCH" (e.g. "0.3.0"): compare with the NETRUN_VERSION_*
+/* The version of the loaded library, "MAJOR.MINOR.PATCH" (e.g. "0.4.0"): compare with the NETRUN_VERSION_*
  * macros of the header a program was compiled against. */
 NETRUN_API const char *netrun_version(void);
 /* Static text for a status code. */

@@ -1053,6 +1053,8 @@ static netrun_status prepare_once(netrun_session *s) {
         s->stats.n_swish_fused = oc.swish_fused;
         s->stats.n_nchwc_convs = oc.nchwc_convs;
         s->stats.n_nchwc_reorders = oc.nchwc_reorders;
+        s->stats.n_fp16_convs = oc.fp16_convs;
+        s->stats.n_fp16_converts = oc.fp16_converts;
     }
     if (st == NETRUN_OK) st = build_steps(s);
     if (st == NETRUN_OK) st = plan_aliases(s);

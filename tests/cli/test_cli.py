@@ -268,7 +268,7 @@ def t_json():
     check(lat["min"] <= lat["median"] <= lat["p90"] <= lat["p99"], f"latency order {lat}")
     check(t["throughput_per_s"] > 0, f"throughput {t['throughput_per_s']}")
     mem = rep["memory"]
-    for k in ["arena_bytes", "weight_bytes", "workspace_bytes", "peak_rss_bytes"]:
+    for k in ["arena_bytes", "weight_bytes", "workspace_bytes", "outputs_in_place", "views", "peak_rss_bytes"]:
         check(k in mem, f"memory lacks {k}")
     check(mem["peak_rss_bytes"] > 1024 * 1024, f"peak RSS {mem['peak_rss_bytes']}")
     o = rep["outputs"]

@@ -22,15 +22,9 @@ from netrun_ctypes import Netrun, NetrunError, SessionStats  # noqa: E402
 RNG = np.random.default_rng(5)
 
 
-class Stats(C.Structure):
-    """netrun_session_stats up to the memory-plan counts (appended after n_nchwc_reorders)."""
-    _fields_ = [f for f in SessionStats._fields_ if f[0] != "_reserve"] + \
-               [("n_inplace", C.c_int), ("n_views", C.c_int), ("_reserve", C.c_char * 256)]
-
-
 def stats(nr, s):
-    st = Stats()
-    nr.check(nr.lib.netrun_session_get_stats(s.handle, C.cast(C.byref(st), C.POINTER(SessionStats))), "stats")
+    st = SessionStats()
+    nr.check(nr.lib.netrun_session_get_stats(s.handle, C.byref(st)), "stats")
     return st
 
 

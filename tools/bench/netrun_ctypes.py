@@ -34,7 +34,9 @@ class SessionStats(C.Structure):
                 ("copy_bytes", C.c_size_t), ("n_folded", C.c_int), ("device_peak_bytes", C.c_size_t),
                 ("n_graphs", C.c_int), ("n_segments", C.c_int), ("n_bn_folded", C.c_int), ("n_act_fused", C.c_int),
                 ("n_sum_fused", C.c_int), ("n_nodes_dropped", C.c_int), ("n_swish_fused", C.c_int),
-                ("n_nchwc_convs", C.c_int), ("n_nchwc_reorders", C.c_int), ("_reserve", C.c_char * 256)]
+                ("n_nchwc_convs", C.c_int), ("n_nchwc_reorders", C.c_int), ("n_inplace", C.c_int),
+                ("n_views", C.c_int), ("n_fp16_convs", C.c_int), ("n_fp16_converts", C.c_int),
+                ("_reserve", C.c_char * 256)]
 
 
 class NetrunError(RuntimeError):

@@ -223,9 +223,10 @@ void cli_report_text(FILE *f, const cli_result *r)
     }
     if (r->have_stats && o->verbose)
         fprintf(f, "  graph passes: %d BatchNorm folded, %d activations and %d Adds fused into Conv, %d Identity/Dropout "
-                "dropped, %d Mul(x, Sigmoid(x)) made Swish, %d CPU Convs on nChw16c with %d reorders (--no-optimize "
-                "turns them off)\n", r->stats.n_bn_folded, r->stats.n_act_fused, r->stats.n_sum_fused,
-                r->stats.n_nodes_dropped, r->stats.n_swish_fused, r->stats.n_nchwc_convs, r->stats.n_nchwc_reorders);
+                "dropped, %d Mul(x, Sigmoid(x)) made Swish, %d CPU Convs on nChw16c with %d reorders, %d CUDA Convs in "
+                "float16 NHWC regions with %d conversions (--no-optimize turns them off)\n", r->stats.n_bn_folded,
+                r->stats.n_act_fused, r->stats.n_sum_fused, r->stats.n_nodes_dropped, r->stats.n_swish_fused,
+                r->stats.n_nchwc_convs, r->stats.n_nchwc_reorders, r->stats.n_fp16_convs, r->stats.n_fp16_converts);
     if (o->verbose && nodes > 0) {
         fprintf(f, "\n  %-32s %-20s %-10s %-24s %s\n", "NODE", "OP", "BACKEND", "KERNEL", "REASON");
         for (int i = 0; i < nodes; i++) {
@@ -259,6 +260,9 @@ void cli_report_text(FILE *f, const cli_result *r)
         format_bytes(b2, sizeof(b2), (double)r->stats.weight_bytes);
         format_bytes(b3, sizeof(b3), (double)r->stats.workspace_bytes);
         fprintf(f, "  activations (arena) %s, weights %s, workspace %s\n", b1, b2, b3);
+        if (r->stats.n_inplace || r->stats.n_views)
+            fprintf(f, "  shared memory: %d outputs written in place, %d views (no copy; --set memory.inplace=0 turns "
+                    "both off)\n", r->stats.n_inplace, r->stats.n_views);
         if (r->stats.device_peak_bytes) {
             format_bytes(b1, sizeof(b1), (double)r->stats.device_peak_bytes);
             fprintf(f, "  peak device memory %s; device graphs %d of %d segments\n", b1, r->stats.n_graphs,
@@ -506,6 +510,8 @@ static void json_report(cli_json *j, const cli_result *r)
         json_uint(j, "workspace_bytes", r->stats.workspace_bytes);
         json_uint(j, "device_peak_bytes", r->stats.device_peak_bytes);
         json_uint(j, "device_graphs", (uint64_t)r->stats.n_graphs);
+        json_uint(j, "outputs_in_place", (uint64_t)r->stats.n_inplace);
+        json_uint(j, "views", (uint64_t)r->stats.n_views);
     } else {
         json_null(j, "arena_bytes");
         json_null(j, "weight_bytes");
