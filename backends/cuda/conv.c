@@ -16,7 +16,8 @@
  * NHWC (2-D only) with the float32 input converted on the way in and the output on the way out, conversions
  * included in the time -- and the fastest is kept, so float16 is never chosen when it is slower here.
  * Inside a float16 NHWC region (params src_nhwc = dst_nhwc = 1, set by the region pass of runtime/optimize.c)
- * X, Y, Z, W and B are float16 already: cuDNN on the NHWC tensors, one cuBLAS GEMM for pointwise Convs, and
+ * X, Y, Z, W and B are float16 already: cuDNN on the NHWC tensors, one cuBLAS GEMM for pointwise Convs (also
+ * through cuBLASLt with bias/ReLU/Z in the epilogue, conv_lt.c), our own depthwise kernel (precision.cu), and
  * float32 between conversions are timed instead and the fastest kept (docs/cuda.md, "float16 NHWC regions").
  *
  * 1-D convolutions run as 2-D with height 1. Asymmetric Conv pads are applied by copying the input into a
