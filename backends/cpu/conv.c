@@ -409,6 +409,14 @@ static int want_c1x1(cpu_context *ctx, const netrun_conv_params *p, const conv_g
         return !(o && !strcmp(o, "0")) && g->c <= 1024 && g->out_size >= 64 ? 1 + CPU_C1X1_PLAIN_PLAIN : 0;
     }
     if (!p->src_blocked && g->c % 16 && g->c <= 512 && g->m % 16 == 0) return 1 + CPU_C1X1_PLAIN_BLK;
+    /* nChw16c both sides: oneDNN cuts the output channels into one slice per thread, so 16 channels (the 32 -> 16
+     * projections of MobileNetV2 / EfficientNet / MnasNet at 112x112) run on one thread and 48 split 2:1; the
+     * own kernel cuts the pixels instead (cpu.conv1x1_bb=0 keeps oneDNN) */
+    if (p->src_blocked && p->dst_blocked && g->c <= 512 && g->out_size >= 784) {
+        int64_t mb = g->m / 16, t = ctx->threads > 0 ? ctx->threads : 1;
+        const char *o = cpu_option(ctx, "cpu.conv1x1_bb");
+        if (mb % t && mb < 4 * t && !(o && !strcmp(o, "0"))) return 1 + CPU_C1X1_BLK_BLK;
+    }
     if (!p->dst_blocked && g->c % 16 == 0 && g->c <= 256 && g->m % 16) return 1 + CPU_C1X1_BLK_PLAIN;
     return 0;
 }
@@ -636,7 +644,7 @@ static void conv_describe_state(const void *state, char *buf, size_t size) {
     const conv_state *s = state;
     size_t n = strlen(buf);
     if (s->dnnl && strstr(cpu_dnnl_conv_impl(s->dnnl), "wino") && n < size) snprintf(buf + n, size - n, ", Winograd");
-    if (s->c1) snprintf(buf, size, "1x1 avx512 (%s)", s->c1_mode == CPU_C1X1_BLK_PLAIN ? "nChw16c in" : s->c1_mode == CPU_C1X1_PLAIN_PLAIN ? "NCHW" : "nChw16c out");
+    if (s->c1) snprintf(buf, size, "1x1 avx512 (%s)", s->c1_mode == CPU_C1X1_BLK_PLAIN ? "nChw16c in" : s->c1_mode == CPU_C1X1_PLAIN_PLAIN ? "NCHW" : s->c1_mode == CPU_C1X1_BLK_BLK ? "nChw16c in/out" : "nChw16c out");
 }
 static void convt_describe(const netrun_node_desc *n, char *b, size_t s) { describe_common(n, b, s, 1); }
 

@@ -34,7 +34,9 @@ netrun_status cpu_c1x1_create(int64_t c, int64_t m, const float *w, const netrun
     *out = NULL;
     if (c < 1 || m < 1 || c > ((int64_t)1 << 24) / (m + 16) ||
         (mode == CPU_C1X1_BLK_PLAIN ? c % 16 : mode == CPU_C1X1_PLAIN_BLK ? m % 16 : 0) ||
-        (mode != CPU_C1X1_PLAIN_BLK && mode != CPU_C1X1_BLK_PLAIN && mode != CPU_C1X1_PLAIN_PLAIN))
+        (mode == CPU_C1X1_BLK_BLK && (c % 16 || m % 16)) ||
+        (mode != CPU_C1X1_PLAIN_BLK && mode != CPU_C1X1_BLK_PLAIN && mode != CPU_C1X1_PLAIN_PLAIN &&
+         mode != CPU_C1X1_BLK_BLK))
         return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "Conv 1x1 (nChw16c): C %lld, M %lld unsupported",
                                (long long)c, (long long)m);
     cpu_c1x1 *s = cpu_alloc(sizeof *s);
@@ -71,9 +73,11 @@ typedef struct c1_job {
 #include <immintrin.h>
 #define C1_AVX512 1
 
-/* One tile: NB (1 or 2) output blocks from ob, P (<= C1_P) pixels from p0 of image x / y. */
+/* One tile: NB (1 or 2) output blocks from ob, P (<= C1_P) pixels from p0 of image x / y. XB: X is nChw16c
+ * too (CPU_C1X1_BLK_BLK), channel ci of pixel p at ((ci / 16) * hw + p) * 16 + ci % 16. */
 __attribute__((target("avx512f,fma"), always_inline)) static inline void
-c1_tile(const c1_job *j, const float *x, float *y, const float *z, int64_t ob, int64_t p0, const int P, const int NB) {
+c1_tile(const c1_job *j, const float *x, float *y, const float *z, int64_t ob, int64_t p0, const int P, const int NB,
+        const int XB) {
     const cpu_c1x1 *s = j->s;
     const int64_t c = s->c, hw = j->hw;
     __m512 acc[2][C1_P];
@@ -85,9 +89,10 @@ c1_tile(const c1_job *j, const float *x, float *y, const float *z, int64_t ob, i
     for (int64_t ci = 0; ci < c; ci++, xr += hw) {
         __m512 wv0 = _mm512_load_ps(w0 + ci * 16), wv1 = wv0;
         if (NB > 1) wv1 = _mm512_load_ps(w0 + (c + ci) * 16);
+        const float *xq = XB ? x + ((ci >> 4) * hw + p0) * 16 + (ci & 15) : xr;
 #pragma GCC unroll 12
         for (int p = 0; p < P; p++) {
-            __m512 xv = _mm512_set1_ps(xr[p]);
+            __m512 xv = _mm512_set1_ps(xq[XB ? p * 16 : p]);
             acc[0][p] = _mm512_fmadd_ps(wv0, xv, acc[0][p]);
             if (NB > 1) acc[1][p] = _mm512_fmadd_ps(wv1, xv, acc[1][p]);
         }
@@ -278,13 +283,17 @@ __attribute__((target("avx512f,fma"))) static void c1_range_pp(void *arg, int64_
 
 #define C1_CASE(P)                                                                                             \
     case P:                                                                                                    \
-        if (nb == 2) c1_tile(j, x, y, z, ob, p0, P, 2);                                                \
-        else c1_tile(j, x, y, z, ob, p0, P, 1);                                                        \
+        if (xb) {                                                                                              \
+            if (nb == 2) c1_tile(j, x, y, z, ob, p0, P, 2, 1);                                                 \
+            else c1_tile(j, x, y, z, ob, p0, P, 1, 1);                                                         \
+        } else if (nb == 2) c1_tile(j, x, y, z, ob, p0, P, 2, 0);                                              \
+        else c1_tile(j, x, y, z, ob, p0, P, 1, 0);                                                             \
         break;
 
 __attribute__((target("avx512f,fma"))) static void c1_range(void *arg, int64_t t0, int64_t t1) {
     const c1_job *j = arg;
     const int64_t nblk = j->s->m / 16, hw = j->hw;
+    const int xb = j->s->mode == CPU_C1X1_BLK_BLK;
     for (int64_t t = t0; t < t1; t++) {
         int64_t img = t / (j->chunks * j->obg), q0 = (t / j->obg % j->chunks) * C1_CHUNK;
         int64_t q1 = q0 + C1_CHUNK < hw ? q0 + C1_CHUNK : hw, ob0 = t % j->obg * j->obper;
