@@ -212,6 +212,11 @@ typedef struct netrun_backend_api {
      * never writes the output before it has read the input, nor copies it with memcpy onto itself). No device
      * work; called at prepare. */
     int (*may_alias)(const netrun_backend_config *config, const netrun_node_desc *node, int output, int input);
+    /* Host memory that copy_from_host / copy_to_host move fastest (page-locked on CUDA: one DMA, no staging).
+     * The runtime keeps graph inputs that this backend reads in it while the session is prepared. host_alloc
+     * returns an error (and the runtime keeps pageable memory) when none can be had; host_free takes NULL. */
+    netrun_status (*host_alloc)(netrun_backend_context *ctx, size_t bytes, void **out);
+    void (*host_free)(netrun_backend_context *ctx, void *p);
 } netrun_backend_api;
 
 typedef const netrun_backend_api *(*netrun_backend_entry_fn)(const netrun_host_api *host);

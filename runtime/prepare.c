@@ -141,9 +141,64 @@ static void free_buffer(netrun_session *s, int domain, void *buf) {
     }
 }
 
+void nr_input_free_data(netrun_session *s, nr_input *in) {
+    if (in->pinned_by) {
+        nr_slot *sl = &s->slots[in->pinned_by - 1];
+        sl->api->host_free(sl->ctx, in->data);
+    } else {
+        nr_aligned_free(in->data);
+    }
+    in->data = NULL;
+    in->pinned_by = 0;
+}
+
+/* Graph inputs a device backend reads are copied to it on every run: while the session is prepared they live in
+ * that backend's page-locked host memory (ABI 1.5 host_alloc), so the copy is one DMA instead of a staged or
+ * pageable copy (ResNet-50 batch 256 on an H200: 17.5 ms for its 147 MiB float32 input from pageable memory).
+ * Without the slot, or when page-locking fails, an input stays where it is. */
+static void pin_inputs(netrun_session *s) {
+    nr_graph *g = s->model->ir->graph;
+    for (int i = 0; i < g->n_inputs; i++) {
+        nr_input *in = &s->inputs[i];
+        const nr_svalue *sv = &s->values[g->inputs[i]];
+        if (in->pinned_by || !in->data || !in->cap) continue;
+        for (int dom = 1; dom < s->n_domains && !in->pinned_by; dom++) {
+            int k = s->domain_slot[dom];
+            nr_slot *sl = k >= 0 ? &s->slots[k] : NULL;
+            if (!sv->place[dom].present || !sl || !sl->ctx || !NR_API_HAS(sl->api, host_alloc) ||
+                !NR_API_HAS(sl->api, host_free))
+                continue;
+            void *p = NULL;
+            if (sl->api->host_alloc(sl->ctx, in->cap, &p) != NETRUN_OK || !p) {
+                nr_error_clear();
+                continue;
+            }
+            memcpy(p, in->data, in->nbytes);
+            nr_aligned_free(in->data);
+            in->data = p;
+            in->pinned_by = k + 1;
+        }
+    }
+}
+
+/* Back to aligned host memory (the backend contexts outlive an unprepare, but a new plan may not need them). */
+static void unpin_inputs(netrun_session *s) {
+    nr_graph *g = s->model ? s->model->ir->graph : NULL;
+    for (int i = 0; g && s->inputs && i < g->n_inputs; i++) {
+        nr_input *in = &s->inputs[i];
+        if (!in->pinned_by) continue;
+        void *p = nr_aligned_alloc(in->cap ? in->cap : 1, 64);
+        if (p) memcpy(p, in->data, in->nbytes);
+        nr_input_free_data(s, in);
+        in->data = p; /* NULL on OOM: set_input allocates again (cap reset below) */
+        if (!p) in->cap = 0, in->set = 0;
+    }
+}
+
 void nr_session_unprepare(netrun_session *s) {
     nr_graph *g = s->model ? s->model->ir->graph : NULL;
     nr_exec_release(s); /* device graphs reference the buffers freed below */
+    unpin_inputs(s);
     if (s->snodes)
         for (int i = 0; i < s->n_snodes; i++) free_node(s, &s->snodes[i]);
     if (s->values && g)
@@ -1076,6 +1131,7 @@ static netrun_status prepare_once(netrun_session *s) {
     }
     if (st == NETRUN_OK) st = upload_constants(s);
     if (st == NETRUN_OK) st = create_kernels(s);
+    if (st == NETRUN_OK) pin_inputs(s);
     if (st != NETRUN_OK) {
         char keep[NR_ERROR_MAX];
         snprintf(keep, sizeof keep, "%s", nr_error_message());

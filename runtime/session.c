@@ -54,7 +54,7 @@ void netrun_session_destroy(netrun_session *s) {
         if (s->slots[i].ctx) s->slots[i].api->context_destroy(s->slots[i].ctx);
     nr_graph *g = s->model ? s->model->ir->graph : NULL;
     if (g) {
-        for (int i = 0; i < g->n_inputs; i++) nr_aligned_free(s->inputs[i].data);
+        for (int i = 0; i < g->n_inputs; i++) nr_input_free_data(s, &s->inputs[i]);
         for (int i = 0; i < g->n_outputs; i++) nr_aligned_free(s->outputs[i].host);
     }
     for (int i = 0; i < s->n_dims; i++) nr_free(s->dim_names[i]);
@@ -224,7 +224,7 @@ netrun_status netrun_session_set_input(netrun_session *s, const char *name, netr
             nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory for input '%s' (%zu bytes)", name, need);
             return FAIL(s, NETRUN_ERR_OUT_OF_MEMORY);
         }
-        nr_aligned_free(in->data);
+        nr_input_free_data(s, in);
         in->data = p;
         in->cap = need;
     }

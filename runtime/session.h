@@ -126,6 +126,7 @@ typedef struct nr_segment {
 typedef struct nr_input {
     void *data;                    /* session-owned host copy */
     size_t nbytes, cap;
+    int pinned_by;                 /* 1 + the slot whose host_alloc gave data (page-locked while prepared); 0: none */
     int set;
     netrun_dtype dtype;
     int rank;
@@ -206,6 +207,8 @@ netrun_status nr_dyn_alloc(netrun_session *s, int value, int domain);
 netrun_status nr_host_value(netrun_session *s, int value);
 /* Destroy the session's device graphs and segments (before the backends' contexts go). */
 void nr_exec_release(netrun_session *s);
+/* Free an input's host copy, whichever allocator gave it (page-locked by a device backend, or aligned). */
+void nr_input_free_data(netrun_session *s, nr_input *in);
 /* Refresh stats.device_peak_bytes from the device backends (memory_info). */
 void nr_exec_memory_stats(netrun_session *s);
 

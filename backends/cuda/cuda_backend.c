@@ -422,6 +422,18 @@ static netrun_status stage_take(cuda_context *ctx, size_t bytes, void **out) {
     return NETRUN_OK;
 }
 
+/* Host memory the caller page-locked (cudaHostAlloc, cudaHostRegister, torch's pin_memory) is copied by DMA
+ * straight from / into place: no staging memcpy, no 64 MiB limit (ResNet-50 batch 256's 147 MiB float32
+ * input took 17.5 ms from pageable memory on an H200). */
+static int host_pinned(const void *p) {
+    struct cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError(); /* older runtimes answer an error for plain pageable memory */
+        return 0;
+    }
+    return a.type == cudaMemoryTypeHost;
+}
+
 static netrun_status cuda_copy_from_host(netrun_backend_context *c, void *buffer, size_t offset, const void *src,
                                          size_t bytes) {
     cuda_context *ctx = (cuda_context *)c;
@@ -430,7 +442,9 @@ static netrun_status cuda_copy_from_host(netrun_backend_context *c, void *buffer
     if (!b || offset > b->bytes || bytes > b->bytes - offset)
         return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda: copy of %zu bytes at %zu outside a buffer", bytes, offset);
     void *stage = NULL;
-    netrun_status st = stage_take(ctx, bytes, &stage);
+    /* a page-locked source is read by the DMA in place: only the caller's own buffers can be page-locked (the
+     * host arena is not), and the caller's input stays unchanged until the run returns (after a synchronize) */
+    netrun_status st = host_pinned(src) ? NETRUN_OK : stage_take(ctx, bytes, &stage);
     if (st != NETRUN_OK) return st;
     if (stage) { /* pinned: a true asynchronous DMA; the caller may reuse src at once */
         memcpy(stage, src, bytes);
@@ -449,7 +463,7 @@ static netrun_status cuda_copy_to_host(netrun_backend_context *c, void *dst, con
     if (!b || offset > b->bytes || bytes > b->bytes - offset)
         return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda: copy of %zu bytes at %zu outside a buffer", bytes, offset);
     void *stage = NULL;
-    netrun_status st = stage_take(ctx, bytes, &stage);
+    netrun_status st = host_pinned(dst) ? NETRUN_OK : stage_take(ctx, bytes, &stage);
     if (st != NETRUN_OK) return st;
     cudaError_t e = cudaMemcpyAsync(stage ? stage : dst, (const char *)b->ptr + offset, bytes, cudaMemcpyDeviceToHost,
                                     ctx->stream);
@@ -460,6 +474,24 @@ static netrun_status cuda_copy_to_host(netrun_backend_context *c, void *dst, con
         ctx->stage_used = 0; /* the stream is idle: all of the staging buffer is free again */
     }
     return NETRUN_OK;
+}
+
+static netrun_status cuda_host_alloc(netrun_backend_context *c, size_t bytes, void **out) {
+    cuda_context *ctx = (cuda_context *)c;
+    *out = NULL;
+    if (!ctx->pinned) return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda: page-locked memory is off (cuda.pinned=0)");
+    cudaSetDevice(ctx->device);
+    cudaError_t e = cudaHostAlloc(out, bytes ? bytes : 1, cudaHostAllocDefault);
+    if (e != cudaSuccess) {
+        *out = NULL;
+        return cuda_fail(e, "cudaHostAlloc of page-locked host memory");
+    }
+    return NETRUN_OK;
+}
+
+static void cuda_host_free(netrun_backend_context *c, void *p) {
+    (void)c;
+    if (p) cudaFreeHost(p);
 }
 
 static netrun_status cuda_synchronize(netrun_backend_context *c) {
@@ -656,6 +688,8 @@ static netrun_backend_api api = {
     .graph_destroy = cuda_graph_destroy,
     .memory_info = cuda_memory_info,
     .may_alias = cuda_may_alias,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
 };
 
 NETRUN_BACKEND_EXPORT const netrun_backend_api *netrun_backend_entry(const netrun_host_api *host) {
