@@ -632,16 +632,24 @@ static int like_value(nr_graph *ng, int v, const char *suffix) {
     return id;
 }
 
-static int add_reorder(nchwc_state *st, int from, int to, int to_blocked) {
+/* An internal layout node (com.netrun) from -> to with one int attribute, named after to's value. 1, or 0 on OOM. */
+static int add_layout_node(nr_graph *ng, int from, int to, const char *op, const char *attr, int value,
+                           const char *suffix) {
     char name[640];
-    snprintf(name, sizeof name, "%s.%s", st->ng->values[to].name, to_blocked ? "to_nchw16c" : "to_nchw");
-    nr_node *r = nr_graph_add_node(st->ng, name, "ReorderNCHWc", "com.netrun", 1, 1, 1);
+    snprintf(name, sizeof name, "%s.%s", ng->values[to].name, suffix);
+    nr_node *r = nr_graph_add_node(ng, name, op, "com.netrun", 1, 1, 1);
     if (!r) return 0;
     r->inputs[0] = from;
     r->outputs[0] = to;
     r->attrs[0].type = NR_ATTR_INT;
-    r->attrs[0].i = to_blocked;
-    if (!(r->attrs[0].name = nr_strdup("to_blocked"))) return 0;
+    r->attrs[0].i = value;
+    return (r->attrs[0].name = nr_strdup(attr)) != NULL;
+}
+
+static int add_reorder(nchwc_state *st, int from, int to, int to_blocked) {
+    if (!add_layout_node(st->ng, from, to, "ReorderNCHWc", "to_blocked", to_blocked,
+                         to_blocked ? "to_nchw16c" : "to_nchw"))
+        return 0;
     st->reorders++;
     return 1;
 }
@@ -943,15 +951,8 @@ typedef struct h_state {
 } h_state;
 
 static int add_convert(h_state *st, int from, int to, int to_nhwc) {
-    char name[640];
-    snprintf(name, sizeof name, "%s.%s", st->ng->values[to].name, to_nhwc ? "to_fp16_nhwc" : "to_fp32_nchw");
-    nr_node *r = nr_graph_add_node(st->ng, name, "ReorderNHWC", "com.netrun", 1, 1, 1);
-    if (!r) return 0;
-    r->inputs[0] = from;
-    r->outputs[0] = to;
-    r->attrs[0].type = NR_ATTR_INT;
-    r->attrs[0].i = to_nhwc;
-    if (!(r->attrs[0].name = nr_strdup("to_nhwc"))) return 0;
+    if (!add_layout_node(st->ng, from, to, "ReorderNHWC", "to_nhwc", to_nhwc, to_nhwc ? "to_fp16_nhwc" : "to_fp32_nchw"))
+        return 0;
     st->converts++;
     return 1;
 }

@@ -5,21 +5,9 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "../common/alias_util.h"
 
 int cpu_may_alias(const netrun_backend_config *config, const netrun_node_desc *node, int output, int input);
-
-static int same_shape(const netrun_value_desc *a, const netrun_value_desc *b) {
-    if (a->rank < 0 || a->rank != b->rank || a->dtype != b->dtype) return 0;
-    for (int d = 0; d < a->rank; d++)
-        if (a->dims[d] < 0 || a->dims[d] != b->dims[d]) return 0;
-    return 1;
-}
-
-static int listed(const char *op, const char *const *list) {
-    for (int i = 0; list[i]; i++)
-        if (!strcmp(op, list[i])) return 1;
-    return 0;
-}
 
 int cpu_may_alias(const netrun_backend_config *config, const netrun_node_desc *node, int output, int input) {
     (void)config;
@@ -38,10 +26,10 @@ int cpu_may_alias(const netrun_backend_config *config, const netrun_node_desc *n
     if (node->domain && *node->domain && strcmp(node->domain, "ai.onnx")) return 0;
     const char *op = node->op_type;
     const netrun_value_desc *y = &node->outputs[0], *x = &node->inputs[input];
-    if (!same_shape(x, y)) return 0;
-    if (listed(op, unary)) return input == 0 && node->n_inputs == 1;
-    if (listed(op, binary)) return node->n_inputs == 2;
-    if (listed(op, variadic)) return node->n_inputs == 2;
+    if (!nr_alias_same_shape(x, y)) return 0;
+    if (nr_alias_listed(op, unary)) return input == 0 && node->n_inputs == 1;
+    if (nr_alias_listed(op, binary)) return node->n_inputs == 2;
+    if (nr_alias_listed(op, variadic)) return node->n_inputs == 2;
     if (!strcmp(op, "PRelu")) return input == 0;
     /* Conv + Z (a fused Add): only convs reading and writing nChw16c, which always run on oneDNN (conv.c
      * refuses them otherwise) and whose Z and Y share that layout (Z follows X's); the im2col/sgemm path writes
