@@ -7,7 +7,7 @@
 #   ops_cuda_cpu.log        tests/ops/run_op_tests.py --backend cuda,cpu (vs onnxruntime)
 #   conformance_cuda.log / conformance_cuda_cpu.log / conformance_cuda.json   ONNX node tests
 #   native_ratchet_cuda.log  the tests of tests/conformance/expected_cuda.txt must pass with every node on cuda
-#   models.log              tests/models and tests/passes with --backend cuda,cpu
+#   models.log              tests/models and tests/passes with --backend cuda,cpu, tests/passes/test_fp16_regions.py
 #   cudart.log              stage cudart: probe cost, tests/cuda/test_cuda_runtime, 8-thread concurrency on cuda,
 #                           two processes on one GPU, CUDA Graphs on/off and pinned on/off timings and outputs
 #   opencl.log              stage opencl: the OpenCL backend on the NVIDIA GPU (an ICD file for
@@ -201,6 +201,10 @@ if has models; then
   python3 "$REPO/tests/passes/test_passes.py" --lib "$BUILD/lib/libnetrun.so" --backend cuda,cpu >>"$OUT/models.log" 2>&1
   say "passes (cuda,cpu) exit $?"
   tailto passes "$OUT/models.log" 2
+  # --precision fp16: the float16 NHWC region pass and its internal ops on cuda against the CPU in float32
+  python3 "$REPO/tests/passes/test_fp16_regions.py" --lib "$BUILD/lib/libnetrun.so" >>"$OUT/models.log" 2>&1
+  say "fp16 regions (cuda) exit $?"
+  tailto "fp16 regions" "$OUT/models.log" 3
 fi
 if has opencl; then
   L=$OUT/opencl.log
