@@ -69,13 +69,8 @@ if(TARGET netrun-opencl AND TARGET netrun AND Python3_Interpreter_FOUND)
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/run_if_available.py --netrun $<TARGET_FILE:netrun-cli> --
       ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/passes/test_passes.py --lib $<TARGET_FILE:netrun>
       --backend opencl,cpu)
-  # Python loads libnetrun: under the sanitizers it needs the ASan runtime preloaded (as tests/passes does)
-  set(_fo_env "NETRUN_BACKEND_PATH=${NETRUN_BACKEND_OUTPUT_DIR}" "NETRUN_CACHE_DIR=${CMAKE_BINARY_DIR}/netrun-cache")
-  if(NETRUN_SANITIZE AND CMAKE_C_COMPILER_ID STREQUAL "GNU")
-    execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libasan.so OUTPUT_VARIABLE _fo_asan
-      OUTPUT_STRIP_TRAILING_WHITESPACE)
-    list(APPEND _fo_env "LD_PRELOAD=${_fo_asan}" "ASAN_OPTIONS=detect_leaks=0")
-  endif()
+  # Python loads libnetrun: the binding tests' environment (tests/CMakeLists.txt) plus the OpenCL program cache
+  set(_fo_env ${NETRUN_PY_TEST_ENV} "NETRUN_CACHE_DIR=${CMAKE_BINARY_DIR}/netrun-cache")
   set_tests_properties(passes.fusions_opencl PROPERTIES TIMEOUT 300 LABELS opencl SKIP_RETURN_CODE 77
     ENVIRONMENT "${_fo_env}")
 endif()
