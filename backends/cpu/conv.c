@@ -417,7 +417,10 @@ static int want_c1x1(cpu_context *ctx, const netrun_conv_params *p, const conv_g
         const char *o = cpu_option(ctx, "cpu.conv1x1_bb");
         if (mb % t && mb < 4 * t && !(o && !strcmp(o, "0"))) return 1 + CPU_C1X1_BLK_BLK;
     }
-    if (!p->dst_blocked && g->c % 16 == 0 && g->c <= 256 && g->m % 16) return 1 + CPU_C1X1_BLK_PLAIN;
+    if (!p->dst_blocked && g->c % 16 == 0 && g->c <= 256 && g->m % 16) {
+        const char *o = cpu_option(ctx, "cpu.conv1x1_yp2"); /* 0: the one-block tile */
+        return 1 + (o && !strcmp(o, "0") ? CPU_C1X1_BLK_PLAIN : CPU_C1X1_BLK_PLAIN2);
+    }
     return 0;
 }
 
@@ -644,7 +647,7 @@ static void conv_describe_state(const void *state, char *buf, size_t size) {
     const conv_state *s = state;
     size_t n = strlen(buf);
     if (s->dnnl && strstr(cpu_dnnl_conv_impl(s->dnnl), "wino") && n < size) snprintf(buf + n, size - n, ", Winograd");
-    if (s->c1) snprintf(buf, size, "1x1 avx512 (%s)", s->c1_mode == CPU_C1X1_BLK_PLAIN ? "nChw16c in" : s->c1_mode == CPU_C1X1_PLAIN_PLAIN ? "NCHW" : s->c1_mode == CPU_C1X1_BLK_BLK ? "nChw16c in/out" : "nChw16c out");
+    if (s->c1) snprintf(buf, size, "1x1 avx512 (%s)", s->c1_mode == CPU_C1X1_BLK_PLAIN2 ? "nChw16c in, paired" : s->c1_mode == CPU_C1X1_BLK_PLAIN ? "nChw16c in" : s->c1_mode == CPU_C1X1_PLAIN_PLAIN ? "NCHW" : s->c1_mode == CPU_C1X1_BLK_BLK ? "nChw16c in/out" : "nChw16c out");
 }
 static void convt_describe(const netrun_node_desc *n, char *b, size_t s) { describe_common(n, b, s, 1); }
 

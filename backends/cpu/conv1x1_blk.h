@@ -16,8 +16,9 @@ enum {
     CPU_C1X1_PLAIN_BLK = 0, /* plain X -> nChw16c Y */
     CPU_C1X1_BLK_PLAIN = 1, /* nChw16c X -> plain Y */
     CPU_C1X1_PLAIN_PLAIN = 2, /* plain both (cpu.conv1x1_plain): instead of OpenBLAS sgemm on small K */
-    CPU_C1X1_BLK_BLK = 3      /* nChw16c both (cpu.conv1x1_bb): where oneDNN's output-channel slices cannot
+    CPU_C1X1_BLK_BLK = 3,     /* nChw16c both (cpu.conv1x1_bb): where oneDNN's output-channel slices cannot
                                  keep every thread busy (16 or 48 channels on big planes) */
+    CPU_C1X1_BLK_PLAIN2 = 4   /* as BLK_PLAIN, two output blocks per tile (cpu.conv1x1_yp2, the default) */
 };
 /* W [M][C] (row-major, constant), packed at create; mode CPU_C1X1_*. */
 netrun_status cpu_c1x1_create(int64_t c, int64_t m, const float *w, const netrun_fused_activation *act, int mode,

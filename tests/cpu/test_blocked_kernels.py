@@ -9,7 +9,8 @@ their AVX-512 paths on and off (cpu.pool_avx512 / cpu.conv1x1_blk = 0: the porta
 - 1x1 Conv from a plain X whose channel count is no multiple of 16 into nChw16c Y (conv1x1_blk.c): 3, 24, 40
   channels to 16/48/144, pixel counts that leave partial tiles, bias or none, Relu / Clip / SiLU / LeakyRelu
   epilogues, a fused residual sum with a blocked Z;
-- and the other way, nChw16c X into a plain Y of 24 / 40 / 8 / 1 channels (projections), with a plain Z;
+- and the other way, nChw16c X into a plain Y of 24 / 40 / 56 / 12 / 8 / 1 channels (projections), with a
+  plain Z, on the two-block tile (cpu.conv1x1_yp2, 8-lane second blocks) and on the one-block tile;
 - nChw16c X and Y (cpu.conv1x1_bb: 16 or 48 output channels, 2 threads), with a blocked Z;
 - 1x1 Conv on plain X and Y (conv1x1_blk.c, cpu.conv1x1_plain): ShuffleNet's channel counts, pixel counts
   that leave partial vectors and tiles, output channels not a multiple of the 6-row tile, bias or none,
@@ -91,6 +92,10 @@ C1X1 = [  # (in channels, out channels, H, W, activation, bias, residual[, "proj
     (32, 8, 5, 7, "silu", False, False, "proj"),
     (16, 1, 3, 3, "relu6", True, True, "proj"),
     (48, 24, 56, 56, None, True, True, "proj"),
+    (144, 40, 11, 13, "silu", True, True, "proj"),  # cpu.conv1x1_yp2: a block pair, then a lone 8-lane block
+    (96, 56, 7, 9, "relu6", False, False, "proj"),  # two pairs, the second 16 + 8 lanes
+    (64, 12, 5, 5, None, True, False, "proj"),  # one 12-lane block (zmm, masked)
+    (240, 40, 28, 28, "leaky", True, False, "proj"),
     (32, 16, 56, 56, "relu6", True, False, "bb"),  # nChw16c both sides (cpu.conv1x1_bb): pixels cut, not channels
     (32, 48, 57, 61, None, True, True, "bb"),
     (64, 16, 60, 60, "silu", False, False, "bb"),
@@ -262,12 +267,13 @@ def main():
                 ref = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
                 errors = []
                 # plain depthwise: also the tiled kernel with stride 2 from two loads and a permute (split off)
-                for fast in ("1", "0") + (("nosplit",) if kind == "plaindw" else ()):
+                for fast in ("1", "0") + (("nosplit",) if kind == "plaindw" else ()) + \
+                        (("yp1",) if kind == "1x1" and len(params) > 7 and params[7] == "proj" else ()):
                     for threads in (1, 2):
                         on = "0" if fast == "0" else "1"
                         opts = {"cpu.pool_avx512": on, "cpu.conv1x1_blk": on, "cpu.conv1x1_plain": on,
                                 "cpu.dw_tiled": on, "cpu.dw_split": "0" if fast == "nosplit" else on,
-                                "cpu.conv1x1_bb": on}
+                                "cpu.conv1x1_bb": on, "cpu.conv1x1_yp2": "0" if fast == "yp1" else on}
                         with nr.session(path, backends="cpu", threads=threads, options=opts) as s:
                             out = s.run(feeds)[0]
                             d = float(np.max(np.abs(ref - out)))
@@ -279,6 +285,11 @@ def main():
                             c1 = [nm for nm, _, _, k in nodes if "1x1 avx512" in k]
                             if fast == "0" and c1:
                                 errors.append(f"cpu.conv1x1_blk=0 still ran {c1} on the AVX-512 kernel")
+                            paired = [nm for nm, _, _, k in nodes if "nChw16c in, paired" in k]
+                            if fast == "yp1" and paired:
+                                errors.append(f"cpu.conv1x1_yp2=0 still ran {paired} on the two-block tile")
+                            if fast == "1" and avx512 and len(params) > 7 and params[7] == "proj" and c1 and paired != c1:
+                                errors.append(f"the projection {c1} did not take the two-block tile")
                             if (kind == "dw" and any("oneDNN" in k for _, _, _, k in nodes)
                                     and not any(nm.startswith("dw") and "nChw16c in/out" in k for nm, _, _, k in nodes)):
                                 errors.append(f"the depthwise conv is not on the nChw16c path: {nodes}")
