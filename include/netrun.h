@@ -187,6 +187,10 @@ typedef struct netrun_session_stats {
     /* ---- netrun 0.4 ---- */
     int n_fp16_convs;         /* CUDA Convs inside float16 NHWC regions (--precision fp16; cuda.fp16_regions=0: none) */
     int n_fp16_converts;      /* float32 NCHW <-> float16 NHWC conversions at the borders of those regions */
+    /* ---- netrun 0.5 ---- */
+    size_t stream_bytes;      /* constant bytes copied to devices on every run instead of held there (streamed
+                               * weights: memory.stream_weights, on under the min-memory policy); the device
+                               * buffer they pass through counts in weight_bytes */
 } netrun_session_stats;
 
 /* Description of a backend plugin found on this machine. */

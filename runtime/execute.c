@@ -25,7 +25,7 @@ void nr_value_tensor(netrun_session *s, int v, int dom, netrun_tensor *t) {
         t->buffer = p->dyn_buffer;
         t->offset = 0;
     } else {
-        t->buffer = sv->is_const ? sl->weights : sl->arena;
+        t->buffer = !sv->is_const ? sl->arena : p->stream_src ? sl->stream : sl->weights;
         t->offset = p->offset;
     }
     void *base = sl->api->buffer_address ? sl->api->buffer_address(sl->ctx, t->buffer) : NULL;
@@ -160,6 +160,16 @@ static netrun_status run_kernel(netrun_session *s, nr_snode *sn) {
             continue;
         }
         nr_value_tensor(s, v, dom, &sn->out_t[o]);
+    }
+    /* streamed weights (prepare.c, plan_weights): into the shared stream buffer, queued before the kernel */
+    for (int i = 0; dom != NR_HOST_DOMAIN && i < nd->n_inputs; i++) {
+        const nr_svalue *cv = nd->inputs[i] >= 0 ? &s->values[nd->inputs[i]] : NULL;
+        if (!cv || !cv->is_const || !cv->place[dom].stream_src) continue;
+        st = sl->api->copy_from_host(sl->ctx, sl->stream, cv->place[dom].offset, cv->place[dom].stream_src, cv->nbytes);
+        if (st != NETRUN_OK) {
+            nr_error_prefix("node '%s' (%s) on %s: streaming its weights: ", nd->name, nd->op_type, sl->be->name);
+            return st;
+        }
     }
     alloc_ctx actx = {s, sn, dom};
     void *ws = dom == NR_HOST_DOMAIN ? s->host_workspace

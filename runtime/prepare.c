@@ -213,10 +213,12 @@ void nr_session_unprepare(netrun_session *s) {
         if (sl->domain != NR_HOST_DOMAIN && s->domain_slot[sl->domain] == i) {
             free_buffer(s, sl->domain, sl->arena);
             free_buffer(s, sl->domain, sl->weights);
+            free_buffer(s, sl->domain, sl->stream);
             free_buffer(s, sl->domain, sl->workspace);
+            if (sl->stream_host) sl->api->host_free(sl->ctx, sl->stream_host);
         }
-        sl->arena = sl->weights = sl->workspace = NULL;
-        sl->arena_size = sl->weights_size = sl->workspace_size = 0;
+        sl->arena = sl->weights = sl->stream = sl->stream_host = sl->workspace = NULL;
+        sl->arena_size = sl->weights_size = sl->stream_size = sl->stream_bytes = sl->workspace_size = 0;
         sl->n_nodes = 0;
     }
     nr_aligned_free(s->host_arena);
@@ -935,16 +937,11 @@ static netrun_status init_backends(netrun_session *s) {
 /* Before anything is allocated on a device: do its weights and activation arena fit the device memory budget
  * and the memory free on the device? (The workspace comes later; a failure there degrades, see below.) */
 static netrun_status check_plan_fits(netrun_session *s) {
-    nr_graph *g = s->model->ir->graph;
     s->plan_fixed_bytes = 0;
     s->plan_too_big = 0;
     for (int dom = 1; dom < s->n_domains; dom++) {
         nr_slot *sl = &s->slots[s->domain_slot[dom]];
-        size_t weights = 0;
-        for (int v = 0; v < g->n_values; v++) {
-            nr_svalue *sv = &s->values[v];
-            if (sv->is_const && sv->place[dom].present) weights += align_up(sv->nbytes ? sv->nbytes : 1);
-        }
+        size_t weights = sl->weights_size + sl->stream_size; /* plan_weights */
         size_t need = weights + sl->arena_size;
         s->plan_fixed_bytes += need;
         size_t in_use = 0, peak = 0, free_b = 0;
@@ -963,25 +960,141 @@ static netrun_status check_plan_fits(netrun_session *s) {
     return NETRUN_OK;
 }
 
+/* ---- weights: resident or streamed (docs/design.md, "Streamed weights") ----
+ * A device normally holds every constant its nodes read, uploaded once at prepare. With streaming (option
+ * memory.stream_weights: "1", or "auto" under the min-memory workspace policy, which degrading on out of device
+ * memory ends in) a constant of at least NR_STREAM_MIN bytes that exactly one of the device's nodes reads stays
+ * (memory.stream_min) in the backend's page-locked host memory (ABI 1.5 host_alloc) and is copied, on the device's queue, into one
+ * buffer shared by all such nodes just before its node runs. The device then holds the largest node's
+ * weights instead of all of them, for a copy of them all per run (ResNet-50 float32: 98 MiB). The queue orders
+ * each copy after the kernels that read the buffer before; copies from host_alloc memory are queued DMAs, so
+ * they are captured into device graphs like the kernels. Backends without host_alloc keep weights resident. */
+#define NR_STREAM_MIN ((size_t)64 << 10)
+
+static netrun_status stream_wanted(netrun_session *s, int *on) {
+    const char *opt = nr_options_get(&s->opts, "memory.stream_weights");
+    if (opt && strcmp(opt, "auto") && strcmp(opt, "0") && strcmp(opt, "1"))
+        return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "memory.stream_weights: '%s' is not auto, 0 or 1", opt);
+    *on = opt && strcmp(opt, "auto") ? !strcmp(opt, "1") : s->opts.policy == NETRUN_WORKSPACE_MIN_MEMORY;
+    return NETRUN_OK;
+}
+
+/* memory.stream_min: the smallest constant that streams, in bytes (smaller ones cost a copy for little room) */
+static netrun_status stream_min(netrun_session *s, size_t *min) {
+    const char *opt = nr_options_get(&s->opts, "memory.stream_min");
+    *min = NR_STREAM_MIN;
+    if (!opt) return NETRUN_OK;
+    char *end = NULL;
+    unsigned long long v = strtoull(opt, &end, 10);
+    if (!*opt || *opt == '-' || !end || *end)
+        return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "memory.stream_min: '%s' is not a number of bytes", opt);
+    *min = (size_t)v;
+    return NETRUN_OK;
+}
+
+/* Which constants of a device domain stream (hoff[v]: 1 + byte offset in the host block; 0: resident); returns
+ * the host block's size. */
+static size_t choose_streamed(netrun_session *s, int dom, size_t min, int *uses, size_t *hoff) {
+    nr_graph *g = s->model->ir->graph;
+    memset(uses, 0, sizeof *uses * (size_t)g->n_values);
+    memset(hoff, 0, sizeof *hoff * (size_t)g->n_values);
+    for (int k = 0; k < s->n_snodes; k++) {
+        const nr_snode *sn = &s->snodes[k];
+        if (sn->slot < 0 || sn->view || s->slots[sn->slot].domain != dom) continue;
+        const nr_node *nd = &g->nodes[sn->node];
+        for (int i = 0; i < nd->n_inputs; i++)
+            if (nd->inputs[i] >= 0 && s->values[nd->inputs[i]].is_const) uses[nd->inputs[i]]++;
+    }
+    size_t host = 0;
+    for (int v = 0; v < g->n_values; v++) {
+        const nr_svalue *sv = &s->values[v];
+        if (!sv->is_const || !sv->place[dom].present || uses[v] != 1 || sv->nbytes < min || !sv->nbytes) continue;
+        hoff[v] = host + 1;
+        host += align_up(sv->nbytes);
+    }
+    return host;
+}
+
+/* Lay out each device domain's constants: resident ones in the weights buffer, streamed ones packed per node
+ * from offset 0 of the shared stream buffer. Runs after the contexts exist (host_alloc) and before the plan's
+ * fit is checked, which counts both buffers. */
+static netrun_status plan_weights(netrun_session *s) {
+    nr_graph *g = s->model->ir->graph;
+    int want = 0;
+    size_t min = 0;
+    netrun_status st = stream_wanted(s, &want);
+    if (st == NETRUN_OK) st = stream_min(s, &min);
+    if (st != NETRUN_OK) return st;
+    int *uses = want ? nr_calloc((size_t)g->n_values + 1, sizeof *uses) : NULL;
+    size_t *hoff = want ? nr_calloc((size_t)g->n_values + 1, sizeof *hoff) : NULL;
+    if (want && (!uses || !hoff)) {
+        nr_free(uses);
+        nr_free(hoff);
+        return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory planning the weights");
+    }
+    for (int dom = 1; dom < s->n_domains; dom++) {
+        nr_slot *sl = &s->slots[s->domain_slot[dom]];
+        size_t host = 0;
+        if (want && sl->ctx && NR_API_HAS(sl->api, host_alloc) && NR_API_HAS(sl->api, host_free) &&
+            (host = choose_streamed(s, dom, min, uses, hoff)) > 0 &&
+            (sl->api->host_alloc(sl->ctx, host, &sl->stream_host) != NETRUN_OK || !sl->stream_host)) {
+            nr_error_clear(); /* no page-locked memory: the weights stay resident */
+            sl->stream_host = NULL;
+            host = 0;
+        }
+        size_t total = 0;
+        for (int v = 0; v < g->n_values; v++) {
+            nr_svalue *sv = &s->values[v];
+            nr_place *p = &sv->place[dom];
+            if (!sv->is_const || !p->present) continue;
+            p->stream_src = NULL;
+            if (host && hoff[v]) {
+                void *src = (char *)sl->stream_host + hoff[v] - 1;
+                memcpy(src, sv->desc.const_data, sv->nbytes);
+                p->stream_src = src;
+                sl->stream_bytes += sv->nbytes;
+                continue;
+            }
+            p->offset = total;
+            total += align_up(sv->nbytes ? sv->nbytes : 1);
+        }
+        sl->weights_size = total;
+        for (int k = 0; host && k < s->n_snodes; k++) { /* each node's streamed constants from offset 0 */
+            const nr_snode *sn = &s->snodes[k];
+            if (sn->slot < 0 || sn->view || s->slots[sn->slot].domain != dom) continue;
+            const nr_node *nd = &g->nodes[sn->node];
+            size_t off = 0;
+            for (int i = 0; i < nd->n_inputs; i++) {
+                nr_place *p = nd->inputs[i] >= 0 ? &s->values[nd->inputs[i]].place[dom] : NULL;
+                if (!p || !p->stream_src) continue;
+                p->offset = off;
+                off += align_up(s->values[nd->inputs[i]].nbytes);
+            }
+            if (off > sl->stream_size) sl->stream_size = off;
+        }
+    }
+    nr_free(uses);
+    nr_free(hoff);
+    return NETRUN_OK;
+}
+
 static netrun_status upload_constants(netrun_session *s) {
     nr_graph *g = s->model->ir->graph;
     for (int dom = 1; dom < s->n_domains; dom++) {
         nr_slot *sl = &s->slots[s->domain_slot[dom]];
-        size_t total = 0;
-        for (int v = 0; v < g->n_values; v++) {
-            nr_svalue *sv = &s->values[v];
-            if (!sv->is_const || !sv->place[dom].present) continue;
-            sv->place[dom].offset = total;
-            total += align_up(sv->nbytes ? sv->nbytes : 1);
+        s->stats.stream_bytes += sl->stream_bytes;
+        if (sl->stream_size) {
+            netrun_status st = alloc_in_domain(s, dom, sl->stream_size, &sl->stream);
+            if (st != NETRUN_OK) return st;
+            s->stats.weight_bytes += sl->stream_size;
         }
-        if (!total) continue;
-        netrun_status st = alloc_in_domain(s, dom, total, &sl->weights);
+        if (!sl->weights_size) continue;
+        netrun_status st = alloc_in_domain(s, dom, sl->weights_size, &sl->weights);
         if (st != NETRUN_OK) return st;
-        sl->weights_size = total;
-        s->stats.weight_bytes += total;
+        s->stats.weight_bytes += sl->weights_size;
         for (int v = 0; v < g->n_values; v++) {
             nr_svalue *sv = &s->values[v];
-            if (!sv->is_const || !sv->place[dom].present || !sv->nbytes) continue;
+            if (!sv->is_const || !sv->place[dom].present || sv->place[dom].stream_src || !sv->nbytes) continue;
             st = sl->api->copy_from_host(sl->ctx, sl->weights, sv->place[dom].offset, sv->desc.const_data, sv->nbytes);
             if (st != NETRUN_OK) return st;
         }
@@ -1123,6 +1236,7 @@ static netrun_status prepare_once(netrun_session *s) {
         }
     }
     if (st == NETRUN_OK) st = init_backends(s);
+    if (st == NETRUN_OK) st = plan_weights(s);
     if (st == NETRUN_OK) st = check_plan_fits(s);
     if (st == NETRUN_OK) st = alloc_in_domain(s, NR_HOST_DOMAIN, s->host_arena_size, &s->host_arena);
     for (int dom = 1; st == NETRUN_OK && dom < s->n_domains; dom++) {
@@ -1150,15 +1264,16 @@ static netrun_status prepare_once(netrun_session *s) {
 netrun_status nr_session_prepare(netrun_session *s) {
     const char *kv = nr_options_get(&s->opts, "debug.keep_values");
     s->keep_values = kv && strcmp(kv, "0") != 0;
-    int degrade = 0; /* device memory: 1 = workspace capped, 2 = min-memory algorithms */
+    int degrade = 0; /* device memory: 1 = workspace capped, 2 = min-memory policy (and streamed weights) */
     for (int attempt = 0;; attempt++) {
         s->fail_slot = s->fail_node = -1;
         netrun_status st = prepare_once(s);
         if (st == NETRUN_ERR_OUT_OF_MEMORY && s->n_domains > 1) {
-            /* out of device memory with the weights and activations fitting: choose algorithms again under a
-             * smaller workspace, then the smallest; after that, fail with the numbers */
-            if (!s->plan_too_big && degrade < 2) {
-                degrade++;
+            /* out of device memory: choose algorithms again under a smaller workspace (when the weights and
+             * activations alone fit), then the min-memory policy (smallest workspaces, and weights streamed from
+             * host memory unless memory.stream_weights is 0); after that, fail with the numbers */
+            if (degrade < 2) {
+                degrade = s->plan_too_big ? 2 : degrade + 1;
                 if (degrade == 1) {
                     size_t cap = (size_t)16 << 20;
                     if (!s->opts.workspace_limit || s->opts.workspace_limit > cap) s->opts.workspace_limit = cap;
@@ -1168,13 +1283,11 @@ netrun_status nr_session_prepare(netrun_session *s) {
                 nr_error_clear();
                 continue;
             }
-            if (degrade) {
-                char keep[NR_ERROR_MAX];
-                snprintf(keep, sizeof keep, "%s", nr_error_message());
-                nr_error(st, "out of device memory even with smaller convolution workspaces (a %zu-byte cap, then "
-                             "min-memory algorithms); weights + activations need %zu bytes: %s",
-                         s->opts.workspace_limit, s->plan_fixed_bytes, keep);
-            }
+            char keep[NR_ERROR_MAX];
+            snprintf(keep, sizeof keep, "%s", nr_error_message());
+            nr_error(st, "out of device memory even under the min-memory policy (smallest convolution workspaces, "
+                         "weights streamed where the backend can); weights + activations need %zu bytes: %s",
+                     s->plan_fixed_bytes, keep);
             return st;
         }
         if (st == NETRUN_OK || s->opts.strict || s->fail_slot < 0 || attempt > 4 * NR_MAX_SLOTS) return st;

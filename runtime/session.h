@@ -35,6 +35,12 @@ typedef struct nr_slot {
     size_t arena_size;
     void *weights;                 /* constants uploaded into this domain */
     size_t weights_size;
+    /* streamed weights (prepare.c, plan_weights): constants copied in before each node that reads them, from a
+     * page-locked host block (host_alloc) into one device buffer that all such nodes share */
+    void *stream;                  /* device buffer: the largest node's streamed constants */
+    size_t stream_size;
+    void *stream_host;             /* page-locked host copies of the streamed constants (host_alloc) */
+    size_t stream_bytes;           /* bytes copied per run */
     void *workspace;               /* one shared workspace per device */
     size_t workspace_size;
     int n_nodes;
@@ -50,6 +56,8 @@ typedef struct nr_place {
     size_t offset;                 /* in the arena or weights buffer */
     int first, last;               /* lifetime in steps */
     void *dyn_buffer;              /* allocated per run (dynamic shapes) */
+    const void *stream_src;        /* a streamed constant: its page-locked host copy (offset: in the slot's
+                                    * stream buffer); NULL for resident constants */
 } nr_place;
 
 #define NR_MAX_DOMAINS 4

@@ -34,3 +34,10 @@ if(TARGET test_plugin_loader)
     NR_TEST_BACKEND_DIR="${NETRUN_BACKEND_OUTPUT_DIR}")
   add_dependencies(test_plugin_loader netrun-test-plugins netrun-cpu netrun-template)
 endif()
+
+# A working device backend for machines without a GPU (fake_device.c): tests of the runtime's device paths load
+# it by path (tests/memory/test_stream_weights.py), so it lives apart from the loader tests' broken plugins.
+add_library(netrun-testplugin-fakedev MODULE ${CMAKE_CURRENT_LIST_DIR}/fake_device.c)
+target_include_directories(netrun-testplugin-fakedev PRIVATE ${CMAKE_SOURCE_DIR}/include)
+set_target_properties(netrun-testplugin-fakedev PROPERTIES PREFIX "lib" OUTPUT_NAME netrun-fakedev
+  C_VISIBILITY_PRESET hidden LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/test-device-plugin)

@@ -117,7 +117,7 @@ def run_netrun(a, model, batch, prec, iters, warmup, extra=(), outdir=None):
         "median_ms": t["latency_ms"]["median"], "throughput": batch * 1e3 / t["latency_ms"]["median"],
         "cold_ms": (t.get("load_ms") or 0) + (t.get("prepare_ms") or 0) + (t.get("first_run_ms") or 0),
         "load_ms": t.get("load_ms"), "prepare_ms": t.get("prepare_ms"), "first_run_ms": t.get("first_run_ms"),
-        "planned_mib": planned / 2**20, "device_peak_mib": (mem.get("device_peak_bytes") or 0) / 2**20, "gpu_peak_mib": mp.delta(), "fp16_nodes": fp16_nodes, "cpu_nodes": cpu_nodes,
+        "planned_mib": planned / 2**20, "stream_mib": (mem.get("stream_bytes") or 0) / 2**20, "device_peak_mib": (mem.get("device_peak_bytes") or 0) / 2**20, "gpu_peak_mib": mp.delta(), "fp16_nodes": fp16_nodes, "cpu_nodes": cpu_nodes,
         "region_convs": region_convs, "converts": converts,
         "cmd": " ".join(cmd), "placement": placement,
     }
@@ -199,6 +199,13 @@ def run_torch(m, batch, prec, iters, warmup):
     mm.to("cpu", torch.float32)
     torch.cuda.empty_cache()
     return res
+
+
+def load_outputs(d):
+    """The .npy outputs netrun --output-dir wrote into d, by file name ({} when none)."""
+    if not os.path.isdir(d):
+        return {}
+    return {f: np.load(os.path.join(d, f)).astype(np.float64) for f in os.listdir(d) if f.endswith(".npy")}
 
 
 def rel_err(d32, d16):
@@ -298,18 +305,29 @@ def main():
         del m
     if not a.no_memcheck and "resnet50" in a.models:
         path = os.path.join(work, "resnet50.onnx")
-        mem = {}
-        for pol in ("fastest", "min-memory"):
-            mem[pol] = run_netrun(a, path, 32, "fp32", 30, 5, extra + ["--workspace-policy", pol])
+        mem, outs = {}, {}
+        # min-memory streams the weights from host memory (memory.stream_weights=auto); "resident" keeps them
+        variants = (("fastest", ["--workspace-policy", "fastest"]), ("min-memory", ["--workspace-policy", "min-memory"]),
+                    ("min-memory resident", ["--workspace-policy", "min-memory", "--set", "memory.stream_weights=0"]))
+        for pol, args in variants:
+            od = os.path.join(work, "mem_" + pol.replace(" ", "_"))
+            mem[pol] = run_netrun(a, path, 32, "fp32", 30, 5, extra + args, outdir=od)
+            outs[pol] = load_outputs(od)
             print(json.dumps({"policy": pol, "netrun": mem[pol]}, default=str), flush=True)
-        f, mn = mem["fastest"], mem["min-memory"]
-        if "error" not in f and "error" not in mn:
+        f = mem["fastest"]
+        for pol in ("min-memory", "min-memory resident"):
+            mn = mem[pol]
+            if "error" in f or "error" in mn:
+                continue
+            diff = max((float(np.max(np.abs(outs[pol][k] - v))) for k, v in outs["fastest"].items()
+                        if k in outs[pol]), default=float("nan"))
             notes.append("ResNet-50 b32 fp32 workspace policy: fastest %.3f ms, planned %.0f MiB (GPU peak %s MiB); "
-                         "min-memory %.3f ms (%.2fx), planned %.0f MiB (%.2fx; GPU peak %s MiB); "
-                         "backend device peak (buffers) %.0f -> %.0f MiB" % (
-                             f["median_ms"], f["planned_mib"], f["gpu_peak_mib"], mn["median_ms"],
+                         "%s %.3f ms (%.2fx), planned %.0f MiB (%.2fx; GPU peak %s MiB), weights streamed %.0f MiB "
+                         "per run; backend device peak (buffers) %.0f -> %.0f MiB (%.2fx); outputs max |diff| %.1e" % (
+                             f["median_ms"], f["planned_mib"], f["gpu_peak_mib"], pol, mn["median_ms"],
                              mn["median_ms"] / f["median_ms"], mn["planned_mib"], mn["planned_mib"] / f["planned_mib"],
-                             mn["gpu_peak_mib"], f["device_peak_mib"], mn["device_peak_mib"]))
+                             mn["gpu_peak_mib"], mn["stream_mib"], f["device_peak_mib"], mn["device_peak_mib"],
+                             mn["device_peak_mib"] / max(f["device_peak_mib"], 1e-9), diff))
         results.append({"memcheck": mem})
     hdr = ("| model | batch | prec | netrun ms | netrun img/s | torch eager ms | torch graph ms | /eager | /graph | "
            "cold start ms | netrun planned / GPU peak MiB / torch tensors MiB |\n|---|---|---|---|---|---|---|---|---|---|---|")

@@ -36,7 +36,7 @@ class SessionStats(C.Structure):
                 ("n_sum_fused", C.c_int), ("n_nodes_dropped", C.c_int), ("n_swish_fused", C.c_int),
                 ("n_nchwc_convs", C.c_int), ("n_nchwc_reorders", C.c_int), ("n_inplace", C.c_int),
                 ("n_views", C.c_int), ("n_fp16_convs", C.c_int), ("n_fp16_converts", C.c_int),
-                ("_reserve", C.c_char * 256)]
+                ("stream_bytes", C.c_size_t), ("_reserve", C.c_char * 256)]
 
 
 class NetrunError(RuntimeError):
@@ -56,6 +56,8 @@ class Netrun:
             ("netrun_options_set_backends", C.c_int, [vp, C.c_char_p]),
             ("netrun_options_set_threads", C.c_int, [vp, C.c_int]),
             ("netrun_options_set", C.c_int, [vp, C.c_char_p, C.c_char_p]),
+            ("netrun_options_set_workspace", C.c_int, [vp, C.c_int, C.c_size_t]),
+            ("netrun_options_set_device_memory_budget", C.c_int, [vp, C.c_size_t]),
             ("netrun_session_create", C.c_int, [vp, vp, C.POINTER(vp)]),
             ("netrun_session_destroy", None, [vp]),
             ("netrun_session_set_input", C.c_int,
@@ -76,12 +78,13 @@ class Netrun:
         if st != 0:
             raise NetrunError(f"{what}: {self.lib.netrun_last_error().decode(errors='replace')}")
 
-    def session(self, model_path, backends="cpu", threads=0, options=None):
-        return Session(self, model_path, backends, threads, options or {})
+    def session(self, model_path, backends="cpu", threads=0, options=None, policy=None, budget=None):
+        """policy: "balanced" | "fastest" | "min-memory" (workspace policy); budget: device memory bytes."""
+        return Session(self, model_path, backends, threads, options or {}, policy, budget)
 
 
 class Session:
-    def __init__(self, nr, model_path, backends, threads, options):
+    def __init__(self, nr, model_path, backends, threads, options, policy=None, budget=None):
         self.nr, lib = nr, nr.lib
         self.model = C.c_void_p()
         self.handle = C.c_void_p()
@@ -93,6 +96,11 @@ class Session:
             nr.check(lib.netrun_options_set_threads(opts, threads), "threads")
             for k, v in options.items():
                 nr.check(lib.netrun_options_set(opts, k.encode(), str(v).encode()), f"option {k}")
+            if policy is not None:
+                code = {"balanced": 0, "fastest": 1, "min-memory": 2}[policy]
+                nr.check(lib.netrun_options_set_workspace(opts, code, 0), "workspace policy")
+            if budget is not None:
+                nr.check(lib.netrun_options_set_device_memory_budget(opts, budget), "device memory budget")
             nr.check(lib.netrun_session_create(self.model, opts, C.byref(self.handle)), "session")
         finally:
             lib.netrun_options_destroy(opts)

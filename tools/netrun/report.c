@@ -260,6 +260,11 @@ void cli_report_text(FILE *f, const cli_result *r)
         format_bytes(b2, sizeof(b2), (double)r->stats.weight_bytes);
         format_bytes(b3, sizeof(b3), (double)r->stats.workspace_bytes);
         fprintf(f, "  activations (arena) %s, weights %s, workspace %s\n", b1, b2, b3);
+        if (r->stats.stream_bytes) {
+            format_bytes(b1, sizeof(b1), (double)r->stats.stream_bytes);
+            fprintf(f, "  streamed weights: %s copied from host memory on every run (min-memory; --set "
+                    "memory.stream_weights=0 keeps them on the device)\n", b1);
+        }
         if (r->stats.n_inplace || r->stats.n_views)
             fprintf(f, "  shared memory: %d outputs written in place, %d views (no copy; --set memory.inplace=0 turns "
                     "both off)\n", r->stats.n_inplace, r->stats.n_views);
@@ -512,6 +517,7 @@ static void json_report(cli_json *j, const cli_result *r)
         json_uint(j, "device_graphs", (uint64_t)r->stats.n_graphs);
         json_uint(j, "outputs_in_place", (uint64_t)r->stats.n_inplace);
         json_uint(j, "views", (uint64_t)r->stats.n_views);
+        json_uint(j, "stream_bytes", r->stats.stream_bytes);
     } else {
         json_null(j, "arena_bytes");
         json_null(j, "weight_bytes");

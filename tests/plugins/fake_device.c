@@ -1,0 +1,378 @@
+/* Test plugin "fakedev": a device backend for machines without one (CI). Its memory is host memory behind
+ * opaque handles (not NETRUN_BACKEND_HOST_MEMORY), so the runtime gives it its own memory domain, border copies
+ * and a weights buffer, as for a GPU. It runs float32 MatMul (2-D), Add (same shapes) and Relu, has page-locked
+ * host memory (host_alloc: blocks it remembers) and graph capture that records the queued work and replays it
+ * as CUDA Graphs do: a copy replays from the same source address, so a capture that copies from memory other
+ * than host_alloc's fails (with CUDA such a copy goes through a staging buffer whose contents change). Tests of
+ * the runtime's device paths (streamed weights, tests/memory/test_stream_weights.py) use it. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "netrun_backend.h"
+
+static const netrun_host_api *host;
+
+enum { FD_MATMUL, FD_ADD, FD_RELU };
+#define FD_MAX_IN 2
+
+static const netrun_op_support op_table[] = {
+    {"", "MatMul", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT), "2-D only"},
+    {"", "Add", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT), "identical shapes"},
+    {"", "Relu", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT), ""},
+};
+
+typedef struct fd_buffer {
+    size_t bytes;
+    unsigned char *data;
+} fd_buffer;
+
+typedef struct fd_kernel {
+    int op;
+} fd_kernel;
+
+/* One recorded step of a captured graph. */
+typedef struct fd_step {
+    int is_copy;
+    void *dst;
+    const void *src;
+    size_t bytes;
+    const fd_kernel *kernel;
+    netrun_tensor in[FD_MAX_IN], out;
+    int n_in;
+} fd_step;
+
+typedef struct fd_graph {
+    fd_step *steps;
+    int n;
+} fd_graph;
+
+#define FD_MAX_PINNED 64
+
+typedef struct fd_context {
+    size_t in_use, peak;
+    void *pinned[FD_MAX_PINNED];
+    size_t pinned_size[FD_MAX_PINNED];
+    int capturing, capture_failed;
+    fd_step *rec;
+    int n_rec, cap_rec;
+} fd_context;
+
+static int default_domain(const char *d) { return !d || !*d || !strcmp(d, "ai.onnx"); }
+
+static int op_of(const char *domain, const char *op) {
+    if (!default_domain(domain) || !op) return -1;
+    if (!strcmp(op, "MatMul")) return FD_MATMUL;
+    if (!strcmp(op, "Add")) return FD_ADD;
+    if (!strcmp(op, "Relu")) return FD_RELU;
+    return -1;
+}
+
+static netrun_status fd_probe(char *msg, size_t msg_size) {
+    snprintf(msg, msg_size, "test device: host memory behind handles");
+    return NETRUN_OK;
+}
+
+static int fd_device_count(void) { return 1; }
+
+static int fd_supports(const netrun_backend_config *config, const netrun_node_desc *node, char *reason,
+                       size_t reason_size) {
+    (void)config;
+    int op = op_of(node->domain, node->op_type);
+    int want = op == FD_RELU ? 1 : 2;
+    if (op < 0 || node->n_inputs != want || node->n_outputs != 1) {
+        snprintf(reason, reason_size, "fakedev runs MatMul, Add and Relu only");
+        return 0;
+    }
+    for (int i = 0; i < node->n_inputs; i++)
+        if (node->inputs[i].dtype != NETRUN_DTYPE_FLOAT || node->inputs[i].rank < 0) {
+            snprintf(reason, reason_size, "float32 only");
+            return 0;
+        }
+    const netrun_value_desc *a = &node->inputs[0], *b = &node->inputs[want - 1];
+    if (op == FD_MATMUL && (a->rank != 2 || b->rank != 2)) {
+        snprintf(reason, reason_size, "MatMul of 2-D tensors only");
+        return 0;
+    }
+    if (op == FD_ADD && (a->rank != b->rank || memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank))) {
+        snprintf(reason, reason_size, "Add of identical shapes only");
+        return 0;
+    }
+    return 1;
+}
+
+static netrun_status fd_context_create(const netrun_backend_config *config, netrun_backend_context **out) {
+    (void)config;
+    fd_context *ctx = host->alloc(sizeof *ctx, sizeof(void *));
+    if (!ctx) return host->error(NETRUN_ERR_OUT_OF_MEMORY, "fakedev: out of memory");
+    memset(ctx, 0, sizeof *ctx);
+    *out = (netrun_backend_context *)ctx;
+    return NETRUN_OK;
+}
+
+static void fd_context_destroy(netrun_backend_context *c) {
+    fd_context *ctx = (fd_context *)c;
+    if (!ctx) return;
+    host->free(ctx->rec);
+    host->free(ctx);
+}
+
+static netrun_status fd_buffer_alloc(netrun_backend_context *c, size_t bytes, void **buffer) {
+    fd_context *ctx = (fd_context *)c;
+    fd_buffer *b = host->alloc(sizeof *b, sizeof(void *));
+    unsigned char *d = host->alloc(bytes ? bytes : 1, 64);
+    if (!b || !d) {
+        host->free(b);
+        host->free(d);
+        return host->error(NETRUN_ERR_OUT_OF_MEMORY, "fakedev: cannot allocate %zu bytes", bytes);
+    }
+    memset(d, 0xA5, bytes ? bytes : 1); /* garbage, as device memory: nothing may rely on zeros */
+    b->bytes = bytes;
+    b->data = d;
+    ctx->in_use += bytes;
+    if (ctx->in_use > ctx->peak) ctx->peak = ctx->in_use;
+    *buffer = b;
+    return NETRUN_OK;
+}
+
+static void fd_buffer_free(netrun_backend_context *c, void *buffer) {
+    fd_context *ctx = (fd_context *)c;
+    fd_buffer *b = buffer;
+    if (!b) return;
+    ctx->in_use -= b->bytes;
+    host->free(b->data);
+    host->free(b);
+}
+
+static void *fd_buffer_address(netrun_backend_context *c, void *buffer) {
+    (void)c;
+    return buffer ? ((fd_buffer *)buffer)->data : NULL;
+}
+
+static int is_pinned(const fd_context *ctx, const void *p, size_t bytes) {
+    for (int i = 0; i < FD_MAX_PINNED; i++) {
+        const char *b = ctx->pinned[i];
+        if (b && (const char *)p >= b && (const char *)p + bytes <= b + ctx->pinned_size[i]) return 1;
+    }
+    return 0;
+}
+
+static netrun_status record(fd_context *ctx, const fd_step *step) {
+    if (ctx->n_rec == ctx->cap_rec) {
+        int nc = ctx->cap_rec ? ctx->cap_rec * 2 : 32;
+        fd_step *p = host->alloc(sizeof *p * (size_t)nc, sizeof(void *));
+        if (!p) return host->error(NETRUN_ERR_OUT_OF_MEMORY, "fakedev: out of memory recording a graph");
+        if (ctx->n_rec) memcpy(p, ctx->rec, sizeof *p * (size_t)ctx->n_rec);
+        host->free(ctx->rec);
+        ctx->rec = p;
+        ctx->cap_rec = nc;
+    }
+    ctx->rec[ctx->n_rec++] = *step;
+    return NETRUN_OK;
+}
+
+static netrun_status fd_copy_from_host(netrun_backend_context *c, void *buffer, size_t offset, const void *src,
+                                       size_t bytes) {
+    fd_context *ctx = (fd_context *)c;
+    fd_buffer *b = buffer;
+    if (!b || offset > b->bytes || bytes > b->bytes - offset)
+        return host->error(NETRUN_ERR_INTERNAL, "fakedev: copy of %zu bytes at %zu outside a buffer", bytes, offset);
+    if (ctx->capturing) {
+        if (!is_pinned(ctx, src, bytes)) {
+            ctx->capture_failed = 1;
+            return host->error(NETRUN_ERR_UNSUPPORTED, "fakedev: a copy from pageable host memory cannot be captured");
+        }
+        fd_step step = {.is_copy = 1, .dst = b->data + offset, .src = src, .bytes = bytes};
+        return record(ctx, &step);
+    }
+    if (bytes) memcpy(b->data + offset, src, bytes);
+    return NETRUN_OK;
+}
+
+static netrun_status fd_copy_to_host(netrun_backend_context *c, void *dst, const void *buffer, size_t offset,
+                                     size_t bytes) {
+    (void)c;
+    const fd_buffer *b = buffer;
+    if (!b || offset > b->bytes || bytes > b->bytes - offset)
+        return host->error(NETRUN_ERR_INTERNAL, "fakedev: copy of %zu bytes at %zu outside a buffer", bytes, offset);
+    if (bytes) memcpy(dst, b->data + offset, bytes);
+    return NETRUN_OK;
+}
+
+static netrun_status fd_kernel_create(netrun_backend_context *c, const netrun_node_desc *node, netrun_kernel **out,
+                                      size_t *workspace_bytes) {
+    (void)c;
+    int op = op_of(node->domain, node->op_type);
+    if (op < 0) return host->error(NETRUN_ERR_UNSUPPORTED, "fakedev: no kernel for %s", node->op_type);
+    fd_kernel *k = host->alloc(sizeof *k, sizeof(void *));
+    if (!k) return host->error(NETRUN_ERR_OUT_OF_MEMORY, "fakedev: out of memory");
+    k->op = op;
+    *workspace_bytes = 0;
+    *out = (netrun_kernel *)k;
+    return NETRUN_OK;
+}
+
+static size_t count(const netrun_tensor *t) {
+    size_t n = 1;
+    for (int d = 0; d < t->rank; d++) n *= (size_t)t->dims[d];
+    return n;
+}
+
+static netrun_status execute(const fd_kernel *k, const netrun_tensor *in, const netrun_tensor *out) {
+    const float *a = in[0].data;
+    float *y = out->data;
+    size_t n = count(out);
+    if (n * sizeof(float) > out->nbytes) return host->error(NETRUN_ERR_INTERNAL, "fakedev: output too small");
+    if (k->op == FD_RELU) {
+        for (size_t i = 0; i < n; i++) y[i] = a[i] < 0 ? 0 : a[i];
+    } else if (k->op == FD_ADD) {
+        const float *b = in[1].data;
+        for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i];
+    } else {
+        const float *b = in[1].data;
+        int64_t m = in[0].dims[0], kk = in[0].dims[1], nn = in[1].dims[1];
+        if (in[1].dims[0] != kk || out->dims[0] != m || out->dims[1] != nn)
+            return host->error(NETRUN_ERR_INTERNAL, "fakedev: MatMul shapes disagree");
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < nn; j++) {
+                float acc = 0;
+                for (int64_t p = 0; p < kk; p++) acc += a[i * kk + p] * b[p * nn + j];
+                y[i * nn + j] = acc;
+            }
+    }
+    return NETRUN_OK;
+}
+
+static netrun_status fd_kernel_run(netrun_backend_context *c, netrun_kernel *kernel, const netrun_kernel_args *args) {
+    fd_context *ctx = (fd_context *)c;
+    const fd_kernel *k = (const fd_kernel *)kernel;
+    int want = k->op == FD_RELU ? 1 : 2;
+    if (args->n_inputs != want || args->n_outputs != 1)
+        return host->error(NETRUN_ERR_INTERNAL, "fakedev: %d inputs, %d outputs", args->n_inputs, args->n_outputs);
+    if (ctx->capturing) { /* the tensors (addresses) are recorded; the data is read when the graph replays */
+        fd_step step = {.kernel = k, .out = args->outputs[0], .n_in = want};
+        memcpy(step.in, args->inputs, sizeof(netrun_tensor) * (size_t)want);
+        return record(ctx, &step);
+    }
+    return execute(k, args->inputs, &args->outputs[0]);
+}
+
+static void fd_kernel_destroy(netrun_backend_context *c, netrun_kernel *kernel) {
+    (void)c;
+    host->free(kernel);
+}
+
+static netrun_status fd_capture_begin(netrun_backend_context *c) {
+    fd_context *ctx = (fd_context *)c;
+    ctx->capturing = 1;
+    ctx->capture_failed = 0;
+    ctx->n_rec = 0;
+    return NETRUN_OK;
+}
+
+static netrun_status fd_capture_end(netrun_backend_context *c, void **out) {
+    fd_context *ctx = (fd_context *)c;
+    ctx->capturing = 0;
+    *out = NULL;
+    if (ctx->capture_failed) return host->error(NETRUN_ERR_UNSUPPORTED, "fakedev: capture invalidated");
+    fd_graph *g = host->alloc(sizeof *g, sizeof(void *));
+    fd_step *steps = host->alloc(sizeof *steps * (size_t)(ctx->n_rec ? ctx->n_rec : 1), sizeof(void *));
+    if (!g || !steps) {
+        host->free(g);
+        host->free(steps);
+        return host->error(NETRUN_ERR_OUT_OF_MEMORY, "fakedev: out of memory");
+    }
+    if (ctx->n_rec) memcpy(steps, ctx->rec, sizeof *steps * (size_t)ctx->n_rec);
+    g->steps = steps;
+    g->n = ctx->n_rec;
+    *out = g;
+    return NETRUN_OK;
+}
+
+static netrun_status fd_graph_launch(netrun_backend_context *c, void *graph) {
+    (void)c;
+    const fd_graph *g = graph;
+    for (int i = 0; i < g->n; i++) {
+        const fd_step *s = &g->steps[i];
+        if (s->is_copy) {
+            if (s->bytes) memcpy(s->dst, s->src, s->bytes);
+            continue;
+        }
+        netrun_status st = execute(s->kernel, s->in, &s->out);
+        if (st != NETRUN_OK) return st;
+    }
+    return NETRUN_OK;
+}
+
+static void fd_graph_destroy(netrun_backend_context *c, void *graph) {
+    (void)c;
+    fd_graph *g = graph;
+    if (!g) return;
+    host->free(g->steps);
+    host->free(g);
+}
+
+static netrun_status fd_memory_info(netrun_backend_context *c, size_t *in_use, size_t *peak, size_t *free_bytes) {
+    const fd_context *ctx = (const fd_context *)c;
+    *in_use = ctx->in_use;
+    *peak = ctx->peak;
+    if (free_bytes) *free_bytes = 0; /* unknown: only the session's budget limits it */
+    return NETRUN_OK;
+}
+
+static netrun_status fd_host_alloc(netrun_backend_context *c, size_t bytes, void **out) {
+    fd_context *ctx = (fd_context *)c;
+    for (int i = 0; i < FD_MAX_PINNED; i++)
+        if (!ctx->pinned[i]) {
+            void *p = host->alloc(bytes ? bytes : 1, 64);
+            if (!p) return host->error(NETRUN_ERR_OUT_OF_MEMORY, "fakedev: no page-locked memory for %zu bytes", bytes);
+            ctx->pinned[i] = p;
+            ctx->pinned_size[i] = bytes;
+            *out = p;
+            return NETRUN_OK;
+        }
+    return host->error(NETRUN_ERR_OUT_OF_MEMORY, "fakedev: more than %d page-locked blocks", FD_MAX_PINNED);
+}
+
+static void fd_host_free(netrun_backend_context *c, void *p) {
+    fd_context *ctx = (fd_context *)c;
+    if (!p) return;
+    for (int i = 0; i < FD_MAX_PINNED; i++)
+        if (ctx->pinned[i] == p) ctx->pinned[i] = NULL;
+    host->free(p);
+}
+
+static const netrun_backend_api api = {
+    .abi_version = NETRUN_ABI_VERSION,
+    .struct_size = sizeof(netrun_backend_api),
+    .name = "fakedev",
+    .description = "test device backend (host memory behind handles)",
+    .flags = 0,
+    .op_table = op_table,
+    .op_table_len = sizeof op_table / sizeof op_table[0],
+    .probe = fd_probe,
+    .device_count = fd_device_count,
+    .supports = fd_supports,
+    .context_create = fd_context_create,
+    .context_destroy = fd_context_destroy,
+    .buffer_alloc = fd_buffer_alloc,
+    .buffer_free = fd_buffer_free,
+    .buffer_address = fd_buffer_address,
+    .copy_from_host = fd_copy_from_host,
+    .copy_to_host = fd_copy_to_host,
+    .kernel_create = fd_kernel_create,
+    .kernel_run = fd_kernel_run,
+    .kernel_destroy = fd_kernel_destroy,
+    .graph_capture_begin = fd_capture_begin,
+    .graph_capture_end = fd_capture_end,
+    .graph_launch = fd_graph_launch,
+    .graph_destroy = fd_graph_destroy,
+    .memory_info = fd_memory_info,
+    .host_alloc = fd_host_alloc,
+    .host_free = fd_host_free,
+};
+
+NETRUN_BACKEND_EXPORT const netrun_backend_api *netrun_backend_entry(const netrun_host_api *h) {
+    host = h;
+    return &api;
+}
