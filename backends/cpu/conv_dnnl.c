@@ -13,6 +13,7 @@
 #include <dnnl.h>
 #include <omp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "gemm_util.h"
@@ -47,6 +48,8 @@ struct cpu_dnnl_conv {
     int n_slices, has_bias, has_sum, post_act, blocked, dw;
     int winograd; /* cpu.winograd: try oneDNN's Winograd kernels for 3x3 stride-1 convs */
     int src_blk, dst_blk, per_image; /* nChw16c user X / Y (the nChw16c pass); per_image: primitives for N = 1 */
+    int by_image; /* every slice holds all the channels; a batch is cut by images, one slice per running thread */
+    atomic_int busy[64]; /* by_image: the slice a thread runs on is taken while it runs */
     int64_t cin;                     /* input channels */
     int64_t ny, plane, m, n; /* output elements, output plane size, channels, batch */
     int64_t xplane;          /* input plane size (a depthwise slice starts at channel m0 of X too) */
@@ -101,6 +104,7 @@ void cpu_dnnl_conv_destroy(cpu_dnnl_conv *s) {
 }
 
 const char *cpu_dnnl_conv_impl(const cpu_dnnl_conv *s) { return s ? s->impl : ""; }
+int cpu_dnnl_conv_by_image(const cpu_dnnl_conv *s) { return s && s->by_image; }
 
 int cpu_dnnl_all(void) { return cpu_dnnl_available() && g_all; }
 
@@ -294,6 +298,24 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
     int64_t per = (m + n_sl - 1) / n_sl;
     if (n_sl > 1) per = (per + 15) / 16 * 16;
     n_sl = (m + per - 1) / per;
+    /* A batch of nChw16c images (per-image primitives) is cut by images instead: slices of 16-channel multiples
+     * leave threads uneven (144 channels: 80 + 64; 16: one thread idle) and each image's primitive does more
+     * work per call. One full-channel primitive per thread (weights packed once each), taken by whichever
+     * thread runs an image. Only where the slices are uneven or the weights are small against a big plane:
+     * each thread then reads all the weights (SqueezeNet b8's 64 -> 256 3x3 at 13x13, 590 KB: 15% slower by
+     * image); not for depthwise convs (EfficientNet-B0 b8: 10-15% slower; the two threads reading one image
+     * share it in L3) nor a plain X (the stem). cpu.dnnl_images=0 keeps the channel slices. */
+    const char *bi = cpu_option(ctx, "cpu.dnnl_images");
+    int64_t wbytes = 4 * m, plane = 1;
+    for (int i = 1; i < p->n_spatial + 2; i++) wbytes *= wd[i];
+    for (int i = 2; i < p->n_spatial + 2; i++) plane *= yd[i];
+    int uneven = m % (16 * threads) != 0, small_w = wbytes <= 256 * 1024 && plane >= 784;
+    int by_image = p->src_blocked && !dw && threads > 1 && !(bi && !strcmp(bi, "0")) && (uneven || small_w) &&
+                   yd[0] >= threads && (yd[0] % threads == 0 || yd[0] >= 3 * threads);
+    if (by_image) {
+        n_sl = threads;
+        per = m;
+    }
     cpu_dnnl_conv *s = cpu_alloc(sizeof *s + (size_t)n_sl * sizeof(dnnl_slice));
     if (!s) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "Conv (oneDNN): out of memory");
     memset(s, 0, sizeof *s + (size_t)n_sl * sizeof(dnnl_slice));
@@ -321,7 +343,7 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
     size_t off = 0;
     for (int64_t k = 0; k < n_sl; k++) {
         dnnl_slice *q = &s->sl[k];
-        q->m0 = k * per;
+        q->m0 = by_image ? 0 : k * per;
         q->mc = m - q->m0 < per ? m - q->m0 : per;
         s->n_slices = (int)k + 1; /* destroy frees what was built */
         int prev = omp_get_max_threads(); /* the caller's own OpenMP setting is left as it was */
@@ -335,6 +357,8 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
         q->ws_off = off;
         off += round64(q->ws_bytes);
     }
+    s->by_image = by_image;
+    for (int k = 0; k < 64; k++) atomic_init(&s->busy[k], 0);
     s->ws_bytes = off + 64; /* + 64: the runtime's workspace is aligned here */
     *out = s;
     *ws = s->ws_bytes;
@@ -398,19 +422,35 @@ static dnnl_status_t run_one(const run_job *j, dnnl_slice *q, int64_t img) {
     return st;
 }
 
-static dnnl_status_t run_slice(const run_job *j, dnnl_slice *q) {
+/* images [n0, n1) of slice q; an activation oneDNN lacks runs after it, elementwise, so the same in both
+ * layouts over the slice's channels */
+static dnnl_status_t run_images(const run_job *j, dnnl_slice *q, int64_t n0, int64_t n1) {
     cpu_dnnl_conv *s = j->s;
     dnnl_status_t st = dnnl_success;
     if (s->per_image)
-        for (int64_t n = 0; n < s->n && !st; n++) st = run_one(j, q, n);
+        for (int64_t n = n0; n < n1 && !st; n++) st = run_one(j, q, n);
     else
         st = run_one(j, q, -1);
-    /* an activation oneDNN lacks: elementwise, so the same in both layouts over the slice's channels */
     if (!st && !s->post_act && s->act.kind != NETRUN_ACT_NONE)
-        for (int64_t n = 0; n < s->n; n++)
+        for (int64_t n = n0; n < n1; n++)
             gu_act_n(j->y + (size_t)(n * s->m) * (size_t)s->plane + (size_t)q->m0 * (size_t)s->plane,
                      q->mc * s->plane, &s->act);
     return st;
+}
+
+static dnnl_status_t run_slice(const run_job *j, dnnl_slice *q) { return run_images(j, q, 0, j->s->n); }
+
+/* by_image: tasks are images; the thread takes a free slice (there are as many as threads) for its range */
+static void image_range(void *arg, int64_t b, int64_t e) {
+    run_job *j = arg;
+    cpu_dnnl_conv *s = j->s;
+    omp_set_num_threads(1);
+    int k = 0;
+    for (;; k = (k + 1) % s->n_slices)
+        if (!atomic_exchange(&s->busy[k], 1)) break;
+    dnnl_status_t st = run_images(j, &s->sl[k], b, e);
+    if (st) j->st[k] = st;
+    atomic_store(&s->busy[k], 0);
 }
 
 static void slice_range(void *arg, int64_t b, int64_t e) {
@@ -429,7 +469,8 @@ netrun_status cpu_dnnl_conv_run(cpu_context *ctx, cpu_dnnl_conv *s, const float 
      * pool thread that runs it (the pool's workers are not OpenMP threads: their default would be all cores) */
     int prev = omp_get_max_threads();
     omp_set_num_threads(1);
-    if (s->n_slices == 1) j.st[0] = run_slice(&j, &s->sl[0]);
+    if (s->by_image) cpu_parallel_for(ctx, s->n, 1, image_range, &j);
+    else if (s->n_slices == 1) j.st[0] = run_slice(&j, &s->sl[0]);
     else cpu_parallel_for(ctx, s->n_slices, 1, slice_range, &j);
     omp_set_num_threads(prev);
     for (int k = 0; k < s->n_slices; k++)
@@ -458,6 +499,7 @@ netrun_status cpu_dnnl_conv_run(cpu_context *ctx, cpu_dnnl_conv *s, const float 
 }
 void cpu_dnnl_conv_destroy(cpu_dnnl_conv *s) { (void)s; }
 const char *cpu_dnnl_conv_impl(const cpu_dnnl_conv *s) { (void)s; return ""; }
+int cpu_dnnl_conv_by_image(const cpu_dnnl_conv *s) { (void)s; return 0; }
 size_t cpu_dnnl_conv_workspace(const cpu_dnnl_conv *s) { (void)s; return 0; }
 void cpu_dnnl_conv_describe_state(const cpu_dnnl_conv *s, char *buf, size_t size) {
     (void)s;

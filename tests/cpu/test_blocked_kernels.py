@@ -21,7 +21,9 @@ their AVX-512 paths on and off (cpu.pool_avx512 / cpu.conv1x1_blk = 0: the porta
   dilations, asymmetric pads, 3x3 / 5x5 / 3x1 / 1x3 kernels, Relu / Clip / SiLU / LeakyRelu, a fused sum;
 - depthwise Conv on nChw16c X and Y (oneDNN, between the kernels above): 3x3 / 5x5 / 1x1 / 3x5 kernels,
   strides 1-2, pads (asymmetric, none, wider than the kernel), dilations, small planes, with and without
-  bias, Clip / SiLU epilogues.
+  bias, Clip / SiLU epilogues;
+- oneDNN nChw16c convs at batch 2-6 and 2 threads cut by images (cpu.dnnl_images; uneven channel slices or small
+  weights on big planes) and by output channels (cpu.dnnl_images=0; batch 3: too few images for 2 threads).
 The kernel column must name the AVX-512 1x1 kernel when it is on and the CPU has AVX-512F, never when off.
 
     python3 tests/cpu/test_blocked_kernels.py --lib build/lib/libnetrun.so
@@ -232,6 +234,22 @@ def c1x1_case(cin, cout, h, w, act, bias, residual, proj=None):
     return g.model(ins, ["dw"]), (cin, h, w), (16, h, w) if residual else None
 
 
+IMGS = [  # (in channels, middle channels, out channels, H, W): oneDNN nChw16c convs cut by images (cpu.dnnl_images)
+    (3, 48, 32, 29, 31),  # 48: uneven channel slices; 32 with small weights on a plane of 899 pixels
+    (16, 144, 48, 9, 7),
+    (32, 80, 16, 28, 28),
+]
+
+
+def img_case(cin, mid, cout, h, w):
+    g = G()
+    y = g.n("Relu", [g.conv("x", cin, mid, "a")], "a.relu")  # plain X -> nChw16c: channel slices
+    y = g.n("Relu", [g.conv(y, mid, mid, "b")], "b.relu")  # 3x3, nChw16c both sides
+    y = g.n("Clip", [g.conv(y, mid, cout, "c", k=1), g.c("lo", np.array(0)), g.c("hi", np.array(6))], "c.clip")
+    g.conv(y, cout, cout, "dw", group=cout)  # depthwise: stays on channel slices
+    return g.model([("x", None)], ["dw"]), (cin, h, w), None
+
+
 def fix_inputs(model, batch, shape, shape2):
     for i, s in zip(model.graph.input, [shape, shape2]):
         i.type.tensor_type.shape.Clear()
@@ -249,10 +267,11 @@ def main():
     avx512 = " avx512f" in flags
     cases = ([("pool", pool_case, p) for p in POOLS] + [("plainpool", plain_pool_case, p) for p in PLAIN_POOLS] +
              [("1x1", c1x1_case, p) for p in C1X1] + [("plain1x1", plain1x1_case, p) for p in PLAINS] +
-             [("dw", dw_case, p) for p in DWS] + [("plaindw", plain_dw_case, p) for p in PLAIN_DWS])
+             [("dw", dw_case, p) for p in DWS] + [("plaindw", plain_dw_case, p) for p in PLAIN_DWS] +
+             [("img", img_case, p) for p in IMGS])
     with tempfile.TemporaryDirectory() as tmp:
         for kind, fn, params in cases:
-            for batch in (1, 2):
+            for batch in (1, 2) + ((3, 4, 6) if kind == "img" else ()):
                 model, shape, shape2 = fn(*params)
                 fix_inputs(model, batch, shape, shape2)
                 path = os.path.join(tmp, "m.onnx")
@@ -268,12 +287,14 @@ def main():
                 errors = []
                 # plain depthwise: also the tiled kernel with stride 2 from two loads and a permute (split off)
                 for fast in ("1", "0") + (("nosplit",) if kind == "plaindw" else ()) + \
-                        (("yp1",) if kind == "1x1" and len(params) > 7 and params[7] == "proj" else ()):
+                        (("yp1",) if kind == "1x1" and len(params) > 7 and params[7] == "proj" else ()) + \
+                        (("noimg",) if kind == "img" else ()):
                     for threads in (1, 2):
                         on = "0" if fast == "0" else "1"
                         opts = {"cpu.pool_avx512": on, "cpu.conv1x1_blk": on, "cpu.conv1x1_plain": on,
                                 "cpu.dw_tiled": on, "cpu.dw_split": "0" if fast == "nosplit" else on,
-                                "cpu.conv1x1_bb": on, "cpu.conv1x1_yp2": "0" if fast == "yp1" else on}
+                                "cpu.conv1x1_bb": on, "cpu.conv1x1_yp2": "0" if fast == "yp1" else on,
+                                "cpu.dnnl_images": "0" if fast == "noimg" else on}
                         with nr.session(path, backends="cpu", threads=threads, options=opts) as s:
                             out = s.run(feeds)[0]
                             d = float(np.max(np.abs(ref - out)))
@@ -285,6 +306,14 @@ def main():
                             c1 = [nm for nm, _, _, k in nodes if "1x1 avx512" in k]
                             if fast == "0" and c1:
                                 errors.append(f"cpu.conv1x1_blk=0 still ran {c1} on the AVX-512 kernel")
+                            by_img = [nm for nm, _, _, k in nodes if "by image" in k]
+                            if by_img and (fast != "1" or threads == 1 or batch in (1, 3)):
+                                errors.append(f"{by_img} cut by images with cpu.dnnl_images={on}, batch {batch}")
+                            # b and c where oneDNN runs them (an 80 -> 16 1x1 takes conv1x1_bb), never a or dw
+                            dn = [nm for nm, _, _, k in nodes if "oneDNN" in k and nm[0] in "bc"]
+                            if kind == "img" and fast == "1" and threads == 2 and batch in (2, 4, 6) and \
+                                    (by_img != dn or (avx512 and not dn)):
+                                errors.append(f"convs cut by images: {by_img}, expected {dn}")
                             paired = [nm for nm, _, _, k in nodes if "nChw16c in, paired" in k]
                             if fast == "yp1" and paired:
                                 errors.append(f"cpu.conv1x1_yp2=0 still ran {paired} on the two-block tile")
