@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 #define NETRUN_ABI_MAJOR 1
-#define NETRUN_ABI_MINOR 5
+#define NETRUN_ABI_MINOR 6
 #define NETRUN_ABI_VERSION ((uint32_t)((NETRUN_ABI_MAJOR << 16) | NETRUN_ABI_MINOR))
 #define NETRUN_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 
@@ -217,6 +217,20 @@ typedef struct netrun_backend_api {
      * returns an error (and the runtime keeps pageable memory) when none can be had; host_free takes NULL. */
     netrun_status (*host_alloc)(netrun_backend_context *ctx, size_t bytes, void **out);
     void (*host_free)(netrun_backend_context *ctx, void *p);
+    /* Streamed weights (option memory.stream_weights): the runtime copies constants from host_alloc memory into
+     * a device buffer before the node that reads them, with copy_from_host between kernel_run calls, also while
+     * a graph is captured; a copy from host_alloc memory must therefore only queue work (a DMA), as CUDA's does. */
+
+    /* ---- ABI 1.6 (optional; NULL or outside struct_size: streamed weights are copied in the queue's order) ----
+     * Streamed weights overlapping the kernels (double-buffered by the runtime). prefetch_from_host queues a copy
+     * of `bytes` from host_alloc memory into buffer+offset on copy lane `lane` (0 or 1): it starts after all work
+     * queued before the call, and may run alongside work queued after it. prefetch_wait(lane) makes work queued
+     * after it wait for every copy queued on that lane before it. Both only queue work; between
+     * graph_capture_begin and graph_capture_end they are captured too, and the runtime waits on each prefetch
+     * before the capture ends. */
+    netrun_status (*prefetch_from_host)(netrun_backend_context *ctx, void *buffer, size_t offset, const void *src,
+                                        size_t bytes, int lane);
+    netrun_status (*prefetch_wait)(netrun_backend_context *ctx, int lane);
 } netrun_backend_api;
 
 typedef const netrun_backend_api *(*netrun_backend_entry_fn)(const netrun_host_api *host);

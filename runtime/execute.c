@@ -130,6 +130,32 @@ static netrun_status run_dynamic_infer(netrun_session *s, nr_snode *sn, int dom)
     return NETRUN_OK;
 }
 
+/* A node's streamed constants into its lane of the stream buffer: in the queue's order (lane < 0), or
+ * prefetched on the lane (ABI 1.6). */
+static netrun_status copy_streamed(netrun_session *s, const nr_snode *sn, nr_slot *sl, int dom, int lane) {
+    const nr_node *nd = &s->model->ir->graph->nodes[sn->node];
+    for (int i = 0; i < nd->n_inputs; i++) {
+        const nr_svalue *cv = nd->inputs[i] >= 0 ? &s->values[nd->inputs[i]] : NULL;
+        if (!cv || !cv->is_const || !cv->place[dom].stream_src) continue;
+        const nr_place *p = &cv->place[dom];
+        netrun_status st = lane < 0 ? sl->api->copy_from_host(sl->ctx, sl->stream, p->offset, p->stream_src, cv->nbytes)
+                                    : sl->api->prefetch_from_host(sl->ctx, sl->stream, p->offset, p->stream_src,
+                                                                  cv->nbytes, lane);
+        if (st != NETRUN_OK) return st;
+    }
+    return NETRUN_OK;
+}
+
+/* Streamed weights (prepare.c, plan_weights): wait for this node's prefetched constants, or copy them now; then
+ * start the next streamed node's prefetch into the other lane, to run alongside this kernel. */
+static netrun_status stream_weights(netrun_session *s, const nr_snode *sn, nr_slot *sl, int dom) {
+    netrun_status st = sn->stream_prefetched ? sl->api->prefetch_wait(sl->ctx, sn->stream_lane)
+                                             : copy_streamed(s, sn, sl, dom, -1);
+    if (st == NETRUN_OK && sn->stream_next >= 0)
+        st = copy_streamed(s, &s->snodes[sn->stream_next], sl, dom, s->snodes[sn->stream_next].stream_lane);
+    return st;
+}
+
 static netrun_status run_kernel(netrun_session *s, nr_snode *sn) {
     nr_graph *g = s->model->ir->graph;
     const nr_node *nd = &g->nodes[sn->node];
@@ -161,15 +187,9 @@ static netrun_status run_kernel(netrun_session *s, nr_snode *sn) {
         }
         nr_value_tensor(s, v, dom, &sn->out_t[o]);
     }
-    /* streamed weights (prepare.c, plan_weights): into the shared stream buffer, queued before the kernel */
-    for (int i = 0; dom != NR_HOST_DOMAIN && i < nd->n_inputs; i++) {
-        const nr_svalue *cv = nd->inputs[i] >= 0 ? &s->values[nd->inputs[i]] : NULL;
-        if (!cv || !cv->is_const || !cv->place[dom].stream_src) continue;
-        st = sl->api->copy_from_host(sl->ctx, sl->stream, cv->place[dom].offset, cv->place[dom].stream_src, cv->nbytes);
-        if (st != NETRUN_OK) {
-            nr_error_prefix("node '%s' (%s) on %s: streaming its weights: ", nd->name, nd->op_type, sl->be->name);
-            return st;
-        }
+    if (dom != NR_HOST_DOMAIN && sn->stream_lane >= 0 && (st = stream_weights(s, sn, sl, dom)) != NETRUN_OK) {
+        nr_error_prefix("node '%s' (%s) on %s: streaming weights: ", nd->name, nd->op_type, sl->be->name);
+        return st;
     }
     alloc_ctx actx = {s, sn, dom};
     void *ws = dom == NR_HOST_DOMAIN ? s->host_workspace

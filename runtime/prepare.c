@@ -1015,6 +1015,60 @@ static size_t choose_streamed(netrun_session *s, int dom, size_t min, int *uses,
     return host;
 }
 
+/* Bytes of a node's streamed constants in domain dom (0: none). */
+static size_t streamed_bytes(const netrun_session *s, const nr_snode *sn, int dom) {
+    const nr_node *nd = &s->model->ir->graph->nodes[sn->node];
+    size_t n = 0;
+    for (int i = 0; i < nd->n_inputs; i++)
+        if (nd->inputs[i] >= 0 && s->values[nd->inputs[i]].place[dom].stream_src)
+            n += align_up(s->values[nd->inputs[i]].nbytes);
+    return n;
+}
+
+/* The stream buffer of a domain: with the backend's prefetch slots (ABI 1.6; memory.stream_overlap=0: not used)
+ * two lanes, and a node prefetches the next streamed node's constants into the other lane while it runs, when
+ * both are in one run of consecutive kernel steps of the slot (one device graph: every prefetch is waited for
+ * inside the capture); the first of a run copies its own in order. Without them, one lane, copies in order.
+ * Each node's constants are packed from its lane's start. */
+static void plan_stream_lanes(netrun_session *s, int dom, nr_slot *sl) {
+    const char *ov = nr_options_get(&s->opts, "memory.stream_overlap");
+    int overlap = NR_API_HAS(sl->api, prefetch_from_host) && NR_API_HAS(sl->api, prefetch_wait) && (!ov || strcmp(ov, "0"));
+    size_t lane_size[2] = {0, 0};
+    int prev = -1, run_slot = -1;
+    for (int t = 0; t < s->n_steps; t++) {
+        const nr_step *step = &s->steps[t];
+        nr_snode *sn = step->kind == NR_STEP_KERNEL ? &s->snodes[step->snode] : NULL;
+        int slot = sn ? sn->slot : -1;
+        if (!sn || slot < 0 || sn->dynamic || slot != run_slot) prev = -1; /* a new run (device graph segment) */
+        run_slot = sn && !sn->dynamic ? slot : -1;
+        if (!sn || slot < 0 || sn->view || s->slots[slot].domain != dom) continue;
+        size_t bytes = streamed_bytes(s, sn, dom);
+        if (!bytes) continue;
+        int k = step->snode;
+        sn->stream_lane = 0;
+        if (overlap && prev >= 0) {
+            s->snodes[prev].stream_next = k;
+            sn->stream_prefetched = 1;
+            sn->stream_lane = 1 - s->snodes[prev].stream_lane;
+        }
+        if (overlap && !sn->dynamic) prev = k;
+        if (bytes > lane_size[sn->stream_lane]) lane_size[sn->stream_lane] = bytes;
+    }
+    for (int k = 0; k < s->n_snodes; k++) {
+        nr_snode *sn = &s->snodes[k];
+        if (sn->stream_lane < 0 || s->slots[sn->slot].domain != dom) continue;
+        const nr_node *nd = &s->model->ir->graph->nodes[sn->node];
+        size_t off = sn->stream_lane ? lane_size[0] : 0;
+        for (int i = 0; i < nd->n_inputs; i++) {
+            nr_place *p = nd->inputs[i] >= 0 ? &s->values[nd->inputs[i]].place[dom] : NULL;
+            if (!p || !p->stream_src) continue;
+            p->offset = off;
+            off += align_up(s->values[nd->inputs[i]].nbytes);
+        }
+    }
+    sl->stream_size = lane_size[0] + lane_size[1];
+}
+
 /* Lay out each device domain's constants: resident ones in the weights buffer, streamed ones packed per node
  * from offset 0 of the shared stream buffer. Runs after the contexts exist (host_alloc) and before the plan's
  * fit is checked, which counts both buffers. */
@@ -1031,6 +1085,10 @@ static netrun_status plan_weights(netrun_session *s) {
         nr_free(uses);
         nr_free(hoff);
         return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory planning the weights");
+    }
+    for (int k = 0; k < s->n_snodes; k++) {
+        s->snodes[k].stream_lane = s->snodes[k].stream_next = -1;
+        s->snodes[k].stream_prefetched = 0;
     }
     for (int dom = 1; dom < s->n_domains; dom++) {
         nr_slot *sl = &s->slots[s->domain_slot[dom]];
@@ -1059,19 +1117,7 @@ static netrun_status plan_weights(netrun_session *s) {
             total += align_up(sv->nbytes ? sv->nbytes : 1);
         }
         sl->weights_size = total;
-        for (int k = 0; host && k < s->n_snodes; k++) { /* each node's streamed constants from offset 0 */
-            const nr_snode *sn = &s->snodes[k];
-            if (sn->slot < 0 || sn->view || s->slots[sn->slot].domain != dom) continue;
-            const nr_node *nd = &g->nodes[sn->node];
-            size_t off = 0;
-            for (int i = 0; i < nd->n_inputs; i++) {
-                nr_place *p = nd->inputs[i] >= 0 ? &s->values[nd->inputs[i]].place[dom] : NULL;
-                if (!p || !p->stream_src) continue;
-                p->offset = off;
-                off += align_up(s->values[nd->inputs[i]].nbytes);
-            }
-            if (off > sl->stream_size) sl->stream_size = off;
-        }
+        if (host) plan_stream_lanes(s, dom, sl);
     }
     nr_free(uses);
     nr_free(hoff);

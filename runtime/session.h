@@ -101,6 +101,12 @@ typedef struct nr_snode {
     char kernel_name[96];          /* what the backend says it chose (kernel_describe) */
     int view;                      /* its outputs are views of its inputs' memory: no kernel, nothing runs */
     int inplace;                   /* outputs written over inputs (reported in kernel_name) */
+    /* streamed weights (prepare.c, plan_weights): the stream buffer lane of its streamed constants (-1: none);
+     * whether an earlier node prefetched them (else they are copied in order just before it); the node whose
+     * constants it prefetches while it runs (-1: none) */
+    int stream_lane;
+    int stream_prefetched;
+    int stream_next;
 } nr_snode;
 
 typedef struct nr_prof_event {

@@ -315,6 +315,13 @@ static void cuda_context_destroy(netrun_backend_context *c) {
     if (!ctx) return;
     cudaSetDevice(ctx->device);
     cudaStreamSynchronize(ctx->stream);
+    if (ctx->copy_stream) {
+        cudaStreamSynchronize(ctx->copy_stream);
+        cudaStreamDestroy(ctx->copy_stream);
+        cudaEventDestroy(ctx->fork_ev);
+        cudaEventDestroy(ctx->lane_ev[0]);
+        cudaEventDestroy(ctx->lane_ev[1]);
+    }
     if (ctx->stage) cudaFreeHost(ctx->stage);
     if (ctx->cudnn) cudnnDestroy(ctx->cudnn);
     if (ctx->cublas) cublasDestroy(ctx->cublas);
@@ -455,6 +462,47 @@ static netrun_status cuda_copy_from_host(netrun_backend_context *c, void *buffer
     return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, "copy to the device");
 }
 
+/* Streamed weights, overlapped (ABI 1.6): the copy runs on copy_stream after everything queued on the stream
+ * so far (fork_ev) and signals the lane's event, which prefetch_wait makes the stream wait for. Captured into
+ * graphs as a fork and a join. A pageable source is copied in the stream's order instead. */
+static netrun_status cuda_prefetch_from_host(netrun_backend_context *c, void *buffer, size_t offset, const void *src,
+                                             size_t bytes, int lane) {
+    cuda_context *ctx = (cuda_context *)c;
+    cuda_buffer *b = buffer;
+    if (lane < 0 || lane > 1) return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda: prefetch lane %d (0 or 1)", lane);
+    if (!bytes) return NETRUN_OK;
+    if (!b || offset > b->bytes || bytes > b->bytes - offset)
+        return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda: copy of %zu bytes at %zu outside a buffer", bytes, offset);
+    if (!host_pinned(src)) return cuda_copy_from_host(c, buffer, offset, src, bytes);
+    cudaError_t e = cudaSuccess;
+    if (!ctx->copy_stream) {
+        e = cudaStreamCreateWithFlags(&ctx->copy_stream, cudaStreamNonBlocking);
+        if (e == cudaSuccess) e = cudaEventCreateWithFlags(&ctx->fork_ev, cudaEventDisableTiming);
+        if (e == cudaSuccess) e = cudaEventCreateWithFlags(&ctx->lane_ev[0], cudaEventDisableTiming);
+        if (e == cudaSuccess) e = cudaEventCreateWithFlags(&ctx->lane_ev[1], cudaEventDisableTiming);
+        if (e != cudaSuccess) { /* never half made: the stream's order then */
+            if (ctx->copy_stream) cudaStreamDestroy(ctx->copy_stream);
+            ctx->copy_stream = NULL;
+            cudaGetLastError();
+            return cuda_copy_from_host(c, buffer, offset, src, bytes);
+        }
+    }
+    e = cudaEventRecord(ctx->fork_ev, ctx->stream);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(ctx->copy_stream, ctx->fork_ev, 0);
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync((char *)b->ptr + offset, src, bytes, cudaMemcpyHostToDevice, ctx->copy_stream);
+    if (e == cudaSuccess) e = cudaEventRecord(ctx->lane_ev[lane], ctx->copy_stream);
+    return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, "prefetch to the device");
+}
+
+static netrun_status cuda_prefetch_wait(netrun_backend_context *c, int lane) {
+    cuda_context *ctx = (cuda_context *)c;
+    if (lane < 0 || lane > 1) return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda: prefetch lane %d (0 or 1)", lane);
+    if (!ctx->copy_stream) return NETRUN_OK; /* nothing was forked: the copies ran in the stream's order */
+    cudaError_t e = cudaStreamWaitEvent(ctx->stream, ctx->lane_ev[lane], 0);
+    return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, "waiting for a prefetch");
+}
+
 static netrun_status cuda_copy_to_host(netrun_backend_context *c, void *dst, const void *buffer, size_t offset,
                                        size_t bytes) {
     cuda_context *ctx = (cuda_context *)c;
@@ -497,6 +545,7 @@ static void cuda_host_free(netrun_backend_context *c, void *p) {
 static netrun_status cuda_synchronize(netrun_backend_context *c) {
     cuda_context *ctx = (cuda_context *)c;
     cudaError_t e = cudaStreamSynchronize(ctx->stream);
+    if (e == cudaSuccess && ctx->copy_stream) e = cudaStreamSynchronize(ctx->copy_stream); /* after a failed run */
     if (e == cudaSuccess) ctx->stage_used = 0;
     return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, "stream synchronize (a kernel failed)");
 }
@@ -690,6 +739,8 @@ static netrun_backend_api api = {
     .may_alias = cuda_may_alias,
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
+    .prefetch_from_host = cuda_prefetch_from_host,
+    .prefetch_wait = cuda_prefetch_wait,
 };
 
 NETRUN_BACKEND_EXPORT const netrun_backend_api *netrun_backend_entry(const netrun_host_api *host) {

@@ -116,6 +116,10 @@ typedef struct cuda_context {
     int pinned;               /* stage host<->device copies through pinned memory (cuda.pinned, default 1) */
     void *stage;              /* pinned staging buffer (cudaHostAlloc) */
     size_t stage_cap, stage_used;
+    /* streamed weights (prefetch_from_host): a copy stream forked from `stream` at each prefetch and joined by
+     * prefetch_wait through the lane's event; created at the first prefetch */
+    cudaStream_t copy_stream;
+    cudaEvent_t fork_ev, lane_ev[2];
 } cuda_context;
 
 extern const netrun_host_api *cuda_host; /* set by the entry point */

@@ -130,14 +130,15 @@ static void test_budget(netrun_model *m) {
     netrun_session_destroy(s);
 }
 
-/* Streamed weights (memory.stream_weights=1, every constant streamed): the same bits as resident weights, in
- * eager runs and in CUDA graphs (the copies from page-locked memory are captured with the kernels), and less
- * device memory for the weights. */
+/* Streamed weights (memory.stream_weights=1, every constant streamed): the same bits as resident weights, with
+ * prefetches on the copy stream inside CUDA graphs and with in-order copies in eager runs, and less device
+ * memory for the weights. */
 static void test_stream_weights(netrun_model *m) {
     static float x[3][CNN_N];
     for (int k = 0; k < 3; k++) fill(x[k], CNN_N, 21 + (uint32_t)k);
     const char *on[] = {"memory.stream_weights", "1", "memory.stream_min", "1", NULL};
-    const char *on_eager[] = {"memory.stream_weights", "1", "memory.stream_min", "1", "cuda.graphs", "0", NULL};
+    const char *on_eager[] = {"memory.stream_weights", "1", "memory.stream_min", "1", "cuda.graphs", "0",
+                              "memory.stream_overlap", "0", NULL};
     netrun_session *r = NULL, *g = NULL, *e = NULL;
     CHECK(session(m, 1, 0, NULL, &r) == NETRUN_OK);
     CHECK(session(m, 1, 0, on, &g) == NETRUN_OK);

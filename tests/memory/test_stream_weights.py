@@ -98,13 +98,28 @@ def main():
         st_on = s.stats()
     check(all(np.array_equal(o, r) for o, r in zip(out, ref)), "streamed weights: outputs equal bit for bit (5 runs)")
     check(st_on.stream_bytes == streamed, f"stream_bytes {st_on.stream_bytes} == {streamed} (W1+W2+W3)")
-    # the device keeps B2 and S, plus one buffer as large as the largest node's streamed weights (W2 or W3)
-    check(st_off.weight_bytes - st_on.weight_bytes == streamed - 128 * 256 * 4,
+    # the device keeps B2 and S, plus two lanes as large as their largest node's streamed weights (W3 | W2)
+    check(st_off.weight_bytes - st_on.weight_bytes == streamed - 2 * 128 * 256 * 4,
           f"device weights {st_off.weight_bytes} -> {st_on.weight_bytes} bytes")
     check(st_on.n_graphs == 2 and st_off.n_graphs == 2,
           f"both device segments replay as graphs, streaming copies captured ({st_on.n_graphs}, {st_off.n_graphs})")
     check(st_on.device_peak_bytes < st_off.device_peak_bytes,
           f"peak device memory {st_off.device_peak_bytes} -> {st_on.device_peak_bytes} bytes")
+
+    # overlapped copies (ABI 1.6 prefetch): mm1 copies W1 in order and prefetches W2 into lane 1, mm2 prefetches
+    # W3 into lane 0; the fake device does each prefetch at the earliest (default) or latest (late) moment allowed
+    with session({"memory.stream_weights": "1", "memory.stream_overlap": "0"}) as s:
+        out = run_all(s, xs)
+        st_seq = s.stats()
+    check(all(np.array_equal(o, r) for o, r in zip(out, ref)), "copies in order (memory.stream_overlap=0): same bits")
+    check(st_on.weight_bytes - st_seq.weight_bytes == 128 * 256 * 4,
+          f"two lanes of 128 KiB with prefetching, one without ({st_on.weight_bytes} vs {st_seq.weight_bytes} bytes)")
+    for mode, word in (("late", "latest"), ("early", "earliest")):
+        with session({"memory.stream_weights": "1", "fakedev.prefetch": mode}) as s:
+            out = run_all(s, xs)
+            st = s.stats()
+        check(all(np.array_equal(o, r) for o, r in zip(out, ref)) and st.n_graphs == 2,
+              f"prefetches done at the {word} moment allowed: same bits, both segments captured ({st.n_graphs})")
 
     with session({}, policy="min-memory") as s:
         out = run_all(s, xs[:3])

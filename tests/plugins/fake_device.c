@@ -3,8 +3,11 @@
  * and a weights buffer, as for a GPU. It runs float32 MatMul (2-D), Add (same shapes) and Relu, has page-locked
  * host memory (host_alloc: blocks it remembers) and graph capture that records the queued work and replays it
  * as CUDA Graphs do: a copy replays from the same source address, so a capture that copies from memory other
- * than host_alloc's fails (with CUDA such a copy goes through a staging buffer whose contents change). Tests of
- * the runtime's device paths (streamed weights, tests/memory/test_stream_weights.py) use it. */
+ * than host_alloc's fails (with CUDA such a copy goes through a staging buffer whose contents change).
+ * Prefetches (ABI 1.6) happen at the earliest moment their contract allows (at prefetch_from_host; option
+ * fakedev.prefetch=late: at the latest, in prefetch_wait), so a runtime that overwrites a lane still being read,
+ * or reads one it has not waited for, gets wrong results in one of the two. Tests of the runtime's device paths
+ * (streamed weights, tests/memory/test_stream_weights.py) use it. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -48,8 +51,18 @@ typedef struct fd_graph {
 } fd_graph;
 
 #define FD_MAX_PINNED 64
+#define FD_MAX_PENDING 16
+
+typedef struct fd_copy {
+    void *dst;
+    const void *src;
+    size_t bytes;
+} fd_copy;
 
 typedef struct fd_context {
+    int late;                          /* fakedev.prefetch=late */
+    fd_copy pending[2][FD_MAX_PENDING]; /* late prefetches per lane, done at prefetch_wait */
+    int n_pending[2];
     size_t in_use, peak;
     void *pinned[FD_MAX_PINNED];
     size_t pinned_size[FD_MAX_PINNED];
@@ -102,10 +115,11 @@ static int fd_supports(const netrun_backend_config *config, const netrun_node_de
 }
 
 static netrun_status fd_context_create(const netrun_backend_config *config, netrun_backend_context **out) {
-    (void)config;
     fd_context *ctx = host->alloc(sizeof *ctx, sizeof(void *));
     if (!ctx) return host->error(NETRUN_ERR_OUT_OF_MEMORY, "fakedev: out of memory");
     memset(ctx, 0, sizeof *ctx);
+    const char *mode = config->get_option ? config->get_option(config->opaque, "fakedev.prefetch") : NULL;
+    ctx->late = mode && !strcmp(mode, "late");
     *out = (netrun_backend_context *)ctx;
     return NETRUN_OK;
 }
@@ -186,6 +200,45 @@ static netrun_status fd_copy_from_host(netrun_backend_context *c, void *buffer, 
         return record(ctx, &step);
     }
     if (bytes) memcpy(b->data + offset, src, bytes);
+    return NETRUN_OK;
+}
+
+/* A copy now, or recorded when a graph is being captured. */
+static netrun_status do_copy(fd_context *ctx, void *dst, const void *src, size_t bytes) {
+    if (ctx->capturing) {
+        fd_step step = {.is_copy = 1, .dst = dst, .src = src, .bytes = bytes};
+        return record(ctx, &step);
+    }
+    if (bytes) memcpy(dst, src, bytes);
+    return NETRUN_OK;
+}
+
+static netrun_status fd_prefetch_from_host(netrun_backend_context *c, void *buffer, size_t offset, const void *src,
+                                           size_t bytes, int lane) {
+    fd_context *ctx = (fd_context *)c;
+    fd_buffer *b = buffer;
+    if (lane < 0 || lane > 1) return host->error(NETRUN_ERR_INTERNAL, "fakedev: prefetch lane %d", lane);
+    if (!b || offset > b->bytes || bytes > b->bytes - offset)
+        return host->error(NETRUN_ERR_INTERNAL, "fakedev: prefetch of %zu bytes at %zu outside a buffer", bytes, offset);
+    if (!is_pinned(ctx, src, bytes))
+        return host->error(NETRUN_ERR_INTERNAL, "fakedev: prefetch from memory host_alloc did not give");
+    if (!ctx->late) return do_copy(ctx, b->data + offset, src, bytes);
+    if (ctx->n_pending[lane] == FD_MAX_PENDING)
+        return host->error(NETRUN_ERR_INTERNAL, "fakedev: more than %d prefetches on lane %d without a wait",
+                           FD_MAX_PENDING, lane);
+    ctx->pending[lane][ctx->n_pending[lane]++] = (fd_copy){b->data + offset, src, bytes};
+    return NETRUN_OK;
+}
+
+static netrun_status fd_prefetch_wait(netrun_backend_context *c, int lane) {
+    fd_context *ctx = (fd_context *)c;
+    if (lane < 0 || lane > 1) return host->error(NETRUN_ERR_INTERNAL, "fakedev: prefetch lane %d", lane);
+    for (int i = 0; i < ctx->n_pending[lane]; i++) {
+        const fd_copy *p = &ctx->pending[lane][i];
+        netrun_status st = do_copy(ctx, p->dst, p->src, p->bytes);
+        if (st != NETRUN_OK) return st;
+    }
+    ctx->n_pending[lane] = 0;
     return NETRUN_OK;
 }
 
@@ -274,6 +327,10 @@ static netrun_status fd_capture_end(netrun_backend_context *c, void **out) {
     fd_context *ctx = (fd_context *)c;
     ctx->capturing = 0;
     *out = NULL;
+    if (ctx->n_pending[0] || ctx->n_pending[1]) { /* as CUDA: a fork not joined before the capture ends */
+        ctx->n_pending[0] = ctx->n_pending[1] = 0;
+        return host->error(NETRUN_ERR_UNSUPPORTED, "fakedev: capture ended with a prefetch not waited for");
+    }
     if (ctx->capture_failed) return host->error(NETRUN_ERR_UNSUPPORTED, "fakedev: capture invalidated");
     fd_graph *g = host->alloc(sizeof *g, sizeof(void *));
     fd_step *steps = host->alloc(sizeof *steps * (size_t)(ctx->n_rec ? ctx->n_rec : 1), sizeof(void *));
@@ -370,6 +427,8 @@ static const netrun_backend_api api = {
     .memory_info = fd_memory_info,
     .host_alloc = fd_host_alloc,
     .host_free = fd_host_free,
+    .prefetch_from_host = fd_prefetch_from_host,
+    .prefetch_wait = fd_prefetch_wait,
 };
 
 NETRUN_BACKEND_EXPORT const netrun_backend_api *netrun_backend_entry(const netrun_host_api *h) {
