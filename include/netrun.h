@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 #define NETRUN_VERSION_MAJOR 0
-#define NETRUN_VERSION_MINOR 4
+#define NETRUN_VERSION_MINOR 5
 #define NETRUN_VERSION_PATCH 0
 
 /* Most dimensions a tensor may have. */
@@ -205,7 +205,7 @@ typedef struct netrun_backend_info {
 
 /* ---- library ---- */
 
-/* The version of the loaded library, "MAJOR.MINOR.PATCH" (e.g. "0.4.0"): compare with the NETRUN_VERSION_*
+/* The version of the loaded library, "MAJOR.MINOR.PATCH" (e.g. "0.5.0"): compare with the NETRUN_VERSION_*
  * macros of the header a program was compiled against. */
 NETRUN_API const char *netrun_version(void);
 /* Static text for a status code. */
