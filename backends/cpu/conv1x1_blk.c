@@ -87,6 +87,9 @@ c1_tile(const c1_job *j, const float *x, float *y, const float *z, int64_t ob, i
         for (int p = 0; p < P; p++) acc[b][p] = _mm512_setzero_ps();
     const float *w0 = s->wp + ob * c * 16, *xr = x + p0;
     for (int64_t ci = 0; ci < c; ci++, xr += hw) {
+        /* plain X: C rows each read 12 floats a tile, too many streams for the hardware prefetcher (24 -> 144 at
+         * 56x56, b8, 1 thread: 2.4-2.6 -> 2.1-2.5 ms) */
+        if (!XB) _mm_prefetch((const char *)(xr + 2 * C1_P), _MM_HINT_T0);
         __m512 wv0 = _mm512_load_ps(w0 + ci * 16), wv1 = wv0;
         if (NB > 1) wv1 = _mm512_load_ps(w0 + (c + ci) * 16);
         const float *xq = XB ? x + ((ci >> 4) * hw + p0) * 16 + (ci & 15) : xr;
