@@ -737,34 +737,34 @@ static netrun_status upload_from_half(const uint16_t *src, int64_t m, int64_t c,
 }
 
 double cuda_time_runs(cuda_context *ctx, netrun_status (*fn)(cuda_context *ctx, void *arg), void *arg, int warm,
-                      int reps) {
+                      int reps, void *flush, size_t flush_bytes) {
     enum { MAXR = 16 };
+    cudaEvent_t ev[2 * MAXR];
+    double t[MAXR], res = -1;
+    int made = 0;
     if (reps > MAXR) reps = MAXR;
     if (reps < 1) reps = 1;
-    for (int i = 0; i < warm; i++)
-        if (fn(ctx, arg) != NETRUN_OK) return -1;
-    cudaEvent_t ev[MAXR + 1];
-    int made = 0;
-    double t[MAXR], res = -1;
-    for (; made <= reps; made++)
+    for (; made < 2 * reps; made++)
         if (cudaEventCreate(&ev[made]) != cudaSuccess) goto done;
-    cudaEventRecord(ev[0], ctx->stream);
-    for (int i = 0; i < reps; i++) {
+    for (int i = 0; i < warm; i++)
         if (fn(ctx, arg) != NETRUN_OK) goto done;
-        cudaEventRecord(ev[i + 1], ctx->stream);
-    }
-    if (cudaEventSynchronize(ev[reps]) != cudaSuccess) goto done;
     for (int i = 0; i < reps; i++) {
-        float ms = 0;
-        cudaEventElapsedTime(&ms, ev[i], ev[i + 1]);
-        t[i] = ms;
+        if (flush) cudaMemsetAsync(flush, i & 0xff, flush_bytes, ctx->stream);
+        cudaEventRecord(ev[2 * i], ctx->stream);
+        if (fn(ctx, arg) != NETRUN_OK) goto done;
+        cudaEventRecord(ev[2 * i + 1], ctx->stream);
     }
-    for (int i = 1; i < reps; i++) /* insertion sort for the median */
+    if (cudaEventSynchronize(ev[2 * reps - 1]) != cudaSuccess) goto done;
+    for (int i = 0; i < reps; i++) { /* insertion sort for the median */
+        float ms = 0;
+        cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]);
+        t[i] = ms;
         for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
             double x = t[j];
             t[j] = t[j - 1];
             t[j - 1] = x;
         }
+    }
     res = t[reps / 2];
 done:
     for (int i = 0; i < made; i++) cudaEventDestroy(ev[i]);
@@ -799,7 +799,7 @@ static netrun_status choose_variant(cuda_context *ctx, conv_state *st, const net
     for (int vi = 0; vi < N_VARIANTS; vi++) {
         if (!st->v[vi].ok) continue;
         io.vi = vi;
-        double ms = cuda_time_runs(ctx, conv_exec, &io, 2, 5);
+        double ms = cuda_time_runs(ctx, conv_exec, &io, 2, 5, NULL, 0);
         if (ms < 0) { /* this path fails here: never take it */
             st->v[vi].ok = vi == V_NATIVE && !st->region;
             cudaGetLastError();
@@ -867,48 +867,11 @@ static void describe(conv_state *st) {
                  st->v[1].ok ? st->v[1].ms : -1.0, st->v[2].ok ? st->v[2].ms : -1.0);
 }
 
-/* Median milliseconds of `reps` runs of fn, each after `flush` bytes were written over (L2 evicted), so a run
- * reads its data from device memory as a layer inside a network does, not from a cache its last repetition
- * warmed; -1 when a run fails. */
-static double time_cold(cuda_context *ctx, netrun_status (*fn)(cuda_context *, void *), void *arg, void *flush,
-                        size_t flush_bytes, int reps) {
-    enum { MAXR = 9 };
-    cudaEvent_t ev[2 * MAXR];
-    double t[MAXR], res = -1;
-    int made = 0;
-    if (reps > MAXR) reps = MAXR;
-    for (; made < 2 * reps; made++)
-        if (cudaEventCreate(&ev[made]) != cudaSuccess) goto done;
-    if (fn(ctx, arg) != NETRUN_OK) goto done; /* warm-up: lazy loads of the algorithm's kernels */
-    for (int i = 0; i < reps; i++) {
-        if (flush) cudaMemsetAsync(flush, i & 0xff, flush_bytes, ctx->stream);
-        cudaEventRecord(ev[2 * i], ctx->stream);
-        if (fn(ctx, arg) != NETRUN_OK) goto done;
-        cudaEventRecord(ev[2 * i + 1], ctx->stream);
-    }
-    if (cudaEventSynchronize(ev[2 * reps - 1]) != cudaSuccess) goto done;
-    for (int i = 0; i < reps; i++) {
-        float ms = 0;
-        cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]);
-        t[i] = ms;
-        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
-            double x = t[j];
-            t[j] = t[j - 1];
-            t[j - 1] = x;
-        }
-    }
-    res = t[reps / 2];
-done:
-    for (int i = 0; i < made; i++) cudaEventDestroy(ev[i]);
-    if (res < 0) cudaGetLastError();
-    return res;
-}
-
 /* Timed search: cudnnFind times the bare convolution, repeatedly on the same data, but the node runs it with its
  * bias, ReLU and sum through cudnnConvolutionBiasActivationForward (one kernel for IMPLICIT_PRECOMP_GEMM, extra
  * passes for the other algorithms), between other layers that evict its weights and workspace from L2. So
  * cudnnFind's first candidates and the heuristic's pick are timed again as the node runs them, each run after
- * the L2 was overwritten (time_cold; scratch tensors, median of 7), and the fastest is kept and cached.
+ * the L2 was overwritten (scratch tensors, median of 7), and the fastest is kept and cached.
  * ResNet-50 fp32 on an H200: fastest at b32 10.17 -> 8.19 ms; at b1 cudnnFind's own choices ran 2.5-3.5 ms
  * against the heuristic's 1.95 ms. */
 static netrun_status time_as_run(cuda_context *ctx, conv_state *st, const netrun_node_desc *node) {
@@ -941,7 +904,7 @@ static netrun_status time_as_run(cuda_context *ctx, conv_state *st, const netrun
         v->algo = v->cand[i];
         v->algo_ws = v->cand_ws[i];
         set_fuse(st, v);
-        ms[i] = time_cold(ctx, conv_exec, &io, flush ? buf + off_fl : NULL, flush, 7);
+        ms[i] = cuda_time_runs(ctx, conv_exec, &io, 1, 7, flush ? buf + off_fl : NULL, flush);
         if (ms[i] < 0) cudaGetLastError(); /* fails as run: never taken */
         else if (best < 0 || ms[i] < best_ms) best = i, best_ms = ms[i];
     }

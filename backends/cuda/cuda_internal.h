@@ -224,9 +224,11 @@ netrun_status cuda_f16_to_f32_bias_act(cuda_context *ctx, const void *x, void *y
 netrun_status cuda_conv_bias_act(cuda_context *ctx, void *y, const void *bias, int64_t n, int64_t c, int64_t s,
                                  const netrun_fused_activation *act);
 /* Median milliseconds of `reps` calls of fn(ctx, arg) on the context's stream after `warm` untimed ones (CUDA
- * events); negative when a call fails (its error is recorded). Used at kernel creation to choose paths. */
+ * events); negative when a call fails (its error is recorded). Used at kernel creation to choose paths. With
+ * `flush`, flush_bytes of it are written before each timed call (untimed), so the call reads its data from
+ * device memory as a layer inside a network does, not from the L2 its last repetition warmed. */
 double cuda_time_runs(cuda_context *ctx, netrun_status (*fn)(cuda_context *ctx, void *arg), void *arg, int warm,
-                      int reps);
+                      int reps, void *flush, size_t flush_bytes);
 /* What a Conv/ConvTranspose/Gemm/MatMul kernel chose (precision, layout, cuDNN algorithm, fused call, the
  * times measured under --precision fp16), for kernel_describe; "" for other ops or no state. */
 void cuda_op_describe(const cuda_op *op, void *state, char *buf, size_t size);

@@ -140,9 +140,9 @@ static netrun_status gemm_create(cuda_context *ctx, const netrun_node_desc *node
     if (cudaMalloc((void **)&buf, ab + bb + ((yb + 255) & ~(size_t)255) + a16b) == cudaSuccess) {
         cudaMemsetAsync(buf, 0, ab + bb, ctx->stream);
         gemm_io io = {st, 0, buf, buf + ab, buf + ab + bb, buf + ab + bb + ((yb + 255) & ~(size_t)255)};
-        st->ms32 = cuda_time_runs(ctx, gemm_exec, &io, 2, 5);
+        st->ms32 = cuda_time_runs(ctx, gemm_exec, &io, 2, 5, NULL, 0);
         io.half = 1;
-        st->ms16 = cuda_time_runs(ctx, gemm_exec, &io, 2, 5);
+        st->ms16 = cuda_time_runs(ctx, gemm_exec, &io, 2, 5, NULL, 0);
         cudaStreamSynchronize(ctx->stream);
         cudaFree(buf);
     }
