@@ -190,15 +190,17 @@ c1_tile_yplain(const c1_job *j, const float *x, float *y, const float *z, int64_
  * with bias, Z and activation: written straight to Y, 24 or 32 rows of 12 floats per tile (plus as many rows of
  * Z) were as many streams as misses, 20-25% of the node at batch 8. */
 __attribute__((target("avx512f,fma"), always_inline)) static inline void
-c1_tile_yp2(const c1_job *j, const float *x, int64_t ob, int64_t p0, const int P, const int NB, const int HALF,
-            float *buf, int64_t col) {
+c1_tile_yp2(const c1_job *j, const float *x, int64_t ob, int64_t p0, const int TAIL, const int NB, const int HALF,
+            float *buf, int64_t col, int pn) {
+    const int P = TAIL ? pn : C1_P; /* TAIL: a last tile of pn < C1_P pixels (one instance, not one per count:
+                                     * clang with sanitizers took 15+ minutes over 48 of them) */
     const cpu_c1x1 *s = j->s;
     const int64_t c = s->c, hw = j->hw;
     const int ONEH = NB == 1 && HALF; /* one block of <= 8 channels: h1 holds it */
     __m512 a0[C1_P], a1[C1_P];
     __m256 h1[C1_P];
 #pragma GCC unroll 12
-    for (int p = 0; p < P; p++) {
+    for (int p = 0; p < C1_P; p++) {
         if (!ONEH) a0[p] = _mm512_setzero_ps();
         if (NB > 1 && !HALF) a1[p] = _mm512_setzero_ps();
         if (HALF) h1[p] = _mm256_setzero_ps();
@@ -216,7 +218,8 @@ c1_tile_yp2(const c1_job *j, const float *x, int64_t ob, int64_t p0, const int P
             if (NB > 1 && !HALF) wv1 = _mm512_load_ps(w1 + (cb + l) * 16);
             if (HALF) wh1 = _mm256_load_ps(w1 + (cb + l) * 16);
 #pragma GCC unroll 12
-            for (int p = 0; p < P; p++) {
+            for (int p = 0; p < C1_P; p++) {
+                if (TAIL && p >= P) break;
                 __m512 xv = _mm512_broadcastss_ps(_mm_load_ss(xb + p * 16 + l));
                 if (!ONEH) a0[p] = _mm512_fmadd_ps(wv0, xv, a0[p]);
                 if (NB > 1 && !HALF) a1[p] = _mm512_fmadd_ps(wv1, xv, a1[p]);
@@ -229,7 +232,7 @@ c1_tile_yp2(const c1_job *j, const float *x, int64_t ob, int64_t p0, const int P
         __m512 r[16];
 #pragma GCC unroll 16
         for (int p = 0; p < 16; p++)
-            r[p] = p >= P                  ? _mm512_setzero_ps()
+            r[p] = p >= C1_P || p >= P     ? _mm512_setzero_ps()
                    : b == 0 && !ONEH        ? a0[p]
                    : HALF                   ? _mm512_zextps256_ps512(h1[p])
                                             : a1[p];
@@ -240,13 +243,13 @@ c1_tile_yp2(const c1_job *j, const float *x, int64_t ob, int64_t p0, const int P
     }
 }
 
-#define C1_CASE_YP2(P)                                                                                         \
-    case P:                                                                                                    \
-        if (nb == 1 && half) c1_tile_yp2(j, x, ob, p0, P, 1, 1, buf, p0 - q0);                                 \
-        else if (nb == 1) c1_tile_yp2(j, x, ob, p0, P, 1, 0, buf, p0 - q0);                                    \
-        else if (half) c1_tile_yp2(j, x, ob, p0, P, 2, 1, buf, p0 - q0);                                       \
-        else c1_tile_yp2(j, x, ob, p0, P, 2, 0, buf, p0 - q0);                                                 \
-        break;
+#define C1_YP2(T)                                                                                              \
+    do {                                                                                                       \
+        if (nb == 1 && half) c1_tile_yp2(j, x, ob, p0, T, 1, 1, buf, p0 - q0, P);                              \
+        else if (nb == 1) c1_tile_yp2(j, x, ob, p0, T, 1, 0, buf, p0 - q0, P);                                 \
+        else if (half) c1_tile_yp2(j, x, ob, p0, T, 2, 1, buf, p0 - q0, P);                                    \
+        else c1_tile_yp2(j, x, ob, p0, T, 2, 0, buf, p0 - q0, P);                                              \
+    } while (0)
 
 /* Rows [oc0, oc1) of buf (pixels q0 .. q1 of the chunk) + bias (+ Z), activation, out to Y as whole rows. */
 __attribute__((target("avx512f,fma"))) static void c1_flush(const c1_job *j, const float *buf, float *y,
@@ -289,11 +292,8 @@ __attribute__((target("avx512f,fma"))) static void c1_range_yp2(void *arg, int64
             int nb = ob1 - ob >= 2 ? 2 : 1, half = j->s->m - (ob + nb - 1) * 16 <= 8;
             for (int64_t p0 = q0; p0 < q1; p0 += C1_P) {
                 int P = q1 - p0 >= C1_P ? C1_P : (int)(q1 - p0);
-                switch (P) {
-                    C1_CASE_YP2(12) C1_CASE_YP2(11) C1_CASE_YP2(10) C1_CASE_YP2(9) C1_CASE_YP2(8) C1_CASE_YP2(7)
-                    C1_CASE_YP2(6) C1_CASE_YP2(5) C1_CASE_YP2(4) C1_CASE_YP2(3) C1_CASE_YP2(2) C1_CASE_YP2(1)
-                default: break;
-                }
+                if (P == C1_P) C1_YP2(0);
+                else C1_YP2(1);
             }
             int64_t oc1 = (ob + nb) * 16 < j->s->m ? (ob + nb) * 16 : j->s->m;
             c1_flush(j, buf, y, z, ob * 16, oc1, q0, q1);
