@@ -69,6 +69,27 @@ typedef struct c1_job {
     int64_t obg, obper; /* output blocks cut into obg groups of obper blocks (few pixels: more tasks) */
 } c1_job;
 
+/* Task t of a range: image img, pixels [q0, q1) of its chunk (chunk pixels each), output blocks [ob0, ob1), and
+ * the image's X, Y and Z. */
+typedef struct c1_task {
+    int64_t q0, q1, ob0, ob1;
+    const float *x, *z;
+    float *y;
+} c1_task;
+
+static inline c1_task c1_task_of(const c1_job *j, int64_t t, int64_t chunk) {
+    const int64_t hw = j->hw, img = t / (j->chunks * j->obg);
+    c1_task k;
+    k.q0 = (t / j->obg % j->chunks) * chunk;
+    k.q1 = k.q0 + chunk < hw ? k.q0 + chunk : hw;
+    k.ob0 = t % j->obg * j->obper;
+    k.ob1 = k.ob0 + j->obper < j->s->mb ? k.ob0 + j->obper : j->s->mb;
+    k.x = j->x + img * j->s->c * hw;
+    k.y = j->y + img * j->s->m * hw;
+    k.z = j->z ? j->z + img * j->s->m * hw : NULL;
+    return k;
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define C1_AVX512 1
@@ -279,15 +300,12 @@ __attribute__((target("avx512f,fma"))) static void c1_flush(const c1_job *j, con
 /* Blocks are paired from the first; a last odd block runs alone. */
 __attribute__((target("avx512f,fma"))) static void c1_range_yp2(void *arg, int64_t t0, int64_t t1) {
     const c1_job *j = arg;
-    const int64_t hw = j->hw, nblk = j->s->mb;
     float buf[32 * C1_CHUNK] __attribute__((aligned(64))); /* a block pair's rows of the chunk */
     for (int64_t t = t0; t < t1; t++) {
-        int64_t img = t / (j->chunks * j->obg), q0 = (t / j->obg % j->chunks) * C1_CHUNK;
-        int64_t q1 = q0 + C1_CHUNK < hw ? q0 + C1_CHUNK : hw, ob0 = t % j->obg * j->obper;
-        int64_t ob1 = ob0 + j->obper < nblk ? ob0 + j->obper : nblk;
-        const float *x = j->x + img * j->s->c * hw;
-        float *y = j->y + img * j->s->m * hw;
-        const float *z = j->z ? j->z + img * j->s->m * hw : NULL;
+        const c1_task k = c1_task_of(j, t, C1_CHUNK);
+        const int64_t q0 = k.q0, q1 = k.q1, ob0 = k.ob0, ob1 = k.ob1;
+        const float *x = k.x, *z = k.z;
+        float *y = k.y;
         for (int64_t ob = ob0; ob < ob1; ob += 2) {
             int nb = ob1 - ob >= 2 ? 2 : 1, half = j->s->m - (ob + nb - 1) * 16 <= 8;
             for (int64_t p0 = q0; p0 < q1; p0 += C1_P) {
@@ -306,14 +324,11 @@ __attribute__((target("avx512f,fma"))) static void c1_range_yp2(void *arg, int64
 
 __attribute__((target("avx512f,fma"))) static void c1_range_yplain(void *arg, int64_t t0, int64_t t1) {
     const c1_job *j = arg;
-    const int64_t hw = j->hw, nblk = j->s->mb;
     for (int64_t t = t0; t < t1; t++) {
-        int64_t img = t / (j->chunks * j->obg), q0 = (t / j->obg % j->chunks) * C1_CHUNK;
-        int64_t q1 = q0 + C1_CHUNK < hw ? q0 + C1_CHUNK : hw, ob0 = t % j->obg * j->obper;
-        int64_t ob1 = ob0 + j->obper < nblk ? ob0 + j->obper : nblk;
-        const float *x = j->x + img * j->s->c * hw;
-        float *y = j->y + img * j->s->m * hw;
-        const float *z = j->z ? j->z + img * j->s->m * hw : NULL;
+        const c1_task k = c1_task_of(j, t, C1_CHUNK);
+        const int64_t q0 = k.q0, q1 = k.q1, ob0 = k.ob0, ob1 = k.ob1;
+        const float *x = k.x, *z = k.z;
+        float *y = k.y;
         for (int64_t ob = ob0; ob < ob1; ob++)
             for (int64_t p0 = q0; p0 < q1; p0 += 16) {
                 int P = q1 - p0 >= 16 ? 16 : (int)(q1 - p0);
@@ -378,14 +393,11 @@ c1_tile_pp(const c1_job *j, const float *x, float *y, const float *z, int64_t rg
 
 __attribute__((target("avx512f,fma"))) static void c1_range_pp(void *arg, int64_t t0, int64_t t1) {
     const c1_job *j = arg;
-    const int64_t hw = j->hw, nblk = j->s->mb;
     for (int64_t t = t0; t < t1; t++) {
-        int64_t img = t / (j->chunks * j->obg), q0 = (t / j->obg % j->chunks) * C1_PP_CHUNK;
-        int64_t q1 = q0 + C1_PP_CHUNK < hw ? q0 + C1_PP_CHUNK : hw, ob0 = t % j->obg * j->obper;
-        int64_t ob1 = ob0 + j->obper < nblk ? ob0 + j->obper : nblk;
-        const float *x = j->x + img * j->s->c * hw;
-        float *y = j->y + img * j->s->m * hw;
-        const float *z = j->z ? j->z + img * j->s->m * hw : NULL;
+        const c1_task k = c1_task_of(j, t, C1_PP_CHUNK);
+        const int64_t q0 = k.q0, q1 = k.q1, ob0 = k.ob0, ob1 = k.ob1;
+        const float *x = k.x, *z = k.z;
+        float *y = k.y;
         for (int64_t p0 = q0; p0 < q1; p0 += 64) {
             int P = q1 - p0 >= 64 ? 64 : (int)(q1 - p0);
             __mmask16 mk[4];
@@ -415,15 +427,12 @@ __attribute__((target("avx512f,fma"))) static void c1_range_pp(void *arg, int64_
 
 __attribute__((target("avx512f,fma"))) static void c1_range(void *arg, int64_t t0, int64_t t1) {
     const c1_job *j = arg;
-    const int64_t nblk = j->s->m / 16, hw = j->hw;
     const int xb = j->s->mode == CPU_C1X1_BLK_BLK;
     for (int64_t t = t0; t < t1; t++) {
-        int64_t img = t / (j->chunks * j->obg), q0 = (t / j->obg % j->chunks) * C1_CHUNK;
-        int64_t q1 = q0 + C1_CHUNK < hw ? q0 + C1_CHUNK : hw, ob0 = t % j->obg * j->obper;
-        int64_t ob1 = ob0 + j->obper < nblk ? ob0 + j->obper : nblk;
-        const float *x = j->x + img * j->s->c * hw;
-        float *y = j->y + img * j->s->m * hw;
-        const float *z = j->z ? j->z + img * j->s->m * hw : NULL;
+        const c1_task k = c1_task_of(j, t, C1_CHUNK);
+        const int64_t q0 = k.q0, q1 = k.q1, ob0 = k.ob0, ob1 = k.ob1;
+        const float *x = k.x, *z = k.z;
+        float *y = k.y;
         for (int64_t ob = ob0; ob < ob1; ob += 2) {
             int nb = ob1 - ob >= 2 ? 2 : 1;
             for (int64_t p0 = q0; p0 < q1; p0 += C1_P) {
