@@ -297,6 +297,15 @@ void nr_exec_release(netrun_session *s) {
     s->stats.n_graphs = s->stats.n_segments = 0;
 }
 
+int nr_step_device_slot(const netrun_session *s, int k) {
+    const nr_step *step = &s->steps[k];
+    if (step->kind != NR_STEP_KERNEL) return -1;
+    const nr_snode *sn = &s->snodes[step->snode];
+    if (sn->slot < 0 || sn->dynamic) return -1;
+    const nr_slot *sl = &s->slots[sn->slot];
+    return sl->domain != NR_HOST_DOMAIN && sl->ctx ? sn->slot : -1;
+}
+
 static netrun_status build_segments(netrun_session *s) {
     s->segs_built = 1;
     if (s->n_steps <= 0) return NETRUN_OK;
@@ -312,11 +321,9 @@ static netrun_status build_segments(netrun_session *s) {
     int cur = -1;
     for (int k = 0; k < s->n_steps; k++) {
         s->step_seg[k] = -1;
-        const nr_step *step = &s->steps[k];
-        int slot = step->kind == NR_STEP_KERNEL ? s->snodes[step->snode].slot : -1;
+        int slot = nr_step_device_slot(s, k);
         const nr_slot *sl = slot >= 0 ? &s->slots[slot] : NULL;
-        int ok = sl && sl->domain != NR_HOST_DOMAIN && sl->ctx && !s->snodes[step->snode].dynamic &&
-                 NR_API_HAS(sl->api, graph_capture_begin) && NR_API_HAS(sl->api, graph_capture_end) &&
+        int ok = sl && NR_API_HAS(sl->api, graph_capture_begin) && NR_API_HAS(sl->api, graph_capture_end) &&
                  NR_API_HAS(sl->api, graph_launch) && NR_API_HAS(sl->api, graph_destroy);
         if (!ok) {
             cur = -1;

@@ -963,12 +963,13 @@ static netrun_status check_plan_fits(netrun_session *s) {
 /* ---- weights: resident or streamed (docs/design.md, "Streamed weights") ----
  * A device normally holds every constant its nodes read, uploaded once at prepare. With streaming (option
  * memory.stream_weights: "1", or "auto" under the min-memory workspace policy, which degrading on out of device
- * memory ends in) a constant of at least NR_STREAM_MIN bytes that exactly one of the device's nodes reads stays
- * (memory.stream_min) in the backend's page-locked host memory (ABI 1.5 host_alloc) and is copied, on the device's queue, into one
- * buffer shared by all such nodes just before its node runs. The device then holds the largest node's
- * weights instead of all of them, for a copy of them all per run (ResNet-50 float32: 98 MiB). The queue orders
- * each copy after the kernels that read the buffer before; copies from host_alloc memory are queued DMAs, so
- * they are captured into device graphs like the kernels. Backends without host_alloc keep weights resident. */
+ * memory ends in) a constant of at least memory.stream_min bytes (default NR_STREAM_MIN) that exactly one of the
+ * device's nodes reads stays in the backend's page-locked host memory (ABI 1.5 host_alloc) and is copied, on the
+ * device's queue, into a stream buffer shared by all such nodes before its node runs (plan_stream_lanes: two
+ * lanes and prefetched one node ahead where the backend can). The device then holds the two largest nodes'
+ * weights instead of all of them, for a copy of them all per run (ResNet-50 float32: 97 MiB). Copies from
+ * host_alloc memory are queued DMAs, captured into device graphs like the kernels. Backends without host_alloc
+ * keep weights resident. */
 #define NR_STREAM_MIN ((size_t)64 << 10)
 
 static netrun_status stream_wanted(netrun_session *s, int *on) {
@@ -1036,22 +1037,22 @@ static void plan_stream_lanes(netrun_session *s, int dom, nr_slot *sl) {
     size_t lane_size[2] = {0, 0};
     int prev = -1, run_slot = -1;
     for (int t = 0; t < s->n_steps; t++) {
-        const nr_step *step = &s->steps[t];
-        nr_snode *sn = step->kind == NR_STEP_KERNEL ? &s->snodes[step->snode] : NULL;
-        int slot = sn ? sn->slot : -1;
-        if (!sn || slot < 0 || sn->dynamic || slot != run_slot) prev = -1; /* a new run (device graph segment) */
-        run_slot = sn && !sn->dynamic ? slot : -1;
-        if (!sn || slot < 0 || sn->view || s->slots[slot].domain != dom) continue;
+        int run = nr_step_device_slot(s, t); /* a chain stays inside one device graph segment */
+        if (run != run_slot) prev = -1;
+        run_slot = run;
+        if (s->steps[t].kind != NR_STEP_KERNEL) continue;
+        int k = s->steps[t].snode;
+        nr_snode *sn = &s->snodes[k];
+        if (sn->slot < 0 || sn->view || s->slots[sn->slot].domain != dom) continue;
         size_t bytes = streamed_bytes(s, sn, dom);
         if (!bytes) continue;
-        int k = step->snode;
-        sn->stream_lane = 0;
+        sn->stream_lane = 0; /* outside a chain (first of a run, dynamic shapes): copied in order */
         if (overlap && prev >= 0) {
             s->snodes[prev].stream_next = k;
             sn->stream_prefetched = 1;
             sn->stream_lane = 1 - s->snodes[prev].stream_lane;
         }
-        if (overlap && !sn->dynamic) prev = k;
+        if (overlap && run >= 0) prev = k;
         if (bytes > lane_size[sn->stream_lane]) lane_size[sn->stream_lane] = bytes;
     }
     for (int k = 0; k < s->n_snodes; k++) {
@@ -1069,9 +1070,9 @@ static void plan_stream_lanes(netrun_session *s, int dom, nr_slot *sl) {
     sl->stream_size = lane_size[0] + lane_size[1];
 }
 
-/* Lay out each device domain's constants: resident ones in the weights buffer, streamed ones packed per node
- * from offset 0 of the shared stream buffer. Runs after the contexts exist (host_alloc) and before the plan's
- * fit is checked, which counts both buffers. */
+/* Lay out each device domain's constants: resident ones in the weights buffer, streamed ones in their page-locked
+ * host block and their lane of the stream buffer (plan_stream_lanes). Runs after the contexts exist (host_alloc)
+ * and before the plan's fit is checked, which counts both device buffers. */
 static netrun_status plan_weights(netrun_session *s) {
     nr_graph *g = s->model->ir->graph;
     int want = 0;
@@ -1105,7 +1106,6 @@ static netrun_status plan_weights(netrun_session *s) {
             nr_svalue *sv = &s->values[v];
             nr_place *p = &sv->place[dom];
             if (!sv->is_const || !p->present) continue;
-            p->stream_src = NULL;
             if (host && hoff[v]) {
                 void *src = (char *)sl->stream_host + hoff[v] - 1;
                 memcpy(src, sv->desc.const_data, sv->nbytes);

@@ -37,7 +37,7 @@ typedef struct nr_slot {
     size_t weights_size;
     /* streamed weights (prepare.c, plan_weights): constants copied in before each node that reads them, from a
      * page-locked host block (host_alloc) into one device buffer that all such nodes share */
-    void *stream;                  /* device buffer: the largest node's streamed constants */
+    void *stream;                  /* device buffer: one or two lanes, each as large as its largest node's */
     size_t stream_size;
     void *stream_host;             /* page-locked host copies of the streamed constants (host_alloc) */
     size_t stream_bytes;           /* bytes copied per run */
@@ -219,6 +219,10 @@ size_t nr_desc_bytes(const netrun_value_desc *d);
 netrun_status nr_dyn_alloc(netrun_session *s, int value, int domain);
 /* Make a device-resident value readable on the host (sv->host_copy); no-op for host values. */
 netrun_status nr_host_value(netrun_session *s, int value);
+/* The device slot of step k when it is a static-shape kernel step of a device backend with a context, else -1.
+ * Device graph segments (execute.c) and streamed-weight prefetch chains (prepare.c) are runs of consecutive
+ * steps with the same such slot, so a prefetch is always waited for inside the graph that started it. */
+int nr_step_device_slot(const netrun_session *s, int k);
 /* Destroy the session's device graphs and segments (before the backends' contexts go). */
 void nr_exec_release(netrun_session *s);
 /* Free an input's host copy, whichever allocator gave it (page-locked by a device backend, or aligned). */

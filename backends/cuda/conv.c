@@ -772,29 +772,43 @@ done:
     return res;
 }
 
-/* --precision fp16: time the ready variants on the real shapes with scratch buffers and keep the fastest. */
-static netrun_status choose_variant(cuda_context *ctx, conv_state *st, const netrun_node_desc *node) {
+/* Scratch tensors to time a Conv's paths on its real shapes: X, Y, Z, W and B of es bytes an element (zeros), a
+ * workspace of ws_bytes and `extra` bytes after it (*extra_at); io set up for them. NULL when the device has no
+ * room (the caller keeps its choice). Free with cudaFree after a stream synchronize. */
+static char *timing_scratch(cuda_context *ctx, conv_state *st, const netrun_node_desc *node, size_t es,
+                            size_t ws_bytes, size_t extra, conv_io *io, char **extra_at) {
     int64_t n = st->xdims[0], c = st->xdims[1], m = st->ydims[1], s = 1, ys = 1;
     for (int i = 2; i < st->xrank; i++) {
         s *= st->xdims[i];
         ys *= st->ydims[i];
     }
-    size_t xb = (size_t)(n * c * s) * 4, yb = (size_t)(n * m * ys) * 4, wb = (size_t)cuda_desc_count(&node->inputs[1]) * 4;
+    size_t xb = (size_t)(n * c * s) * es, yb = (size_t)(n * m * ys) * es;
+    size_t wb = (size_t)cuda_desc_count(&node->inputs[1]) * es;
+    size_t off_y = align256(xb), off_z = off_y + align256(yb), off_w = off_z + (st->p.has_sum ? align256(yb) : 0);
+    size_t off_b = off_w + align256(wb), off_ws = off_b + align256((size_t)m * es), off_x = off_ws + align256(ws_bytes);
+    char *buf = NULL;
+    if (cudaMalloc((void **)&buf, off_x + extra) != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    cudaMemsetAsync(buf, 0, off_ws, ctx->stream);
+    *io = (conv_io){st, V_NATIVE, buf, buf + off_w, st->p.has_bias ? buf + off_b : NULL,
+                    st->p.has_sum ? buf + off_z : NULL, buf + off_y, buf + off_ws, n, c, s, m, ys};
+    if (extra_at) *extra_at = buf + off_x;
+    return buf;
+}
+
+/* --precision fp16: time the ready variants on the real shapes with scratch buffers and keep the fastest. */
+static netrun_status choose_variant(cuda_context *ctx, conv_state *st, const netrun_node_desc *node) {
     size_t wsb = 0;
     for (int vi = 0; vi < N_VARIANTS; vi++)
         if (st->v[vi].ok && variant_ws(st, vi) > wsb) wsb = variant_ws(st, vi);
-    char *buf = NULL;
-    size_t off_y = align256(xb), off_z = off_y + align256(yb), off_w = off_z + (st->p.has_sum ? align256(yb) : 0);
-    size_t off_b = off_w + align256(wb), off_ws = off_b + align256((size_t)m * 4), total = off_ws + wsb;
-    cudaError_t e = cudaMalloc((void **)&buf, total);
-    if (e != cudaSuccess) { /* no room to measure: stay native */
-        cudaGetLastError();
+    conv_io io;
+    char *buf = timing_scratch(ctx, st, node, 4, wsb, 0, &io, NULL);
+    if (!buf) { /* no room to measure: stay native */
         cuda_host->log(NETRUN_LOG_INFO, "cuda", "conv %s: no memory to time the float16 paths; float32 kept", node->name);
         return NETRUN_OK;
     }
-    cudaMemsetAsync(buf, 0, off_ws, ctx->stream);
-    conv_io io = {st, 0, buf, buf + off_w, st->p.has_bias ? buf + off_b : NULL, st->p.has_sum ? buf + off_z : NULL,
-                  buf + off_y, buf + off_ws, n, c, s, m, ys};
     int best = V_NATIVE;
     for (int vi = 0; vi < N_VARIANTS; vi++) {
         if (!st->v[vi].ok) continue;
@@ -876,35 +890,23 @@ static void describe(conv_state *st) {
  * against the heuristic's 1.95 ms. */
 static netrun_status time_as_run(cuda_context *ctx, conv_state *st, const netrun_node_desc *node) {
     conv_variant *v = &st->v[V_NATIVE];
-    int64_t n = st->xdims[0], c = st->xdims[1], m = st->ydims[1], s = 1, ys = 1;
-    for (int i = 2; i < st->xrank; i++) {
-        s *= st->xdims[i];
-        ys *= st->ydims[i];
-    }
-    size_t es = cuda_esize(st->dt), xb = (size_t)(n * c * s) * es, yb = (size_t)(n * m * ys) * es;
-    size_t wb = (size_t)cuda_desc_count(&node->inputs[1]) * es, wsb = 0;
+    size_t wsb = 0;
     for (int i = 0; i < v->n_cand; i++)
         if (v->cand_ws[i] > wsb) wsb = v->cand_ws[i];
-    size_t off_y = align256(xb), off_z = off_y + align256(yb), off_w = off_z + (st->p.has_sum ? align256(yb) : 0);
-    size_t off_b = off_w + align256(wb), off_ws = off_b + align256((size_t)m * es), off_fl = off_ws + align256(st->pad_bytes + wsb);
     int l2 = 0;
     if (cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, ctx->device) != cudaSuccess) l2 = 0;
-    size_t flush = l2 > 0 ? (size_t)l2 * 2 : 0, total = off_fl + flush;
-    char *buf = NULL;
-    if (cudaMalloc((void **)&buf, total) != cudaSuccess) { /* no room to measure: cudnnFind's pick stays */
-        cudaGetLastError();
-        return NETRUN_OK;
-    }
-    cudaMemsetAsync(buf, 0, off_ws, ctx->stream);
-    conv_io io = {st, V_NATIVE, buf, buf + off_w, st->p.has_bias ? buf + off_b : NULL,
-                  st->p.has_sum ? buf + off_z : NULL, buf + off_y, buf + off_ws, n, c, s, m, ys};
+    size_t flush = l2 > 0 ? (size_t)l2 * 2 : 0;
+    conv_io io;
+    char *flush_at = NULL;
+    char *buf = timing_scratch(ctx, st, node, cuda_esize(st->dt), st->pad_bytes + wsb, flush, &io, &flush_at);
+    if (!buf) return NETRUN_OK; /* no room to measure: cudnnFind's pick stays */
     int best = -1;
     double best_ms = 0, ms[N_CAND];
     for (int i = 0; i < v->n_cand; i++) {
         v->algo = v->cand[i];
         v->algo_ws = v->cand_ws[i];
         set_fuse(st, v);
-        ms[i] = cuda_time_runs(ctx, conv_exec, &io, 1, 7, flush ? buf + off_fl : NULL, flush);
+        ms[i] = cuda_time_runs(ctx, conv_exec, &io, 1, 7, flush ? flush_at : NULL, flush);
         if (ms[i] < 0) cudaGetLastError(); /* fails as run: never taken */
         else if (best < 0 || ms[i] < best_ms) best = i, best_ms = ms[i];
     }
