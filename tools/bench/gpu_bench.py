@@ -209,11 +209,10 @@ def load_outputs(d):
 
 
 def rel_err(d32, d16):
-    errs = {}
-    for f in os.listdir(d32):
-        if f.endswith(".npy") and os.path.exists(os.path.join(d16, f)):
-            a = np.load(os.path.join(d32, f)).astype(np.float64)
-            b = np.load(os.path.join(d16, f)).astype(np.float64)
+    errs, b16 = {}, load_outputs(d16)
+    for f, a in load_outputs(d32).items():
+        if f in b16:
+            b = b16[f]
             scale = max(np.abs(a).max(), 1e-12)
             errs[f] = (float(np.abs(a - b).max() / scale), float((a.argmax(-1) == b.argmax(-1)).mean()))
     return errs
