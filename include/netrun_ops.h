@@ -65,6 +65,9 @@ typedef struct netrun_conv_params {
     /* Set by the CUDA float16 region pass only (0 otherwise): X (and Z) / Y are float16 in NHWC order
      * (channels last); dims stay the logical NCHW ones. Backends that do not handle them refuse the node. */
     int src_nhwc, dst_nhwc;
+    /* ABI 1.7. Set by the CPU nChw16c pass only (0 otherwise): X is taken times S, a float32 [N or 1, C, 1, 1]
+     * input right after B (before Z): squeeze-excite's Mul folded into the 1x1 projection that reads it. */
+    int src_scale;
 } netrun_conv_params;
 
 /* Gemm: Y = alpha * A' * B' + beta * C. */

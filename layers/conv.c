@@ -160,6 +160,18 @@ static netrun_status check_sum(nr_layer_ctx *c, const netrun_conv_params *p, int
     return nr_check_same_dtype(c, 0, zi);
 }
 
+/* Check the squeeze-excite scale the CPU nChw16c pass may have folded in (input 3, before Z): float32
+ * [N or 1, C, 1, 1]. */
+static netrun_status check_scale(nr_layer_ctx *c, const netrun_conv_params *p) {
+    if (!p->src_scale) return NETRUN_OK;
+    const netrun_value_desc *x = nr_in(c, 0), *sc = nr_in_count(c) > 3 + p->has_sum ? nr_in(c, 3) : NULL;
+    if (!sc || sc->dtype != NETRUN_DTYPE_FLOAT || sc->rank != 4 || x->rank != 4 ||
+        (sc->dims[0] != 1 && sc->dims[0] != x->dims[0]) || sc->dims[1] != x->dims[1] || sc->dims[2] != 1 ||
+        sc->dims[3] != 1)
+        return nr_layer_error(c, "the folded scale input must be float32 [N or 1, C, 1, 1]");
+    return NETRUN_OK;
+}
+
 static netrun_status conv_infer(nr_layer_ctx *c, void *params) {
     netrun_conv_params *p = params;
     conv_attrs a;
@@ -189,6 +201,7 @@ static netrun_status conv_infer(nr_layer_ctx *c, void *params) {
                                   (long long)p->pads_end[i], (long long)dk);
         dims[2 + i] = span / s + 1;
     }
+    TRY(check_scale(c, p));
     TRY(check_sum(c, p, x->rank, dims));
     nr_out_set(c, 0, x->dtype, x->rank, dims);
     return NETRUN_OK;

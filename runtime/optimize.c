@@ -25,6 +25,7 @@ typedef struct conv_plan {
     int act;           /* activation node, or -1 */
     netrun_fused_activation fa;
     int out;           /* value the fused node writes */
+    int mul, sx, sv;   /* squeeze-excite Mul(sx, sv) folded in as X times scale (CPU nChw16c 1x1), or -1 */
 } conv_plan;
 
 typedef struct opt_state {
@@ -142,7 +143,7 @@ static int backend_accepts(const opt_state *o, const netrun_backend_config *cfg,
     if (sn->slot < 0 || !sn->params || nd->layer->params_size < sizeof(netrun_conv_params)) return 0;
     netrun_conv_params cp;
     memcpy(&cp, sn->params, sizeof cp);
-    netrun_value_desc in[4];
+    netrun_value_desc in[5];
     memset(in, 0, sizeof in);
     int n_in = nd->n_inputs < 3 ? nd->n_inputs : 3;
     for (int i = 0; i < n_in; i++) in[i] = sn->in_desc[i];
@@ -157,6 +158,11 @@ static int backend_accepts(const opt_state *o, const netrun_backend_config *cfg,
         in[2].dtype = in[1].dtype;
         in[2].rank = 1;
         in[2].dims[0] = sn->out_desc[0].dims[1];
+    }
+    if (p->mul >= 0) { /* X is the Mul's other input (same dims); S goes right after B */
+        cp.src_scale = 1;
+        in[0] = s->values[p->sx].desc;
+        in[n_in++] = s->values[p->sv].desc;
     }
     if (p->add >= 0) {
         cp.has_sum = 1;
@@ -480,11 +486,12 @@ static netrun_status build_copy(opt_state *o, nr_graph *ng, int **params_from) {
         if (o->removed[n]) continue;
         const nr_node *nd = &g->nodes[n];
         const conv_plan *p = &o->plan[n];
-        int fused = p->bn >= 0 || p->add >= 0 || p->act >= 0;
-        char name[1024], act_name[512] = "";
+        int fused = p->bn >= 0 || p->add >= 0 || p->act >= 0 || p->mul >= 0;
+        char name[1280], act_name[512] = "";
         if (p->act >= 0) swish_name(o, p->act, act_name, sizeof act_name);
-        snprintf(name, sizeof name, "%s%s%s%s%s%s%s", nd->name, p->bn >= 0 ? "+" : "", p->bn >= 0 ? g->nodes[p->bn].name : "",
-                 p->add >= 0 ? "+" : "", p->add >= 0 ? g->nodes[p->add].name : "", p->act >= 0 ? "+" : "", act_name);
+        snprintf(name, sizeof name, "%s%s%s%s%s%s%s%s%s", p->mul >= 0 ? g->nodes[p->mul].name : "", p->mul >= 0 ? "+" : "",
+                 nd->name, p->bn >= 0 ? "+" : "", p->bn >= 0 ? g->nodes[p->bn].name : "", p->add >= 0 ? "+" : "",
+                 p->add >= 0 ? g->nodes[p->add].name : "", p->act >= 0 ? "+" : "", act_name);
         if (o->swish_x[n] >= 0) { /* Mul(x, Sigmoid(x)) -> Swish(x); alpha defaults to 1 */
             swish_name(o, n, name, sizeof name);
             nr_node *sw = nr_graph_add_node(ng, name, "Swish", "", 1, 1, ng->n_nodes == 0);
@@ -497,9 +504,10 @@ static netrun_status build_copy(opt_state *o, nr_graph *ng, int **params_from) {
         int w_id = -1, b_id = -1;
         if (p->bn >= 0 && (st = fold_bn(o, ng, nd, &g->nodes[p->bn], &w_id, &b_id)) != NETRUN_OK) return st;
         int n_in = nd->n_inputs;
+        int zi = 3 + (p->mul >= 0); /* Z's index: after S when a scale is folded in */
         if (fused) {
-            n_in = 3 + (p->add >= 0);
-            if (p->add < 0 && p->bn < 0 && nd->n_inputs < 3) n_in = nd->n_inputs;
+            n_in = zi + (p->add >= 0);
+            if (p->add < 0 && p->bn < 0 && p->mul < 0 && nd->n_inputs < 3) n_in = nd->n_inputs;
         }
         int n_attrs = nd->n_attrs + (ng->n_nodes == 0);
         nr_node *nn = nr_graph_add_node(ng, name, nd->op_type, nd->domain, n_in, nd->n_outputs, n_attrs);
@@ -508,7 +516,8 @@ static netrun_status build_copy(opt_state *o, nr_graph *ng, int **params_from) {
         for (int i = 0; i < n_in; i++) nn->inputs[i] = i < nd->n_inputs ? val(o, nd->inputs[i]) : -1;
         if (w_id >= 0) nn->inputs[1] = w_id;
         if (b_id >= 0) nn->inputs[2] = b_id;
-        if (p->add >= 0) nn->inputs[3] = p->z;
+        if (p->mul >= 0) nn->inputs[0] = p->sx, nn->inputs[3] = p->sv;
+        if (p->add >= 0) nn->inputs[zi] = p->z;
         for (int k = 0; k < nd->n_outputs; k++) nn->outputs[k] = nd->outputs[k];
         if (fused) nn->outputs[0] = p->out;
         for (int a = 0; a < nd->n_attrs; a++)
@@ -565,6 +574,62 @@ static int plan_blk_conv(opt_state *o, const netrun_backend_config *cfg, int n) 
     int ok = backend_accepts(o, cfg, n, &q) ? o->blk_query : 0;
     o->blk_query = 0;
     return ok;
+}
+
+/* Squeeze-excite's Mul(X, S [N or 1, C, 1, 1]) read only by 1x1 Conv n (stride 1, no pads, group 1): the
+ * Conv takes X and S instead (params.src_scale) when its CPU kernel then reads X blocked; the Mul is gone.
+ * The scale costs the kernel one multiply per packed weight and task (conv1x1_blk.c); the Mul was a pass
+ * over the block's widest tensor (EfficientNet-B0 batch 8: 5% of the run). Returns the Conv's blk_conv. */
+static int plan_se_fold(opt_state *o, const netrun_backend_config *cfg, int n) {
+    const nr_graph *g = o->g;
+    const nr_node *nd = &g->nodes[n];
+    netrun_session *s = o->s;
+    conv_plan *p = &o->plan[n];
+    int base = plan_blk_conv(o, cfg, n);
+    if (!is_op(nd, "Conv") || !nd->layer || nd->n_inputs < 2 || nd->layer->params_size < sizeof(netrun_conv_params))
+        return base;
+    const nr_snode *sn = &s->snodes[o->snode_of[n]];
+    const netrun_conv_params *cp = sn->params;
+    int x = val(o, nd->inputs[0]);
+    const char *on = nr_options_get(&s->opts, "cpu.se_fold");
+    if ((on && !strcmp(on, "0")) || !cp || cp->n_spatial != 2 || cp->group != 1 || x < 0 || only_user(o, x) != n) return base;
+    for (int i = 0; i < 2; i++)
+        if (cp->kernel[i] != 1 || cp->strides[i] != 1 || cp->pads_begin[i] || cp->pads_end[i]) return base;
+    int m = -1;
+    for (int k = 0; k < g->n_nodes && m < 0; k++)
+        if (!o->removed[k] && g->nodes[k].n_outputs == 1 && g->nodes[k].outputs[0] == x) m = k;
+    if (m < 0 || !is_op(&g->nodes[m], "Mul") || g->nodes[m].n_inputs != 2 || !on_cpu(o, m) || !same_slot(o, m, n) ||
+        s->snodes[o->snode_of[m]].dynamic || s->values[x].dynamic)
+        return base;
+    const netrun_value_desc *yd = &s->values[x].desc;
+    for (int j = 0; j < 2; j++) {
+        int xv = val(o, g->nodes[m].inputs[j]), sv = val(o, g->nodes[m].inputs[1 - j]);
+        if (xv < 0 || sv < 0 || s->values[xv].dynamic || s->values[sv].dynamic) continue;
+        /* X must come blocked: from a Conv writing nChw16c (it keeps doing so, this Conv reads it blocked) */
+        int px = -1;
+        for (int k = 0; k < g->n_nodes && px < 0; k++) {
+            const conv_plan *q = &o->plan[k];
+            int wrote = q->bn >= 0 || q->add >= 0 || q->act >= 0 ? q->out : g->nodes[k].n_outputs ? g->nodes[k].outputs[0] : -1;
+            if (!o->removed[k] && wrote == xv) px = k;
+        }
+        if (px < 0 || (o->blk_conv[px] != 1 && o->blk_conv[px] != 2)) continue;
+        const netrun_value_desc *xd = &s->values[xv].desc, *sd = &s->values[sv].desc;
+        if (xd->rank != 4 || xd->dtype != NETRUN_DTYPE_FLOAT || memcmp(xd->dims, yd->dims, 4 * sizeof(int64_t)) ||
+            sd->rank != 4 || sd->dtype != NETRUN_DTYPE_FLOAT || (sd->dims[0] != 1 && sd->dims[0] != xd->dims[0]) ||
+            sd->dims[1] != xd->dims[1] || sd->dims[2] != 1 || sd->dims[3] != 1)
+            continue;
+        int out0 = p->out;
+        if (p->bn < 0 && p->add < 0 && p->act < 0) p->out = nd->outputs[0];
+        p->mul = m, p->sx = xv, p->sv = sv;
+        int blk = plan_blk_conv(o, cfg, n);
+        if (blk == 1 || blk == 3) { /* reads X blocked: the kernels that take the scale */
+            o->removed[m] = 1;
+            return blk;
+        }
+        p->mul = -1;
+        p->out = out0;
+    }
+    return base;
 }
 
 /* Layout-agnostic when all its data inputs have its output's dims. */
@@ -793,7 +858,8 @@ static netrun_status plan_nchwc(opt_state *o, const netrun_backend_config *cfg, 
             int v = ng->nodes[k].inputs[j];
             if (v < 0 || v >= g->n_values || ng->values[v].constant) continue; /* (new values are constants) */
             int want;
-            if (kind[k] == NK_CONV) want = j == 0 ? st.vblk[v] : j == 3 ? out_blk : 0;
+            if (kind[k] == NK_CONV) /* Z (last, when fused) follows Y; a folded scale S stays plain */
+                want = j == 0 ? st.vblk[v] : j == ng->nodes[k].n_inputs - 1 && o->plan[from[k]].add >= 0 ? out_blk : 0;
             else if (kind[k] == NK_AGN) want = j == 0 || agnostic_op(&ng->nodes[k]) >= 2;
             else if (kind[k] == NK_GAP || kind[k] == NK_POOL) want = 1;
             else if (kind[k] == NK_MULCH) want = j == 0;
@@ -1275,7 +1341,7 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     }
     for (int v = 0; v < g->n_values; v++) o.alias[v] = v;
     for (int n = 0; n < g->n_nodes; n++) {
-        o.plan[n].bn = o.plan[n].add = o.plan[n].act = o.plan[n].z = -1;
+        o.plan[n].bn = o.plan[n].add = o.plan[n].act = o.plan[n].z = o.plan[n].mul = -1;
         o.snode_of[n] = o.swish_x[n] = -1;
     }
     for (int k = 0; k < s->n_snodes; k++) o.snode_of[s->snodes[k].node] = k;
@@ -1319,8 +1385,13 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     if (nchwc_enabled(&o))
         for (int k = 0; k < s->n_snodes; k++) {
             int n = s->snodes[k].node;
-            if (!o.removed[n] && (o.blk_conv[n] = plan_blk_conv(&o, cfg, n))) n_blk++;
+            if (!o.removed[n] && (o.blk_conv[n] = plan_se_fold(&o, cfg, n))) n_blk++;
         }
+    int n_se = 0;
+    for (int n = 0; n < g->n_nodes; n++) n_se += !o.removed[n] && o.plan[n].mul >= 0;
+    if (n_se)
+        nr_host_api()->log(NETRUN_LOG_INFO, "optimize", "squeeze-excite: %d Mul nodes folded into the 1x1 Convs "
+                           "reading them (cpu.se_fold=0 keeps them)", n_se);
     /* (g) which CUDA Convs could run float16 NHWC (regions decided on the copy below) */
     int n_h = 0;
     if (fp16_regions_enabled(&o, cfg))
@@ -1440,7 +1511,8 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
         if (o.swish_x[from[n]] >= 0) m->ir->graph->nodes[n].opset = 24; /* Swish is an opset-24 op */
         const conv_plan *p = &o.plan[from[n]];
         netrun_conv_params *cp = m->ir->graph->nodes[n].params;
-        if (!cp || (p->bn < 0 && p->add < 0 && p->act < 0)) continue;
+        if (!cp || (p->bn < 0 && p->add < 0 && p->act < 0 && p->mul < 0)) continue;
+        if (p->mul >= 0) cp->src_scale = 1;
         if (p->add >= 0) cp->has_sum = 1;
         if (p->act >= 0) cp->activation = p->fa;
     }

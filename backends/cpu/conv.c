@@ -402,6 +402,11 @@ static int want_dnnl(int threads, const netrun_node_desc *node, const conv_geom 
  * channels and reorders it inside the node. Returns 1 + CPU_C1X1_* mode, or 0. */
 static int want_c1x1(cpu_context *ctx, const netrun_conv_params *p, const conv_geom *g, int transpose) {
     if (transpose || p->n_spatial != 2 || g->g != 1 || !is_pointwise(g, p) || !cpu_c1x1_available(ctx)) return 0;
+    /* a folded squeeze-excite scale (the nChw16c pass decides Y's layout after asking): the kernels that take
+     * it, whichever layout Y ends up in */
+    if (p->src_scale)
+        return p->src_blocked && g->c % 16 == 0 && g->c <= 256 ? 1 + (p->dst_blocked ? CPU_C1X1_BLK_BLK : CPU_C1X1_BLK_PLAIN2)
+                                                              : 0;
     if (!p->src_blocked && !p->dst_blocked) {
         /* ShuffleNetV2's 1x1 convs (24 .. 232 channels, 7x7 .. 56x56): X needs no packing here, OpenBLAS's sgemm
          * packs it first; not on planes under 64 pixels (squeeze-excite's 1x1 planes: oneDNN) */
@@ -422,6 +427,32 @@ static int want_c1x1(cpu_context *ctx, const netrun_conv_params *p, const conv_g
         return 1 + (o && !strcmp(o, "0") ? CPU_C1X1_BLK_PLAIN : CPU_C1X1_BLK_PLAIN2);
     }
     return 0;
+}
+
+/* The nChw16c pass's squeeze-excite fold (params.src_scale, S = input 3): only where the 1x1 kernel this node
+ * gets under this config's threads and options takes the scale (conv1x1_blk.c); any other path would need a
+ * pass over X first, which is what the fold removes. */
+int cpu_conv_scale_supported(const netrun_backend_config *config, const netrun_node_desc *node, char *reason,
+                             size_t size) {
+    const netrun_conv_params *p = node->params;
+    cpu_context ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.config = *config;
+    ctx.threads = config->threads > 0 ? config->threads : 1;
+    const netrun_value_desc *x = &node->inputs[0], *sc = node->n_inputs > 3 + p->has_sum ? &node->inputs[3] : NULL;
+    conv_geom g;
+    int mode = -1;
+    if (sc && sc->dtype == NETRUN_DTYPE_FLOAT && x->dtype == NETRUN_DTYPE_FLOAT && x->rank == 4 && sc->rank == 4 &&
+        node->n_outputs > 0 && node->inputs[1].const_data && dims_known(x) && dims_known(&node->outputs[0]) &&
+        dims_known(&node->inputs[1]) && (sc->dims[0] == 1 || sc->dims[0] == x->dims[0]) &&
+        sc->dims[1] == x->dims[1] && sc->dims[2] == 1 && sc->dims[3] == 1 &&
+        make_geom(p, x->dims, node->outputs[0].dims, node->inputs[1].dims[1], 0, &g))
+        mode = want_c1x1(&ctx, p, &g, 0) - 1;
+    if (mode < 0 || !cpu_c1x1_takes_scale(mode)) {
+        snprintf(reason, size, "a folded input scale needs the AVX-512 1x1 kernel (float32 [N or 1, C, 1, 1] S)");
+        return 0;
+    }
+    return 1;
 }
 
 static int node_has_bias(const netrun_node_desc *node) {
@@ -536,6 +567,7 @@ static netrun_status run_common(cpu_context *ctx, void *state, const netrun_kern
     netrun_tensor *Y = &args->outputs[0];
     const netrun_tensor *B = p->has_bias && args->n_inputs > 2 && args->inputs[2].rank >= 0 ? &args->inputs[2] : NULL;
     const netrun_tensor *Z = p->has_sum ? &args->inputs[args->n_inputs - 1] : NULL;
+    const netrun_tensor *S = p->src_scale && args->n_inputs > 3 + p->has_sum ? &args->inputs[3] : NULL;
     netrun_dtype dt = X->dtype;
     if (dt != NETRUN_DTYPE_FLOAT && dt != NETRUN_DTYPE_FLOAT16)
         return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "%s: dtype %d not supported", op, (int)dt);
@@ -567,10 +599,22 @@ static netrun_status run_common(cpu_context *ctx, void *state, const netrun_kern
         rc = cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: out of memory staging float16 tensors", op);
         goto done;
     }
-    if (st && st->c1 && X->rank == st->rank && (B != NULL) == st->has_bias &&
+    if (p->src_scale) { /* only the 1x1 kernel takes it (cpu_conv_scale_supported) */
+        int ok = S && S->dtype == NETRUN_DTYPE_FLOAT && S->data && S->rank == 4 && X->rank == 4 &&
+                 (S->dims[0] == 1 || S->dims[0] == X->dims[0]) && S->dims[1] == X->dims[1] && S->dims[2] == 1 &&
+                 S->dims[3] == 1 && st && st->c1 && cpu_c1x1_takes_scale(st->c1_mode) &&
+                 (B != NULL) == st->has_bias && !memcmp(X->dims, st->xd, 4 * sizeof X->dims[0]) &&
+                 !memcmp(Y->dims, st->yd, 4 * sizeof Y->dims[0]);
+        if (!ok) {
+            rc = cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: the folded input scale S needs float32 [N or 1, "
+                                 "C, 1, 1] and the 1x1 kernel built for these dims", op);
+            goto done;
+        }
+        rc = cpu_c1x1_run(ctx, st->c1, j.x, j.b, j.z, S->data, S->dims[0] == 1 ? 0 : g.c, j.y, g.n, g.out_size);
+    } else if (st && st->c1 && X->rank == st->rank && (B != NULL) == st->has_bias &&
         !memcmp(X->dims, st->xd, (size_t)X->rank * sizeof X->dims[0]) &&
         !memcmp(Y->dims, st->yd, (size_t)Y->rank * sizeof Y->dims[0])) {
-        rc = cpu_c1x1_run(ctx, st->c1, j.x, j.b, j.z, j.y, g.n, g.out_size);
+        rc = cpu_c1x1_run(ctx, st->c1, j.x, j.b, j.z, NULL, 0, j.y, g.n, g.out_size);
     } else if (st && st->dnnl && !transpose && X->rank == st->rank && (B != NULL) == st->has_bias &&
         !memcmp(X->dims, st->xd, (size_t)X->rank * sizeof X->dims[0]) &&
         !memcmp(Y->dims, st->yd, (size_t)Y->rank * sizeof Y->dims[0])) {

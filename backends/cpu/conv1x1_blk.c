@@ -64,6 +64,8 @@ netrun_status cpu_c1x1_create(int64_t c, int64_t m, const float *w, const netrun
 typedef struct c1_job {
     const cpu_c1x1 *s;
     const float *x, *b, *z;
+    const float *sc; /* per-image input-channel scales (squeeze-excite folded in), or NULL */
+    int64_t sc_stride;
     float *y;
     int64_t hw, chunks;
     int64_t obg, obper; /* output blocks cut into obg groups of obper blocks (few pixels: more tasks) */
@@ -73,7 +75,7 @@ typedef struct c1_job {
  * the image's X, Y and Z. */
 typedef struct c1_task {
     int64_t q0, q1, ob0, ob1;
-    const float *x, *z;
+    const float *x, *z, *sc;
     float *y;
 } c1_task;
 
@@ -87,7 +89,19 @@ static inline c1_task c1_task_of(const c1_job *j, int64_t t, int64_t chunk) {
     k.x = j->x + img * j->s->c * hw;
     k.y = j->y + img * j->s->m * hw;
     k.z = j->z ? j->z + img * j->s->m * hw : NULL;
+    k.sc = j->sc ? j->sc + img * j->sc_stride : NULL;
     return k;
+}
+
+/* The packed weights of output blocks [ob, ob + nb): W itself, or with sc (the image's input-channel scales)
+ * W times sc into buf: per task one multiply per weight instead of a pass over X (c * 16 * nb floats). */
+static inline const float *c1_weights(const cpu_c1x1 *s, const float *sc, int64_t ob, int nb, float *buf) {
+    const float *w = s->wp + ob * s->c * 16;
+    if (!sc) return w;
+    for (int b = 0; b < nb; b++)
+        for (int64_t ci = 0; ci < s->c; ci++)
+            for (int l = 0; l < 16; l++) buf[(b * s->c + ci) * 16 + l] = w[(b * s->c + ci) * 16 + l] * sc[ci];
+    return buf;
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -97,8 +111,8 @@ static inline c1_task c1_task_of(const c1_job *j, int64_t t, int64_t chunk) {
 /* One tile: NB (1 or 2) output blocks from ob, P (<= C1_P) pixels from p0 of image x / y. XB: X is nChw16c
  * too (CPU_C1X1_BLK_BLK), channel ci of pixel p at ((ci / 16) * hw + p) * 16 + ci % 16. */
 __attribute__((target("avx512f,fma"), always_inline)) static inline void
-c1_tile(const c1_job *j, const float *x, float *y, const float *z, int64_t ob, int64_t p0, const int P, const int NB,
-        const int XB) {
+c1_tile(const c1_job *j, const float *w0, const float *x, float *y, const float *z, int64_t ob, int64_t p0, const int P,
+        const int NB, const int XB) {
     const cpu_c1x1 *s = j->s;
     const int64_t c = s->c, hw = j->hw;
     __m512 acc[2][C1_P];
@@ -106,7 +120,7 @@ c1_tile(const c1_job *j, const float *x, float *y, const float *z, int64_t ob, i
     for (int b = 0; b < NB; b++)
 #pragma GCC unroll 12
         for (int p = 0; p < P; p++) acc[b][p] = _mm512_setzero_ps();
-    const float *w0 = s->wp + ob * c * 16, *xr = x + p0;
+    const float *xr = x + p0;
     for (int64_t ci = 0; ci < c; ci++, xr += hw) {
         /* plain X: C rows each read 12 floats a tile, too many streams for the hardware prefetcher (24 -> 144 at
          * 56x56, b8, 1 thread: 2.4-2.6 -> 2.1-2.5 ms) */
@@ -211,8 +225,8 @@ c1_tile_yplain(const c1_job *j, const float *x, float *y, const float *z, int64_
  * with bias, Z and activation: written straight to Y, 24 or 32 rows of 12 floats per tile (plus as many rows of
  * Z) were as many streams as misses, 20-25% of the node at batch 8. */
 __attribute__((target("avx512f,fma"), always_inline)) static inline void
-c1_tile_yp2(const c1_job *j, const float *x, int64_t ob, int64_t p0, const int TAIL, const int NB, const int HALF,
-            float *buf, int64_t col, int pn) {
+c1_tile_yp2(const c1_job *j, const float *w0, const float *x, int64_t ob, int64_t p0, const int TAIL, const int NB,
+            const int HALF, float *buf, int64_t col, int pn) {
     const int P = TAIL ? pn : C1_P; /* TAIL: a last tile of pn < C1_P pixels (one instance, not one per count:
                                      * clang with sanitizers took 15+ minutes over 48 of them) */
     const cpu_c1x1 *s = j->s;
@@ -226,7 +240,7 @@ c1_tile_yp2(const c1_job *j, const float *x, int64_t ob, int64_t p0, const int T
         if (NB > 1 && !HALF) a1[p] = _mm512_setzero_ps();
         if (HALF) h1[p] = _mm256_setzero_ps();
     }
-    const float *w0 = s->wp + ob * c * 16, *w1 = ONEH ? w0 : w0 + c * 16;
+    const float *w1 = ONEH ? w0 : w0 + c * 16;
     for (int64_t cb = 0; cb < c; cb += 16) {
         const float *xb = x + (cb * hw + p0 * 16);
         /* the next tile's pixels of this channel block: X streams in from L3 / memory (a batch of 56x56 planes
@@ -266,10 +280,10 @@ c1_tile_yp2(const c1_job *j, const float *x, int64_t ob, int64_t p0, const int T
 
 #define C1_YP2(T)                                                                                              \
     do {                                                                                                       \
-        if (nb == 1 && half) c1_tile_yp2(j, x, ob, p0, T, 1, 1, buf, p0 - q0, P);                              \
-        else if (nb == 1) c1_tile_yp2(j, x, ob, p0, T, 1, 0, buf, p0 - q0, P);                                 \
-        else if (half) c1_tile_yp2(j, x, ob, p0, T, 2, 1, buf, p0 - q0, P);                                    \
-        else c1_tile_yp2(j, x, ob, p0, T, 2, 0, buf, p0 - q0, P);                                              \
+        if (nb == 1 && half) c1_tile_yp2(j, w0, x, ob, p0, T, 1, 1, buf, p0 - q0, P);                          \
+        else if (nb == 1) c1_tile_yp2(j, w0, x, ob, p0, T, 1, 0, buf, p0 - q0, P);                             \
+        else if (half) c1_tile_yp2(j, w0, x, ob, p0, T, 2, 1, buf, p0 - q0, P);                                \
+        else c1_tile_yp2(j, w0, x, ob, p0, T, 2, 0, buf, p0 - q0, P);                                          \
     } while (0)
 
 /* Rows [oc0, oc1) of buf (pixels q0 .. q1 of the chunk) + bias (+ Z), activation, out to Y as whole rows. */
@@ -301,6 +315,7 @@ __attribute__((target("avx512f,fma"))) static void c1_flush(const c1_job *j, con
 __attribute__((target("avx512f,fma"))) static void c1_range_yp2(void *arg, int64_t t0, int64_t t1) {
     const c1_job *j = arg;
     float buf[32 * C1_CHUNK] __attribute__((aligned(64))); /* a block pair's rows of the chunk */
+    float wbuf[2 * 256 * 16] __attribute__((aligned(64))); /* scaled weights (C <= 256 in this mode) */
     for (int64_t t = t0; t < t1; t++) {
         const c1_task k = c1_task_of(j, t, C1_CHUNK);
         const int64_t q0 = k.q0, q1 = k.q1, ob0 = k.ob0, ob1 = k.ob1;
@@ -308,6 +323,7 @@ __attribute__((target("avx512f,fma"))) static void c1_range_yp2(void *arg, int64
         float *y = k.y;
         for (int64_t ob = ob0; ob < ob1; ob += 2) {
             int nb = ob1 - ob >= 2 ? 2 : 1, half = j->s->m - (ob + nb - 1) * 16 <= 8;
+            const float *w0 = c1_weights(j->s, k.sc, ob, nb, wbuf);
             for (int64_t p0 = q0; p0 < q1; p0 += C1_P) {
                 int P = q1 - p0 >= C1_P ? C1_P : (int)(q1 - p0);
                 if (P == C1_P) C1_YP2(0);
@@ -419,15 +435,16 @@ __attribute__((target("avx512f,fma"))) static void c1_range_pp(void *arg, int64_
 #define C1_CASE(P)                                                                                             \
     case P:                                                                                                    \
         if (xb) {                                                                                              \
-            if (nb == 2) c1_tile(j, x, y, z, ob, p0, P, 2, 1);                                                 \
-            else c1_tile(j, x, y, z, ob, p0, P, 1, 1);                                                         \
-        } else if (nb == 2) c1_tile(j, x, y, z, ob, p0, P, 2, 0);                                              \
-        else c1_tile(j, x, y, z, ob, p0, P, 1, 0);                                                             \
+            if (nb == 2) c1_tile(j, w0, x, y, z, ob, p0, P, 2, 1);                                             \
+            else c1_tile(j, w0, x, y, z, ob, p0, P, 1, 1);                                                     \
+        } else if (nb == 2) c1_tile(j, w0, x, y, z, ob, p0, P, 2, 0);                                          \
+        else c1_tile(j, w0, x, y, z, ob, p0, P, 1, 0);                                                         \
         break;
 
 __attribute__((target("avx512f,fma"))) static void c1_range(void *arg, int64_t t0, int64_t t1) {
     const c1_job *j = arg;
     const int xb = j->s->mode == CPU_C1X1_BLK_BLK;
+    float wbuf[2 * 512 * 16] __attribute__((aligned(64))); /* scaled weights (C <= 512 in these modes) */
     for (int64_t t = t0; t < t1; t++) {
         const c1_task k = c1_task_of(j, t, C1_CHUNK);
         const int64_t q0 = k.q0, q1 = k.q1, ob0 = k.ob0, ob1 = k.ob1;
@@ -435,6 +452,7 @@ __attribute__((target("avx512f,fma"))) static void c1_range(void *arg, int64_t t
         float *y = k.y;
         for (int64_t ob = ob0; ob < ob1; ob += 2) {
             int nb = ob1 - ob >= 2 ? 2 : 1;
+            const float *w0 = c1_weights(j->s, k.sc, ob, nb, wbuf);
             for (int64_t p0 = q0; p0 < q1; p0 += C1_P) {
                 int P = q1 - p0 >= C1_P ? C1_P : (int)(q1 - p0);
                 switch (P) {
@@ -458,16 +476,22 @@ int cpu_c1x1_available(cpu_context *ctx) {
 #endif
 }
 
+int cpu_c1x1_takes_scale(int mode) {
+    return mode == CPU_C1X1_PLAIN_BLK || mode == CPU_C1X1_BLK_BLK || mode == CPU_C1X1_BLK_PLAIN2;
+}
+
 netrun_status cpu_c1x1_run(cpu_context *ctx, const cpu_c1x1 *s, const float *x, const float *b, const float *z,
-                           float *y, int64_t n, int64_t hw) {
+                           const float *sc, int64_t sc_stride, float *y, int64_t n, int64_t hw) {
 #ifdef C1_AVX512
     if (!s || !x || !y || n < 0 || hw < 0)
         return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "Conv 1x1 (nChw16c): missing tensors");
+    if (sc && (!cpu_c1x1_takes_scale(s->mode) || s->c > (s->mode == CPU_C1X1_BLK_PLAIN2 ? 256 : 512)))
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "Conv 1x1 (nChw16c): no input scale in this mode");
     if (!cpu_has_avx512f())
         return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "Conv 1x1 (nChw16c): needs AVX-512F");
     if (n == 0 || hw == 0) return NETRUN_OK;
     int64_t chunk = s->mode == CPU_C1X1_PLAIN_PLAIN ? C1_PP_CHUNK : C1_CHUNK;
-    c1_job j = {s, x, b, z, y, hw, (hw + chunk - 1) / chunk, 1, s->mb};
+    c1_job j = {s, x, b, z, sc, sc_stride, y, hw, (hw + chunk - 1) / chunk, 1, s->mb};
     /* few pixels (SqueezeNet's 512 -> 1000 at 13x13 is one chunk): cut the output blocks too, into groups of
      * an even count (the plain-X kernel pairs blocks), so that every thread gets work */
     int64_t want = 4 * (int64_t)(ctx->threads > 0 ? ctx->threads : 1), tasks = n * j.chunks;
@@ -484,7 +508,7 @@ netrun_status cpu_c1x1_run(cpu_context *ctx, const cpu_c1x1 *s, const float *x, 
     cpu_parallel_for(ctx, n * j.chunks * j.obg, 1, fn, &j);
     return NETRUN_OK;
 #else
-    (void)ctx, (void)s, (void)x, (void)b, (void)z, (void)y, (void)n, (void)hw;
+    (void)ctx, (void)s, (void)x, (void)b, (void)z, (void)sc, (void)sc_stride, (void)y, (void)n, (void)hw;
     return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "Conv 1x1 (nChw16c): built without the AVX-512 kernel");
 #endif
 }

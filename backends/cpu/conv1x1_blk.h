@@ -23,9 +23,13 @@ enum {
 /* W [M][C] (row-major, constant), packed at create; mode CPU_C1X1_*. */
 netrun_status cpu_c1x1_create(int64_t c, int64_t m, const float *w, const netrun_fused_activation *act, int mode,
                               cpu_c1x1 **out);
-/* Y[n] = act(W X[n] + b + Z[n]) for the n images of `hw` pixels; b and z may be NULL. */
+/* 1 when mode's kernel takes a per-image input-channel scale (cpu_c1x1_run's sc): plain or nChw16c X into
+ * nChw16c Y, and the two-block nChw16c -> plain tile. */
+int cpu_c1x1_takes_scale(int mode);
+/* Y[n] = act(W (X[n] * S[n]) + b + Z[n]) for the n images of `hw` pixels; b, z and sc may be NULL. sc: C
+ * scales per image, sc_stride floats apart (0: one set for all images); only where cpu_c1x1_takes_scale. */
 netrun_status cpu_c1x1_run(cpu_context *ctx, const cpu_c1x1 *s, const float *x, const float *b, const float *z,
-                           float *y, int64_t n, int64_t hw);
+                           const float *sc, int64_t sc_stride, float *y, int64_t n, int64_t hw);
 void cpu_c1x1_destroy(cpu_c1x1 *s);
 
 #endif

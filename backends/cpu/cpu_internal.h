@@ -25,6 +25,10 @@ typedef struct cpu_context {
 
 extern const netrun_host_api *cpu_host; /* set by the entry point */
 
+/* conv.c: whether this Conv's folded squeeze-excite scale (params.src_scale) has a kernel here. */
+int cpu_conv_scale_supported(const netrun_backend_config *config, const netrun_node_desc *node, char *reason,
+                             size_t size);
+
 typedef struct cpu_op {
     const char *op_type;
     const char *domain;         /* NULL or "" = default domain */

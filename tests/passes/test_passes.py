@@ -201,6 +201,67 @@ def case_nchwc_stem():
     return g.model([("x", [2, 3, 13, 13])], ["r", "s.sig"]), 1, 0
 
 
+def conv1x1(g, x, cin, cout, name, bias=True):
+    ins = [x, g.c(name + ".w", w(cout, cin, 1, 1))] + ([g.c(name + ".b", w(cout))] if bias else [])
+    return g.n("Conv", ins, name)
+
+
+def case_se_fold():
+    """Squeeze-excite into a 1x1 projection, as in EfficientNet: the Mul is folded into the Conv reading it
+    (params.src_scale) where that Conv runs the AVX-512 1x1 kernel on nChw16c X. (a) a per-image scale
+    S [N, 96, 1, 1] into a 96 -> 24 projection (nChw16c in, plain out: the two-block tile); (b) a constant
+    S [1, 32, 1, 1] into a 32 -> 16 projection that is a graph output (asked with Y blocked, planned to write
+    plain Y: the kernel must take the scale either way); (c) an SE Mul whose output is also a graph output:
+    not folded. Returns the model and the folds expected on an AVX-512 CPU."""
+    g = G()
+    e = g.n("Relu", [conv1x1(g, "x", 24, 96, "ex")], "ex.relu")
+    d = g.n("Relu", [g.conv(e, 96, 96, "dw", group=96)], "dw.relu")
+    s = g.n("Relu", [conv1x1(g, g.n("GlobalAveragePool", [d], "gap"), 96, 8, "se1")], "se1.relu")
+    s = g.n("Sigmoid", [conv1x1(g, s, 8, 96, "se2")], "se2.sig")
+    conv1x1(g, g.n("Mul", [d, s], "se.mul"), 96, 24, "proj")  # (a)
+    d2 = g.n("Relu", [g.conv(conv1x1(g, "y", 24, 32, "ex2"), 32, 32, "dw2", group=32)], "dw2.relu")
+    scale = g.c("scale", RNG.uniform(0.5, 1.5, (1, 32, 1, 1)).astype(np.float32))
+    conv1x1(g, g.n("Mul", [scale, d2], "se2.mul"), 32, 16, "proj2", bias=False)  # (b), operands swapped
+    m3 = g.n("Mul", [d, s], "se3.mul")
+    conv1x1(g, m3, 96, 24, "proj3")  # (c)
+    return (g.model([("x", [2, 24, 14, 13]), ("y", [2, 24, 29, 28])], ["proj", "proj2", "proj3", "se3.mul"]),
+            2)
+
+
+def run_se_fold(nr, tmp):
+    """case_se_fold against onnxruntime at 1 and 2 threads, cpu.se_fold on and off; folded Convs counted by
+    name (the Mul's name first: 'se.mul+proj')."""
+    model, want = case_se_fold()
+    path = os.path.join(tmp, "se_fold.onnx")
+    onnx.save(model, path)
+    feeds = {i.name: RNG.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+             for i in model.graph.input}
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    ref = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    with open("/proc/cpuinfo") as f:
+        avx512 = " avx512f" in f.read()
+    errors = []
+    for on in ("1", "0"):
+        for threads in (1, 2):
+            with nr.session(path, backends="cpu", threads=threads, options={"cpu.se_fold": on}) as s:
+                outs = s.run(feeds)
+                for name, r, o in zip([o.name for o in model.graph.output], ref, outs):
+                    dd = float(np.max(np.abs(r - o)))
+                    if not dd <= 1e-4 * max(1.0, float(np.max(np.abs(r)))):
+                        errors.append(f"cpu.se_fold={on} threads={threads} {name}: max abs diff {dd:.2e}")
+                folded = sorted(n[0] for n in s.nodes() if ".mul+" in n[0] and n[1] == "Conv")
+                expect = want if on == "1" and avx512 else 0
+                if len(folded) != expect or any(f.startswith("se3.mul") for f in folded):
+                    errors.append(f"cpu.se_fold={on} threads={threads}: folded {folded}, expected {expect} "
+                                  f"(not se3.mul, a graph output)")
+    if errors:
+        print("FAIL se_fold: " + "; ".join(errors))
+        return 0
+    print(f"ok   se_fold ({'AVX-512: folds checked' if avx512 else 'no AVX-512: nothing folds'})")
+    return 1
+
+
 def run_nchwc(nr, tmp, case):
     """The nChw16c pass against onnxruntime at 1 and 2 threads, with it on and off; counts of its nodes."""
     model, want_reorders, want_gap = case()
@@ -301,6 +362,10 @@ def main():
                     passed += 1
                 else:
                     failed += 1
+            if run_se_fold(nr, tmp):
+                passed += 1
+            else:
+                failed += 1
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
