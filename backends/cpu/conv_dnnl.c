@@ -47,6 +47,7 @@ typedef struct dnnl_slice {
 struct cpu_dnnl_conv {
     int n_slices, has_bias, has_sum, post_act, blocked, dw;
     int winograd; /* cpu.winograd: try oneDNN's Winograd kernels for 3x3 stride-1 convs */
+    int own_swish; /* Swish by gu_swish_n after each image instead of oneDNN's post-op (cpu.dnnl_swish=1 keeps it) */
     int src_blk, dst_blk, per_image; /* nChw16c user X / Y (the nChw16c pass); per_image: primitives for N = 1 */
     int by_image; /* every slice holds all the channels; a batch is cut by images, one slice per running thread */
     atomic_int busy[64]; /* by_image: the slice a thread runs on is taken while it runs */
@@ -115,7 +116,7 @@ int cpu_dnnl_all(void) { return cpu_dnnl_available() && g_all; }
  * node time at 1 thread, EfficientNet-B0 7.3 -> 6.5 ms, MobileNetV2 4.6 -> 3.8, SqueezeNet 6.1 -> 5.7). */
 static dnnl_primitive_desc_t make_pd(const netrun_conv_params *p, const int64_t *xd, const int64_t *wd,
                                      const int64_t *yd, int64_t mc, int blocked16, int n1, int has_bias, int has_sum,
-                                     int wino, int *post_act,
+                                     int wino, int own_swish, int *post_act,
                                      dnnl_memory_desc_t *x_plain, dnnl_memory_desc_t *w_plain,
                                      dnnl_memory_desc_t *y_plain, dnnl_memory_desc_t *b_md) {
     int ns = p->n_spatial, rank = ns + 2;
@@ -175,6 +176,7 @@ static dnnl_primitive_desc_t make_pd(const netrun_conv_params *p, const int64_t 
     dnnl_alg_kind_t alg = dnnl_eltwise_relu;
     float alpha, beta;
     *post_act = map_act(&p->activation, &alg, &alpha, &beta);
+    if (own_swish && p->activation.kind == NETRUN_ACT_SWISH) *post_act = 0;
     if (dnnl_primitive_attr_create(&attr) || dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) ||
         dnnl_post_ops_create(&po))
         goto out;
@@ -221,8 +223,8 @@ static int build_slice(cpu_dnnl_conv *s, dnnl_slice *q, const netrun_conv_params
                     p->strides[0] == 1 && p->strides[1] == 1 && p->dilations[0] == 1 && p->dilations[1] == 1;
     for (int wino = wino_fits; wino >= 0 && !pd; wino--)
     for (int blocked16 = 1; blocked16 >= s->per_image && !pd; blocked16--) {
-        pd = make_pd(p, xd, wd, yd, q->mc, blocked16, s->per_image, s->has_bias, s->has_sum, wino, &post_act, &xp,
-                     &wp, &yp, &bm);
+        pd = make_pd(p, xd, wd, yd, q->mc, blocked16, s->per_image, s->has_bias, s->has_sum, wino, s->own_swish,
+                     &post_act, &xp, &wp, &yp, &bm);
         if (pd && dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl)) {
             dnnl_primitive_desc_destroy(pd);
             pd = NULL;
@@ -322,6 +324,12 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
     s->has_bias = has_bias;
     s->has_sum = p->has_sum;
     s->winograd = ctx->winograd;
+    /* oneDNN 2.7's eltwise_swish post-op cost more than netrun's AVX-512 loop over the image's slice after
+     * the primitive (still in L2/L3): EfficientNet-B0, 1 thread, --profile node sums, three rounds each,
+     * depthwise 3.1-3.4 -> 2.7-2.9 ms at batch 1 and 34.3-35.6 -> 28.4-33.1 at batch 8, the 1x1 expands
+     * 5.8-6.3 -> 5.7-5.8 and 47.6-49.1 -> 43.6-48.4; a lone 32-channel 112x112 depthwise 0.40-0.42 -> 0.32 ms */
+    const char *sw = cpu_option(ctx, "cpu.dnnl_swish");
+    s->own_swish = !(sw && !strcmp(sw, "1"));
     s->act = p->activation;
     s->m = m;
     s->n = yd[0];
@@ -422,19 +430,28 @@ static dnnl_status_t run_one(const run_job *j, dnnl_slice *q, int64_t img) {
     return st;
 }
 
-/* images [n0, n1) of slice q; an activation oneDNN lacks runs after it, elementwise, so the same in both
- * layouts over the slice's channels */
+/* The activation oneDNN does not run (map_act, own_swish) over image n of slice q: elementwise, so the same
+ * in both layouts over the slice's channels. */
+static void act_image(const run_job *j, const dnnl_slice *q, int64_t n) {
+    const cpu_dnnl_conv *s = j->s;
+    gu_act_n(j->y + (size_t)(n * s->m) * (size_t)s->plane + (size_t)q->m0 * (size_t)s->plane, q->mc * s->plane,
+             &s->act);
+}
+
+/* images [n0, n1) of slice q */
 static dnnl_status_t run_images(const run_job *j, dnnl_slice *q, int64_t n0, int64_t n1) {
     cpu_dnnl_conv *s = j->s;
     dnnl_status_t st = dnnl_success;
-    if (s->per_image)
-        for (int64_t n = n0; n < n1 && !st; n++) st = run_one(j, q, n);
-    else
+    const int act = !s->post_act && s->act.kind != NETRUN_ACT_NONE;
+    if (s->per_image) /* the activation right after each image, while its output is still cached */
+        for (int64_t n = n0; n < n1 && !st; n++) {
+            st = run_one(j, q, n);
+            if (!st && act) act_image(j, q, n);
+        }
+    else {
         st = run_one(j, q, -1);
-    if (!st && !s->post_act && s->act.kind != NETRUN_ACT_NONE)
-        for (int64_t n = n0; n < n1; n++)
-            gu_act_n(j->y + (size_t)(n * s->m) * (size_t)s->plane + (size_t)q->m0 * (size_t)s->plane,
-                     q->mc * s->plane, &s->act);
+        for (int64_t n = n0; act && !st && n < n1; n++) act_image(j, q, n);
+    }
     return st;
 }
 
