@@ -201,6 +201,25 @@ def case_nchwc_stem():
     return g.model([("x", [2, 3, 13, 13])], ["r", "s.sig"]), 1, 0
 
 
+def on_off_runs(nr, path, model, feeds, key, check):
+    """The model on the CPU with option key 1 and 0, at 1 and 2 threads, against onnxruntime (its graph
+    optimizations off); check(session, on, threads) adds its own error strings."""
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    ref = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    errors = []
+    for on in ("1", "0"):
+        for threads in (1, 2):
+            with nr.session(path, backends="cpu", threads=threads, options={key: on}) as s:
+                outs = s.run(feeds)
+                for name, r, o in zip([o.name for o in model.graph.output], ref, outs):
+                    dd = float(np.max(np.abs(r - o)))
+                    if not dd <= 1e-4 * max(1.0, float(np.max(np.abs(r)))):
+                        errors.append(f"{key}={on} threads={threads} {name}: max abs diff {dd:.2e}")
+                errors += check(s, on, threads)
+    return errors
+
+
 def conv1x1(g, x, cin, cout, name, bias=True):
     ins = [x, g.c(name + ".w", w(cout, cin, 1, 1))] + ([g.c(name + ".b", w(cout))] if bias else [])
     return g.n("Conv", ins, name)
@@ -236,25 +255,16 @@ def run_se_fold(nr, tmp):
     onnx.save(model, path)
     feeds = {i.name: RNG.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
              for i in model.graph.input}
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    ref = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
     with open("/proc/cpuinfo") as f:
         avx512 = " avx512f" in f.read()
-    errors = []
-    for on in ("1", "0"):
-        for threads in (1, 2):
-            with nr.session(path, backends="cpu", threads=threads, options={"cpu.se_fold": on}) as s:
-                outs = s.run(feeds)
-                for name, r, o in zip([o.name for o in model.graph.output], ref, outs):
-                    dd = float(np.max(np.abs(r - o)))
-                    if not dd <= 1e-4 * max(1.0, float(np.max(np.abs(r)))):
-                        errors.append(f"cpu.se_fold={on} threads={threads} {name}: max abs diff {dd:.2e}")
-                folded = sorted(n[0] for n in s.nodes() if ".mul+" in n[0] and n[1] == "Conv")
-                expect = want if on == "1" and avx512 else 0
-                if len(folded) != expect or any(f.startswith("se3.mul") for f in folded):
-                    errors.append(f"cpu.se_fold={on} threads={threads}: folded {folded}, expected {expect} "
-                                  f"(not se3.mul, a graph output)")
+
+    def check(s, on, threads):
+        folded = sorted(n[0] for n in s.nodes() if ".mul+" in n[0] and n[1] == "Conv")
+        expect = want if on == "1" and avx512 else 0
+        if len(folded) != expect or any(f.startswith("se3.mul") for f in folded):
+            return [f"cpu.se_fold={on} threads={threads}: folded {folded}, expected {expect} (not se3.mul, a graph output)"]
+        return []
+    errors = on_off_runs(nr, path, model, feeds, "cpu.se_fold", check)
     if errors:
         print("FAIL se_fold: " + "; ".join(errors))
         return 0
@@ -269,23 +279,13 @@ def run_nchwc(nr, tmp, case):
     onnx.save(model, path)
     shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
     feeds = {"x": RNG.standard_normal(shape).astype(np.float32)}
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    ref = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
-    errors = []
-    for on in ("1", "0"):
-        for threads in (1, 2):
-            with nr.session(path, backends="cpu", threads=threads, options={"cpu.nchwc": on}) as s:
-                outs = s.run(feeds)
-                for name, r, o in zip([o.name for o in model.graph.output], ref, outs):
-                    dd = float(np.max(np.abs(r - o)))
-                    if not dd <= 1e-4 * max(1.0, float(np.max(np.abs(r)))):
-                        errors.append(f"cpu.nchwc={on} threads={threads} {name}: max abs diff {dd:.2e}")
-                ops = [n[1] for n in s.nodes()]
-                got = (ops.count("ReorderNCHWc"), ops.count("GlobalAveragePoolNCHWc") + ops.count("MulChannelNCHWc"))
-                want = (want_reorders, want_gap) if on == "1" else (0, 0)
-                if got != want:
-                    errors.append(f"cpu.nchwc={on}: (reorders, blocked GAP + SE Mul) {got}, expected {want}")
+
+    def check(s, on, threads):
+        ops = [n[1] for n in s.nodes()]
+        got = (ops.count("ReorderNCHWc"), ops.count("GlobalAveragePoolNCHWc") + ops.count("MulChannelNCHWc"))
+        want = (want_reorders, want_gap) if on == "1" else (0, 0)
+        return [f"cpu.nchwc={on}: (reorders, blocked GAP + SE Mul) {got}, expected {want}"] if got != want else []
+    errors = on_off_runs(nr, path, model, feeds, "cpu.nchwc", check)
     if errors:
         print(f"FAIL {case.__name__}: " + "; ".join(errors))
         return 0
