@@ -598,7 +598,8 @@ static int plan_se_fold(opt_state *o, const netrun_backend_config *cfg, int n) {
     int m = -1;
     for (int k = 0; k < g->n_nodes && m < 0; k++)
         if (!o->removed[k] && g->nodes[k].n_outputs == 1 && g->nodes[k].outputs[0] == x) m = k;
-    if (m < 0 || !is_op(&g->nodes[m], "Mul") || g->nodes[m].n_inputs != 2 || !on_cpu(o, m) || !same_slot(o, m, n) ||
+    if (m < 0 || !is_op(&g->nodes[m], "Mul") || g->nodes[m].n_inputs != 2 || o->swish_x[m] >= 0 || !on_cpu(o, m) ||
+        !same_slot(o, m, n) ||
         s->snodes[o->snode_of[m]].dynamic || s->values[x].dynamic)
         return base;
     const netrun_value_desc *yd = &s->values[x].desc;
