@@ -432,9 +432,10 @@ static int want_c1x1(cpu_context *ctx, const netrun_conv_params *p, const conv_g
 /* The nChw16c pass's squeeze-excite fold (params.src_scale, S = input 3): only where the 1x1 kernel this node
  * gets under this config's threads and options takes the scale (conv1x1_blk.c); any other path would need a
  * pass over X first, which is what the fold removes. */
-int cpu_conv_scale_supported(const netrun_backend_config *config, const netrun_node_desc *node, char *reason,
-                             size_t size) {
+static int conv_supports_config(const netrun_backend_config *config, const netrun_node_desc *node, char *reason,
+                                size_t size) {
     const netrun_conv_params *p = node->params;
+    if (!p->src_scale) return 1;
     cpu_context ctx;
     memset(&ctx, 0, sizeof ctx);
     ctx.config = *config;
@@ -701,7 +702,7 @@ static void convt_describe(const netrun_node_desc *n, char *b, size_t s) { descr
 
 const cpu_op cpu_ops_conv[] = {
     {"Conv", "", CONV_DTYPES, "1-3 spatial dims; groups, depthwise direct; fused activation and sum",
-     conv_supports, conv_create, conv_run, conv_destroy, conv_describe, conv_describe_state},
+     conv_supports, conv_create, conv_run, conv_destroy, conv_describe, conv_describe_state, conv_supports_config},
     {"ConvTranspose", "", CONV_DTYPES, "1-3 spatial dims; groups; output_shape/output_padding",
      conv_supports, convt_create, convt_run, conv_destroy, convt_describe},
     {0},

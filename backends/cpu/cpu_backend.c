@@ -79,20 +79,16 @@ static int cpu_supports(const netrun_backend_config *config, const netrun_node_d
     }
     if (op->supports) {
         if (!op->supports(node, reason, size)) return 0;
-        const netrun_conv_params *cp = node->params;
-        if (!strcmp(node->op_type, "Conv") && !(node->domain && *node->domain) && cp &&
-            node->params_size >= offsetof(netrun_conv_params, src_scale) + sizeof cp->src_scale && cp->src_scale)
-            return cpu_conv_scale_supported(config, node, reason, size);
-        return 1;
+    } else {
+        netrun_dtype t = node->n_inputs > 0 && node->inputs[0].rank >= 0 ? node->inputs[0].dtype
+                         : node->n_outputs > 0                           ? node->outputs[0].dtype
+                                                                         : NETRUN_DTYPE_UNDEFINED;
+        if (!(op->dtypes & NETRUN_DTYPE_BIT(t))) {
+            snprintf(reason, size, "dtype %d not supported by the CPU %s kernel", (int)t, node->op_type);
+            return 0;
+        }
     }
-    netrun_dtype t = node->n_inputs > 0 && node->inputs[0].rank >= 0 ? node->inputs[0].dtype
-                     : node->n_outputs > 0                           ? node->outputs[0].dtype
-                                                                     : NETRUN_DTYPE_UNDEFINED;
-    if (!(op->dtypes & NETRUN_DTYPE_BIT(t))) {
-        snprintf(reason, size, "dtype %d not supported by the CPU %s kernel", (int)t, node->op_type);
-        return 0;
-    }
-    return 1;
+    return op->supports_config ? op->supports_config(config, node, reason, size) : 1;
 }
 
 static netrun_status cpu_context_create(const netrun_backend_config *config, netrun_backend_context **out) {

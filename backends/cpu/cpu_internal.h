@@ -25,9 +25,6 @@ typedef struct cpu_context {
 
 extern const netrun_host_api *cpu_host; /* set by the entry point */
 
-/* conv.c: whether this Conv's folded squeeze-excite scale (params.src_scale) has a kernel here. */
-int cpu_conv_scale_supported(const netrun_backend_config *config, const netrun_node_desc *node, char *reason,
-                             size_t size);
 
 typedef struct cpu_op {
     const char *op_type;
@@ -44,6 +41,9 @@ typedef struct cpu_op {
     void (*describe)(const netrun_node_desc *node, char *buf, size_t size);
     /* Optional: refine describe's text in buf once the state exists (what the library actually chose). */
     void (*describe_state)(const void *state, char *buf, size_t size);
+    /* Optional, after supports: a check that depends on the session's config (threads, cpu.* options). */
+    int (*supports_config)(const netrun_backend_config *config, const netrun_node_desc *node, char *reason,
+                           size_t reason_size);
 } cpu_op;
 
 /* Run fn(arg, begin, end) over [0, n) split into chunks on the context's threads (the caller thread takes
