@@ -13,7 +13,7 @@ if [ "${NETRUN_SKIP_SANITIZE:-0}" != 1 ]; then
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DNETRUN_SANITIZE=ON -DPython3_EXECUTABLE="$PY" >/dev/null
   cmake --build build-asan -j "$jobs"
   # intercept_tls_get_addr=0: gcc 12's sanitizer runtime misreads some dynamic TLS blocks and LeakSanitizer's
-  # exit-time tracer then crashes ("Tracer caught signal 11", google/sanitizers#1322; see tests/fuzz/run_fuzzer.py).
+  # exit-time tracer then crashes ("Tracer caught signal 11", google/sanitizers#1322; see tests/fuzz/sanitizer_defaults.h).
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:intercept_tls_get_addr=0 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   # Everything but the OpenCL tests with no OpenCL driver visible: a default run probes every plugin, and PoCL

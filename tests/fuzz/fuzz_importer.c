@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "netrun.h"
+#include "sanitizer_defaults.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "netrun.h"
+#include "sanitizer_defaults.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     netrun_tensor_view *t = NULL;

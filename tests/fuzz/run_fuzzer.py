@@ -76,13 +76,8 @@ def main():
     env = dict(os.environ)
     # Huge allocations asked for by a model must come back as NULL (netrun reports out of memory), not
     # abort the fuzzer; real RSS growth is still capped by -rss_limit_mb.
-    # intercept_tls_get_addr=0: up to LLVM 16 / GCC 13 the sanitizer runtime takes a dynamic TLS block that
-    # malloc happened to place at offset 16 of a page for a glibc-2.19 block and records the two words before
-    # it as that block's range; LeakSanitizer's exit-time check then scans garbage and its tracer dies
-    # ("Tracer caught signal 11", google/sanitizers#1322). Seen in about one 60 s importer run in two here
-    # (clang 14, glibc 2.36). Leaks are still reported; dynamic TLS is just not scanned for roots.
-    env.setdefault("ASAN_OPTIONS", "allocator_may_return_null=1:max_allocation_size_mb=2048:detect_leaks=1:"
-                   "intercept_tls_get_addr=0")
+    # (the harnesses add intercept_tls_get_addr=0 themselves: tests/fuzz/sanitizer_defaults.h says why)
+    env.setdefault("ASAN_OPTIONS", "allocator_may_return_null=1:max_allocation_size_mb=2048:detect_leaks=1")
     env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
     # a fixed seed keeps CI runs repeatable (new paths are for the long runs, see docs/reliability.md)
     cmd = [a.fuzzer, "-seed=1", f"-max_total_time={a.seconds}", "-rss_limit_mb=4096", "-timeout=10", "-max_len=65536",

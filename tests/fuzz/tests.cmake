@@ -56,7 +56,7 @@ if(_nr_fuzz_ok)
         ${CMAKE_CURRENT_LIST_DIR}/fuzz_${h}.c
         ${NR_FUZZ_DIR}/lib/static/libnetrun_testable.a ${NR_FUZZ_DIR}/lib/static/libnetrun_onnx_proto.a
         ${PROTOBUF_C_LIBRARY} -lpthread -ldl -lm -o ${_out}
-      DEPENDS ${CMAKE_CURRENT_LIST_DIR}/fuzz_${h}.c netrun-fuzz-libs
+      DEPENDS ${CMAKE_CURRENT_LIST_DIR}/fuzz_${h}.c ${CMAKE_CURRENT_LIST_DIR}/sanitizer_defaults.h netrun-fuzz-libs
         ${NR_FUZZ_DIR}/lib/static/libnetrun_testable.a
       COMMENT "clang libFuzzer harness fuzz_${h}" VERBATIM)
     list(APPEND _fuzzers ${_out})
