@@ -576,6 +576,17 @@ static int plan_blk_conv(opt_state *o, const netrun_backend_config *cfg, int n) 
     return ok;
 }
 
+/* The kept node that writes value v, a fused Conv included (it writes its last absorbed node's output, which
+ * producer() gives as that absorbed node), or -1. */
+static int writer_of(const opt_state *o, int v) {
+    for (int k = 0; k < o->g->n_nodes; k++) {
+        const conv_plan *q = &o->plan[k];
+        int out = q->bn >= 0 || q->add >= 0 || q->act >= 0 ? q->out : o->g->nodes[k].n_outputs ? o->g->nodes[k].outputs[0] : -1;
+        if (!o->removed[k] && out == v) return k;
+    }
+    return -1;
+}
+
 /* Squeeze-excite's Mul(X, S [N or 1, C, 1, 1]) read only by 1x1 Conv n (stride 1, no pads, group 1): the
  * Conv takes X and S instead (params.src_scale) when its CPU kernel then reads X blocked; the Mul is gone.
  * The scale costs the kernel one multiply per packed weight and task (conv1x1_blk.c); the Mul was a pass
@@ -595,10 +606,8 @@ static int plan_se_fold(opt_state *o, const netrun_backend_config *cfg, int n) {
     if ((on && !strcmp(on, "0")) || !cp || cp->n_spatial != 2 || cp->group != 1 || x < 0 || only_user(o, x) != n) return base;
     for (int i = 0; i < 2; i++)
         if (cp->kernel[i] != 1 || cp->strides[i] != 1 || cp->pads_begin[i] || cp->pads_end[i]) return base;
-    int m = -1;
-    for (int k = 0; k < g->n_nodes && m < 0; k++)
-        if (!o->removed[k] && g->nodes[k].n_outputs == 1 && g->nodes[k].outputs[0] == x) m = k;
-    if (m < 0 || !is_op(&g->nodes[m], "Mul") || g->nodes[m].n_inputs != 2 || o->swish_x[m] >= 0 || !on_cpu(o, m) ||
+    int m = producer(o, x);
+    if (m < 0 || o->removed[m] || !is_op(&g->nodes[m], "Mul") || g->nodes[m].n_inputs != 2 || o->swish_x[m] >= 0 || !on_cpu(o, m) ||
         !same_slot(o, m, n) ||
         s->snodes[o->snode_of[m]].dynamic || s->values[x].dynamic)
         return base;
@@ -607,12 +616,7 @@ static int plan_se_fold(opt_state *o, const netrun_backend_config *cfg, int n) {
         int xv = val(o, g->nodes[m].inputs[j]), sv = val(o, g->nodes[m].inputs[1 - j]);
         if (xv < 0 || sv < 0 || s->values[xv].dynamic || s->values[sv].dynamic) continue;
         /* X must come blocked: from a Conv writing nChw16c (it keeps doing so, this Conv reads it blocked) */
-        int px = -1;
-        for (int k = 0; k < g->n_nodes && px < 0; k++) {
-            const conv_plan *q = &o->plan[k];
-            int wrote = q->bn >= 0 || q->add >= 0 || q->act >= 0 ? q->out : g->nodes[k].n_outputs ? g->nodes[k].outputs[0] : -1;
-            if (!o->removed[k] && wrote == xv) px = k;
-        }
+        int px = writer_of(o, xv);
         if (px < 0 || (o->blk_conv[px] != 1 && o->blk_conv[px] != 2)) continue;
         const netrun_value_desc *xd = &s->values[xv].desc, *sd = &s->values[sv].desc;
         if (xd->rank != 4 || xd->dtype != NETRUN_DTYPE_FLOAT || memcmp(xd->dims, yd->dims, 4 * sizeof(int64_t)) ||
