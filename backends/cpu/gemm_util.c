@@ -31,28 +31,34 @@ GU_SIMD static void sigmoid_c(float *y, int64_t n) {
 #include <immintrin.h>
 #define GU_AVX512 1
 /* The AVX-512 forms, written out: the target_clones build above gets no FMA ("avx512f" alone) and divides,
- * which made SiLU 18% of EfficientNet-B0 at one thread. exp as cpu_expf (Cephes polynomial) with the 2^n scale
- * by scalef; 1 / d by rcp14 and one Newton step (relative error ~2^-28). Returns 1 / (1 + exp(t)); for t > 80
- * exactly 0 (the true value is below 2e-35; this keeps d = 1 + e under 2^126, where rcp14 stays exact, and
- * x * sigmoid(x) at -1e30 a zero as in libm). NaN passes through. */
+ * which made SiLU 18% of EfficientNet-B0 at one thread. Returns 1 / (1 + exp(t)), in 14 vector operations:
+ * 2^n by the 1.5 * 2^23 shift trick (n lands in the low mantissa bits of k and is shifted into the exponent
+ * with integer ops), one-step reduction r = t - n ln2, a degree-5 polynomial for exp(r) (least-squares fit on
+ * [-ln2/2, ln2/2], relative error 2.2e-7 in float), 1 / d by rcp14 and one Newton step (~2^-28). 4.5 ns a
+ * vector here against 6.7 for Cephes' expf with roundscale and scalef (a 1,792-float row in L1). t is clamped
+ * to [-87, 87] so that n stays in the exponent's range and d under 2^126 (where rcp14 is exact); for t > 87
+ * exactly 0 (the true value is below 2e-38: x * sigmoid(x) at -1e30 a zero as in libm). A NaN t is put back
+ * at the end: the integer exponent add could turn its bits into a number. */
 __attribute__((target("avx512f,fma"))) static inline __m512 recip_1p_exp512(__m512 t) {
-    __mmask16 huge = _mm512_cmp_ps_mask(t, _mm512_set1_ps(80.0f), _CMP_GT_OQ);
-    t = _mm512_max_ps(_mm512_set1_ps(-104.0f), _mm512_min_ps(_mm512_set1_ps(80.0f), t)); /* NaN: 2nd operand */
-    __m512 nf = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(1.44269504088896341f)),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(nf, _mm512_set1_ps(0.693359375f), t);
-    r = _mm512_fmadd_ps(nf, _mm512_set1_ps(2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    __m512 d = _mm512_add_ps(_mm512_scalef_ps(p, nf), _mm512_set1_ps(1.0f));
+    __mmask16 huge = _mm512_cmp_ps_mask(t, _mm512_set1_ps(87.0f), _CMP_GT_OQ);
+    __mmask16 nan = _mm512_cmp_ps_mask(t, t, _CMP_UNORD_Q);
+    __m512 tc = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(-87.0f)), _mm512_set1_ps(87.0f));
+    const __m512 magic = _mm512_set1_ps(12582912.0f); /* 1.5 * 2^23 */
+    __m512 k = _mm512_fmadd_ps(tc, _mm512_set1_ps(1.44269504088896341f), magic);
+    __m512 n = _mm512_sub_ps(k, magic);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693147180559945f), tc);
+    __m512 p = _mm512_set1_ps(0.00829172f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.04191503f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.16667663f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.499989f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.99999964f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0000001f));
+    __m512i e = _mm512_slli_epi32(_mm512_castps_si512(k), 23);
+    __m512 d = _mm512_add_ps(_mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), e)), _mm512_set1_ps(1.0f));
     __m512 q = _mm512_rcp14_ps(d);
     q = _mm512_fmadd_ps(q, _mm512_fnmadd_ps(d, q, _mm512_set1_ps(1.0f)), q);
-    return _mm512_mask_mov_ps(q, huge, _mm512_setzero_ps());
+    q = _mm512_mask_mov_ps(q, huge, _mm512_setzero_ps());
+    return _mm512_mask_mov_ps(q, nan, t);
 }
 
 __attribute__((target("avx512f,fma"))) static void swish_avx512(float *y, int64_t n, float bias, float alpha) {
