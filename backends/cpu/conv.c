@@ -81,6 +81,16 @@ static int is_pointwise(const conv_geom *g, const netrun_conv_params *p) {
     return g->in_size == g->out_size;
 }
 
+/* A 1x1 conv on 1x1 planes (squeeze-excite's two FCs in EfficientNet): per image one GEMV, whose output
+ * channels are cut over the threads (gemv_range). The sgemm path would run it on one thread (its columns are
+ * what it cuts), and oneDNN reorders the tiny X and Y around a blocked kernel: EfficientNet-B0's 32 of them
+ * took 12 us each at 2 threads, reading at most 221 KB of weights. cpu.conv_gemv=0 keeps oneDNN. */
+static int want_gemv(cpu_context *ctx, const netrun_conv_params *p, const conv_geom *g, int transpose) {
+    const char *o = cpu_option(ctx, "cpu.conv_gemv");
+    return !transpose && g->g == 1 && g->out_size == 1 && g->in_size == 1 && is_pointwise(g, p) &&
+           !p->src_blocked && !p->dst_blocked && !p->src_scale && !(o && !strcmp(o, "0"));
+}
+
 /* How the work is cut: `blocks` pieces per (batch, group) of `bsize` columns (Conv) or channels
  * (ConvTranspose), and the floats of workspace each slot needs. */
 typedef struct conv_plan {
@@ -115,6 +125,7 @@ typedef struct conv_state {
     cpu_dnnl_conv *dnnl; /* oneDNN primitive for the create-time dims, or NULL */
     cpu_c1x1 *c1;        /* 1x1 kernel between plain and nChw16c (conv1x1_blk.c), or NULL */
     int c1_mode;         /* its CPU_C1X1_* layouts */
+    int gemv;            /* a 1x1 conv on 1x1 planes run as GEMVs (want_gemv) */
     int rank, has_bias;
     int64_t xd[NETRUN_MAX_RANK], yd[NETRUN_MAX_RANK];
 } conv_state;
@@ -162,6 +173,31 @@ static void epilogue(const conv_job *j, float *y, const float *z, int64_t ld, in
         else if (bias)
             for (int64_t i = 0; i < len; i++) yr[i] += bv;
         gu_act_n(yr, len, act);
+    }
+}
+
+#define GEMV_MIN_ROWS 8
+/* Tasks of want_gemv: output channels [m0, m0 + rows) of image n; task t is block t / n, image t % n, so a
+ * thread's consecutive tasks read the same rows of W. */
+typedef struct gemv_job {
+    const conv_job *j;
+    int64_t rows, blocks;
+} gemv_job;
+
+static void gemv_range(void *arg, int64_t t0, int64_t t1) {
+    const gemv_job *gj = arg;
+    const conv_job *j = gj->j;
+    const conv_geom *g = j->g;
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t n = t % g->n, m0 = (t / g->n) * gj->rows, mr = g->m - m0 < gj->rows ? g->m - m0 : gj->rows;
+        float *y = j->y + n * g->m + m0;
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)mr, (int)g->c, 1.0f, j->w + m0 * g->c, (int)g->c,
+                    j->x + n * g->c, 1, 0.0f, y, 1);
+        if (j->b)
+            for (int64_t i = 0; i < mr; i++) y[i] += j->b[m0 + i];
+        if (j->z)
+            for (int64_t i = 0; i < mr; i++) y[i] += j->z[n * g->m + m0 + i];
+        gu_act_n(y, mr, &j->p->activation);
     }
 }
 
@@ -505,6 +541,10 @@ static netrun_status create_common(cpu_context *ctx, const netrun_node_desc *nod
             memcpy(s->yd, node->outputs[0].dims, sizeof s->yd);
             return NETRUN_OK;
         }
+        if (s && want_gemv(ctx, p, &g, transpose)) {
+            s->gemv = 1;
+            return NETRUN_OK;
+        }
         if (s && (p->src_blocked || p->dst_blocked || want_dnnl(ctx->threads, node, &g, transpose))) {
             size_t need = 0;
             netrun_status rc = cpu_dnnl_conv_create(ctx, p, node->inputs[0].dims, w->dims, node->outputs[0].dims,
@@ -622,6 +662,12 @@ static netrun_status run_common(cpu_context *ctx, void *state, const netrun_kern
         rc = cpu_dnnl_conv_run(ctx, st->dnnl, j.x, j.b, j.z, j.y, args->workspace, args->workspace_size);
     } else if (p->src_blocked || p->dst_blocked) {
         rc = cpu_host->error(NETRUN_ERR_BACKEND, "%s: nChw16c tensors need the oneDNN kernel built for these dims", op);
+    } else if (st && st->gemv && g.out_size == 1 && g.in_size == 1 && g.g == 1) {
+        int64_t threads = ctx->threads > 0 ? ctx->threads : 1;
+        int64_t rows = (g.m + 4 * threads - 1) / (4 * threads);
+        rows = rows < GEMV_MIN_ROWS ? GEMV_MIN_ROWS : (rows + 7) / 8 * 8;
+        gemv_job gj = {&j, rows, (g.m + rows - 1) / rows};
+        cpu_parallel_for(ctx, gj.blocks * g.n, 1, gemv_range, &gj);
     } else if (is_dw2d(&g, transpose)) {
         cpu_dw_args a;
         dw_args(&g, &a);
@@ -694,6 +740,7 @@ static void conv_describe_state(const void *state, char *buf, size_t size) {
     if (s->dnnl && strstr(cpu_dnnl_conv_impl(s->dnnl), "wino") && n < size) snprintf(buf + n, size - n, ", Winograd");
     n = strlen(buf);
     if (cpu_dnnl_conv_by_image(s->dnnl) && n < size) snprintf(buf + n, size - n, ", by image");
+    if (s->gemv) snprintf(buf, size, "1x1 sgemv (1x1 planes)");
     if (s->c1) snprintf(buf, size, "1x1 avx512 (%s)", s->c1_mode == CPU_C1X1_BLK_PLAIN2 ? "nChw16c in, paired" : s->c1_mode == CPU_C1X1_BLK_PLAIN ? "nChw16c in" : s->c1_mode == CPU_C1X1_PLAIN_PLAIN ? "NCHW" : s->c1_mode == CPU_C1X1_BLK_BLK ? "nChw16c in/out" : "nChw16c out");
 }
 static void convt_describe(const netrun_node_desc *n, char *b, size_t s) { describe_common(n, b, s, 1); }

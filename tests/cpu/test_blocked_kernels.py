@@ -22,6 +22,8 @@ their AVX-512 paths on and off (cpu.pool_avx512 / cpu.conv1x1_blk = 0: the porta
 - depthwise Conv on nChw16c X and Y (oneDNN, between the kernels above): 3x3 / 5x5 / 1x1 / 3x5 kernels,
   strides 1-2, pads (asymmetric, none, wider than the kernel), dilations, small planes, with and without
   bias, Clip / SiLU epilogues;
+- 1x1 convs on the 1x1 planes of a GlobalAveragePool (cpu.conv_gemv: one GEMV per image, output channels cut
+  over the threads; off: oneDNN): squeeze-excite shapes, few rows, a fused sum, SiLU / Sigmoid / Relu;
 - oneDNN nChw16c convs at batch 2-6 and 2 threads cut by images (cpu.dnnl_images; uneven channel slices or small
   weights on big planes) and by output channels (cpu.dnnl_images=0; batch 3: too few images for 2 threads).
 The kernel column must name the AVX-512 1x1 kernel when it is on and the CPU has AVX-512F, never when off.
@@ -234,6 +236,29 @@ def c1x1_case(cin, cout, h, w, act, bias, residual, proj=None):
     return g.model(ins, ["dw"]), (cin, h, w), (16, h, w) if residual else None
 
 
+GEMVS = [  # (in channels, out channels, activation, bias, residual): 1x1 convs on the 1x1 planes of a GlobalAveragePool
+    (1152, 48, "silu", True, False),  # EfficientNet's squeeze-excite FCs
+    (48, 1152, "sigmoid", True, False),
+    (96, 4, "relu", False, True),  # fewer rows than a task's minimum
+    (37, 203, None, True, True),  # rows not a multiple of 8
+]
+
+
+def gemv_case(cin, cout, act, bias, residual):
+    g = G()
+    y = g.conv(g.n("GlobalAveragePool", ["x"], "gap"), cin, cout, "e", k=1, bias=bias)
+    if residual:
+        y = g.n("Add", [y, "x2"], "e.add")
+    if act == "silu":
+        y = g.n("Mul", [y, g.n("Sigmoid", [y], "e.sig")], "e.silu")
+    elif act == "sigmoid":
+        y = g.n("Sigmoid", [y], "e.sig")
+    elif act == "relu":
+        y = g.n("Relu", [y], "e.relu")
+    ins = [("x", None)] + ([("x2", None)] if residual else [])
+    return g.model(ins, [y]), (cin, 5, 3), (cout, 1, 1) if residual else None
+
+
 IMGS = [  # (in channels, middle channels, out channels, H, W): oneDNN nChw16c convs cut by images (cpu.dnnl_images)
     (3, 48, 32, 29, 31),  # 48: uneven channel slices; 32 with small weights on a plane of 899 pixels
     (16, 144, 48, 9, 7),
@@ -268,7 +293,7 @@ def main():
     cases = ([("pool", pool_case, p) for p in POOLS] + [("plainpool", plain_pool_case, p) for p in PLAIN_POOLS] +
              [("1x1", c1x1_case, p) for p in C1X1] + [("plain1x1", plain1x1_case, p) for p in PLAINS] +
              [("dw", dw_case, p) for p in DWS] + [("plaindw", plain_dw_case, p) for p in PLAIN_DWS] +
-             [("img", img_case, p) for p in IMGS])
+             [("img", img_case, p) for p in IMGS] + [("gemv", gemv_case, p) for p in GEMVS])
     with tempfile.TemporaryDirectory() as tmp:
         for kind, fn, params in cases:
             for batch in (1, 2) + ((3, 4, 6) if kind == "img" else ()):
@@ -294,7 +319,7 @@ def main():
                         opts = {"cpu.pool_avx512": on, "cpu.conv1x1_blk": on, "cpu.conv1x1_plain": on,
                                 "cpu.dw_tiled": on, "cpu.dw_split": "0" if fast == "nosplit" else on,
                                 "cpu.conv1x1_bb": on, "cpu.conv1x1_yp2": "0" if fast == "yp1" else on,
-                                "cpu.dnnl_images": "0" if fast == "noimg" else on}
+                                "cpu.dnnl_images": "0" if fast == "noimg" else on, "cpu.conv_gemv": on}
                         with nr.session(path, backends="cpu", threads=threads, options=opts) as s:
                             out = s.run(feeds)[0]
                             d = float(np.max(np.abs(ref - out)))
@@ -322,6 +347,9 @@ def main():
                             if (kind == "dw" and any("oneDNN" in k for _, _, _, k in nodes)
                                     and not any(nm.startswith("dw") and "nChw16c in/out" in k for nm, _, _, k in nodes)):
                                 errors.append(f"the depthwise conv is not on the nChw16c path: {nodes}")
+                            gemv = [nm for nm, _, _, k in nodes if "1x1 sgemv" in k]
+                            if kind == "gemv" and gemv != ([] if fast == "0" else [n for n, _, _, _ in nodes if n.startswith("e")]):
+                                errors.append(f"cpu.conv_gemv={on}: GEMV path on {gemv}: {nodes}")
                             if kind == "plaindw" and not any("depthwise direct" in k for _, _, _, k in nodes):
                                 errors.append(f"the plain depthwise conv did not run conv_depthwise.c: {nodes}")
                             # with oneDNN built in (the nChw16c pass needs it) and AVX-512F, the 1x1 must take it
