@@ -28,6 +28,12 @@ typedef struct conv_plan {
     int mul, sx, sv;   /* squeeze-excite Mul(sx, sv) folded in as X times scale (CPU nChw16c 1x1), or -1 */
 } conv_plan;
 
+/* Whether the plan absorbs any node, and the value the (fused) node then writes. */
+static int plan_absorbs(const conv_plan *p) { return p->bn >= 0 || p->add >= 0 || p->act >= 0 || p->mul >= 0; }
+static int plan_out(const conv_plan *p, const nr_node *nd) {
+    return plan_absorbs(p) ? p->out : nd->n_outputs ? nd->outputs[0] : -1; /* p->out is set by fusions only */
+}
+
 typedef struct opt_state {
     netrun_session *s;
     const nr_graph *g;
@@ -486,7 +492,7 @@ static netrun_status build_copy(opt_state *o, nr_graph *ng, int **params_from) {
         if (o->removed[n]) continue;
         const nr_node *nd = &g->nodes[n];
         const conv_plan *p = &o->plan[n];
-        int fused = p->bn >= 0 || p->add >= 0 || p->act >= 0 || p->mul >= 0;
+        int fused = plan_absorbs(p);
         char name[1280], act_name[512] = "";
         if (p->act >= 0) swish_name(o, p->act, act_name, sizeof act_name);
         snprintf(name, sizeof name, "%s%s%s%s%s%s%s%s%s", p->mul >= 0 ? g->nodes[p->mul].name : "", p->mul >= 0 ? "+" : "",
@@ -561,7 +567,7 @@ static int plan_blk_conv(opt_state *o, const netrun_backend_config *cfg, int n) 
     const nr_node *nd = &o->g->nodes[n];
     if (!is_op(nd, "Conv") || !nd->layer || !on_cpu(o, n) || o->s->snodes[o->snode_of[n]].dynamic) return 0;
     const conv_plan *p = &o->plan[n];
-    int out = p->bn >= 0 || p->add >= 0 || p->act >= 0 ? p->out : nd->outputs[0]; /* p->out is set by fusions only */
+    int out = plan_out(p, nd);
     const netrun_value_desc *xd = &o->s->snodes[o->snode_of[n]].in_desc[0];
     if (out < 0 || o->s->values[out].dynamic || o->s->values[out].desc.rank != 4 || xd->dtype != NETRUN_DTYPE_FLOAT ||
         xd->rank != 4)
@@ -580,9 +586,7 @@ static int plan_blk_conv(opt_state *o, const netrun_backend_config *cfg, int n) 
  * producer() gives as that absorbed node), or -1. */
 static int writer_of(const opt_state *o, int v) {
     for (int k = 0; k < o->g->n_nodes; k++) {
-        const conv_plan *q = &o->plan[k];
-        int out = q->bn >= 0 || q->add >= 0 || q->act >= 0 ? q->out : o->g->nodes[k].n_outputs ? o->g->nodes[k].outputs[0] : -1;
-        if (!o->removed[k] && out == v) return k;
+        if (!o->removed[k] && plan_out(&o->plan[k], &o->g->nodes[k]) == v) return k;
     }
     return -1;
 }
@@ -624,7 +628,7 @@ static int plan_se_fold(opt_state *o, const netrun_backend_config *cfg, int n) {
             sd->dims[1] != xd->dims[1] || sd->dims[2] != 1 || sd->dims[3] != 1)
             continue;
         int out0 = p->out;
-        if (p->bn < 0 && p->add < 0 && p->act < 0) p->out = nd->outputs[0];
+        if (!plan_absorbs(p)) p->out = nd->outputs[0];
         p->mul = m, p->sx = xv, p->sv = sv;
         int blk = plan_blk_conv(o, cfg, n);
         if (blk == 1 || blk == 3) { /* reads X blocked: the kernels that take the scale */
@@ -960,7 +964,7 @@ static int plan_h_conv(opt_state *o, const netrun_backend_config *cfg, int n) {
     if (!is_op(nd, "Conv") || !nd->layer || !on_backend(o, n, "cuda") || o->s->snodes[o->snode_of[n]].dynamic)
         return 0;
     const conv_plan *p = &o->plan[n];
-    int out = p->bn >= 0 || p->add >= 0 || p->act >= 0 ? p->out : nd->outputs[0];
+    int out = plan_out(p, nd);
     const nr_snode *sn = &o->s->snodes[o->snode_of[n]];
     int64_t cnt;
     if (out < 0 || o->s->values[out].dynamic || !regionable_desc(&sn->in_desc[0]) ||
@@ -1516,7 +1520,7 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
         if (o.swish_x[from[n]] >= 0) m->ir->graph->nodes[n].opset = 24; /* Swish is an opset-24 op */
         const conv_plan *p = &o.plan[from[n]];
         netrun_conv_params *cp = m->ir->graph->nodes[n].params;
-        if (!cp || (p->bn < 0 && p->add < 0 && p->act < 0 && p->mul < 0)) continue;
+        if (!cp || !plan_absorbs(p)) continue;
         if (p->mul >= 0) cp->src_scale = 1;
         if (p->add >= 0) cp->has_sum = 1;
         if (p->act >= 0) cp->activation = p->fa;

@@ -91,6 +91,12 @@ static int want_gemv(cpu_context *ctx, const netrun_conv_params *p, const conv_g
            !p->src_blocked && !p->dst_blocked && !p->src_scale && !(o && !strcmp(o, "0"));
 }
 
+/* The folded squeeze-excite scale S (params.src_scale) fits X: float32 [N or 1, C, 1, 1] for a 4-D X. */
+static int scale_fits(netrun_dtype dt, int rank, const int64_t *dims, int x_rank, const int64_t *x_dims) {
+    return dt == NETRUN_DTYPE_FLOAT && rank == 4 && x_rank == 4 && (dims[0] == 1 || dims[0] == x_dims[0]) &&
+           dims[1] == x_dims[1] && dims[2] == 1 && dims[3] == 1;
+}
+
 /* How the work is cut: `blocks` pieces per (batch, group) of `bsize` columns (Conv) or channels
  * (ConvTranspose), and the floats of workspace each slot needs. */
 typedef struct conv_plan {
@@ -181,7 +187,7 @@ static void epilogue(const conv_job *j, float *y, const float *z, int64_t ld, in
  * thread's consecutive tasks read the same rows of W. */
 typedef struct gemv_job {
     const conv_job *j;
-    int64_t rows, blocks;
+    int64_t rows;
 } gemv_job;
 
 static void gemv_range(void *arg, int64_t t0, int64_t t1) {
@@ -479,11 +485,9 @@ static int conv_supports_config(const netrun_backend_config *config, const netru
     const netrun_value_desc *x = &node->inputs[0], *sc = node->n_inputs > 3 + p->has_sum ? &node->inputs[3] : NULL;
     conv_geom g;
     int mode = -1;
-    if (sc && sc->dtype == NETRUN_DTYPE_FLOAT && x->dtype == NETRUN_DTYPE_FLOAT && x->rank == 4 && sc->rank == 4 &&
+    if (sc && x->dtype == NETRUN_DTYPE_FLOAT && scale_fits(sc->dtype, sc->rank, sc->dims, x->rank, x->dims) &&
         node->n_outputs > 0 && node->inputs[1].const_data && dims_known(x) && dims_known(&node->outputs[0]) &&
-        dims_known(&node->inputs[1]) && (sc->dims[0] == 1 || sc->dims[0] == x->dims[0]) &&
-        sc->dims[1] == x->dims[1] && sc->dims[2] == 1 && sc->dims[3] == 1 &&
-        make_geom(p, x->dims, node->outputs[0].dims, node->inputs[1].dims[1], 0, &g))
+        dims_known(&node->inputs[1]) && make_geom(p, x->dims, node->outputs[0].dims, node->inputs[1].dims[1], 0, &g))
         mode = want_c1x1(&ctx, p, &g, 0) - 1;
     if (mode < 0 || !cpu_c1x1_takes_scale(mode)) {
         snprintf(reason, size, "a folded input scale needs the AVX-512 1x1 kernel (float32 [N or 1, C, 1, 1] S)");
@@ -640,10 +644,9 @@ static netrun_status run_common(cpu_context *ctx, void *state, const netrun_kern
         rc = cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: out of memory staging float16 tensors", op);
         goto done;
     }
-    if (p->src_scale) { /* only the 1x1 kernel takes it (cpu_conv_scale_supported) */
-        int ok = S && S->dtype == NETRUN_DTYPE_FLOAT && S->data && S->rank == 4 && X->rank == 4 &&
-                 (S->dims[0] == 1 || S->dims[0] == X->dims[0]) && S->dims[1] == X->dims[1] && S->dims[2] == 1 &&
-                 S->dims[3] == 1 && st && st->c1 && cpu_c1x1_takes_scale(st->c1_mode) &&
+    if (p->src_scale) { /* only the 1x1 kernel takes it (conv_supports_config) */
+        int ok = S && S->data && scale_fits(S->dtype, S->rank, S->dims, X->rank, X->dims) && st && st->c1 &&
+                 cpu_c1x1_takes_scale(st->c1_mode) &&
                  (B != NULL) == st->has_bias && !memcmp(X->dims, st->xd, 4 * sizeof X->dims[0]) &&
                  !memcmp(Y->dims, st->yd, 4 * sizeof Y->dims[0]);
         if (!ok) {
@@ -666,8 +669,8 @@ static netrun_status run_common(cpu_context *ctx, void *state, const netrun_kern
         int64_t threads = ctx->threads > 0 ? ctx->threads : 1;
         int64_t rows = (g.m + 4 * threads - 1) / (4 * threads);
         rows = rows < GEMV_MIN_ROWS ? GEMV_MIN_ROWS : (rows + 7) / 8 * 8;
-        gemv_job gj = {&j, rows, (g.m + rows - 1) / rows};
-        cpu_parallel_for(ctx, gj.blocks * g.n, 1, gemv_range, &gj);
+        gemv_job gj = {&j, rows};
+        cpu_parallel_for(ctx, (g.m + rows - 1) / rows * g.n, 1, gemv_range, &gj);
     } else if (is_dw2d(&g, transpose)) {
         cpu_dw_args a;
         dw_args(&g, &a);

@@ -25,7 +25,6 @@ typedef struct cpu_context {
 
 extern const netrun_host_api *cpu_host; /* set by the entry point */
 
-
 typedef struct cpu_op {
     const char *op_type;
     const char *domain;         /* NULL or "" = default domain */
