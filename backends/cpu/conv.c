@@ -197,8 +197,7 @@ static void gemv_range(void *arg, int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; t++) {
         int64_t n = t % g->n, m0 = (t / g->n) * gj->rows, mr = g->m - m0 < gj->rows ? g->m - m0 : gj->rows;
         float *y = j->y + n * g->m + m0;
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)mr, (int)g->c, 1.0f, j->w + m0 * g->c, (int)g->c,
-                    j->x + n * g->c, 1, 0.0f, y, 1);
+        gu_gemv(mr, g->c, 1.0f, j->w + m0 * g->c, g->c, j->x + n * g->c, 0.0f, y);
         if (j->b)
             for (int64_t i = 0; i < mr; i++) y[i] += j->b[m0 + i];
         if (j->z)

@@ -1,4 +1,5 @@
 /* Shared helpers of the conv/gemm/norm/pool kernels (see gemm_util.h). */
+#include <cblas.h>
 #include <pthread.h>
 
 #include "gemm_util.h"
@@ -84,7 +85,50 @@ __attribute__((target("avx512f,fma"))) static void sigmoid_avx512(float *y, int6
         _mm512_mask_storeu_ps(y + i, m, sigmoid512(_mm512_maskz_loadu_ps(m, y + i), 1));
     }
 }
+/* Four rows at a time, each row's dot product in its own accumulator; the rows 8 ahead are prefetched into
+ * L2 as these are read (the hardware prefetcher alone keeps too few lines in flight: 1280x1000 weights not in
+ * cache, 1 thread, 0.14-0.22 ms against 0.24-0.35 for OpenBLAS's sgemv and 0.20-0.29 without the prefetch). */
+__attribute__((target("avx512f,fma"))) static void gemv_avx512(int64_t rows, int64_t k, float alpha, const float *w,
+                                                             int64_t ldw, const float *x, float beta, float *y) {
+    const int64_t ahead = 8 * ldw;
+    const __mmask16 tail = (__mmask16)((1u << (k & 15)) - 1);
+    const int64_t kv = k & ~(int64_t)15;
+    int64_t r = 0;
+    for (; r + 4 <= rows; r += 4) {
+        const float *w0 = w + r * ldw, *w1 = w0 + ldw, *w2 = w1 + ldw, *w3 = w2 + ldw;
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int64_t i = 0; i < kv; i += 16) {
+            _mm_prefetch((const char *)(w0 + ahead + i), _MM_HINT_T1);
+            _mm_prefetch((const char *)(w1 + ahead + i), _MM_HINT_T1);
+            _mm_prefetch((const char *)(w2 + ahead + i), _MM_HINT_T1);
+            _mm_prefetch((const char *)(w3 + ahead + i), _MM_HINT_T1);
+            __m512 xv = _mm512_loadu_ps(x + i);
+            a0 = _mm512_fmadd_ps(_mm512_loadu_ps(w0 + i), xv, a0);
+            a1 = _mm512_fmadd_ps(_mm512_loadu_ps(w1 + i), xv, a1);
+            a2 = _mm512_fmadd_ps(_mm512_loadu_ps(w2 + i), xv, a2);
+            a3 = _mm512_fmadd_ps(_mm512_loadu_ps(w3 + i), xv, a3);
+        }
+        if (tail) {
+            __m512 xv = _mm512_maskz_loadu_ps(tail, x + kv);
+            a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, w0 + kv), xv, a0);
+            a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, w1 + kv), xv, a1);
+            a2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, w2 + kv), xv, a2);
+            a3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, w3 + kv), xv, a3);
+        }
+        float d[4] = {_mm512_reduce_add_ps(a0), _mm512_reduce_add_ps(a1), _mm512_reduce_add_ps(a2),
+                      _mm512_reduce_add_ps(a3)};
+        for (int q = 0; q < 4; q++) y[r + q] = alpha * d[q] + (beta != 0.0f ? beta * y[r + q] : 0.0f);
+    }
+    for (; r < rows; r++) {
+        const float *wr = w + r * ldw;
+        __m512 a = _mm512_setzero_ps();
+        for (int64_t i = 0; i < kv; i += 16) a = _mm512_fmadd_ps(_mm512_loadu_ps(wr + i), _mm512_loadu_ps(x + i), a);
+        if (tail) a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, wr + kv), _mm512_maskz_loadu_ps(tail, x + kv), a);
+        y[r] = alpha * _mm512_reduce_add_ps(a) + (beta != 0.0f ? beta * y[r] : 0.0f);
+    }
+}
 #endif
+
 
 static int has_avx512(void) {
 #ifdef GU_AVX512
@@ -102,6 +146,18 @@ void gu_swish_n(float *y, int64_t n, float bias, float alpha) {
     }
 #endif
     swish_c(y, n, bias, alpha);
+}
+
+void gu_gemv(int64_t rows, int64_t k, float alpha, const float *w, int64_t ldw, const float *x, float beta, float *y) {
+    if (rows <= 0) return;
+#ifdef GU_AVX512
+    if (has_avx512() && k > 0) {
+        gemv_avx512(rows, k, alpha, w, ldw, x, beta, y);
+        return;
+    }
+#endif
+    if (beta == 0.0f) memset(y, 0, (size_t)rows * sizeof(float)); /* sgemv reads y even when beta is 0 */
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)rows, (int)k, alpha, w, (int)ldw, x, 1, beta, y, 1);
 }
 
 void gu_sigmoid_n(float *y, int64_t n) {

@@ -48,6 +48,12 @@ static inline int gu_act_known(const netrun_fused_activation *a) {
 void gu_swish_n(float *y, int64_t n, float bias, float alpha);
 void gu_sigmoid_n(float *y, int64_t n);
 
+/* y[r] = alpha * (W[r, :] . x) + (beta != 0 ? beta * y[r] : 0) for r < rows; W row-major with row stride ldw,
+ * x contiguous. A matrix-vector product reads each weight once, so it runs at the speed weights come from
+ * memory (a classifier's 5 MB is not in cache at the end of a run): the AVX-512 form prefetches rows ahead
+ * into L2, OpenBLAS's sgemv elsewhere. */
+void gu_gemv(int64_t rows, int64_t k, float alpha, const float *w, int64_t ldw, const float *x, float beta, float *y);
+
 /* The common activations as branch-free loops the compiler vectorizes (the per-element switch of gu_act
  * cost more than the GEMM on MobileNetV2's 16->96 1x1 conv with a fused Clip: 87 ms at batch 8). */
 static inline void gu_act_n(float *y, int64_t n, const netrun_fused_activation *a) {

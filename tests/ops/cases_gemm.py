@@ -32,6 +32,13 @@ add("gemm_m1", "Gemm", [rand(1, 64, seed=30), rand(64, 33, seed=31), rand(33, se
 # one row through the CPU's sgemv path: B transposed (a classifier's layout), A transposed, alpha/beta
 add("gemm_m1_transB", "Gemm", [rand(1, 300, seed=130), ("const", rand(37, 300, seed=131)), ("const", rand(37, seed=132))],
     transB=1, alpha=0.7, beta=1.3)
+# gu_gemv's edges: fewer than 16 columns (masked tail only), rows in blocks of 4 with none left over, and a
+# classifier's shape split over threads
+add("gemm_m1_transB_k7", "Gemm", [rand(1, 7, seed=136), ("const", rand(9, 7, seed=137))], transB=1, opset=13)
+add("gemm_m1_transB_k32", "Gemm", [rand(1, 32, seed=138), rand(8, 32, seed=139), rand(8, seed=140)], transB=1,
+    beta=0.0)
+add("gemm_m1_classifier", "Gemm", [rand(1, 1280, seed=141), ("const", rand(1000, 1280, seed=142)),
+                                   ("const", rand(1000, seed=143))], transB=1, atol=1e-3)
 add("gemm_m1_transA", "Gemm", [rand(64, 1, seed=133), rand(64, 33, seed=134), rand(1, 33, seed=135)], transA=1, alpha=2.0)
 add("gemm_opset7", "Gemm", [rand(3, 4, seed=33), rand(4, 5, seed=34), rand(5, seed=35)], opset=7)
 add("gemm_opset9", "Gemm", [rand(3, 4, seed=36), rand(4, 5, seed=37), rand(3, 5, seed=38)], opset=9, alpha=2.0)
