@@ -13,6 +13,11 @@ optimizations at ORT's default, all), OpenCV cv2.setNumThreads(N).
 netrun variants are compared in the same loop with --netrun NAME:key=value,key=value (repeatable), e.g.
 --netrun opt: --netrun noopt:graph.optimize=0 measures the graph passes on and off.
 Outputs of each engine are compared with ORT's (max abs diff; flagged when above --tol, default 1e-4).
+
+Two ratios are printed for netrun against each peer. "netrun/ORT" is the ratio of the medians over all runs.
+"paired" is the median over rounds of the per-round ratio (in a round each engine runs one block back to back,
+within about a second). On a shared VM the speed of the cores changes over seconds (the neighbours' load);
+a paired ratio compares engines within a round, so it moves less from one run of the benchmark to the next.
 """
 import argparse
 import glob
@@ -107,7 +112,7 @@ def main():
            " ".join(f"{n + ' med':>11} {'p90':>7}" for n, _ in variants) +
            f" {'ORT med':>8} {'p90':>7}" + (f" {'OCV med':>8} {'p90':>7}" if cv2 else "") +
            f" {first + '/ORT':>11}" + (f" {first + '/OCV':>11}" if cv2 else "") +
-           "  max|diff| vs ORT")
+           f" {'paired':>7}" + (f" {'paired':>7}" if cv2 else "") + "  max|diff| vs ORT")
     print(hdr)
     results = []
     for n_thr in threads:
@@ -149,6 +154,7 @@ def main():
                     for _ in range(args.warmup):
                         outs[label] = np.array(fn())
                 times = {label: [] for label, _, _ in engines}
+                rounds = {label: [] for label, _, _ in engines}  # each round's median, for the paired ratios
                 for _ in range(max(1, args.runs // args.block)):
                     for label, fn, _ in engines:
                         if args.pause > 0:
@@ -159,12 +165,16 @@ def main():
                             t0 = time.perf_counter()
                             fn()
                             times[label].append((time.perf_counter() - t0) * 1e3)
+                        rounds[label].append(pct(times[label][-args.block:], 50))
                 ref = outs["ORT"]
                 diffs = {label: float(np.max(np.abs(o.reshape(ref.shape) - ref))) for label, o in outs.items()
                          if label != "ORT"}
                 row = {"model": name, "threads": n_thr, "batch": batch,
                        "median_ms": {k: pct(v, 50) for k, v in times.items()},
                        "p90_ms": {k: pct(v, 90) for k, v in times.items()},
+                       "paired_ratio": {f"{vname}/{o}": pct([a / b for a, b in zip(rounds[vname], rounds[o])], 50)
+                                        for vname, _ in variants for o in ["ORT"] + (["OCV"] if cv2 else [])},
+                       "round_median_ms": rounds,
                        "max_abs_diff_vs_ort": diffs}
                 nodes = engines[0][2].nodes()
                 row["netrun_nodes"] = len(nodes)
@@ -178,6 +188,9 @@ def main():
                 line += f" {med[first] / med['ORT']:>11.2f}"
                 if cv2:
                     line += f" {med[first] / med['OCV']:>11.2f}"
+                line += f" {row['paired_ratio'][first + '/ORT']:>7.2f}"
+                if cv2:
+                    line += f" {row['paired_ratio'][first + '/OCV']:>7.2f}"
                 line += "  " + " ".join(f"{k}={v:.1e}{'!' if v > args.tol else ''}" for k, v in diffs.items())
                 print(line, flush=True)
                 for _, _, s in engines:
@@ -192,7 +205,8 @@ def main():
             for vname, _ in variants:
                 for other in ["ORT"] + (["OCV"] if cv2 else []):
                     g = float(np.exp(np.mean([np.log(r["median_ms"][vname] / r["median_ms"][other]) for r in rows])))
-                    msg += f" {vname}/{other} {g:.2f}"
+                    gp = float(np.exp(np.mean([np.log(r["paired_ratio"][f"{vname}/{other}"]) for r in rows])))
+                    msg += f" {vname}/{other} {g:.2f} (paired {gp:.2f})"
             print(msg)
     bad = [(r["model"], r["threads"], r["batch"], k, v) for r in results
            for k, v in r["max_abs_diff_vs_ort"].items() if v > args.tol]
