@@ -99,18 +99,21 @@ static void mm_range(void *arg, int64_t t0, int64_t t1) {
                     for (int64_t r = 0; r < rows; r++) memset(y + (size_t)(r * j->ldc) * 4, 0, (size_t)cols * 4);
             } else if (rows == 1) {
                 /* one row (a classifier at batch 1): a matrix-vector product reads B once; sgemm packs B
-                 * first (1280x1000 B: 0.08 ms against 0.4 ms). y is zeroed rather than trusting beta = 0 not
-                 * to propagate what the arena held. */
-                if (!has_c) memset(y, 0, (size_t)cols * sizeof(float));
+                 * first (1280x1000 B: 0.08 ms against 0.4 ms). For sgemv, y is zeroed rather than trusting
+                 * beta = 0 not to propagate what the arena held (gu_gemv never reads y when beta is 0). */
                 int inca = j->ta ? (int)j->lda : 1;
-                if (j->tb && inca == 1) /* B is [n x k]: y = B[c0.., :] a, rows of B prefetched (gu_gemv) */
-                    gu_gemv(cols, j->k, j->alpha, (const float *)b, j->ldb, (const float *)a, 1.0f, (float *)y);
-                else if (j->tb)
-                    cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)cols, (int)j->k, j->alpha, (const float *)b,
-                                (int)j->ldb, (const float *)a, inca, 1.0f, (float *)y, 1);
-                else /* B is [k x n]: y = B[:, c0..]^T a */
-                    cblas_sgemv(CblasRowMajor, CblasTrans, (int)j->k, (int)cols, j->alpha, (const float *)b,
-                                (int)j->ldb, (const float *)a, inca, 1.0f, (float *)y, 1);
+                if (j->tb && inca == 1) { /* B is [n x k]: y = B[c0.., :] a, rows of B prefetched */
+                    gu_gemv(cols, j->k, j->alpha, (const float *)b, j->ldb, (const float *)a, has_c ? 1.0f : 0.0f,
+                            (float *)y);
+                } else {
+                    if (!has_c) memset(y, 0, (size_t)cols * sizeof(float));
+                    if (j->tb)
+                        cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)cols, (int)j->k, j->alpha, (const float *)b,
+                                    (int)j->ldb, (const float *)a, inca, 1.0f, (float *)y, 1);
+                    else /* B is [k x n]: y = B[:, c0..]^T a */
+                        cblas_sgemv(CblasRowMajor, CblasTrans, (int)j->k, (int)cols, j->alpha, (const float *)b,
+                                    (int)j->ldb, (const float *)a, inca, 1.0f, (float *)y, 1);
+                }
             } else {
                 cblas_sgemm(CblasRowMajor, ta, tb, (int)rows, (int)cols, (int)j->k, j->alpha, (const float *)a,
                             (int)j->lda, (const float *)b, (int)j->ldb, has_c ? 1.0f : 0.0f, (float *)y, (int)j->ldc);

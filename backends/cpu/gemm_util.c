@@ -129,7 +129,6 @@ __attribute__((target("avx512f,fma"))) static void gemv_avx512(int64_t rows, int
 }
 #endif
 
-
 static int has_avx512(void) {
 #ifdef GU_AVX512
     return cpu_has_avx512f();

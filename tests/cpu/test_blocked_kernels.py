@@ -347,7 +347,7 @@ def main():
                             if (kind == "dw" and any("oneDNN" in k for _, _, _, k in nodes)
                                     and not any(nm.startswith("dw") and "nChw16c in/out" in k for nm, _, _, k in nodes)):
                                 errors.append(f"the depthwise conv is not on the nChw16c path: {nodes}")
-                            gemv = [nm for nm, _, _, k in nodes if "1x1 sgemv" in k]
+                            gemv = [nm for nm, _, _, k in nodes if "1x1 GEMV" in k]
                             if kind == "gemv" and gemv != ([] if fast == "0" else [n for n, _, _, _ in nodes if n.startswith("e")]):
                                 errors.append(f"cpu.conv_gemv={on}: GEMV path on {gemv}: {nodes}")
                             if kind == "plaindw" and not any("depthwise direct" in k for _, _, _, k in nodes):
