@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 #define NETRUN_VERSION_MAJOR 0
-#define NETRUN_VERSION_MINOR 5
+#define NETRUN_VERSION_MINOR 6
 #define NETRUN_VERSION_PATCH 0
 
 /* Most dimensions a tensor may have. */
@@ -191,6 +191,9 @@ typedef struct netrun_session_stats {
     size_t stream_bytes;      /* constant bytes copied to devices on every run instead of held there (streamed
                                * weights: memory.stream_weights, on under the min-memory policy); the device
                                * buffer they pass through counts in weight_bytes */
+    /* ---- netrun 0.6 ---- */
+    int micro_batch;          /* images per run of the plan when a batch runs as several runs of a plan built for
+                               * fewer images (option run.micro_batch; 0: off); netrun_session_micro_batch says why */
 } netrun_session_stats;
 
 /* Description of a backend plugin found on this machine. */
@@ -205,7 +208,7 @@ typedef struct netrun_backend_info {
 
 /* ---- library ---- */
 
-/* The version of the loaded library, "MAJOR.MINOR.PATCH" (e.g. "0.5.0"): compare with the NETRUN_VERSION_*
+/* The version of the loaded library, "MAJOR.MINOR.PATCH" (e.g. "0.6.0"): compare with the NETRUN_VERSION_*
  * macros of the header a program was compiled against. */
 NETRUN_API const char *netrun_version(void);
 /* Static text for a status code. */
@@ -353,6 +356,11 @@ NETRUN_API int netrun_session_node_io(const netrun_session *session, int node, i
                                       const char **value_name);
 /* Timing and memory figures. */
 NETRUN_API netrun_status netrun_session_get_stats(const netrun_session *session, netrun_session_stats *stats);
+/* Micro-batching of the prepared session (option run.micro_batch: auto, 0, or images per run): returns a line that
+ * says what was decided and why ("4 runs of 2 images ..." or "off: <reason>"), "" before prepare; *images (may be
+ * NULL) gets the images per run, 0 when off. Node shapes (netrun_session_node_io, profiles) are those of one run;
+ * inputs and outputs keep the whole batch. */
+NETRUN_API const char *netrun_session_micro_batch(const netrun_session *session, int *images);
 
 #ifdef __cplusplus
 }

@@ -14,7 +14,8 @@ void nr_value_tensor(netrun_session *s, int v, int dom, netrun_tensor *t) {
     nr_place *p = &sv->place[dom];
     if (dom == NR_HOST_DOMAIN) {
         if (sv->is_const) t->buffer = (void *)sv->desc.const_data;
-        else if (sv->graph_input >= 0) t->buffer = s->inputs[sv->graph_input].data;
+        else if (sv->graph_input >= 0) /* micro-batching: this run's slice */
+            t->buffer = (char *)s->inputs[sv->graph_input].data + (s->mb ? (size_t)s->mb_chunk * sv->nbytes : 0);
         else if (p->dyn_buffer) t->buffer = p->dyn_buffer;
         else if (p->in_arena) t->buffer = (char *)s->host_arena + p->offset;
         t->data = t->buffer;
@@ -387,20 +388,59 @@ void nr_exec_memory_stats(netrun_session *s) {
     if (total > s->stats.device_peak_bytes) s->stats.device_peak_bytes = total;
 }
 
+static netrun_status run_steps(netrun_session *s, double run_start);
+static netrun_status gather_outputs(netrun_session *s, int chunks);
+static netrun_status finish_run(netrun_session *s);
+
 netrun_status nr_session_execute(netrun_session *s) {
     nr_graph *g = s->model->ir->graph;
+    int chunks = s->mb ? (int)(s->mb_n / s->mb) : 1; /* micro-batching: runs of the plan per run */
     /* inputs may change shape between runs of a dynamic session */
     for (int i = 0; i < g->n_inputs; i++) {
         nr_svalue *sv = &s->values[g->inputs[i]];
         sv->desc.rank = s->inputs[i].rank;
         memcpy(sv->desc.dims, s->inputs[i].dims, sizeof sv->desc.dims);
         sv->nbytes = s->inputs[i].nbytes;
+        if (s->mb) {
+            sv->desc.dims[0] = s->mb;
+            sv->nbytes /= (size_t)chunks;
+        }
     }
     double run_start = nr_now_ms();
     if (!s->segs_built) {
         netrun_status st = build_segments(s);
         if (st != NETRUN_OK) return st;
     }
+    for (s->mb_chunk = 0; s->mb_chunk < chunks; s->mb_chunk++) {
+        netrun_status st = run_steps(s, run_start);
+        if (st == NETRUN_OK && s->mb) st = gather_outputs(s, chunks);
+        if (st != NETRUN_OK) return st;
+    }
+    s->mb_chunk = 0;
+    return finish_run(s);
+}
+
+/* Micro-batching: this run's outputs into their slices of the staging buffers the session hands out. */
+static netrun_status gather_outputs(netrun_session *s, int chunks) {
+    nr_graph *g = s->model->ir->graph;
+    for (int i = 0; i < g->n_outputs; i++) {
+        nr_svalue *sv = &s->values[g->outputs[i]];
+        nr_output *out = &s->outputs[i];
+        size_t need = sv->nbytes * (size_t)chunks;
+        if (need > out->cap) {
+            nr_aligned_free(out->host);
+            out->host = nr_aligned_alloc(need ? need : 1, 64);
+            out->cap = out->host ? need : 0;
+            if (!out->host) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory for output '%s'", sv->desc.name);
+        }
+        netrun_tensor t;
+        nr_value_tensor(s, g->outputs[i], NR_HOST_DOMAIN, &t);
+        if (sv->nbytes) memcpy((char *)out->host + (size_t)s->mb_chunk * sv->nbytes, t.data, sv->nbytes);
+    }
+    return NETRUN_OK;
+}
+
+static netrun_status run_steps(netrun_session *s, double run_start) {
     for (int k = 0; k < s->n_steps; k++) {
         const nr_step *step = &s->steps[k];
         if (!s->profiling && s->step_seg && s->step_seg[k] >= 0) {
@@ -415,6 +455,11 @@ netrun_status nr_session_execute(netrun_session *s) {
         if (st != NETRUN_OK) return st;
         if (s->profiling && (st = record_event(s, step, run_start, t0)) != NETRUN_OK) return st;
     }
+    return NETRUN_OK;
+}
+
+static netrun_status finish_run(netrun_session *s) {
+    nr_graph *g = s->model->ir->graph;
     if (s->profiling) s->prof_runs++;
     for (int i = 0; i < s->n_slots; i++)
         if (s->slots[i].ctx && s->slots[i].api->synchronize) {

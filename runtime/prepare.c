@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "control_flow.h"
+#include "micro_batch.h"
 #include "optimize.h"
 
 #define ALIGN 256
@@ -274,6 +275,7 @@ static netrun_status bind_inputs(netrun_session *s) {
         }
         if (d->dtype == NETRUN_DTYPE_UNDEFINED)
             return nr_error(NETRUN_ERR_INVALID_MODEL, "input '%s' has no declared element type", val->name);
+        if (s->mb) d->dims[0] = s->mb; /* micro-batching: the plan is built for mb images */
         sv->nbytes = nr_desc_bytes(d);
     }
     return NETRUN_OK;
@@ -1248,6 +1250,17 @@ static netrun_status prepare_once(netrun_session *s) {
     netrun_status st = bind_inputs(s);
     if (st == NETRUN_OK) st = infer_all(s);
     if (st == NETRUN_OK) st = place_all(s);
+    if (st == NETRUN_OK && !s->mb_decided) { /* micro-batching: decided at the full batch, then built for less */
+        s->mb_decided = 1;
+        int b = 0;
+        st = nr_micro_batch_choose(s, &b, s->mb_note, sizeof s->mb_note);
+        if (st == NETRUN_OK && b) {
+            s->mb_n = s->values[g->inputs[0]].desc.dims[0];
+            s->mb = b;
+            return prepare_once(s);
+        }
+    } else if (st == NETRUN_OK && s->mb)
+        st = nr_micro_batch_verify(s);
     if (st == NETRUN_OK) { /* graph passes (optimize.c): after a rewrite, prepare the session's copy instead */
         netrun_backend_config cfg = make_config(s);
         netrun_model *opt = NULL;
@@ -1302,6 +1315,7 @@ static netrun_status prepare_once(netrun_session *s) {
     s->prepared = 1;
     s->ran_since_prepare = 0;
     s->stats.prepare_ms = nr_now_ms() - t0;
+    s->stats.micro_batch = s->mb;
     return NETRUN_OK;
 }
 
@@ -1311,9 +1325,21 @@ netrun_status nr_session_prepare(netrun_session *s) {
     const char *kv = nr_options_get(&s->opts, "debug.keep_values");
     s->keep_values = kv && strcmp(kv, "0") != 0;
     int degrade = 0; /* device memory: 1 = workspace capped, 2 = min-memory policy (and streamed weights) */
+    s->mb_refused = 0;
     for (int attempt = 0;; attempt++) {
         s->fail_slot = s->fail_node = -1;
+        s->mb = 0;
+        s->mb_decided = s->mb_refused;
         netrun_status st = prepare_once(s);
+        if (st != NETRUN_OK && s->mb) { /* the plan for fewer images failed (a shape fixed to the batch): without */
+            snprintf(s->mb_note, sizeof s->mb_note, "off: the plan for runs of %d images failed: %.190s", s->mb,
+                     nr_error_message());
+            s->mb = 0;
+            s->mb_refused = 1;
+            nr_error_clear();
+            attempt--;
+            continue;
+        }
         if (st == NETRUN_ERR_OUT_OF_MEMORY && s->n_domains > 1) {
             /* out of device memory: choose algorithms again under a smaller workspace (when the weights and
              * activations alone fit), then the min-memory policy (smallest workspaces, and weights streamed from

@@ -88,6 +88,7 @@ static void fill_info(netrun_session *s, int value, netrun_tensor_info *info, in
         rank = s->values[value].desc.rank;
         dtype = s->values[value].desc.dtype;
         for (int d = 0; d < rank; d++) dims[d] = s->values[value].dynamic ? -1 : s->values[value].desc.dims[d];
+        if (s->mb && rank > 0) dims[0] = s->mb_n; /* micro-batching: io keeps the whole batch */
     } else {
         for (int d = 0; d < rank && d < NETRUN_MAX_RANK; d++) {
             dims[d] = v->dims[d];
@@ -290,7 +291,11 @@ netrun_status netrun_session_output(netrun_session *s, int index, netrun_tensor_
     out->rank = sv->desc.rank;
     memcpy(out->dims, sv->desc.dims, sizeof out->dims);
     out->nbytes = sv->nbytes;
-    if (sv->is_const) out->data = sv->desc.const_data;
+    if (s->mb) { /* micro-batching: gathered from the runs into the staging buffer */
+        out->dims[0] = s->mb_n;
+        out->nbytes = sv->nbytes * (size_t)(s->mb_n / s->mb);
+        out->data = s->outputs[index].host;
+    } else if (sv->is_const) out->data = sv->desc.const_data;
     else if (sv->home != NR_HOST_DOMAIN) out->data = s->outputs[index].host;
     else {
         netrun_tensor t;
@@ -399,13 +404,18 @@ netrun_status netrun_session_value(netrun_session *s, const char *name, netrun_t
         nr_error(NETRUN_ERR_STATE, "value '%s' is not kept after a run: set the option debug.keep_values=1", name);
         return FAIL(s, NETRUN_ERR_STATE);
     }
+    if (s->mb && sv->graph_output >= 0) return netrun_session_output(s, sv->graph_output, out);
     memset(out, 0, sizeof *out);
     out->name = g->values[v].name;
     out->dtype = sv->desc.dtype;
     out->rank = sv->desc.rank;
     memcpy(out->dims, sv->desc.dims, sizeof out->dims);
     out->nbytes = sv->nbytes;
-    if (sv->is_const) out->data = sv->desc.const_data;
+    if (s->mb && sv->graph_input >= 0) { /* the whole batch, as set */
+        out->dims[0] = s->mb_n;
+        out->nbytes = s->inputs[sv->graph_input].nbytes;
+        out->data = s->inputs[sv->graph_input].data;
+    } else if (sv->is_const) out->data = sv->desc.const_data;
     else if (sv->home == NR_HOST_DOMAIN) {
         netrun_tensor t;
         nr_value_tensor(s, v, NR_HOST_DOMAIN, &t);
@@ -416,6 +426,11 @@ netrun_status netrun_session_value(netrun_session *s, const char *name, netrun_t
         out->data = sv->host_copy;
     }
     return NETRUN_OK;
+}
+
+const char *netrun_session_micro_batch(const netrun_session *s, int *images) {
+    if (images) *images = s && s->prepared ? s->mb : 0;
+    return s && s->prepared ? s->mb_note : "";
 }
 
 int netrun_session_node_io(const netrun_session *s, int node, int output, int k, const char **value_name) {

@@ -202,6 +202,14 @@ struct netrun_session {
      * they alone exceed the budget or free memory (no smaller workspace can help then) */
     size_t plan_fixed_bytes;
     int plan_too_big;
+    /* micro-batching (micro_batch.c): the plan is built for mb images of the inputs' mb_n, and a run executes it
+     * mb_n / mb times, mb_chunk the current one (graph inputs are read at its slice, outputs gathered into the
+     * staging buffers of `outputs`). 0: off. Chosen at each prepare; mb_note says what was decided and why. */
+    int mb;
+    int64_t mb_n;
+    int mb_chunk;
+    int mb_decided, mb_refused;
+    char mb_note[256];
 };
 
 netrun_status nr_session_prepare(netrun_session *s);

@@ -36,7 +36,7 @@ class SessionStats(C.Structure):
                 ("n_sum_fused", C.c_int), ("n_nodes_dropped", C.c_int), ("n_swish_fused", C.c_int),
                 ("n_nchwc_convs", C.c_int), ("n_nchwc_reorders", C.c_int), ("n_inplace", C.c_int),
                 ("n_views", C.c_int), ("n_fp16_convs", C.c_int), ("n_fp16_converts", C.c_int),
-                ("stream_bytes", C.c_size_t), ("_reserve", C.c_char * 256)]
+                ("stream_bytes", C.c_size_t), ("micro_batch", C.c_int), ("_reserve", C.c_char * 256)]
 
 
 class NetrunError(RuntimeError):
@@ -159,6 +159,14 @@ class Session:
         st = SessionStats()
         self.nr.check(self.nr.lib.netrun_session_get_stats(self.handle, C.byref(st)), "stats")
         return st
+
+    def micro_batch(self):
+        """(images per run of the plan, 0 when off; the line saying why) of the prepared session."""
+        lib = self.nr.lib
+        lib.netrun_session_micro_batch.restype = C.c_char_p
+        n = C.c_int(0)
+        note = lib.netrun_session_micro_batch(self.handle, C.byref(n))
+        return n.value, note.decode()
 
     def pass_counts(self):
         """(BatchNorms folded, activations fused, sums fused, nodes dropped) by the graph passes."""

@@ -221,6 +221,11 @@ void cli_report_text(FILE *f, const cli_result *r)
         fprintf(f, "  copies between backends: %d (%s per run), nodes folded to constants: %d\n",
                 r->stats.n_copies, b1, r->stats.n_folded);
     }
+    if (r->have_stats) { /* micro-batching changes what the node shapes and profile times are: always said */
+        int images = 0;
+        const char *mb = netrun_session_micro_batch(r->session, &images);
+        if (images || (o->verbose && *mb)) fprintf(f, "  micro-batching: %s\n", mb);
+    }
     if (r->have_stats && o->verbose)
         fprintf(f, "  graph passes: %d BatchNorm folded, %d activations and %d Adds fused into Conv, %d Identity/Dropout "
                 "dropped, %d Mul(x, Sigmoid(x)) made Swish, %d CPU Convs on nChw16c with %d reorders, %d CUDA Convs in "
@@ -518,6 +523,7 @@ static void json_report(cli_json *j, const cli_result *r)
         json_uint(j, "outputs_in_place", (uint64_t)r->stats.n_inplace);
         json_uint(j, "views", (uint64_t)r->stats.n_views);
         json_uint(j, "stream_bytes", r->stats.stream_bytes);
+        json_int(j, "micro_batch", r->stats.micro_batch);
     } else {
         json_null(j, "arena_bytes");
         json_null(j, "weight_bytes");
