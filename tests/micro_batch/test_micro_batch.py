@@ -18,10 +18,12 @@ import sys
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnx import TensorProto, helper, numpy_helper
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "bench"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "bench"))
+sys.path.insert(0, os.path.join(HERE, "..", "memory"))
 from netrun_ctypes import Netrun, NetrunError  # noqa: E402
+from test_inplace import G as BaseG  # noqa: E402
 
 RNG = np.random.default_rng(11)
 FAILS = []
@@ -33,17 +35,8 @@ def check(cond, what):
         FAILS.append(what)
 
 
-class G:
-    def __init__(self):
-        self.nodes, self.inits = [], []
-
-    def c(self, name, arr):
-        self.inits.append(numpy_helper.from_array(np.asarray(arr), name))
-        return name
-
-    def n(self, op, ins, out, **kw):
-        self.nodes.append(helper.make_node(op, ins, [out], name=out, **kw))
-        return out
+class G(BaseG):
+    """The graph builder of tests/memory, with a kernel size for conv and a model saved to a path."""
 
     def conv(self, x, cin, cout, name, k=3):
         w = (RNG.standard_normal((cout, cin, k, k)) * 0.2).astype(np.float32)
@@ -51,13 +44,7 @@ class G:
         return self.n("Conv", [x, self.c(name + ".w", w), self.c(name + ".b", b)], name, pads=[k // 2] * 4)
 
     def model(self, inputs, outputs, path):
-        g = helper.make_graph(self.nodes, "mb",
-                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
-                              [helper.make_value_info(n, helper.make_tensor_type_proto(TensorProto.FLOAT, None))
-                               for n in outputs], self.inits)
-        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-        m.ir_version = 8
-        onnx.save(m, path)
+        onnx.save(super().model(inputs, outputs), path)
         return path
 
 
