@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "control_flow.h"
+#include "micro_batch.h"
 
 void nr_value_tensor(netrun_session *s, int v, int dom, netrun_tensor *t) {
     nr_svalue *sv = &s->values[v];
@@ -389,7 +390,6 @@ void nr_exec_memory_stats(netrun_session *s) {
 }
 
 static netrun_status run_steps(netrun_session *s, double run_start);
-static netrun_status gather_outputs(netrun_session *s, int chunks);
 static netrun_status finish_run(netrun_session *s);
 
 netrun_status nr_session_execute(netrun_session *s) {
@@ -413,31 +413,11 @@ netrun_status nr_session_execute(netrun_session *s) {
     }
     for (s->mb_chunk = 0; s->mb_chunk < chunks; s->mb_chunk++) {
         netrun_status st = run_steps(s, run_start);
-        if (st == NETRUN_OK && s->mb) st = gather_outputs(s, chunks);
+        if (st == NETRUN_OK && s->mb) st = nr_micro_batch_gather(s);
         if (st != NETRUN_OK) return st;
     }
     s->mb_chunk = 0;
     return finish_run(s);
-}
-
-/* Micro-batching: this run's outputs into their slices of the staging buffers the session hands out. */
-static netrun_status gather_outputs(netrun_session *s, int chunks) {
-    nr_graph *g = s->model->ir->graph;
-    for (int i = 0; i < g->n_outputs; i++) {
-        nr_svalue *sv = &s->values[g->outputs[i]];
-        nr_output *out = &s->outputs[i];
-        size_t need = sv->nbytes * (size_t)chunks;
-        if (need > out->cap) {
-            nr_aligned_free(out->host);
-            out->host = nr_aligned_alloc(need ? need : 1, 64);
-            out->cap = out->host ? need : 0;
-            if (!out->host) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory for output '%s'", sv->desc.name);
-        }
-        netrun_tensor t;
-        nr_value_tensor(s, g->outputs[i], NR_HOST_DOMAIN, &t);
-        if (sv->nbytes) memcpy((char *)out->host + (size_t)s->mb_chunk * sv->nbytes, t.data, sv->nbytes);
-    }
-    return NETRUN_OK;
 }
 
 static netrun_status run_steps(netrun_session *s, double run_start) {

@@ -258,3 +258,34 @@ netrun_status nr_micro_batch_verify(netrun_session *s) {
     /* a shape fixed to the whole batch in the model (a Reshape to [8, -1]...) */
     return nr_error(NETRUN_ERR_UNSUPPORTED, "%s", why + (strncmp(why, "off: ", 5) ? 0 : 5));
 }
+
+netrun_status nr_micro_batch_alloc_outputs(netrun_session *s) {
+    nr_graph *g = s->model->ir->graph;
+    size_t chunks = (size_t)(s->mb_n / s->mb);
+    for (int i = 0; i < g->n_outputs; i++) {
+        nr_output *out = &s->outputs[i];
+        size_t need = s->values[g->outputs[i]].nbytes * chunks;
+        if (need <= out->cap) continue;
+        nr_aligned_free(out->host);
+        out->host = nr_aligned_alloc(need ? need : 1, 64);
+        out->cap = out->host ? need : 0;
+        if (!out->host)
+            return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory for output '%s' (%zu bytes)",
+                            g->values[g->outputs[i]].name, need);
+    }
+    return NETRUN_OK;
+}
+
+netrun_status nr_micro_batch_gather(netrun_session *s) {
+    nr_graph *g = s->model->ir->graph;
+    for (int i = 0; i < g->n_outputs; i++) {
+        const nr_svalue *sv = &s->values[g->outputs[i]];
+        size_t off = (size_t)s->mb_chunk * sv->nbytes;
+        if (off + sv->nbytes > s->outputs[i].cap)
+            return nr_error(NETRUN_ERR_INTERNAL, "micro-batching: output '%s' outgrew its buffer", sv->desc.name);
+        netrun_tensor t;
+        nr_value_tensor(s, g->outputs[i], NR_HOST_DOMAIN, &t);
+        if (sv->nbytes) memcpy((char *)s->outputs[i].host + off, t.data, sv->nbytes);
+    }
+    return NETRUN_OK;
+}

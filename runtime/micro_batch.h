@@ -14,4 +14,9 @@ netrun_status nr_micro_batch_choose(netrun_session *s, int *images, char *why, s
  * model fixes to the whole batch shows only here); an error says which node. */
 netrun_status nr_micro_batch_verify(netrun_session *s);
 
+/* At prepare, when on: the output buffers the whole batch is gathered into (none on the run path). */
+netrun_status nr_micro_batch_alloc_outputs(netrun_session *s);
+/* After run s->mb_chunk of the plan: its outputs into their slices of those buffers. */
+netrun_status nr_micro_batch_gather(netrun_session *s);
+
 #endif

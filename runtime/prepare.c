@@ -1304,6 +1304,7 @@ static netrun_status prepare_once(netrun_session *s) {
     }
     if (st == NETRUN_OK) st = upload_constants(s);
     if (st == NETRUN_OK) st = create_kernels(s);
+    if (st == NETRUN_OK && s->mb) st = nr_micro_batch_alloc_outputs(s);
     if (st == NETRUN_OK) pin_inputs(s);
     if (st != NETRUN_OK) {
         char keep[NR_ERROR_MAX];
