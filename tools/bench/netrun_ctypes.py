@@ -69,6 +69,7 @@ class Netrun:
             ("netrun_session_node_count", C.c_int, [vp]),
             ("netrun_session_node_info", C.c_int, [vp, C.c_int, C.POINTER(NodeInfo)]),
             ("netrun_session_get_stats", C.c_int, [vp, C.POINTER(SessionStats)]),
+            ("netrun_session_micro_batch", C.c_char_p, [vp, C.POINTER(C.c_int)]),
         ]:
             f = getattr(lib, name)
             f.restype = res
@@ -162,10 +163,8 @@ class Session:
 
     def micro_batch(self):
         """(images per run of the plan, 0 when off; the line saying why) of the prepared session."""
-        lib = self.nr.lib
-        lib.netrun_session_micro_batch.restype = C.c_char_p
         n = C.c_int(0)
-        note = lib.netrun_session_micro_batch(self.handle, C.byref(n))
+        note = self.nr.lib.netrun_session_micro_batch(self.handle, C.byref(n))
         return n.value, note.decode()
 
     def pass_counts(self):
