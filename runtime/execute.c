@@ -438,6 +438,15 @@ static netrun_status run_steps(netrun_session *s, double run_start) {
     return NETRUN_OK;
 }
 
+netrun_status nr_output_reserve(nr_output *out, size_t need, const char *name) {
+    if (need <= out->cap) return NETRUN_OK;
+    nr_aligned_free(out->host);
+    out->host = nr_aligned_alloc(need ? need : 1, 64);
+    out->cap = out->host ? need : 0;
+    if (!out->host) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory for output '%s' (%zu bytes)", name, need);
+    return NETRUN_OK;
+}
+
 static netrun_status finish_run(netrun_session *s) {
     nr_graph *g = s->model->ir->graph;
     if (s->profiling) s->prof_runs++;
@@ -451,16 +460,12 @@ static netrun_status finish_run(netrun_session *s) {
         nr_svalue *sv = &s->values[g->outputs[i]];
         if (sv->is_const || sv->home == NR_HOST_DOMAIN) continue;
         nr_output *out = &s->outputs[i];
-        if (sv->nbytes > out->cap) {
-            nr_aligned_free(out->host);
-            out->host = nr_aligned_alloc(sv->nbytes, 64);
-            if (!out->host) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory for output '%s'", sv->desc.name);
-            out->cap = sv->nbytes;
-        }
+        netrun_status st = nr_output_reserve(out, sv->nbytes, sv->desc.name);
+        if (st != NETRUN_OK) return st;
         netrun_tensor t;
         nr_value_tensor(s, g->outputs[i], sv->home, &t);
         nr_slot *sl = &s->slots[s->domain_slot[sv->home]];
-        netrun_status st = sl->api->copy_to_host(sl->ctx, out->host, t.buffer, t.offset, sv->nbytes);
+        st = sl->api->copy_to_host(sl->ctx, out->host, t.buffer, t.offset, sv->nbytes);
         if (st != NETRUN_OK) return st;
     }
     nr_exec_memory_stats(s); /* cheap: the backends count their allocations */

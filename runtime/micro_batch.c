@@ -263,15 +263,9 @@ netrun_status nr_micro_batch_alloc_outputs(netrun_session *s) {
     nr_graph *g = s->model->ir->graph;
     size_t chunks = (size_t)(s->mb_n / s->mb);
     for (int i = 0; i < g->n_outputs; i++) {
-        nr_output *out = &s->outputs[i];
-        size_t need = s->values[g->outputs[i]].nbytes * chunks;
-        if (need <= out->cap) continue;
-        nr_aligned_free(out->host);
-        out->host = nr_aligned_alloc(need ? need : 1, 64);
-        out->cap = out->host ? need : 0;
-        if (!out->host)
-            return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory for output '%s' (%zu bytes)",
-                            g->values[g->outputs[i]].name, need);
+        netrun_status st = nr_output_reserve(&s->outputs[i], s->values[g->outputs[i]].nbytes * chunks,
+                                             g->values[g->outputs[i]].name);
+        if (st != NETRUN_OK) return st;
     }
     return NETRUN_OK;
 }

@@ -235,6 +235,8 @@ int nr_step_device_slot(const netrun_session *s, int k);
 void nr_exec_release(netrun_session *s);
 /* Free an input's host copy, whichever allocator gave it (page-locked by a device backend, or aligned). */
 void nr_input_free_data(netrun_session *s, nr_input *in);
+/* Grow an output's host staging buffer to at least need bytes (contents not kept); name is for the error. */
+netrun_status nr_output_reserve(nr_output *out, size_t need, const char *name);
 /* Refresh stats.device_peak_bytes from the device backends (memory_info). */
 void nr_exec_memory_stats(netrun_session *s);
 
