@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "conv1x1_blk.h"
+#include "conv_s2_blk.h"
 #include "conv_depthwise.h"
 #include "conv_dnnl.h"
 #include "gemm_util.h"
@@ -43,10 +44,12 @@ static int make_geom(const netrun_conv_params *p, const int64_t *xdims, const in
         g->s[i] = j >= 0 ? p->strides[j] : 1;
         g->d[i] = j >= 0 ? p->dilations[j] : 1;
         g->pb[i] = j >= 0 ? p->pads_begin[j] : 0;
-        if (g->in[i] < 0 || g->out[i] < 0) return 0;
-        g->in_size *= g->in[i];
-        g->out_size *= g->out[i];
-        g->ksize *= g->k[i];
+        if (g->in[i] < 0 || g->out[i] < 0 || g->k[i] < 1) return 0;
+        /* sizes that overflow (a model's kernel_shape of 2^32 + 3, found by fuzz.importer) are no geometry */
+        if (__builtin_mul_overflow(g->in_size, g->in[i], &g->in_size) ||
+            __builtin_mul_overflow(g->out_size, g->out[i], &g->out_size) ||
+            __builtin_mul_overflow(g->ksize, g->k[i], &g->ksize))
+            return 0;
     }
     return 1;
 }
@@ -131,6 +134,7 @@ typedef struct conv_state {
     cpu_dnnl_conv *dnnl; /* oneDNN primitive for the create-time dims, or NULL */
     cpu_c1x1 *c1;        /* 1x1 kernel between plain and nChw16c (conv1x1_blk.c), or NULL */
     int c1_mode;         /* its CPU_C1X1_* layouts */
+    cpu_cs2 *cs2;       /* stride-2 kernel on nChw16c (conv_s2_blk.c), or NULL */
     int gemv;            /* a 1x1 conv on 1x1 planes run as GEMVs (want_gemv) */
     int rank, has_bias;
     int64_t xd[NETRUN_MAX_RANK], yd[NETRUN_MAX_RANK];
@@ -470,6 +474,15 @@ static int want_c1x1(cpu_context *ctx, const netrun_conv_params *p, const conv_g
     return 0;
 }
 
+/* Stride-2 3x3 and 1x1 convs on nChw16c both sides (ResNet's downsampling convs): conv_s2_blk.c instead of
+ * oneDNN's direct kernel, which runs stride 2 at 70-75% of the FMA rate it reaches on stride 1 (cpu.conv_s2=0
+ * keeps oneDNN). */
+static int want_cs2(cpu_context *ctx, const netrun_conv_params *p, const conv_geom *g, int transpose) {
+    return !transpose && p->n_spatial == 2 && g->g == 1 && p->src_blocked && p->dst_blocked && !p->src_scale &&
+           cpu_cs2_available(ctx) &&
+           cpu_cs2_fits(g->c, g->m, g->in[1], g->in[2], g->out[1], g->out[2], g->k + 1, g->s + 1, g->d + 1, g->pb + 1);
+}
+
 /* The nChw16c pass's squeeze-excite fold (params.src_scale, S = input 3): only where the 1x1 kernel this node
  * gets under this config's threads and options takes the scale (conv1x1_blk.c); any other path would need a
  * pass over X first, which is what the fold removes. */
@@ -544,6 +557,21 @@ static netrun_status create_common(cpu_context *ctx, const netrun_node_desc *nod
             memcpy(s->yd, node->outputs[0].dims, sizeof s->yd);
             return NETRUN_OK;
         }
+        if (s && want_cs2(ctx, p, &g, transpose)) {
+            netrun_status rc = cpu_cs2_create(g.k[1], g.c, g.m, g.in[1], g.in[2], g.out[1], g.out[2],
+                                              s->w ? s->w : w->const_data, &p->activation, &s->cs2);
+            if (rc != NETRUN_OK) {
+                gu_free(s->w);
+                cpu_free(s);
+                *state = NULL;
+                return rc;
+            }
+            s->has_bias = node_has_bias(node);
+            s->rank = node->inputs[0].rank;
+            memcpy(s->xd, node->inputs[0].dims, sizeof s->xd);
+            memcpy(s->yd, node->outputs[0].dims, sizeof s->yd);
+            return NETRUN_OK;
+        }
         if (s && want_gemv(ctx, p, &g, transpose)) {
             s->gemv = 1;
             return NETRUN_OK;
@@ -597,6 +625,7 @@ static void conv_destroy(void *state) {
     if (!s) return;
     cpu_dnnl_conv_destroy(s->dnnl);
     cpu_c1x1_destroy(s->c1);
+    cpu_cs2_destroy(s->cs2);
     gu_free(s->w);
     cpu_free(s);
 }
@@ -619,7 +648,8 @@ static netrun_status run_common(cpu_context *ctx, void *state, const netrun_kern
         return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: ranks of X, W, Y do not match params", op);
     conv_geom g;
     if (!make_geom(p, X->dims, Y->dims, W->dims[1], transpose, &g))
-        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: bad geometry", op);
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT,
+                               "%s: bad geometry (negative dims, or plane or kernel sizes overflow int64)", op);
     int64_t nx = gu_count(X), nw = gu_count(W), ny = gu_count(Y);
     if (nx < 0 || nw < 0 || ny < 0) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: tensor too large", op);
     if (ny == 0) return NETRUN_OK;
@@ -658,6 +688,10 @@ static netrun_status run_common(cpu_context *ctx, void *state, const netrun_kern
         !memcmp(X->dims, st->xd, (size_t)X->rank * sizeof X->dims[0]) &&
         !memcmp(Y->dims, st->yd, (size_t)Y->rank * sizeof Y->dims[0])) {
         rc = cpu_c1x1_run(ctx, st->c1, j.x, j.b, j.z, NULL, 0, j.y, g.n, g.out_size);
+    } else if (st && st->cs2 && X->rank == st->rank && (B != NULL) == st->has_bias &&
+               !memcmp(X->dims, st->xd, (size_t)X->rank * sizeof X->dims[0]) &&
+               !memcmp(Y->dims, st->yd, (size_t)Y->rank * sizeof Y->dims[0])) {
+        rc = cpu_cs2_run(ctx, st->cs2, j.x, j.b, j.z, j.y, g.n);
     } else if (st && st->dnnl && !transpose && X->rank == st->rank && (B != NULL) == st->has_bias &&
         !memcmp(X->dims, st->xd, (size_t)X->rank * sizeof X->dims[0]) &&
         !memcmp(Y->dims, st->yd, (size_t)Y->rank * sizeof Y->dims[0])) {
@@ -743,6 +777,7 @@ static void conv_describe_state(const void *state, char *buf, size_t size) {
     n = strlen(buf);
     if (cpu_dnnl_conv_by_image(s->dnnl) && n < size) snprintf(buf + n, size - n, ", by image");
     if (s->gemv) snprintf(buf, size, "1x1 GEMV (1x1 planes)");
+    if (s->cs2) snprintf(buf, size, "stride 2 avx512 (nChw16c in/out)");
     if (s->c1) snprintf(buf, size, "1x1 avx512 (%s)", s->c1_mode == CPU_C1X1_BLK_PLAIN2 ? "nChw16c in, paired" : s->c1_mode == CPU_C1X1_BLK_PLAIN ? "nChw16c in" : s->c1_mode == CPU_C1X1_PLAIN_PLAIN ? "NCHW" : s->c1_mode == CPU_C1X1_BLK_BLK ? "nChw16c in/out" : "nChw16c out");
 }
 static void convt_describe(const netrun_node_desc *n, char *b, size_t s) { describe_common(n, b, s, 1); }

@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 
+#include "blk_epilogue.h"
 #include "gemm_util.h"
 
 struct cpu_c1x1 {
@@ -142,17 +143,8 @@ c1_tile(const c1_job *j, const float *w0, const float *x, float *y, const float 
         float *yb = y + ((ob + b) * hw + p0) * 16;
         const float *zb = z ? z + ((ob + b) * hw + p0) * 16 : NULL;
 #pragma GCC unroll 12
-        for (int p = 0; p < P; p++) {
-            __m512 v = _mm512_add_ps(acc[b][p], bv);
-            if (zb) v = _mm512_add_ps(v, _mm512_loadu_ps(zb + p * 16));
-            if (a->kind == NETRUN_ACT_RELU) v = _mm512_max_ps(v, _mm512_setzero_ps());
-            else if (a->kind == NETRUN_ACT_CLIP)
-                v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(a->alpha)), _mm512_set1_ps(a->beta));
-            _mm512_storeu_ps(yb + p * 16, v);
-        }
-        /* other activations on the tile just written (still in L1) */
-        if (a->kind != NETRUN_ACT_NONE && a->kind != NETRUN_ACT_RELU && a->kind != NETRUN_ACT_CLIP)
-            gu_act_n(yb, (int64_t)P * 16, a);
+        for (int p = 0; p < P; p++) _mm512_storeu_ps(yb + p * 16, blk_epilogue(acc[b][p], bv, zb ? zb + p * 16 : NULL, a));
+        if (blk_act_after(a)) gu_act_n(yb, (int64_t)P * 16, a);
     }
 }
 

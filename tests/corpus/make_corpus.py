@@ -193,6 +193,11 @@ def build():
     add("conv_huge_pads.onnx", model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv_pad", pads=[big] * 4)],
                                      [vi("x", [1, 1, 5, 5])], [vi("y", None)], [w3]), {1, 2},
         ["conv_pad", "large", "overflow"])
+    # the same at batch 0 (no element to overflow the tensor's bytes): the CPU kernel's plane sizes overflowed
+    # int64 (UB in conv.c's geometry, found by fuzz.importer)
+    add("conv_huge_pads_batch0.onnx", model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv_pad", pads=[big] * 4)],
+                                            [vi("x", [0, 1, 5, 5])], [vi("y", None)], [w3]), {0, 1, 2},
+        ["conv_pad", "geometry", "large", "overflow"])
     wq = numpy_helper.from_array(np.ones((1, 1, 2, 2), np.uint8), "wq")
     add("convinteger_huge_pads.onnx",
         model([helper.make_node("ConvInteger", ["x", "wq"], ["y"], name="convint_pad", pads=[big] * 4)],

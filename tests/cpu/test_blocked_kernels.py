@@ -12,6 +12,10 @@ their AVX-512 paths on and off (cpu.pool_avx512 / cpu.conv1x1_blk = 0: the porta
 - and the other way, nChw16c X into a plain Y of 24 / 40 / 56 / 12 / 8 / 1 channels (projections), with a
   plain Z, on the two-block tile (cpu.conv1x1_yp2, 8-lane second blocks) and on the one-block tile;
 - nChw16c X and Y (cpu.conv1x1_bb: 16 or 48 output channels, 2 threads), with a blocked Z;
+- stride-2 3x3 (pad 1) and 1x1 convs on nChw16c X and Y (conv_s2_blk.c, cpu.conv_s2): rows of 28 / 14 / 7
+  columns (the fixed tiles), 12 / 20 / 15 / 29 (tail tiles, at the left pad, at the right pad of odd widths, one
+  tile at both), odd planes, pads_end 0,
+  16 / 48 output channels (a lone last block), bias or none, Relu / Clip / SiLU, a fused blocked Z;
 - 1x1 Conv on plain X and Y (conv1x1_blk.c, cpu.conv1x1_plain): ShuffleNet's channel counts, pixel counts
   that leave partial vectors and tiles, output channels not a multiple of the 6-row tile, bias or none,
   Relu / SiLU / no activation, a fused plain Z;
@@ -64,6 +68,18 @@ class G:
         p = k // 2 if pad is None else pad
         return self.n("Conv", ins, name, pads=[p, p, p, p], group=group)
 
+    def act(self, y, kind, name):
+        """y through the activation named kind (None: y itself), nodes named name.*"""
+        if kind == "relu6":
+            return self.n("Clip", [y, self.c("lo", np.array(0)), self.c("hi", np.array(6))], name + ".clip")
+        if kind == "silu":
+            return self.n("Mul", [y, self.n("Sigmoid", [y], name + ".sig")], name + ".silu")
+        if kind == "relu":
+            return self.n("Relu", [y], name + ".relu")
+        if kind == "leaky":
+            return self.n("LeakyRelu", [y], name + ".leaky", alpha=0.1)
+        return y
+
     def model(self, inputs, outputs):
         g = helper.make_graph(self.nodes, "blk", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
                               [helper.make_value_info(n, helper.make_tensor_type_proto(TensorProto.FLOAT, None)) for n in outputs],
@@ -104,6 +120,34 @@ C1X1 = [  # (in channels, out channels, H, W, activation, bias, residual[, "proj
     (32, 48, 57, 61, None, True, True, "bb"),
     (64, 16, 60, 60, "silu", False, False, "bb"),
 ]
+
+
+S2S = [  # (in channels, out channels, H, W, kernel, pads, activation, bias, residual): stride-2 nChw16c convs
+    (16, 32, 14, 14, 3, (1, 1, 1, 1), "relu", True, False),  # 7 columns
+    (32, 48, 56, 56, 3, (1, 1, 1, 1), "relu", True, True),  # 28 = 14 + 14; a block pair and a lone block; Z
+    (16, 16, 15, 23, 3, (1, 1, 1, 1), None, False, False),  # odd plane: 8 x 12, bottom and right pads: one tile, both pads
+    (16, 32, 9, 57, 3, (1, 1, 1, 1), "relu", True, False),  # 29 = 10 + 10 + 9, the last tile at the right pad
+    (32, 32, 9, 40, 3, (1, 1, 0, 0), "relu6", True, False),  # pads_end 0: 4 x 20 (10 + 10)
+    (16, 32, 10, 30, 3, (1, 1, 1, 1), "silu", True, False),  # 15 = 8 (a tail tile at the pad) + 7
+    (64, 32, 28, 28, 1, (0, 0, 0, 0), None, True, True),  # 1x1 downsample: 14 columns, Z
+    (32, 16, 13, 27, 1, (0, 0, 0, 0), "relu", False, False),  # 7 x 14
+    (16, 48, 14, 14, 1, (0, 0, 0, 0), "relu6", True, False),  # 7 columns, a pair and a lone block
+]
+
+
+def s2_case(cin, cout, h, w, k, pads, act, bias, residual):
+    g = G()
+    x = g.n("Relu", [g.conv("x", cin, cin, "a")], "a.relu")  # nChw16c X
+    wt = RNG.standard_normal((cout, cin, k, k)) * (1.0 / np.sqrt(k * k * cin))
+    ins = [x, g.c("e.w", wt)] + ([g.c("e.b", RNG.standard_normal(cout) * 0.3)] if bias else [])
+    y = g.n("Conv", ins, "e", kernel_shape=[k, k], strides=[2, 2], pads=list(pads))
+    oh, ow = (h + pads[0] + pads[2] - k) // 2 + 1, (w + pads[1] + pads[3] - k) // 2 + 1
+    if residual:  # a blocked Z
+        y = g.n("Add", [y, g.n("Relu", [g.conv("x2", 16, cout, "z")], "z.relu")], "e.add")
+    y = g.act(y, act, "e")
+    g.conv(y, cout, cout, "dw", group=cout)  # depthwise: reads nChw16c, so the conv writes it
+    ins = [("x", None)] + ([("x2", None)] if residual else [])
+    return g.model(ins, ["dw"]), (cin, h, w), (16, oh, ow) if residual else None
 
 
 PLAIN_POOLS = [  # (channels, H, W, MaxPool attributes)
@@ -221,14 +265,7 @@ def c1x1_case(cin, cout, h, w, act, bias, residual, proj=None):
     elif residual:  # a blocked Z: Conv + Add (+ Relu) fused into one of the Convs
         z = g.n("Relu", [g.conv("x2", 16, cout, "z")], "z.relu")
         y = g.n("Add", [y, z], "e.add")
-    if act == "relu6":
-        y = g.n("Clip", [y, g.c("lo", np.array(0)), g.c("hi", np.array(6))], "e.clip")
-    elif act == "silu":
-        y = g.n("Mul", [y, g.n("Sigmoid", [y], "e.sig")], "e.silu")
-    elif act == "relu":
-        y = g.n("Relu", [y], "e.relu")
-    elif act == "leaky":
-        y = g.n("LeakyRelu", [y], "e.leaky", alpha=0.1)
+    y = g.act(y, act, "e")
     ins = [("x", None)] + ([("x2", None)] if residual else [])
     if proj == "proj":  # a graph output: plain
         return g.model(ins, [y]), (cin, h, w), (cout, h, w) if residual else None
@@ -291,7 +328,7 @@ def main():
     flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
     avx512 = " avx512f" in flags
     cases = ([("pool", pool_case, p) for p in POOLS] + [("plainpool", plain_pool_case, p) for p in PLAIN_POOLS] +
-             [("1x1", c1x1_case, p) for p in C1X1] + [("plain1x1", plain1x1_case, p) for p in PLAINS] +
+             [("1x1", c1x1_case, p) for p in C1X1] + [("s2", s2_case, p) for p in S2S] + [("plain1x1", plain1x1_case, p) for p in PLAINS] +
              [("dw", dw_case, p) for p in DWS] + [("plaindw", plain_dw_case, p) for p in PLAIN_DWS] +
              [("img", img_case, p) for p in IMGS] + [("gemv", gemv_case, p) for p in GEMVS])
     with tempfile.TemporaryDirectory() as tmp:
@@ -319,7 +356,8 @@ def main():
                         opts = {"cpu.pool_avx512": on, "cpu.conv1x1_blk": on, "cpu.conv1x1_plain": on,
                                 "cpu.dw_tiled": on, "cpu.dw_split": "0" if fast == "nosplit" else on,
                                 "cpu.conv1x1_bb": on, "cpu.conv1x1_yp2": "0" if fast == "yp1" else on,
-                                "cpu.dnnl_images": "0" if fast == "noimg" else on, "cpu.conv_gemv": on}
+                                "cpu.dnnl_images": "0" if fast == "noimg" else on, "cpu.conv_gemv": on,
+                                "cpu.conv_s2": on}
                         with nr.session(path, backends="cpu", threads=threads, options=opts) as s:
                             out = s.run(feeds)[0]
                             d = float(np.max(np.abs(ref - out)))
@@ -347,6 +385,10 @@ def main():
                             if (kind == "dw" and any("oneDNN" in k for _, _, _, k in nodes)
                                     and not any(nm.startswith("dw") and "nChw16c in/out" in k for nm, _, _, k in nodes)):
                                 errors.append(f"the depthwise conv is not on the nChw16c path: {nodes}")
+                            s2 = [nm for nm, _, _, k in nodes if "stride 2 avx512" in k]
+                            if s2 != ([n for n, _, _, _ in nodes if n.startswith("e")] if kind == "s2" and fast == "1"
+                                      and avx512 else []):
+                                errors.append(f"cpu.conv_s2={on}: the stride-2 kernel ran on {s2}: {nodes}")
                             gemv = [nm for nm, _, _, k in nodes if "1x1 GEMV" in k]
                             if kind == "gemv" and gemv != ([] if fast == "0" else [n for n, _, _, _ in nodes if n.startswith("e")]):
                                 errors.append(f"cpu.conv_gemv={on}: GEMV path on {gemv}: {nodes}")
