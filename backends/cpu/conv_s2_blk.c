@@ -1,8 +1,10 @@
 /* Stride-2 convs (3x3 pad 1, 1x1 pad 0), nChw16c X -> nChw16c Y (see conv_s2_blk.h). Register tile: 2 blocks
  * of 16 output channels x 14 pixels of one output row = 28 zmm accumulators; per (input channel, kernel column)
  * 2 weight vectors and 14 broadcasts of X (pixels 2 apart) feed 28 FMAs. W is packed per pair of output blocks
- * as [kh][C/16][16][kw][2][16], in the order the tile reads it. The left pad (3x3) is a compile-time case of
- * the first tile of a row (pixel 0 skips kernel column 0); kernel rows above or below X are skipped per row.
+ * as [kh][C/16][16][kw][2][16], in the order the tile reads it. The pads of a 3x3 are compile-time cases of the
+ * edge tiles: the first tile of a row (pixel 0 skips kernel column 0; its row pointer starts one pixel before
+ * the row and is never read there) and, on odd widths, the last (columns from X's width skipped); kernel rows
+ * above or below X are skipped per row.
  * Work: (image, block pair, output row) tasks handed out by the pool in chunks, rows of one block pair next
  * to each other, so a thread's chunk reads one pair's weights (C x 1.1 KB) from L2. */
 #include "conv_s2_blk.h"
