@@ -134,7 +134,7 @@ typedef struct conv_state {
     cpu_dnnl_conv *dnnl; /* oneDNN primitive for the create-time dims, or NULL */
     cpu_c1x1 *c1;        /* 1x1 kernel between plain and nChw16c (conv1x1_blk.c), or NULL */
     int c1_mode;         /* its CPU_C1X1_* layouts */
-    cpu_cs2 *cs2;       /* stride-2 kernel on nChw16c (conv_s2_blk.c), or NULL */
+    cpu_cs2 *cs2;        /* stride-2 kernel on nChw16c (conv_s2_blk.c), or NULL */
     int gemv;            /* a 1x1 conv on 1x1 planes run as GEMVs (want_gemv) */
     int rank, has_bias;
     int64_t xd[NETRUN_MAX_RANK], yd[NETRUN_MAX_RANK];
@@ -513,6 +513,29 @@ static int node_has_bias(const netrun_node_desc *node) {
     return p->has_bias && node->n_inputs > 2 && node->inputs[2].rank >= 0;
 }
 
+/* After a kernel's create (rc): on failure the state is freed and the error returned; on success the state
+ * remembers the dims and bias it was built for (run_common runs the kernel only for those: built_for). */
+static netrun_status kernel_made(conv_state *s, void **state, const netrun_node_desc *node, netrun_status rc) {
+    if (rc != NETRUN_OK) {
+        gu_free(s->w);
+        cpu_free(s);
+        *state = NULL;
+        return rc;
+    }
+    s->has_bias = node_has_bias(node);
+    s->rank = node->inputs[0].rank;
+    memcpy(s->xd, node->inputs[0].dims, sizeof s->xd);
+    memcpy(s->yd, node->outputs[0].dims, sizeof s->yd);
+    return NETRUN_OK;
+}
+
+/* The state's kernel was built for this run's X, Y and bias (kernel_made). */
+static int built_for(const conv_state *st, const netrun_tensor *X, const netrun_tensor *Y, const netrun_tensor *B) {
+    return X->rank == st->rank && (B != NULL) == st->has_bias &&
+           !memcmp(X->dims, st->xd, (size_t)X->rank * sizeof X->dims[0]) &&
+           !memcmp(Y->dims, st->yd, (size_t)Y->rank * sizeof Y->dims[0]);
+}
+
 static netrun_status create_common(cpu_context *ctx, const netrun_node_desc *node, void **state, size_t *ws,
                                    int transpose) {
     gu_blas_single_thread();
@@ -543,34 +566,14 @@ static netrun_status create_common(cpu_context *ctx, const netrun_node_desc *nod
         make_geom(p, node->inputs[0].dims, node->outputs[0].dims, w->dims[1], transpose, &g)) {
         int c1 = s ? want_c1x1(ctx, p, &g, transpose) : 0;
         if (c1) {
-            netrun_status rc = cpu_c1x1_create(g.c, g.m, s->w ? s->w : w->const_data, &p->activation, c1 - 1, &s->c1);
-            if (rc != NETRUN_OK) {
-                gu_free(s->w);
-                cpu_free(s);
-                *state = NULL;
-                return rc;
-            }
             s->c1_mode = c1 - 1;
-            s->has_bias = node_has_bias(node);
-            s->rank = node->inputs[0].rank;
-            memcpy(s->xd, node->inputs[0].dims, sizeof s->xd);
-            memcpy(s->yd, node->outputs[0].dims, sizeof s->yd);
-            return NETRUN_OK;
+            return kernel_made(s, state, node,
+                               cpu_c1x1_create(g.c, g.m, s->w ? s->w : w->const_data, &p->activation, c1 - 1, &s->c1));
         }
         if (s && want_cs2(ctx, p, &g, transpose)) {
-            netrun_status rc = cpu_cs2_create(g.k[1], g.c, g.m, g.in[1], g.in[2], g.out[1], g.out[2],
-                                              s->w ? s->w : w->const_data, &p->activation, &s->cs2);
-            if (rc != NETRUN_OK) {
-                gu_free(s->w);
-                cpu_free(s);
-                *state = NULL;
-                return rc;
-            }
-            s->has_bias = node_has_bias(node);
-            s->rank = node->inputs[0].rank;
-            memcpy(s->xd, node->inputs[0].dims, sizeof s->xd);
-            memcpy(s->yd, node->outputs[0].dims, sizeof s->yd);
-            return NETRUN_OK;
+            return kernel_made(s, state, node,
+                               cpu_cs2_create(g.k[1], g.c, g.m, g.in[1], g.in[2], g.out[1], g.out[2],
+                                              s->w ? s->w : w->const_data, &p->activation, &s->cs2));
         }
         if (s && want_gemv(ctx, p, &g, transpose)) {
             s->gemv = 1;
@@ -581,19 +584,9 @@ static netrun_status create_common(cpu_context *ctx, const netrun_node_desc *nod
             netrun_status rc = cpu_dnnl_conv_create(ctx, p, node->inputs[0].dims, w->dims, node->outputs[0].dims,
                                                     s->w ? s->w : w->const_data, node_has_bias(node), &s->dnnl,
                                                     &need);
-            if (rc != NETRUN_OK) {
-                gu_free(s->w);
-                cpu_free(s);
-                *state = NULL;
-                return rc;
-            }
-            if (s->dnnl) {
-                s->has_bias = node_has_bias(node);
-                s->rank = node->inputs[0].rank;
-                memcpy(s->xd, node->inputs[0].dims, sizeof s->xd);
-                memcpy(s->yd, node->outputs[0].dims, sizeof s->yd);
-                *ws = need;
-                return NETRUN_OK;
+            if (rc != NETRUN_OK || s->dnnl) { /* else oneDNN declined: the paths below */
+                *ws = rc == NETRUN_OK ? need : 0;
+                return kernel_made(s, state, node, rc);
             }
         }
         if (p->src_blocked || p->dst_blocked) { /* supports() promised it: no other path reads nChw16c */
@@ -675,26 +668,18 @@ static netrun_status run_common(cpu_context *ctx, void *state, const netrun_kern
     }
     if (p->src_scale) { /* only the 1x1 kernel takes it (conv_supports_config) */
         int ok = S && S->data && scale_fits(S->dtype, S->rank, S->dims, X->rank, X->dims) && st && st->c1 &&
-                 cpu_c1x1_takes_scale(st->c1_mode) &&
-                 (B != NULL) == st->has_bias && !memcmp(X->dims, st->xd, 4 * sizeof X->dims[0]) &&
-                 !memcmp(Y->dims, st->yd, 4 * sizeof Y->dims[0]);
+                 cpu_c1x1_takes_scale(st->c1_mode) && built_for(st, X, Y, B);
         if (!ok) {
             rc = cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: the folded input scale S needs float32 [N or 1, "
                                  "C, 1, 1] and the 1x1 kernel built for these dims", op);
             goto done;
         }
         rc = cpu_c1x1_run(ctx, st->c1, j.x, j.b, j.z, S->data, S->dims[0] == 1 ? 0 : g.c, j.y, g.n, g.out_size);
-    } else if (st && st->c1 && X->rank == st->rank && (B != NULL) == st->has_bias &&
-        !memcmp(X->dims, st->xd, (size_t)X->rank * sizeof X->dims[0]) &&
-        !memcmp(Y->dims, st->yd, (size_t)Y->rank * sizeof Y->dims[0])) {
+    } else if (st && st->c1 && built_for(st, X, Y, B)) {
         rc = cpu_c1x1_run(ctx, st->c1, j.x, j.b, j.z, NULL, 0, j.y, g.n, g.out_size);
-    } else if (st && st->cs2 && X->rank == st->rank && (B != NULL) == st->has_bias &&
-               !memcmp(X->dims, st->xd, (size_t)X->rank * sizeof X->dims[0]) &&
-               !memcmp(Y->dims, st->yd, (size_t)Y->rank * sizeof Y->dims[0])) {
+    } else if (st && st->cs2 && built_for(st, X, Y, B)) {
         rc = cpu_cs2_run(ctx, st->cs2, j.x, j.b, j.z, j.y, g.n);
-    } else if (st && st->dnnl && !transpose && X->rank == st->rank && (B != NULL) == st->has_bias &&
-        !memcmp(X->dims, st->xd, (size_t)X->rank * sizeof X->dims[0]) &&
-        !memcmp(Y->dims, st->yd, (size_t)Y->rank * sizeof Y->dims[0])) {
+    } else if (st && st->dnnl && !transpose && built_for(st, X, Y, B)) {
         rc = cpu_dnnl_conv_run(ctx, st->dnnl, j.x, j.b, j.z, j.y, args->workspace, args->workspace_size);
     } else if (p->src_blocked || p->dst_blocked) {
         rc = cpu_host->error(NETRUN_ERR_BACKEND, "%s: nChw16c tensors need the oneDNN kernel built for these dims", op);

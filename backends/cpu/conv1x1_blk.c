@@ -460,8 +460,7 @@ __attribute__((target("avx512f,fma"))) static void c1_range(void *arg, int64_t t
 
 int cpu_c1x1_available(cpu_context *ctx) {
 #ifdef C1_AVX512
-    const char *v = cpu_option(ctx, "cpu.conv1x1_blk");
-    return cpu_has_avx512f() && !(v && !strcmp(v, "0"));
+    return cpu_avx512_enabled(ctx, "cpu.conv1x1_blk");
 #else
     (void)ctx;
     return 0;

@@ -19,7 +19,7 @@
 struct cpu_cs2 {
     int64_t k;                        /* 3 (pad 1) or 1 (pad 0) */
     int64_t c, m, mb, ih, iw, oh, ow; /* mb: blocks of 16 output channels */
-    int64_t pt, tiles;                /* pixels per tile, tiles per output row */
+    int64_t pt;                       /* pixels per tile (the last of a row may have fewer) */
     netrun_fused_activation act;
     float *wp;
 };
@@ -51,8 +51,8 @@ netrun_status cpu_cs2_create(int64_t kernel, int64_t c, int64_t m, int64_t ih, i
     if (!s) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "Conv stride 2 (nChw16c): out of memory");
     memset(s, 0, sizeof *s);
     s->k = kernel, s->c = c, s->m = m, s->mb = m / 16, s->ih = ih, s->iw = iw, s->oh = oh, s->ow = ow;
-    s->tiles = (ow + CS2_P - 1) / CS2_P;
-    s->pt = (ow + s->tiles - 1) / s->tiles; /* even tiles: 28 -> 14 + 14, 7 -> 7 */
+    const int64_t tiles = (ow + CS2_P - 1) / CS2_P; /* per output row */
+    s->pt = (ow + tiles - 1) / tiles;                /* even tiles: 28 -> 14 + 14, 7 -> 7 */
     s->act = *act;
     const int64_t kk = kernel * kernel;
     s->wp = cpu_alloc((size_t)(m * c * kk) * sizeof(float));
@@ -199,8 +199,7 @@ static void cs2_range(void *arg, int64_t t0, int64_t t1) {
 
 int cpu_cs2_available(cpu_context *ctx) {
 #ifdef CS2_AVX512
-    const char *v = cpu_option(ctx, "cpu.conv_s2");
-    return cpu_has_avx512f() && !(v && !strcmp(v, "0"));
+    return cpu_avx512_enabled(ctx, "cpu.conv_s2");
 #else
     (void)ctx;
     return 0;

@@ -83,6 +83,12 @@ static inline const char *cpu_option(const cpu_context *ctx, const char *key) {
     return c->get_option(c->opaque, key);
 }
 
+/* The switch of netrun's own AVX-512 kernels: 1 when the CPU runs AVX-512F and option `key` is not "0". */
+static inline int cpu_avx512_enabled(const cpu_context *ctx, const char *key) {
+    const char *v = cpu_option(ctx, key);
+    return cpu_has_avx512f() && !(v && !strcmp(v, "0"));
+}
+
 /* IEEE half and bfloat16 <-> float: backends/common/dtype_convert.h (shared with the CUDA plugin). */
 static inline float cpu_half_to_float(uint16_t h) { return nr_half_to_float(h); }
 static inline uint16_t cpu_float_to_half(float f) { return nr_float_to_half(f); }

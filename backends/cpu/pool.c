@@ -303,8 +303,7 @@ static netrun_status run_staged(cpu_context *ctx, netrun_dtype dt, const void **
 /* cpu.pool_avx512=0 (tests, A/B): the portable loops even where AVX-512 runs */
 static int pool_use_avx512(cpu_context *ctx) {
 #ifdef POOL_AVX512
-    const char *v = cpu_option(ctx, "cpu.pool_avx512");
-    return cpu_has_avx512f() && !(v && !strcmp(v, "0"));
+    return cpu_avx512_enabled(ctx, "cpu.pool_avx512");
 #else
     (void)ctx;
     return 0;
