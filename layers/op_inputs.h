@@ -1,4 +1,4 @@
-/* Which inputs each ONNX op version requires (generated table, layers/op_inputs.c). */
+/* Which inputs and outputs each ONNX op version requires (generated table, layers/op_inputs.c). */
 #ifndef NR_OP_INPUTS_H
 #define NR_OP_INPUTS_H
 
@@ -9,6 +9,7 @@ typedef struct nr_op_inputs {
     const char *op_type;
     int since_version;
     uint32_t required;       /* bit i: input i must be present */
+    uint32_t required_out;   /* bit i: output i must be present */
 } nr_op_inputs;
 
 extern const nr_op_inputs nr_op_inputs_table[];
@@ -18,7 +19,8 @@ extern const int nr_op_inputs_count;
 extern const int nr_onnx_opset_max;
 extern const char nr_onnx_schema_version[];
 
-/* Required-input mask of an op at an opset (0 when unknown: nothing checked). */
+/* Required-input and required-output masks of an op at an opset (0 when unknown: nothing checked). */
 uint32_t nr_op_required_inputs(const char *domain, const char *op_type, int opset);
+uint32_t nr_op_required_outputs(const char *domain, const char *op_type, int opset);
 
 #endif

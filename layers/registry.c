@@ -40,18 +40,25 @@ const nr_layer *nr_layer_at(int index) {
 
 #include "op_inputs.h"
 
-uint32_t nr_op_required_inputs(const char *domain, const char *op_type, int opset) {
+/* The table row of an op at an opset: the newest version at or below the model's opset (any version when the
+ * opset is unknown); NULL when the schemas do not know the op. */
+static const nr_op_inputs *op_row(const char *domain, const char *op_type, int opset) {
     const char *d = domain && strcmp(domain, "ai.onnx") ? domain : "";
-    uint32_t mask = 0;
-    int best = -1;
+    const nr_op_inputs *row = NULL;
     for (int i = 0; i < nr_op_inputs_count; i++) {
         const nr_op_inputs *r = &nr_op_inputs_table[i];
         if (strcmp(r->op_type, op_type) || strcmp(r->domain, d)) continue;
-        /* the newest version at or below the model's opset (any version when the opset is unknown) */
-        if ((opset <= 0 || r->since_version <= opset) && r->since_version > best) {
-            best = r->since_version;
-            mask = r->required;
-        }
+        if ((opset <= 0 || r->since_version <= opset) && (!row || r->since_version > row->since_version)) row = r;
     }
-    return mask;
+    return row;
+}
+
+uint32_t nr_op_required_inputs(const char *domain, const char *op_type, int opset) {
+    const nr_op_inputs *r = op_row(domain, op_type, opset);
+    return r ? r->required : 0;
+}
+
+uint32_t nr_op_required_outputs(const char *domain, const char *op_type, int opset) {
+    const nr_op_inputs *r = op_row(domain, op_type, opset);
+    return r ? r->required_out : 0;
 }

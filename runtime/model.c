@@ -178,12 +178,24 @@ static netrun_status parse_nodes(netrun_model *m) {
         nd->opset = (int)nr_model_opset(m->ir, nd->domain);
         nd->layer = nr_layer_find(nd->domain, nd->op_type);
         if (!nd->layer) continue; /* reported at prepare: a plugin may still be asked */
-        /* inputs the op's schema requires must be there before any layer or kernel reads them */
+        /* inputs and outputs the op's schema requires must be there before any layer or kernel reads or writes
+         * them (a kernel writes its outputs without asking: a Shape node without its output once wrote through
+         * a NULL pointer) */
         uint32_t required = nr_op_required_inputs(nd->domain, nd->op_type, nd->opset);
         for (int i = 0; i < 32; i++)
             if ((required >> i & 1u) && (i >= nd->n_inputs || nd->inputs[i] < 0))
                 return nr_error(NETRUN_ERR_INVALID_MODEL, "%s: node '%s' (%s): input %d is required but %s",
                                 m->source, nd->name, nd->op_type, i, i >= nd->n_inputs ? "missing" : "empty");
+        uint32_t required_out = nr_op_required_outputs(nd->domain, nd->op_type, nd->opset);
+        int any_out = 0;
+        for (int o = 0; o < nd->n_outputs; o++) any_out |= nd->outputs[o] >= 0;
+        for (int i = 0; i < 32; i++)
+            if ((required_out >> i & 1u) && (i >= nd->n_outputs || nd->outputs[i] < 0))
+                return nr_error(NETRUN_ERR_INVALID_MODEL, "%s: node '%s' (%s): output %d is required but %s",
+                                m->source, nd->name, nd->op_type, i, i >= nd->n_outputs ? "missing" : "empty");
+        if (!any_out) /* LSTM, GRU and RNN have only optional outputs; one of them must still be asked for */
+            return nr_error(NETRUN_ERR_INVALID_MODEL, "%s: node '%s' (%s) has no outputs", m->source, nd->name,
+                            nd->op_type);
         if (nd->layer->params_size) {
             nd->params = nr_calloc(1, nd->layer->params_size);
             if (!nd->params) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");

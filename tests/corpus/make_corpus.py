@@ -159,6 +159,14 @@ def build():
                                          [vi("y", [], TensorProto.INT64)]), {2}, ["sizer", "input"])
     add("conv_missing_weight.onnx", model([helper.make_node("Conv", ["x"], ["y"], name="lonely_conv")],
                                           [vi("x", [1, 1, 4, 4])], [vi("y", None)]), {2}, ["lonely_conv", "input"])
+    # found by fuzz.importer: a Shape node without its output (the graph's output is its input); constant
+    # folding ran the CPU kernel, which wrote the shape through the absent output's NULL pointer
+    add("shape_without_output.onnx", model([helper.make_node("Shape", ["x"], [], name="shaper")],
+                                           [vi("x", [3, 4, 5])], [vi("x", [3, 4, 5])]), {2}, ["shaper", "output"])
+    # TopK's indices are required too: the kernel writes both outputs
+    add("topk_without_indices.onnx",
+        model([helper.make_node("TopK", ["x", "k"], ["v"], name="topper")], [vi("x", [2, 5])], [vi("v", None)],
+              [numpy_helper.from_array(np.array([2], np.int64), "k")]), {2}, ["topper", "output"])
 
     # ---- 3. attributes ----
     bad_attr = helper.make_node("Conv", ["x", "w"], ["y"], name="conv_attr")
