@@ -97,8 +97,8 @@ static netrun_status cpu_context_create(const netrun_backend_config *config, net
     memset(ctx, 0, sizeof *ctx);
     ctx->config = *config;
     ctx->threads = config->threads > 0 ? config->threads : online_cores();
-    /* cpu.spin_us: how long idle workers spin before sleeping (threadpool.c says why; default 100) */
-    int spin_us = 100;
+    /* cpu.spin_us: how long idle workers spin before sleeping (threadpool.c says why; default 2000) */
+    int spin_us = 2000;
     const char *v = config->struct_size >= offsetof(netrun_backend_config, opaque) + sizeof config->opaque &&
                             config->get_option
                         ? config->get_option(config->opaque, "cpu.spin_us")

@@ -1,12 +1,22 @@
 /* A persistent thread pool: threads-1 workers; the caller thread works too. Work is handed out in chunks
  * through an atomic counter, so uneven chunks balance themselves.
  *
- * Between jobs a worker spins for a short while (cpu.spin_us, default 100 us) watching for the next job before
- * it sleeps on a condition variable, and the caller spins the same way for the workers to finish. A run is a
- * train of short parallel regions (one or more per node): waking a sleeping thread costs 10-50 us on a VM, as
- * much as a whole small node, and was a large part of the gap to onnxruntime (whose workers spin) on small
- * models. The spin is bounded so idle or oversubscribed machines still get their cores back; cpu.spin_us=0
- * sleeps at once. (Running every kernel on oneDNN's OpenMP team instead was measured 5x slower on a loaded
+ * Between jobs a worker spins for a while (cpu.spin_us, default 2 ms) watching for the next job before it
+ * sleeps on a condition variable, and the caller spins the same way for the workers to finish. A run is a
+ * train of short parallel regions (one or more per node): waking a sleeping thread costs 30-200 us on a VM, as
+ * much as a whole small node. The spin covers the gaps inside a run and the caller's usual work between two
+ * runs (reading outputs, preparing the next input: 0.1-1 ms): with 100 us, a Python loop that reads the
+ * outputs found the worker asleep at the start of most runs (6% of SqueezeNet's parallel regions ran on the
+ * caller alone), with 2 ms at none. The spin is bounded so idle or oversubscribed machines get their cores back
+ * (onnxruntime's workers spin about 50 ms); cpu.spin_us=0 sleeps at once.
+ *
+ * Pools are shared: the CPU contexts of a process with the same thread count and spin time use one pool
+ * (counted references). With a pool per session, an application running two sessions in turn (a detector, then
+ * a classifier) had N threads per session on its cores, and the first session's spinning worker took a core
+ * from the second: SqueezeNet then MobileNetV2 at 2 threads, 5.3 ms a pair with 100 us spins, 6.4 with 2 ms.
+ * A region runs on the pool when no other caller holds it; a caller that finds it taken (another application
+ * thread running a session at the same moment, or a region opened inside a region) runs its region itself,
+ * since the pool's cores are busy anyway. (Running every kernel on oneDNN's OpenMP team instead was measured 5x slower on a loaded
  * machine: OpenMP workers spin for 200 ms between regions.) */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -23,6 +33,9 @@
 
 struct cpu_pool {
     int n_workers;
+    int spin_us, refs;     /* the sharing key (with n_workers) and the contexts using it, under g_pools_mu */
+    cpu_pool *next_shared; /* the process's list of pools */
+    atomic_int taken;      /* a caller is running a region on the pool */
     pthread_t *workers;
     int64_t spin_ns;
     pthread_mutex_t mu;
@@ -110,11 +123,30 @@ static void *worker_main(void *arg) {
 static atomic_int last_threads = 1;
 int cpu_pool_last_threads(void) { return atomic_load(&last_threads); }
 
+static pthread_mutex_t g_pools_mu = PTHREAD_MUTEX_INITIALIZER;
+static cpu_pool *g_pools;
+
+static void pool_free(cpu_pool *p);
+
 cpu_pool *cpu_pool_create(int threads, int spin_us) {
     atomic_store(&last_threads, threads > 0 ? threads : 1);
+    int want = threads > 1 ? threads - 1 : 0;
+    pthread_mutex_lock(&g_pools_mu);
+    for (cpu_pool *q = g_pools; q; q = q->next_shared)
+        if (q->n_workers == want && q->spin_us == spin_us) {
+            q->refs++;
+            pthread_mutex_unlock(&g_pools_mu);
+            return q;
+        }
     cpu_pool *p = cpu_host->alloc(sizeof *p, 64);
-    if (!p) return NULL;
+    if (!p) {
+        pthread_mutex_unlock(&g_pools_mu);
+        return NULL;
+    }
     memset(p, 0, sizeof *p);
+    p->spin_us = spin_us;
+    p->refs = 1;
+    atomic_init(&p->taken, 0);
     p->spin_ns = spin_us > 0 ? (int64_t)spin_us * 1000 : 0;
     atomic_init(&p->state, 0);
     atomic_init(&p->stop, 0);
@@ -122,11 +154,11 @@ cpu_pool *cpu_pool_create(int threads, int spin_us) {
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->done, NULL);
-    int want = threads > 1 ? threads - 1 : 0;
     if (want) {
         p->workers = cpu_host->alloc(sizeof(pthread_t) * (size_t)want, 16);
         if (!p->workers) {
-            cpu_pool_destroy(p);
+            pthread_mutex_unlock(&g_pools_mu);
+            pool_free(p);
             return NULL;
         }
         for (int i = 0; i < want; i++) {
@@ -134,11 +166,31 @@ cpu_pool *cpu_pool_create(int threads, int spin_us) {
             p->n_workers++;
         }
     }
+    if (p->n_workers == want) { /* a pool short of threads is this context's alone */
+        p->next_shared = g_pools;
+        g_pools = p;
+    }
+    pthread_mutex_unlock(&g_pools_mu);
     return p;
 }
 
 void cpu_pool_destroy(cpu_pool *p) {
     if (!p) return;
+    pthread_mutex_lock(&g_pools_mu);
+    if (--p->refs > 0) {
+        pthread_mutex_unlock(&g_pools_mu);
+        return;
+    }
+    for (cpu_pool **q = &g_pools; *q; q = &(*q)->next_shared)
+        if (*q == p) {
+            *q = p->next_shared;
+            break;
+        }
+    pthread_mutex_unlock(&g_pools_mu);
+    pool_free(p);
+}
+
+static void pool_free(cpu_pool *p) {
     pthread_mutex_lock(&p->mu);
     atomic_store(&p->stop, 1);
     pthread_cond_broadcast(&p->wake);
@@ -156,7 +208,9 @@ void cpu_parallel_for(cpu_context *ctx, int64_t n, int64_t grain, cpu_range_fn f
     if (grain < 1) grain = 1;
     cpu_pool *p = ctx ? ctx->pool : NULL;
     int threads = p ? p->n_workers + 1 : 1;
-    if (threads == 1 || n <= grain) {
+    int free_ = 0;
+    if (threads == 1 || n <= grain ||
+        !atomic_compare_exchange_strong_explicit(&p->taken, &free_, 1, memory_order_acquire, memory_order_relaxed)) {
         fn(arg, 0, n);
         return;
     }
@@ -176,11 +230,13 @@ void cpu_parallel_for(cpu_context *ctx, int64_t n, int64_t grain, cpu_range_fn f
     run_chunks(p);
     /* every chunk is handed out: close the job, then wait for the workers inside it */
     unsigned long long st = atomic_fetch_or_explicit(&p->state, CLOSED, memory_order_acq_rel);
-    if (!(st & ACTIVE_MASK)) return;
-    SPIN_WHILE(p, atomic_load_explicit(&p->state, memory_order_acquire) & ACTIVE_MASK);
-    if (atomic_load_explicit(&p->state, memory_order_acquire) & ACTIVE_MASK) {
-        pthread_mutex_lock(&p->mu);
-        while (atomic_load(&p->state) & ACTIVE_MASK) pthread_cond_wait(&p->done, &p->mu);
-        pthread_mutex_unlock(&p->mu);
+    if (st & ACTIVE_MASK) {
+        SPIN_WHILE(p, atomic_load_explicit(&p->state, memory_order_acquire) & ACTIVE_MASK);
+        if (atomic_load_explicit(&p->state, memory_order_acquire) & ACTIVE_MASK) {
+            pthread_mutex_lock(&p->mu);
+            while (atomic_load(&p->state) & ACTIVE_MASK) pthread_cond_wait(&p->done, &p->mu);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
+    atomic_store_explicit(&p->taken, 0, memory_order_release);
 }

@@ -1,7 +1,11 @@
 /* The CPU plugin's thread pool (backends/cpu/threadpool.c) on its own: many short parallel regions of changing
  * sizes, 2-4 threads, with and without spinning; every index must be visited exactly once per region. Catches
  * a lost wake-up (hangs: ctest's timeout), a chunk run twice or skipped, or a region returning before workers
- * finish (the totals come out wrong). Run it under ThreadSanitizer too when touching the pool. */
+ * finish (the totals come out wrong). Then the sharing: contexts with the same thread count and spin get one
+ * pool, and two application threads opening regions on it at the same time (one runs its regions itself while
+ * the other holds the pool) still visit every index exactly once. Run it under ThreadSanitizer too when
+ * touching the pool. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,12 +34,70 @@ enum { N = 1000, REGIONS = 20000 };
 
 static int64_t region_size(int r) { return (r % 7) * 150 + 1; }
 
+/* every index i must hold (regions covering i) * (i + 1) */
+static int check(const int64_t *v, const char *what) {
+    for (int64_t i = 0; i < N; i++) {
+        int64_t visits = 0;
+        for (int r = 0; r < REGIONS; r++) visits += i < region_size(r);
+        if (v[i] != visits * (i + 1)) {
+            fprintf(stderr, "FAIL: %s: index %lld visited %lld times, expected %lld\n", what, (long long)i,
+                    (long long)(v[i] / (i + 1)), (long long)visits);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+typedef struct {
+    cpu_context *ctx;
+    int64_t *v;
+} app_thread;
+
+static void *app_main(void *arg) {
+    app_thread *a = arg;
+    job j = {a->v};
+    for (int r = 0; r < REGIONS; r++) cpu_parallel_for(a->ctx, region_size(r), 1, add_index, &j);
+    return NULL;
+}
+
+static int shared_pools(void) {
+    cpu_context c1, c2;
+    memset(&c1, 0, sizeof c1);
+    memset(&c2, 0, sizeof c2);
+    c1.pool = cpu_pool_create(3, 100);
+    c2.pool = cpu_pool_create(3, 100);
+    cpu_pool *other = cpu_pool_create(2, 100);
+    if (!c1.pool || c1.pool != c2.pool || !other || other == c1.pool) {
+        fprintf(stderr, "FAIL: two contexts of 3 threads should share one pool, one of 2 threads get its own\n");
+        return 1;
+    }
+    cpu_pool_destroy(other);
+    int64_t *v1 = calloc(N, sizeof *v1), *v2 = calloc(N, sizeof *v2);
+    if (!v1 || !v2) return 1;
+    app_thread a1 = {&c1, v1}, a2 = {&c2, v2};
+    pthread_t t1, t2;
+    if (pthread_create(&t1, NULL, app_main, &a1) || pthread_create(&t2, NULL, app_main, &a2)) return 1;
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    cpu_pool_destroy(c1.pool);
+    job j = {v1}; /* the pool outlives its first context */
+    for (int r = 0; r < REGIONS; r++) cpu_parallel_for(&c2, region_size(r), 1, add_index, &j);
+    cpu_pool_destroy(c2.pool);
+    int bad = check(v2, "shared pool, second application thread");
+    for (int64_t i = 0; i < N; i++) v1[i] /= 2; /* two passes over v1 */
+    bad = bad || check(v1, "shared pool, first application thread then the pool's last context");
+    free(v1);
+    free(v2);
+    if (!bad) printf("ok: one pool shared by two contexts, regions from two application threads at once\n");
+    return bad;
+}
+
 int main(void) {
     host.alloc = host_alloc;
     host.free = host_free;
-    static const int spins[] = {0, 5, 100};
+    static const int spins[] = {0, 5, 100, 2000};
     for (int t = 2; t <= 4; t++)
-        for (int s = 0; s < 3; s++) {
+        for (int s = 0; s < (int)(sizeof spins / sizeof *spins); s++) {
             cpu_context ctx;
             memset(&ctx, 0, sizeof ctx);
             ctx.pool = cpu_pool_create(t, spins[s]);
@@ -48,17 +110,11 @@ int main(void) {
             job j = {v};
             for (int r = 0; r < REGIONS; r++) cpu_parallel_for(&ctx, region_size(r), 1, add_index, &j);
             cpu_pool_destroy(ctx.pool);
-            for (int64_t i = 0; i < N; i++) {
-                int64_t visits = 0;
-                for (int r = 0; r < REGIONS; r++) visits += i < region_size(r);
-                if (v[i] != visits * (i + 1)) {
-                    fprintf(stderr, "FAIL: %d threads, spin %d us: index %lld visited %lld times, expected %lld\n", t,
-                            spins[s], (long long)i, (long long)(v[i] / (i + 1)), (long long)visits);
-                    return 1;
-                }
-            }
+            char what[64];
+            snprintf(what, sizeof what, "%d threads, spin %d us", t, spins[s]);
+            if (check(v, what)) return 1;
             free(v);
             printf("ok: %d threads, spin %d us, %d regions\n", t, spins[s], REGIONS);
         }
-    return 0;
+    return shared_pools();
 }

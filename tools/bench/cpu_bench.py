@@ -75,7 +75,7 @@ def main():
                          "the next engine; blocks keep the rounds interleaved without charging that to netrun")
     ap.add_argument("--pause", type=float, default=0,
                     help="milliseconds of sleep before each engine's turn, so that the previous engine's spinning "
-                         "workers (onnxruntime spins for milliseconds after Run returns; netrun 0.1 ms) have gone to "
+                         "workers (onnxruntime spins for milliseconds after Run returns; netrun 2 ms) have gone to "
                          "sleep and do not take the 2 cores from the next one (default 0)")
     ap.add_argument("--netrun", action="append", help="NAME:key=value,... a netrun variant (repeatable)")
     ap.add_argument("--no-opencv", action="store_true")
