@@ -16,8 +16,8 @@
  * from the second: SqueezeNet then MobileNetV2 at 2 threads, 5.3 ms a pair with 100 us spins, 6.4 with 2 ms.
  * A region runs on the pool when no other caller holds it; a caller that finds it taken (another application
  * thread running a session at the same moment, or a region opened inside a region) runs its region itself,
- * since the pool's cores are busy anyway. (Running every kernel on oneDNN's OpenMP team instead was measured 5x slower on a loaded
- * machine: OpenMP workers spin for 200 ms between regions.) */
+ * since the pool's cores are busy anyway. (Running every kernel on oneDNN's OpenMP team instead was measured 5x
+ * slower on a loaded machine: OpenMP workers spin for 200 ms between regions.) */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
