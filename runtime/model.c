@@ -162,6 +162,17 @@ static netrun_status check_graph(netrun_model *m) {
     return NETRUN_OK;
 }
 
+/* Every position of `mask` (bit i: position i, from the op's schema) must name a value among the node's n ids;
+ * what: "input" or "output". */
+static netrun_status require_present(const netrun_model *m, const nr_node *nd, uint32_t mask, int n, const int *ids,
+                                     const char *what) {
+    for (int i = 0; i < 32; i++)
+        if ((mask >> i & 1u) && (i >= n || ids[i] < 0))
+            return nr_error(NETRUN_ERR_INVALID_MODEL, "%s: node '%s' (%s): %s %d is required but %s", m->source,
+                            nd->name, nd->op_type, what, i, i >= n ? "missing" : "empty");
+    return NETRUN_OK;
+}
+
 /* Resolve op definitions and parse attributes (once, shared by all sessions). */
 static netrun_status parse_nodes(netrun_model *m) {
     nr_graph *g = m->ir->graph;
@@ -181,18 +192,14 @@ static netrun_status parse_nodes(netrun_model *m) {
         /* inputs and outputs the op's schema requires must be there before any layer or kernel reads or writes
          * them (a kernel writes its outputs without asking: a Shape node without its output once wrote through
          * a NULL pointer) */
-        uint32_t required = nr_op_required_inputs(nd->domain, nd->op_type, nd->opset);
-        for (int i = 0; i < 32; i++)
-            if ((required >> i & 1u) && (i >= nd->n_inputs || nd->inputs[i] < 0))
-                return nr_error(NETRUN_ERR_INVALID_MODEL, "%s: node '%s' (%s): input %d is required but %s",
-                                m->source, nd->name, nd->op_type, i, i >= nd->n_inputs ? "missing" : "empty");
-        uint32_t required_out = nr_op_required_outputs(nd->domain, nd->op_type, nd->opset);
+        netrun_status rq = require_present(m, nd, nr_op_required_inputs(nd->domain, nd->op_type, nd->opset),
+                                           nd->n_inputs, nd->inputs, "input");
+        if (rq == NETRUN_OK)
+            rq = require_present(m, nd, nr_op_required_outputs(nd->domain, nd->op_type, nd->opset), nd->n_outputs,
+                                 nd->outputs, "output");
+        if (rq != NETRUN_OK) return rq;
         int any_out = 0;
         for (int o = 0; o < nd->n_outputs; o++) any_out |= nd->outputs[o] >= 0;
-        for (int i = 0; i < 32; i++)
-            if ((required_out >> i & 1u) && (i >= nd->n_outputs || nd->outputs[i] < 0))
-                return nr_error(NETRUN_ERR_INVALID_MODEL, "%s: node '%s' (%s): output %d is required but %s",
-                                m->source, nd->name, nd->op_type, i, i >= nd->n_outputs ? "missing" : "empty");
         if (!any_out) /* LSTM, GRU and RNN have only optional outputs; one of them must still be asked for */
             return nr_error(NETRUN_ERR_INVALID_MODEL, "%s: node '%s' (%s) has no outputs", m->source, nd->name,
                             nd->op_type);

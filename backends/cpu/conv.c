@@ -682,7 +682,7 @@ static netrun_status run_common(cpu_context *ctx, void *state, const netrun_kern
     } else if (st && st->dnnl && !transpose && built_for(st, X, Y, B)) {
         rc = cpu_dnnl_conv_run(ctx, st->dnnl, j.x, j.b, j.z, j.y, args->workspace, args->workspace_size);
     } else if (p->src_blocked || p->dst_blocked) {
-        rc = cpu_host->error(NETRUN_ERR_BACKEND, "%s: nChw16c tensors need the oneDNN kernel built for these dims", op);
+        rc = cpu_host->error(NETRUN_ERR_BACKEND, "%s: nChw16c tensors need the kernel built at create for these dims", op);
     } else if (st && st->gemv && g.out_size == 1 && g.in_size == 1 && g.g == 1) {
         int64_t threads = ctx->threads > 0 ? ctx->threads : 1;
         int64_t rows = (g.m + 4 * threads - 1) / (4 * threads);
