@@ -68,7 +68,7 @@ typedef struct c1_job {
     const float *sc; /* per-image input-channel scales (squeeze-excite folded in), or NULL */
     int64_t sc_stride;
     float *y;
-    int64_t hw, chunks;
+    int64_t hw, chunk, chunks; /* pixels per task, tasks per image */
     int64_t obg, obper; /* output blocks cut into obg groups of obper blocks (few pixels: more tasks) */
 } c1_job;
 
@@ -80,8 +80,8 @@ typedef struct c1_task {
     float *y;
 } c1_task;
 
-static inline c1_task c1_task_of(const c1_job *j, int64_t t, int64_t chunk) {
-    const int64_t hw = j->hw, img = t / (j->chunks * j->obg);
+static inline c1_task c1_task_of(const c1_job *j, int64_t t) {
+    const int64_t hw = j->hw, chunk = j->chunk, img = t / (j->chunks * j->obg);
     c1_task k;
     k.q0 = (t / j->obg % j->chunks) * chunk;
     k.q1 = k.q0 + chunk < hw ? k.q0 + chunk : hw;
@@ -309,7 +309,7 @@ __attribute__((target("avx512f,fma"))) static void c1_range_yp2(void *arg, int64
     float buf[32 * C1_CHUNK] __attribute__((aligned(64))); /* a block pair's rows of the chunk */
     float wbuf[2 * 256 * 16] __attribute__((aligned(64))); /* scaled weights (C <= 256 in this mode) */
     for (int64_t t = t0; t < t1; t++) {
-        const c1_task k = c1_task_of(j, t, C1_CHUNK);
+        const c1_task k = c1_task_of(j, t);
         const int64_t q0 = k.q0, q1 = k.q1, ob0 = k.ob0, ob1 = k.ob1;
         const float *x = k.x, *z = k.z;
         float *y = k.y;
@@ -333,7 +333,7 @@ __attribute__((target("avx512f,fma"))) static void c1_range_yp2(void *arg, int64
 __attribute__((target("avx512f,fma"))) static void c1_range_yplain(void *arg, int64_t t0, int64_t t1) {
     const c1_job *j = arg;
     for (int64_t t = t0; t < t1; t++) {
-        const c1_task k = c1_task_of(j, t, C1_CHUNK);
+        const c1_task k = c1_task_of(j, t);
         const int64_t q0 = k.q0, q1 = k.q1, ob0 = k.ob0, ob1 = k.ob1;
         const float *x = k.x, *z = k.z;
         float *y = k.y;
@@ -402,7 +402,7 @@ c1_tile_pp(const c1_job *j, const float *x, float *y, const float *z, int64_t rg
 __attribute__((target("avx512f,fma"))) static void c1_range_pp(void *arg, int64_t t0, int64_t t1) {
     const c1_job *j = arg;
     for (int64_t t = t0; t < t1; t++) {
-        const c1_task k = c1_task_of(j, t, C1_PP_CHUNK);
+        const c1_task k = c1_task_of(j, t);
         const int64_t q0 = k.q0, q1 = k.q1, ob0 = k.ob0, ob1 = k.ob1;
         const float *x = k.x, *z = k.z;
         float *y = k.y;
@@ -438,7 +438,7 @@ __attribute__((target("avx512f,fma"))) static void c1_range(void *arg, int64_t t
     const int xb = j->s->mode == CPU_C1X1_BLK_BLK;
     float wbuf[2 * 512 * 16] __attribute__((aligned(64))); /* scaled weights (C <= 512 in these modes) */
     for (int64_t t = t0; t < t1; t++) {
-        const c1_task k = c1_task_of(j, t, C1_CHUNK);
+        const c1_task k = c1_task_of(j, t);
         const int64_t q0 = k.q0, q1 = k.q1, ob0 = k.ob0, ob1 = k.ob1;
         const float *x = k.x, *z = k.z;
         float *y = k.y;
@@ -482,10 +482,19 @@ netrun_status cpu_c1x1_run(cpu_context *ctx, const cpu_c1x1 *s, const float *x, 
         return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "Conv 1x1 (nChw16c): needs AVX-512F");
     if (n == 0 || hw == 0) return NETRUN_OK;
     int64_t chunk = s->mode == CPU_C1X1_PLAIN_PLAIN ? C1_PP_CHUNK : C1_CHUNK;
-    c1_job j = {s, x, b, z, sc, sc_stride, y, hw, (hw + chunk - 1) / chunk, 1, s->mb};
-    /* few pixels (SqueezeNet's 512 -> 1000 at 13x13 is one chunk): cut the output blocks too, into groups of
-     * an even count (the plain-X kernel pairs blocks), so that every thread gets work */
-    int64_t want = 4 * (int64_t)(ctx->threads > 0 ? ctx->threads : 1), tasks = n * j.chunks;
+    int64_t want = 4 * (int64_t)(ctx->threads > 0 ? ctx->threads : 1);
+    /* few pixels, few output blocks (SqueezeNet's squeezes to 32-64 channels at 13x13 / 27x27): smaller chunks
+     * of whole tiles, down to 2 tiles, so every thread gets pixels (the kernels with a chunk-sized buffer keep
+     * theirs) */
+    if ((s->mode == CPU_C1X1_BLK_BLK || s->mode == CPU_C1X1_PLAIN_BLK) && n * ((hw + chunk - 1) / chunk) < want) {
+        int64_t per_img = (want + n - 1) / n, c2 = (hw + per_img - 1) / per_img;
+        c2 = (c2 + C1_P - 1) / C1_P * C1_P;
+        chunk = c2 < 2 * C1_P ? 2 * C1_P : c2 < chunk ? c2 : chunk;
+    }
+    c1_job j = {s, x, b, z, sc, sc_stride, y, hw, chunk, (hw + chunk - 1) / chunk, 1, s->mb};
+    /* still few tasks (SqueezeNet's 512 -> 1000 at 13x13 is one chunk): cut the output blocks too, into groups
+     * of an even count (the plain-X kernel pairs blocks), so that every thread gets work */
+    int64_t tasks = n * j.chunks;
     if (tasks < want && s->mb > 2) {
         int64_t per = (s->mb * tasks + want - 1) / want;
         per = per < 2 ? 2 : (per + 1) / 2 * 2;

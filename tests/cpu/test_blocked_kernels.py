@@ -11,7 +11,8 @@ their AVX-512 paths on and off (cpu.pool_avx512 / cpu.conv1x1_blk = 0: the porta
   epilogues, a fused residual sum with a blocked Z;
 - and the other way, nChw16c X into a plain Y of 24 / 40 / 56 / 12 / 8 / 1 channels (projections), with a
   plain Z, on the two-block tile (cpu.conv1x1_yp2, 8-lane second blocks) and on the one-block tile;
-- nChw16c X and Y (cpu.conv1x1_bb: 16 or 48 output channels, 2 threads), with a blocked Z;
+- nChw16c X and Y (cpu.conv1x1_bb: 16 or 48 output channels, 2 threads; up to 64 channels on planes up to
+  28x28), with a blocked Z;
 - stride-2 3x3 (pad 1) and 1x1 convs on nChw16c X and Y (conv_s2_blk.c, cpu.conv_s2): rows of 28 / 14 / 7
   columns (the fixed tiles), 12 / 20 / 15 / 29 (tail tiles, at the left pad, at the right pad of odd widths, one
   tile at both), odd planes, pads_end 0,
@@ -119,6 +120,11 @@ C1X1 = [  # (in channels, out channels, H, W, activation, bias, residual[, "proj
     (32, 16, 56, 56, "relu6", True, False, "bb"),  # nChw16c both sides (cpu.conv1x1_bb): pixels cut, not channels
     (32, 48, 57, 61, None, True, True, "bb"),
     (64, 16, 60, 60, "silu", False, False, "bb"),
+    # up to 2 blocks a thread on planes up to 28x28 (SqueezeNet's squeezes): chunks of fewer pixels, tail tiles
+    (256, 32, 27, 27, "relu", True, False, "bb"),
+    (384, 48, 13, 13, None, True, True, "bb"),
+    (512, 64, 13, 13, "relu", False, False, "bb"),
+    (64, 32, 3, 5, "relu6", True, True, "bb"),
 ]
 
 
