@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "conv1x1_blk.h"
+#include "conv_wino_blk.h"
 #include "conv_s2_blk.h"
 #include "conv_depthwise.h"
 #include "conv_dnnl.h"
@@ -135,6 +136,8 @@ typedef struct conv_state {
     cpu_c1x1 *c1;        /* 1x1 kernel between plain and nChw16c (conv1x1_blk.c), or NULL */
     int c1_mode;         /* its CPU_C1X1_* layouts */
     cpu_cs2 *cs2;        /* stride-2 kernel on nChw16c (conv_s2_blk.c), or NULL */
+    cpu_cw *cw;          /* Winograd 3x3 on nChw16c (conv_wino_blk.c), or NULL */
+    size_t cw_ws;        /* its workspace */
     int gemv;            /* a 1x1 conv on 1x1 planes run as GEMVs (want_gemv) */
     int rank, has_bias;
     int64_t xd[NETRUN_MAX_RANK], yd[NETRUN_MAX_RANK];
@@ -487,6 +490,17 @@ static int want_cs2(cpu_context *ctx, const netrun_conv_params *p, const conv_ge
            cpu_cs2_fits(g->c, g->m, g->in[1], g->in[2], g->out[1], g->out[2], g->k + 1, g->s + 1, g->d + 1, g->pb + 1);
 }
 
+/* 3x3 stride-1 pad-1 convs on nChw16c both sides: conv_wino_blk.c's Winograd instead of oneDNN's (cpu.conv_wino=0
+ * keeps oneDNN); only where oneDNN would take Winograd too (cpu.winograd) */
+static int want_cw(cpu_context *ctx, const netrun_conv_params *p, const conv_geom *g, int transpose) {
+    if (transpose || p->n_spatial != 2 || g->g != 1 || !p->src_blocked || !p->dst_blocked || p->src_scale ||
+        !ctx->winograd || !cpu_cw_available(ctx))
+        return 0;
+    const int64_t pe[2] = {g->out[1] + 2 - g->in[1] - g->pb[1], g->out[2] + 2 - g->in[2] - g->pb[2]};
+    return cpu_cw_fits(g->c, g->m, g->in[1], g->in[2], g->out[1], g->out[2], g->k + 1, g->s + 1, g->d + 1, g->pb + 1,
+                       pe);
+}
+
 /* The nChw16c pass's squeeze-excite fold (params.src_scale, S = input 3): only where the 1x1 kernel this node
  * gets under this config's threads and options takes the scale (conv1x1_blk.c); any other path would need a
  * pass over X first, which is what the fold removes. */
@@ -579,6 +593,12 @@ static netrun_status create_common(cpu_context *ctx, const netrun_node_desc *nod
                                cpu_cs2_create(g.k[1], g.c, g.m, g.in[1], g.in[2], g.out[1], g.out[2],
                                               s->w ? s->w : w->const_data, &p->activation, &s->cs2));
         }
+        if (s && want_cw(ctx, p, &g, transpose)) {
+            netrun_status rc = cpu_cw_create(g.c, g.m, g.in[1], g.in[2], s->w ? s->w : w->const_data, &p->activation,
+                                             ctx->threads, &s->cw, &s->cw_ws);
+            *ws = rc == NETRUN_OK ? s->cw_ws : 0;
+            return kernel_made(s, state, node, rc);
+        }
         if (s && want_gemv(ctx, p, &g, transpose)) {
             s->gemv = 1;
             return NETRUN_OK;
@@ -623,6 +643,7 @@ static void conv_destroy(void *state) {
     cpu_dnnl_conv_destroy(s->dnnl);
     cpu_c1x1_destroy(s->c1);
     cpu_cs2_destroy(s->cs2);
+    cpu_cw_destroy(s->cw);
     gu_free(s->w);
     cpu_free(s);
 }
@@ -683,6 +704,11 @@ static netrun_status run_common(cpu_context *ctx, void *state, const netrun_kern
         rc = cpu_c1x1_run(ctx, st->c1, j.x, j.b, j.z, NULL, 0, j.y, g.n, g.out_size);
     } else if (st && st->cs2 && built_for(st, X, Y, B)) {
         rc = cpu_cs2_run(ctx, st->cs2, j.x, j.b, j.z, j.y, g.n);
+    } else if (st && st->cw && built_for(st, X, Y, B)) {
+        float *ws = args->workspace;
+        if (!ws || args->workspace_size < st->cw_ws) ws = tws = cpu_alloc(st->cw_ws);
+        rc = ws ? cpu_cw_run(ctx, st->cw, j.x, j.b, j.z, j.y, g.n, ws, st->cw_ws)
+                : cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes of workspace", op, st->cw_ws);
     } else if (st && st->dnnl && !transpose && built_for(st, X, Y, B)) {
         rc = cpu_dnnl_conv_run(ctx, st->dnnl, j.x, j.b, j.z, j.y, args->workspace, args->workspace_size);
     } else if (p->src_blocked || p->dst_blocked) {
@@ -767,6 +793,7 @@ static void conv_describe_state(const void *state, char *buf, size_t size) {
     if (cpu_dnnl_conv_by_image(s->dnnl) && n < size) snprintf(buf + n, size - n, ", by image");
     if (s->gemv) snprintf(buf, size, "1x1 GEMV (1x1 planes)");
     if (s->cs2) snprintf(buf, size, "stride 2 avx512 (nChw16c in/out)");
+    if (s->cw) snprintf(buf, size, "Winograd F(2x2) avx512 (nChw16c in/out)");
     if (s->c1) snprintf(buf, size, "1x1 avx512 (%s)", s->c1_mode == CPU_C1X1_BLK_PLAIN2 ? "nChw16c in, paired" : s->c1_mode == CPU_C1X1_BLK_PLAIN ? "nChw16c in" : s->c1_mode == CPU_C1X1_PLAIN_PLAIN ? "NCHW" : s->c1_mode == CPU_C1X1_BLK_BLK ? "nChw16c in/out" : "nChw16c out");
 }
 static void convt_describe(const netrun_node_desc *n, char *b, size_t s) { describe_common(n, b, s, 1); }
