@@ -5,7 +5,10 @@
  * - phase B (tasks: a pair of output blocks x some groups of up to 12 tiles): per position, a register tile of
  *   2 blocks x 12 tiles = 24 zmm accumulators over C (2 weight vectors and 12 broadcasts of V per channel, as in
  *   conv1x1_blk.c), kept in a 24 KB buffer; then Y = A^T M A with bias, Z and the activation, straight into Y.
- * U = G g G^T is made at create: [M/16][16 positions][C][16], so a pair's weights stream once per band. */
+ * U = G g G^T is made at create: [M/16][16 positions][C][16], so a pair's weights stream once per band.
+ * Where U fits a core's L2 (CW_U_FUSED: ResNet's layer1, SqueezeNet's first fires) there are no bands: each thread
+ * runs both phases on tasks of its own tiles, V in its slice of the workspace, with no barrier between them (as
+ * bands, layer1 lost to oneDNN: two regions for every 120 tiles). */
 #include "conv_wino_blk.h"
 
 #include <stdio.h>
@@ -87,7 +90,6 @@ typedef struct cw_job {
     float *y, *v;
     int64_t t0, nt;           /* the band: tiles [t0, t0 + nt) of the batch */
     int64_t groups, gper, chunks; /* phase B: groups of up to CW_P tiles, gper a task, chunks a pair */
-    int tile_major;               /* phase B's tasks: all pairs of a chunk in turn (small U), else all chunks of a pair */
 } cw_job;
 
 /* Tiles [g * nt / groups, (g + 1) * nt / groups) of the band: groups of even size. */
@@ -204,18 +206,15 @@ __attribute__((target("avx512f"))) static void cw_output(const cw_job *j, const 
     }
 }
 
-/* Phase B, task t: a pair and groups [chunk * gper, + gper); tile_major: chunk t / pairs, pair t % pairs (a thread's
- * tasks read the tiles it transformed in phase A), else pair t / chunks, chunk t % chunks (it reads its pairs' U
- * once a band). */
+/* Phase B, task t: pair t / chunks, groups [(t % chunks) * gper, + gper): a thread's consecutive tasks share a
+ * pair, whose U it then reads once a band. */
 __attribute__((target("avx512f,fma"))) static void cw_gemms(void *arg, int64_t t0, int64_t t1) {
     const cw_job *j = arg;
     const cpu_cw *s = j->s;
     const int64_t cbn = s->c / 16;
     float mbuf[16 * 2 * CW_P * 16] __attribute__((aligned(64))); /* [position][block][tile][16] */
     for (int64_t t = t0; t < t1; t++) {
-        const int64_t pairs = (s->mb + 1) / 2;
-        const int64_t ob = (j->tile_major ? t % pairs : t / j->chunks) * 2,
-                      g0 = (j->tile_major ? t / pairs : t % j->chunks) * j->gper;
+        const int64_t ob = t / j->chunks * 2, g0 = t % j->chunks * j->gper;
         const int64_t g1 = g0 + j->gper < j->groups ? g0 + j->gper : j->groups;
         const int nb = s->mb - ob >= 2 ? 2 : 1;
         for (int64_t g = g0; g < g1; g++) {
@@ -247,7 +246,7 @@ static void cw_fused(void *arg, int64_t slot, int64_t k0, int64_t k1) {
         t.nt = (k + 1) * total / tasks - t.t0;
         t.v = j->v + slot * 16 * s->c * s->tg;
         t.groups = (t.nt + CW_P - 1) / CW_P;
-        t.chunks = 1, t.gper = t.groups, t.tile_major = 0;
+        t.chunks = 1, t.gper = t.groups;
         cw_input(&t, 0, t.groups * (s->c / 16));
         cw_gemms(&t, 0, pairs);
     }
@@ -281,7 +280,7 @@ netrun_status cpu_cw_run(cpu_context *ctx, const cpu_cw *s, const float *x, cons
         if (tasks < 4 * threads) tasks = most < 4 * threads ? most : 4 * threads;
         int64_t slots = gu_slots(ctx, tasks);
         if (slots > s->threads) slots = s->threads; /* the workspace holds s->threads V buffers */
-        cw_job j = {s, x, b, z, y, ws, 0, total, tasks, 0, 0, 0};
+        cw_job j = {s, x, b, z, y, ws, 0, total, tasks, 0, 0};
         gu_run_slots(ctx, tasks, slots, cw_fused, &j);
         return NETRUN_OK;
     }
@@ -289,7 +288,7 @@ netrun_status cpu_cw_run(cpu_context *ctx, const cpu_cw *s, const float *x, cons
     for (int64_t bi = 0; bi < bands; bi++) {
         /* even bands: 784 tiles of 120 at most -> 7 of 112 */
         const int64_t t0 = bi * total / bands, t1 = (bi + 1) * total / bands;
-        cw_job j = {s, x, b, z, y, ws, t0, t1 - t0, 0, 0, 0, 0};
+        cw_job j = {s, x, b, z, y, ws, t0, t1 - t0, 0, 0, 0};
         j.groups = (j.nt + CW_P - 1) / CW_P;
         /* phase B: a pair's groups in as few tasks as keep every thread busy (each task reads its pair's U) */
         const int64_t want = 4 * threads;

@@ -12,7 +12,7 @@ their AVX-512 paths on and off (cpu.pool_avx512 / cpu.conv1x1_blk = 0: the porta
 - and the other way, nChw16c X into a plain Y of 24 / 40 / 56 / 12 / 8 / 1 channels (projections), with a
   plain Z, on the two-block tile (cpu.conv1x1_yp2, 8-lane second blocks) and on the one-block tile;
 - nChw16c X and Y (cpu.conv1x1_bb: 16 or 48 output channels, 2 threads; up to 64 channels on planes up to
-  28x28), with a blocked Z;
+  28x28 at batch 1), with a blocked Z;
 - stride-2 3x3 (pad 1) and 1x1 convs on nChw16c X and Y (conv_s2_blk.c, cpu.conv_s2): rows of 28 / 14 / 7
   columns (the fixed tiles), 12 / 20 / 15 / 29 (tail tiles, at the left pad, at the right pad of odd widths, one
   tile at both), odd planes, pads_end 0,
@@ -120,11 +120,11 @@ C1X1 = [  # (in channels, out channels, H, W, activation, bias, residual[, "proj
     (32, 16, 56, 56, "relu6", True, False, "bb"),  # nChw16c both sides (cpu.conv1x1_bb): pixels cut, not channels
     (32, 48, 57, 61, None, True, True, "bb"),
     (64, 16, 60, 60, "silu", False, False, "bb"),
-    # up to 2 blocks a thread on planes up to 28x28 (SqueezeNet's squeezes): chunks of fewer pixels, tail tiles
-    (256, 32, 27, 27, "relu", True, False, "bb"),
-    (384, 48, 13, 13, None, True, True, "bb"),
-    (512, 64, 13, 13, "relu", False, False, "bb"),
-    (64, 32, 3, 5, "relu6", True, True, "bb"),
+    # up to 2 blocks a thread on planes up to 28x28 at batch 1 (SqueezeNet's squeezes): chunks of fewer pixels, tail tiles
+    (256, 32, 27, 27, "relu", True, False, "bb1"),
+    (384, 48, 13, 13, None, True, True, "bb1"),
+    (512, 64, 13, 13, "relu", False, False, "bb1"),
+    (64, 32, 3, 5, "relu6", True, True, "bb1"),
 ]
 
 
@@ -403,11 +403,12 @@ def main():
                             if kind == "plaindw" and not any("depthwise direct" in k for _, _, _, k in nodes):
                                 errors.append(f"the plain depthwise conv did not run conv_depthwise.c: {nodes}")
                             # with oneDNN built in (the nChw16c pass needs it) and AVX-512F, the 1x1 must take it
-                            bb = len(params) > 7 and params[7] == "bb"
+                            bb = len(params) > 7 and params[7] in ("bb", "bb1")  # bb1: only with fewer images than threads
                             want = ("nChw16c in/out" if bb else "nChw16c in" if len(params) > 7 else
                                     "NCHW" if kind == "plain1x1" else "nChw16c out")
                             # the nChw16c-both kernel is taken only where oneDNN's channel slices leave a thread idle
-                            if (kind in ("1x1", "plain1x1") and fast == "1" and avx512 and (threads == 2 or not bb)
+                            if (kind in ("1x1", "plain1x1") and fast == "1" and avx512
+                                    and ((threads == 2 and (params[7:] != ("bb1",) or batch == 1)) or not bb)
                                     and (kind == "plain1x1" or any("oneDNN" in k for _, _, _, k in nodes))
                                     and [nm for nm, _, _, k in nodes if nm.startswith("e") and want in k] != c1):
                                 errors.append(f"the AVX-512 1x1 kernel ({want}) ran on {c1}, expected the conv 'e'")
