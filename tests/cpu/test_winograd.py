@@ -70,6 +70,15 @@ OWN = [  # (in channels, out channels, H, W, activation, bias, residual): conv_w
 ]
 
 
+def report(tag, errors, note=""):
+    """Prints one case's line; 1 when it failed."""
+    if errors:
+        print(f"FAIL {tag}: " + "; ".join(errors))
+        return 1
+    print(f"ok   {tag}{note}")
+    return 0
+
+
 def own_model(cin, cout, h, w, act, bias, residual, batch):
     """x -> Conv 3x3 + Relu (nChw16c X) -> e: Conv 3x3 cin -> cout (+ Z) (+ act) -> depthwise Conv (reads
     nChw16c, so e writes it)."""
@@ -141,12 +150,7 @@ def own_cases(nr, tmp):
                     want = ["e"] if on == "1" and avx512 and onednn else []
                     if [nm.split("+")[0] for nm in own] != want:
                         errors.append(f"cpu.conv_wino={on} threads={threads}: own Winograd on {own}, expected {want}")
-            tag = f"own Winograd {params} batch {batch}"
-            if errors:
-                failed += 1
-                print(f"FAIL {tag}: " + "; ".join(errors))
-            else:
-                print(f"ok   {tag}")
+            failed += report(f"own Winograd {params} batch {batch}", errors)
     return failed
 
 
@@ -185,12 +189,8 @@ def main():
                             errors.append(f"cpu.winograd=1: stride-1 convs not on Winograd: {kernels}")
                         if any(n.startswith("y") for n in wino):
                             errors.append(f"the stride-2 conv took Winograd: {kernels}")
-                    tag = f"batch {batch} threads {threads} cpu.winograd={on}"
-                    if errors:
-                        failed += 1
-                        print(f"FAIL {tag}: " + "; ".join(errors))
-                    else:
-                        print(f"ok   {tag}" + ("" if onednn else " (no oneDNN: direct paths only)"))
+                    failed += report(f"batch {batch} threads {threads} cpu.winograd={on}", errors,
+                                     "" if onednn else " (no oneDNN: direct paths only)")
     print("failed" if failed else "all passed")
     return 1 if failed else 0
 
