@@ -11,10 +11,10 @@
 #include <stdio.h>
 
 #include "conv1x1_blk.h"
-#include "conv_wino_blk.h"
-#include "conv_s2_blk.h"
 #include "conv_depthwise.h"
 #include "conv_dnnl.h"
+#include "conv_s2_blk.h"
+#include "conv_wino_blk.h"
 #include "gemm_util.h"
 
 #define COL_BYTES_CAP ((int64_t)4 << 20) /* im2col slice per thread */
@@ -465,13 +465,14 @@ static int want_c1x1(cpu_context *ctx, const netrun_conv_params *p, const conv_g
     /* nChw16c both sides: oneDNN cuts the output channels into one slice per thread, so 16 channels (the 32 -> 16
      * projections of MobileNetV2 / EfficientNet / MnasNet at 112x112) run on one thread and 48 split 2:1; the
      * own kernel cuts the pixels instead (cpu.conv1x1_bb=0 keeps oneDNN). With fewer images than threads, on
-     * planes up to 28x28, also when every thread would get at most 2 blocks, each reading all of X for them (SqueezeNet's squeezes to 32-64
-     * channels at 27x27 and 13x13: 0.040 -> 0.033 ms, 0.027 -> 0.022; ResNet's 56x56 ones stay faster on oneDNN:
-     * 0.242 against 0.258) */
+     * planes up to 28x28, also when every thread would get at most 2 blocks, each reading all of X for them
+     * (SqueezeNet's squeezes to 32-64 channels at 27x27 and 13x13: 0.040 -> 0.033 ms, 0.027 -> 0.022; ResNet's
+     * 56x56 ones stay faster on oneDNN: 0.242 against 0.258) */
     if (p->src_blocked && p->dst_blocked && g->c <= 512) {
         int64_t mb = g->m / 16, t = ctx->threads > 0 ? ctx->threads : 1;
         const char *o = cpu_option(ctx, "cpu.conv1x1_bb");
-        int uneven = mb % t && mb < 4 * t && g->out_size >= 784, thin = t > 1 && g->n < t && mb <= 2 * t && g->out_size <= 784;
+        int uneven = mb % t && mb < 4 * t && g->out_size >= 784;
+        int thin = t > 1 && g->n < t && mb <= 2 * t && g->out_size <= 784;
         if ((uneven || thin) && !(o && !strcmp(o, "0"))) return 1 + CPU_C1X1_BLK_BLK;
     }
     if (!p->dst_blocked && g->c % 16 == 0 && g->c <= 256 && g->m % 16) {
@@ -708,7 +709,8 @@ static netrun_status run_common(cpu_context *ctx, void *state, const netrun_kern
         float *ws = args->workspace;
         if (!ws || args->workspace_size < st->cw_ws) ws = tws = cpu_alloc(st->cw_ws);
         rc = ws ? cpu_cw_run(ctx, st->cw, j.x, j.b, j.z, j.y, g.n, ws, st->cw_ws)
-                : cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes of workspace", op, st->cw_ws);
+                : cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes of workspace", op,
+                                  st->cw_ws);
     } else if (st && st->dnnl && !transpose && built_for(st, X, Y, B)) {
         rc = cpu_dnnl_conv_run(ctx, st->dnnl, j.x, j.b, j.z, j.y, args->workspace, args->workspace_size);
     } else if (p->src_blocked || p->dst_blocked) {

@@ -73,7 +73,8 @@ netrun_status cpu_cw_create(int64_t c, int64_t m, int64_t h, int64_t w, const fl
                 for (int j = 0; j < 3; j++) t[i][j] = G[i][0] * g[j] + G[i][1] * g[3 + j] + G[i][2] * g[6 + j];
             for (int i = 0; i < 4; i++)
                 for (int j = 0; j < 4; j++) u[i][j] = t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2];
-            for (int pos = 0; pos < 16; pos++) s->u[(((o / 16) * 16 + pos) * c + ci) * 16 + o % 16] = u[pos / 4][pos % 4];
+            for (int pos = 0; pos < 16; pos++)
+                s->u[(((o / 16) * 16 + pos) * c + ci) * 16 + o % 16] = u[pos / 4][pos % 4];
         }
     s->threads = threads > 0 ? threads : 1;
     s->fused = 16 * c * m * (int64_t)sizeof(float) <= CW_U_FUSED;
