@@ -482,21 +482,24 @@ static int want_c1x1(cpu_context *ctx, const netrun_conv_params *p, const conv_g
     return 0;
 }
 
+/* A 2-D conv, not grouped, on nChw16c X and Y, without a folded input scale: what the own stride-2 and Winograd
+ * kernels take (each then checks its own geometry). */
+static int blocked_2d(const netrun_conv_params *p, const conv_geom *g, int transpose) {
+    return !transpose && p->n_spatial == 2 && g->g == 1 && p->src_blocked && p->dst_blocked && !p->src_scale;
+}
+
 /* Stride-2 3x3 and 1x1 convs on nChw16c both sides (ResNet's downsampling convs): conv_s2_blk.c instead of
  * oneDNN's direct kernel, which runs stride 2 at 70-75% of the FMA rate it reaches on stride 1 (cpu.conv_s2=0
  * keeps oneDNN). */
 static int want_cs2(cpu_context *ctx, const netrun_conv_params *p, const conv_geom *g, int transpose) {
-    return !transpose && p->n_spatial == 2 && g->g == 1 && p->src_blocked && p->dst_blocked && !p->src_scale &&
-           cpu_cs2_available(ctx) &&
+    return blocked_2d(p, g, transpose) && cpu_cs2_available(ctx) &&
            cpu_cs2_fits(g->c, g->m, g->in[1], g->in[2], g->out[1], g->out[2], g->k + 1, g->s + 1, g->d + 1, g->pb + 1);
 }
 
 /* 3x3 stride-1 pad-1 convs on nChw16c both sides: conv_wino_blk.c's Winograd instead of oneDNN's (cpu.conv_wino=0
  * keeps oneDNN); only where oneDNN would take Winograd too (cpu.winograd) */
 static int want_cw(cpu_context *ctx, const netrun_conv_params *p, const conv_geom *g, int transpose) {
-    if (transpose || p->n_spatial != 2 || g->g != 1 || !p->src_blocked || !p->dst_blocked || p->src_scale ||
-        !ctx->winograd || !cpu_cw_available(ctx))
-        return 0;
+    if (!blocked_2d(p, g, transpose) || !ctx->winograd || !cpu_cw_available(ctx)) return 0;
     const int64_t pe[2] = {g->out[1] + 2 - g->in[1] - g->pb[1], g->out[2] + 2 - g->in[2] - g->pb[2]};
     return cpu_cw_fits(g->c, g->m, g->in[1], g->in[2], g->out[1], g->out[2], g->k + 1, g->s + 1, g->d + 1, g->pb + 1,
                        pe);
@@ -649,6 +652,13 @@ static void conv_destroy(void *state) {
     cpu_free(s);
 }
 
+/* The runtime's workspace when it holds `need` bytes, else a buffer of the node's own in *tmp (the caller frees
+ * it; only when the runtime gave less than create asked for); NULL when that allocation fails. */
+static float *node_workspace(const netrun_kernel_args *args, size_t need, float **tmp) {
+    if (args->workspace && args->workspace_size >= need) return args->workspace;
+    return *tmp = cpu_alloc(need);
+}
+
 static netrun_status run_common(cpu_context *ctx, void *state, const netrun_kernel_args *args, int transpose) {
     const netrun_conv_params *p = args->params;
     const char *op = transpose ? "ConvTranspose" : "Conv";
@@ -706,11 +716,12 @@ static netrun_status run_common(cpu_context *ctx, void *state, const netrun_kern
     } else if (st && st->cs2 && built_for(st, X, Y, B)) {
         rc = cpu_cs2_run(ctx, st->cs2, j.x, j.b, j.z, j.y, g.n);
     } else if (st && st->cw && built_for(st, X, Y, B)) {
-        float *ws = args->workspace;
-        if (!ws || args->workspace_size < st->cw_ws) ws = tws = cpu_alloc(st->cw_ws);
-        rc = ws ? cpu_cw_run(ctx, st->cw, j.x, j.b, j.z, j.y, g.n, ws, st->cw_ws)
-                : cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes of workspace", op,
-                                  st->cw_ws);
+        float *ws = node_workspace(args, st->cw_ws, &tws);
+        if (!ws) {
+            rc = cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes of workspace", op, st->cw_ws);
+            goto done;
+        }
+        rc = cpu_cw_run(ctx, st->cw, j.x, j.b, j.z, j.y, g.n, ws, st->cw_ws);
     } else if (st && st->dnnl && !transpose && built_for(st, X, Y, B)) {
         rc = cpu_dnnl_conv_run(ctx, st->dnnl, j.x, j.b, j.z, j.y, args->workspace, args->workspace_size);
     } else if (p->src_blocked || p->dst_blocked) {
@@ -725,8 +736,7 @@ static netrun_status run_common(cpu_context *ctx, void *state, const netrun_kern
         cpu_dw_args a;
         dw_args(&g, &a);
         size_t need = dw_workspace(ctx, &g);
-        if (args->workspace && args->workspace_size >= need) a.ws = args->workspace;
-        else if (!(a.ws = tws = cpu_alloc(need))) {
+        if (!(a.ws = node_workspace(args, need, &tws))) {
             rc = cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes of workspace", op, need);
             goto done;
         }
@@ -737,8 +747,7 @@ static netrun_status run_common(cpu_context *ctx, void *state, const netrun_kern
     } else {
         size_t need = (size_t)(pl.slots * pl.slot_floats) * sizeof(float);
         if (need) {
-            if (args->workspace && args->workspace_size >= need) j.ws = args->workspace;
-            else if (!(j.ws = tws = cpu_alloc(need))) {
+            if (!(j.ws = node_workspace(args, need, &tws))) {
                 rc = cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes of workspace", op, need);
                 goto done;
             }

@@ -91,6 +91,7 @@ typedef struct cw_job {
     float *y, *v;
     int64_t t0, nt;           /* the band: tiles [t0, t0 + nt) of the batch */
     int64_t groups, gper, chunks; /* phase B: groups of up to CW_P tiles, gper a task, chunks a pair */
+    int64_t tasks;                /* one-pass mode: tasks the batch's tiles are cut into */
 } cw_job;
 
 /* Tiles [g * nt / groups, (g + 1) * nt / groups) of the band: groups of even size. */
@@ -235,12 +236,12 @@ __attribute__((target("avx512f,fma"))) static void cw_gemms(void *arg, int64_t t
         }
     }
 }
-/* The one-pass mode: slot `slot` (its V in the workspace) runs tasks [k0, k1) of j->groups (here: tasks), task k
- * being tiles [k * total / tasks, (k + 1) * total / tasks) of the batch: phase A then B on them alone. */
+/* The one-pass mode: slot `slot` (its V in the workspace) runs tasks [k0, k1) of j->tasks, task k being tiles
+ * [k * total / tasks, (k + 1) * total / tasks) of the batch: phase A then B on them alone. */
 static void cw_fused(void *arg, int64_t slot, int64_t k0, int64_t k1) {
     const cw_job *j = arg;
     const cpu_cw *s = j->s;
-    const int64_t tasks = j->groups, total = j->nt, pairs = (s->mb + 1) / 2;
+    const int64_t tasks = j->tasks, total = j->nt, pairs = (s->mb + 1) / 2;
     for (int64_t k = k0; k < k1; k++) {
         cw_job t = *j;
         t.t0 = k * total / tasks;
@@ -281,7 +282,7 @@ netrun_status cpu_cw_run(cpu_context *ctx, const cpu_cw *s, const float *x, cons
         if (tasks < 4 * threads) tasks = most < 4 * threads ? most : 4 * threads;
         int64_t slots = gu_slots(ctx, tasks);
         if (slots > s->threads) slots = s->threads; /* the workspace holds s->threads V buffers */
-        cw_job j = {s, x, b, z, y, ws, 0, total, tasks, 0, 0};
+        cw_job j = {s, x, b, z, y, ws, 0, total, 0, 0, 0, tasks};
         gu_run_slots(ctx, tasks, slots, cw_fused, &j);
         return NETRUN_OK;
     }
@@ -289,7 +290,7 @@ netrun_status cpu_cw_run(cpu_context *ctx, const cpu_cw *s, const float *x, cons
     for (int64_t bi = 0; bi < bands; bi++) {
         /* even bands: 784 tiles of 120 at most -> 7 of 112 */
         const int64_t t0 = bi * total / bands, t1 = (bi + 1) * total / bands;
-        cw_job j = {s, x, b, z, y, ws, t0, t1 - t0, 0, 0, 0};
+        cw_job j = {s, x, b, z, y, ws, t0, t1 - t0, 0, 0, 0, 0};
         j.groups = (j.nt + CW_P - 1) / CW_P;
         /* phase B: a pair's groups in as few tasks as keep every thread busy (each task reads its pair's U) */
         const int64_t want = 4 * threads;
