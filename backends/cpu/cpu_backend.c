@@ -91,6 +91,25 @@ static int cpu_supports(const netrun_backend_config *config, const netrun_node_d
     return op->supports_config ? op->supports_config(config, node, reason, size) : 1;
 }
 
+/* A setting of the context, or NULL (also from a host too old to pass settings). */
+static const char *context_option(const netrun_backend_config *config, const char *key) {
+    return config->struct_size >= offsetof(netrun_backend_config, opaque) + sizeof config->opaque &&
+                   config->get_option
+               ? config->get_option(config->opaque, key)
+               : NULL;
+}
+
+/* A 0/1 setting defaulting to 1; 0 with the error recorded when the value is neither. */
+static int flag_option(const netrun_backend_config *config, const char *key, int *out) {
+    const char *v = context_option(config, key);
+    *out = !v || !strcmp(v, "1");
+    if (v && strcmp(v, "0") && strcmp(v, "1")) {
+        cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: '%s' is not 0 or 1", key, v);
+        return 0;
+    }
+    return 1;
+}
+
 static netrun_status cpu_context_create(const netrun_backend_config *config, netrun_backend_context **out) {
     cpu_context *ctx = cpu_host->alloc(sizeof *ctx, 64);
     if (!ctx) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cpu: out of memory creating a context");
@@ -99,10 +118,7 @@ static netrun_status cpu_context_create(const netrun_backend_config *config, net
     ctx->threads = config->threads > 0 ? config->threads : online_cores();
     /* cpu.spin_us: how long idle workers spin before sleeping (threadpool.c says why; default 2000) */
     int spin_us = 2000;
-    const char *v = config->struct_size >= offsetof(netrun_backend_config, opaque) + sizeof config->opaque &&
-                            config->get_option
-                        ? config->get_option(config->opaque, "cpu.spin_us")
-                        : NULL;
+    const char *v = context_option(config, "cpu.spin_us");
     if (v) {
         char *end = NULL;
         long l = strtol(v, &end, 10);
@@ -114,16 +130,13 @@ static netrun_status cpu_context_create(const netrun_backend_config *config, net
         spin_us = (int)l;
     }
     /* cpu.winograd: 0 keeps every conv on oneDNN's direct kernels (conv_dnnl.c says why 1 is the default) */
-    const char *w = config->struct_size >= offsetof(netrun_backend_config, opaque) + sizeof config->opaque &&
-                            config->get_option
-                        ? config->get_option(config->opaque, "cpu.winograd")
-                        : NULL;
-    if (w && strcmp(w, "0") && strcmp(w, "1")) {
+    /* cpu.spin_watch: 0 keeps the spin even while another process takes the cores (threadpool.c) */
+    int watch = 1;
+    if (!flag_option(config, "cpu.winograd", &ctx->winograd) || !flag_option(config, "cpu.spin_watch", &watch)) {
         cpu_host->free(ctx);
-        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cpu.winograd: '%s' is not 0 or 1", w);
+        return NETRUN_ERR_INVALID_ARGUMENT;
     }
-    ctx->winograd = !w || !strcmp(w, "1");
-    ctx->pool = cpu_pool_create(ctx->threads, spin_us);
+    ctx->pool = cpu_pool_create(ctx->threads, spin_us, watch);
     if (!ctx->pool) {
         int threads = ctx->threads;
         cpu_host->free(ctx);

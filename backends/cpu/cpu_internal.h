@@ -50,8 +50,11 @@ typedef struct cpu_op {
 typedef void (*cpu_range_fn)(void *arg, int64_t begin, int64_t end);
 void cpu_parallel_for(cpu_context *ctx, int64_t n, int64_t grain, cpu_range_fn fn, void *arg);
 
-/* threads - 1 workers; idle workers spin spin_us microseconds before sleeping (0: sleep at once). */
-cpu_pool *cpu_pool_create(int threads, int spin_us);
+/* threads - 1 workers; idle workers spin spin_us microseconds before sleeping (0: sleep at once), except while
+ * watch is set and another process is seen taking the cores (threadpool.c says how). */
+cpu_pool *cpu_pool_create(int threads, int spin_us, int watch);
+/* How many times the pool has stopped spinning because another process took its cores. */
+int cpu_pool_contended_count(const cpu_pool *p);
 /* Thread count of the most recently created pool (labels only: kernel_describe cannot see the context). */
 int cpu_pool_last_threads(void);
 void cpu_pool_destroy(cpu_pool *pool);

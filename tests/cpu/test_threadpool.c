@@ -3,12 +3,17 @@
  * a lost wake-up (hangs: ctest's timeout), a chunk run twice or skipped, or a region returning before workers
  * finish (the totals come out wrong). Then the sharing: contexts with the same thread count and spin get one
  * pool, and two application threads opening regions on it at the same time (one runs its regions itself while
- * the other holds the pool) still visit every index exactly once. Run it under ThreadSanitizer too when
- * touching the pool. */
+ * the other holds the pool) still visit every index exactly once. Last the contention watch: with a busy loop on
+ * every core, a spinning pool must notice that its threads wait for cores and stop spinning, and still visit
+ * every index exactly once. Run it under ThreadSanitizer too when touching the pool. */
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cpu_internal.h"
 
@@ -18,6 +23,14 @@ static void *host_alloc(size_t bytes, size_t align) {
     return posix_memalign(&p, align, bytes ? bytes : 1) ? NULL : p;
 }
 static void host_free(void *p) { free(p); }
+static void host_log(netrun_log_level level, const char *backend, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("log %d %s: ", (int)level, backend);
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+}
 static netrun_host_api host;
 const netrun_host_api *cpu_host = &host;
 
@@ -64,9 +77,9 @@ static int shared_pools(void) {
     cpu_context c1, c2;
     memset(&c1, 0, sizeof c1);
     memset(&c2, 0, sizeof c2);
-    c1.pool = cpu_pool_create(3, 100);
-    c2.pool = cpu_pool_create(3, 100);
-    cpu_pool *other = cpu_pool_create(2, 100);
+    c1.pool = cpu_pool_create(3, 100, 1);
+    c2.pool = cpu_pool_create(3, 100, 1);
+    cpu_pool *other = cpu_pool_create(2, 100, 1);
     if (!c1.pool || c1.pool != c2.pool || !other || other == c1.pool) {
         fprintf(stderr, "FAIL: two contexts of 3 threads should share one pool, one of 2 threads get its own\n");
         return 1;
@@ -92,15 +105,73 @@ static int shared_pools(void) {
     return bad;
 }
 
+static atomic_int hogs_stop;
+static void *hog_main(void *arg) {
+    (void)arg;
+    volatile double x = 1;
+    while (!atomic_load_explicit(&hogs_stop, memory_order_relaxed)) x *= 1.0000001;
+    return NULL;
+}
+
+static double seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* One busy loop per core plus a 2-thread pool that spins 2 ms: the pool's threads wait for cores half the time,
+ * so within a second the watch must have stopped the spinning; the regions stay exact meanwhile. */
+static int contention_watch(void) {
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    if (!f) {
+        printf("skip: contention watch (no /proc/thread-self/schedstat)\n");
+        return 0;
+    }
+    fclose(f);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1) cores = 1;
+    if (cores > 64) cores = 64;
+    pthread_t hogs[64];
+    int n_hogs = 0;
+    atomic_store(&hogs_stop, 0);
+    for (long i = 0; i < cores; i++)
+        if (!pthread_create(&hogs[n_hogs], NULL, hog_main, NULL)) n_hogs++;
+    cpu_context ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.pool = cpu_pool_create(2, 2000, 1);
+    int64_t *v = calloc(N, sizeof *v);
+    int bad = !ctx.pool || !v;
+    int seen = 0, passes = 0;
+    job j = {v};
+    for (double t0 = seconds(); !bad && !seen && seconds() - t0 < 3.0; passes++) {
+        memset(v, 0, N * sizeof *v);
+        for (int r = 0; r < REGIONS; r++) cpu_parallel_for(&ctx, region_size(r), 1, add_index, &j);
+        bad = check(v, "contention watch");
+        seen = cpu_pool_contended_count(ctx.pool);
+    }
+    atomic_store(&hogs_stop, 1);
+    for (int i = 0; i < n_hogs; i++) pthread_join(hogs[i], NULL);
+    if (!bad && !seen) {
+        fprintf(stderr, "FAIL: %d busy loops on %ld cores for 3 s, and the pool never stopped spinning\n", n_hogs,
+                cores);
+        bad = 1;
+    }
+    if (ctx.pool) cpu_pool_destroy(ctx.pool);
+    free(v);
+    if (!bad) printf("ok: with a busy loop on each of %ld cores the pool stopped spinning (%d passes)\n", cores, passes);
+    return bad;
+}
+
 int main(void) {
     host.alloc = host_alloc;
     host.free = host_free;
+    host.log = host_log;
     static const int spins[] = {0, 5, 100, 2000};
     for (int t = 2; t <= 4; t++)
         for (int s = 0; s < (int)(sizeof spins / sizeof *spins); s++) {
             cpu_context ctx;
             memset(&ctx, 0, sizeof ctx);
-            ctx.pool = cpu_pool_create(t, spins[s]);
+            ctx.pool = cpu_pool_create(t, spins[s], 1);
             if (!ctx.pool) {
                 fprintf(stderr, "FAIL: cpu_pool_create(%d, %d)\n", t, spins[s]);
                 return 1;
@@ -116,5 +187,5 @@ int main(void) {
             free(v);
             printf("ok: %d threads, spin %d us, %d regions\n", t, spins[s], REGIONS);
         }
-    return shared_pools();
+    return shared_pools() || contention_watch();
 }
