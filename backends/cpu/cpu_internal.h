@@ -54,7 +54,7 @@ void cpu_parallel_for(cpu_context *ctx, int64_t n, int64_t grain, cpu_range_fn f
  * watch is set and another process is seen taking the cores (threadpool.c says how). */
 cpu_pool *cpu_pool_create(int threads, int spin_us, int watch);
 /* How many times the pool has stopped spinning because another process took its cores. */
-int cpu_pool_contended_count(const cpu_pool *p);
+int cpu_pool_contended_count(cpu_pool *p);
 /* Thread count of the most recently created pool (labels only: kernel_describe cannot see the context). */
 int cpu_pool_last_threads(void);
 void cpu_pool_destroy(cpu_pool *pool);

@@ -15,11 +15,11 @@
  * whole slice for a preempted worker; the caller spinning on the other core also keeps the kernel from moving
  * the preempted worker there. So each thread of a region checks, at most every 10 ms, how long it waited for a
  * core: over a tenth of the time marks the pool contended, and for a while nobody spins (workers sleep between
- * regions, the caller sleeps while it waits). A sleeping thread is woken ahead of a
- * busy one, and an idle core pulls the preempted worker over. With a busy loop on one of 2 cores, ResNet-50
- * at 2 threads took 58 ms with the fixed spin and 30 ms sleeping (onnxruntime 64 ms); on a quiet machine the
- * spin stays (sleeping at once doubled MobileNetV2's 2.2 ms). The switches a hypervisor's other tenants cause
- * are not counted by the guest, so this does not react to them.
+ * regions, the caller sleeps while it waits). A sleeping thread is woken ahead of a busy one, and an idle core
+ * pulls a preempted worker over. With a busy loop on one of 2 cores, ResNet-50 at 2 threads took 54.6 ms with
+ * the fixed spin and 37.6 ms with the watch (onnxruntime 45.1); on a quiet machine the spin stays (sleeping at
+ * once doubled MobileNetV2's 2.6 ms). Time a hypervisor gives the VM's cores to other guests is no run-queue
+ * wait inside the guest, so the watch does not react to it (cpu.spin_watch=0 turns it off).
  *
  * Pools are shared: the CPU contexts of a process with the same thread count and spin time use one pool
  * (counted references). With a pool per session, an application running two sessions in turn (a detector, then
@@ -200,13 +200,13 @@ static void *worker_main(void *arg) {
         }
         if (!joined) continue;
         run_chunks(p);
-        watch_preemption(p);
         unsigned long long before = atomic_fetch_sub_explicit(&p->state, 1, memory_order_acq_rel);
         if ((before & ACTIVE_MASK) == 1 && (before & CLOSED)) {
             pthread_mutex_lock(&p->mu); /* the caller checks the count under mu before it sleeps */
             pthread_cond_signal(&p->done);
             pthread_mutex_unlock(&p->mu);
         }
+        watch_preemption(p); /* after leaving the job: its file read must not hold up the caller */
     }
     return NULL;
 }
@@ -219,7 +219,7 @@ static cpu_pool *g_pools;
 
 static void pool_free(cpu_pool *p);
 
-int cpu_pool_contended_count(const cpu_pool *p) { return p ? atomic_load(&((cpu_pool *)p)->contended_seen) : 0; }
+int cpu_pool_contended_count(cpu_pool *p) { return p ? atomic_load(&p->contended_seen) : 0; }
 
 cpu_pool *cpu_pool_create(int threads, int spin_us, int watch) {
     atomic_store(&last_threads, threads > 0 ? threads : 1);
