@@ -652,11 +652,14 @@ static void conv_destroy(void *state) {
     cpu_free(s);
 }
 
-/* The runtime's workspace when it holds `need` bytes, else a buffer of the node's own in *tmp (the caller frees
- * it; only when the runtime gave less than create asked for); NULL when that allocation fails. */
-static float *node_workspace(const netrun_kernel_args *args, size_t need, float **tmp) {
-    if (args->workspace && args->workspace_size >= need) return args->workspace;
-    return *tmp = cpu_alloc(need);
+/* *ws = the runtime's workspace when it holds `need` bytes, else a buffer of the node's own in *tmp (the caller
+ * frees it; only when the runtime gave less than create asked for); an error when that allocation fails. */
+static netrun_status node_workspace(const netrun_kernel_args *args, size_t need, const char *op, float **tmp,
+                                    float **ws) {
+    if (args->workspace && args->workspace_size >= need) *ws = args->workspace;
+    else if (!(*ws = *tmp = cpu_alloc(need)))
+        return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes of workspace", op, need);
+    return NETRUN_OK;
 }
 
 static netrun_status run_common(cpu_context *ctx, void *state, const netrun_kernel_args *args, int transpose) {
@@ -716,11 +719,8 @@ static netrun_status run_common(cpu_context *ctx, void *state, const netrun_kern
     } else if (st && st->cs2 && built_for(st, X, Y, B)) {
         rc = cpu_cs2_run(ctx, st->cs2, j.x, j.b, j.z, j.y, g.n);
     } else if (st && st->cw && built_for(st, X, Y, B)) {
-        float *ws = node_workspace(args, st->cw_ws, &tws);
-        if (!ws) {
-            rc = cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes of workspace", op, st->cw_ws);
-            goto done;
-        }
+        float *ws;
+        if ((rc = node_workspace(args, st->cw_ws, op, &tws, &ws)) != NETRUN_OK) goto done;
         rc = cpu_cw_run(ctx, st->cw, j.x, j.b, j.z, j.y, g.n, ws, st->cw_ws);
     } else if (st && st->dnnl && !transpose && built_for(st, X, Y, B)) {
         rc = cpu_dnnl_conv_run(ctx, st->dnnl, j.x, j.b, j.z, j.y, args->workspace, args->workspace_size);
@@ -736,22 +736,14 @@ static netrun_status run_common(cpu_context *ctx, void *state, const netrun_kern
         cpu_dw_args a;
         dw_args(&g, &a);
         size_t need = dw_workspace(ctx, &g);
-        if (!(a.ws = node_workspace(args, need, &tws))) {
-            rc = cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes of workspace", op, need);
-            goto done;
-        }
+        if ((rc = node_workspace(args, need, op, &tws, &a.ws)) != NETRUN_OK) goto done;
         a.x = j.x, a.w = j.w, a.b = j.b, a.z = j.z, a.y = j.y, a.act = &p->activation;
         cpu_dw_run(ctx, &a, gu_slots(ctx, a.planes));
     } else if (depthwise) {
         cpu_parallel_for(ctx, g.n * g.c, 1, depthwise_range, &j);
     } else {
         size_t need = (size_t)(pl.slots * pl.slot_floats) * sizeof(float);
-        if (need) {
-            if (!(j.ws = node_workspace(args, need, &tws))) {
-                rc = cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes of workspace", op, need);
-                goto done;
-            }
-        }
+        if (need && (rc = node_workspace(args, need, op, &tws, &j.ws)) != NETRUN_OK) goto done;
         gu_run_slots(ctx, pl.tasks, pl.slots, transpose ? convt_slot : conv_slot, &j);
     }
     if (ty) gu_from_float(dt, ty, ny, Y->data);
