@@ -1,4 +1,4 @@
-/* The epilogue of the AVX-512 register tiles on nChw16c Y (conv1x1_blk.c, conv_s2_blk.c): one 16-channel
+/* The epilogue of the AVX-512 register tiles on nChw16c Y (conv1x1_blk.c, conv_direct_blk.c): one 16-channel
  * vector of Y = act(acc + bias (+ Z)), Relu and Clip applied in registers; any other activation afterwards by
  * gu_act_n over the tile once stored (still in L1). */
 #ifndef CPU_BLK_EPILOGUE_H

@@ -13,7 +13,7 @@
 #include "conv1x1_blk.h"
 #include "conv_depthwise.h"
 #include "conv_dnnl.h"
-#include "conv_s2_blk.h"
+#include "conv_direct_blk.h"
 #include "conv_wino_blk.h"
 #include "gemm_util.h"
 
@@ -135,7 +135,8 @@ typedef struct conv_state {
     cpu_dnnl_conv *dnnl; /* oneDNN primitive for the create-time dims, or NULL */
     cpu_c1x1 *c1;        /* 1x1 kernel between plain and nChw16c (conv1x1_blk.c), or NULL */
     int c1_mode;         /* its CPU_C1X1_* layouts */
-    cpu_cs2 *cs2;        /* stride-2 kernel on nChw16c (conv_s2_blk.c), or NULL */
+    cpu_cdir *cdir;      /* direct kernel on nChw16c (conv_direct_blk.c), or NULL */
+    int cdir_stride;     /* its stride */
     cpu_cw *cw;          /* Winograd 3x3 on nChw16c (conv_wino_blk.c), or NULL */
     size_t cw_ws;        /* its workspace */
     int gemv;            /* a 1x1 conv on 1x1 planes run as GEMVs (want_gemv) */
@@ -488,14 +489,6 @@ static int blocked_2d(const netrun_conv_params *p, const conv_geom *g, int trans
     return !transpose && p->n_spatial == 2 && g->g == 1 && p->src_blocked && p->dst_blocked && !p->src_scale;
 }
 
-/* Stride-2 3x3 and 1x1 convs on nChw16c both sides (ResNet's downsampling convs): conv_s2_blk.c instead of
- * oneDNN's direct kernel, which runs stride 2 at 70-75% of the FMA rate it reaches on stride 1 (cpu.conv_s2=0
- * keeps oneDNN). */
-static int want_cs2(cpu_context *ctx, const netrun_conv_params *p, const conv_geom *g, int transpose) {
-    return blocked_2d(p, g, transpose) && cpu_cs2_available(ctx) &&
-           cpu_cs2_fits(g->c, g->m, g->in[1], g->in[2], g->out[1], g->out[2], g->k + 1, g->s + 1, g->d + 1, g->pb + 1);
-}
-
 /* 3x3 stride-1 pad-1 convs on nChw16c both sides: conv_wino_blk.c's Winograd instead of oneDNN's (cpu.conv_wino=0
  * keeps oneDNN); only where oneDNN would take Winograd too (cpu.winograd) */
 static int want_cw(cpu_context *ctx, const netrun_conv_params *p, const conv_geom *g, int transpose) {
@@ -503,6 +496,24 @@ static int want_cw(cpu_context *ctx, const netrun_conv_params *p, const conv_geo
     const int64_t pe[2] = {g->out[1] + 2 - g->in[1] - g->pb[1], g->out[2] + 2 - g->in[2] - g->pb[2]};
     return cpu_cw_fits(g->c, g->m, g->in[1], g->in[2], g->out[1], g->out[2], g->k + 1, g->s + 1, g->d + 1, g->pb + 1,
                        pe);
+}
+
+/* conv_direct_blk.c's direct kernel on nChw16c both sides:
+ * - stride-2 3x3 and 1x1 convs (ResNet's downsampling convs) instead of oneDNN's direct kernel, which runs stride 2
+ *   at 70-75% of the FMA rate it reaches on stride 1 (cpu.conv_s2=0 keeps oneDNN);
+ * - 3x3 stride-1 convs that would run Winograd on few tiles with a U beyond L2 (ResNet-50's layer4 at batch 1:
+ *   16 tiles, 16.8 MB). Each float of U then serves as many FMAs as there are tiles, so reading U from memory
+ *   outlasts the FMAs: F(2x2) reads 16/9 of W's bytes to save 44% of the FMAs. On the Zen 5 VM (docs/benchmarks.md)
+ *   a core does about 110 G FMA/s and the two share about 30 GB/s, so U stops being the limit at about
+ *   110 x 4 / 30 = 15 tiles per thread: cpu.wino_min_tiles (default 16; 0 keeps Winograd). */
+static int want_cdir(cpu_context *ctx, const netrun_conv_params *p, const conv_geom *g, int transpose) {
+    if (!blocked_2d(p, g, transpose) || !cpu_cdir_available() ||
+        !cpu_cdir_fits(g->c, g->m, g->in[1], g->in[2], g->out[1], g->out[2], g->k + 1, g->s + 1, g->d + 1, g->pb + 1))
+        return 0;
+    if (g->s[1] == 2) return cpu_avx512_enabled(ctx, "cpu.conv_s2");
+    const int64_t tiles = g->n * ((g->out[1] + 1) / 2) * ((g->out[2] + 1) / 2), threads = ctx->threads > 0 ? ctx->threads : 1;
+    return want_cw(ctx, p, g, transpose) && 16 * g->c * g->m * (int64_t)sizeof(float) > CPU_CW_U_L2 &&
+           tiles < ctx->wino_min_tiles * threads;
 }
 
 /* The nChw16c pass's squeeze-excite fold (params.src_scale, S = input 3): only where the 1x1 kernel this node
@@ -592,10 +603,11 @@ static netrun_status create_common(cpu_context *ctx, const netrun_node_desc *nod
             return kernel_made(s, state, node,
                                cpu_c1x1_create(g.c, g.m, s->w ? s->w : w->const_data, &p->activation, c1 - 1, &s->c1));
         }
-        if (s && want_cs2(ctx, p, &g, transpose)) {
+        if (s && want_cdir(ctx, p, &g, transpose)) {
+            s->cdir_stride = (int)g.s[1];
             return kernel_made(s, state, node,
-                               cpu_cs2_create(g.k[1], g.c, g.m, g.in[1], g.in[2], g.out[1], g.out[2],
-                                              s->w ? s->w : w->const_data, &p->activation, &s->cs2));
+                               cpu_cdir_create(g.k[1], g.s[1], g.c, g.m, g.in[1], g.in[2], g.out[1], g.out[2],
+                                              s->w ? s->w : w->const_data, &p->activation, &s->cdir));
         }
         if (s && want_cw(ctx, p, &g, transpose)) {
             netrun_status rc = cpu_cw_create(g.c, g.m, g.in[1], g.in[2], s->w ? s->w : w->const_data, &p->activation,
@@ -646,7 +658,7 @@ static void conv_destroy(void *state) {
     if (!s) return;
     cpu_dnnl_conv_destroy(s->dnnl);
     cpu_c1x1_destroy(s->c1);
-    cpu_cs2_destroy(s->cs2);
+    cpu_cdir_destroy(s->cdir);
     cpu_cw_destroy(s->cw);
     gu_free(s->w);
     cpu_free(s);
@@ -716,8 +728,8 @@ static netrun_status run_common(cpu_context *ctx, void *state, const netrun_kern
         rc = cpu_c1x1_run(ctx, st->c1, j.x, j.b, j.z, S->data, S->dims[0] == 1 ? 0 : g.c, j.y, g.n, g.out_size);
     } else if (st && st->c1 && built_for(st, X, Y, B)) {
         rc = cpu_c1x1_run(ctx, st->c1, j.x, j.b, j.z, NULL, 0, j.y, g.n, g.out_size);
-    } else if (st && st->cs2 && built_for(st, X, Y, B)) {
-        rc = cpu_cs2_run(ctx, st->cs2, j.x, j.b, j.z, j.y, g.n);
+    } else if (st && st->cdir && built_for(st, X, Y, B)) {
+        rc = cpu_cdir_run(ctx, st->cdir, j.x, j.b, j.z, j.y, g.n);
     } else if (st && st->cw && built_for(st, X, Y, B)) {
         float *ws;
         if ((rc = node_workspace(args, st->cw_ws, op, &tws, &ws)) != NETRUN_OK) goto done;
@@ -795,7 +807,7 @@ static void conv_describe_state(const void *state, char *buf, size_t size) {
     n = strlen(buf);
     if (cpu_dnnl_conv_by_image(s->dnnl) && n < size) snprintf(buf + n, size - n, ", by image");
     if (s->gemv) snprintf(buf, size, "1x1 GEMV (1x1 planes)");
-    if (s->cs2) snprintf(buf, size, "stride 2 avx512 (nChw16c in/out)");
+    if (s->cdir) snprintf(buf, size, "direct stride %d avx512 (nChw16c in/out)", s->cdir_stride);
     if (s->cw) snprintf(buf, size, "Winograd F(2x2) avx512 (nChw16c in/out)");
     if (s->c1) snprintf(buf, size, "1x1 avx512 (%s)", s->c1_mode == CPU_C1X1_BLK_PLAIN2 ? "nChw16c in, paired" : s->c1_mode == CPU_C1X1_BLK_PLAIN ? "nChw16c in" : s->c1_mode == CPU_C1X1_PLAIN_PLAIN ? "NCHW" : s->c1_mode == CPU_C1X1_BLK_BLK ? "nChw16c in/out" : "nChw16c out");
 }

@@ -6,7 +6,7 @@
  *   2 blocks x 12 tiles = 24 zmm accumulators over C (2 weight vectors and 12 broadcasts of V per channel, as in
  *   conv1x1_blk.c), kept in a 24 KB buffer; then Y = A^T M A with bias, Z and the activation, straight into Y.
  * U = G g G^T is made at create: [M/16][16 positions][C][16], so a pair's weights stream once per band.
- * Where U fits a core's L2 (CW_U_FUSED: ResNet's layer1, SqueezeNet's first fires) there are no bands: each thread
+ * Where U fits a core's L2 (CPU_CW_U_L2: ResNet's layer1, SqueezeNet's first fires) there are no bands: each thread
  * runs both phases on tasks of its own tiles, V in its slice of the workspace, with no barrier between them (as
  * bands, layer1 lost to oneDNN: two regions for every 120 tiles). */
 #include "conv_wino_blk.h"
@@ -18,7 +18,6 @@
 
 #define CW_P 12                    /* tiles per register tile */
 #define CW_BAND_BYTES (512 * 1024) /* V of a band: read by every output pair of phase B, so it should stay in L2 */
-#define CW_U_FUSED (512 * 1024)    /* U up to this size stays in every core's L2: one pass, no barriers */
 #define CW_V_FUSED (256 * 1024)    /* V of one task of the one-pass mode */
 
 struct cpu_cw {
@@ -77,7 +76,7 @@ netrun_status cpu_cw_create(int64_t c, int64_t m, int64_t h, int64_t w, const fl
                 s->u[(((o / 16) * 16 + pos) * c + ci) * 16 + o % 16] = u[pos / 4][pos % 4];
         }
     s->threads = threads > 0 ? threads : 1;
-    s->fused = 16 * c * m * (int64_t)sizeof(float) <= CW_U_FUSED;
+    s->fused = 16 * c * m * (int64_t)sizeof(float) <= CPU_CW_U_L2;
     s->tg = CW_V_FUSED / (16 * c * (int64_t)sizeof(float)) / CW_P * CW_P;
     if (s->tg < CW_P) s->tg = CW_P;
     *ws_bytes = (size_t)(16 * c * (s->fused ? s->threads * s->tg : s->band)) * sizeof(float);

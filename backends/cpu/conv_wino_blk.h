@@ -9,6 +9,10 @@
 
 typedef struct cpu_cw cpu_cw;
 
+/* U = G W G^T takes 16 x C x M floats; up to this many it stays in a core's L2 (one pass, no bands; and no reason
+ * to prefer a direct kernel for few tiles: conv.c's want_cdir). */
+#define CPU_CW_U_L2 (512 * 1024)
+
 /* 1 when this CPU runs the kernel (AVX-512F) and cpu.conv_wino is not 0. */
 int cpu_cw_available(cpu_context *ctx);
 /* 1 when the kernel takes this geometry: C and M multiples of 16, 3x3, strides and dilations 1, pads 1 on

@@ -110,6 +110,23 @@ static int flag_option(const netrun_backend_config *config, const char *key, int
     return 1;
 }
 
+/* An integer setting in [lo, hi] (`def` when unset); 0 with the error recorded when the value is not one. */
+static int int_option(const netrun_backend_config *config, const char *key, long lo, long hi, long def, const char *unit,
+                      long *out) {
+    const char *v = context_option(config, key);
+    *out = def;
+    if (!v) return 1;
+    char *end = NULL;
+    long l = strtol(v, &end, 10);
+    if (end == v || *end || l < lo || l > hi) {
+        cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: '%s' is not a number of %s from %ld to %ld", key, v, unit,
+                        lo, hi);
+        return 0;
+    }
+    *out = l;
+    return 1;
+}
+
 static netrun_status cpu_context_create(const netrun_backend_config *config, netrun_backend_context **out) {
     cpu_context *ctx = cpu_host->alloc(sizeof *ctx, 64);
     if (!ctx) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cpu: out of memory creating a context");
@@ -117,26 +134,19 @@ static netrun_status cpu_context_create(const netrun_backend_config *config, net
     ctx->config = *config;
     ctx->threads = config->threads > 0 ? config->threads : online_cores();
     /* cpu.spin_us: how long idle workers spin before sleeping (threadpool.c says why; default 2000) */
-    int spin_us = 2000;
-    const char *v = context_option(config, "cpu.spin_us");
-    if (v) {
-        char *end = NULL;
-        long l = strtol(v, &end, 10);
-        if (end == v || *end || l < 0 || l > 1000000) {
-            cpu_host->free(ctx);
-            return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT,
-                                   "cpu.spin_us: '%s' is not a number of microseconds from 0 to 1000000", v);
-        }
-        spin_us = (int)l;
-    }
     /* cpu.winograd: 0 keeps every conv on oneDNN's direct kernels (conv_dnnl.c says why 1 is the default) */
     /* cpu.spin_watch: 0 keeps the spin even while another process takes the cores (threadpool.c) */
+    /* cpu.wino_min_tiles: Winograd tiles a thread below which a big-weight 3x3 runs direct (conv.c, want_cdir) */
     int watch = 1;
-    if (!flag_option(config, "cpu.winograd", &ctx->winograd) || !flag_option(config, "cpu.spin_watch", &watch)) {
+    long spin_us = 2000, min_tiles = 16;
+    if (!int_option(config, "cpu.spin_us", 0, 1000000, 2000, "microseconds", &spin_us) ||
+        !int_option(config, "cpu.wino_min_tiles", 0, 1 << 20, 16, "tiles", &min_tiles) ||
+        !flag_option(config, "cpu.winograd", &ctx->winograd) || !flag_option(config, "cpu.spin_watch", &watch)) {
         cpu_host->free(ctx);
         return NETRUN_ERR_INVALID_ARGUMENT;
     }
-    ctx->pool = cpu_pool_create(ctx->threads, spin_us, watch);
+    ctx->wino_min_tiles = min_tiles;
+    ctx->pool = cpu_pool_create(ctx->threads, (int)spin_us, watch);
     if (!ctx->pool) {
         int threads = ctx->threads;
         cpu_host->free(ctx);

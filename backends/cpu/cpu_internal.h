@@ -21,6 +21,7 @@ typedef struct cpu_context {
     int threads;
     cpu_pool *pool;
     int winograd; /* cpu.winograd (default 1): oneDNN Winograd for 3x3 stride-1 convs where it has a kernel */
+    int64_t wino_min_tiles; /* cpu.wino_min_tiles (default 16): see conv.c's want_cdir */
 } cpu_context;
 
 extern const netrun_host_api *cpu_host; /* set by the entry point */

@@ -134,7 +134,7 @@ def t_bad_option():
     r = run([model, "--bogus"])
     check("--bogus" in r.stderr, "unknown option not named in the message")
     # A CPU setting with a bad value fails the CPU backend's start with a message naming the setting.
-    for kv in ["cpu.spin_watch=2", "cpu.winograd=yes", "cpu.spin_us=-5"]:
+    for kv in ["cpu.spin_watch=2", "cpu.winograd=yes", "cpu.spin_us=-5", "cpu.wino_min_tiles=x"]:
         r = run([model, "--backend", "cpu", "--set", kv, "-q"])
         check(r.returncode != 0 and "netrun: error:" in r.stderr and kv.split("=")[0] in r.stderr,
               f"--set {kv}: exit {r.returncode}, stderr {r.stderr!r}")

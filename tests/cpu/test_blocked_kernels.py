@@ -13,10 +13,13 @@ their AVX-512 paths on and off (cpu.pool_avx512 / cpu.conv1x1_blk = 0: the porta
   plain Z, on the two-block tile (cpu.conv1x1_yp2, 8-lane second blocks) and on the one-block tile;
 - nChw16c X and Y (cpu.conv1x1_bb: 16 or 48 output channels, 2 threads; up to 64 channels on planes up to
   28x28 at batch 1), with a blocked Z;
-- stride-2 3x3 (pad 1) and 1x1 convs on nChw16c X and Y (conv_s2_blk.c, cpu.conv_s2): rows of 28 / 14 / 7
+- stride-2 3x3 (pad 1) and 1x1 convs on nChw16c X and Y (conv_direct_blk.c, cpu.conv_s2): rows of 28 / 14 / 7
   columns (the fixed tiles), 12 / 20 / 15 / 29 (tail tiles, at the left pad, at the right pad of odd widths, one
   tile at both), odd planes, pads_end 0,
   16 / 48 output channels (a lone last block), bias or none, Relu / Clip / SiLU, a fused blocked Z;
+- the same kernel on stride-1 3x3 convs with pads 1 (cpu.wino_min_tiles large: the direct kernel wherever
+  Winograd's U is beyond L2; 0 with everything else off: oneDNN): rows of 7 / 14 / 28 / 56 columns (one tile at both pads, tiles at the
+  left and the right pad), 19 / 3 / 23 (tail tiles), a lone last block, bias or none, activations, a fused Z;
 - 1x1 Conv on plain X and Y (conv1x1_blk.c, cpu.conv1x1_plain): ShuffleNet's channel counts, pixel counts
   that leave partial vectors and tiles, output channels not a multiple of the 6-row tile, bias or none,
   Relu / SiLU / no activation, a fused plain Z;
@@ -141,13 +144,29 @@ S2S = [  # (in channels, out channels, H, W, kernel, pads, activation, bias, res
 ]
 
 
-def s2_case(cin, cout, h, w, k, pads, act, bias, residual):
+S1S = [  # (in channels, out channels, H, W, activation, bias, residual): stride-1 3x3 pad-1 nChw16c convs whose
+    # Winograd U (16 x C x M floats) is beyond 512 KB, so that the direct kernel may take them
+    (96, 112, 7, 7, "relu", True, True),  # ResNet's layer4 width: one 7-pixel tile at both pads; 3 pairs + a lone block
+    (64, 160, 14, 14, None, True, False),  # one 14-pixel tile at both pads
+    (96, 96, 28, 28, "relu6", False, True),  # 14 + 14: the left pad, then the right pad
+    (64, 144, 6, 56, "silu", True, False),  # 4 tiles of 14
+    (96, 96, 9, 19, "relu", True, False),  # 10 + 9: tail tiles at each pad
+    (64, 144, 5, 3, None, True, True),  # 3 columns: one tail tile at both pads
+    (96, 96, 4, 23, "relu", False, False),  # 12 + 11
+]
+
+
+def s1_case(cin, cout, h, w, act, bias, residual):
+    return s2_case(cin, cout, h, w, 3, (1, 1, 1, 1), act, bias, residual, stride=1)
+
+
+def s2_case(cin, cout, h, w, k, pads, act, bias, residual, stride=2):
     g = G()
     x = g.n("Relu", [g.conv("x", cin, cin, "a")], "a.relu")  # nChw16c X
     wt = RNG.standard_normal((cout, cin, k, k)) * (1.0 / np.sqrt(k * k * cin))
     ins = [x, g.c("e.w", wt)] + ([g.c("e.b", RNG.standard_normal(cout) * 0.3)] if bias else [])
-    y = g.n("Conv", ins, "e", kernel_shape=[k, k], strides=[2, 2], pads=list(pads))
-    oh, ow = (h + pads[0] + pads[2] - k) // 2 + 1, (w + pads[1] + pads[3] - k) // 2 + 1
+    y = g.n("Conv", ins, "e", kernel_shape=[k, k], strides=[stride, stride], pads=list(pads))
+    oh, ow = (h + pads[0] + pads[2] - k) // stride + 1, (w + pads[1] + pads[3] - k) // stride + 1
     if residual:  # a blocked Z
         y = g.n("Add", [y, g.n("Relu", [g.conv("x2", 16, cout, "z")], "z.relu")], "e.add")
     y = g.act(y, act, "e")
@@ -334,7 +353,7 @@ def main():
     flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
     avx512 = " avx512f" in flags
     cases = ([("pool", pool_case, p) for p in POOLS] + [("plainpool", plain_pool_case, p) for p in PLAIN_POOLS] +
-             [("1x1", c1x1_case, p) for p in C1X1] + [("s2", s2_case, p) for p in S2S] + [("plain1x1", plain1x1_case, p) for p in PLAINS] +
+             [("1x1", c1x1_case, p) for p in C1X1] + [("s2", s2_case, p) for p in S2S] + [("s1", s1_case, p) for p in S1S] + [("plain1x1", plain1x1_case, p) for p in PLAINS] +
              [("dw", dw_case, p) for p in DWS] + [("plaindw", plain_dw_case, p) for p in PLAIN_DWS] +
              [("img", img_case, p) for p in IMGS] + [("gemv", gemv_case, p) for p in GEMVS])
     with tempfile.TemporaryDirectory() as tmp:
@@ -363,7 +382,7 @@ def main():
                                 "cpu.dw_tiled": on, "cpu.dw_split": "0" if fast == "nosplit" else on,
                                 "cpu.conv1x1_bb": on, "cpu.conv1x1_yp2": "0" if fast == "yp1" else on,
                                 "cpu.dnnl_images": "0" if fast == "noimg" else on, "cpu.conv_gemv": on,
-                                "cpu.conv_s2": on,
+                                "cpu.conv_s2": on, "cpu.wino_min_tiles": "1000000" if on == "1" else "0",
                                 # the img cases test oneDNN's by-image cut: their 3x3 stays on oneDNN
                                 "cpu.conv_wino": "0" if kind == "img" else on}
                         with nr.session(path, backends="cpu", threads=threads, options=opts) as s:
@@ -397,6 +416,11 @@ def main():
                             if s2 != ([n for n, _, _, _ in nodes if n.startswith("e")] if kind == "s2" and fast == "1"
                                       and avx512 else []):
                                 errors.append(f"cpu.conv_s2={on}: the stride-2 kernel ran on {s2}: {nodes}")
+                            s1 = [nm for nm, _, _, k in nodes if "stride 1 avx512" in k]
+                            wino = [nm for nm, _, _, k in nodes if "Winograd F(2x2) avx512" in k]
+                            e = [n for n, _, _, _ in nodes if n.startswith("e")]
+                            if kind == "s1" and avx512 and (s1, wino) != ((e, []) if fast == "1" else ([], [])):
+                                errors.append(f"cpu.wino_min_tiles: direct on {s1}, Winograd on {wino}: {nodes}")
                             gemv = [nm for nm, _, _, k in nodes if "1x1 GEMV" in k]
                             if kind == "gemv" and gemv != ([] if fast == "0" else [n for n, _, _, _ in nodes if n.startswith("e")]):
                                 errors.append(f"cpu.conv_gemv={on}: GEMV path on {gemv}: {nodes}")

@@ -7,7 +7,8 @@ Then the CPU's own Winograd kernel (conv_wino_blk.c, cpu.conv_wino) on nChw16c X
 and off, at batch 1-3 and 1-3 threads: its one-pass mode (small weights) and its banded one (one band or
 several), odd planes (tiles whose last row or column falls outside Y), a lone last block of output channels,
 a plane of one row, bias or none, a fused residual sum, Relu / Clip / SiLU / LeakyRelu. With AVX-512F the kernel
-column must name it exactly when it is on.
+column must name it exactly when it is on (with cpu.wino_min_tiles=0: the few-tile cases would otherwise run the
+direct kernel, which tests/cpu/test_blocked_kernels.py covers).
 
     python3 tests/cpu/test_winograd.py --lib build/lib/libnetrun.so
 """
@@ -139,7 +140,7 @@ def own_cases(nr, tmp):
             errors = []
             for on in ("1", "0"):
                 for threads in (1, 2, 3):
-                    with nr.session(path, backends="cpu", threads=threads, options={"cpu.conv_wino": on}) as s:
+                    with nr.session(path, backends="cpu", threads=threads, options={"cpu.conv_wino": on, "cpu.wino_min_tiles": "0"}) as s:
                         out = s.run(feeds)[0]
                         d = float(np.max(np.abs(ref - out)))
                         if not d <= 1e-4 * max(1.0, float(np.max(np.abs(ref)))):
