@@ -65,7 +65,7 @@ OWN = [  # (in channels, out channels, H, W, activation, bias, residual): conv_w
     (32, 48, 13, 11, None, True, True),  # odd plane; blocks 2 + 1; Z
     (64, 64, 56, 56, "relu", True, False),  # ResNet's layer1: one pass, many tasks
     (128, 160, 9, 7, "silu", False, False),  # U of 1.3 MB: banded; SiLU after the store
-    (256, 32, 28, 28, "relu6", True, True),  # banded: 196 tiles in 9 bands of up to 24; Z
+    (256, 32, 28, 28, "relu6", True, True),  # banded: 196 tiles in 5 bands of up to 48 (batch 2: 9 of up to 48); Z
     (512, 32, 3, 3, "leaky", True, False),  # 4 tiles, one band
     (16, 16, 1, 3, None, True, False),  # one row: every tile's second row outside Y, the last column too
 ]
