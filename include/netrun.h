@@ -38,7 +38,7 @@ extern "C" {
 
 #define NETRUN_VERSION_MAJOR 0
 #define NETRUN_VERSION_MINOR 6
-#define NETRUN_VERSION_PATCH 3
+#define NETRUN_VERSION_PATCH 4
 
 /* Most dimensions a tensor may have. */
 #define NETRUN_MAX_RANK 8
