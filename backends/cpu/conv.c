@@ -511,7 +511,8 @@ static int want_cdir(cpu_context *ctx, const netrun_conv_params *p, const conv_g
         !cpu_cdir_fits(g->c, g->m, g->in[1], g->in[2], g->out[1], g->out[2], g->k + 1, g->s + 1, g->d + 1, g->pb + 1))
         return 0;
     if (g->s[1] == 2) return cpu_avx512_enabled(ctx, "cpu.conv_s2");
-    const int64_t tiles = g->n * ((g->out[1] + 1) / 2) * ((g->out[2] + 1) / 2), threads = ctx->threads > 0 ? ctx->threads : 1;
+    const int64_t tiles = g->n * ((g->out[1] + 1) / 2) * ((g->out[2] + 1) / 2);
+    const int64_t threads = ctx->threads > 0 ? ctx->threads : 1;
     return want_cw(ctx, p, g, transpose) && 16 * g->c * g->m * (int64_t)sizeof(float) > CPU_CW_U_L2 &&
            tiles < ctx->wino_min_tiles * threads;
 }

@@ -47,7 +47,8 @@ netrun_status cpu_cdir_create(int64_t kernel, int64_t stride, int64_t c, int64_t
     const int64_t k[2] = {kernel, kernel}, st[2] = {stride, stride}, d[2] = {1, 1}, pb[2] = {kernel / 2, kernel / 2};
     if (!cpu_cdir_fits(c, m, ih, iw, oh, ow, k, st, d, pb) || c > ((int64_t)1 << 26) / (9 * m))
         return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT,
-                               "Conv %lldx%lld stride %lld (nChw16c): C %lld, M %lld, X %lldx%lld, Y %lldx%lld unsupported",
+                               "Conv %lldx%lld stride %lld (nChw16c): C %lld, M %lld, X %lldx%lld, Y %lldx%lld "
+                               "unsupported",
                                (long long)kernel, (long long)kernel, (long long)stride, (long long)c, (long long)m,
                                (long long)ih, (long long)iw, (long long)oh, (long long)ow);
     cpu_cdir *s = cpu_alloc(sizeof *s);
@@ -163,7 +164,8 @@ cdir_tile(const cdir_job *j, const float *x, float *y, const float *z, int64_t o
     CDIR_FN(cdir_##K##_##S##_##NB##_##LEFT##RIGHT##_14, K, S, NB, 14, LEFT, 0, RIGHT)                               \
     CDIR_FN(cdir_##K##_##S##_##NB##_##LEFT##RIGHT##_7, K, S, NB, 7, LEFT, 0, RIGHT)                                 \
     CDIR_FN(cdir_##K##_##S##_##NB##_##LEFT##RIGHT##_t, K, S, NB, 14, LEFT, 1, RIGHT)
-#define CDIR_FNS_PADS(S, NB) CDIR_FNS(3, S, NB, 0, 0) CDIR_FNS(3, S, NB, 0, 1) CDIR_FNS(3, S, NB, 1, 0) CDIR_FNS(3, S, NB, 1, 1)
+#define CDIR_FNS_PADS(S, NB)                                                                                        \
+    CDIR_FNS(3, S, NB, 0, 0) CDIR_FNS(3, S, NB, 0, 1) CDIR_FNS(3, S, NB, 1, 0) CDIR_FNS(3, S, NB, 1, 1)
 CDIR_FNS_PADS(2, 2)
 CDIR_FNS_PADS(2, 1)
 CDIR_FNS_PADS(1, 2)
@@ -182,8 +184,10 @@ static void cdir_range(void *arg, int64_t t0, int64_t t1) {
 #define CDIR_W(K, S, NB, LEFT, RIGHT)                                                                                \
     {cdir_##K##_##S##_##NB##_##LEFT##RIGHT##_14, cdir_##K##_##S##_##NB##_##LEFT##RIGHT##_7,                           \
      cdir_##K##_##S##_##NB##_##LEFT##RIGHT##_t}
-#define CDIR_NB(K, S, NB) {{CDIR_W(K, S, NB, 0, 0), CDIR_W(K, S, NB, 0, 1)}, {CDIR_W(K, S, NB, 1, 0), CDIR_W(K, S, NB, 1, 1)}}
-#define CDIR_NB1(NB) {{CDIR_W(1, 2, NB, 0, 0), CDIR_W(1, 2, NB, 0, 0)}, {CDIR_W(1, 2, NB, 0, 0), CDIR_W(1, 2, NB, 0, 0)}}
+#define CDIR_NB(K, S, NB)                                                                                           \
+    {{CDIR_W(K, S, NB, 0, 0), CDIR_W(K, S, NB, 0, 1)}, {CDIR_W(K, S, NB, 1, 0), CDIR_W(K, S, NB, 1, 1)}}
+#define CDIR_NB1(NB)                                                                                                \
+    {{CDIR_W(1, 2, NB, 0, 0), CDIR_W(1, 2, NB, 0, 0)}, {CDIR_W(1, 2, NB, 0, 0), CDIR_W(1, 2, NB, 0, 0)}}
     static const cdir_fn fns[3][2][2][2][3] = {{CDIR_NB1(1), CDIR_NB1(2)},
                                               {CDIR_NB(3, 2, 1), CDIR_NB(3, 2, 2)},
                                               {CDIR_NB(3, 1, 1), CDIR_NB(3, 1, 2)}};

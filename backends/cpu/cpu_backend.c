@@ -111,8 +111,8 @@ static int flag_option(const netrun_backend_config *config, const char *key, int
 }
 
 /* An integer setting in [lo, hi] (`def` when unset); 0 with the error recorded when the value is not one. */
-static int int_option(const netrun_backend_config *config, const char *key, long lo, long hi, long def, const char *unit,
-                      long *out) {
+static int int_option(const netrun_backend_config *config, const char *key, long lo, long hi, long def,
+                      const char *unit, long *out) {
     const char *v = context_option(config, key);
     *out = def;
     if (!v) return 1;
