@@ -483,7 +483,7 @@ static int want_c1x1(cpu_context *ctx, const netrun_conv_params *p, const conv_g
     return 0;
 }
 
-/* A 2-D conv, not grouped, on nChw16c X and Y, without a folded input scale: what the own stride-2 and Winograd
+/* A 2-D conv, not grouped, on nChw16c X and Y, without a folded input scale: what the own direct and Winograd
  * kernels take (each then checks its own geometry). */
 static int blocked_2d(const netrun_conv_params *p, const conv_geom *g, int transpose) {
     return !transpose && p->n_spatial == 2 && g->g == 1 && p->src_blocked && p->dst_blocked && !p->src_scale;

@@ -20,7 +20,7 @@ typedef struct cpu_context {
     netrun_backend_config config;
     int threads;
     cpu_pool *pool;
-    int winograd; /* cpu.winograd (default 1): oneDNN Winograd for 3x3 stride-1 convs where it has a kernel */
+    int winograd; /* cpu.winograd (default 1): Winograd (own, or oneDNN's) for 3x3 stride-1 convs where it fits */
     int64_t wino_min_tiles; /* cpu.wino_min_tiles (default 16): see conv.c's want_cdir */
 } cpu_context;
 

@@ -21,7 +21,7 @@
  * once doubled MobileNetV2's 2.6 ms). Time a hypervisor gives the VM's cores to other guests is no run-queue
  * wait inside the guest, so the watch does not react to it (cpu.spin_watch=0 turns it off).
  *
- * Pools are shared: the CPU contexts of a process with the same thread count and spin time use one pool
+ * Pools are shared: the CPU contexts of a process with the same thread count, spin time and watch use one pool
  * (counted references). With a pool per session, an application running two sessions in turn (a detector, then
  * a classifier) had N threads per session on its cores, and the first session's spinning worker took a core
  * from the second: SqueezeNet then MobileNetV2 at 2 threads, 5.3 ms a pair with 100 us spins, 6.4 with 2 ms.
