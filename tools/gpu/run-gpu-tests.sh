@@ -190,8 +190,8 @@ if has ops; then
 fi
 
 if has conformance; then
-  if [ -f "$REPO/.deps/node-tests.tar.gz" ] && [ ! -d "$BUILD/onnx-node-tests/node" ]; then
-    mkdir -p "$BUILD/onnx-node-tests" && tar -C "$BUILD/onnx-node-tests" -xzf "$REPO/.deps/node-tests.tar.gz"
+  if [ -f "$SRC_REPO/.deps/node-tests.tar.gz" ] && [ ! -d "$BUILD/onnx-node-tests/node" ]; then
+    mkdir -p "$BUILD/onnx-node-tests" && tar -C "$BUILD/onnx-node-tests" -xzf "$SRC_REPO/.deps/node-tests.tar.gz"
   fi
   NODE=$(python3 "$REPO/tests/conformance/run_conformance.py" --tool "$BUILD/bin/netrun-conformance" \
            --cache "$BUILD/onnx-node-tests" --print-dir 2>/dev/null | tail -1)
