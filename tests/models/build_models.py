@@ -24,6 +24,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import detectors  # noqa: E402
+
 MAX_MODEL_BYTES = 2 * 1024 * 1024
 
 
@@ -629,6 +632,9 @@ def example_tiny_cnn():
 MODELS = {f.__name__: f for f in [resnet_class, mobilenet_class, bert_class, lstm_tagger, unet_small, superres,
                                    gpt_causal, yolo_tiny, superres_init_inputs,
                                    example_tiny_cnn]}
+# detectors with their post-processing (tests/models/detectors.py)
+for _name in detectors.DETECTORS:
+    MODELS[_name] = (lambda n: lambda: detectors.build(Graph, fvi, n))(_name)
 
 
 def reference(model_path, feeds):

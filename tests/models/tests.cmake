@@ -7,7 +7,7 @@ if(Python3_Interpreter_FOUND AND TARGET netrun-cli)
   set_tests_properties(models.build PROPERTIES FIXTURES_SETUP netrun_test_models TIMEOUT 600)
   # Keep in sync with MODELS in build_models.py.
   foreach(m resnet_class mobilenet_class bert_class lstm_tagger unet_small superres gpt_causal yolo_tiny
-      superres_init_inputs example_tiny_cnn)
+      superres_init_inputs example_tiny_cnn det_ssd_if det_yolo_nms det_face det_two_stage)
     add_test(NAME models.${m}
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/run_model_tests.py
         --netrun $<TARGET_FILE:netrun-cli> --models ${NETRUN_TEST_MODELS_DIR} --filter ${m} --backend cpu)
