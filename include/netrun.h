@@ -194,6 +194,10 @@ typedef struct netrun_session_stats {
     /* ---- netrun 0.6 ---- */
     int micro_batch;          /* images per run of the plan when a batch runs as several runs of a plan built for
                                * fewer images (option run.micro_batch; 0: off); netrun_session_micro_batch says why */
+    /* ---- netrun 0.7 ---- */
+    uint64_t prepares;        /* prepares since the session was created, its control-flow bodies' included (not reset
+                               * by a prepare): a run that had to prepare again (a new input shape; a body whose
+                               * inputs changed size, once) adds to it; netrun_session_prepare_note says why */
 } netrun_session_stats;
 
 /* Description of a backend plugin found on this machine. */
@@ -364,6 +368,9 @@ NETRUN_API int netrun_session_node_io(const netrun_session *session, int node, i
 /* What the session is doing now, as one line ("preparing node 'conv1' (Conv) on backend 'cuda'", "running node ...",
  * "idle"), written into buf (always NUL-terminated); returns its length. It only reads the session and copies
  * strings, so a fatal-signal handler may call it to say where a crash happened (the netrun CLI does). */
+/* Why the session (or a control-flow body of it) last had to prepare again, e.g. "model.onnx: input 'x' changed
+ * shape"; "" if it never did. Owned by the session. */
+NETRUN_API const char *netrun_session_prepare_note(const netrun_session *session);
 NETRUN_API size_t netrun_session_activity(const netrun_session *session, char *buf, size_t size);
 NETRUN_API netrun_status netrun_session_get_stats(const netrun_session *session, netrun_session_stats *stats);
 /* Micro-batching of the prepared session (option run.micro_batch: auto, 0, or images per run): returns a line that

@@ -156,9 +156,21 @@ static netrun_status sub_session(netrun_session *s, nr_snode *sn, int which, con
     return NETRUN_OK;
 }
 
-void nr_cf_free(nr_snode *sn) {
+uint64_t nr_session_prepares(const netrun_session *s) {
+    uint64_t n = s->n_prepares + s->n_body_prepares_freed;
+    for (int k = 0; s->snodes && k < s->n_snodes; k++) {
+        const nr_cf_state *cf = s->snodes[k].cf;
+        for (int b = 0; cf && b < 2; b++)
+            if (cf->sub[b]) n += nr_session_prepares(cf->sub[b]);
+    }
+    return n;
+}
+
+void nr_cf_free(netrun_session *s, nr_snode *sn) {
     nr_cf_state *cf = sn->cf;
     if (!cf) return;
+    for (int b = 0; b < 2; b++) /* the bodies' prepares still count in stats.prepares */
+        if (cf->sub[b]) s->n_body_prepares_freed += nr_session_prepares(cf->sub[b]);
     netrun_session_destroy(cf->sub[0]);
     netrun_session_destroy(cf->sub[1]);
     nr_free(cf);

@@ -27,6 +27,8 @@ int nr_node_captures(const nr_graph *g, const nr_node *nd, int *out, int max);
 netrun_status nr_compile_subgraphs(netrun_model *m);
 /* Run: execute a control-flow node. */
 netrun_status nr_run_control_flow(netrun_session *s, nr_snode *sn);
-void nr_cf_free(nr_snode *sn);
+void nr_cf_free(netrun_session *s, nr_snode *sn);
+/* Prepares of the session and of every control-flow body it ran, since it was created (stats.prepares). */
+uint64_t nr_session_prepares(const netrun_session *s);
 
 #endif

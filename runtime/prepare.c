@@ -140,7 +140,7 @@ static netrun_backend_config make_config(netrun_session *s) {
 /* ---- teardown ---- */
 
 static void free_node(netrun_session *s, nr_snode *sn) {
-    nr_cf_free(sn);
+    nr_cf_free(s, sn);
     if (sn->kernel && sn->slot >= 0) s->slots[sn->slot].api->kernel_destroy(s->slots[sn->slot].ctx, sn->kernel);
     nr_alloc_list_free(&sn->allocs);
     nr_free(sn->params);
@@ -273,7 +273,13 @@ static netrun_status bind_inputs(netrun_session *s) {
             d->dtype = in->dtype; /* equal to the declared one, or the only one known (subgraph inputs) */
             d->rank = in->rank;
             memcpy(d->dims, in->dims, sizeof d->dims);
-            /* remember symbolic dims from the data so other inputs sharing the name agree */
+            in->plan_rank = in->rank;
+            memcpy(in->plan_dims, in->dims, sizeof in->plan_dims);
+            /* dims that change between runs: unknown to the plan, so the nodes they reach are inferred and
+             * allocated at run time (nr_session_execute gives the value the run's dims) */
+            for (int k = 0; k < in->rank; k++)
+                if (in->run_time_dims & (1u << k)) d->dims[k] = -1;
+            if (in->run_time_dims) sv->dynamic = 1;
         } else {
             if (val->rank < 0)
                 return nr_error(NETRUN_ERR_STATE, "input '%s' has no declared shape: set it before prepare",
@@ -293,6 +299,10 @@ static netrun_status bind_inputs(netrun_session *s) {
         }
         if (d->dtype == NETRUN_DTYPE_UNDEFINED)
             return nr_error(NETRUN_ERR_INVALID_MODEL, "input '%s' has no declared element type", val->name);
+        if (!in->set) {
+            in->plan_rank = d->rank;
+            memcpy(in->plan_dims, d->dims, sizeof in->plan_dims);
+        }
         if (s->mb) d->dims[0] = s->mb; /* micro-batching: the plan is built for mb images */
         sv->nbytes = nr_desc_bytes(d);
     }
@@ -484,6 +494,29 @@ static netrun_dtype guess_dtype(netrun_session *s, const nr_node *nd) {
     return NETRUN_DTYPE_FLOAT;
 }
 
+/* Infer a node whose input dims are not all known with 1 for each unknown dim: the output types and ranks it
+ * gives are those of any run (ONNX types never depend on data); its dims are thrown away. 0 when the inference
+ * needs a value known only at run time or refuses the stand-in dims; the error is then cleared. */
+static int infer_types(netrun_session *s, nr_snode *sn) {
+    const nr_node *nd = &s->model->ir->graph->nodes[sn->node];
+    for (int i = 0; i < nd->n_inputs; i++) {
+        netrun_value_desc *d = &sn->in_desc[i];
+        if (nd->inputs[i] < 0) continue;
+        if (d->rank < 0 || d->rank > NETRUN_MAX_RANK || d->dtype == NETRUN_DTYPE_UNDEFINED) return 0;
+        for (int k = 0; k < d->rank; k++)
+            if (d->dims[k] < 0) d->dims[k] = 1;
+    }
+    netrun_status st = nr_infer_node(s, sn);
+    for (int i = 0; i < nd->n_inputs; i++) /* the stand-ins must not outlive the call; out_desc keeps the types */
+        if (nd->inputs[i] >= 0) {
+            const nr_svalue *sv = &s->values[nd->inputs[i]];
+            sn->in_desc[i] = sv->desc;
+            if (!sv->is_const) sn->in_desc[i].const_data = NULL, sn->in_desc[i].const_nbytes = 0;
+        }
+    if (st != NETRUN_OK) nr_error_clear();
+    return st == NETRUN_OK;
+}
+
 static netrun_status infer_all(netrun_session *s) {
     nr_graph *g = s->model->ir->graph;
     const nr_backend *cpu = nr_backends_find("cpu");
@@ -531,6 +564,9 @@ static netrun_status infer_all(netrun_session *s) {
             continue;
         }
         sn->dynamic = dyn_in;
+        /* Element types and ranks of a node inferred only at run time: its inference on stand-in dims (1 where a
+         * dim is unknown), so that placement sees TopK's int64 indices or Gather's index type, not a guess. */
+        int typed = dyn_in && infer_types(s, sn);
         /* A node inferred only at run time still gets its parsed attributes for placement (Cast's `to`...). */
         if (dyn_in && nd->layer->params_size) memcpy(sn->params, nd->params, nd->layer->params_size);
         int guess_rank = 1;
@@ -547,9 +583,11 @@ static netrun_status infer_all(netrun_session *s) {
             if (dyn_in) {
                 sv->dynamic = 1;
                 sv->desc.name = g->values[v].name;
-                sv->desc.dtype = g->values[v].dtype ? g->values[v].dtype : guess_dtype(s, nd);
-                /* rank -1 means "absent" to backends: use the declared rank, else a guess (dims stay -1) */
-                sv->desc.rank = g->values[v].rank >= 0 ? g->values[v].rank : guess_rank;
+                sv->desc.dtype = g->values[v].dtype ? g->values[v].dtype
+                                 : typed ? sn->out_desc[o].dtype : guess_dtype(s, nd);
+                /* rank -1 means "absent" to backends: the declared rank, the stand-in inference's, else a guess
+                 * (dims stay -1) */
+                sv->desc.rank = g->values[v].rank >= 0 ? g->values[v].rank : typed ? sn->out_desc[o].rank : guess_rank;
                 for (int d = 0; d < NETRUN_MAX_RANK; d++) sv->desc.dims[d] = -1;
                 continue;
             }
@@ -1345,6 +1383,7 @@ static netrun_status prepare_once(netrun_session *s) {
 /* Prepare; when a backend fails to initialise, or fails to build a node's kernel, place again without it
  * (unless strict mode forbids falling back): the failure shows in the placement reasons. */
 netrun_status nr_session_prepare(netrun_session *s) {
+    s->n_prepares++;
     const char *kv = nr_options_get(&s->opts, "debug.keep_values");
     s->keep_values = kv && strcmp(kv, "0") != 0;
     int degrade = 0; /* device memory: 1 = workspace capped, 2 = min-memory policy (and streamed weights) */

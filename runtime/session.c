@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control_flow.h"
 #include "session.h"
 
 #define FAIL(s, code) nr_record((s)->error, (code))
@@ -216,9 +217,23 @@ netrun_status netrun_session_set_input(netrun_session *s, const char *name, netr
         return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
     }
     nr_input *in = &s->inputs[index];
-    /* A new shape invalidates the prepared plan (shapes, memory, algorithms). */
-    int same_shape = in->set && in->rank == rank && !memcmp(in->dims, dims, sizeof(int64_t) * (size_t)rank);
-    if (s->prepared && !same_shape && !s->dynamic) nr_session_unprepare(s);
+    /* A shape the plan was not built for invalidates it (shapes, memory, algorithms), unless the dims that differ
+     * are left to run time. A control-flow body, whose inputs follow the data, leaves them to run time from now
+     * on: it is prepared once more, and then not again for those dims. */
+    if (s->n_prepares) { /* also while unprepared by another input's change: every body input is marked */
+        unsigned differ = 0;
+        for (int d = 0; d < rank && in->plan_rank == rank; d++)
+            if (dims[d] != in->plan_dims[d] && !(in->run_time_dims & (1u << d))) differ |= 1u << d;
+        if (in->plan_rank != rank || differ) {
+            if (s->root) in->run_time_dims |= in->plan_rank == rank ? differ : (1u << rank) - 1u;
+            if (s->prepared) {
+                snprintf(s->prepare_note, sizeof s->prepare_note, "%s: input '%s' changed shape%s", s->model->source,
+                         name, s->root ? "; its changing dims are left to run time from now on" : "");
+                if (s->root) memcpy(s->root->prepare_note, s->prepare_note, sizeof s->prepare_note);
+                nr_session_unprepare(s);
+            }
+        }
+    }
     if (need > in->cap || !in->data) { /* never NULL, even for empty tensors: a zero-size value is known */
         void *p = nr_aligned_alloc(need ? need : 1, 64);
         if (!p) {
@@ -338,6 +353,7 @@ netrun_status netrun_session_node_info(const netrun_session *s, int index, netru
 netrun_status netrun_session_get_stats(const netrun_session *s, netrun_session_stats *stats) {
     if (!s || !stats) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_session_get_stats: NULL argument");
     *stats = s->stats;
+    stats->prepares = nr_session_prepares(s);
     return NETRUN_OK;
 }
 
@@ -460,6 +476,7 @@ size_t netrun_session_activity(const netrun_session *s, char *buf, size_t size) 
     buf[0] = 0;
     if (!s) return 0;
     int phase = s->act_phase, node = s->act_node, slot = s->act_slot;
+    if (phase == NR_ACT_IDLE) node = slot = -1;
     const nr_graph *g = s->model && s->model->ir ? s->model->ir->graph : NULL;
     const nr_node *nd = g && node >= 0 && node < g->n_nodes ? &g->nodes[node] : NULL;
     const char *be = slot >= 0 && slot < s->n_slots && s->slots[slot].be ? s->slots[slot].be->name
@@ -487,3 +504,5 @@ size_t netrun_session_activity(const netrun_session *s, char *buf, size_t size) 
     }
     return n;
 }
+
+const char *netrun_session_prepare_note(const netrun_session *s) { return s ? s->prepare_note : ""; }

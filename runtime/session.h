@@ -146,6 +146,12 @@ typedef struct nr_input {
     netrun_dtype dtype;
     int rank;
     int64_t dims[NETRUN_MAX_RANK];
+    /* The shape the prepared plan was built for, and the dims it leaves to run time (bit d). A control-flow body's
+     * inputs change size with the data (the boxes a threshold kept): once one of its dims changes, the body is
+     * prepared once more with that dim known only at run time, and then never again for it. */
+    int plan_rank;
+    int64_t plan_dims[NETRUN_MAX_RANK];
+    unsigned run_time_dims;
 } nr_input;
 
 typedef struct nr_output {
@@ -186,6 +192,10 @@ struct netrun_session {
     volatile int act_phase;        /* nr_activity */
     volatile int act_node;         /* graph node, -1: none */
     volatile int act_slot;         /* backend slot, -1: none */
+    /* prepares of this session since it was created, of its control-flow bodies that are gone (a re-prepare
+     * frees them), and why the last one after the first happened (stats.prepares, netrun_session_prepare_note) */
+    uint64_t n_prepares, n_body_prepares_freed;
+    char prepare_note[256];
     int keep_values;               /* debug: no memory reuse, every value readable after a run */
     int profiling;
     nr_prof_event *prof;

@@ -72,7 +72,7 @@ def _head(g, feats, cins, n_out, scope, per_cell):
     return outs[0] if len(outs) == 1 else g.op("Concat", outs, scope=scope, axis=1)
 
 
-def ssd_postprocess(g, x, size, n_classes=6, topk=100, score_thr=0.2):
+def ssd_postprocess(g, x, size, n_classes=6, topk=1000, score_thr=0.2):
     """SSD / torchvision-style: softmax scores, NonZero of scores > threshold, TopK of a run-time k, then an If whose
     then-branch runs batched NMS (the coordinate-offset trick) and whose else-branch returns empty results."""
     feats = _backbone(g, x, [16, 32, 48, 64], dw=True)

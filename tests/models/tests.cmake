@@ -14,4 +14,13 @@ if(Python3_Interpreter_FOUND AND TARGET netrun-cli)
     set_tests_properties(models.${m} PROPERTIES FIXTURES_REQUIRED netrun_test_models TIMEOUT 600
       ENVIRONMENT "NETRUN_BACKEND_PATH=${NETRUN_BACKEND_OUTPUT_DIR}")
   endforeach()
+  # One session fed images whose kept box counts differ: outputs right, and no prepare after the first round
+  # (control-flow bodies left with run-time dims instead of prepared per run).
+  if(TARGET netrun)
+    add_test(NAME models.det_prepares
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_prepares.py --lib $<TARGET_FILE:netrun>
+        --models ${NETRUN_TEST_MODELS_DIR} --filter det_ --backend cpu)
+    set_tests_properties(models.det_prepares PROPERTIES FIXTURES_REQUIRED netrun_test_models TIMEOUT 600
+      ENVIRONMENT "${NETRUN_PY_TEST_ENV}")
+  endif()
 endif()
