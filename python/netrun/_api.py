@@ -157,8 +157,8 @@ Dim = Union[int, str, None]
 
 class TensorInfo(NamedTuple):
     """An input or output: name, dtype name ("float32", "int64", "bfloat16"...), and shape, whose entries are
-    ints, the names of symbolic dims ("batch"), or None for unknown dims; shape is None when the rank is
-    unknown."""
+    ints (known dims: fixed, or set by set_dim or the last inputs), the names of symbolic dims not known yet
+    ("batch"), or None; shape is None when the rank is unknown."""
     name: str
     dtype: str
     shape: Union[tuple[Dim, ...], None]
@@ -170,7 +170,7 @@ def _tensor_info(info: _capi.TensorInfo) -> TensorInfo:
         dims: list[Dim] = []
         for d in range(info.rank):
             sym = info.dim_names[d] if info.dim_names else None
-            dims.append(_capi.text(sym) if sym else (None if info.dims[d] < 0 else int(info.dims[d])))
+            dims.append(int(info.dims[d]) if info.dims[d] >= 0 else (_capi.text(sym) if sym else None))
         shape = tuple(dims)
     return TensorInfo(_capi.text(info.name), _dtype_name(info.dtype), shape)
 
