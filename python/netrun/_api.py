@@ -235,7 +235,10 @@ class Model:
 
     def __del__(self) -> None:
         if getattr(self, "_ptr", None) is not None:
-            self.close()
+            try:
+                self.close()
+            except Exception:  # noqa: BLE001 -- interpreter shutdown may have cleared the module
+                pass
 
     def __repr__(self) -> str:
         return f"netrun.Model({self.path or '<bytes>'!r}, inputs={list(self.inputs)}, outputs={list(self.outputs)})"

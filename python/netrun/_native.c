@@ -104,6 +104,7 @@ typedef struct {
     int64_t dims[NETRUN_MAX_RANK];
     Py_buffer buf;
     PyObject *array; /* owned: the array read (the caller's, or normalize's result) */
+    PyObject *key;   /* owned: keeps name valid even if normalize's callbacks change the dict */
 } feed;
 
 /* Fills f from value when it is a C-contiguous ndarray of a dtype netrun has; returns 1, 0 (not that), -1 (error). */
@@ -135,8 +136,8 @@ static int feed_from_array(feed *f, PyObject *value) {
 /* Output index -> numpy array (a copy, or a read-only view of the session's memory). */
 static PyObject *output_array(SessionHandle *h, int index, int copy) {
     netrun_tensor_view v;
-    if (netrun_session_output(h->s, index, &v) != NETRUN_OK)
-        return raise_status(NETRUN_ERR_STATE, netrun_session_error(h->s));
+    netrun_status st = netrun_session_output(h->s, index, &v);
+    if (st != NETRUN_OK) return raise_status(st, netrun_session_error(h->s));
     PyObject *dt = v.dtype > 0 && v.dtype < PyTuple_GET_SIZE(dtype_of) ? PyTuple_GET_ITEM(dtype_of, v.dtype) : Py_None;
     if (dt == Py_None) {
         PyErr_Format(PyTuple_GET_ITEM(errors, NETRUN_ERR_UNSUPPORTED),
@@ -204,6 +205,8 @@ static PyObject *handle_run(PyObject *self, PyObject *args) {
             goto done;
         }
         if (!(f->name = PyUnicode_AsUTF8(key))) goto done;
+        Py_INCREF(key);
+        f->key = key;
         int r = feed_from_array(f, value);
         if (r == 0) {
             PyObject *arr = PyObject_CallFunctionObjArgs(normalize, key, value, NULL);
@@ -258,11 +261,13 @@ static PyObject *handle_run(PyObject *self, PyObject *args) {
         Py_DECREF(seq);
     }
 done:
-    for (Py_ssize_t i = 0; i < n; i++)
+    for (Py_ssize_t i = 0; i < n; i++) {
         if (fs[i].array) {
             PyBuffer_Release(&fs[i].buf);
             Py_DECREF(fs[i].array);
         }
+        Py_XDECREF(fs[i].key);
+    }
     if (fs != stack) PyMem_Free(fs);
     return result;
 }

@@ -6,7 +6,7 @@ if(TARGET netrun_python AND Python3_Interpreter_FOUND)
   execute_process(COMMAND ${Python3_EXECUTABLE} -c "import pytest" RESULT_VARIABLE _nr_no_pytest OUTPUT_QUIET ERROR_QUIET)
   set(_nr_py_env "PYTHONPATH=${CMAKE_BINARY_DIR}/python" "NETRUN_TEST_MODELS=${CMAKE_BINARY_DIR}/test-models"
     ${NETRUN_PY_TEST_ENV})
-  foreach(t api errors threads memory cli models)
+  foreach(t api errors threads memory cli models cuda)
     if(_nr_no_pytest)
       add_test(NAME python.${t} COMMAND ${CMAKE_COMMAND} -E echo "SKIP: pytest not installed (tests/requirements.txt)")
     else()
