@@ -37,8 +37,8 @@ extern "C" {
 #endif
 
 #define NETRUN_VERSION_MAJOR 0
-#define NETRUN_VERSION_MINOR 6
-#define NETRUN_VERSION_PATCH 4
+#define NETRUN_VERSION_MINOR 7
+#define NETRUN_VERSION_PATCH 0
 
 /* Most dimensions a tensor may have. */
 #define NETRUN_MAX_RANK 8
@@ -283,8 +283,11 @@ NETRUN_API int netrun_model_node_count(const netrun_model *model);
  * cores), device 0, balanced workspace, no cap, not strict. */
 NETRUN_API netrun_status netrun_options_create(netrun_options **out);
 NETRUN_API void netrun_options_destroy(netrun_options *options);
-/* Comma-separated backend preference list, e.g. "cuda,cpu". NULL or "" restores the default. CPU is
- * appended as the fallback unless strict mode is on. */
+/* Comma-separated backend preference list, e.g. "cuda,cpu". NULL or "" restores the default (every available
+ * backend, GPU first). CPU is appended as the fallback for nodes the listed backends cannot run, unless strict
+ * mode is on. A listed backend that is unavailable on this machine (no driver, no device) makes
+ * netrun_session_create fail with NETRUN_ERR_INVALID_ARGUMENT and the reason, unless the list names another
+ * available backend ("cuda,cpu" runs on the CPU without a GPU, with a warning) or fallback is allowed. */
 NETRUN_API netrun_status netrun_options_set_backends(netrun_options *options, const char *list);
 NETRUN_API netrun_status netrun_options_set_precision(netrun_options *options, netrun_precision precision);
 /* Threads for CPU work; 0 means the number of cores. */
@@ -295,6 +298,9 @@ NETRUN_API netrun_status netrun_options_set_workspace(netrun_options *options, n
                                                       size_t byte_cap /* 0 = no cap */);
 /* Strict: fail prepare if any node cannot run on the first backend of the list. */
 NETRUN_API netrun_status netrun_options_set_strict(netrun_options *options, int strict);
+/* Allow fallback: a listed backend that is unavailable is skipped (with a warning) instead of failing the
+ * session, even when no other listed backend is available; the CPU fallback then runs the whole model. */
+NETRUN_API netrun_status netrun_options_set_allow_fallback(netrun_options *options, int allow);
 /* Cap on the device memory a session may use (0 = none); lets tests force the out-of-memory paths. */
 NETRUN_API netrun_status netrun_options_set_device_memory_budget(netrun_options *options, size_t bytes);
 /* Generic key/value settings for backend-specific knobs ("cuda.graph" = "0", ...). */
@@ -355,6 +361,10 @@ NETRUN_API netrun_status netrun_session_profile_get(const netrun_session *sessio
 NETRUN_API int netrun_session_node_io(const netrun_session *session, int node, int output, int k,
                                       const char **value_name);
 /* Timing and memory figures. */
+/* What the session is doing now, as one line ("preparing node 'conv1' (Conv) on backend 'cuda'", "running node ...",
+ * "idle"), written into buf (always NUL-terminated); returns its length. It only reads the session and copies
+ * strings, so a fatal-signal handler may call it to say where a crash happened (the netrun CLI does). */
+NETRUN_API size_t netrun_session_activity(const netrun_session *session, char *buf, size_t size);
 NETRUN_API netrun_status netrun_session_get_stats(const netrun_session *session, netrun_session_stats *stats);
 /* Micro-batching of the prepared session (option run.micro_batch: auto, 0, or images per run): returns a line that
  * says what was decided and why ("4 runs of 2 images ..." or "off: <reason>"), "" before prepare; *images (may be

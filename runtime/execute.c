@@ -161,6 +161,7 @@ static netrun_status stream_weights(netrun_session *s, const nr_snode *sn, nr_sl
 static netrun_status run_kernel(netrun_session *s, nr_snode *sn) {
     nr_graph *g = s->model->ir->graph;
     const nr_node *nd = &g->nodes[sn->node];
+    nr_activity_set(s, NR_ACT_RUN_KERNEL, sn->node, sn->slot);
     if (sn->slot == NR_SLOT_RUNTIME) return nr_run_control_flow(s, sn);
     if (sn->view) return NETRUN_OK; /* a view (prepare.c, plan_aliases): its output already holds the bytes */
     nr_slot *sl = &s->slots[sn->slot];
@@ -212,6 +213,7 @@ static netrun_status run_kernel(netrun_session *s, nr_snode *sn) {
 
 static netrun_status run_copy(netrun_session *s, const nr_step *step) {
     nr_svalue *sv = &s->values[step->value];
+    nr_activity_set(s, NR_ACT_COPY, -1, -1);
     if (sv->dynamic) {
         netrun_status st = nr_dyn_alloc(s, step->value, step->to);
         if (st != NETRUN_OK) return st;
@@ -357,6 +359,7 @@ static netrun_status run_steps_eager(netrun_session *s, int first, int end) {
 static netrun_status run_segment(netrun_session *s, nr_segment *sg) {
     nr_slot *sl = &s->slots[sg->slot];
     if (sg->state < 0 || !s->ran_since_prepare || !graphs_wanted(s, sl)) return run_steps_eager(s, sg->first, sg->end);
+    nr_activity_set(s, NR_ACT_GRAPH, -1, sg->slot);
     if (sg->state == 1) return sl->api->graph_launch(sl->ctx, sg->graph);
     netrun_status st = sl->api->graph_capture_begin(sl->ctx);
     if (st == NETRUN_OK) {

@@ -100,6 +100,12 @@ netrun_status netrun_options_set_strict(netrun_options *o, int strict) {
     return NETRUN_OK;
 }
 
+netrun_status netrun_options_set_allow_fallback(netrun_options *o, int allow) {
+    CHECK_OPTS(o);
+    o->allow_fallback = allow != 0;
+    return NETRUN_OK;
+}
+
 netrun_status netrun_options_set_device_memory_budget(netrun_options *o, size_t bytes) {
     CHECK_OPTS(o);
     o->device_memory_budget = bytes;

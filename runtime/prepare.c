@@ -61,27 +61,45 @@ netrun_status nr_session_choose_backends(netrun_session *s) {
                 }
             }
     } else {
-        char list[512];
+        /* A backend the caller names is what the caller asked for: if it cannot be used (no driver, no device),
+         * running elsewhere is an error unless the list names another available backend or fallback was allowed
+         * (netrun_options_set_allow_fallback). Never a silent move to the CPU. */
+        char list[512], names[512];
         snprintf(list, sizeof list, "%s", s->opts.backends);
+        int named_available = 0;
         char *save = NULL;
+        snprintf(names, sizeof names, "%s", s->opts.backends);
+        for (char *name = strtok_r(names, ", ", &save); name; name = strtok_r(NULL, ", ", &save)) {
+            const nr_backend *b = nr_backends_lookup(name);
+            named_available += b && b->available;
+        }
+        save = NULL;
         for (char *name = strtok_r(list, ", ", &save); name; name = strtok_r(NULL, ", ", &save)) {
             const nr_backend *found = nr_backends_lookup(name);
             if (!found) {
                 n = nr_backends_count();
-                char names[256] = "";
+                char found_names[256] = "";
                 for (int i = 0; i < n; i++) {
-                    size_t l = strlen(names);
-                    snprintf(names + l, sizeof names - l, "%s%s", i ? ", " : "", nr_backends_get(i)->name);
+                    size_t l = strlen(found_names);
+                    snprintf(found_names + l, sizeof found_names - l, "%s%s", i ? ", " : "", nr_backends_get(i)->name);
                 }
                 return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "unknown backend '%s' (found: %s)", name,
-                                *names ? names : "none; set NETRUN_BACKEND_PATH");
+                                *found_names ? found_names : "none; set NETRUN_BACKEND_PATH");
             }
             if (!found->available) {
-                if (s->opts.strict || !s->n_slots)
-                    nr_error(NETRUN_ERR_UNSUPPORTED, "backend '%s' is unavailable: %s", name,
-                             found->reason ? found->reason : "unknown reason");
-                if (s->opts.strict) return NETRUN_ERR_UNSUPPORTED;
-                continue; /* not strict: go on with the rest of the list */
+                const char *why = found->reason ? found->reason : "unknown reason";
+                if (s->opts.strict)
+                    return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "backend '%s' is unavailable: %s (strict mode)",
+                                    name, why);
+                if (!named_available && !s->opts.allow_fallback)
+                    return nr_error(NETRUN_ERR_INVALID_ARGUMENT,
+                                    "backend '%s' is unavailable: %s. No other backend of the list '%s' is "
+                                    "available; to run on the CPU instead, list it after (e.g. '%s,cpu') or allow "
+                                    "fallback (netrun_options_set_allow_fallback; CLI --allow-fallback)",
+                                    name, why, s->opts.backends, s->opts.backends);
+                nr_host_api()->log(NETRUN_LOG_WARN, "runtime", "backend '%s' is unavailable (%s): skipped, as %s", name, why,
+                    named_available ? "the list names others" : "fallback is allowed");
+                continue;
             }
             netrun_status st = add_slot(s, found);
             if (st != NETRUN_OK) return st;
@@ -372,6 +390,7 @@ static int try_fold(netrun_session *s, nr_snode *sn, const nr_backend *cpu, netr
     cfg.threads = 1;
     char why[256];
     if (!cpu->api->supports(&cfg, &desc, why, sizeof why)) return 0;
+    nr_activity_set(s, NR_ACT_FOLD, sn->node, -1);
     if (!*fold_ctx && cpu->api->context_create(&cfg, fold_ctx) != NETRUN_OK) return 0;
     netrun_kernel *k = NULL;
     size_t ws = 0;
@@ -923,6 +942,7 @@ static netrun_status init_backends(netrun_session *s) {
         nr_slot *sl = &s->slots[i];
         int needed = sl->n_nodes > 0 || (sl->domain != NR_HOST_DOMAIN && s->domain_slot[sl->domain] == i);
         if (!needed || sl->ctx) continue;
+        nr_activity_set(s, NR_ACT_INIT_BACKEND, -1, i);
         netrun_status st = sl->api->context_create(&cfg, &sl->ctx);
         if (st != NETRUN_OK) {
             sl->ctx = NULL;
@@ -1130,6 +1150,7 @@ static netrun_status upload_constants(netrun_session *s) {
     nr_graph *g = s->model->ir->graph;
     for (int dom = 1; dom < s->n_domains; dom++) {
         nr_slot *sl = &s->slots[s->domain_slot[dom]];
+        nr_activity_set(s, NR_ACT_UPLOAD, -1, s->domain_slot[dom]);
         s->stats.stream_bytes += sl->stream_bytes;
         if (sl->stream_size) {
             netrun_status st = alloc_in_domain(s, dom, sl->stream_size, &sl->stream);
@@ -1169,6 +1190,7 @@ static netrun_status create_kernels(netrun_session *s) {
                                  .domain = nd->domain, .opset = nd->opset, .params = sn->params,
                                  .params_size = nd->layer->params_size, .n_inputs = nd->n_inputs,
                                  .inputs = sn->in_desc, .n_outputs = nd->n_outputs, .outputs = sn->out_desc};
+        nr_activity_set(s, NR_ACT_CREATE_KERNEL, sn->node, sn->slot);
         netrun_status st = sl->api->kernel_create(sl->ctx, &desc, &sn->kernel, &sn->workspace);
         if (st != NETRUN_OK) {
             sn->kernel = NULL;

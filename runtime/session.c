@@ -243,6 +243,7 @@ netrun_status netrun_session_prepare(netrun_session *s) {
     if (!s) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_session_prepare: session is NULL");
     if (s->prepared) return NETRUN_OK;
     netrun_status st = nr_session_prepare(s);
+    nr_activity_set(s, NR_ACT_IDLE, -1, -1);
     return st == NETRUN_OK ? NETRUN_OK : FAIL(s, st);
 }
 
@@ -257,11 +258,13 @@ netrun_status netrun_session_run(netrun_session *s) {
         }
     if (!s->prepared) {
         netrun_status st = nr_session_prepare(s);
+        nr_activity_set(s, NR_ACT_IDLE, -1, -1);
         if (st != NETRUN_OK) return FAIL(s, st);
     }
     if (!s->root) s->loop_iterations = 0;
     double t0 = nr_now_ms();
     netrun_status st = nr_session_execute(s);
+    nr_activity_set(s, NR_ACT_IDLE, -1, -1);
     double ms = nr_now_ms() - t0;
     if (st != NETRUN_OK) return FAIL(s, st);
     if (!s->ran_since_prepare) s->stats.first_run_ms = ms;
@@ -441,6 +444,46 @@ int netrun_session_node_io(const netrun_session *s, int node, int output, int k,
     if (value_name && k >= 0 && k < n) {
         int v = output ? nd->outputs[k] : nd->inputs[k];
         *value_name = v >= 0 ? g->values[v].name : "";
+    }
+    return n;
+}
+
+/* Appends src to buf[*len..size) without overflowing: the crash report below must not call snprintf. */
+static void act_put(char *buf, size_t size, size_t *len, const char *src) {
+    for (; src && *src && *len + 1 < size; src++) buf[(*len)++] = *src;
+    buf[*len] = 0;
+}
+
+size_t netrun_session_activity(const netrun_session *s, char *buf, size_t size) {
+    if (!buf || !size) return 0;
+    size_t n = 0;
+    buf[0] = 0;
+    if (!s) return 0;
+    int phase = s->act_phase, node = s->act_node, slot = s->act_slot;
+    const nr_graph *g = s->model && s->model->ir ? s->model->ir->graph : NULL;
+    const nr_node *nd = g && node >= 0 && node < g->n_nodes ? &g->nodes[node] : NULL;
+    const char *be = slot >= 0 && slot < s->n_slots && s->slots[slot].be ? s->slots[slot].be->name
+                     : slot == NR_SLOT_RUNTIME                            ? "the runtime (control flow)"
+                                                                          : NULL;
+    static const char *const what[] = {
+        [NR_ACT_IDLE] = "idle", [NR_ACT_INIT_BACKEND] = "preparing: initialising backend",
+        [NR_ACT_FOLD] = "preparing: computing a constant node on the cpu",
+        [NR_ACT_UPLOAD] = "preparing: uploading weights to backend", [NR_ACT_CREATE_KERNEL] = "preparing node",
+        [NR_ACT_RUN_KERNEL] = "running node", [NR_ACT_COPY] = "copying a value between devices",
+        [NR_ACT_GRAPH] = "launching a device graph on backend"};
+    act_put(buf, size, &n, phase >= 0 && phase <= NR_ACT_GRAPH ? what[phase] : "?");
+    if (nd) {
+        act_put(buf, size, &n, " '");
+        act_put(buf, size, &n, nd->name && *nd->name ? nd->name : "(unnamed)");
+        act_put(buf, size, &n, "' (");
+        act_put(buf, size, &n, nd->op_type);
+        act_put(buf, size, &n, ")");
+        if (be) act_put(buf, size, &n, " on backend");
+    }
+    if (be) {
+        act_put(buf, size, &n, " '");
+        act_put(buf, size, &n, be);
+        act_put(buf, size, &n, "'");
     }
     return n;
 }

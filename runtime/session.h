@@ -13,6 +13,7 @@ struct netrun_options {
     netrun_workspace_policy policy;
     size_t workspace_limit;
     int strict;
+    int allow_fallback; /* a listed backend that is unavailable is skipped instead of failing the session */
     size_t device_memory_budget;
     char **keys, **values;
     int n_kv;
@@ -180,6 +181,11 @@ struct netrun_session {
     netrun_session_stats stats;
     uint32_t *avoid;               /* per graph node: slots whose kernel_create failed for it (bit per slot) */
     int fail_slot, fail_node;      /* what the last failed prepare blames (-1: nothing to retry) */
+    /* What the session is doing now, for a crash report (netrun_session_activity, read from a signal handler):
+     * plain stores of the phase, node and slot, kept as ints so that recording costs nothing on the run path. */
+    volatile int act_phase;        /* nr_activity */
+    volatile int act_node;         /* graph node, -1: none */
+    volatile int act_slot;         /* backend slot, -1: none */
     int keep_values;               /* debug: no memory reuse, every value readable after a run */
     int profiling;
     nr_prof_event *prof;
@@ -239,5 +245,22 @@ void nr_input_free_data(netrun_session *s, nr_input *in);
 netrun_status nr_output_reserve(nr_output *out, size_t need, const char *name);
 /* Refresh stats.device_peak_bytes from the device backends (memory_info). */
 void nr_exec_memory_stats(netrun_session *s);
+
+typedef enum {
+    NR_ACT_IDLE = 0,
+    NR_ACT_INIT_BACKEND,    /* context_create */
+    NR_ACT_FOLD,            /* computing a constant node at prepare */
+    NR_ACT_UPLOAD,          /* copying weights to a device */
+    NR_ACT_CREATE_KERNEL,   /* kernel_create */
+    NR_ACT_RUN_KERNEL,      /* kernel_run */
+    NR_ACT_COPY,            /* a copy between memory domains */
+    NR_ACT_GRAPH,           /* capturing or launching a device graph */
+} nr_activity;
+
+static inline void nr_activity_set(netrun_session *s, nr_activity phase, int node, int slot) {
+    s->act_phase = (int)phase;
+    s->act_node = node;
+    s->act_slot = slot;
+}
 
 #endif

@@ -4,9 +4,6 @@
  * they read a count back to the host (one stream synchronization) and call args->alloc_output. */
 #include <type_traits>
 
-#include <cub/device/device_select.cuh>
-#include <thrust/iterator/counting_iterator.h>
-
 #include "cuda_kernels.cuh"
 
 /* ---- element types: comparable value, conversions back ---- */
@@ -469,31 +466,85 @@ static netrun_status compress_run(cuda_context *ctx, void *state, const netrun_k
     return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, "Compress");
 }
 
-/* ---- NonZero: cub::DeviceSelect picks the flat positions of nonzero elements in order, the count comes back to
- * the host to size the output, then a kernel splits the positions into coordinates ---- */
+/* ---- NonZero: a stream compaction of our own in two passes over a fixed grid of NZ_BLOCKS blocks, each owning
+ * one contiguous chunk of the input: pass 1 counts each chunk's nonzeros, one block turns the counts into
+ * offsets (and the total), the total comes back to the host to size the output, and pass 2 walks each chunk
+ * again writing the coordinates of its nonzeros in order. The workspace is NZ_BLOCKS + 1 counts whatever the
+ * input's size, so placement needs no shape. (Not CUB: its DeviceSelect pulled the C++ runtime into the
+ * plugin, which must stay a C library: see docs/cuda.md.) ---- */
+
+#define NZ_BLOCKS 1024
+#define NZ_THREADS 256
 
 /* Nonzero test on raw bits: floats ignore the sign bit (-0.0 is zero, NaN is nonzero); integers and bool whole. */
-template <typename E> struct nz_pred {
-    const E *x;
-    E mask;
-    __device__ __forceinline__ bool operator()(int64_t i) const { return (x[i] & mask) != 0; }
-};
+template <typename E> __device__ __forceinline__ bool nz_at(const E *x, E mask, int64_t i) { return (x[i] & mask) != 0; }
 
-template <typename E>
-static cudaError_t nz_select(void *temp, size_t &temp_bytes, const void *x, uint64_t mask, int64_t *sel, int64_t *count,
-                             int64_t n, cudaStream_t stream) {
-    nz_pred<E> p = {(const E *)x, (E)mask};
-    return cub::DeviceSelect::If(temp, temp_bytes, thrust::counting_iterator<int64_t>(0), sel, count, n, p, stream);
+static __device__ __forceinline__ void nz_chunk(int64_t n, int64_t *lo, int64_t *hi) {
+    int64_t per = (n + NZ_BLOCKS - 1) / NZ_BLOCKS;
+    *lo = per * blockIdx.x < n ? per * blockIdx.x : n;
+    *hi = *lo + per < n ? *lo + per : n;
 }
 
-static cudaError_t nz_select_es(size_t es, void *temp, size_t &temp_bytes, const void *x, uint64_t mask, int64_t *sel,
-                                int64_t *count, int64_t n, cudaStream_t stream) {
-    switch (es) {
-    case 1: return nz_select<uint8_t>(temp, temp_bytes, x, mask, sel, count, n, stream);
-    case 2: return nz_select<uint16_t>(temp, temp_bytes, x, mask, sel, count, n, stream);
-    case 4: return nz_select<uint32_t>(temp, temp_bytes, x, mask, sel, count, n, stream);
-    case 8: return nz_select<uint64_t>(temp, temp_bytes, x, mask, sel, count, n, stream);
-    default: return cudaErrorInvalidValue;
+template <typename E> __global__ void nz_count_k(const E *x, E mask, int64_t n, int64_t *counts) {
+    int64_t lo, hi, c = 0;
+    nz_chunk(n, &lo, &hi);
+    for (int64_t i = lo + threadIdx.x; i < hi; i += NZ_THREADS) c += nz_at(x, mask, i);
+    __shared__ int64_t part[NZ_THREADS / 32];
+    for (int o = 16; o > 0; o >>= 1) c += __shfl_down_sync(0xffffffffu, c, o);
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = c;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int64_t t = 0;
+        for (int w = 0; w < NZ_THREADS / 32; w++) t += part[w];
+        counts[blockIdx.x] = t;
+    }
+}
+
+/* counts[0..NZ_BLOCKS) -> exclusive offsets in place, the total in counts[NZ_BLOCKS]; one block of NZ_BLOCKS. */
+__global__ void nz_offsets_k(int64_t *counts) {
+    __shared__ int64_t v[NZ_BLOCKS];
+    int t = threadIdx.x;
+    v[t] = counts[t];
+    __syncthreads();
+    for (int d = 1; d < NZ_BLOCKS; d <<= 1) { /* Hillis-Steele inclusive scan */
+        int64_t add = t >= d ? v[t - d] : 0;
+        __syncthreads();
+        v[t] += add;
+        __syncthreads();
+    }
+    counts[t] = t ? v[t - 1] : 0;
+    if (t == NZ_BLOCKS - 1) counts[NZ_BLOCKS] = v[t];
+}
+
+template <typename E>
+__global__ void nz_write_k(const E *x, E mask, int64_t n, const int64_t *offsets, int64_t *y, int64_t nnz, shape8 xd) {
+    int64_t lo, hi;
+    nz_chunk(n, &lo, &hi);
+    __shared__ int warp_sum[NZ_THREADS / 32];
+    int64_t base = offsets[blockIdx.x];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int64_t t0 = lo; t0 < hi; t0 += NZ_THREADS) {
+        int64_t i = t0 + threadIdx.x;
+        bool f = i < hi && nz_at(x, mask, i);
+        unsigned ballot = __ballot_sync(0xffffffffu, f);
+        if (lane == 0) warp_sum[warp] = __popc(ballot);
+        __syncthreads();
+        int before = 0, tile = 0;
+        for (int w = 0; w < NZ_THREADS / 32; w++) {
+            before += w < warp ? warp_sum[w] : 0;
+            tile += warp_sum[w];
+        }
+        if (f) {
+            int64_t k = base + before + __popc(ballot & ((1u << lane) - 1u)), rem = i;
+            if (xd.rank == 0) y[k] = 0;
+            for (int d = xd.rank - 1; d >= 0; d--) {
+                int64_t q = rem / xd.dims[d];
+                y[d * nnz + k] = rem - q * xd.dims[d];
+                rem = q;
+            }
+        }
+        base += tile;
+        __syncthreads(); /* warp_sum is rewritten by the next tile */
     }
 }
 
@@ -506,80 +557,55 @@ static uint64_t nz_mask(netrun_dtype t) {
     }
 }
 
-typedef struct nonzero_state {
-    int64_t n;          /* input elements the workspace was sized for */
-    size_t temp_bytes;  /* cub's share of the workspace */
-} nonzero_state;
+/* The element size as an unsigned type of that size: the test reads raw bits. */
+#define NZ_DISPATCH(es, CALL)                                                                                    \
+    switch (es) {                                                                                                \
+    case 1: { typedef uint8_t E; CALL; } break;                                                                \
+    case 2: { typedef uint16_t E; CALL; } break;                                                               \
+    case 4: { typedef uint32_t E; CALL; } break;                                                               \
+    case 8: { typedef uint64_t E; CALL; } break;                                                               \
+    default: return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda NonZero: element size %zu", (size_t)(es));   \
+    }
 
 static size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
 
 static int nonzero_supports(const netrun_node_desc *node, char *reason, size_t size) {
     if (!cuda_esize(node->inputs[0].dtype)) return cuda_refuse(reason, size, "dtype %s", cuda_dtype_name(node->inputs[0].dtype));
-    if (cuda_desc_count(&node->inputs[0]) < 0) return cuda_refuse(reason, size, "input shape unknown at placement (it sizes the workspace)");
     return 1;
 }
 
 static netrun_status nonzero_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
-    int64_t n = cuda_desc_count(&node->inputs[0]);
-    if (n < 0) return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda NonZero: input shape unknown");
-    nonzero_state *s = (nonzero_state *)cuda_host->alloc(sizeof *s, 16);
-    if (!s) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda NonZero: out of memory");
-    s->n = n;
-    s->temp_bytes = 0;
-    cudaError_t e = nz_select_es(cuda_esize(node->inputs[0].dtype), NULL, s->temp_bytes, NULL, 0, NULL, NULL, n, ctx->stream);
-    if (e != cudaSuccess) {
-        cuda_host->free(s);
-        return cuda_fail(e, "NonZero workspace query");
-    }
-    *state = s;
-    /* [count][positions][cub temp], each 256-byte aligned */
-    *ws = 256 + align256(sizeof(int64_t) * (size_t)(n + 1)) + align256(s->temp_bytes);
+    *state = NULL;
+    *ws = sizeof(int64_t) * (NZ_BLOCKS + 1); /* the chunks' counts, then offsets, and the total */
     return NETRUN_OK;
 }
 
-static void nonzero_destroy(cuda_context *ctx, void *state) {
-    if (state) cuda_host->free(state);
-}
-
-__global__ void nz_coords_k(const int64_t *sel, int64_t *y, int64_t nnz, shape8 xd) {
-    GRID_LOOP(k, nnz) {
-        int64_t rem = sel[k];
-        if (xd.rank == 0) y[k] = 0;
-        for (int d = xd.rank - 1; d >= 0; d--) {
-            int64_t q = rem / xd.dims[d];
-            y[d * nnz + k] = rem - q * xd.dims[d];
-            rem = q;
-        }
-    }
-}
+static void nonzero_destroy(cuda_context *ctx, void *state) {}
 
 static netrun_status nonzero_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
-    nonzero_state *s = (nonzero_state *)state;
     const netrun_tensor *X = &args->inputs[0];
     netrun_status st = refuse_capture(ctx, "NonZero");
     if (st != NETRUN_OK) return st;
-    int64_t n = cuda_count(X);
-    if (n > s->n)
-        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda NonZero: input of %lld elements, the kernel was "
-                                "created for %lld", (long long)n, (long long)s->n);
-    int64_t nnz = 0;
-    char *ws = (char *)cuda_workspace_address(args->workspace);
-    int64_t *count = (int64_t *)ws, *sel = (int64_t *)(ws + 256);
-    void *temp = ws + 256 + align256(sizeof(int64_t) * (size_t)(s->n + 1));
+    int64_t n = cuda_count(X), nnz = 0;
+    int64_t *counts = (int64_t *)cuda_workspace_address(args->workspace);
+    size_t es = cuda_esize(X->dtype);
+    uint64_t mask = nz_mask(X->dtype);
     if (n > 0) {
-        if (!ws) return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda NonZero: no workspace");
-        size_t tb = s->temp_bytes;
-        cudaError_t e = nz_select_es(cuda_esize(X->dtype), temp, tb, X->data, nz_mask(X->dtype), sel, count, n, ctx->stream);
-        if (e == cudaSuccess) e = cudaMemcpyAsync(&nnz, count, sizeof nnz, cudaMemcpyDeviceToHost, ctx->stream);
+        if (!counts) return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda NonZero: no workspace");
+        NZ_DISPATCH(es, (nz_count_k<E><<<NZ_BLOCKS, NZ_THREADS, 0, ctx->stream>>>((const E *)X->data, (E)mask, n, counts)));
+        nz_offsets_k<<<1, NZ_BLOCKS, 0, ctx->stream>>>(counts);
+        if ((st = cuda_check_launch("NonZero count")) != NETRUN_OK) return st;
+        cudaError_t e = cudaMemcpyAsync(&nnz, counts + NZ_BLOCKS, sizeof nnz, cudaMemcpyDeviceToHost, ctx->stream);
         if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->stream);
-        if (e != cudaSuccess) return cuda_fail(e, "NonZero select");
+        if (e != cudaSuccess) return cuda_fail(e, "NonZero count");
     }
     int rank = X->rank > 0 ? X->rank : 1;
     int64_t dims[2] = {rank, nnz};
     if ((st = args->alloc_output(args->exec, 0, 2, dims)) != NETRUN_OK) return st;
     if (nnz == 0) return NETRUN_OK;
     shape8 xd = make_shape(X->rank, X->dims);
-    nz_coords_k<<<cuda_blocks(nnz), CUDA_THREADS, 0, ctx->stream>>>(sel, (int64_t *)args->outputs[0].data, nnz, xd);
+    NZ_DISPATCH(es, (nz_write_k<E><<<NZ_BLOCKS, NZ_THREADS, 0, ctx->stream>>>((const E *)X->data, (E)mask, n, counts,
+                                                                         (int64_t *)args->outputs[0].data, nnz, xd)));
     return cuda_check_launch("NonZero");
 }
 
@@ -1102,7 +1128,7 @@ extern "C" const cuda_op cuda_ops_index_ops[] = {
     {"ReverseSequence", CUDA_ALL_DTYPES, "int64 sequence_lens", revseq_supports, cuda_flag_create, revseq_run, cuda_flag_destroy},
     {"Compress", CUDA_ALL_DTYPES, "condition length known at placement; reads the condition on the host",
      compress_supports, compress_create, compress_run, compress_destroy},
-    {"NonZero", CUDA_ALL_DTYPES, "input shape known at placement; reads the count on the host", nonzero_supports,
+    {"NonZero", CUDA_ALL_DTYPES, "reads the count on the host", nonzero_supports,
      nonzero_create, nonzero_run, nonzero_destroy},
     {"Unique", CUDA_ALL_DTYPES, "input shape known at placement; at most 16384 slices (quadratic kernel)",
      unique_supports, unique_create, unique_run, unique_destroy},

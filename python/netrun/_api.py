@@ -384,7 +384,9 @@ class Session:
 
     Session(model, backends="cuda,cpu" or ["cuda", "cpu"], precision="fp32"|"tf32"|"fp16", threads=0 (all
     cores), device=0, workspace="balanced"|"fastest"|"min-memory", workspace_limit=bytes (0 = none),
-    memory_budget=bytes of device memory (0 = none), strict=False, options={"cuda.graph": "0", ...}).
+    memory_budget=bytes of device memory (0 = none), strict=False, allow_fallback=False, options={"cuda.graph":
+    "0", ...}). A listed backend that is unavailable here fails the session unless the list names another
+    available one ("cuda,cpu") or allow_fallback=True (then the CPU runs what it cannot).
     model may be a Model, a path or the model's bytes.
 
     Threads: a session is used by one thread at a time. Every method takes the session's lock, so calls from
@@ -394,7 +396,8 @@ class Session:
     def __init__(self, model: Union[Model, str, os.PathLike, bytes], *,
                  backends: Union[str, Sequence[str], None] = None, precision: str = "fp32", threads: int = 0,
                  device: int = 0, workspace: str = "balanced", workspace_limit: int = 0, memory_budget: int = 0,
-                 strict: bool = False, options: Union[Mapping[str, Any], None] = None) -> None:
+                 strict: bool = False, allow_fallback: bool = False,
+                 options: Union[Mapping[str, Any], None] = None) -> None:
         self._h: Any = None
         self._lock = threading.Lock()
         own = not isinstance(model, Model)
@@ -418,6 +421,7 @@ class Session:
                 _check(lib.netrun_options_set_workspace(opts, _WORKSPACE[workspace], workspace_limit))
                 _check(lib.netrun_options_set_device_memory_budget(opts, memory_budget))
                 _check(lib.netrun_options_set_strict(opts, 1 if strict else 0))
+                _check(lib.netrun_options_set_allow_fallback(opts, 1 if allow_fallback else 0))
                 for k, v in (options or {}).items():
                     _check(lib.netrun_options_set(opts, str(k).encode(), _option_text(v)))
                 _check(lib.netrun_session_create(m._handle(), opts, C.byref(ptr)))
@@ -606,6 +610,18 @@ class Session:
             st = _capi.SessionStats()
             _check(lib.netrun_session_get_stats(self._ptr(), C.byref(st)))
             return SessionStats(**{f: getattr(st, f) for f, _ in _capi.SessionStats._fields_})
+
+    @property
+    def activity(self) -> str:
+        """What the session is doing now ("preparing node 'conv1' (Conv) on backend 'cuda'", "running node ...",
+        "idle"). The one call that does not wait for the session's lock: ask it from another thread while a long
+        prepare() or run() is in progress."""
+        h = self._h  # this reference keeps the session alive during the call
+        if h is None:
+            raise StateError("the session is closed")
+        buf = C.create_string_buffer(512)
+        lib.netrun_session_activity(h.ptr, buf, len(buf))
+        return _capi.text(buf.value)
 
     @property
     def micro_batch(self) -> tuple[int, str]:

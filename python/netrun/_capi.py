@@ -93,6 +93,7 @@ _SIGNATURES = [
     ("netrun_options_set_device", C.c_int, [vp, C.c_int]),
     ("netrun_options_set_workspace", C.c_int, [vp, C.c_int, C.c_size_t]),
     ("netrun_options_set_strict", C.c_int, [vp, C.c_int]),
+    ("netrun_options_set_allow_fallback", C.c_int, [vp, C.c_int]),
     ("netrun_options_set_device_memory_budget", C.c_int, [vp, C.c_size_t]),
     ("netrun_options_set", C.c_int, [vp, c_str, c_str]),
     ("netrun_session_create", C.c_int, [vp, vp, _P(vp)]),
@@ -112,6 +113,7 @@ _SIGNATURES = [
     ("netrun_session_profile_get", C.c_int, [vp, C.c_int, _P(ProfileEvent)]),
     ("netrun_session_get_stats", C.c_int, [vp, _P(SessionStats)]),
     ("netrun_session_micro_batch", c_str, [vp, _P(C.c_int)]),
+    ("netrun_session_activity", C.c_size_t, [vp, C.c_char_p, C.c_size_t]),
 ]
 
 LIBRARY_PATH = _native.library_path()

@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -20,6 +21,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 NETRUN = None
 WORK = None
+TEST_PLUGINS = None  # the folder of the loader tests' plugins (tests/plugins), for unavailable_backend
+FAKEDEV = None  # the folder of the fake device plugin (tests/plugins/fake_device.c), for crash_report
 
 
 # ---------------------------------------------------------------- helpers
@@ -33,8 +36,8 @@ def check(cond, msg):
         raise Fail(msg)
 
 
-def run(args, timeout=120):
-    r = subprocess.run([NETRUN] + [str(a) for a in args], capture_output=True, text=True, timeout=timeout)
+def run(args, timeout=120, env=None):
+    r = subprocess.run([NETRUN] + [str(a) for a in args], capture_output=True, text=True, timeout=timeout, env=env)
     return r
 
 
@@ -434,6 +437,52 @@ def t_fallback_listed():
     expect_rc(r, 2, "--check on a missing folder")
 
 
+def t_unavailable_backend():
+    """A backend named on the command line that cannot be used here (the test plugin 'nodevice', whose probe finds
+    no device, as cuda on a machine without a GPU) is an error with the reason and the way out, never a silent
+    run on the CPU; naming another backend or --allow-fallback runs there, with a warning."""
+    if not TEST_PLUGINS:
+        print("  (no --test-plugins folder: not exercised)")
+        return
+    env = dict(os.environ, NETRUN_BACKEND_PATH=TEST_PLUGINS + ":" + os.environ.get("NETRUN_BACKEND_PATH", ""))
+    model, _ = mlp_model()
+    r = run([model, "--backend", "nodevice", "--iterations", "1", "-q"], env=env)
+    expect_rc(r, 2, "--backend nodevice")
+    for word in ["nodevice", "unavailable", "no device found", "--allow-fallback", "nodevice,cpu"]:
+        check(word in r.stderr, f"message lacks {word!r}: {r.stderr!r}")
+    r = run([model, "--backend", "nodevice", "--strict", "--iterations", "1", "-q"], env=env)
+    expect_rc(r, 2, "--backend nodevice --strict")
+    for args in (["--backend", "nodevice,cpu"], ["--backend", "nodevice", "--allow-fallback"]):
+        r = run([model, *args, "--iterations", "1", "--json", "-"], env=env)
+        expect_rc(r, 0, " ".join(args))
+        check("nodevice" in r.stderr and "unavailable" in r.stderr, f"{args}: no warning: {r.stderr!r}")
+        rep = json.loads(r.stdout)
+        check(all(n["backend"] == "cpu" for n in rep["nodes"]), f"{args}: nodes not on cpu: {rep['nodes']}")
+
+
+def t_crash_report():
+    """A backend that crashes (the test plugin 'fakedev' with fakedev.crash, raising SIGSEGV) ends the CLI with that
+    signal, after one line naming the node and backend it was preparing or running."""
+    if not FAKEDEV:
+        print("  (no --fakedev plugin: not exercised)")
+        return
+    ldd = subprocess.run(["ldd", NETRUN], capture_output=True, text=True)
+    if "libasan" in ldd.stdout:
+        print("  (AddressSanitizer build: its own report replaces netrun's)")
+        return
+    env = dict(os.environ, NETRUN_BACKEND_PATH=FAKEDEV + ":" + os.environ.get("NETRUN_BACKEND_PATH", ""))
+    model, _ = mlp_model()
+    for where, words in (("kernel_create", ["preparing node", "on backend 'fakedev'"]),
+                         ("kernel_run", ["running node", "on backend 'fakedev'"])):
+        r = run([model, "--backend", "fakedev,cpu", "--set", f"fakedev.crash={where}", "--iterations", "1", "-q"],
+                env=env)
+        check(r.returncode == -signal.SIGSEGV, f"crash in {where}: exit {r.returncode}, want SIGSEGV: {r.stderr!r}")
+        check("fatal signal SIGSEGV while" in r.stderr, f"crash in {where}: no report: {r.stderr!r}")
+        for w in words:
+            check(w in r.stderr, f"crash in {where}: report lacks {w!r}: {r.stderr!r}")
+        check(any(f"'{n}'" in r.stderr for n in ("matmul0", "add0", "relu0")), f"no node named: {r.stderr!r}")
+
+
 # ---------------------------------------------------------------- performance and debugging flags
 
 def backends_available():
@@ -809,6 +858,8 @@ SCENARIOS = {
     "strict_unknown": t_strict_unknown,
     "verbose_placement": t_verbose_placement,
     "fallback_listed": t_fallback_listed,
+    "unavailable_backend": t_unavailable_backend,
+    "crash_report": t_crash_report,
     "profile": t_profile,
     "profile_json": t_profile_json,
     "support_matrix": t_support_matrix,
@@ -823,12 +874,14 @@ SCENARIOS = {
 
 
 def main():
-    global NETRUN, WORK
+    global NETRUN, WORK, TEST_PLUGINS, FAKEDEV
     ap = argparse.ArgumentParser()
     ap.add_argument("--netrun", required=False)
     ap.add_argument("--only", default=None, help="comma-separated scenario names")
     ap.add_argument("--keep", default=None, help="work in this folder and keep it")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--test-plugins", default=None, help="folder of tests/plugins' builds (unavailable_backend)")
+    ap.add_argument("--fakedev", default=None, help="folder of the fake device plugin (crash_report)")
     a = ap.parse_args()
     if a.list:
         print("\n".join(SCENARIOS))
@@ -836,6 +889,8 @@ def main():
     if not a.netrun:
         ap.error("--netrun is required")
     NETRUN = os.path.abspath(a.netrun)
+    TEST_PLUGINS = os.path.abspath(a.test_plugins) if a.test_plugins else None
+    FAKEDEV = os.path.abspath(a.fakedev) if a.fakedev else None
     names = a.only.split(",") if a.only else list(SCENARIOS)
     for n in names:
         if n not in SCENARIOS:

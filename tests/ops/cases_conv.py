@@ -89,3 +89,32 @@ convt("ct2d_fp16", rand(1, 2, 4, 4, dtype=np.float16, seed=98), rand(2, 3, 3, 3,
 convt("ct2d_opset7", rand(1, 2, 4, 4, seed=100), rand(2, 2, 3, 3, seed=101), opset=7, strides=[2, 2])
 convt("ct2d_big", rand(1, 16, 12, 12, seed=102), rand(16, 8, 4, 4, seed=103), strides=[2, 2], pads=[1, 1, 1, 1],
       rtol=1e-3, atol=1e-3)
+
+# A sweep of multi-channel shapes, one axis of variation at a time around a base case, so that every backend is
+# compared with the CPU (tests/ops/compare_backends.py) on what real models have: several input channels, batch
+# sizes 1-4, groups, depthwise with a channel multiplier, dilations and strides, 1D/2D/3D. (A CUDA build whose
+# cuDNN calls crashed on every Conv of more than one input channel once passed every single-channel case.)
+def _sweep(op, rank, batch, cin, cout, group, dil, stride, seed):
+    spatial = {1: (19,), 2: (11, 9), 3: (5, 6, 7)}[rank]
+    kernel = {1: (3,), 2: (3, 3), 3: (3, 2, 3)}[rank]
+    x = rand(batch, cin, *spatial, seed=seed)
+    if op == "Conv":
+        w = rand(cout, cin // group, *kernel, seed=seed + 1)
+    else:
+        w = rand(cin, cout // group, *kernel, seed=seed + 1)
+    b = rand(cout, seed=seed + 2)
+    kind = "c" if op == "Conv" else "ct"
+    name = f"{kind}{rank}d_sweep_n{batch}_c{cin}_k{cout}_g{group}_d{dil}_s{stride}"
+    attrs = dict(group=group, dilations=[dil] * rank, strides=[stride] * rank, pads=[1] * (2 * rank))
+    conv(name, x, w, b, op=op, rtol=1e-3, atol=1e-3, **attrs)
+
+
+_seed = 200
+for _op in ("Conv", "ConvTranspose"):
+    for _rank in (1, 2, 3):
+        for _batch, _cin, _cout, _group, _dil, _stride in [(1, 8, 16, 1, 1, 1), (3, 8, 16, 1, 1, 1),
+                                                          (2, 8, 12, 4, 1, 1), (2, 8, 8, 8, 1, 1),
+                                                          (1, 6, 12, 6, 1, 1), (4, 5, 7, 1, 2, 1),
+                                                          (2, 16, 8, 1, 1, 2)]:
+            _sweep(_op, _rank, _batch, _cin, _cout, _group, _dil, _stride, _seed)
+            _seed += 3

@@ -5,6 +5,21 @@ set(_pk ${CMAKE_CURRENT_LIST_DIR})
 
 add_test(NAME packaging.abi COMMAND bash ${CMAKE_SOURCE_DIR}/tools/check-abi.sh --lib $<TARGET_FILE:netrun>)
 add_test(NAME packaging.abi_selftest COMMAND bash ${_pk}/check_abi_selftest.sh $<TARGET_FILE:netrun>)
+# Every plugin built here exports netrun_backend_entry only, libnetrun netrun_* only, and none carries a static
+# C++ runtime (tools/check-exports.sh); the selftest shows the check fails on the toolchain default that broke cuDNN.
+set(_pk_plugins cpu template)
+foreach(p cuda opencl)
+  if(TARGET netrun-${p})
+    list(APPEND _pk_plugins ${p})
+  endif()
+endforeach()
+set(_pk_plugin_files)
+foreach(p ${_pk_plugins})
+  list(APPEND _pk_plugin_files $<TARGET_FILE:netrun-${p}>)
+endforeach()
+add_test(NAME packaging.exports COMMAND bash ${CMAKE_SOURCE_DIR}/tools/check-exports.sh --lib $<TARGET_FILE:netrun>
+  ${_pk_plugin_files})
+add_test(NAME packaging.exports_selftest COMMAND bash ${_pk}/check_exports_selftest.sh)
 if(Python3_Interpreter_FOUND)
   add_test(NAME packaging.api_doc COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tools/gen-api-doc.py --check)
 else()
@@ -25,7 +40,8 @@ add_test(NAME packaging.deb COMMAND bash ${_pk}/deb.sh
   --build ${CMAKE_BINARY_DIR} --source ${CMAKE_SOURCE_DIR} --cpack ${CMAKE_CPACK_COMMAND}
   --version ${PROJECT_VERSION} --libdir ${CMAKE_INSTALL_LIBDIR} --skip "${_pk_skip}")
 
-set_tests_properties(packaging.abi packaging.abi_selftest packaging.api_doc packaging.install packaging.deb
+set_tests_properties(packaging.abi packaging.abi_selftest packaging.exports packaging.exports_selftest packaging.api_doc
+  packaging.install packaging.deb
   PROPERTIES SKIP_RETURN_CODE 77 LABELS packaging TIMEOUT 300)
 # Both read the whole build tree; cpack may also run the (up-to-date) build: keep them apart.
 set_tests_properties(packaging.install packaging.deb PROPERTIES RESOURCE_LOCK netrun_build_tree)

@@ -7,7 +7,9 @@
  * Prefetches (ABI 1.6) happen at the earliest moment their contract allows (at prefetch_from_host; option
  * fakedev.prefetch=late: at the latest, in prefetch_wait), so a runtime that overwrites a lane still being read,
  * or reads one it has not waited for, gets wrong results in one of the two. Tests of the runtime's device paths
- * (streamed weights, tests/memory/test_stream_weights.py) use it. */
+ * (streamed weights, tests/memory/test_stream_weights.py) use it. fakedev.crash=kernel_create|kernel_run raises
+ * SIGSEGV there, as a backend that crashes would (the CLI's crash report, tests/cli/test_cli.py crash_report). */
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -61,6 +63,7 @@ typedef struct fd_copy {
 
 typedef struct fd_context {
     int late;                          /* fakedev.prefetch=late */
+    int crash;                         /* fakedev.crash: 1 = in kernel_create, 2 = in kernel_run (SIGSEGV) */
     fd_copy pending[2][FD_MAX_PENDING]; /* late prefetches per lane, done at prefetch_wait */
     int n_pending[2];
     size_t in_use, peak;
@@ -120,6 +123,8 @@ static netrun_status fd_context_create(const netrun_backend_config *config, netr
     memset(ctx, 0, sizeof *ctx);
     const char *mode = config->get_option ? config->get_option(config->opaque, "fakedev.prefetch") : NULL;
     ctx->late = mode && !strcmp(mode, "late");
+    const char *crash = config->get_option ? config->get_option(config->opaque, "fakedev.crash") : NULL;
+    ctx->crash = !crash ? 0 : !strcmp(crash, "kernel_create") ? 1 : !strcmp(crash, "kernel_run") ? 2 : 0;
     *out = (netrun_backend_context *)ctx;
     return NETRUN_OK;
 }
@@ -254,7 +259,7 @@ static netrun_status fd_copy_to_host(netrun_backend_context *c, void *dst, const
 
 static netrun_status fd_kernel_create(netrun_backend_context *c, const netrun_node_desc *node, netrun_kernel **out,
                                       size_t *workspace_bytes) {
-    (void)c;
+    if (((fd_context *)c)->crash == 1) raise(SIGSEGV); /* a backend that crashes while preparing (crash report test) */
     int op = op_of(node->domain, node->op_type);
     if (op < 0) return host->error(NETRUN_ERR_UNSUPPORTED, "fakedev: no kernel for %s", node->op_type);
     fd_kernel *k = host->alloc(sizeof *k, sizeof(void *));
@@ -298,6 +303,7 @@ static netrun_status execute(const fd_kernel *k, const netrun_tensor *in, const 
 
 static netrun_status fd_kernel_run(netrun_backend_context *c, netrun_kernel *kernel, const netrun_kernel_args *args) {
     fd_context *ctx = (fd_context *)c;
+    if (ctx->crash == 2) raise(SIGSEGV);
     const fd_kernel *k = (const fd_kernel *)kernel;
     int want = k->op == FD_RELU ? 1 : 2;
     if (args->n_inputs != want || args->n_outputs != 1)

@@ -246,3 +246,12 @@ def test_gil_released_during_run():
     finally:
         sys.setswitchinterval(old)
     assert seen and seen[0] > 0, "no Python ran in another thread during 10 runs: the GIL was held"
+
+
+def test_activity_and_allow_fallback(add_model):
+    with netrun.Session(add_model, backends="cpu", threads=1, allow_fallback=True) as s:
+        assert s.activity == "idle"
+        s.run({"x": np.zeros((1, 16), np.float32)})
+        assert s.activity == "idle"
+    with pytest.raises(netrun.StateError, match="closed"):
+        s.activity

@@ -517,6 +517,43 @@ static void test_template_session(void) {
         netrun_model_release(model2);
     }
     netrun_options_destroy(opt);
+
+    /* A listed backend that is unavailable ("nodevice": its probe finds no device) is an error naming it and how
+     * to allow fallback, never a silent move to the CPU; naming another available backend or allowing fallback
+     * runs the model there. */
+    struct { const char *list; int strict, allow; netrun_status want; const char *words[3]; } cases[] = {
+        {"nodevice", 0, 0, NETRUN_ERR_INVALID_ARGUMENT, {"nodevice", "no device found", "allow fallback"}},
+        {"nodevice", 1, 1, NETRUN_ERR_INVALID_ARGUMENT, {"nodevice", "strict", NULL}},
+        {"nodevice,cpu", 0, 0, NETRUN_OK, {NULL}},
+        {"nodevice", 0, 1, NETRUN_OK, {NULL}},
+        {"nodevice,template", 0, 0, NETRUN_OK, {NULL}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        netrun_options *o = NULL;
+        s = NULL;
+        if (netrun_options_create(&o) != NETRUN_OK) break;
+        netrun_options_set_backends(o, cases[c].list);
+        netrun_options_set_strict(o, cases[c].strict);
+        CHECK(netrun_options_set_allow_fallback(o, cases[c].allow) == NETRUN_OK, "set_allow_fallback");
+        st = netrun_session_create(model, o, &s);
+        CHECK(st == cases[c].want, "'%s' strict %d allow %d: status %d, expected %d (%s)", cases[c].list,
+              cases[c].strict, cases[c].allow, (int)st, (int)cases[c].want, netrun_last_error());
+        for (int w = 0; w < 3 && cases[c].words[w]; w++)
+            CHECK(contains(netrun_last_error(), cases[c].words[w]), "'%s': message lacks '%s': \"%s\"",
+                  cases[c].list, cases[c].words[w], netrun_last_error());
+        if (st == NETRUN_OK && s) {
+            float x[6] = {-1, 2, -3, 4, -5, 6};
+            CHECK(netrun_session_set_input(s, "a", NETRUN_DTYPE_FLOAT, 2, shape_a, x, sizeof x) == NETRUN_OK &&
+                      netrun_session_run(s) == NETRUN_OK,
+                  "'%s': run: %s", cases[c].list, netrun_session_error(s));
+            netrun_node_info ni;
+            if (netrun_session_node_info(s, 0, &ni) == NETRUN_OK)
+                CHECK(ni.backend && strcmp(ni.backend, "nodevice"), "'%s': node placed on %s", cases[c].list,
+                      ni.backend ? ni.backend : "(null)");
+        }
+        netrun_session_destroy(s);
+        netrun_options_destroy(o);
+    }
     netrun_model_release(model);
 }
 

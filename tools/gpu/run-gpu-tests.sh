@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# Build netrun on the GPU machine and run the CUDA tests; logs go to ${OUT:-/tmp/gpu-out} (at most 8 files, so
-# they all come back from the device tool):
-#   summary.txt             machine, toolkit, `netrun --backends`, and the last lines of every stage
-#   build.log               cmake + ninja
+# Build netrun on the GPU machine as a user would (a clean clone of the commit, this machine's compiler, CUDA and
+# cuDNN) and run the CUDA tests; logs go to ${OUT:-/tmp/gpu-out} (at most 8 files, so they all come back from
+# the device tool):
+#   summary.txt             machine, toolkit, the commit built, compiler and cuDNN (headers and the library
+#                           loaded), `netrun --backends`, the exports check, and the last lines of every stage
+#   build.log               git clone + cmake + ninja
 #   compare.log             tests/ops/compare_backends.py: every op test case, cuda --strict vs cpu
 #   ops_cuda_cpu.log        tests/ops/run_op_tests.py --backend cuda,cpu (vs onnxruntime)
 #   conformance_cuda.log / conformance_cuda_cpu.log / conformance_cuda.json   ONNX node tests
 #   native_ratchet_cuda.log  the tests of tests/conformance/expected_cuda.txt must pass with every node on cuda
-#   models.log              tests/models and tests/passes with --backend cuda,cpu, tests/passes/test_fp16_regions.py
+#   models.log              tests/models with --backend cuda,cpu at fp32, tf32 and fp16, tests/passes with --backend
+#                           cuda,cpu, tests/passes/test_fp16_regions.py
+#   zoo.log                 stage zoo: tests/cuda/model_zoo.py, ~20 real networks (torchvision, transformers, a U-Net,
+#                           3-D convs) exported here with random weights, --backend cuda at fp32/tf32/fp16 against
+#                           --backend cpu (ZOO_MODELS, ZOO_PRECISIONS narrow it)
 #   cudart.log              stage cudart: probe cost, tests/cuda/test_cuda_runtime, 8-thread concurrency on cuda,
 #                           two processes on one GPU, CUDA Graphs on/off and pinned on/off timings and outputs
 #   opencl.log              stage opencl: the OpenCL backend on the NVIDIA GPU (an ICD file for
@@ -15,20 +21,25 @@
 #                           model tests, ResNet-50 batch 1 opencl vs cuda, first start vs cached second start
 # The machine lacks protobuf-c (and maybe OpenBLAS): run tools/gpu/pack-deps.sh here first and carry ".deps".
 # usage: tools/gpu/run-gpu-tests.sh            (from anywhere; the repo is this script's ../..)
+# The build stage clones CLONE_FROM (default: this repository; a git bundle works too, e.g. one carried to the
+# machine: git bundle create .gpu/head.bundle HEAD) into $BUILD/src and builds that commit: uncommitted changes
+# are not part of it, and the scripts of the tests then come from that clone too.
 # Environment: OUT (log folder), BUILD (default /tmp/netrun-build-gpu), JOBS (default nproc),
-#   STAGES (default "build compare conformance models"; "ops" adds the serial, slow run_op_tests.py pass; "cudart"
+#   STAGES (default "build compare conformance models zoo"; the build stage wipes $BUILD first; "ops" adds the serial, slow run_op_tests.py pass; "cudart"
 #   the runtime-feature checks, CONC_RUNS runs per thread, BENCH_MODELS torchvision names), CONF_FILTER (regex for the conformance runs,
 #   default all tests), CONF_TIMEOUT_S (per conformance run, default 280), CONF_BACKENDS (default "cuda cuda,cpu"),
 #   COMPARE_TIMEOUT_S (default 1200), COMPARE_ARGS (more compare_backends.py
 #   arguments, e.g. "--family elementwise --filter Mod"), CUDA_ARCH (default 90).
 # Without "build" in STAGES, BUILD must hold a build made elsewhere (e.g. carried: see tools/gpu/pack-build.sh);
-# libraries it needs that the machine lacks (CLBlast) go in $BUILD/lib/extra.
+# libraries it needs that the machine lacks (CLBlast) go in $BUILD/lib/extra. The summary then says so: a carried
+# build is a shortcut, never the only check (its compiler and cuDNN headers are another machine's).
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
+SRC_REPO=$REPO
 OUT=${OUT:-/tmp/gpu-out}
 BUILD=${BUILD:-/tmp/netrun-build-gpu}
 JOBS=${JOBS:-$(nproc)}
-STAGES=${STAGES:-build compare conformance models}
+STAGES=${STAGES:-build compare conformance models zoo}
 CONF_TIMEOUT_S=${CONF_TIMEOUT_S:-280}
 mkdir -p "$OUT"
 S=$OUT/summary.txt
@@ -78,10 +89,18 @@ export NETRUN_BACKEND_PATH=$BUILD/lib/netrun/backends
 [ -d "$BUILD/lib/extra" ] && export LD_LIBRARY_PATH="$BUILD/lib/extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 if has build; then
-  say "== build ($BUILD, sm_${CUDA_ARCH:-90}, $JOBS jobs)"
+  say "== build ($BUILD, sm_${CUDA_ARCH:-90}, $JOBS jobs) from a clean clone of ${CLONE_FROM:-$REPO}"
   t0=$(date +%s)
+  rm -rf "$BUILD" && mkdir -p "$BUILD"
+  if ! git clone -q "${CLONE_FROM:-$REPO}" "$BUILD/src" >"$OUT/build.log" 2>&1; then
+    say "build: git clone of ${CLONE_FROM:-$REPO} failed"; tailto build "$OUT/build.log" 10; exit 1
+  fi
+  REPO=$BUILD/src
+  say "commit: $(git -C "$REPO" log -1 --format='%H %cd %s' --date=iso | cut -c1-160)"
+  [ -n "$(git -C "$SRC_REPO" status --porcelain --untracked-files=no 2>/dev/null)" ] &&
+    say "note: $SRC_REPO has uncommitted changes; they are not in this build"
   { cmake -S "$REPO" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
-      $CUDNN_ARG && ninja -C "$BUILD" -k 0 -j "$JOBS"; } >"$OUT/build.log" 2>&1
+      $CUDNN_ARG && ninja -C "$BUILD" -k 0 -j "$JOBS"; } >>"$OUT/build.log" 2>&1
   rc=$?
   # a target of another backend failing (e.g. opencl) need not stop the CUDA checks
   [ $rc -ne 0 ] && [ -x "$NETRUN" ] && [ -f "$NETRUN_BACKEND_PATH/libnetrun-cuda.so" ] && {
@@ -89,7 +108,21 @@ if has build; then
   say "build exit $rc in $(( $(date +%s) - t0 )) s"
   grep -E "netrun: cuda|warning:|error" "$OUT/build.log" | head -20 | tee -a "$S"
   [ $rc -eq 0 ] || { tailto build "$OUT/build.log" 40; exit 1; }
+else
+  say "== no build stage: testing the build in $BUILD as it is (made elsewhere?): a shortcut, not the check users get"
 fi
+# What the build was made with: the compilers (C, and CUDA's host compiler, which links nothing C++ into the
+# plugin since it is linked as C), the cuDNN headers it was compiled against; the cuDNN it loads is in the cuda
+# line of `netrun --backends` below.
+cache_get() { sed -n "s/^$1:[A-Z]*=//p" "$BUILD/CMakeCache.txt" 2>/dev/null | head -1; }
+if [ -f "$BUILD/CMakeCache.txt" ]; then
+  cc=$(cache_get CMAKE_C_COMPILER) hcxx=$(cache_get CMAKE_CUDA_HOST_COMPILER) inc=$(cache_get CUDNN_INCLUDE_DIR)
+  say "compiler: C $cc ($("$cc" --version 2>/dev/null | head -1)); CUDA host ${hcxx:-the nvcc default} ($("${hcxx:-c++}" --version 2>/dev/null | head -1))"
+  ver=$(grep -hE "^#define CUDNN_(MAJOR|MINOR|PATCHLEVEL) " "$inc"/cudnn_version*.h 2>/dev/null | head -3 | awk '{print $3}' | paste -sd.)
+  say "cuDNN headers: $inc (version ${ver:-unknown})"
+fi
+say "== exports (tools/check-exports.sh)"
+bash "$REPO/tools/check-exports.sh" --lib "$BUILD/lib/libnetrun.so" --plugins "$BUILD/lib/netrun/backends" 2>&1 | tee -a "$S"
 
 say "== netrun --backends"
 "$NETRUN" --backends 2>&1 | tee -a "$S"
@@ -192,11 +225,16 @@ fi
 
 if has models; then
   t0=$(date +%s)
-  { python3 "$REPO/tests/models/build_models.py" "$BUILD/test-models" &&
+  python3 "$REPO/tests/models/build_models.py" "$BUILD/test-models" >"$OUT/models.log" 2>&1
+  # fp32 as tight as the CPU's tests; tf32 and fp16 round the inputs of every product (10 bits of mantissa)
+  for pt in "fp32 1e-3 1e-3" "tf32 2e-2 2e-2" "fp16 5e-2 5e-2"; do
+    set -- $pt
+    echo "== tests/models --backend cuda,cpu --precision $1 (rtol $2, atol $3)" >>"$OUT/models.log"
     python3 "$REPO/tests/models/run_model_tests.py" --netrun "$NETRUN" --models "$BUILD/test-models" \
-      --backend cuda,cpu --rtol 1e-3 --atol 1e-3; } >"$OUT/models.log" 2>&1
-  say "models (cuda,cpu) exit $? in $(( $(date +%s) - t0 )) s"
-  tailto models "$OUT/models.log" 15
+      --backend cuda,cpu --rtol "$2" --atol "$3" --arg=--precision --arg="$1" >>"$OUT/models.log" 2>&1
+    say "models (cuda,cpu, $1) exit $? in $(( $(date +%s) - t0 )) s: $(tail -1 "$OUT/models.log")"
+  done
+  grep -E "^FAIL" "$OUT/models.log" | head -20 | tee -a "$S"
   # the graph passes' fused models (BN folding, Conv + Add + activation, SiLU -> Swish) with the nodes on cuda
   python3 "$REPO/tests/passes/test_passes.py" --lib "$BUILD/lib/libnetrun.so" --backend cuda,cpu >>"$OUT/models.log" 2>&1
   say "passes (cuda,cpu) exit $?"
@@ -205,6 +243,14 @@ if has models; then
   python3 "$REPO/tests/passes/test_fp16_regions.py" --lib "$BUILD/lib/libnetrun.so" >>"$OUT/models.log" 2>&1
   say "fp16 regions (cuda) exit $?"
   tailto "fp16 regions" "$OUT/models.log" 3
+fi
+if has zoo; then
+  t0=$(date +%s)
+  python3 "$REPO/tests/cuda/model_zoo.py" --netrun "$NETRUN" --out "$BUILD/zoo" --backend cuda \
+    ${ZOO_MODELS:+--models "$ZOO_MODELS"} --precisions "${ZOO_PRECISIONS:-fp32,tf32,fp16}" \
+    --json "$OUT/zoo.json" >"$OUT/zoo.log" 2>&1
+  say "zoo (cuda vs cpu) exit $? in $(( $(date +%s) - t0 )) s"
+  cat "$OUT/zoo.log" | tee -a "$S" >/dev/null
 fi
 if has opencl; then
   L=$OUT/opencl.log

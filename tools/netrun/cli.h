@@ -30,6 +30,7 @@ typedef struct cli_opts {
     netrun_workspace_policy workspace_policy;
     size_t workspace_limit;
     int strict;
+    int allow_fallback;    /* --allow-fallback: a listed backend that is unavailable is skipped */
     cli_kv *inputs;
     int n_inputs;
     cli_kv *shapes;
@@ -125,6 +126,9 @@ void cli_compare_views(double rtol, double atol, const netrun_tensor_view *got, 
                        cli_check *c);
 /* Print "netrun: error: ..." to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* crash.c: on a fatal signal, say what the watched session was doing (node, backend), then die of the signal. */
+void cli_crash_report_install(void);
+void cli_crash_report_watch(netrun_session *session);
 /* Print "netrun: note: ..." to stderr unless quiet. */
 void cli_note(const cli_opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 double cli_now_ms(void);

@@ -39,17 +39,6 @@ void cli_note(const cli_opts *o, const char *fmt, ...)
     va_end(ap);
 }
 
-static void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void cli_warn(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "%snetrun: warning:%s ", cli_color(g_color_err, "\033[1;33m"), cli_color(g_color_err, "\033[0m"));
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
 double cli_now_ms(void)
 {
     struct timespec ts;
@@ -75,6 +64,9 @@ static void print_help(FILE *f)
         "  --backend LIST            backend preference, comma-separated (e.g. cuda,cpu); default: every\n"
         "                            available backend, GPU first. cpu is the fallback unless --strict\n"
         "  --strict                  fail if any node cannot run on the first backend of the list\n"
+        "  --allow-fallback          run on the rest of the list (or the cpu) when a listed backend is\n"
+        "                            unavailable; without it that is an error unless the list names another\n"
+        "                            available backend (cuda,cpu runs on the cpu where there is no GPU)\n"
         "  --precision P             fp32 (default), tf32 or fp16\n"
         "  --device N                device index within each backend (default 0)\n"
         "  --threads N               CPU threads (default 0 = all cores)\n"
@@ -262,7 +254,7 @@ static int parse_args(int argc, char **argv, cli_opts *o, extra_opts *x)
             inline_val = eq + 1;
 
         /* Flags. */
-        static const char *const flags[] = {"-h", "--help", "--version", "--backends", "--strict",
+        static const char *const flags[] = {"-h", "--help", "--version", "--backends", "--strict", "--allow-fallback",
                                             "-q", "--quiet", "-v", "--verbose", "--profile", "--explain",
                                             "--support-matrix", "--swap-rb", "--crop", "--no-cuda-graph",
                                             "--no-optimize"};
@@ -283,6 +275,8 @@ static int parse_args(int argc, char **argv, cli_opts *o, extra_opts *x)
                 x->list_backends = 1;
             else if (!strcmp(name, "--strict"))
                 o->strict = 1;
+            else if (!strcmp(name, "--allow-fallback"))
+                o->allow_fallback = 1;
             else if (!strcmp(name, "-q") || !strcmp(name, "--quiet"))
                 o->quiet = 1;
             else if (!strcmp(name, "--profile"))
@@ -640,15 +634,9 @@ static int resolve_backends(const cli_opts *o, cli_result *r)
             cli_error("--backend: unknown backend '%.*s' (backends found: %s; see netrun --backends)", (int)len, p,
                       used ? found : "none");
             return CLI_EXIT_USAGE;
-        } else if (!bi.available) {
-            if (o->strict && first) {
-                cli_error("--strict: backend '%.*s' is not available: %s", (int)len, p,
-                          bi.reason ? bi.reason : "probe failed");
-                return CLI_EXIT_USAGE;
-            }
-            cli_warn("backend '%.*s' is not available (%s); it will be skipped", (int)len, p,
-                     bi.reason ? bi.reason : "probe failed");
         }
+        /* A listed backend that is unavailable: the library decides (an error unless the list names another
+         * available backend or --allow-fallback is given) and says why. */
         first = 0;
         if (!comma)
             break;
@@ -906,6 +894,7 @@ static int apply_options(const cli_opts *o, const extra_opts *x, netrun_options 
     const char *what = "";
 #define TRY(call, label) do { if (st == NETRUN_OK) { st = (call); what = label; } } while (0)
     TRY(netrun_options_set_strict(no, o->strict), "--strict");
+    TRY(netrun_options_set_allow_fallback(no, o->allow_fallback), "--allow-fallback");
     if (o->backends)
         TRY(netrun_options_set_backends(no, o->backends), "--backend");
     if (o->precision_set)
@@ -1050,6 +1039,7 @@ static int run_model(const cli_opts *o, const extra_opts *x)
         rc = status_exit(st);
         goto done;
     }
+    cli_crash_report_watch(r.session);
     if ((rc = cli_feed_inputs(o, r.model, r.session, &r.inputs, &r.n_inputs)) != 0)
         goto done;
 
@@ -1165,6 +1155,7 @@ done:
     free(r.checks);
     free(r.output_files);
     free(r.inputs);
+    cli_crash_report_watch(NULL);
     netrun_session_destroy(r.session);
     netrun_options_destroy(no);
     netrun_model_release(r.model);
@@ -1208,6 +1199,7 @@ int main(int argc, char **argv)
     o.batch = -1;
     o.scale = 1.0;
 
+    cli_crash_report_install();
     int rc = parse_args(argc, argv, &o, &x);
     g_quiet = o.quiet;
     /* Colour and progress only for a person at a terminal (https://no-color.org). */
