@@ -252,6 +252,6 @@ def test_activity_and_allow_fallback(add_model):
     with netrun.Session(add_model, backends="cpu", threads=1, allow_fallback=True) as s:
         assert s.activity == "idle"
         s.run({"x": np.zeros((1, 16), np.float32)})
-        assert s.activity == "idle"
+        assert s.activity.startswith("idle")  # with the last node it ran
     with pytest.raises(netrun.StateError, match="closed"):
         s.activity
