@@ -250,7 +250,7 @@ def test_gil_released_during_run():
 
 def test_activity_and_allow_fallback(add_model):
     with netrun.Session(add_model, backends="cpu", threads=1, allow_fallback=True) as s:
-        assert s.activity == "idle"
+        assert s.activity.startswith("idle")
         s.run({"x": np.zeros((1, 16), np.float32)})
         assert s.activity.startswith("idle")  # with the last node it ran
     with pytest.raises(netrun.StateError, match="closed"):
