@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
 PKGS="build-essential cmake ninja-build pkg-config protobuf-c-compiler libprotobuf-c-dev libopenblas-dev libdnnl-dev libstb-dev ocl-icd-opencl-dev opencl-headers libclblast-dev"
-if [ "${1:-}" = "--tests" ]; then PKGS="$PKGS python3 python3-venv python3-pip clang libclang-rt-dev valgrind pocl-opencl-icd clinfo"; fi
+if [ "${1:-}" = "--tests" ]; then PKGS="$PKGS python3 python3-dev python3-venv python3-pip clang libclang-rt-dev valgrind pocl-opencl-icd clinfo"; fi
 missing=""
 for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then
