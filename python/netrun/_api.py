@@ -344,6 +344,7 @@ class SessionStats:
     n_fp16_converts: int
     stream_bytes: int
     micro_batch: int
+    prepares: int
 
 
 class Profile:
@@ -622,6 +623,13 @@ class Session:
         buf = C.create_string_buffer(512)
         lib.netrun_session_activity(h.ptr, buf, len(buf))
         return _capi.text(buf.value)
+
+    @property
+    def prepare_note(self) -> str:
+        """Why the session (or a control-flow body of it) last had to prepare again ("" if it never did);
+        stats.prepares counts the prepares."""
+        with self._lock:
+            return _capi.text(lib.netrun_session_prepare_note(self._ptr()))
 
     @property
     def micro_batch(self) -> tuple[int, str]:

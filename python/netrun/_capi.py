@@ -46,7 +46,7 @@ class SessionStats(C.Structure):
                 ("n_sum_fused", C.c_int), ("n_nodes_dropped", C.c_int), ("n_swish_fused", C.c_int),
                 ("n_nchwc_convs", C.c_int), ("n_nchwc_reorders", C.c_int), ("n_inplace", C.c_int),
                 ("n_views", C.c_int), ("n_fp16_convs", C.c_int), ("n_fp16_converts", C.c_int),
-                ("stream_bytes", C.c_size_t), ("micro_batch", C.c_int)]
+                ("stream_bytes", C.c_size_t), ("micro_batch", C.c_int), ("prepares", C.c_uint64)]
 
 
 class BackendInfo(C.Structure):
@@ -114,6 +114,7 @@ _SIGNATURES = [
     ("netrun_session_get_stats", C.c_int, [vp, _P(SessionStats)]),
     ("netrun_session_micro_batch", c_str, [vp, _P(C.c_int)]),
     ("netrun_session_activity", C.c_size_t, [vp, C.c_char_p, C.c_size_t]),
+    ("netrun_session_prepare_note", c_str, [vp]),
 ]
 
 LIBRARY_PATH = _native.library_path()
