@@ -10,6 +10,7 @@ typedef struct nr_op_inputs {
     int since_version;
     uint32_t required;       /* bit i: input i must be present */
     uint32_t required_out;   /* bit i: output i must be present */
+    uint64_t output_types;   /* byte o (o < 8): 0 unknown, 1 + i the type of input i, 0x80 | dtype a fixed type */
 } nr_op_inputs;
 
 extern const nr_op_inputs nr_op_inputs_table[];
@@ -22,5 +23,8 @@ extern const char nr_onnx_schema_version[];
 /* Required-input and required-output masks of an op at an opset (0 when unknown: nothing checked). */
 uint32_t nr_op_required_inputs(const char *domain, const char *op_type, int opset);
 uint32_t nr_op_required_outputs(const char *domain, const char *op_type, int opset);
+/* What the schema says of output `o`'s element type: a fixed dtype (> 0), the type of input i (-1 - i), or 0 when
+ * something else decides it (an attribute) or the op is unknown. */
+int nr_op_output_type(const char *domain, const char *op_type, int opset, int o);
 
 #endif

@@ -62,3 +62,10 @@ uint32_t nr_op_required_outputs(const char *domain, const char *op_type, int ops
     const nr_op_inputs *r = op_row(domain, op_type, opset);
     return r ? r->required_out : 0;
 }
+
+int nr_op_output_type(const char *domain, const char *op_type, int opset, int o) {
+    const nr_op_inputs *r = op_row(domain, op_type, opset);
+    if (!r || o < 0 || o >= 8) return 0;
+    unsigned rule = (unsigned)(r->output_types >> (8 * o)) & 0xffu;
+    return rule & 0x80u ? (int)(rule & 0x7fu) : rule ? -(int)rule : 0;
+}

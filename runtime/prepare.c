@@ -10,6 +10,7 @@
 
 #include "control_flow.h"
 #include "micro_batch.h"
+#include "op_inputs.h"
 #include "optimize.h"
 
 #define ALIGN 256
@@ -472,7 +473,13 @@ static netrun_status check_declared(netrun_session *s, const nr_node *nd, int o)
 
 /* The dtype of an output whose node can only be inferred at run time, for placement decisions before the
  * first run (kernels always see the real dtype): most ops keep their first input's type. */
-static netrun_dtype guess_dtype(netrun_session *s, const nr_node *nd) {
+static netrun_dtype guess_dtype(netrun_session *s, const nr_node *nd, int o) {
+    /* the schema's type rule for this output: a fixed type, or the type of one of the inputs */
+    int rule = nr_op_output_type(nd->domain, nd->op_type, nd->opset, o);
+    if (rule > 0) return (netrun_dtype)rule;
+    if (rule < 0 && -1 - rule < nd->n_inputs && nd->inputs[-1 - rule] >= 0 &&
+        s->values[nd->inputs[-1 - rule]].desc.dtype != NETRUN_DTYPE_UNDEFINED)
+        return s->values[nd->inputs[-1 - rule]].desc.dtype;
     static const char *const int64_ops[] = {"Shape", "Size", "NonZero", "ArgMax", "ArgMin", NULL};
     static const char *const bool_ops[] = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not",
                                            "And", "Or", "Xor", "IsNaN", "IsInf", NULL};
@@ -584,7 +591,7 @@ static netrun_status infer_all(netrun_session *s) {
                 sv->dynamic = 1;
                 sv->desc.name = g->values[v].name;
                 sv->desc.dtype = g->values[v].dtype ? g->values[v].dtype
-                                 : typed ? sn->out_desc[o].dtype : guess_dtype(s, nd);
+                                 : typed ? sn->out_desc[o].dtype : guess_dtype(s, nd, o);
                 /* rank -1 means "absent" to backends: the declared rank, the stand-in inference's, else a guess
                  * (dims stay -1) */
                 sv->desc.rank = g->values[v].rank >= 0 ? g->values[v].rank : typed ? sn->out_desc[o].rank : guess_rank;
