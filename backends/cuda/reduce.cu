@@ -105,7 +105,7 @@ template <typename A> __device__ __forceinline__ A r_abs(A v) {
 template <typename A> __device__ __forceinline__ A gen_map(int op, A v) {
     switch (op) {
     case R_L1: return r_abs(v);
-    case R_L2: case R_SUMSQ: return v * v;
+    case R_L2: case R_SUMSQ: return gen_comb(R_PROD, v, v);
     default: return v;
     }
 }
@@ -119,28 +119,40 @@ template <typename A> __device__ __forceinline__ A gen_final(int op, A acc, int6
         default: return acc;
         }
     } else {
+        /* integer mean: truncated, like the CPU (an empty one, NaN there, is the type's minimum: the kernels) */
+        if (op == R_MEAN) return count ? (A)(acc / (A)count) : acc;
         return acc;
     }
 }
 
-/* max / min with NaN propagating (the comparisons are false for integers' NaN-free values) */
+/* max / min with NaN propagating (the comparisons are false for integers' NaN-free values); integer sums and
+ * products wrap (two's complement, computed unsigned: signed overflow would be undefined) */
 template <typename A> __device__ __forceinline__ A gen_comb(int op, A acc, A v) {
     if (op == R_MAX) return (v != v || acc != acc) ? (v != v ? v : acc) : (v > acc ? v : acc);
     if (op == R_MIN) return (v != v || acc != acc) ? (v != v ? v : acc) : (v < acc ? v : acc);
-    if (op == R_PROD) return acc * v;
-    return acc + v;
+    if constexpr (std::is_integral<A>::value) {
+        typedef typename std::make_unsigned<A>::type U;
+        return op == R_PROD ? (A)((U)acc * (U)v) : (A)((U)acc + (U)v);
+    } else {
+        return op == R_PROD ? acc * v : acc + v;
+    }
 }
 
 template <typename A> __device__ __forceinline__ A gen_init(int op, A lowest, A highest) {
     return op == R_MAX ? lowest : op == R_MIN ? highest : op == R_PROD ? (A)1 : (A)0;
 }
 
+/* int32 accumulates in int64 like the CPU (a truncated mean of an overflowing sum agrees); others in their type */
+template <typename A> struct gen_acc { typedef A type; };
+template <> struct gen_acc<int32_t> { typedef int64_t type; };
+
 /* one thread per output */
 template <typename A>
 __global__ void reduce_gen_thread_k(const A *x, A *y, int64_t nout, red_geo g, int op, A lowest, A highest) {
+    typedef typename gen_acc<A>::type C;
     GRID_LOOP(o, nout) {
         const A *base = x + geo_off(o, g.nk, g.kd, g.ks);
-        A acc;
+        C acc;
         if constexpr (std::is_floating_point<A>::value) {
             if (op == R_LSE) {
                 A mx = lowest;
@@ -153,19 +165,22 @@ __global__ void reduce_gen_thread_k(const A *x, A *y, int64_t nout, red_geo g, i
                 continue;
             }
         }
-        acc = gen_init(op, lowest, highest);
-        for (int64_t r = 0; r < g.count; r++) acc = gen_comb(op, acc, gen_map(op, base[geo_off(r, g.nr, g.rd, g.rs)]));
-        y[o] = gen_final(op, acc, g.count);
+        acc = gen_init(op, (C)lowest, (C)highest);
+        for (int64_t r = 0; r < g.count; r++)
+            acc = gen_comb(op, acc, gen_map(op, (C)base[geo_off(r, g.nr, g.rd, g.rs)]));
+        y[o] = op == R_MEAN && !g.count ? lowest : (A)gen_final(op, acc, g.count);
     }
 }
 
 /* one block of 256 threads per output (not LogSumExp): a shared-memory tree */
 template <typename A> __global__ void reduce_gen_block_k(const A *x, A *y, red_geo g, int op, A lowest, A highest) {
-    __shared__ A sh[256];
+    typedef typename gen_acc<A>::type C;
+    __shared__ C sh[256];
     int64_t o = blockIdx.x;
     const A *base = x + geo_off(o, g.nk, g.kd, g.ks);
-    A acc = gen_init(op, lowest, highest);
-    for (int64_t r = threadIdx.x; r < g.count; r += blockDim.x) acc = gen_comb(op, acc, gen_map(op, base[geo_off(r, g.nr, g.rd, g.rs)]));
+    C acc = gen_init(op, (C)lowest, (C)highest);
+    for (int64_t r = threadIdx.x; r < g.count; r += blockDim.x)
+        acc = gen_comb(op, acc, gen_map(op, (C)base[geo_off(r, g.nr, g.rd, g.rs)]));
     sh[threadIdx.x] = acc;
     __syncthreads();
     for (int s = 128; s > 0; s >>= 1) {
@@ -173,7 +188,7 @@ template <typename A> __global__ void reduce_gen_block_k(const A *x, A *y, red_g
                                                           sh[threadIdx.x], sh[threadIdx.x + s]);
         __syncthreads();
     }
-    if (threadIdx.x == 0) y[o] = gen_final(op, sh[0], g.count);
+    if (threadIdx.x == 0) y[o] = op == R_MEAN && !g.count ? lowest : (A)gen_final(op, sh[0], g.count);
 }
 
 template <typename A>
@@ -266,10 +281,16 @@ static int reduce_supports(const netrun_node_desc *node, char *reason, size_t si
     if (minmax && (t == NETRUN_DTYPE_INT8 || t == NETRUN_DTYPE_UINT8 || t == NETRUN_DTYPE_INT32 ||
                    t == NETRUN_DTYPE_INT64 || t == NETRUN_DTYPE_BOOL))
         return 1;
+    /* int32/int64 sums, products, means (truncated), L1 and sums of squares: wrapping like the CPU's (detectors'
+     * shape arithmetic: ReduceProd of a Shape) */
+    int arith = !strcmp(node->op_type, "ReduceSum") || !strcmp(node->op_type, "ReduceProd") ||
+                !strcmp(node->op_type, "ReduceMean") || !strcmp(node->op_type, "ReduceL1") ||
+                !strcmp(node->op_type, "ReduceSumSquare");
+    if (arith && (t == NETRUN_DTYPE_INT32 || t == NETRUN_DTYPE_INT64)) return 1;
     return cuda_refuse(reason, size, "dtype %s not supported by the CUDA %s kernel", cuda_dtype_name(t), node->op_type);
 }
 
-#define R(name) {name, CUDA_FLOAT_DTYPES | CUDA_DT(BFLOAT16) | CUDA_DT(DOUBLE), "any axes; Max/Min also int8, uint8, int32, int64, bool", reduce_supports, reduce_create, reduce_run, NULL},
+#define R(name) {name, CUDA_FLOAT_DTYPES | CUDA_DT(BFLOAT16) | CUDA_DT(DOUBLE), "any axes; Max/Min also int8, uint8, int32, int64, bool; Sum/Prod/Mean/L1/SumSquare also int32, int64 (wrapping, like the CPU)", reduce_supports, reduce_create, reduce_run, NULL},
 extern "C" const cuda_op cuda_ops_reduce[] = {
     R("ReduceSum") R("ReduceMean") R("ReduceMax") R("ReduceMin") R("ReduceProd") R("ReduceL1") R("ReduceL2")
     R("ReduceSumSquare") R("ReduceLogSum") R("ReduceLogSumExp")
