@@ -15,6 +15,8 @@
 #include "netrun.h"
 #include "triton_api.h"
 
+enum { NT_WARMUP_NONE, NT_WARMUP_ONE, NT_WARMUP_ALL };
+
 /* One input or output as the model configuration states it (dims without the batch dim). */
 typedef struct nt_tensor {
     char *name;
@@ -35,7 +37,8 @@ typedef struct nt_params {
     size_t ws_cap;
     size_t memory_budget;
     int strict;
-    int session_cache;        /* sessions kept per instance, one per distinct input shape */
+    int session_cache;        /* sessions kept per instance, one per distinct input shape (0: max(4, max_batch)) */
+    int warmup;               /* NT_WARMUP_*: which batch sizes are prepared when an instance loads */
     int n_set;                /* KEY=VALUE settings passed to netrun_options_set */
     char **set_keys, **set_values;
 } nt_params;

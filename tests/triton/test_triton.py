@@ -71,6 +71,7 @@ dynamic_batching {{ max_queue_delay_microseconds: 3000 }}
 {group}
 parameters {{ key: "threads" value: {{ string_value: "1" }} }}
 parameters {{ key: "graph.optimize" value: {{ string_value: "1" }} }}
+parameters {{ key: "warmup" value: {{ string_value: "all" }} }}
 """)
     # cnn: config.pbtxt names only the backend: inputs, outputs, max_batch_size come from the model
     wc = (rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32)
