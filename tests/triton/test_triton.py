@@ -52,6 +52,9 @@ def build_repo(root, kind):
     """The model repository. KIND is the instance group kind of the models that run (KIND_CPU or KIND_GPU)."""
     rng = np.random.default_rng(7)
     group = f'instance_group [{{ count: 2, kind: {kind} }}]'
+    # on a GPU the mlp must run whole on netrun's cuda backend (strict: the model fails to load otherwise)
+    on_gpu = ('parameters { key: "backends" value: { string_value: "cuda" } }\n'
+              'parameters { key: "strict" value: { string_value: "1" } }\n') if kind == "KIND_GPU" else ""
     # mlp: explicit config, dynamic batching, two instances; two outputs
     w = rng.standard_normal((16, 8)).astype(np.float32)
     b = rng.standard_normal(8).astype(np.float32)
@@ -72,7 +75,7 @@ dynamic_batching {{ max_queue_delay_microseconds: 3000 }}
 parameters {{ key: "threads" value: {{ string_value: "1" }} }}
 parameters {{ key: "graph.optimize" value: {{ string_value: "1" }} }}
 parameters {{ key: "warmup" value: {{ string_value: "all" }} }}
-""")
+{on_gpu}""")
     # cnn: config.pbtxt names only the backend: inputs, outputs, max_batch_size come from the model
     wc = (rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32)
     g = helper.make_graph(
@@ -367,7 +370,42 @@ def test_unload_reload(checks, client, server):
     checks.ok(server.alive(), "server died on unload/reload")
 
 
-TESTS = ["correctness", "autocomplete", "concurrency", "ragged", "errors", "bad_models", "unload_reload"]
+def test_cuda_shm(checks, client, repo):
+    """GPU-resident request and response buffers (CUDA shared memory registered by the client): the backend copies
+    them to and from netrun's host tensors (cudaMemcpy), and the numbers must still be right."""
+    import base64
+
+    import tritonclient.http as th
+    try:
+        import cupy as cp
+    except ImportError:
+        print("  cuda_shm: cupy is not installed, not checked")
+        return
+    rt = cp.cuda.runtime
+    x = np.random.default_rng(3).standard_normal((4, 16)).astype(np.float32)
+    ref = ort_session(repo, "mlp").run(None, {"x": x})[0]
+    y = np.zeros((4, 8), np.float32)
+    dx, dy = rt.malloc(x.nbytes), rt.malloc(y.nbytes)  # whole allocations: an IPC handle maps its allocation
+    try:
+        rt.memcpy(dx, x.ctypes.data, x.nbytes, 1)  # host to device
+        for name, ptr, size in (("netrun_in", dx, x.nbytes), ("netrun_out", dy, y.nbytes)):
+            handle = base64.b64encode(bytes(rt.ipcGetMemHandle(ptr))).decode()
+            client.register_cuda_shared_memory(name, handle, 0, size)
+        inp = th.InferInput("x", [4, 16], "FP32")
+        inp.set_shared_memory("netrun_in", x.nbytes)
+        out = th.InferRequestedOutput("y", binary_data=True)
+        out.set_shared_memory("netrun_out", y.nbytes)
+        client.infer("mlp", [inp], outputs=[out])
+        rt.memcpy(y.ctypes.data, dy, y.nbytes, 2)  # device to host
+        checks.ok(np.allclose(y, ref, rtol=1e-5, atol=1e-5), "cuda_shm: the output in GPU memory differs")
+        print(f"  cuda_shm: input and output in GPU memory, max |diff| {np.abs(y - ref).max():.2e}")
+    finally:
+        client.unregister_cuda_shared_memory()
+        rt.free(dx)
+        rt.free(dy)
+
+
+TESTS = ["correctness", "autocomplete", "concurrency", "ragged", "errors", "bad_models", "unload_reload", "cuda_shm"]
 GOOD = ["mlp", "cnn", "seq", "plain", "clash"]
 
 
@@ -430,6 +468,11 @@ def main():
                     test_bad_models(checks, client, server)
                 elif t == "unload_reload":
                     test_unload_reload(checks, client, server)
+                elif t == "cuda_shm":
+                    if a.kind == "gpu":
+                        test_cuda_shm(checks, client, repo)
+                    else:
+                        print("  GPU only (--kind gpu)")
             except Exception:  # noqa: BLE001 - a crash of a check is a failure, and the server still stops
                 checks.ok(False, f"{t}: {traceback.format_exc()}")
             print(f"   {time.time() - t0:.1f} s", flush=True)
