@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Build netrun here for the GPU machine with the Triton backend (Release, sm_90, CUDA plugin; oneDNN and OpenCL left
 # out so nothing needs what the machine lacks) and gather what tools/gpu/run-triton-gpu.sh needs into one folder to
-# carry (under 64 MiB):
-#   lib/            libnetrun, lib/netrun/backends/libnetrun-{cpu,cuda}.so, lib/triton/netrun/libtriton_netrun.so
-#   lib/extra/      the non-system libraries they link (protobuf-c, OpenBLAS, jansson...), found through LD_LIBRARY_PATH
-#   bin/netrun
+# carry (about 50 MiB, under the device tool's 64 MiB with the working tree):
+#   netrun.tar.xz   bin/netrun, lib/ (libnetrun, lib/netrun/backends/libnetrun-{cpu,cuda}.so,
+#                   lib/triton/netrun/libtriton_netrun.so), lib/extra/ (the non-system libraries they link:
+#                   protobuf-c, OpenBLAS, jansson...; found through LD_LIBRARY_PATH)
 #   tritonserver.tar.xz   the nvidia-pytriton wheel's server, trimmed: its embedded libpython and the Python backend
 #                         stubs of other Python versions left out (the wheel itself is 55 MB)
 #   wheels/         tritonclient[http] and the packages it needs that the machine's Python 3.12 lacks
@@ -23,6 +23,7 @@ cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHIT
 ninja -C "$B" -j "${JOBS:-2}" netrun netrun-cli netrun-cpu netrun-cuda triton_netrun >/dev/null
 [ -f "$B/lib/netrun/backends/libnetrun-cuda.so" ] || { echo "pack-triton: the cuda plugin was not built (see cmake)"; exit 1; }
 rm -rf "$PKG" && mkdir -p "$PKG/bin" "$PKG/lib/netrun/backends" "$PKG/lib/triton/netrun" "$PKG/lib/extra" "$PKG/wheels"
+# (bin/ and lib/ are packed into netrun.tar.xz at the end)
 cp "$B/bin/netrun" "$PKG/bin/"
 cp -a "$B"/lib/libnetrun.so* "$PKG/lib/"
 cp "$B"/lib/netrun/backends/libnetrun-{cpu,cuda}.so "$PKG/lib/netrun/backends/"
@@ -48,4 +49,5 @@ tar -C "$SITE" -cJf "$PKG/tritonserver.tar.xz" --exclude='libpython3-*' \
   --platform manylinux_2_5_x86_64 --platform any -d "$PKG/wheels" \
   tritonclient==2.73.0 geventhttpclient==2.3.3 gevent==24.11.1 greenlet==3.2.4 zope.event==5.0 \
   zope.interface==7.2 python-rapidjson==1.20 brotli==1.1.0 certifi==2024.12.14
+tar -C "$PKG" -cJf "$PKG/netrun.tar.xz" bin lib && rm -rf "$PKG/bin" "$PKG/lib"
 du -sh "$PKG" "$PKG"/* | sort -h

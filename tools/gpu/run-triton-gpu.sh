@@ -14,7 +14,7 @@
 # What it needs, carried from a Debian machine that has the repo set up (tools/setup-debian.sh --tests):
 #   tools/gpu/pack-triton.sh      -> build-triton-gpu-pkg/ (netrun + cuda plugin + libtriton_netrun.so, their
 #                                    libraries, the trimmed tritonserver of the nvidia-pytriton 0.7.0 wheel, the
-#                                    tritonclient wheels for Python 3.12); carry that folder (about 45 MiB)
+#                                    tritonclient wheels for Python 3.12); carry that folder (about 50 MiB)
 # usage (from the repo root on the GPU machine):
 #   PKG=build-triton-gpu-pkg [BENCH=1] [OUT=/tmp/triton-gpu-out] tools/gpu/run-triton-gpu.sh
 # Instead of the package's trimmed server, TRITON may name the nvidia_pytriton-0.7.0 wheel file itself.
@@ -25,6 +25,9 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 PKG=${PKG:?PKG must name the folder made by tools/gpu/pack-triton.sh}
 PKG=$(cd "$PKG" && pwd)
 OUT=${OUT:-/tmp/triton-gpu-out}
+# the package's netrun build, unpacked (bin/, lib/, lib/extra/)
+NB=/tmp/netrun-triton-build
+rm -rf "$NB" && mkdir -p "$NB" && tar -C "$NB" -xJf "$PKG/netrun.tar.xz" || { echo "FAIL: cannot unpack $PKG/netrun.tar.xz"; exit 1; }
 PY=${PY:-python3}
 mkdir -p "$OUT"
 S=$OUT/summary.txt
@@ -56,23 +59,23 @@ export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
 "$PY" -c 'import tritonclient.http' 2>>"$S" && pass "tritonclient imports" || fail "tritonclient does not import"
 
 # ---- libraries: the package's extras; cuDNN from the toolkit or the nvidia-cudnn pip package ----
-export LD_LIBRARY_PATH="$PKG/lib/extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$NB/lib/extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 P=$("$PY" -c 'import nvidia.cudnn as m; print(list(m.__path__)[0])' 2>/dev/null || true)
 [ -n "$P" ] && [ -d "$P/lib" ] && export LD_LIBRARY_PATH="$P/lib:$LD_LIBRARY_PATH"
 for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
   [ -d "$d" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"
 done
-export NETRUN_BACKEND_PATH="$PKG/lib/netrun/backends"
+export NETRUN_BACKEND_PATH="$NB/lib/netrun/backends"
 
 say "== netrun --backends"
-"$PKG/bin/netrun" --backends 2>&1 | tee -a "$S"
-if "$PKG/bin/netrun" --backends 2>&1 | grep -E '^\s*cuda\s+yes' >/dev/null; then pass "netrun's cuda backend is available"
+"$NB/bin/netrun" --backends 2>&1 | tee -a "$S"
+if "$NB/bin/netrun" --backends 2>&1 | grep -E '^\s*cuda\s+yes' >/dev/null; then pass "netrun's cuda backend is available"
 else fail "netrun's cuda backend is not available (see above)"; fi
-if "$PKG/bin/netrun" "$REPO/examples/tiny_cnn.onnx" --backend cuda --strict -q >"$OUT/netrun_cuda.txt" 2>&1; then
+if "$NB/bin/netrun" "$REPO/examples/tiny_cnn.onnx" --backend cuda --strict -q >"$OUT/netrun_cuda.txt" 2>&1; then
   pass "netrun runs examples/tiny_cnn.onnx on cuda (strict)"
 else fail "netrun --backend cuda --strict on tiny_cnn (see netrun_cuda.txt)"; fi
 
-BD="$PKG/lib/triton/netrun"
+BD="$NB/lib/triton/netrun"
 say "== Triton: KIND_GPU"
 t0=$(date +%s)
 "$PY" "$REPO/tests/triton/test_triton.py" --backend-dir "$BD" --kind gpu --keep "$OUT/gpu-run" >"$OUT/test_gpu.log" 2>&1
@@ -86,7 +89,8 @@ case $rc in
 esac
 grep -q "cuda_shm: input and output in GPU memory" "$OUT/test_gpu.log" && pass "CUDA shared memory in and out" ||
   fail "the CUDA shared memory check did not run (cupy missing?) or failed"
-grep -q "KIND_GPU\|GPU, device 0" "$OUT/server_gpu.log" 2>/dev/null && pass "instances report KIND_GPU on device 0" ||
+grep -qE "instance '[^']+': GPU, device 0, netrun backends 'cuda" "$OUT/server_gpu.log" 2>/dev/null &&
+  pass "instances report KIND_GPU on device 0 with netrun backends cuda" ||
   fail "no KIND_GPU instance in the server log"
 
 say "== Triton: KIND_CPU on the same build"
@@ -98,7 +102,7 @@ tail -n 1 "$OUT/test_cpu.log" | tee -a "$S"
 if [ "${BENCH:-0}" = 1 ]; then
   say "== benchmark (triton_bench.py --gpu ${BENCH_ARGS:-})"
   # shellcheck disable=SC2086
-  "$PY" "$REPO/tools/bench/triton_bench.py" --build "$PKG" --gpu --no-python --threads 4 --model-dir /tmp/netrun-bench-models \
+  "$PY" "$REPO/tools/bench/triton_bench.py" --build "$NB" --gpu --no-python --threads 4 --model-dir /tmp/netrun-bench-models \
     --md "$OUT/bench.md" ${BENCH_ARGS:-} >"$OUT/bench.log" 2>&1
   rc=$?
   [ $rc -eq 0 ] && pass "triton_bench.py --gpu (bench.md)" || fail "triton_bench.py --gpu exit $rc (see bench.log)"
