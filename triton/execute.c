@@ -51,8 +51,10 @@ static TRITONSERVER_Error *check_request(const nt_model *m, nt_req *q, nt_in *in
     for (int i = 0; i < m->n_inputs; i++) {
         const nt_tensor *t = &m->inputs[i];
         nt_in *x = &ins[i];
-        if ((e = TRITONBACKEND_RequestInput(q->r, t->name, &x->in)))
+        if ((e = TRITONBACKEND_RequestInput(q->r, t->name, &x->in))) {
+            TRITONSERVER_ErrorDelete(e);
             return nt_error(TRITONSERVER_ERROR_INVALID_ARG, "model '%s': input '%s' is missing", m->name, t->name);
+        }
         TRITONSERVER_DataType dt;
         if ((e = TRITONBACKEND_InputProperties(x->in, NULL, &dt, &x->shape, &x->rank, &x->bytes, &x->n_buffers)))
             return e;

@@ -10,14 +10,16 @@ a 2-class head; one request = one sequence).
 For each model, concurrency (--conc, default 1,4,16,64) and dynamic batching off / on (max_batch_size 8; on:
 max_queue_delay 2 ms), both servers run with one instance (KIND_CPU, or KIND_GPU with --gpu); clients are
 threads with a tritonclient HTTP client each, sending binary tensors over 127.0.0.1. Per point: warm-up requests
-(2 x concurrency: every batch size the batcher forms gets prepared), then max(--requests, 3 x concurrency)
-timed requests: throughput (requests/s) and latency p50 / p99 (ms, client side). Direct rows: netrun through its
+(2 x concurrency: every batch size the batcher forms gets prepared), then max(--requests, 2 x concurrency)
+timed requests: throughput (requests/s) and latency p50 / p99 (ms, client side). --rounds (default 2) measures
+each point that many times, the paths interleaved, and keeps the round of best throughput (best p50 for the direct
+rows): on a machine shared with other work, that is the round least disturbed. Direct rows: netrun through its
 C API (ctypes, the same options) and onnxruntime in this process, batch 1, one call after another. Ratios:
 Triton+netrun p50 / netrun direct at concurrency 1 (the goal: within 1.10), and Triton+netrun / Triton+Python+ORT
 throughput at every point. --instances adds a scaling row: netrun with N instances of threads/N each, batching off.
 
 usage: python3 tools/bench/triton_bench.py --build build [--models resnet50,bert] [--conc 1,4,16,64]
-       [--requests 32] [--seq 128] [--threads 2] [--instances 2] [--gpu] [--no-python] [--md out.md]
+       [--requests 32] [--rounds 2] [--seq 128] [--threads 2] [--instances 2] [--gpu] [--no-python] [--md out.md]
 Needs the Triton test requirements (tests/triton/requirements*.txt) in the interpreter running it.
 """
 import argparse
@@ -297,7 +299,8 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="build folder (-DNETRUN_TRITON=ON)")
     ap.add_argument("--models", default="resnet50,bert")
     ap.add_argument("--conc", default="1,4,16,64")
-    ap.add_argument("--requests", type=int, default=32, help="timed requests per point (at least 3 x concurrency)")
+    ap.add_argument("--requests", type=int, default=32, help="timed requests per point (at least 2 x concurrency)")
+    ap.add_argument("--rounds", type=int, default=2, help="rounds per point, paths interleaved; the best is kept")
     ap.add_argument("--seq", type=int, default=128, help="BERT sequence length")
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="threads per instance (netrun and ORT)")
     ap.add_argument("--instances", type=int, default=2, help="scaling row: this many netrun instances (0: none)")
@@ -326,8 +329,13 @@ def main():
         feeds = feeds_for(name, a.seq, rng)
         outputs = {"fc": [1000]} if name == "resnet50" else {"logits": [2]}
         n_direct = max(a.requests, 10)
-        d_nr = direct_netrun(lib, path, feeds, a.threads, n_direct, backends)
-        d_ort = direct_ort(path, feeds, a.threads, n_direct) if not a.gpu else None
+        d_nr = d_ort = None
+        for _ in range(a.rounds):  # best round, as for the served points
+            x = direct_netrun(lib, path, feeds, a.threads, n_direct, backends)
+            d_nr = x if d_nr is None or x["p50"] < d_nr["p50"] else d_nr
+            if not a.gpu:
+                x = direct_ort(path, feeds, a.threads, n_direct)
+                d_ort = x if d_ort is None or x["p50"] < d_ort["p50"] else d_ort
         rows.append((name, "netrun direct (C API)", "-", 1, d_nr))
         if d_ort:
             rows.append((name, "onnxruntime direct", "-", 1, d_ort))
@@ -360,23 +368,36 @@ def main():
                     if not cl.is_model_ready(m):
                         raise RuntimeError(f"{m} did not load:\n{srv.log_tail()}")
                 for c in concs:
-                    n = max(a.requests, 3 * c)
+                    n = max(a.requests, 2 * c)
+                    best = {}
+                    # rounds interleave the paths, so that a neighbour's load on a shared machine hits both alike;
+                    # each point keeps its round of best throughput
+                    for rnd in range(a.rounds):
+                        for batching in (False, True):
+                            for path_name in ("netrun", "python"):
+                                key = (path_name, batching)
+                                if key not in names:
+                                    continue
+                                r = drive(srv.url, names[key], feeds, c, c if rnd else 2 * c, n, list(outputs))
+                                label = "Triton + netrun" if path_name == "netrun" else "Triton + Python + onnxruntime"
+                                print(f"{name} c={c:<3} batching {'on ' if batching else 'off'} {label:<30} round {rnd} "
+                                      f"{r['throughput']:8.2f} req/s  p50 {r['p50']:8.2f} ms  p99 {r['p99']:8.2f} ms",
+                                      flush=True)
+                                if key not in best or r["throughput"] > best[key][1]["throughput"]:
+                                    best[key] = (label, r)
                     for batching in (False, True):
                         for path_name in ("netrun", "python"):
-                            key = (path_name, batching)
-                            if key not in names:
-                                continue
-                            r = drive(srv.url, names[key], feeds, c, 2 * c, n, list(outputs))
-                            label = "Triton + netrun" if path_name == "netrun" else "Triton + Python + onnxruntime"
-                            rows.append((name, label, "on" if batching else "off", c, r))
-                            results[(name, path_name, batching, c)] = r
-                            print(f"{name} c={c:<3} batching {'on ' if batching else 'off'} {label:<30} "
-                                  f"{r['throughput']:8.2f} req/s  p50 {r['p50']:8.2f} ms  p99 {r['p99']:8.2f} ms",
-                                  flush=True)
+                            if (path_name, batching) in best:
+                                label, r = best[(path_name, batching)]
+                                rows.append((name, label, "on" if batching else "off", c, r))
+                                results[(name, path_name, batching, c)] = r
                 if ("netrun_x", False) in names:
                     c = max(concs)
-                    r = drive(srv.url, names[("netrun_x", False)], feeds, c, 2 * c, max(a.requests, 3 * c),
-                              list(outputs))
+                    r = None
+                    for rnd in range(a.rounds):
+                        x = drive(srv.url, names[("netrun_x", False)], feeds, c, c if rnd else 2 * c,
+                                  max(a.requests, 2 * c), list(outputs))
+                        r = x if r is None or x["throughput"] > r["throughput"] else r
                     label = f"Triton + netrun, {a.instances} instances x {max(1, a.threads // a.instances)} threads"
                     rows.append((name, label, "off", c, r))
                     results[(name, "netrun_x", False, c)] = r
