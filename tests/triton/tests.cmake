@@ -15,3 +15,17 @@ if(NETRUN_TRITON AND Python3_EXECUTABLE AND TARGET triton_netrun)
   set_tests_properties(triton.server PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77 LABELS triton
     ENVIRONMENT "NETRUN_BACKEND_PATH=${NETRUN_BACKEND_OUTPUT_DIR}")
 endif()
+# The backend's C code against a fake Triton (tests/triton/test_triton_backend.c): every path without a server,
+# with leak checking under the sanitizers. The model is examples/tiny_cnn.onnx in a repository layout.
+if(NETRUN_TRITON AND TARGET triton_netrun)
+  add_executable(test_triton_backend ${CMAKE_CURRENT_LIST_DIR}/test_triton_backend.c
+    ${CMAKE_SOURCE_DIR}/triton/backend.c ${CMAKE_SOURCE_DIR}/triton/execute.c ${CMAKE_SOURCE_DIR}/triton/cuda_copy.c)
+  target_include_directories(test_triton_backend PRIVATE ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/triton)
+  target_link_libraries(test_triton_backend PRIVATE netrun PkgConfig::JANSSON Threads::Threads ${CMAKE_DL_LIBS} m)
+  set_target_properties(test_triton_backend PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  configure_file(${CMAKE_SOURCE_DIR}/examples/tiny_cnn.onnx ${CMAKE_BINARY_DIR}/triton-test-repo/tiny/1/model.onnx
+    COPYONLY)
+  add_test(NAME triton.backend_fake_server COMMAND test_triton_backend ${CMAKE_BINARY_DIR}/triton-test-repo)
+  set_tests_properties(triton.backend_fake_server PROPERTIES TIMEOUT 120 LABELS triton
+    ENVIRONMENT "NETRUN_BACKEND_PATH=${NETRUN_BACKEND_OUTPUT_DIR}")
+endif()
