@@ -24,7 +24,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from triton_server import SKIP, CannotStart, TritonServer  # noqa: E402
+from triton_server import SKIP, CannotStart, TritonServer, stop_on_sigterm  # noqa: E402
 
 OPSET = 17
 
@@ -419,6 +419,7 @@ def main():
     ap.add_argument("--keep", help="write the model repository and the server log here (kept)")
     ap.add_argument("--env", action="append", default=[], help="KEY=VALUE for the server's environment")
     a = ap.parse_args()
+    stop_on_sigterm()
     so = os.path.join(a.backend_dir, "libtriton_netrun.so")
     if not os.path.exists(so):
         print(f"error: {so} not found (configure with -DNETRUN_TRITON=ON)")

@@ -35,10 +35,25 @@ def wheel_dir():
     return d
 
 
+def _die_with_parent():
+    """In the child: SIGTERM when the process that started it dies, even by SIGKILL (a test killed at its
+    timeout), so that no server outlives its test."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - not Linux: the normal stop still applies
+        pass
+
+
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def stop_on_sigterm():
+    """SIGTERM ends the caller through SystemExit, so that its `with TritonServer` blocks stop their servers."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
 
 class TritonServer:
@@ -94,7 +109,7 @@ class TritonServer:
         args += self.extra_args
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=env,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=_die_with_parent)
         deadline = time.time() + self.start_timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
