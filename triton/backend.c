@@ -117,7 +117,7 @@ TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
     if (major != TRITONBACKEND_API_VERSION_MAJOR || minor < TRITONBACKEND_API_VERSION_MINOR)
         return nt_error(TRITONSERVER_ERROR_UNSUPPORTED,
                         "netrun backend: the server's TRITONBACKEND API is %u.%u; this backend needs %d.%d or a "
-                        "later %d.x (Triton 2.51 or later)", major, minor, TRITONBACKEND_API_VERSION_MAJOR,
+                        "later %d.x (tested with Triton 2.51)", major, minor, TRITONBACKEND_API_VERSION_MAJOR,
                         TRITONBACKEND_API_VERSION_MINOR, TRITONBACKEND_API_VERSION_MAJOR);
     if ((e = check_enums())) return e;
     const char *name = "netrun";
