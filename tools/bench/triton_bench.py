@@ -18,7 +18,8 @@ throughput (best p50 for the direct rows): on a machine shared with other work, 
 Direct rows: netrun through its C API (ctypes, the same options) and onnxruntime in this process, batch 1, one
 call after another, measured between the served rounds. Paired: netrun direct and one Triton + netrun request
 alternated, 20+ times; the ratio of their medians is the measure of the goal (within 1.10), since both halves see
-the same load. Also printed: Triton+netrun / Triton+Python+ORT throughput at every point, and with --instances a
+the same load; and the client's latency against the server's own count of the time netrun ran
+(compute_infer, from the backend's timestamps around netrun_session_run) for the same requests. Also printed: Triton+netrun / Triton+Python+ORT throughput at every point, and with --instances a
 scaling row (netrun with N instances of threads/N each, batching off, at the highest concurrency).
 
 usage: python3 tools/bench/triton_bench.py --build build [--models resnet50,bert] [--conc 1,4,16,64]
@@ -295,10 +296,16 @@ def paired(lib, url, model, onnx_path, feeds, threads, n, backends, out_names):
         ins.append(t)
     outs = [th.InferRequestedOutput(o, binary_data=True) for o in out_names]
     d, t = [], []
+
+    def stats():
+        st = cl.get_inference_statistics(model)["model_stats"][0]["inference_stats"]
+        return {k: (int(v["count"]), int(v["ns"])) for k, v in st.items() if isinstance(v, dict) and "ns" in v}
+
     with Netrun(lib).session(onnx_path, backends=backends, threads=threads) as s:
         for _ in range(3):
             s.run(feeds)
             cl.infer(model, ins, outputs=outs)
+        st0 = stats()
         for _ in range(n):
             t0 = time.perf_counter()
             s.run(feeds)
@@ -307,8 +314,11 @@ def paired(lib, url, model, onnx_path, feeds, threads, n, backends, out_names):
             t2 = time.perf_counter()
             d.append((t1 - t0) * 1e3)
             t.append((t2 - t1) * 1e3)
+        st1 = stats()
     cl.close()
-    return statistics.median(d), statistics.median(t)
+    # the server's own split of those requests (means, ms): compute_infer is netrun_session_run inside the backend
+    server = {k: (st1[k][1] - st0[k][1]) / max(1, st1[k][0] - st0[k][0]) / 1e6 for k in st1 if k in st0}
+    return statistics.median(d), statistics.median(t), server
 
 
 def direct_ort(onnx_path, feeds, threads, n):
@@ -430,11 +440,12 @@ def main():
                                 rows.append((name, label, "on" if batching else "off", c, r))
                                 results[(name, path_name, batching, c)] = r
                 if concs[0] == 1:
-                    pd, pt = paired(lib, srv.url, names[("netrun", False)], path, feeds, a.threads, max(a.requests, 20),
-                                    backends, list(outputs))
-                    results[(name, "paired", None, 1)] = (pd, pt)
+                    pd, pt, sv = paired(lib, srv.url, names[("netrun", False)], path, feeds, a.threads,
+                                        max(a.requests, 20), backends, list(outputs))
+                    results[(name, "paired", None, 1)] = (pd, pt, sv)
                     print(f"{name}: paired, median of alternated requests: netrun direct {pd:.2f} ms, Triton + netrun "
-                          f"{pt:.2f} ms, ratio {pt / pd:.3f}", flush=True)
+                          f"{pt:.2f} ms, ratio {pt / pd:.3f}; server means (ms): "
+                          + ", ".join(f"{k} {v:.2f}" for k, v in sv.items()), flush=True)
                 if ("netrun_x", False) in names:
                     c = max(concs)
                     r = None
@@ -473,6 +484,12 @@ def main():
             lines.append(f"| {name} | Triton+netrun / netrun direct, concurrency 1, requests alternated one by one "
                          f"(medians {pr[1]:.2f} / {pr[0]:.2f} ms) | {ratio:.3f} | <= 1.10 "
                          f"{'met' if ratio <= 1.10 else 'NOT met'} |")
+        if pr and pr[2].get("compute_infer"):
+            sv = pr[2]
+            lines.append(f"| {name} | client latency / netrun run inside the server (compute_infer {sv['compute_infer']:.2f} "
+                         f"ms; compute_input {sv.get('compute_input', 0):.2f}, compute_output "
+                         f"{sv.get('compute_output', 0):.2f}, queue {sv.get('queue', 0):.2f} ms), same requests | "
+                         f"{pr[1] / sv['compute_infer']:.3f} | <= 1.10 {'met' if pr[1] / sv['compute_infer'] <= 1.10 else 'NOT met'} |")
         if d and t1:
             lines.append(f"| {name} | Triton+netrun p50 / netrun direct p50, concurrency 1, best rounds | "
                          f"{t1['p50'] / d['p50']:.3f} | |")
