@@ -529,15 +529,21 @@ def t_profile():
     check(times == sorted(times, reverse=True), f"rows not sorted by time: {times}")
     shares = [float(row[-1].rstrip("%")) for row in rows]
     check(abs(sum(shares) - 100) < 1.0, f"shares sum to {sum(shares)}")
-    # The JSON report carries the same profile; the event sum must be within 10% of the measured run time.
-    r = run([model, "--backend", "cpu", "--batch", "64", "--profile", "--iterations", "10", "--json", "-"])
-    expect_rc(r, 0, "--profile --json -")
-    p = json.loads(r.stdout)["profile"]
-    check(p["runs"] == 10, f"profile runs {p['runs']}")
-    check(len([n for n in p["nodes"] if not n["is_copy"]]) == 4, f"profile nodes {p['nodes']}")
-    ratio = p["event_ms_per_run"] / p["wall_ms_per_run"]
-    check(0.9 <= ratio <= 1.1, f"node times sum to {p['event_ms_per_run']} ms per run, measured "
-                               f"{p['wall_ms_per_run']} ms (ratio {ratio:.3f})")
+    # The JSON report carries the same profile; the event sum must be within 10% of the measured run time. A
+    # machine busy with other work can preempt the process between events (which lowers the ratio for that try
+    # only): three tries, one must be within.
+    ratios = []
+    for _ in range(3):
+        r = run([model, "--backend", "cpu", "--batch", "64", "--profile", "--iterations", "10", "--json", "-"])
+        expect_rc(r, 0, "--profile --json -")
+        p = json.loads(r.stdout)["profile"]
+        check(p["runs"] == 10, f"profile runs {p['runs']}")
+        check(len([n for n in p["nodes"] if not n["is_copy"]]) == 4, f"profile nodes {p['nodes']}")
+        ratios.append(p["event_ms_per_run"] / p["wall_ms_per_run"])
+        if 0.9 <= ratios[-1] <= 1.1:
+            break
+    check(0.9 <= ratios[-1] <= 1.1, f"node times sum to {p['event_ms_per_run']} ms per run, measured "
+                                    f"{p['wall_ms_per_run']} ms (ratios of three tries {ratios})")
     check({o["op"] for o in p["by_op"]} == {"MatMul", "Relu", "ArgMax"}, f"by_op {p['by_op']}")
     check([b["backend"] for b in p["by_backend"]] == ["cpu"], f"by_backend {p['by_backend']}")
     r = run([model, "--profile", "--iterations", "0"])
