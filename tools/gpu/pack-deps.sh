@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Pack what the GPU machine lacks for building netrun into .deps/deps.tar.gz (gitignored; carry ".deps" to
 # the machine): protobuf-c (headers, library, the protoc-c compiler with its libprotobuf/libprotoc) and
-# OpenBLAS (CBLAS headers, library, libgfortran/libquadmath). Layout inside the archive, under usr/:
+# OpenBLAS (CBLAS headers, library, libgfortran/libquadmath) and jansson. Layout inside the archive, under usr/:
 #   include/protobuf-c/  include/openblas/cblas.h...  lib/ (libraries found by CMake and the loader)
 #   bin/protoc-c (a wrapper that finds its private libraries in libexec/)  libexec/protoc-c (the real one) + its libs
 # Also .deps/node-tests.tar.gz: the ONNX node tests of the local onnx wheel.
@@ -48,6 +48,12 @@ ldd $libdir/libopenblas.so.0 | awk '/=> \//{print $3}' | while read -r lib; do
     libgfortran.so*|libquadmath.so*) cp -L "$lib" "$U/lib/" ;;
   esac
 done
+
+# jansson (the Triton backend's JSON parser), when installed: -DNETRUN_TRITON=ON builds on the GPU machine too
+if [ -f /usr/include/jansson.h ]; then
+  cp /usr/include/jansson.h /usr/include/jansson_config.h "$U/include/"
+  cp -a $libdir/libjansson.so* "$U/lib/"
+fi
 
 mkdir -p "$ROOT/.deps"
 tar -C "$STAGE" -czf "$ROOT/.deps/deps.tar.gz" usr

@@ -16,7 +16,7 @@
 #                                    libraries, the trimmed tritonserver of the nvidia-pytriton 0.7.0 wheel, the
 #                                    tritonclient wheels for Python 3.12); carry that folder (about 50 MiB)
 # usage (from the repo root on the GPU machine):
-#   PKG=build-triton-gpu-pkg [BENCH=1] [OUT=/tmp/triton-gpu-out] tools/gpu/run-triton-gpu.sh
+#   PKG=build-triton-gpu-pkg [NB=BUILD_DIR] [BENCH=1] [OUT=/tmp/triton-gpu-out] tools/gpu/run-triton-gpu.sh
 # Instead of the package's trimmed server, TRITON may name the nvidia_pytriton-0.7.0 wheel file itself.
 # Environment: PKG (required), OUT, BENCH (1: run the benchmark), BENCH_ARGS (more triton_bench.py arguments,
 # e.g. "--models resnet50 --requests 64"), TRITON (a .whl or .tar.xz of the server), PY (default python3).
@@ -25,9 +25,15 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 PKG=${PKG:?PKG must name the folder made by tools/gpu/pack-triton.sh}
 PKG=$(cd "$PKG" && pwd)
 OUT=${OUT:-/tmp/triton-gpu-out}
-# the package's netrun build, unpacked (bin/, lib/, lib/extra/)
-NB=/tmp/netrun-triton-build
-rm -rf "$NB" && mkdir -p "$NB" && tar -C "$NB" -xJf "$PKG/netrun.tar.xz" || { echo "FAIL: cannot unpack $PKG/netrun.tar.xz"; exit 1; }
+# netrun: a build made on this machine (NB: e.g. tools/gpu/run-gpu-tests.sh with CMAKE_ARGS=-DNETRUN_TRITON=ON, the
+# check that counts), else the package's build made elsewhere, unpacked (bin/, lib/, lib/extra/): a shortcut
+if [ -n "${NB:-}" ]; then
+  NB=$(cd "$NB" && pwd)
+  [ -f "$NB/lib/triton/netrun/libtriton_netrun.so" ] || { echo "FAIL: $NB has no lib/triton/netrun/libtriton_netrun.so (configure with -DNETRUN_TRITON=ON)"; exit 1; }
+else
+  NB=/tmp/netrun-triton-build
+  rm -rf "$NB" && mkdir -p "$NB" && tar -C "$NB" -xJf "$PKG/netrun.tar.xz" || { echo "FAIL: cannot unpack $PKG/netrun.tar.xz"; exit 1; }
+fi
 PY=${PY:-python3}
 mkdir -p "$OUT"
 S=$OUT/summary.txt
