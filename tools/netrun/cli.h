@@ -108,6 +108,7 @@ typedef struct cli_result {
     double load_ms, prepare_ms, first_run_ms;
     netrun_session_stats stats;
     int have_stats;
+    char prepare_note[256];  /* netrun_session_prepare_note: why the last re-prepare happened */
     cli_latency latency;
     size_t peak_rss_bytes;
     int n_outputs;

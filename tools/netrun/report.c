@@ -249,6 +249,10 @@ void cli_report_text(FILE *f, const cli_result *r)
     if (r->have_stats)
         fprintf(f, "  (backend init %.3f ms)", r->stats.init_ms);
     fprintf(f, "\n  first run   %10.3f ms\n", r->first_run_ms);
+    /* a session (or a control-flow body) that had to prepare again says so: it costs a prepare each time */
+    if (r->have_stats && r->prepare_note[0])
+        fprintf(f, "  prepares    %10llu in all, control-flow bodies included; prepared again because %s\n",
+                (unsigned long long)r->stats.prepares, r->prepare_note);
     if (r->latency.valid) {
         fprintf(f, "  steady runs: %ld timed after %ld warmup%s\n", r->timed_runs, o->warmup,
                 r->profile ? " (profiled: backends synchronised after every node)" : "");
@@ -497,6 +501,10 @@ static void json_report(cli_json *j, const cli_result *r)
     json_number(j, "first_run_ms", r->first_run_ms);
     json_int(j, "warmup_runs", o->warmup);
     json_int(j, "timed_runs", r->timed_runs);
+    if (r->have_stats) {
+        json_int(j, "prepares", (long long)r->stats.prepares);
+        json_string(j, "prepare_note", r->prepare_note);
+    }
     json_bool(j, "profiled", r->profile != NULL);
     if (r->latency.valid) {
         json_begin_object(j, "latency_ms");
