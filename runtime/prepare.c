@@ -524,7 +524,8 @@ static netrun_status infer_all(netrun_session *s) {
             if (nd->inputs[i] >= 0 && !s->values[nd->inputs[i]].is_const) all_const = 0;
         if (all_const && try_fold(s, sn, cpu, &fold_ctx)) {
             sn->slot = -1;
-            sn->reason = nr_strdup("folded at prepare: all inputs are constant");
+            sn->reason = nr_strdup(shape_only ? "folded at prepare: its input's shape is known"
+                                              : "folded at prepare: all inputs are constant");
             s->stats.n_folded++;
             for (int o = 0; o < nd->n_outputs && st == NETRUN_OK; o++)
                 if (nd->outputs[o] >= 0) st = check_declared(s, nd, o);
@@ -940,7 +941,12 @@ static netrun_status init_backends(netrun_session *s) {
     netrun_backend_config cfg = make_config(s);
     for (int i = 0; i < s->n_slots; i++) {
         nr_slot *sl = &s->slots[i];
-        int needed = sl->n_nodes > 0 || (sl->domain != NR_HOST_DOMAIN && s->domain_slot[sl->domain] == i);
+        /* A backend that runs no node is not initialised: its device may not even exist (--device 1 with a
+         * one-device plugin in the default list). A device domain's owner is needed when any node runs there. */
+        int domain_used = 0;
+        for (int j = 0; j < s->n_slots; j++)
+            domain_used |= s->slots[j].domain == sl->domain && s->slots[j].n_nodes > 0;
+        int needed = sl->n_nodes > 0 || (sl->domain != NR_HOST_DOMAIN && s->domain_slot[sl->domain] == i && domain_used);
         if (!needed || sl->ctx) continue;
         nr_activity_set(s, NR_ACT_INIT_BACKEND, -1, i);
         netrun_status st = sl->api->context_create(&cfg, &sl->ctx);
@@ -1322,6 +1328,7 @@ static netrun_status prepare_once(netrun_session *s) {
     if (st == NETRUN_OK) st = alloc_in_domain(s, NR_HOST_DOMAIN, s->host_arena_size, &s->host_arena);
     for (int dom = 1; st == NETRUN_OK && dom < s->n_domains; dom++) {
         nr_slot *sl = &s->slots[s->domain_slot[dom]];
+        if (!sl->ctx && !sl->arena_size) continue; /* no node runs in this domain */
         st = alloc_in_domain(s, dom, sl->arena_size, &sl->arena);
     }
     if (st == NETRUN_OK) st = upload_constants(s);
@@ -1339,6 +1346,7 @@ static netrun_status prepare_once(netrun_session *s) {
     s->ran_since_prepare = 0;
     s->stats.prepare_ms = nr_now_ms() - t0;
     s->stats.micro_batch = s->mb;
+    nr_options_note_unused(s);
     return NETRUN_OK;
 }
 
