@@ -476,8 +476,8 @@ static netrun_dtype guess_dtype(netrun_session *s, const nr_node *nd) {
         if (!strcmp(nd->op_type, "ConstantOfShape") && !strcmp(at->name, "value") && at->t) return at->t->dtype;
     }
     if (!strcmp(nd->op_type, "ConstantOfShape")) return NETRUN_DTYPE_FLOAT;
-    /* CastLike takes the type of its second input */
-    if (!strcmp(nd->op_type, "CastLike") && nd->n_inputs > 1 && nd->inputs[1] >= 0)
+    /* CastLike takes the type of its second input, Where that of X (its first input is the bool condition) */
+    if ((!strcmp(nd->op_type, "CastLike") || !strcmp(nd->op_type, "Where")) && nd->n_inputs > 1 && nd->inputs[1] >= 0)
         return s->values[nd->inputs[1]].desc.dtype;
     for (int i = 0; i < nd->n_inputs; i++)
         if (nd->inputs[i] >= 0) return s->values[nd->inputs[i]].desc.dtype;
@@ -1212,6 +1212,11 @@ static netrun_status create_kernels(netrun_session *s) {
             sl->api->kernel_describe(sl->ctx, sn->kernel, sn->kernel_name, sizeof sn->kernel_name) != NETRUN_OK)
             sn->kernel_name[0] = 0;
         sn->kernel_name[sizeof sn->kernel_name - 1] = 0;
+        const char *layout = nr_internal_op_layout(nd);
+        if (layout) {
+            size_t l = strlen(sn->kernel_name);
+            snprintf(sn->kernel_name + l, sizeof sn->kernel_name - l, "%s%s", l ? "; " : "", layout);
+        }
         if (sn->inplace) {
             size_t l = strlen(sn->kernel_name);
             snprintf(sn->kernel_name + l, sizeof sn->kernel_name - l, "%sin place", l ? "; " : "");

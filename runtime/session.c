@@ -328,16 +328,33 @@ int netrun_session_node_count(const netrun_session *s) { return s && s->prepared
 
 /* Nodes the graph passes insert or rewrite into netrun's own ops (domain com.netrun) are shown under the ONNX op
  * they stand for, so that placements and profiles speak the model's language; the kernel column tells the rest. */
+static const struct {
+    const char *internal, *shown, *layout;
+} internal_ops[] = {
+    {"GlobalAveragePoolNCHWc", "GlobalAveragePool", "nChw16c"},
+    {"MulChannelNCHWc", "Mul", "nChw16c"},
+    {"ReorderNCHWc", "Reorder (layout)", "NCHW <-> nChw16c"},
+    {"GlobalAveragePoolNHWC", "GlobalAveragePool", "float16 NHWC"},
+    {"MulChannelNHWC", "Mul", "float16 NHWC"},
+    {"ConcatNHWC", "Concat", "float16 NHWC"},
+    {"ReorderNHWC", "Reorder (layout)", "float32 NCHW <-> float16 NHWC"},
+};
+
+static int internal_op(const nr_node *nd) {
+    if (strcmp(nd->domain, "com.netrun")) return -1;
+    for (int i = 0; i < (int)(sizeof internal_ops / sizeof internal_ops[0]); i++)
+        if (!strcmp(nd->op_type, internal_ops[i].internal)) return i;
+    return -1;
+}
+
 static const char *public_op_type(const nr_node *nd) {
-    static const struct { const char *internal, *shown; } map[] = {
-        {"GlobalAveragePoolNCHWc", "GlobalAveragePool"},
-        {"MulChannelNCHWc", "Mul"},
-        {"ReorderNCHWc", "Reorder (layout)"},
-    };
-    if (!strcmp(nd->domain, "com.netrun"))
-        for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-            if (!strcmp(nd->op_type, map[i].internal)) return map[i].shown;
-    return nd->op_type;
+    int k = internal_op(nd);
+    return k >= 0 ? internal_ops[k].shown : nd->op_type;
+}
+
+const char *nr_internal_op_layout(const nr_node *nd) {
+    int k = internal_op(nd);
+    return k >= 0 ? internal_ops[k].layout : NULL;
 }
 
 netrun_status netrun_session_node_info(const netrun_session *s, int index, netrun_node_info *info) {

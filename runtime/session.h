@@ -231,6 +231,10 @@ struct netrun_session {
  * answer to their root's flag): takes the request and records the error. */
 netrun_status nr_check_cancel(netrun_session *s);
 
+/* For an op the graph passes make (domain com.netrun), the layout it works in ("nChw16c", "float16 NHWC"), which the
+ * kernel column carries since reports show the ONNX op it stands for; NULL for model ops. */
+const char *nr_internal_op_layout(const nr_node *nd);
+
 netrun_status nr_session_prepare(netrun_session *s);
 void nr_session_unprepare(netrun_session *s);
 netrun_status nr_session_execute(netrun_session *s);

@@ -44,6 +44,16 @@ def read(path):
         return f.read()
 
 
+def onnx_node_dir(pinned):
+    """The node tests shipped in the installed onnx wheel when it is the pinned one, else None."""
+    try:
+        import onnx
+    except ImportError:
+        return None
+    node = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node")
+    return node if onnx.__version__ == pinned else None
+
+
 def facts(netrun):
     """KEY -> value for every fact this build can compute."""
     out = {}
@@ -53,13 +63,12 @@ def facts(netrun):
     pinned = re.search(r"^onnx==(\S+)", read(os.path.join(ROOT, "tests", "requirements.txt")), re.M).group(1)
     out["onnx"] = pinned
     out["opset"] = re.search(r"nr_onnx_opset_max = (\d+);", read(os.path.join(ROOT, "layers", "op_inputs.c"))).group(1)
-    try:
-        import onnx
-        if onnx.__version__ == pinned:
-            node = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node")
+    # the node tests: in the wheel up to onnx 1.22, else where run_conformance.py wrote them for this build
+    build = os.path.dirname(os.path.dirname(os.path.abspath(netrun)))
+    for node in (os.path.join(build, "onnx-node-tests", "node-" + pinned), onnx_node_dir(pinned)):
+        if node and os.path.isdir(node) and os.listdir(node):
             out["node_tests"] = "{:,}".format(sum(1 for d in os.listdir(node) if d.startswith("test_")))
-    except ImportError:
-        pass
+            break
     for b in SHOWN_BACKENDS:
         p = os.path.join(ROOT, "tests", "conformance", "expected_%s.txt" % b)
         if os.path.exists(p):
