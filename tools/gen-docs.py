@@ -94,11 +94,12 @@ def matrix(netrun, committed):
             ops.append(op)
         if r["backend"] in built and r["supported"] == "1":
             types = ",".join(SHORT.get(t.strip(), t.strip()) for t in r["dtypes"].split(",") if t.strip())
-            cells[(op, r["backend"])] = types + ("<br>" + r["constraints"] if r["constraints"] else "")
+            cells[(op, r["backend"])] = (types + ("<br>" + r["constraints"] if r["constraints"] else "")).replace("|", "\\|")
     # columns of backends this build lacks (cuda without nvcc) come from the committed file
     old_cols, kept = [], set()
     for ln in committed.splitlines():
-        parts = [p.strip() for p in ln.strip().strip("|").split("|")] if ln.startswith("|") else []
+        # cells split on the '|' that are not escaped ('\|' inside a cell: "fmod 0\|1")
+        parts = [p.strip() for p in re.split(r"(?<!\\)\|", ln.strip()[1:-1])] if ln.startswith("|") else []
         if parts and parts[0] == "Op":
             old_cols = parts[1:]
         elif parts and old_cols and not set(parts[0]) <= {"-"}:

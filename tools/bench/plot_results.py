@@ -28,6 +28,8 @@ def caption(res):
         parts.append("netrun " + meta["netrun"])
     if meta.get("commit"):
         parts.append("commit " + meta["commit"])
+    if res.get("load"):  # cpu_bench.py records the load average: a loaded machine slows every engine
+        parts.append("load average %.1f" % res["load"][0])
     return ", ".join(str(p) for p in parts)
 
 
