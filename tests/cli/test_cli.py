@@ -498,6 +498,29 @@ def t_option_keys():
     check("no_such_folder" in r.stderr and "does not exist" in r.stderr, f"missing path entry not said: {r.stderr!r}")
 
 
+def t_metadata():
+    """What the file says about itself reaches the report: producer, opsets, doc string, metadata_props."""
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu0")]
+    g = helper.make_graph(nodes, "meta_graph", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], doc_string="graph doc")
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)],
+                          producer_name="meta-exporter", producer_version="4.5.6", doc_string="the model's doc",
+                          domain="org.example", model_version=7)
+    m.ir_version = 8
+    helper.set_model_props(m, {"author": "netrun tests", "license": "none"})
+    model = save_model(m, "meta.onnx")
+    r = run([model, "--iterations", "1", "--backend", "cpu"])
+    expect_rc(r, 0, "metadata model")
+    check("made by meta-exporter 4.5.6; opsets ai.onnx 17, ai.onnx.ml 3" in r.stdout, f"no metadata line:\n{r.stdout[:600]}")
+    r = run([model, "--iterations", "1", "--backend", "cpu", "--json", "-"])
+    rep = json.loads(r.stdout)["model"]
+    want = {"producer_name": "meta-exporter", "producer_version": "4.5.6", "domain": "org.example", "model_version": 7,
+            "ir_version": 8, "doc_string": "the model's doc", "graph_name": "meta_graph", "graph_doc_string": "graph doc",
+            "opsets": {"": 17, "ai.onnx.ml": 3}, "metadata_props": {"author": "netrun tests", "license": "none"}}
+    for k, v in want.items():
+        check(rep.get(k) == v, f"JSON model.{k} = {rep.get(k)!r}, want {v!r}")
+
+
 def onnx_light_model(name):
     """A model-zoo network shipped inside the pinned onnx wheel (onnx/backend/test/data/light), or None."""
     path = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light", name)
@@ -978,6 +1001,7 @@ SCENARIOS = {
     "progress_quiet": t_progress_quiet,
     "option_keys": t_option_keys,
     "report_summary": t_report_summary,
+    "metadata": t_metadata,
 }
 
 

@@ -312,6 +312,17 @@ void cli_report_text(FILE *f, const cli_result *r)
 
     fprintf(f, "Model: %s (%d nodes, netrun %s)\n", o->model_path, netrun_model_node_count(r->model),
             netrun_version());
+    netrun_model_metadata md;
+    if (netrun_model_get_metadata(r->model, &md) == NETRUN_OK && md.producer_name[0]) {
+        fprintf(f, "  made by %s%s%s; opsets", md.producer_name, md.producer_version[0] ? " " : "", md.producer_version);
+        for (int i = 0; i < netrun_model_opset_count(r->model); i++) {
+            const char *dom;
+            int64_t ver;
+            if (netrun_model_opset_get(r->model, i, &dom, &ver) == NETRUN_OK)
+                fprintf(f, "%s %s %" PRId64, i ? "," : "", dom[0] ? dom : "ai.onnx", ver);
+        }
+        fputc('\n', f);
+    }
     fprintf(f, "  inputs:\n");
     text_tensor_infos(f, r, 0);
     fprintf(f, "  outputs:\n");
@@ -494,6 +505,32 @@ static void json_report(cli_json *j, const cli_result *r)
     json_begin_object(j, "model");
     json_string(j, "path", o->model_path);
     json_int(j, "node_count", netrun_model_node_count(r->model));
+    netrun_model_metadata md;
+    if (netrun_model_get_metadata(r->model, &md) == NETRUN_OK) {
+        json_string(j, "producer_name", md.producer_name);
+        json_string(j, "producer_version", md.producer_version);
+        json_string(j, "domain", md.domain);
+        json_int(j, "model_version", md.model_version);
+        json_int(j, "ir_version", md.ir_version);
+        json_string(j, "doc_string", md.doc_string);
+        json_string(j, "graph_name", md.graph_name);
+        json_string(j, "graph_doc_string", md.graph_doc_string);
+    }
+    json_begin_object(j, "opsets"); /* {"": 17, "ai.onnx.ml": 3} */
+    for (int i = 0; i < netrun_model_opset_count(r->model); i++) {
+        const char *dom;
+        int64_t ver;
+        if (netrun_model_opset_get(r->model, i, &dom, &ver) == NETRUN_OK)
+            json_int(j, dom, ver);
+    }
+    json_end_object(j);
+    json_begin_object(j, "metadata_props");
+    for (int i = 0; i < netrun_model_metadata_prop_count(r->model); i++) {
+        const char *k, *v;
+        if (netrun_model_metadata_prop_get(r->model, i, &k, &v) == NETRUN_OK)
+            json_string(j, k, v);
+    }
+    json_end_object(j);
     for (int out = 0; out < 2; out++) {
         json_begin_array(j, out ? "outputs" : "inputs");
         int n = out ? netrun_model_output_count(r->model) : netrun_model_input_count(r->model);
