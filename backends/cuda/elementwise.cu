@@ -905,7 +905,10 @@ extern "C" netrun_status cuda_expand(cuda_context *ctx, size_t es, void *dst, co
 #define UN_UINTS (CUDA_DT(UINT8) | CUDA_DT(UINT16) | CUDA_DT(UINT32) | CUDA_DT(UINT64))
 #define UNARY_T(name, dtypes) {name, dtypes, "", unary_supports, unary_create, unary_run, NULL},
 #define UNARY(name) UNARY_T(name, UN_FLOATS)
-#define BINARY(name) {name, CUDA_ALL_DTYPES, "numpy broadcasting; integers wrap; integer x / 0 and x % 0 give 0", binary_supports, binary_create, binary_run, NULL},
+/* The support matrix's dtypes of each binary op, as binary_supports decides them. */
+#define BIN_NUM (UN_FLOATS | UN_SINTS | UN_UINTS)
+#define BINARY_T(name, dtypes) {name, dtypes, "numpy broadcasting; integers wrap; integer x / 0 and x % 0 give 0", binary_supports, binary_create, binary_run, NULL},
+#define BINARY(name) BINARY_T(name, BIN_NUM)
 
 extern "C" const cuda_op cuda_ops_elementwise[] = {
     UNARY_T("Relu", UN_FLOATS | UN_SINTS) UNARY_T("Neg", UN_FLOATS | UN_SINTS)
@@ -917,9 +920,12 @@ extern "C" const cuda_op cuda_ops_elementwise[] = {
     UNARY("Gelu") UNARY("Shrink") UNARY_T("Clip", UN_FLOATS | UN_SINTS | UN_UINTS) UNARY("Swish")
     UNARY_T("Not", CUDA_DT(BOOL)) UNARY_T("BitwiseNot", UN_SINTS | UN_UINTS) UNARY("IsInf")
     UNARY("IsNaN")
-    BINARY("Add") BINARY("Sub") BINARY("Mul") BINARY("Div") BINARY("Pow") BINARY("PRelu") BINARY("Equal")
-    BINARY("Less") BINARY("Greater") BINARY("LessOrEqual") BINARY("GreaterOrEqual") BINARY("And") BINARY("Or")
-    BINARY("Xor") BINARY("Sum") BINARY("Max") BINARY("Min") BINARY("Mean") BINARY("Mod") BINARY("BitShift")
-    BINARY("BitwiseAnd") BINARY("BitwiseOr") BINARY("BitwiseXor")
+    BINARY("Add") BINARY("Sub") BINARY("Mul") BINARY("Div")
+    BINARY_T("Pow", UN_FLOATS | CUDA_DT(INT32) | CUDA_DT(INT64)) BINARY("PRelu") BINARY_T("Equal", BIN_NUM | CUDA_DT(BOOL))
+    BINARY("Less") BINARY("Greater") BINARY("LessOrEqual") BINARY("GreaterOrEqual") BINARY_T("And", CUDA_DT(BOOL))
+    BINARY_T("Or", CUDA_DT(BOOL)) BINARY_T("Xor", CUDA_DT(BOOL)) BINARY("Sum") BINARY("Max") BINARY("Min")
+    BINARY_T("Mean", UN_FLOATS) BINARY("Mod") BINARY_T("BitShift", UN_UINTS)
+    BINARY_T("BitwiseAnd", UN_SINTS | UN_UINTS) BINARY_T("BitwiseOr", UN_SINTS | UN_UINTS)
+    BINARY_T("BitwiseXor", UN_SINTS | UN_UINTS)
     {"Where", CUDA_ALL_DTYPES, "bool condition; three-way broadcasting", where_supports, NULL, where_run, NULL},
     {NULL, 0, NULL, NULL, NULL, NULL, NULL}};
