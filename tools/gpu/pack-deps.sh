@@ -59,6 +59,7 @@ NODE=$(python3 "$ROOT/tests/conformance/run_conformance.py" --tool none --cache 
 if [ -n "$NODE" ] && [ -d "$NODE" ]; then
   tar -C "$(dirname "$NODE")" -czf "$ROOT/.deps/node-tests.tar.gz" --transform "s,^$(basename "$NODE"),node," \
     "$(basename "$NODE")"
+  echo "pack-deps: node tests of onnx $(python3 -c 'import onnx; print(onnx.__version__)' 2>/dev/null) from $NODE"
   ls -la "$ROOT/.deps/node-tests.tar.gz"
 fi
 ls -la "$ROOT/.deps/deps.tar.gz"
