@@ -458,6 +458,13 @@ static void test_log_and_option_keys(void) {
     netrun_options_destroy(o);
     netrun_set_log_callback(NULL, NULL, NETRUN_LOG_WARN);
     netrun_model_release(m);
+    /* backends by name: found and described without listing (loading) the others; an unknown name is -1 */
+    netrun_backend_info bi;
+    int k = netrun_backend_find("cpu", &bi);
+    CHECK(k >= 0 && bi.available && !strcmp(bi.name, "cpu"));
+    CHECK(netrun_backend_find("no-such-backend", NULL) == -1 && strstr(netrun_last_error(), "no-such-backend"));
+    netrun_backend_info bj;
+    CHECK(k >= 0 && netrun_backend_get_info(k, &bj) == NETRUN_OK && !strcmp(bj.name, "cpu"));
 }
 
 int main(void) {
