@@ -1,13 +1,14 @@
 # The Debian package: `cpack -G DEB` in the build folder writes netrun_<version>_<arch>.deb holding everything
-# `cmake --install` installs (tools, libnetrun, the backends, headers, CMake and pkg-config files).
+# `cmake --install` installs (the netrun tool, libnetrun, the backends, headers, CMake and pkg-config files) in
+# Debian's multiarch folders (/usr/lib/x86_64-linux-gnu); the template backend and the test tools are not installed.
 # Included from the top-level CMakeLists.txt after every target exists.
 set(CPACK_PACKAGE_NAME netrun)
 set(CPACK_PACKAGE_VENDOR "netrun")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "DNN inference runtime: ONNX models on CPU and GPU backend plugins")
 set(CPACK_PACKAGE_DESCRIPTION "netrun imports ONNX models and runs them on backend plugins (CPU; CUDA when \
-built with it). It ships the netrun and netrun-conformance tools, libnetrun with its C headers, CMake and \
-pkg-config files, and the backend plugins in /usr/lib/netrun/backends.")
+built with it). It ships the netrun tool, libnetrun with its C headers, CMake and pkg-config files, and the \
+backend plugins in /usr/lib/<multiarch>/netrun/backends.")
 set(CPACK_PACKAGE_CONTACT "netrun maintainers <netrun@localhost>")
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)

@@ -52,8 +52,17 @@ typedef enum netrun_status {
     NETRUN_ERR_BACKEND = 5,          /* a backend failed (driver error, kernel failure) */
     NETRUN_ERR_IO = 6,               /* a file could not be read */
     NETRUN_ERR_STATE = 7,            /* the call is not allowed now (e.g. output before run) */
-    NETRUN_ERR_INTERNAL = 8          /* a bug in netrun: please report it */
+    NETRUN_ERR_INTERNAL = 8,         /* a bug in netrun: please report it */
+    NETRUN_ERR_CANCELLED = 9         /* the run was cancelled (netrun_session_cancel) */
 } netrun_status;
+
+/* Levels of log lines (messages of the runtime and the backend plugins). */
+typedef enum netrun_log_level {
+    NETRUN_LOG_ERROR = 0,
+    NETRUN_LOG_WARN = 1,
+    NETRUN_LOG_INFO = 2,
+    NETRUN_LOG_DEBUG = 3
+} netrun_log_level;
 
 /* Element types. The numbers are ONNX's TensorProto.DataType numbers. */
 typedef enum netrun_dtype {
@@ -226,10 +235,24 @@ NETRUN_API const char *netrun_dtype_name(netrun_dtype dtype);
  * float4e2m1 in the low 4 bits), so their size is 1. */
 NETRUN_API size_t netrun_dtype_size(netrun_dtype dtype);
 
-/* Number of backend plugins found (loading them on first call). */
+/* Where log lines go. By default they are written to stderr ("netrun[cpu] warning: ...") up to the level named by
+ * the environment variable NETRUN_LOG_LEVEL (error, warn, info, debug; default warn). A callback replaces that:
+ * it receives every line up to max_level, with its source ("runtime", "loader", a backend's name) and the message
+ * without a trailing newline, on the thread that logged it (possibly several threads at once). fn NULL restores
+ * stderr (max_level then also applies); a max_level outside ERROR..DEBUG (e.g. -1) keeps the current level.
+ * Process-wide; set it before creating sessions. */
+typedef void (*netrun_log_fn)(void *user, netrun_log_level level, const char *source, const char *message);
+NETRUN_API void netrun_set_log_callback(netrun_log_fn fn, void *user, netrun_log_level max_level);
+
+/* Number of backend plugins found (loading and probing every one of them on first call). */
 NETRUN_API int netrun_backend_count(void);
 /* Describe backend number index (0 <= index < netrun_backend_count()). */
 NETRUN_API netrun_status netrun_backend_get_info(int index, netrun_backend_info *info);
+/* Describe the backend named `name` and give its index (>= 0), loading and probing only the plugins whose file
+ * carries that name (libnetrun-NAME.so): asking for "cpu" never maps the OpenCL or CUDA plugin. -1 with
+ * NETRUN_ERR_INVALID_ARGUMENT in netrun_last_error() when no plugin has that name (then every plugin was loaded to
+ * be sure). info may be NULL. */
+NETRUN_API int netrun_backend_find(const char *name, netrun_backend_info *info);
 /* Describe device `device` of backend `index` in one line into buf (name, memory, capabilities). */
 NETRUN_API netrun_status netrun_backend_device_describe(int index, int device, char *buf, size_t buf_size);
 
@@ -280,6 +303,28 @@ NETRUN_API netrun_status netrun_model_input_info(const netrun_model *model, int 
 NETRUN_API netrun_status netrun_model_output_info(const netrun_model *model, int index, netrun_tensor_info *info);
 /* Number of nodes in the main graph. */
 NETRUN_API int netrun_model_node_count(const netrun_model *model);
+
+/* What the model file says about itself. Strings are "" when the file leaves them out, and stay valid as long as
+ * the model. */
+typedef struct netrun_model_metadata {
+    const char *producer_name;     /* e.g. "pytorch" */
+    const char *producer_version;  /* e.g. "2.9.0" */
+    const char *domain;            /* the model's namespace, e.g. "ai.onnx.zoo" */
+    int64_t model_version;
+    int64_t ir_version;            /* ONNX IR version of the file */
+    const char *doc_string;        /* the model's documentation */
+    const char *graph_name;
+    const char *graph_doc_string;
+} netrun_model_metadata;
+NETRUN_API netrun_status netrun_model_get_metadata(const netrun_model *model, netrun_model_metadata *out);
+/* The opsets the model imports: count, and domain ("" = the default ONNX domain) and version of number index. */
+NETRUN_API int netrun_model_opset_count(const netrun_model *model);
+NETRUN_API netrun_status netrun_model_opset_get(const netrun_model *model, int index, const char **domain,
+                                                int64_t *version);
+/* The model's metadata_props (free key/value pairs exporters write): count, and key and value of number index. */
+NETRUN_API int netrun_model_metadata_prop_count(const netrun_model *model);
+NETRUN_API netrun_status netrun_model_metadata_prop_get(const netrun_model *model, int index, const char **key,
+                                                        const char **value);
 
 /* ---- session options ---- */
 
@@ -338,6 +383,12 @@ NETRUN_API netrun_status netrun_session_set_input(netrun_session *session, const
 NETRUN_API netrun_status netrun_session_prepare(netrun_session *session);
 /* Run the graph on the inputs set. */
 NETRUN_API netrun_status netrun_session_run(netrun_session *session);
+/* Ask the run in progress on another thread to stop: it returns NETRUN_ERR_CANCELLED soon after (checked between
+ * nodes, between the runs of a micro-batched plan and between Loop iterations; a node already running finishes
+ * first). When no run is in progress, the next run of the session is the one cancelled. The session stays usable:
+ * its next run starts afresh. Safe to call from any thread, and from a signal handler, at any time while the
+ * session exists. */
+NETRUN_API netrun_status netrun_session_cancel(netrun_session *session);
 /* Read output number index after a run (host memory owned by the session). */
 NETRUN_API netrun_status netrun_session_output(netrun_session *session, int index, netrun_tensor_view *out);
 /* Read an output by name. */

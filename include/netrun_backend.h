@@ -31,19 +31,14 @@ extern "C" {
 #endif
 
 #define NETRUN_ABI_MAJOR 1
-#define NETRUN_ABI_MINOR 7
+#define NETRUN_ABI_MINOR 8
 #define NETRUN_ABI_VERSION ((uint32_t)((NETRUN_ABI_MAJOR << 16) | NETRUN_ABI_MINOR))
 #define NETRUN_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 
 #define NETRUN_BACKEND_EXPORT __attribute__((visibility("default")))
 #define NETRUN_BACKEND_ENTRY_SYMBOL "netrun_backend_entry"
 
-typedef enum netrun_log_level {
-    NETRUN_LOG_ERROR = 0,
-    NETRUN_LOG_WARN = 1,
-    NETRUN_LOG_INFO = 2,
-    NETRUN_LOG_DEBUG = 3
-} netrun_log_level;
+/* netrun_log_level (NETRUN_LOG_ERROR ... NETRUN_LOG_DEBUG) is defined in netrun.h. */
 
 /* Services of the host, so that plugins never link the runtime. */
 typedef struct netrun_host_api {
@@ -133,6 +128,36 @@ typedef struct netrun_op_support {
 } netrun_op_support;
 
 #define NETRUN_DTYPE_BIT(t) (UINT64_C(1) << (t))
+
+/* A setting a backend reads through netrun_backend_config.get_option (ABI 1.8): the runtime refuses a key of the
+ * backend's prefix that its table does not list (a typo in --set cpu.winogard=0 is an error, with a suggestion).
+ * The kind says what values mean, for error messages, documentation and value checks. */
+typedef enum netrun_option_kind {
+    NETRUN_OPTION_BOOL = 0,    /* "0" or "1" */
+    NETRUN_OPTION_INT = 1,     /* a decimal integer */
+    NETRUN_OPTION_SIZE = 2,    /* bytes, optionally with a K/M/G suffix */
+    NETRUN_OPTION_ENUM = 3,    /* one of `values` ("heuristic|timed") */
+    NETRUN_OPTION_STRING = 4,  /* free text (a folder, a list) */
+    NETRUN_OPTION_DOUBLE = 5   /* a decimal number */
+} netrun_option_kind;
+
+typedef struct netrun_option_spec {
+    const char *key;           /* the whole key, prefix included: "cpu.winograd" */
+    netrun_option_kind kind;
+    const char *values;        /* ENUM: the values, '|'-separated; else NULL */
+    const char *help;          /* one line: what it changes and its default */
+} netrun_option_spec;
+
+/* Session-wide settings a backend honours (netrun_backend_api.uses, ABI 1.8): when no backend that runs a node of a
+ * session honours one that was set, the runtime says the setting has no effect on that run. */
+enum {
+    NETRUN_USES_PRECISION = 1u << 0,      /* netrun_options_set_precision */
+    NETRUN_USES_WORKSPACE = 1u << 1,      /* netrun_options_set_workspace (policy and cap) */
+    NETRUN_USES_DEVICE = 1u << 2,         /* netrun_options_set_device */
+    NETRUN_USES_DEVICE_MEMORY = 1u << 3,  /* netrun_options_set_device_memory_budget */
+    NETRUN_USES_THREADS = 1u << 4,        /* netrun_options_set_threads */
+    NETRUN_USES_DECLARED = 1u << 31       /* set with the others: the bits are a declaration (0 = none made) */
+};
 
 typedef struct netrun_backend_context netrun_backend_context;
 typedef struct netrun_kernel netrun_kernel;
@@ -231,6 +256,15 @@ typedef struct netrun_backend_api {
     netrun_status (*prefetch_from_host)(netrun_backend_context *ctx, void *buffer, size_t offset, const void *src,
                                         size_t bytes, int lane);
     netrun_status (*prefetch_wait)(netrun_backend_context *ctx, int lane);
+
+    /* ---- ABI 1.8 (optional; outside struct_size: keys of this backend's prefix are accepted unchecked, and every
+     * session-wide setting is taken as used) ----
+     * options: the keys this backend reads ("NAME.KEY"), ended by a row whose key is NULL; an empty table (just the
+     * NULL row) says it reads none, so any "NAME.*" key is refused; NULL: not declared, keys accepted unchecked.
+     * "NAME.graphs" need not be listed by a backend with graph capture: the runtime reads it.
+     * uses: NETRUN_USES_DECLARED | the NETRUN_USES_* bits of the settings it honours; 0: not declared. */
+    const netrun_option_spec *options;
+    uint32_t uses;
 } netrun_backend_api;
 
 typedef const netrun_backend_api *(*netrun_backend_entry_fn)(const netrun_host_api *host);

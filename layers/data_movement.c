@@ -434,8 +434,7 @@ static netrun_status s2d_infer(nr_layer_ctx *c, void *params) {
     netrun_space_depth_params *p = params;
     const netrun_value_desc *x = in0(c);
     if (x->rank != 4) return nr_layer_error(c, "input must be 4-D, it has rank %d", x->rank);
-    int64_t b = p->blocksize;
-    p->crd = 0;
+    int64_t b = p->blocksize; /* mode (opset 28): DCR or CRD, as DepthToSpace */
     if (x->dims[2] % b || x->dims[3] % b)
         return nr_layer_error(c, "spatial dims %lldx%lld not divisible by blocksize %lld", (long long)x->dims[2],
                               (long long)x->dims[3], (long long)b);

@@ -112,7 +112,6 @@ INFER_UNARY(infer_un_bool, M_BOOL, 0)
 INFER_UNARY(infer_un_float_to_bool, M_FLT, NETRUN_DTYPE_BOOL)
 INFER_BINARY(infer_bin_numeric, M_NUM, 0)
 INFER_BINARY(infer_bin_int, M_INT, 0)
-INFER_BINARY(infer_bin_uint, M_UINT, 0)
 INFER_BINARY(infer_cmp_numeric, M_NUM, 1)
 INFER_BINARY(infer_cmp_equal, M_NUM | M_BOOL, 1)
 INFER_BINARY(infer_logic, M_BOOL, 1)
@@ -193,11 +192,8 @@ static netrun_status parse_mod(nr_layer_ctx *c, void *pv) {
 }
 
 static netrun_status infer_mod(nr_layer_ctx *c, void *pv) {
-    const netrun_unary_params *p = pv;
-    TRY(infer_binary(c, M_NUM, 0));
-    if ((M_FLT & NETRUN_DTYPE_BIT(nr_in(c, 0)->dtype)) && p->alpha == 0)
-        return nr_layer_error(c, "floating-point inputs (%s) need fmod=1", netrun_dtype_name(nr_in(c, 0)->dtype));
-    return NETRUN_OK;
+    (void)pv; /* floats with fmod=0: floor modulo, defined from opset 28 and taken for older models too */
+    return infer_binary(c, M_NUM, 0);
 }
 
 static netrun_status parse_bitshift(nr_layer_ctx *c, void *pv) {
@@ -370,7 +366,7 @@ const nr_layer nr_layers_elementwise[] = {
     U(Div, 7, infer_bin_numeric) P(Mod, 10, parse_mod, infer_mod) U(Pow, 7, infer_pow)
     U(Equal, 7, infer_cmp_equal) U(Greater, 7, infer_cmp_numeric) U(GreaterOrEqual, 12, infer_cmp_numeric)
     U(Less, 7, infer_cmp_numeric) U(LessOrEqual, 12, infer_cmp_numeric) U(And, 7, infer_logic)
-    U(Or, 7, infer_logic) U(Xor, 7, infer_logic) P(BitShift, 11, parse_bitshift, infer_bin_uint)
+    U(Or, 7, infer_logic) U(Xor, 7, infer_logic) P(BitShift, 11, parse_bitshift, infer_bin_int)
     U(BitwiseAnd, 18, infer_bin_int) U(BitwiseOr, 18, infer_bin_int) U(BitwiseXor, 18, infer_bin_int)
     U(PRelu, 6, infer_prelu)
     /* variadic */

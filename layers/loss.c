@@ -247,11 +247,25 @@ static netrun_status same_float_infer(nr_layer_ctx *c, void *params) {
     return NETRUN_OK;
 }
 
+/* ---- SwiGLU (opset 28): Swish_alpha(A) * B, A and B of one shape (no broadcasting) ---- */
+
+static netrun_status swiglu_infer(nr_layer_ctx *c, void *params) {
+    (void)params;
+    TRY(nr_check_dtype(c, 0, NR_DTYPES_FLOAT));
+    TRY(nr_check_same_dtype(c, 0, 1));
+    const netrun_value_desc *a = nr_in(c, 0), *b = nr_in(c, 1);
+    if (a->rank != b->rank || memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)(a->rank > 0 ? a->rank : 0)))
+        return nr_layer_error(c, "A and B must have the same shape (SwiGLU does not broadcast)");
+    nr_out_set(c, 0, a->dtype, a->rank, a->dims);
+    return NETRUN_OK;
+}
+
 const nr_layer nr_layers_loss[] = {
     {"NegativeLogLikelihoodLoss", "", 12, sizeof(netrun_loss_params), loss_parse, nll_infer, 0},
     {"SoftmaxCrossEntropyLoss", "", 12, sizeof(netrun_loss_params), loss_parse, loss_infer, 0},
     {"Einsum", "", 12, sizeof(netrun_einsum_params), NULL, einsum_infer, 0},
     {"Det", "", 11, 0, NULL, det_infer, 0},
     {"Swish", "", 24, sizeof(netrun_unary_params), swish_parse, same_float_infer, 0},
+    {"SwiGLU", "", 28, sizeof(netrun_unary_params), swish_parse, swiglu_infer, 0},
     {0},
 };

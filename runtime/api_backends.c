@@ -17,10 +17,7 @@ static const nr_backend *backend_at(int index, const char *fn) {
     return b;
 }
 
-NETRUN_API netrun_status netrun_backend_get_info(int index, netrun_backend_info *info) {
-    if (!info) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_backend_get_info: info is NULL");
-    const nr_backend *b = backend_at(index, "netrun_backend_get_info");
-    if (!b) return NETRUN_ERR_INVALID_ARGUMENT;
+static void fill_info(const nr_backend *b, netrun_backend_info *info) {
     info->name = b->name;
     info->path = b->path;
     info->available = b->available;
@@ -28,7 +25,29 @@ NETRUN_API netrun_status netrun_backend_get_info(int index, netrun_backend_info 
     info->reason = b->available ? (b->summary ? b->summary : "") : (b->reason ? b->reason : "unavailable");
     info->device_count = b->available ? b->device_count : 0;
     info->is_gpu = b->api && (b->api->flags & NETRUN_BACKEND_GPU) != 0;
+}
+
+NETRUN_API netrun_status netrun_backend_get_info(int index, netrun_backend_info *info) {
+    if (!info) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_backend_get_info: info is NULL");
+    const nr_backend *b = backend_at(index, "netrun_backend_get_info");
+    if (!b) return NETRUN_ERR_INVALID_ARGUMENT;
+    fill_info(b, info);
     return NETRUN_OK;
+}
+
+NETRUN_API int netrun_backend_find(const char *name, netrun_backend_info *info) {
+    if (!name || !*name) {
+        nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_backend_find: empty name");
+        return -1;
+    }
+    const nr_backend *b = nr_backends_lookup(name); /* loads only libnetrun-NAME.so unless no file has the name */
+    int index = b ? nr_backends_index_of(b) : -1;
+    if (index < 0) {
+        nr_error(NETRUN_ERR_INVALID_ARGUMENT, "no backend plugin named '%s' was found", name);
+        return -1;
+    }
+    if (info) fill_info(b, info);
+    return index;
 }
 
 NETRUN_API netrun_status netrun_backend_device_describe(int index, int device, char *buf, size_t buf_size) {

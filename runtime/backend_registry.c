@@ -359,11 +359,13 @@ static void scan_folder(const char *dir) {
     nr_free(names);
 }
 
-/* An entry of NETRUN_BACKEND_PATH, or a default folder: a folder is scanned, a file loaded as given. */
-static void scan_entry(const char *entry) {
+/* An entry of NETRUN_BACKEND_PATH, or a default folder: a folder is scanned, a file loaded as given. A missing
+ * entry the user named (from_env) is a warning: a typo there would otherwise quietly leave a plugin out. */
+static void scan_entry(const char *entry, int from_env) {
     struct stat sb;
     if (!*entry || stat(entry, &sb) != 0) {
-        if (*entry) LOG(NETRUN_LOG_DEBUG, "backend path entry %s does not exist", entry);
+        if (*entry) LOG(from_env ? NETRUN_LOG_WARN : NETRUN_LOG_DEBUG, "%s entry %s does not exist",
+                        from_env ? "NETRUN_BACKEND_PATH" : "backend folder", entry);
         return;
     }
     if (S_ISDIR(sb.st_mode))
@@ -387,7 +389,7 @@ static char *dir_of(const char *path) {
 static void scan_joined(const char *dir, const char *rel) {
     char *p = join_path(dir, rel);
     if (!p) return;
-    scan_entry(p);
+    scan_entry(p, 0);
     nr_free(p);
 }
 
@@ -397,7 +399,7 @@ static void discover(void) {
         char *list = nr_strdup(env);
         if (list) {
             char *save = NULL;
-            for (char *tok = strtok_r(list, ":", &save); tok; tok = strtok_r(NULL, ":", &save)) scan_entry(tok);
+            for (char *tok = strtok_r(list, ":", &save); tok; tok = strtok_r(NULL, ":", &save)) scan_entry(tok, 1);
             nr_free(list);
         }
     }
@@ -426,7 +428,7 @@ static void discover(void) {
         exe[n] = 0;
         char *d = dir_of(exe);
         if (d) {
-            scan_entry(d);
+            scan_entry(d, 0);
             scan_joined(d, "../lib/" NETRUN_BACKEND_RELDIR);
             nr_free(d);
         }
@@ -506,3 +508,21 @@ const nr_backend *nr_backends_get(int index) {
 const nr_backend *nr_backends_find(const char *name) { return lookup(name, 1); }
 
 const nr_backend *nr_backends_lookup(const char *name) { return lookup(name, 0); }
+
+int nr_backends_name_found(const char *name) {
+    pthread_once(&discover_once, discover);
+    int found = 0;
+    pthread_mutex_lock(&load_mu);
+    for (int i = 0; i < n_backends && !found; i++) found = backends[i].name && !strcmp(backends[i].name, name);
+    for (int i = 0; i < n_cands && !found; i++) {
+        char *pn = plugin_name_of(cands[i]);
+        found = pn && !strcmp(pn, name);
+        nr_free(pn);
+    }
+    pthread_mutex_unlock(&load_mu);
+    return found;
+}
+
+int nr_backends_index_of(const nr_backend *b) {
+    return b && b >= backends && b < backends + n_backends ? (int)(b - backends) : -1;
+}

@@ -25,7 +25,12 @@ const nr_backend *nr_backends_get(int index);
 const nr_backend *nr_backends_find(const char *name);
 /* The backend of that name whether available or not (to report why), or NULL when no plugin has that name. */
 const nr_backend *nr_backends_lookup(const char *name);
+/* Index of an entry (for the public API's numbering), or -1. */
+int nr_backends_index_of(const nr_backend *b);
+/* Whether a plugin of that name was found (loaded or not, available or not), without loading any. */
+int nr_backends_name_found(const char *name);
 /* True when the api has the slot (it fits inside the plugin's struct_size and is not NULL). */
+#define NR_API_FITS(api, field) ((api)->struct_size >= offsetof(netrun_backend_api, field) + sizeof((api)->field))
 #define NR_API_HAS(api, slot) \
     ((api)->struct_size >= offsetof(netrun_backend_api, slot) + sizeof((api)->slot) && (api)->slot != NULL)
 

@@ -423,9 +423,21 @@ netrun_status nr_session_execute(netrun_session *s) {
     return finish_run(s);
 }
 
+netrun_status nr_check_cancel(netrun_session *s) {
+    netrun_session *top = s->root ? s->root : s;
+    if (!atomic_load_explicit(&top->cancel, memory_order_relaxed) || !atomic_exchange(&top->cancel, 0))
+        return NETRUN_OK;
+    /* queued device work finishes before the caller may touch the inputs or destroy the session */
+    for (int i = 0; i < s->n_slots; i++)
+        if (s->slots[i].ctx && s->slots[i].api->synchronize) s->slots[i].api->synchronize(s->slots[i].ctx);
+    return nr_error(NETRUN_ERR_CANCELLED, "the run was cancelled (netrun_session_cancel)");
+}
+
 static netrun_status run_steps(netrun_session *s, double run_start) {
     for (int k = 0; k < s->n_steps; k++) {
         const nr_step *step = &s->steps[k];
+        netrun_status cs = nr_check_cancel(s); /* one relaxed load a step while nobody cancels */
+        if (cs != NETRUN_OK) return cs;
         if (!s->profiling && s->step_seg && s->step_seg[k] >= 0) {
             nr_segment *sg = &s->segs[s->step_seg[k]];
             netrun_status st = run_segment(s, sg);

@@ -40,9 +40,29 @@ static const char *level_name(netrun_log_level level) {
     return "log";
 }
 
+/* netrun_set_log_callback: the embedder's sink, or NULL for stderr. Read under a lock so that a callback is never
+ * called with another's user pointer while it is being replaced. */
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static netrun_log_fn log_fn;
+static void *log_user;
+
+NETRUN_API void netrun_set_log_callback(netrun_log_fn fn, void *user, netrun_log_level max_level) {
+    pthread_once(&log_once, read_log_level);
+    pthread_mutex_lock(&log_mu);
+    log_fn = fn;
+    log_user = user;
+    if ((int)max_level >= (int)NETRUN_LOG_ERROR && (int)max_level <= (int)NETRUN_LOG_DEBUG) log_threshold = max_level;
+    pthread_mutex_unlock(&log_mu);
+}
+
 static void host_log(netrun_log_level level, const char *backend, const char *fmt, ...) {
     pthread_once(&log_once, read_log_level);
-    if ((int)level > (int)log_threshold || !fmt) return;
+    pthread_mutex_lock(&log_mu);
+    netrun_log_fn fn = log_fn;
+    void *user = log_user;
+    netrun_log_level threshold = log_threshold;
+    pthread_mutex_unlock(&log_mu);
+    if ((int)level > (int)threshold || !fmt) return;
     /* Format the whole line first so that concurrent threads do not interleave pieces of lines. */
     char line[1024];
     va_list ap;
@@ -51,6 +71,10 @@ static void host_log(netrun_log_level level, const char *backend, const char *fm
     va_end(ap);
     size_t n = strlen(line);
     while (n > 0 && line[n - 1] == '\n') line[--n] = 0;
+    if (fn) {
+        fn(user, level, backend && *backend ? backend : "?", line);
+        return;
+    }
     fprintf(stderr, "netrun[%s] %s: %s\n", backend && *backend ? backend : "?", level_name(level), line);
 }
 

@@ -203,6 +203,16 @@ void nr_model_ir_free(nr_model_ir *m) {
     for (int i = 0; i < m->n_opsets; i++) nr_free(m->opsets[i].domain);
     nr_free(m->opsets);
     nr_free(m->producer);
+    nr_free(m->producer_version);
+    nr_free(m->domain);
+    nr_free(m->doc_string);
+    nr_free(m->graph_doc_string);
+    for (int i = 0; i < m->n_props; i++) {
+        nr_free(m->prop_keys[i]);
+        nr_free(m->prop_values[i]);
+    }
+    nr_free(m->prop_keys);
+    nr_free(m->prop_values);
     for (int i = 0; i < m->n_mappings; i++)
         if (m->mappings[i].addr) munmap(m->mappings[i].addr, m->mappings[i].size);
     nr_free(m->mappings);

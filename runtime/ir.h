@@ -119,6 +119,11 @@ typedef struct nr_model_ir {
     nr_mapping *mappings;
     int n_mappings;
     int borrowed_graph;                  /* graph belongs to an attribute of an enclosing model */
+    /* what the file says about itself (netrun_model_get_metadata); NULL for subgraph models */
+    char *producer_version, *domain, *doc_string, *graph_doc_string;
+    int64_t model_version;
+    char **prop_keys, **prop_values;     /* metadata_props */
+    int n_props;
 } nr_model_ir;
 
 /* ---- building (used by importers); each returns NETRUN_OK or an error recorded with nr_error ---- */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "control_flow.h"
@@ -321,26 +322,36 @@ netrun_status netrun_model_load_ex(const char *path, const netrun_load_limits *u
         return nr_error(NETRUN_ERR_INVALID_MODEL, "'%s' has %zu bytes, over the limit of %zu", path, size,
                         user_limits->max_model_bytes);
     }
-    void *buf = nr_malloc(size ? size : 1);
-    if (!buf) {
-        fclose(f);
-        return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory reading '%s' (%zu bytes)", path, size);
+    /* The file is mapped, not read into a buffer: the importer drops its pages as it copies the weights out
+     * (nr_import_limits.data_is_file_mapping), so a model with inline weights never holds them twice. */
+    void *map = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fileno(f), 0) : MAP_FAILED;
+    void *buf = NULL;
+    if (map == MAP_FAILED) { /* an empty file, or a file system without mmap: read it */
+        buf = nr_malloc(size ? size : 1);
+        if (!buf) {
+            fclose(f);
+            return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory reading '%s' (%zu bytes)", path, size);
+        }
+        size_t got = fread(buf, 1, size, f);
+        if (got != size) {
+            fclose(f);
+            nr_free(buf);
+            return nr_error(NETRUN_ERR_IO, "cannot read '%s': got %zu of %zu bytes", path, got, size);
+        }
     }
-    size_t got = fread(buf, 1, size, f);
     fclose(f);
-    if (got != size) {
-        nr_free(buf);
-        return nr_error(NETRUN_ERR_IO, "cannot read '%s': got %zu of %zu bytes", path, got, size);
-    }
     char *dircopy = nr_strdup(path);
     if (!dircopy) {
-        nr_free(buf);
+        if (buf) nr_free(buf);
+        else munmap(map, size);
         return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
     }
     nr_import_limits limits = import_limits(user_limits);
+    limits.data_is_file_mapping = buf == NULL;
     nr_model_ir *ir = NULL;
-    netrun_status st = nr_onnx_import(buf, size, path, dirname(dircopy), &limits, &ir);
-    nr_free(buf);
+    netrun_status st = nr_onnx_import(buf ? buf : map, size, path, dirname(dircopy), &limits, &ir);
+    if (buf) nr_free(buf);
+    else munmap(map, size);
     nr_free(dircopy);
     if (st != NETRUN_OK) return st;
     return nr_model_from_ir(ir, path, out);
@@ -387,6 +398,50 @@ const char *netrun_status_string(netrun_status s) {
     case NETRUN_ERR_IO: return "i/o error";
     case NETRUN_ERR_STATE: return "call not allowed in this state";
     case NETRUN_ERR_INTERNAL: return "internal error";
+    case NETRUN_ERR_CANCELLED: return "cancelled";
     }
     return "unknown status";
+}
+
+/* ---- metadata: what the file says about itself ---- */
+
+static const char *or_empty(const char *s) { return s ? s : ""; }
+
+netrun_status netrun_model_get_metadata(const netrun_model *m, netrun_model_metadata *out) {
+    if (!m || !out) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_model_get_metadata: NULL model or out");
+    const nr_model_ir *ir = m->ir;
+    out->producer_name = or_empty(ir->producer);
+    out->producer_version = or_empty(ir->producer_version);
+    out->domain = or_empty(ir->domain);
+    out->model_version = ir->model_version;
+    out->ir_version = ir->ir_version;
+    out->doc_string = or_empty(ir->doc_string);
+    out->graph_name = or_empty(ir->graph ? ir->graph->name : NULL);
+    out->graph_doc_string = or_empty(ir->graph_doc_string);
+    return NETRUN_OK;
+}
+
+int netrun_model_opset_count(const netrun_model *m) { return m ? m->ir->n_opsets : 0; }
+
+netrun_status netrun_model_opset_get(const netrun_model *m, int index, const char **domain, int64_t *version) {
+    if (!m) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_model_opset_get: model is NULL");
+    if (index < 0 || index >= m->ir->n_opsets)
+        return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "opset index %d out of range (the model imports %d)", index,
+                        m->ir->n_opsets);
+    const char *d = or_empty(m->ir->opsets[index].domain);
+    if (domain) *domain = strcmp(d, "ai.onnx") ? d : "";
+    if (version) *version = m->ir->opsets[index].version;
+    return NETRUN_OK;
+}
+
+int netrun_model_metadata_prop_count(const netrun_model *m) { return m ? m->ir->n_props : 0; }
+
+netrun_status netrun_model_metadata_prop_get(const netrun_model *m, int index, const char **key, const char **value) {
+    if (!m) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_model_metadata_prop_get: model is NULL");
+    if (index < 0 || index >= m->ir->n_props)
+        return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "metadata_props index %d out of range (the model has %d)", index,
+                        m->ir->n_props);
+    if (key) *key = m->ir->prop_keys[index];
+    if (value) *value = m->ir->prop_values[index];
+    return NETRUN_OK;
 }

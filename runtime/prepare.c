@@ -493,8 +493,8 @@ static netrun_dtype guess_dtype(netrun_session *s, const nr_node *nd, int o) {
         if (!strcmp(nd->op_type, "ConstantOfShape") && !strcmp(at->name, "value") && at->t) return at->t->dtype;
     }
     if (!strcmp(nd->op_type, "ConstantOfShape")) return NETRUN_DTYPE_FLOAT;
-    /* CastLike takes the type of its second input */
-    if (!strcmp(nd->op_type, "CastLike") && nd->n_inputs > 1 && nd->inputs[1] >= 0)
+    /* CastLike takes the type of its second input, Where that of X (its first input is the bool condition) */
+    if ((!strcmp(nd->op_type, "CastLike") || !strcmp(nd->op_type, "Where")) && nd->n_inputs > 1 && nd->inputs[1] >= 0)
         return s->values[nd->inputs[1]].desc.dtype;
     for (int i = 0; i < nd->n_inputs; i++)
         if (nd->inputs[i] >= 0) return s->values[nd->inputs[i]].desc.dtype;
@@ -564,7 +564,8 @@ static netrun_status infer_all(netrun_session *s) {
             if (nd->inputs[i] >= 0 && !s->values[nd->inputs[i]].is_const) all_const = 0;
         if (all_const && try_fold(s, sn, cpu, &fold_ctx)) {
             sn->slot = -1;
-            sn->reason = nr_strdup("folded at prepare: all inputs are constant");
+            sn->reason = nr_strdup(shape_only ? "folded at prepare: its input's shape is known"
+                                              : "folded at prepare: all inputs are constant");
             s->stats.n_folded++;
             for (int o = 0; o < nd->n_outputs && st == NETRUN_OK; o++)
                 if (nd->outputs[o] >= 0) st = check_declared(s, nd, o);
@@ -985,7 +986,12 @@ static netrun_status init_backends(netrun_session *s) {
     netrun_backend_config cfg = make_config(s);
     for (int i = 0; i < s->n_slots; i++) {
         nr_slot *sl = &s->slots[i];
-        int needed = sl->n_nodes > 0 || (sl->domain != NR_HOST_DOMAIN && s->domain_slot[sl->domain] == i);
+        /* A backend that runs no node is not initialised: its device may not even exist (--device 1 with a
+         * one-device plugin in the default list). A device domain's owner is needed when any node runs there. */
+        int domain_used = 0;
+        for (int j = 0; j < s->n_slots; j++)
+            domain_used |= s->slots[j].domain == sl->domain && s->slots[j].n_nodes > 0;
+        int needed = sl->n_nodes > 0 || (sl->domain != NR_HOST_DOMAIN && s->domain_slot[sl->domain] == i && domain_used);
         if (!needed || sl->ctx) continue;
         nr_activity_set(s, NR_ACT_INIT_BACKEND, -1, i);
         netrun_status st = sl->api->context_create(&cfg, &sl->ctx);
@@ -1251,6 +1257,11 @@ static netrun_status create_kernels(netrun_session *s) {
             sl->api->kernel_describe(sl->ctx, sn->kernel, sn->kernel_name, sizeof sn->kernel_name) != NETRUN_OK)
             sn->kernel_name[0] = 0;
         sn->kernel_name[sizeof sn->kernel_name - 1] = 0;
+        const char *layout = nr_internal_op_layout(nd);
+        if (layout) {
+            size_t l = strlen(sn->kernel_name);
+            snprintf(sn->kernel_name + l, sizeof sn->kernel_name - l, "%s%s", l ? "; " : "", layout);
+        }
         if (sn->inplace) {
             size_t l = strlen(sn->kernel_name);
             snprintf(sn->kernel_name + l, sizeof sn->kernel_name - l, "%sin place", l ? "; " : "");
@@ -1367,6 +1378,7 @@ static netrun_status prepare_once(netrun_session *s) {
     if (st == NETRUN_OK) st = alloc_in_domain(s, NR_HOST_DOMAIN, s->host_arena_size, &s->host_arena);
     for (int dom = 1; st == NETRUN_OK && dom < s->n_domains; dom++) {
         nr_slot *sl = &s->slots[s->domain_slot[dom]];
+        if (!sl->ctx && !sl->arena_size) continue; /* no node runs in this domain */
         st = alloc_in_domain(s, dom, sl->arena_size, &sl->arena);
     }
     if (st == NETRUN_OK) st = upload_constants(s);
@@ -1384,6 +1396,7 @@ static netrun_status prepare_once(netrun_session *s) {
     s->ran_since_prepare = 0;
     s->stats.prepare_ms = nr_now_ms() - t0;
     s->stats.micro_batch = s->mb;
+    nr_options_note_unused(s);
     return NETRUN_OK;
 }
 

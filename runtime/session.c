@@ -40,6 +40,7 @@ netrun_status netrun_session_create(netrun_model *model, const netrun_options *o
     /* Check the backend list now so that a typo fails early; devices are touched only at prepare. */
     extern netrun_status nr_session_choose_backends(netrun_session * s);
     st = nr_session_choose_backends(s);
+    if (st == NETRUN_OK) st = nr_options_check_keys(s);
     if (st != NETRUN_OK) {
         netrun_session_destroy(s);
         return st;
@@ -289,6 +290,12 @@ netrun_status netrun_session_run(netrun_session *s) {
     return NETRUN_OK;
 }
 
+netrun_status netrun_session_cancel(netrun_session *s) {
+    if (!s) return NETRUN_ERR_INVALID_ARGUMENT; /* no message: this may run in a signal handler */
+    atomic_store(&s->cancel, 1);
+    return NETRUN_OK;
+}
+
 netrun_status netrun_session_output(netrun_session *s, int index, netrun_tensor_view *out) {
     if (!s || !out) return arg_error(s, "%s: NULL argument", "netrun_session_output");
     nr_graph *g = s->model->ir->graph;
@@ -334,6 +341,37 @@ netrun_status netrun_session_output_by_name(netrun_session *s, const char *name,
 
 int netrun_session_node_count(const netrun_session *s) { return s && s->prepared ? s->n_snodes : 0; }
 
+/* Nodes the graph passes insert or rewrite into netrun's own ops (domain com.netrun) are shown under the ONNX op
+ * they stand for, so that placements and profiles speak the model's language; the kernel column tells the rest. */
+static const struct {
+    const char *internal, *shown, *layout;
+} internal_ops[] = {
+    {"GlobalAveragePoolNCHWc", "GlobalAveragePool", "nChw16c"},
+    {"MulChannelNCHWc", "Mul", "nChw16c"},
+    {"ReorderNCHWc", "Reorder (layout)", "NCHW <-> nChw16c"},
+    {"GlobalAveragePoolNHWC", "GlobalAveragePool", "float16 NHWC"},
+    {"MulChannelNHWC", "Mul", "float16 NHWC"},
+    {"ConcatNHWC", "Concat", "float16 NHWC"},
+    {"ReorderNHWC", "Reorder (layout)", "float32 NCHW <-> float16 NHWC"},
+};
+
+static int internal_op(const nr_node *nd) {
+    if (strcmp(nd->domain, "com.netrun")) return -1;
+    for (int i = 0; i < (int)(sizeof internal_ops / sizeof internal_ops[0]); i++)
+        if (!strcmp(nd->op_type, internal_ops[i].internal)) return i;
+    return -1;
+}
+
+static const char *public_op_type(const nr_node *nd) {
+    int k = internal_op(nd);
+    return k >= 0 ? internal_ops[k].shown : nd->op_type;
+}
+
+const char *nr_internal_op_layout(const nr_node *nd) {
+    int k = internal_op(nd);
+    return k >= 0 ? internal_ops[k].layout : NULL;
+}
+
 netrun_status netrun_session_node_info(const netrun_session *s, int index, netrun_node_info *info) {
     if (!s || !info) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_session_node_info: NULL argument");
     if (!s->prepared) return nr_error(NETRUN_ERR_STATE, "the session is not prepared yet");
@@ -342,7 +380,7 @@ netrun_status netrun_session_node_info(const netrun_session *s, int index, netru
     const nr_snode *sn = &s->snodes[index];
     const nr_node *nd = &s->model->ir->graph->nodes[sn->node];
     info->name = nd->name;
-    info->op_type = nd->op_type;
+    info->op_type = public_op_type(nd);
     info->backend = sn->slot >= 0 ? s->slots[sn->slot].be->name : sn->slot == NR_SLOT_RUNTIME ? "runtime" : "const";
     info->reason = sn->reason ? sn->reason : "";
     info->kernel = sn->kernel_name;
@@ -391,7 +429,7 @@ netrun_status netrun_session_profile_get(const netrun_session *s, int index, net
         const nr_snode *sn = &s->snodes[p->snode];
         const nr_node *nd = &g->nodes[sn->node];
         ev->name = nd->name;
-        ev->op_type = nd->op_type;
+        ev->op_type = public_op_type(nd);
         ev->backend = sn->slot >= 0 ? s->slots[sn->slot].be->name : sn->slot == NR_SLOT_RUNTIME ? "runtime" : "const";
     } else {
         ev->name = g->values[p->value].name;

@@ -2,6 +2,8 @@
 #ifndef NR_SESSION_H
 #define NR_SESSION_H
 
+#include <stdatomic.h>
+
 #include "backend_registry.h"
 #include "model.h"
 
@@ -17,9 +19,14 @@ struct netrun_options {
     size_t device_memory_budget;
     char **keys, **values;
     int n_kv;
+    int keys_checked; /* option_keys.c: the keys were checked when the session was created (copied into sub-sessions) */
 };
 
 netrun_status nr_options_copy(netrun_options *dst, const netrun_options *src);
+/* option_keys.c: every key against the runtime's and the session's backends' tables (at session create); and,
+ * after placement, a note for each session-wide setting no backend running a node uses. */
+netrun_status nr_options_check_keys(netrun_session *s);
+void nr_options_note_unused(netrun_session *s);
 void nr_options_clear(netrun_options *o);
 const char *nr_options_get(const void *opaque, const char *key);
 
@@ -226,7 +233,17 @@ struct netrun_session {
     int mb_chunk;
     int mb_decided, mb_refused;
     char mb_note[256];
+    int noted_unused;              /* option_keys.c: settings without effect were reported */
+    atomic_int cancel;             /* netrun_session_cancel: set by any thread, taken by the run that stops */
 };
+
+/* The run stops here when netrun_session_cancel was called on the top session (sub-sessions of control flow
+ * answer to their root's flag): takes the request and records the error. */
+netrun_status nr_check_cancel(netrun_session *s);
+
+/* For an op the graph passes make (domain com.netrun), the layout it works in ("nChw16c", "float16 NHWC"), which the
+ * kernel column carries since reports show the ONNX op it stands for; NULL for model ops. */
+const char *nr_internal_op_layout(const nr_node *nd);
 
 netrun_status nr_session_prepare(netrun_session *s);
 void nr_session_unprepare(netrun_session *s);

@@ -5,12 +5,12 @@ cd "$(dirname "$0")/.."
 bash tools/setup-debian.sh --tests
 PY="$PWD/.venv/bin/python"
 jobs=$(nproc)
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DNETRUN_TRITON=ON -DPython3_EXECUTABLE="$PY" >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DNETRUN_TRITON=ON -DPython3_EXECUTABLE="$PY"
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
 if [ "${NETRUN_SKIP_SANITIZE:-0}" != 1 ]; then
   echo "== the same suite under AddressSanitizer + UndefinedBehaviorSanitizer =="
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DNETRUN_SANITIZE=ON -DNETRUN_TRITON=ON -DPython3_EXECUTABLE="$PY" >/dev/null
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DNETRUN_SANITIZE=ON -DNETRUN_TRITON=ON -DPython3_EXECUTABLE="$PY"
   cmake --build build-asan -j "$jobs"
   # intercept_tls_get_addr=0: gcc 12's sanitizer runtime misreads some dynamic TLS blocks and LeakSanitizer's
   # exit-time tracer then crashes ("Tracer caught signal 11", google/sanitizers#1322; see tests/fuzz/sanitizer_defaults.h).

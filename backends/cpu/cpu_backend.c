@@ -243,6 +243,30 @@ static size_t build_op_table(void) {
 
 int cpu_may_alias(const netrun_backend_config *config, const netrun_node_desc *node, int output, int input); /* inplace.c */
 
+/* The settings this backend reads (ABI 1.8): any other cpu.* key is refused by the runtime. cpu.nchwc and cpu.se_fold
+ * are read by the runtime's CPU layout pass on this backend's behalf. */
+static const netrun_option_spec cpu_options[] = {
+    {"cpu.winograd", NETRUN_OPTION_BOOL, NULL, "Winograd F(2x2, 3x3) for 3x3 stride-1 convs (default 1)"},
+    {"cpu.wino_min_tiles", NETRUN_OPTION_INT, NULL, "fewest tiles a thread for Winograd past L2 (default 16)"},
+    {"cpu.conv_wino", NETRUN_OPTION_BOOL, NULL, "own AVX-512 Winograd on nChw16c (default 1; 0: oneDNN's)"},
+    {"cpu.conv_s2", NETRUN_OPTION_BOOL, NULL, "own AVX-512 stride-2 direct convs on nChw16c (default 1)"},
+    {"cpu.conv1x1_blk", NETRUN_OPTION_BOOL, NULL, "own AVX-512 1x1 convs between plain and nChw16c (default 1)"},
+    {"cpu.conv1x1_plain", NETRUN_OPTION_BOOL, NULL, "own 1x1 convs on plain planes instead of sgemm (default 1)"},
+    {"cpu.conv1x1_bb", NETRUN_OPTION_BOOL, NULL, "1x1 blocked convs cut by pixels (default 1; 0: oneDNN)"},
+    {"cpu.conv1x1_yp2", NETRUN_OPTION_BOOL, NULL, "two output blocks per tile in 1x1 projections (default 1)"},
+    {"cpu.conv_gemv", NETRUN_OPTION_BOOL, NULL, "GEMV for 1x1 convs on 1x1 planes (default 1)"},
+    {"cpu.dnnl_images", NETRUN_OPTION_BOOL, NULL, "oneDNN convs handed out by image at large batch (default 1)"},
+    {"cpu.dnnl_swish", NETRUN_OPTION_BOOL, NULL, "oneDNN's swish post-op instead of own (default 0)"},
+    {"cpu.dw_tiled", NETRUN_OPTION_BOOL, NULL, "tiled depthwise kernel (default 1)"},
+    {"cpu.dw_split", NETRUN_OPTION_BOOL, NULL, "even/odd split rows for stride-2 depthwise (default 1)"},
+    {"cpu.pool_avx512", NETRUN_OPTION_BOOL, NULL, "AVX-512 MaxPool on nChw16c (default 1)"},
+    {"cpu.nchwc", NETRUN_OPTION_BOOL, NULL, "keep the nChw16c layout between CPU layers (default 1)"},
+    {"cpu.se_fold", NETRUN_OPTION_BOOL, NULL, "fold squeeze-excite scales into the next 1x1 conv (default 1)"},
+    {"cpu.spin_us", NETRUN_OPTION_INT, NULL, "microseconds idle workers spin before sleeping (default 2000)"},
+    {"cpu.spin_watch", NETRUN_OPTION_BOOL, NULL, "stop spinning while another process takes the cores (default 1)"},
+    {NULL, 0, NULL, NULL},
+};
+
 static netrun_backend_api api = {
     .abi_version = NETRUN_ABI_VERSION,
     .struct_size = sizeof(netrun_backend_api),
@@ -266,6 +290,8 @@ static netrun_backend_api api = {
     .synchronize = NULL,
     .kernel_describe = cpu_kernel_describe,
     .may_alias = cpu_may_alias,
+    .options = cpu_options,
+    .uses = NETRUN_USES_DECLARED | NETRUN_USES_THREADS,
 };
 
 NETRUN_BACKEND_EXPORT const netrun_backend_api *netrun_backend_entry(const netrun_host_api *host) {

@@ -685,7 +685,8 @@ static void d2s_rows(void *arg, int64_t rb, int64_t re) {
         int64_t oh_n = H / b, ow_n = W / b, oc_n = C * b * b;
         for (int64_t row = rb; row < re; row++) { /* row over (n, oc, oh) */
             int64_t oh = row % oh_n, t = row / oh_n, oc = t % oc_n, n = t / oc_n;
-            int64_t blk = oc / C, c = oc % C, i = blk / b, jj = blk % b;
+            /* DCR: output channel = block * C + c; CRD (opset 28): c * b * b + block */
+            int64_t blk = j->crd ? oc % (b * b) : oc / C, c = j->crd ? oc / (b * b) : oc % C, i = blk / b, jj = blk % b;
             const unsigned char *src = j->src + (size_t)((((n * C + c) * H + oh * b + i) * W) + jj) * es;
             copy_strided(j->dst + (size_t)(row * ow_n) * es, src, ow_n, es, b);
         }
@@ -749,6 +750,6 @@ const cpu_op cpu_ops_data_movement[] = {
     {"Transpose", NULL, CPU_ALL_DTYPES, "", NULL, NULL, run_transpose, NULL},
     {"Pad", NULL, CPU_ALL_DTYPES, "modes constant, reflect, edge, wrap", NULL, NULL, run_pad, NULL},
     {"DepthToSpace", NULL, CPU_ALL_DTYPES, "4-D", NULL, NULL, run_d2s, NULL},
-    {"SpaceToDepth", NULL, CPU_ALL_DTYPES, "4-D", NULL, NULL, run_s2d, NULL},
+    {"SpaceToDepth", NULL, CPU_ALL_DTYPES, "4-D; DCR and CRD", NULL, NULL, run_s2d, NULL},
     {0},
 };

@@ -191,6 +191,10 @@ T_UINT(UINT_HELPERS, ~)
 #define E_BXOR(T, WT) a ^ b
 #define E_SHL(T, WT) b >= 8 * sizeof(T) ? 0 : (T)((WT)a << b)
 #define E_SHR(T, WT) b >= 8 * sizeof(T) ? 0 : (T)(a >> b)
+/* signed (opset 28): shifted as two's complement, arithmetic right shift; a count < 0 or >= the width leaves
+ * what the sign extension alone gives (-1 for a negative X shifted right, else 0) */
+#define E_SHL_S(T, WT) (b < 0 || b >= (T)(8 * sizeof(T))) ? 0 : (T)((WT)a << b)
+#define E_SHR_S(T, WT) (b < 0 || b >= (T)(8 * sizeof(T))) ? (T)(a < 0 ? -1 : 0) : (T)(a >> b)
 #define E_PRELU(T, WT) a < 0 ? (T)((WT)a * (WT)b) : a
 #define E_FIRST(T, WT) ((void)b, a) /* PRelu on unsigned X: nothing is negative */
 #define E_FMODF(T, WT) _Generic(a, float: fmodf((float)a, (float)b), default: fmod((double)a, (double)b))
@@ -211,8 +215,12 @@ DEF_BIN(Xor, T_BOOL, OUT_BOOL, E_XOR)
 DEF_BIN(BitwiseAnd, T_INT, OUT_SAME, E_BAND)
 DEF_BIN(BitwiseOr, T_INT, OUT_SAME, E_BOR)
 DEF_BIN(BitwiseXor, T_INT, OUT_SAME, E_BXOR)
-DEF_BIN(ShiftLeft, T_UINT, OUT_SAME, E_SHL)
-DEF_BIN(ShiftRight, T_UINT, OUT_SAME, E_SHR)
+T_UINT(GEN_BIN, ShiftLeft, OUT_SAME, E_SHL)
+T_SINT(GEN_BIN, ShiftLeft, OUT_SAME, E_SHL_S)
+static const bin_fn ShiftLeft_tab[NDT] = {T_INT(TAB_BIN, ShiftLeft, OUT_SAME, ~)};
+T_UINT(GEN_BIN, ShiftRight, OUT_SAME, E_SHR)
+T_SINT(GEN_BIN, ShiftRight, OUT_SAME, E_SHR_S)
+static const bin_fn ShiftRight_tab[NDT] = {T_INT(TAB_BIN, ShiftRight, OUT_SAME, ~)};
 T_FLT_SINT(GEN_BIN, PRelu, OUT_SAME, E_PRELU)
 T_UINT(GEN_BIN, PRelu, OUT_SAME, E_FIRST)
 static const bin_fn PRelu_tab[NDT] = {T_NUM(TAB_BIN, PRelu, OUT_SAME, ~)};
@@ -223,15 +231,23 @@ static const bin_fn PRelu_tab[NDT] = {T_NUM(TAB_BIN, PRelu, OUT_SAME, ~)};
 #define GEN_IREM(S, T, WT, E, ...) BIN_LOOP(Fmod_##S, T, T, T, rem_##S(a, b, k))
 #define GEN_IMOD(S, T, WT, E, ...) BIN_LOOP(Mod_##S, T, T, T, mod_##S(a, b, k))
 #define GEN_FMOD(S, T, WT, E, ...) BIN_LOOP(Fmod_##S, T, T, T, E_FMODF(T, WT))
+/* float Mod with fmod=0 (opset 28): a - floor(a / b) * b, the sign of b; a zero result takes b's sign */
+static inline double py_fmod(double a, double b) {
+    double r = fmod(a, b);
+    if (r == 0) return copysign(0.0, b);
+    return (r < 0) != (b < 0) ? r + b : r;
+}
+#define GEN_FPYMOD(S, T, WT, E, ...) BIN_LOOP(Mod_##S, T, T, T, (T)py_fmod((double)a, (double)b))
 T_INT(GEN_IDIV, ~)
 T_FLT(GEN_FDIV, ~)
 T_INT(GEN_IREM, ~)
 T_INT(GEN_IMOD, ~)
 T_FLT(GEN_FMOD, ~)
+T_FLT(GEN_FPYMOD, ~)
 #define TAB_NAMED(S, T, WT, E, NAME) [E] = NAME##_##S,
 static const bin_fn Div_tab[NDT] = {T_NUM(TAB_NAMED, Div)};
 static const bin_fn Fmod_tab[NDT] = {T_NUM(TAB_NAMED, Fmod)};
-static const bin_fn Mod_tab[NDT] = {T_INT(TAB_NAMED, Mod) T_FLT(TAB_NAMED, Fmod)}; /* floats need fmod=1 */
+static const bin_fn Mod_tab[NDT] = {T_NUM(TAB_NAMED, Mod)};
 
 /* Pow: the exponent arrives converted to double; the result converts back to the base type with the same
  * defined float->int conversion as Cast. */
@@ -940,14 +956,14 @@ const cpu_op cpu_ops_elementwise[] = {
     OP(BitwiseNot, M_SINT | M_UINT, "") FOP(Swish)
     OP(Add, M_NUM, "numpy broadcasting") OP(Sub, M_NUM, "numpy broadcasting") OP(Mul, M_NUM, "numpy broadcasting")
     OP(Div, M_NUM, "numpy broadcasting; integer division truncates, division by zero is an error")
-    OP(Mod, M_NUM, "fmod 0|1 (floats need fmod=1); modulo by zero is an error")
+    OP(Mod, M_NUM, "fmod 0|1; integer modulo by zero is an error")
     OP(Pow, DT(FLOAT) | DT(DOUBLE) | DT(FLOAT16) | DT(BFLOAT16) | DT(INT32) | DT(INT64),
        "exponent of any numeric dtype")
     OP(Max, M_NUM, "variadic; NaN propagates") OP(Min, M_NUM, "variadic; NaN propagates")
     OP(Sum, M_FLT | M_SINT | M_UINT, "variadic") OP(Mean, M_FLT, "variadic")
     OP(Equal, M_ALL, "") OP(Greater, M_NUM, "") OP(GreaterOrEqual, M_NUM, "") OP(Less, M_NUM, "")
     OP(LessOrEqual, M_NUM, "") OP(And, DT(BOOL), "") OP(Or, DT(BOOL), "") OP(Xor, DT(BOOL), "")
-    OP(BitShift, M_UINT, "") OP(BitwiseAnd, M_SINT | M_UINT, "") OP(BitwiseOr, M_SINT | M_UINT, "")
+    OP(BitShift, M_SINT | M_UINT, "signed: arithmetic right shift") OP(BitwiseAnd, M_SINT | M_UINT, "") OP(BitwiseOr, M_SINT | M_UINT, "")
     OP(BitwiseXor, M_SINT | M_UINT, "")
     OP(Clip, M_NUM, "min/max from attributes, constants or run-time inputs")
     OP(PRelu, M_NUM, "slope broadcast to X") OP(Where, M_ALL, "X/Y of any fixed-size dtype")

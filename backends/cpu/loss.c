@@ -1,6 +1,7 @@
-/* CPU kernels: loss and small math ops (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Einsum, Det; Swish
- * is an elementwise.c loop). Floating-point work is done in double (float16/bfloat16 loaded and stored through float), integer
+/* CPU kernels: loss and small math ops (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Einsum, Det, SwiGLU;
+ * Swish is an elementwise.c loop). Floating-point work is done in double (float16/bfloat16 loaded and stored through float), integer
  * Einsum accumulates in int64 with wrap-around like the narrower type. */
+#include <math.h>
 #include <stdio.h>
 
 #include "cpu_internal.h"
@@ -297,6 +298,35 @@ static netrun_status run_det(cpu_context *ctx, void *state, const netrun_kernel_
     return NETRUN_OK;
 }
 
+/* SwiGLU: Y = A * sigmoid(alpha * A) * B, elementwise over A and B of one shape, in double for every float type
+ * (a gated activation next to two projections: the GEMMs dominate, this pass is memory-bound). */
+typedef struct swiglu_job {
+    netrun_dtype dt;
+    const void *a, *b;
+    void *y;
+    double alpha;
+} swiglu_job;
+
+static void swiglu_range(void *arg, int64_t begin, int64_t end) {
+    const swiglu_job *j = arg;
+    for (int64_t i = begin; i < end; i++) {
+        double a = cpu_load_f(j->a, j->dt, i);
+        cpu_store_f(j->y, j->dt, i, a / (1.0 + exp(-j->alpha * a)) * cpu_load_f(j->b, j->dt, i));
+    }
+}
+
+static netrun_status run_swiglu(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    (void)state;
+    const netrun_unary_params *p = args->params;
+    const netrun_tensor *A = &args->inputs[0], *B = &args->inputs[1];
+    int64_t n = cpu_count(&args->outputs[0]);
+    if (n != cpu_count(A) || n != cpu_count(B) || A->dtype != B->dtype || !is_float_dtype(A->dtype))
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "SwiGLU: A and B must be floats of one shape");
+    swiglu_job j = {A->dtype, A->data, B->data, args->outputs[0].data, p ? p->alpha : 1.0};
+    cpu_parallel_for(ctx, n, 4096, swiglu_range, &j);
+    return NETRUN_OK;
+}
+
 #define EINSUM_DTYPES (FLOAT_DTYPES | NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT32) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT64))
 
 const cpu_op cpu_ops_loss[] = {
@@ -305,5 +335,6 @@ const cpu_op cpu_ops_loss[] = {
     {"Einsum", NULL, EINSUM_DTYPES, "up to 8 operands; direct summation (no GEMM path)", einsum_supports, NULL,
      run_einsum, NULL},
     {"Det", NULL, FLOAT_DTYPES, "", NULL, NULL, run_det, NULL},
+    {"SwiGLU", NULL, FLOAT_DTYPES, "A and B of one shape", NULL, NULL, run_swiglu, NULL},
     {0},
 };

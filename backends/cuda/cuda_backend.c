@@ -709,6 +709,19 @@ static size_t build_op_table(void) {
 
 int cuda_may_alias(const netrun_backend_config *config, const netrun_node_desc *node, int output, int input); /* inplace.c */
 
+/* The settings this backend reads (ABI 1.8): any other cuda.* key (but cuda.graphs, the runtime's) is refused.
+ * cuda.fp16_regions is read by the runtime's float16 pass on this backend's behalf. */
+static const netrun_option_spec cuda_options[] = {
+    {"cuda.algo_search", NETRUN_OPTION_ENUM, "heuristic|timed", "cuDNN algorithm choice (default heuristic)"},
+    {"cuda.pinned", NETRUN_OPTION_BOOL, NULL, "page-locked staging and inputs (default 1)"},
+    {"cuda.fp16_regions", NETRUN_OPTION_BOOL, NULL, "float16 NHWC regions under --precision fp16 (default 1)"},
+    {"cuda.fp16_paths", NETRUN_OPTION_STRING, NULL, "float16 conv paths that may be timed (default nchw,nhwc)"},
+    {"cuda.fp16_lt", NETRUN_OPTION_BOOL, NULL, "cuBLASLt for float16 1x1 convs (default 1)"},
+    {"cuda.fp16_dw", NETRUN_OPTION_BOOL, NULL, "own float16 NHWC depthwise kernel (default 1)"},
+    {"cuda.fail_alloc_after", NETRUN_OPTION_INT, NULL, "test hook: fail device allocations after N"},
+    {NULL, 0, NULL, NULL},
+};
+
 static netrun_backend_api api = {
     .abi_version = NETRUN_ABI_VERSION,
     .struct_size = sizeof(netrun_backend_api),
@@ -741,6 +754,9 @@ static netrun_backend_api api = {
     .host_free = cuda_host_free,
     .prefetch_from_host = cuda_prefetch_from_host,
     .prefetch_wait = cuda_prefetch_wait,
+    .options = cuda_options,
+    .uses = NETRUN_USES_DECLARED | NETRUN_USES_PRECISION | NETRUN_USES_WORKSPACE | NETRUN_USES_DEVICE |
+            NETRUN_USES_DEVICE_MEMORY,
 };
 
 NETRUN_BACKEND_EXPORT const netrun_backend_api *netrun_backend_entry(const netrun_host_api *host) {

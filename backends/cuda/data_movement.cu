@@ -662,10 +662,10 @@ __global__ void d2s_k(const E *x, E *y, int64_t n, int64_t C, int64_t H, int64_t
             int64_t bh = h % b, bw = w % b, ih = h / b, iw = w / b;
             int64_t ic = crd ? c * b * b + bh * b + bw : (bh * b + bw) * oc + c;
             y[i] = x[((nn * C + ic) * H + ih) * W + iw];
-        } else { /* SpaceToDepth: out [N, C*b*b, H/b, W/b], DCR order */
+        } else { /* SpaceToDepth: out [N, C*b*b, H/b, W/b], DCR order (CRD: c * b * b + block) */
             int64_t oc = C * b * b, oh = H / b, ow = W / b;
             int64_t w = i % ow, h = (i / ow) % oh, c = (i / (ow * oh)) % oc, nn = i / (ow * oh * oc);
-            int64_t ic = c % C, blk = c / C, bh = blk / b, bw = blk % b;
+            int64_t ic = crd ? c / (b * b) : c % C, blk = crd ? c % (b * b) : c / C, bh = blk / b, bw = blk % b;
             y[i] = x[((nn * C + ic) * H + h * b + bh) * W + w * b + bw];
         }
     }
@@ -707,5 +707,5 @@ extern "C" const cuda_op cuda_ops_data_movement[] = {
      scatter_nd_run, cuda_flag_destroy},
     {"Pad", CUDA_ALL_DTYPES & ~CUDA_DT(BFLOAT16), "constant, reflect, edge, wrap", pad_supports, NULL, pad_run, NULL},
     {"DepthToSpace", CUDA_ALL_DTYPES, "4-D; DCR and CRD", NULL, d2s_create, d2s_run, NULL},
-    {"SpaceToDepth", CUDA_ALL_DTYPES, "4-D", NULL, d2s_create, d2s_run, NULL},
+    {"SpaceToDepth", CUDA_ALL_DTYPES, "4-D; DCR and CRD", NULL, d2s_create, d2s_run, NULL},
     {NULL, 0, NULL, NULL, NULL, NULL, NULL}};

@@ -647,6 +647,8 @@ static int binary_supports(const netrun_node_desc *node, char *reason, size_t si
     for (int i = 1; i < node->n_inputs; i++)
         if (node->inputs[i].rank >= 0 && node->inputs[i].dtype != t)
             return cuda_refuse(reason, size, "inputs of different dtypes");
+    if (e->op == B_MOD && dt_float(t) && (!node->params || ((const netrun_unary_params *)node->params)->alpha == 0))
+        return cuda_refuse(reason, size, "Mod on floats with fmod=0 (floor modulo) has no CUDA kernel");
     int ok;
     switch (e->op) {
     case B_AND: case B_OR: case B_XOR: ok = t == NETRUN_DTYPE_BOOL; break;
@@ -897,20 +899,33 @@ extern "C" netrun_status cuda_expand(cuda_context *ctx, size_t es, void *dst, co
     return cuda_check_launch("broadcast copy");
 }
 
-#define UNARY(name) {name, CUDA_FLOAT_DTYPES, "", unary_supports, unary_create, unary_run, NULL},
-#define BINARY(name) {name, CUDA_ALL_DTYPES, "numpy broadcasting; integers wrap; integer x / 0 and x % 0 give 0", binary_supports, binary_create, binary_run, NULL},
+/* The support matrix's dtypes of each unary op, as unary_supports decides them from un_table's types. */
+#define UN_FLOATS (CUDA_DT(FLOAT) | CUDA_DT(FLOAT16) | CUDA_DT(BFLOAT16) | CUDA_DT(DOUBLE))
+#define UN_SINTS (CUDA_DT(INT8) | CUDA_DT(INT16) | CUDA_DT(INT32) | CUDA_DT(INT64))
+#define UN_UINTS (CUDA_DT(UINT8) | CUDA_DT(UINT16) | CUDA_DT(UINT32) | CUDA_DT(UINT64))
+#define UNARY_T(name, dtypes) {name, dtypes, "", unary_supports, unary_create, unary_run, NULL},
+#define UNARY(name) UNARY_T(name, UN_FLOATS)
+/* The support matrix's dtypes of each binary op, as binary_supports decides them. */
+#define BIN_NUM (UN_FLOATS | UN_SINTS | UN_UINTS)
+#define BINARY_T(name, dtypes) {name, dtypes, "numpy broadcasting; integers wrap; integer x / 0 and x % 0 give 0", binary_supports, binary_create, binary_run, NULL},
+#define BINARY(name) BINARY_T(name, BIN_NUM)
 
 extern "C" const cuda_op cuda_ops_elementwise[] = {
-    UNARY("Relu") UNARY("Neg") UNARY("Abs") UNARY("Sign") UNARY("Sigmoid") UNARY("Tanh") UNARY("Erf") UNARY("Exp")
+    UNARY_T("Relu", UN_FLOATS | UN_SINTS) UNARY_T("Neg", UN_FLOATS | UN_SINTS)
+    UNARY_T("Abs", UN_FLOATS | UN_SINTS | UN_UINTS) UNARY_T("Sign", UN_FLOATS | UN_SINTS | UN_UINTS) UNARY("Sigmoid") UNARY("Tanh") UNARY("Erf") UNARY("Exp")
     UNARY("Log") UNARY("Sqrt") UNARY("Reciprocal") UNARY("Floor") UNARY("Ceil") UNARY("Round") UNARY("Sin")
     UNARY("Cos") UNARY("Tan") UNARY("Asin") UNARY("Acos") UNARY("Atan") UNARY("Sinh") UNARY("Cosh") UNARY("Asinh")
     UNARY("Acosh") UNARY("Atanh") UNARY("Softplus") UNARY("Softsign") UNARY("HardSwish") UNARY("Mish")
     UNARY("LeakyRelu") UNARY("Elu") UNARY("Selu") UNARY("Celu") UNARY("HardSigmoid") UNARY("ThresholdedRelu")
-    UNARY("Gelu") UNARY("Shrink") UNARY("Clip") UNARY("Swish") UNARY("Not") UNARY("BitwiseNot") UNARY("IsInf")
+    UNARY("Gelu") UNARY("Shrink") UNARY_T("Clip", UN_FLOATS | UN_SINTS | UN_UINTS) UNARY("Swish")
+    UNARY_T("Not", CUDA_DT(BOOL)) UNARY_T("BitwiseNot", UN_SINTS | UN_UINTS) UNARY("IsInf")
     UNARY("IsNaN")
-    BINARY("Add") BINARY("Sub") BINARY("Mul") BINARY("Div") BINARY("Pow") BINARY("PRelu") BINARY("Equal")
-    BINARY("Less") BINARY("Greater") BINARY("LessOrEqual") BINARY("GreaterOrEqual") BINARY("And") BINARY("Or")
-    BINARY("Xor") BINARY("Sum") BINARY("Max") BINARY("Min") BINARY("Mean") BINARY("Mod") BINARY("BitShift")
-    BINARY("BitwiseAnd") BINARY("BitwiseOr") BINARY("BitwiseXor")
+    BINARY("Add") BINARY("Sub") BINARY("Mul") BINARY("Div")
+    BINARY_T("Pow", UN_FLOATS | CUDA_DT(INT32) | CUDA_DT(INT64)) BINARY("PRelu") BINARY_T("Equal", BIN_NUM | CUDA_DT(BOOL))
+    BINARY("Less") BINARY("Greater") BINARY("LessOrEqual") BINARY("GreaterOrEqual") BINARY_T("And", CUDA_DT(BOOL))
+    BINARY_T("Or", CUDA_DT(BOOL)) BINARY_T("Xor", CUDA_DT(BOOL)) BINARY("Sum") BINARY("Max") BINARY("Min")
+    BINARY_T("Mean", UN_FLOATS) BINARY("Mod") BINARY_T("BitShift", UN_UINTS)
+    BINARY_T("BitwiseAnd", UN_SINTS | UN_UINTS) BINARY_T("BitwiseOr", UN_SINTS | UN_UINTS)
+    BINARY_T("BitwiseXor", UN_SINTS | UN_UINTS)
     {"Where", CUDA_ALL_DTYPES, "bool condition; three-way broadcasting", where_supports, NULL, where_run, NULL},
     {NULL, 0, NULL, NULL, NULL, NULL, NULL}};

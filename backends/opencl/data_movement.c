@@ -313,9 +313,14 @@ static netrun_status run_d2s(ocl_context *ctx, dm_state *s, const netrun_kernel_
         int64_t dcr[6] = {C * H * W, H * W, W, b * c2 * H * W, 1, c2 * H * W};
         memcpy(dims, d, sizeof d);
         memcpy(st, p->crd ? crd : dcr, sizeof st);
-    } else { /* y [N, b, b, C, H/b, W/b] */
+    } else if (!p->crd) { /* y [N, b, b, C, H/b, W/b] */
         int64_t d[6] = {N, b, b, C, H / b, W / b};
         int64_t t[6] = {C * H * W, W, 1, H * W, b * W, b};
+        memcpy(dims, d, sizeof d);
+        memcpy(st, t, sizeof st);
+    } else { /* CRD (opset 28): y [N, C, b, b, H/b, W/b] */
+        int64_t d[6] = {N, C, b, b, H / b, W / b};
+        int64_t t[6] = {C * H * W, H * W, W, 1, b * W, b};
         memcpy(dims, d, sizeof d);
         memcpy(st, t, sizeof st);
     }
@@ -554,7 +559,7 @@ static netrun_status dm_run(ocl_context *ctx, void *state, const netrun_kernel_a
 
 const ocl_op ocl_ops_data_movement[] = {
     OP("Transpose", ANY, "") OP("Slice", ANY, "") OP("Tile", ANY, "") OP("Concat", ANY, "") OP("Split", ANY, "")
-    OP("DepthToSpace", ANY, "4-D; DCR and CRD") OP("SpaceToDepth", ANY, "4-D")
+    OP("DepthToSpace", ANY, "4-D; DCR and CRD") OP("SpaceToDepth", ANY, "4-D; DCR and CRD")
     OP("Pad", ANY & ~OCL_DT(BFLOAT16), "constant, reflect, edge, wrap")
     OP("Gather", ANY, "int32/int64 indices") OP("GatherElements", ANY, "int32/int64 indices")
     OP("GatherND", ANY, "int32/int64 indices; batch_dims")

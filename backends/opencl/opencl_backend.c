@@ -872,6 +872,12 @@ static int ocl_may_alias(const netrun_backend_config *config, const netrun_node_
     return 0;
 }
 
+/* The settings this backend reads (ABI 1.8): any other opencl.* key is refused by the runtime. */
+static const netrun_option_spec ocl_options[] = {
+    {"opencl.cache_dir", NETRUN_OPTION_STRING, NULL, "folder of the compiled-program cache (\"\" turns it off)"},
+    {NULL, 0, NULL, NULL},
+};
+
 static netrun_backend_api api = {
     .abi_version = NETRUN_ABI_VERSION,
     .struct_size = sizeof(netrun_backend_api),
@@ -895,6 +901,8 @@ static netrun_backend_api api = {
     .synchronize = ocl_synchronize,
     .kernel_describe = ocl_kernel_describe,
     .may_alias = ocl_may_alias,
+    .options = ocl_options,
+    .uses = NETRUN_USES_DECLARED | NETRUN_USES_DEVICE | NETRUN_USES_WORKSPACE | NETRUN_USES_DEVICE_MEMORY,
 };
 
 NETRUN_BACKEND_EXPORT const netrun_backend_api *netrun_backend_entry(const netrun_host_api *host) {

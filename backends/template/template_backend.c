@@ -274,6 +274,12 @@ static void tpl_kernel_destroy(netrun_backend_context *ctx, netrun_kernel *kerne
  * same NETRUN_ABI_MAJOR and reads only slots inside struct_size, so new slots appended by later minors are
  * simply absent to an older host, and an older plugin's shorter table is fine for a newer host.
  * ---------------------------------------------------------------------------------------------------- */
+/* The settings this backend reads (ABI 1.8, optional): none, so the runtime refuses any template.* key. List yours
+ * here ({"NAME.key", NETRUN_OPTION_BOOL, NULL, "what it changes"}) and read them with config->get_option. */
+static const netrun_option_spec tpl_options[] = {
+    {NULL, 0, NULL, NULL},
+};
+
 static const netrun_backend_api api = {
     .abi_version = NETRUN_ABI_VERSION,
     .struct_size = sizeof(netrun_backend_api),
@@ -297,6 +303,9 @@ static const netrun_backend_api api = {
     .kernel_run = tpl_kernel_run,
     .kernel_destroy = tpl_kernel_destroy,
     .synchronize = NULL, /* optional: everything here finishes before kernel_run returns */
+    .options = tpl_options,
+    /* the session-wide settings it honours (only the device index: it has device 0) */
+    .uses = NETRUN_USES_DECLARED | NETRUN_USES_DEVICE,
 };
 
 /* The one exported symbol. Refuse (return NULL) a host of another ABI major: its table layout differs. The

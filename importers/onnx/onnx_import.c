@@ -39,6 +39,8 @@ typedef struct imp_ctx {
     size_t node_at;         /* where the innermost node's part of `where` starts */
     int pb_aligned;         /* protobuf unpacked with pb_alloc: big blocks are nr_aligned_alloc'd */
     int pb_oom;             /* pb_alloc failed: report out of memory rather than a bad file */
+    void *map_base;         /* limits.data_is_file_mapping: the mapping whose pages pb_alloc drops */
+    size_t map_size;
     size_t where_len;
 } imp_ctx;
 
@@ -175,8 +177,16 @@ static int scan_message(scan_state *s, const uint8_t *p, size_t len, const Proto
  * raw_data buffers can become tensor data without a second copy (nr_tensor_free uses nr_aligned_free). */
 #define PB_BIG 4096
 
+/* A block this large is a tensor's raw_data about to be copied out of the input: the moment to drop the pages of a
+ * file mapping read so far (see nr_import_limits.data_is_file_mapping). */
+#define PB_DROP ((size_t)1 << 20)
+
 static void *pb_alloc(void *data, size_t size) {
     imp_ctx *c = data;
+    /* Dropping the whole mapping is correct whatever protobuf-c reads next (a private, unwritten file mapping is
+     * read again from the file), and cheap: only pages still mapped are touched. The copy that follows faults in
+     * just its own source pages. */
+    if (c->map_base && size >= PB_DROP) madvise(c->map_base, c->map_size, MADV_DONTNEED);
     void *p = nr_aligned_alloc(size ? size : 1, size >= PB_BIG ? 64 : 16);
     if (!p) c->pb_oom = 1;
     return p;
@@ -1162,6 +1172,10 @@ netrun_status nr_onnx_import(const void *data, size_t size, const char *source, 
     if (size == 0) return imp_err(&c, NETRUN_ERR_INVALID_MODEL, "the model is empty (0 bytes)");
     if (data && size >= 6 && memcmp(data, "\x93NUMPY", 6) == 0)
         return imp_err(&c, NETRUN_ERR_INVALID_MODEL, "this is a NumPy .npy file, not an ONNX model");
+    if (c.limits.data_is_file_mapping) {
+        c.map_base = (void *)((uintptr_t)data & ~(uintptr_t)(sysconf(_SC_PAGESIZE) - 1)); /* mmap gives it aligned */
+        c.map_size = size + (size_t)((uintptr_t)data - (uintptr_t)c.map_base);
+    }
     Onnx__ModelProto *mp =
         (Onnx__ModelProto *)checked_unpack(&c, &onnx__model_proto__descriptor, data, size, "ONNX model");
     if (!mp) return c.pb_oom ? NETRUN_ERR_OUT_OF_MEMORY : NETRUN_ERR_INVALID_MODEL;
@@ -1178,7 +1192,27 @@ netrun_status nr_onnx_import(const void *data, size_t size, const char *source, 
     }
     m->ir_version = mp->has_ir_version ? mp->ir_version : 0;
     m->producer = nr_strdup(str_or_empty(mp->producer_name));
-    if (!m->producer) {
+    m->producer_version = nr_strdup(str_or_empty(mp->producer_version));
+    m->domain = nr_strdup(str_or_empty(mp->domain));
+    m->doc_string = nr_strdup(str_or_empty(mp->doc_string));
+    m->graph_doc_string = nr_strdup(str_or_empty(mp->graph->doc_string));
+    m->model_version = mp->has_model_version ? mp->model_version : 0;
+    if (mp->n_metadata_props && mp->n_metadata_props < INT_MAX / 2) {
+        m->prop_keys = nr_calloc(mp->n_metadata_props, sizeof *m->prop_keys);
+        m->prop_values = nr_calloc(mp->n_metadata_props, sizeof *m->prop_values);
+        for (size_t i = 0; m->prop_keys && m->prop_values && i < mp->n_metadata_props; i++) {
+            m->prop_keys[i] = nr_strdup(str_or_empty(mp->metadata_props[i]->key));
+            m->prop_values[i] = nr_strdup(str_or_empty(mp->metadata_props[i]->value));
+            m->n_props = (int)i + 1;
+            if (!m->prop_keys[i] || !m->prop_values[i]) break;
+        }
+        if (!m->prop_keys || !m->prop_values || m->n_props < (int)mp->n_metadata_props ||
+            !m->prop_keys[m->n_props - 1] || !m->prop_values[m->n_props - 1]) {
+            st = imp_err(&c, NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+            goto out;
+        }
+    }
+    if (!m->producer || !m->producer_version || !m->domain || !m->doc_string || !m->graph_doc_string) {
         st = imp_err(&c, NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
         goto out;
     }

@@ -7,9 +7,13 @@
 typedef struct nr_import_limits {
     size_t max_tensor_bytes;   /* largest single tensor (default 16 GiB) */
     int max_graph_depth;       /* deepest subgraph nesting (default 32) */
+    /* The data is a private read-only mmap of the model file: while decoding, its pages are dropped before each
+     * large tensor is copied out (they come back from the file if touched again), so that the file's bytes and
+     * the decoded weights are not both held in memory. */
+    int data_is_file_mapping;
 } nr_import_limits;
 
-#define NR_IMPORT_LIMITS_DEFAULT { (size_t)16 << 30, 32 }
+#define NR_IMPORT_LIMITS_DEFAULT { (size_t)16 << 30, 32, 0 }
 
 /* Parse a serialized ModelProto into IR. `source` names the model in messages (a path or "<memory>").
  * base_dir is the folder external data may be read from (NULL forbids external data); locations that escape

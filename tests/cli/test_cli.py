@@ -416,7 +416,11 @@ def t_fallback_listed():
     r = run([model, "--backend", "template,cpu", "--iterations", "1"])
     expect_rc(r, 0, "--backend template,cpu")
     check("not on template" in r.stdout, f"no fallback section:\n{r.stdout}")
-    check("matmul0 (MatMul) -> cpu:" in r.stdout, f"MatMul fallback not listed with its reason:\n{r.stdout}")
+    # the default report has one line per kind of fallback, with its count and reason
+    check(re.search(r"^\s+1 x MatMul -> cpu: fallback: template: .{4,}", r.stdout, re.M),
+          f"MatMul fallback not summarised with its reason:\n{r.stdout}")
+    r = run([model, "--backend", "template,cpu", "--iterations", "1", "-v"])
+    check("matmul0 (MatMul) -> cpu:" in r.stdout, f"-v: MatMul fallback not listed with its reason:\n{r.stdout}")
     line = [ln for ln in r.stdout.splitlines() if "matmul0 (MatMul)" in ln][0]
     check(len(line.split("-> cpu:", 1)[1].strip()) > 3, f"empty reason: {line!r}")
     r = run([model, "--backend", "template,cpu", "--iterations", "0", "--json", "-"])
@@ -435,6 +439,131 @@ def t_fallback_listed():
     # --check on something that is not a folder is a usage error before any run.
     r = run([model, "--check", os.path.join(WORK, "nofolder")])
     expect_rc(r, 2, "--check on a missing folder")
+
+
+def t_option_keys():
+    """Every --set key is checked against what the runtime and the session's backends read; settings that cannot
+    change the run say so; short flags bundle; --device 1 does not fail because of a backend that runs nothing."""
+    model, _ = mlp_model()
+    r = run([model, "--backend", "cpu", "--set", "cpu.winogard=0", "-q"])
+    expect_rc(r, 2, "--set cpu.winogard=0 (a typo)")
+    check("cpu.winogard" in r.stderr and "did you mean 'cpu.winograd'" in r.stderr, f"no suggestion: {r.stderr!r}")
+    r = run([model, "--set", "foo.bar=1", "-q"])
+    expect_rc(r, 2, "--set foo.bar=1")
+    check("unknown option 'foo.bar'" in r.stderr, f"foo.bar not named: {r.stderr!r}")
+    r = run([model, "--set", "memory.inplce=0", "-q"])
+    expect_rc(r, 2, "--set memory.inplce=0")
+    check("did you mean 'memory.inplace'" in r.stderr, f"no suggestion for a runtime key: {r.stderr!r}")
+    r = run([model, "--set", "noequals", "-q"])
+    expect_rc(r, 2, "--set without =")
+    r = run([model, "--backend", "cpu", "--set", "memory.inplace=0", "--set", "cpu.spin_us=0", "--iterations", "1"])
+    expect_rc(r, 0, "valid keys")
+    check("no effect" not in r.stderr, f"valid keys reported as having no effect: {r.stderr!r}")
+    # settings the CPU does not use: said once each, the run goes on
+    r = run([model, "--backend", "cpu", "--precision", "fp16", "--workspace-limit", "1M", "--iterations", "1"])
+    expect_rc(r, 0, "--precision fp16 --workspace-limit on the cpu")
+    check("precision fp16 has no effect" in r.stderr and "workspace policy and limit has no effect" in r.stderr,
+          f"no note for settings without effect: {r.stderr!r}")
+    r = run([model, "--backend", "cpu", "--precision", "fp16", "--iterations", "1", "-q"])
+    check(r.returncode == 0 and r.stderr == "", f"-q still printed: {r.stderr!r}")
+    r = run([model, "--backend", "cpu", "--set", "template.x=1", "--iterations", "1"])
+    expect_rc(r, 0, "a key of a backend the session does not use")
+    check("'template.x' has no effect: backend 'template' is not used" in r.stderr, f"no note: {r.stderr!r}")
+    r = run([model, "--backend", "template,cpu", "--set", "template.x=1", "-q"])
+    expect_rc(r, 2, "a key the template backend does not read")
+    check("backend 'template' reads no settings" in r.stderr, f"{r.stderr!r}")
+    # the default list holds one-device plugins (template): --device 1 runs, the CPU not caring
+    r = run([model, "--device", "1", "--iterations", "1"])
+    expect_rc(r, 0, "--device 1 with the default backend list")
+    check("device index has no effect" in r.stderr, f"no note for --device 1 on the cpu: {r.stderr!r}")
+    # getopt-style bundling
+    r = run([model, "-qv", "--iterations", "1"])
+    check(r.returncode == 0 and r.stdout == "", f"-qv: exit {r.returncode}, stdout {r.stdout[:200]!r}")
+    r = run([model, "-vq", "--iterations", "1"])
+    expect_rc(r, 0, "-vq")
+    r = run([model, "-qz"])
+    expect_rc(r, 2, "-qz")
+    check("'-z'" in r.stderr, f"unknown bundled flag not named: {r.stderr!r}")
+    # --no-cuda-graph without a CUDA plugin is a note, not a refused key
+    r = run(["--backends"])
+    if not any(ln.split()[:1] == ["cuda"] for ln in r.stdout.splitlines()):
+        r = run([model, "--no-cuda-graph", "--iterations", "1"])
+        expect_rc(r, 0, "--no-cuda-graph without cuda")
+        check("--no-cuda-graph has no effect" in r.stderr, f"{r.stderr!r}")
+    # a NETRUN_BACKEND_PATH entry that does not exist is said, not ignored
+    env = dict(os.environ)
+    env["NETRUN_BACKEND_PATH"] = env.get("NETRUN_BACKEND_PATH", "") + ":" + os.path.join(WORK, "no_such_folder")
+    r = run([model, "--backend", "cpu", "--iterations", "1"], env=env)
+    expect_rc(r, 0, "a missing NETRUN_BACKEND_PATH entry")
+    check("no_such_folder" in r.stderr and "does not exist" in r.stderr, f"missing path entry not said: {r.stderr!r}")
+
+
+def t_metadata():
+    """What the file says about itself reaches the report: producer, opsets, doc string, metadata_props."""
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu0")]
+    g = helper.make_graph(nodes, "meta_graph", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], doc_string="graph doc")
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)],
+                          producer_name="meta-exporter", producer_version="4.5.6", doc_string="the model's doc",
+                          domain="org.example", model_version=7)
+    m.ir_version = 8
+    helper.set_model_props(m, {"author": "netrun tests", "license": "none"})
+    model = save_model(m, "meta.onnx")
+    r = run([model, "--iterations", "1", "--backend", "cpu"])
+    expect_rc(r, 0, "metadata model")
+    check("made by meta-exporter 4.5.6; opsets ai.onnx 17, ai.onnx.ml 3" in r.stdout, f"no metadata line:\n{r.stdout[:600]}")
+    r = run([model, "--iterations", "1", "--backend", "cpu", "--json", "-"])
+    rep = json.loads(r.stdout)["model"]
+    want = {"producer_name": "meta-exporter", "producer_version": "4.5.6", "domain": "org.example", "model_version": 7,
+            "ir_version": 8, "doc_string": "the model's doc", "graph_name": "meta_graph", "graph_doc_string": "graph doc",
+            "opsets": {"": 17, "ai.onnx.ml": 3}, "metadata_props": {"author": "netrun tests", "license": "none"}}
+    for k, v in want.items():
+        check(rep.get(k) == v, f"JSON model.{k} = {rep.get(k)!r}, want {v!r}")
+
+
+def onnx_light_model(name):
+    """A model-zoo network shipped inside the pinned onnx wheel (onnx/backend/test/data/light), or None."""
+    path = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light", name)
+    return path if os.path.exists(path) else None
+
+
+def t_report_summary():
+    """The default report of a model-zoo network is short: constants folded at prepare are one count, other
+    placements one line per kind; -v keeps the detail; reports use public op names; Shape's reason is true."""
+    path = onnx_light_model("light_densenet121.onnx")
+    if not path:
+        print("  (light_densenet121.onnx not in this onnx wheel: summary not exercised)")
+    else:
+        r = run([path, "--backend", "cpu", "--iterations", "1", "--warmup", "0"], timeout=300)
+        expect_rc(r, 0, "densenet121")
+        lines = r.stdout.splitlines()
+        check(len(lines) < 40, f"default report has {len(lines)} lines:\n{r.stdout}")
+        check(re.search(r"^\s+\d{3,} folded to constants at prepare", r.stdout, re.M), f"no folded count:\n{r.stdout}")
+        check("-> const:" not in r.stdout, f"folded nodes listed one by one:\n{r.stdout}")
+        r = run([path, "--backend", "cpu", "--iterations", "1", "--warmup", "0", "-v"], timeout=300)
+        expect_rc(r, 0, "densenet121 -v")
+        check(len(r.stdout.splitlines()) > 1000 and "-> const: folded at prepare" in r.stdout, "-v lost the detail")
+        check("NCHWc" not in r.stdout, f"an internal op name leaked:\n{[ln for ln in r.stdout.splitlines() if 'NCHWc' in ln][:5]}")
+        r = run([path, "--backend", "cpu", "--iterations", "1", "--warmup", "0", "--profile"], timeout=300)
+        expect_rc(r, 0, "densenet121 --profile")
+        check("NCHWc" not in r.stdout.split("Profile", 1)[1].split("BY OP")[0].replace("nChw16c", ""),
+              "an internal op name in the profile")
+        check("..." not in "".join(ln.split()[3] for ln in r.stdout.split("Profile", 1)[1].splitlines()[2:6] if len(ln.split()) > 3),
+              "kernel names cut in the profile")
+    # Shape of a computed value: folded because its shape is known, not because its input is constant
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu0"),
+             helper.make_node("Shape", ["r"], ["s"], name="shape0"),
+             helper.make_node("Cast", ["s"], ["sf"], name="cast0", to=TensorProto.FLOAT),
+             helper.make_node("Add", ["r", "sf"], ["y"], name="add0")]
+    m = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])])
+    model = save_model(m, "shape_reason.onnx")
+    r = run([model, "--backend", "cpu", "--iterations", "1", "-v"])
+    expect_rc(r, 0, "Shape model")
+    line = [ln for ln in r.stdout.splitlines() if "shape0 (Shape) -> const" in ln]
+    check(line and "its input's shape is known" in line[0], f"Shape's reason: {line}")
+    line = [ln for ln in r.stdout.splitlines() if "cast0 (Cast) -> const" in ln]
+    check(line and "all inputs are constant" in line[0], f"Cast's reason: {line}")
 
 
 def t_unavailable_backend():
@@ -876,6 +1005,9 @@ SCENARIOS = {
     "duration_batch": t_duration_batch,
     "load_limits": t_load_limits,
     "progress_quiet": t_progress_quiet,
+    "option_keys": t_option_keys,
+    "report_summary": t_report_summary,
+    "metadata": t_metadata,
 }
 
 

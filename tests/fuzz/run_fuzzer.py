@@ -4,7 +4,7 @@
 usage: run_fuzzer.py --fuzzer PATH --kind importer|tensor [--seconds 60] [--work DIR] [--hostile DIR]
                      [-- extra libFuzzer flags]
 
-importer seeds: every model.onnx of the onnx wheel's node tests, plus the hostile corpus (--hostile).
+importer seeds: every model.onnx of the pinned onnx's node tests (--node-cache), plus the hostile corpus (--hostile).
 tensor seeds:   the input/output .pb files of the node tests, plus a few .npy files written here.
 The fuzzer stops at the first crash, sanitizer report, leak, timeout (10 s an input) or RSS past 4 GB;
 this script then prints the reproducer's path and exits 1. New coverage is kept in DIR/corpus, so
@@ -17,20 +17,22 @@ import subprocess
 import sys
 
 
-def node_dir():
+def node_dir(cache):
+    """The pinned onnx's node tests: the wheel's, or (onnx 1.23 on) written once into cache by run_conformance.py."""
     try:
-        import onnx
+        import onnx  # noqa: F401
     except ImportError:
         return None
-    d = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node")
-    return d if os.path.isdir(d) else None
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "conformance"))
+    import run_conformance
+    return run_conformance.node_test_dir(cache or os.path.join(os.getcwd(), "onnx-node-tests"))
 
 
-def make_seeds(kind, seeds, hostile):
+def make_seeds(kind, seeds, hostile, node_cache=None):
     os.makedirs(seeds, exist_ok=True)
     if os.listdir(seeds):
         return
-    nd = node_dir()
+    nd = node_dir(node_cache)
     if nd:
         for t in sorted(os.listdir(nd)):
             src = os.path.join(nd, t)
@@ -65,6 +67,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=60)
     ap.add_argument("--work", default="fuzz-work")
     ap.add_argument("--hostile")
+    ap.add_argument("--node-cache", help="where run_conformance.py writes the node tests when the wheel lacks them")
     ap.add_argument("extra", nargs="*")
     a = ap.parse_args()
     seeds = os.path.join(a.work, "seeds")
@@ -72,7 +75,7 @@ def main():
     artifacts = os.path.join(a.work, "artifacts") + os.sep
     os.makedirs(corpus, exist_ok=True)
     os.makedirs(artifacts, exist_ok=True)
-    make_seeds(a.kind, seeds, a.hostile)
+    make_seeds(a.kind, seeds, a.hostile, a.node_cache)
     env = dict(os.environ)
     # Huge allocations asked for by a model must come back as NULL (netrun reports out of memory), not
     # abort the fuzzer; real RSS growth is still capped by -rss_limit_mb.

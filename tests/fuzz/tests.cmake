@@ -63,14 +63,16 @@ if(_nr_fuzz_ok)
   endforeach()
   add_custom_target(netrun-fuzzers DEPENDS ${_fuzzers})
 
-  # Seeds: the ONNX node-test models and their .pb tensors (from the onnx wheel), plus the hostile corpus.
+  # Seeds: the ONNX node-test models and their .pb tensors (of the pinned onnx: tests/conformance/run_conformance.py),
+  # plus the hostile corpus.
   if(Python3_EXECUTABLE)
     add_test(NAME fuzz.build COMMAND ${CMAKE_COMMAND} --build ${CMAKE_BINARY_DIR} --target netrun-fuzzers)
     set_tests_properties(fuzz.build PROPERTIES TIMEOUT 3600 FIXTURES_SETUP netrun_fuzzers)
     foreach(h importer tensor)
       add_test(NAME fuzz.${h} COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/run_fuzzer.py
         --fuzzer ${NR_FUZZ_DIR}/bin/fuzz_${h} --kind ${h} --seconds ${NETRUN_FUZZ_SECONDS}
-        --work ${CMAKE_BINARY_DIR}/fuzz-work/${h} --hostile ${CMAKE_SOURCE_DIR}/tests/corpus/models)
+        --work ${CMAKE_BINARY_DIR}/fuzz-work/${h} --hostile ${CMAKE_SOURCE_DIR}/tests/corpus/models
+        --node-cache ${CMAKE_BINARY_DIR}/onnx-node-tests)
       set_tests_properties(fuzz.${h} PROPERTIES TIMEOUT 600 RUN_SERIAL ON FIXTURES_REQUIRED netrun_fuzzers)
     endforeach()
   endif()

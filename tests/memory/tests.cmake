@@ -5,3 +5,5 @@ netrun_binding_test(memory.inplace ${CMAKE_CURRENT_LIST_DIR}/test_inplace.py)
 # resident weights, in device graphs too, less device memory, and the out-of-memory degrade that ends in them.
 netrun_binding_test(memory.stream_weights ${CMAKE_CURRENT_LIST_DIR}/test_stream_weights.py
   --plugin $<TARGET_FILE:netrun-testplugin-fakedev>)
+# Loading a model with inline weights holds them once (the file is mapped and dropped as tensors are copied out).
+netrun_binding_test(memory.load_rss ${CMAKE_CURRENT_LIST_DIR}/test_load_rss.py)

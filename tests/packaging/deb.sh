@@ -44,11 +44,15 @@ dpkg-deb -c "$DEB" | awk '{print $6}' | sed 's|^\./|/|' >"$WORK/contents.txt"
 # the soname: the major, or 0.MINOR before 1.0 (see CMakeLists.txt)
 SOVER=${VERSION%%.*}
 [ "$SOVER" = 0 ] && SOVER=0.$(echo "$VERSION" | cut -d. -f2)
-for f in /usr/bin/netrun /usr/bin/netrun-conformance /usr/$LIBDIR/libnetrun.so.$SOVER \
+for f in /usr/bin/netrun /usr/$LIBDIR/libnetrun.so.$SOVER \
          /usr/$LIBDIR/netrun/backends/libnetrun-cpu.so /usr/include/netrun.h /usr/include/netrun_backend.h \
          /usr/include/netrun_ops.h /usr/$LIBDIR/cmake/netrun/netrunConfig.cmake /usr/$LIBDIR/pkgconfig/netrun.pc; do
   grep -qx "$f" "$WORK/contents.txt" || fail "not in the package: $f"
 done
+for f in /usr/bin/netrun-conformance /usr/$LIBDIR/netrun/backends/libnetrun-template.so; do
+  grep -qx "$f" "$WORK/contents.txt" && fail "in the package, but for developers and tests only: $f"
+done
+case "$LIBDIR" in lib/*-*) ok "multiarch libdir /usr/$LIBDIR" ;; *) echo "note: libdir /usr/$LIBDIR (not a multiarch folder)" ;; esac
 if dpkg-deb --ctrl-tarfile "$DEB" | tar -t 2>/dev/null | grep -q shlibs; then ok "package has a shlibs file"; fi
 
 # Extract (not install) and run the packaged netrun on the example model.

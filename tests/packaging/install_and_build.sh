@@ -34,22 +34,25 @@ SOVER=${VERSION%%.*}
 [ "$SOVER" = 0 ] && SOVER=0.$(echo "$VERSION" | cut -d. -f2)
 # ---- layout ----
 L="$LIBDIR"
-for f in bin/netrun bin/netrun-conformance $L/libnetrun.so $L/libnetrun.so.$SOVER \
+for f in bin/netrun $L/libnetrun.so $L/libnetrun.so.$SOVER \
          $L/libnetrun.so.$VERSION $L/netrun/backends/libnetrun-cpu.so include/netrun.h include/netrun_backend.h \
          include/netrun_ops.h $L/cmake/netrun/netrunConfig.cmake $L/cmake/netrun/netrunConfigVersion.cmake \
          $L/cmake/netrun/netrunTargets.cmake $L/pkgconfig/netrun.pc; do
   [ -e "$P/$f" ] || fail "not installed: $f"
 done
-# Every plugin built into the tree's backends folder is installed, and nothing else (the loader's broken test
-# plugins live in other folders and must stay out).
-built="$(cd "$BUILD/lib/netrun/backends" && ls libnetrun-*.so | sort)"
+# Every plugin built into the tree's backends folder is installed but the template (for plugin authors to copy),
+# and nothing else (the loader's broken test plugins live in other folders and must stay out); no test tool.
+for f in bin/netrun-conformance $L/netrun/backends/libnetrun-template.so; do
+  [ ! -e "$P/$f" ] || fail "installed, but for developers and tests only: $f"
+done
+built="$(cd "$BUILD/lib/netrun/backends" && ls libnetrun-*.so | grep -v '^libnetrun-template\.so$' | sort)"
 installed="$(cd "$P/$LIBDIR/netrun/backends" && ls libnetrun-*.so | sort)"
 [ "$built" = "$installed" ] && ok "backends installed: $(echo $installed)" \
   || fail "backends: built [$(echo $built)] but installed [$(echo $installed)]"
 if command -v readelf >/dev/null; then
   soname="$(readelf -d "$P/$LIBDIR/libnetrun.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')"
   [ "$soname" = "libnetrun.so.$SOVER" ] && ok "soname $soname" || fail "soname is '$soname'"
-  for t in netrun netrun-conformance; do
+  for t in netrun; do
     rp="$(readelf -d "$P/bin/$t" | sed -n 's/.*R\(UN\)\{0,1\}PATH.*\[\(.*\)\]/\2/p')"
     [ "$rp" = "\$ORIGIN/../$LIBDIR" ] && ok "$t RUNPATH $rp" || fail "$t RUNPATH is '$rp', expected \$ORIGIN/../$LIBDIR"
   done

@@ -588,7 +588,7 @@ static void test_bad_tensors(void) {
     CHECK_ERR(st, "conv1.weight", "overflow");
     /* over the size limit */
     t->dims[0] = 1 << 20, t->dims[1] = 1 << 12;
-    nr_import_limits lim = {1 << 20, 4};
+    nr_import_limits lim = {1 << 20, 4, 0};
     st = import_msg(m, NULL, &lim, &ir);
     CHECK_ERR(st, "conv1.weight", "limit");
     /* wrong typed field */

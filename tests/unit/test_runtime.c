@@ -347,7 +347,129 @@ static void test_concurrency(void) {
     netrun_model_release(m);
 }
 
+/* netrun_session_cancel: a cancel with no run in progress cancels the next run, the session then runs again; a cancel
+ * from another thread during a long run stops it (or, when the run won, the next one). */
+typedef struct canceller {
+    netrun_session *s;
+} canceller;
+
+static void *cancel_main(void *arg) {
+    canceller *c = arg;
+    char act[256];
+    for (int i = 0; i < 200000; i++) { /* wait until the run is under way, then cancel */
+        netrun_session_activity(c->s, act, sizeof act);
+        if (!strncmp(act, "running", 7)) break;
+    }
+    netrun_session_cancel(c->s);
+    return NULL;
+}
+
+static void test_cancel(void) {
+    int64_t d[2] = {512, 512};
+    nr_model_ir *ir = new_ir();
+    input(ir, "x", 2, d, NULL);
+    char prev[32] = "x", cur[32];
+    for (int i = 0; i < 400; i++) { /* a long chain: many steps between which the run looks at the flag */
+        snprintf(cur, sizeof cur, "v%d", i);
+        node1(ir, i % 2 ? "Sigmoid" : "Neg", prev, NULL, cur);
+        memcpy(prev, cur, sizeof prev);
+    }
+    output(ir, prev);
+    netrun_model *m = load(ir);
+    netrun_session *s = m ? session(m, "cpu", 0) : NULL;
+    CHECK(s != NULL);
+    if (!s) {
+        netrun_model_release(m);
+        return;
+    }
+    float *x = calloc(512 * 512, sizeof *x);
+    CHECK(netrun_session_set_input(s, "x", NETRUN_DTYPE_FLOAT, 2, d, x, 512 * 512 * sizeof *x) == NETRUN_OK);
+    CHECK(netrun_session_prepare(s) == NETRUN_OK);
+    CHECK(netrun_session_cancel(s) == NETRUN_OK);
+    CHECK(netrun_session_run(s) == NETRUN_ERR_CANCELLED);
+    CHECK(strstr(netrun_session_error(s), "cancelled") != NULL);
+    CHECK(netrun_session_run(s) == NETRUN_OK); /* the request was taken: the session runs again */
+    netrun_tensor_view out;
+    CHECK(netrun_session_output(s, 0, &out) == NETRUN_OK);
+    canceller c = {s};
+    pthread_t t;
+    pthread_create(&t, NULL, cancel_main, &c);
+    netrun_status first = netrun_session_run(s);
+    pthread_join(t, NULL);
+    CHECK(first == NETRUN_ERR_CANCELLED || (first == NETRUN_OK && netrun_session_run(s) == NETRUN_ERR_CANCELLED));
+    CHECK(netrun_session_run(s) == NETRUN_OK);
+    CHECK(netrun_session_cancel(NULL) == NETRUN_ERR_INVALID_ARGUMENT);
+    free(x);
+    netrun_session_destroy(s);
+    netrun_model_release(m);
+}
+
+/* netrun_set_log_callback receives the runtime's warnings (a setting without effect), with level and source. */
+typedef struct log_seen {
+    int n_warn;
+    char last[512];
+} log_seen;
+
+static void log_cb(void *user, netrun_log_level level, const char *source, const char *message) {
+    log_seen *ls = user;
+    if (level == NETRUN_LOG_WARN && !strcmp(source, "runtime")) {
+        ls->n_warn++;
+        snprintf(ls->last, sizeof ls->last, "%s", message);
+    }
+}
+
+static void test_log_and_option_keys(void) {
+    int64_t d[2] = {4, 4};
+    nr_model_ir *ir = new_ir();
+    input(ir, "x", 2, d, NULL);
+    node1(ir, "Relu", "x", NULL, "y");
+    output(ir, "y");
+    netrun_model *m = load(ir);
+    CHECK(m != NULL);
+    if (!m) return;
+    log_seen seen = {0, ""};
+    netrun_set_log_callback(log_cb, &seen, NETRUN_LOG_WARN);
+    netrun_options *o;
+    netrun_options_create(&o);
+    netrun_options_set_backends(o, "cpu");
+    netrun_options_set_precision(o, NETRUN_PRECISION_FP16);
+    netrun_session *s = NULL;
+    CHECK(netrun_session_create(m, o, &s) == NETRUN_OK);
+    CHECK(s && netrun_session_prepare(s) == NETRUN_OK);
+    CHECK(seen.n_warn == 1 && strstr(seen.last, "precision fp16 has no effect"));
+    netrun_session_destroy(s);
+    /* keys: a typo is refused with a suggestion, an unknown group too, a runtime key is accepted */
+    s = NULL;
+    CHECK(netrun_options_set(o, "memory.inplce", "0") == NETRUN_OK);
+    CHECK(netrun_session_create(m, o, &s) == NETRUN_ERR_INVALID_ARGUMENT && !s);
+    CHECK(strstr(netrun_last_error(), "did you mean 'memory.inplace'") != NULL);
+    netrun_options_destroy(o);
+    netrun_options_create(&o);
+    netrun_options_set_backends(o, "cpu");
+    CHECK(netrun_options_set(o, "nosuchgroup.key", "1") == NETRUN_OK);
+    CHECK(netrun_session_create(m, o, &s) == NETRUN_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(netrun_last_error(), "unknown option 'nosuchgroup.key'") != NULL);
+    netrun_options_destroy(o);
+    netrun_options_create(&o);
+    netrun_options_set_backends(o, "cpu");
+    CHECK(netrun_options_set(o, "memory.inplace", "0") == NETRUN_OK && netrun_options_set(o, "cpu.winograd", "1") == NETRUN_OK);
+    CHECK(netrun_session_create(m, o, &s) == NETRUN_OK);
+    netrun_session_destroy(s);
+    netrun_options_destroy(o);
+    netrun_set_log_callback(NULL, NULL, NETRUN_LOG_WARN);
+    netrun_model_release(m);
+    /* backends by name: found and described without listing (loading) the others; an unknown name is -1 */
+    netrun_backend_info bi;
+    int k = netrun_backend_find("cpu", &bi);
+    CHECK(k >= 0 && bi.available && !strcmp(bi.name, "cpu"));
+    CHECK(netrun_backend_find("no-such-backend", NULL) == -1 && strstr(netrun_last_error(), "no-such-backend"));
+    netrun_backend_info bj;
+    CHECK(k >= 0 && netrun_backend_get_info(k, &bj) == NETRUN_OK && !strcmp(bj.name, "cpu"));
+}
+
 int main(void) {
+    test_cancel();
+    test_log_and_option_keys();
     test_ir();
     test_graph_checks();
     test_run_and_placement();

@@ -20,6 +20,7 @@ within about a second). On a shared VM the speed of the cores changes over secon
 a paired ratio compares engines within a round, so it moves less from one run of the benchmark to the next.
 """
 import argparse
+import ctypes
 import glob
 import json
 import os
@@ -214,7 +215,12 @@ def main():
     print(f"# largest max abs diff vs ORT: {worst:.2e}" + (f"; above {args.tol}: {bad}" if bad else ""))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"cpu": cpu_model(), "load": load, "results": results}, f, indent=1)
+            lib = ctypes.CDLL(args.lib)
+            lib.netrun_version.restype = ctypes.c_char_p
+            meta = {"machine": "%s, %d cores" % (cpu_model(), os.cpu_count() or 0),
+                    "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                    "netrun": lib.netrun_version().decode(), "command": " ".join(sys.argv)}
+            json.dump({"meta": meta, "cpu": cpu_model(), "load": load, "results": results}, f, indent=1)
     return 1 if bad else 0
 
 

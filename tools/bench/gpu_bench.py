@@ -112,7 +112,7 @@ def run_netrun(a, model, batch, prec, iters, warmup, extra=(), outdir=None):
         fp16_nodes = sum(1 for line in p.stderr.splitlines() if "-> fp16" in line)
     cpu_nodes = sum(1 for n in nodes if n.get("backend") == "cpu")
     region_convs = sum(1 for n in nodes if "fp16 region" in (n.get("kernel") or ""))
-    converts = sum(1 for n in nodes if n.get("op") == "ReorderNHWC")
+    converts = sum(1 for n in nodes if n.get("op") == "Reorder (layout)" and "NHWC" in (n.get("kernel") or ""))
     return {
         "median_ms": t["latency_ms"]["median"], "throughput": batch * 1e3 / t["latency_ms"]["median"],
         "cold_ms": (t.get("load_ms") or 0) + (t.get("prepare_ms") or 0) + (t.get("first_run_ms") or 0),

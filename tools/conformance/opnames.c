@@ -1,4 +1,4 @@
-/* Names of the ONNX operators (ai.onnx, ai.onnx.ml, ai.onnx.preview.training) as of onnx 1.22, used only to
+/* Names of the ONNX operators (ai.onnx, ai.onnx.ml, ai.onnx.preview.training) as of onnx 1.23, used only to
  * name the op a node test exercises from its folder name (test_reduce_sum_keepdims -> ReduceSum). */
 #include "conformance.h"
 
@@ -30,7 +30,7 @@ const char *const conf_onnx_op_names[] = {
     "SequenceEmpty", "SequenceErase", "SequenceInsert", "SequenceLength", "SequenceMap", "Shape", "Shrink",
     "Sigmoid", "Sign", "Sin", "Sinh", "Size", "Slice", "Softmax", "SoftmaxCrossEntropyLoss", "Softplus",
     "Softsign", "SpaceToDepth", "Split", "SplitToSequence", "Sqrt", "Squeeze", "StringConcat",
-    "StringNormalizer", "StringSplit", "Sub", "Sum", "Swish", "Tan", "Tanh", "TensorScatter",
+    "StringNormalizer", "StringSplit", "Sub", "Sum", "SwiGLU", "Swish", "Tan", "Tanh", "TensorScatter",
     "TfIdfVectorizer", "ThresholdedRelu", "Tile", "TopK", "Transpose", "TreeEnsemble",
     "TreeEnsembleClassifier", "TreeEnsembleRegressor", "Trilu", "Unique", "Unsqueeze", "Upsample", "Where",
     "Xor", "ZipMap",

@@ -59,9 +59,13 @@ mkdir -p "$ROOT/.deps"
 tar -C "$STAGE" -czf "$ROOT/.deps/deps.tar.gz" usr
 # The ONNX node tests of this machine's onnx wheel (the GPU image's onnx may ship none, and the CPU
 # expectations were made with these): node-tests.tar.gz holds node/<test>/...
-NODE=$(python3 -c "import onnx,os;print(os.path.join(os.path.dirname(onnx.__file__),'backend/test/data/node'))" 2>/dev/null || true)
+# (from onnx 1.23 the wheel ships none: run_conformance.py writes them from onnx's test cases)
+NODE=$(python3 "$ROOT/tests/conformance/run_conformance.py" --tool none --cache "$ROOT/build/onnx-node-tests" \
+  --print-dir 2>/dev/null | tail -1 || true)
 if [ -n "$NODE" ] && [ -d "$NODE" ]; then
-  tar -C "$(dirname "$NODE")" -czf "$ROOT/.deps/node-tests.tar.gz" node
+  tar -C "$(dirname "$NODE")" -czf "$ROOT/.deps/node-tests.tar.gz" --transform "s,^$(basename "$NODE"),node," \
+    "$(basename "$NODE")"
+  echo "pack-deps: node tests of onnx $(python3 -c 'import onnx; print(onnx.__version__)' 2>/dev/null) from $NODE"
   ls -la "$ROOT/.deps/node-tests.tar.gz"
 fi
 ls -la "$ROOT/.deps/deps.tar.gz"

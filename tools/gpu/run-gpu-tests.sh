@@ -29,8 +29,8 @@
 #   the runtime-feature checks, CONC_RUNS runs per thread, BENCH_MODELS torchvision names), CONF_FILTER (regex for the conformance runs,
 #   default all tests), CONF_TIMEOUT_S (per conformance run, default 280), CONF_BACKENDS (default "cuda cuda,cpu"),
 #   COMPARE_TIMEOUT_S (default 1200), COMPARE_ARGS (more compare_backends.py
-#   arguments, e.g. "--family elementwise --filter Mod"), CUDA_ARCH (default 90), CMAKE_ARGS (more configure
-#   arguments, e.g. -DNETRUN_TRITON=ON for tools/gpu/run-triton-gpu.sh with NB=$BUILD).
+#   arguments, e.g. "--family elementwise --filter Mod"), CUDA_ARCH (default: CMake's, the GPUs nvidia-smi lists),
+#   CMAKE_ARGS (more configure arguments, e.g. -DNETRUN_TRITON=ON for tools/gpu/run-triton-gpu.sh with NB=$BUILD).
 # Without "build" in STAGES, BUILD must hold a build made elsewhere (e.g. carried: see tools/gpu/pack-build.sh);
 # libraries it needs that the machine lacks (CLBlast) go in $BUILD/lib/extra. The summary then says so: a carried
 # build is a shortcut, never the only check (its compiler and cuDNN headers are another machine's).
@@ -90,7 +90,7 @@ export NETRUN_BACKEND_PATH=$BUILD/lib/netrun/backends
 [ -d "$BUILD/lib/extra" ] && export LD_LIBRARY_PATH="$BUILD/lib/extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 if has build; then
-  say "== build ($BUILD, sm_${CUDA_ARCH:-90}, $JOBS jobs) from a clean clone of ${CLONE_FROM:-$REPO}"
+  say "== build ($BUILD, architectures ${CUDA_ARCH:-of this machine's GPUs}, $JOBS jobs) from a clean clone of ${CLONE_FROM:-$REPO}"
   t0=$(date +%s)
   rm -rf "$BUILD" && mkdir -p "$BUILD"
   if ! git clone -q "${CLONE_FROM:-$REPO}" "$BUILD/src" >"$OUT/build.log" 2>&1; then
@@ -101,7 +101,7 @@ if has build; then
   [ -n "$(git -C "$SRC_REPO" status --porcelain --untracked-files=no 2>/dev/null)" ] &&
     say "note: $SRC_REPO has uncommitted changes; they are not in this build"
   # shellcheck disable=SC2086
-  { cmake -S "$REPO" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
+  { cmake -S "$REPO" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CUDA_ARCH:+-DCMAKE_CUDA_ARCHITECTURES=$CUDA_ARCH} \
       $CUDNN_ARG ${CMAKE_ARGS:-} && ninja -C "$BUILD" -k 0 -j "$JOBS"; } >>"$OUT/build.log" 2>&1
   rc=$?
   # a target of another backend failing (e.g. opencl) need not stop the CUDA checks

@@ -211,6 +211,8 @@ int cli_report_json(const char *path, const cli_result *r);
 void cli_format_info_shape(char *buf, size_t size, const netrun_tensor_info *declared,
                            const netrun_tensor_info *actual);
 void cli_format_dims(char *buf, size_t size, int rank, const int64_t *dims);
+/* s clipped to width characters by cutting its middle (both ends stay readable). */
+void cli_clip_middle(char *buf, size_t size, const char *s, int width);
 
 
 #endif

@@ -46,7 +46,32 @@ double cli_now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* Lines the library logs (warnings such as "option 'x' has no effect") go to stderr like the CLI's own notes, and
+ * like them are silenced by -q; errors always show. */
+static void cli_log(void *user, netrun_log_level level, const char *source, const char *message)
+{
+    (void)user;
+    if (g_quiet && level != NETRUN_LOG_ERROR)
+        return;
+    static const char *const names[] = {"error", "warning", "info", "debug"};
+    fprintf(stderr, "netrun: %s: %s%s%s\n", names[level <= NETRUN_LOG_DEBUG ? level : NETRUN_LOG_DEBUG],
+            strcmp(source, "runtime") ? source : "", strcmp(source, "runtime") ? ": " : "", message);
+}
+
 /* ---- help ---- */
+
+/* --image and its companions exist only when the CLI was built with stb_image (Debian libstb-dev). */
+static const char help_image[] =
+        "Image inputs (decoded with stb_image: JPEG, PNG, BMP, GIF, PNM, TGA, PSD, HDR):\n"
+        "  --image NAME=FILE         fill input NAME (rank 4) from an image, copied over the batch\n"
+        "  --size WxH                resize to W x H (default: the input's fixed H and W)\n"
+        "  --crop                    keep the aspect ratio: resize so the image covers WxH, then center crop\n"
+        "                            (OpenCV blobFromImage's crop=true); without it the image is stretched\n"
+        "  --mean R,G,B              subtracted from each channel (0-255 scale) before --scale\n"
+        "  --scale S                 multiply after the mean (default 1; e.g. 0.00392 for [0, 1])\n"
+        "  --swap-rb                 feed BGR instead of RGB\n"
+        "  --layout nchw|nhwc        layout of the input (default: guessed from where the 1/3/4 channels are)\n"
+        "\n";
 
 static void print_help(FILE *f)
 {
@@ -87,17 +112,11 @@ static void print_help(FILE *f)
         "  --seed N                  seed of the random inputs (default 0). Random data: floats uniform\n"
         "                            in [-1, 1), integers in [0, 10), bool 0/1. Symbolic dims not set\n"
         "                            default to 1 (with a note on stderr)\n"
-        "\n"
-        "Image inputs (decoded with stb_image: JPEG, PNG, BMP, GIF, PNM, TGA, PSD, HDR):\n"
-        "  --image NAME=FILE         fill input NAME (rank 4) from an image, copied over the batch\n"
-        "  --size WxH                resize to W x H (default: the input's fixed H and W)\n"
-        "  --crop                    keep the aspect ratio: resize so the image covers WxH, then center crop\n"
-        "                            (OpenCV blobFromImage's crop=true); without it the image is stretched\n"
-        "  --mean R,G,B              subtracted from each channel (0-255 scale) before --scale\n"
-        "  --scale S                 multiply after the mean (default 1; e.g. 0.00392 for [0, 1])\n"
-        "  --swap-rb                 feed BGR instead of RGB\n"
-        "  --layout nchw|nhwc        layout of the input (default: guessed from where the 1/3/4 channels are)\n"
-        "\n"
+        "\n",
+        f);
+    if (cli_image_supported())
+        fputs(help_image, f);
+    fputs(
         "Outputs and checks:\n"
         "  --output-dir DIR          write each output as DIR/NAME.npy ('/' in names becomes '_')\n"
         "  --check DIR               compare outputs with DIR/NAME.npy or DIR/output_K.pb (K = output index)\n"
@@ -141,8 +160,6 @@ static void print_help(FILE *f)
         "  netrun resnet50.onnx\n"
         "  netrun resnet50.onnx --backend cuda --strict --precision fp16 --iterations 100\n"
         "  netrun resnet50.onnx --profile --profile-json trace.json --duration 10\n"
-        "  netrun resnet50.onnx --image data=cat.jpg --size 224x224 --crop --mean 123.7,116.3,103.5 \\\n"
-        "         --scale 0.0171 --output-dir out/\n"
         "  netrun bert.onnx --batch 8 --dim seq=128 --json report.json\n"
         "  netrun net.onnx --backend cpu --input x=x.npy --output-dir out/\n"
         "  netrun net.onnx --input x=test_data_set_0/input_0.pb --check test_data_set_0\n"
@@ -150,6 +167,10 @@ static void print_help(FILE *f)
         "  netrun net.onnx --backend template,cpu --dot placed.dot && dot -Tsvg placed.dot -o placed.svg\n"
         "  netrun --support-matrix --format md > support.md\n",
         f);
+    if (cli_image_supported())
+        fputs("  netrun resnet50.onnx --image data=cat.jpg --size 224x224 --crop --mean 123.7,116.3,103.5 \\\n"
+              "         --scale 0.0171 --output-dir out/\n",
+              f);
 }
 
 /* ---- option parsing ---- */
@@ -221,6 +242,17 @@ typedef struct extra_opts {
     size_t device_memory; /* --device-memory (0 = none) */
 } extra_opts;
 
+/* The CUDA shorthands (--no-cuda-graph, --algo-search) set a cuda.* key; on a machine without the CUDA plugin that
+ * key would be refused, so they say they have no effect instead. */
+static int add_cuda_kv(const char *opt, const char *kv, extra_opts *x)
+{
+    if (netrun_backend_find("cuda", NULL) < 0) {
+        cli_note(NULL, "%s has no effect: no cuda backend was found (netrun --backends)", opt);
+        return 0;
+    }
+    return add_kv(opt, kv, &x->settings, &x->n_settings);
+}
+
 /* Parse argv into o. Returns 0, or an exit code (usage error). */
 static int parse_args(int argc, char **argv, cli_opts *o, extra_opts *x)
 {
@@ -237,6 +269,22 @@ static int parse_args(int argc, char **argv, cli_opts *o, extra_opts *x)
         }
         if (strcmp(a, "--") == 0) {
             only_positional = 1;
+            continue;
+        }
+        /* Bundled short flags, getopt style: -qv is -q -v. */
+        if (a[1] != '-' && a[1] && a[2]) {
+            for (const char *c = a + 1; *c; c++) {
+                if (*c == 'h')
+                    x->show_help = 1;
+                else if (*c == 'q')
+                    o->quiet = 1;
+                else if (*c == 'v')
+                    o->verbose = 1;
+                else {
+                    cli_error("unknown option '-%c' in '%s' (short flags: -h, -q, -v; see netrun --help)", *c, a);
+                    return CLI_EXIT_USAGE;
+                }
+            }
             continue;
         }
         /* Split "--opt=value". */
@@ -285,12 +333,15 @@ static int parse_args(int argc, char **argv, cli_opts *o, extra_opts *x)
                 o->explain = 1;
             else if (!strcmp(name, "--support-matrix"))
                 o->support_matrix = 1;
-            else if (!strcmp(name, "--swap-rb"))
+            else if ((!strcmp(name, "--swap-rb") || !strcmp(name, "--crop")) && !cli_image_supported()) {
+                cli_error("%s: this netrun was built without image support (stb_image, Debian libstb-dev)", name);
+                return CLI_EXIT_USAGE;
+            } else if (!strcmp(name, "--swap-rb"))
                 o->swap_rb = 1;
             else if (!strcmp(name, "--crop"))
                 o->crop = 1;
             else if (!strcmp(name, "--no-cuda-graph")) {
-                if (add_kv(name, "cuda.graphs=0", &x->settings, &x->n_settings))
+                if (add_cuda_kv(name, "cuda.graphs=0", x))
                     return CLI_EXIT_USAGE;
             }
             else if (!strcmp(name, "--no-optimize")) {
@@ -317,6 +368,11 @@ static int parse_args(int argc, char **argv, cli_opts *o, extra_opts *x)
             return CLI_EXIT_USAGE;
         }
         const char *v = inline_val;
+        if (!cli_image_supported() && (!strcmp(name, "--image") || !strcmp(name, "--size") || !strcmp(name, "--mean") ||
+                                       !strcmp(name, "--scale") || !strcmp(name, "--layout"))) {
+            cli_error("%s: this netrun was built without image support (stb_image, Debian libstb-dev)", name);
+            return CLI_EXIT_USAGE;
+        }
         if (!v) {
             if (i + 1 >= argc) {
                 cli_error("option %s needs a value (see netrun --help)", name);
@@ -381,7 +437,7 @@ static int parse_args(int argc, char **argv, cli_opts *o, extra_opts *x)
             }
             char kv[64];
             snprintf(kv, sizeof kv, "cuda.algo_search=%s", v);
-            if (add_kv(name, kv, &x->settings, &x->n_settings))
+            if (add_cuda_kv(name, kv, x))
                 return CLI_EXIT_USAGE;
         } else if (!strcmp(name, "--device-memory")) {
             if (cli_parse_bytes(v, &x->device_memory) != 0 || !x->device_memory) {
@@ -556,20 +612,15 @@ static int list_backends(void)
     return CLI_EXIT_OK;
 }
 
-/* Find a backend plugin by name; fills info. Returns its index or -1. */
+/* Find a backend plugin by name; fills info. Returns its index or -1. Only that plugin is loaded and probed. */
 static int find_backend(const char *name, size_t len, netrun_backend_info *info)
 {
-    int n = netrun_backend_count();
-    for (int i = 0; i < n; i++) {
-        netrun_backend_info bi;
-        if (netrun_backend_get_info(i, &bi) == NETRUN_OK && bi.name && strlen(bi.name) == len &&
-            strncmp(bi.name, name, len) == 0) {
-            if (info)
-                *info = bi;
-            return i;
-        }
-    }
-    return -1;
+    char buf[128];
+    if (len >= sizeof(buf))
+        return -1;
+    memcpy(buf, name, len);
+    buf[len] = '\0';
+    return netrun_backend_find(buf, info);
 }
 
 /* Check the --backend list and work out the primary backend. Returns 0 or an exit code. */
@@ -1201,6 +1252,7 @@ int main(int argc, char **argv)
     o.scale = 1.0;
 
     cli_crash_report_install();
+    netrun_set_log_callback(cli_log, NULL, (netrun_log_level)-1);
     int rc = parse_args(argc, argv, &o, &x);
     g_quiet = o.quiet;
     /* Colour and progress only for a person at a terminal (https://no-color.org). */

@@ -195,17 +195,6 @@ static void fmt_bytes(char *buf, size_t size, size_t b)
         snprintf(buf, size, "%.2f GiB", (double)b / 1073741824.0);
 }
 
-/* Column text clipped to width (long names would wreck the table). */
-static void clip(char *buf, size_t size, const char *s, int width)
-{
-    if (!s || !s[0])
-        s = "-";
-    int len = (int)strlen(s);
-    if (len <= width || width < 4)
-        snprintf(buf, size, "%s", s);
-    else
-        snprintf(buf, size, "%.*s...", width - 3, s);
-}
 
 int cli_profile_print(FILE *f, const cli_opts *o, netrun_session *s, const cli_profile_runs *runs)
 {
@@ -239,26 +228,38 @@ int cli_profile_print(FILE *f, const cli_opts *o, netrun_session *s, const cli_p
     qsort(sorted, (size_t)d.n_rows, sizeof(*sorted), cmp_row_time);
 
     double total = d.event_ms > 0 ? d.event_ms : 1;
-    fprintf(f, "  %s%-32s %-16s %-10s %-28s %10s %11s %7s%s\n", B, "NODE", "OP", "BACKEND", "KERNEL", "WORKSPACE",
-            "TIME (ms)", "SHARE", N);
+    /* Columns as wide as their entries: kernel names are never cut (they say which algorithm ran), node names
+     * past 48 characters lose their middle. */
+    int wn = 4, wo = 2, wb = 7, wk = 6;
     for (int i = 0; i < d.n_rows; i++) {
         const prof_row *r = &sorted[i];
         if (!r->count)
             continue;
-        char c1[64], c2[32], c3[32], c4[64], ws[32];
-        clip(c1, sizeof(c1), r->name, 32);
-        clip(c2, sizeof(c2), r->op, 16);
-        clip(c3, sizeof(c3), row_backend(r), 10);
+        int ln = (int)strlen(r->name ? r->name : "-"), lo = (int)strlen(r->op ? r->op : "-");
+        int lb = (int)strlen(row_backend(r)), lk = r->is_copy ? 16 : (int)strlen(r->kernel && r->kernel[0] ? r->kernel : "-");
+        wn = ln > wn ? (ln > 48 ? 48 : ln) : wn;
+        wo = lo > wo ? lo : wo;
+        wb = lb > wb ? lb : wb;
+        wk = lk > wk ? lk : wk;
+    }
+    fprintf(f, "  %s%-*s %-*s %-*s %-*s %10s %11s %7s%s\n", B, wn, "NODE", wo, "OP", wb, "BACKEND", wk, "KERNEL",
+            "WORKSPACE", "TIME (ms)", "SHARE", N);
+    for (int i = 0; i < d.n_rows; i++) {
+        const prof_row *r = &sorted[i];
+        if (!r->count)
+            continue;
+        char c1[64], c4[64], ws[32];
+        cli_clip_middle(c1, sizeof(c1), r->name && r->name[0] ? r->name : "-", wn);
+        const char *kernel = r->kernel && r->kernel[0] ? r->kernel : "-";
         if (r->is_copy) {
             char b[32];
             fmt_bytes(b, sizeof(b), r->bytes);
             snprintf(c4, sizeof(c4), "%s moved", b);
-        } else {
-            clip(c4, sizeof(c4), r->kernel, 28);
+            kernel = c4;
         }
         fmt_bytes(ws, sizeof(ws), r->workspace);
-        fprintf(f, "  %-32s %-16s %-10s %-28s %10s %11.4f %6.1f%%\n", c1, c2, c3, c4, ws,
-                r->total_ms / (double)d.n_runs, 100.0 * r->total_ms / total);
+        fprintf(f, "  %-*s %-*s %-*s %-*s %10s %11.4f %6.1f%%\n", wn, c1, wo, r->op && r->op[0] ? r->op : "-", wb,
+                row_backend(r), wk, kernel, ws, r->total_ms / (double)d.n_runs, 100.0 * r->total_ms / total);
     }
     /* Folded and never-run nodes are not timed: say how many, so the table's length is explained. */
     int untimed = 0;

@@ -127,6 +127,19 @@ static void format_value(char *buf, size_t size, const netrun_tensor_view *v, si
     }
 }
 
+/* s clipped to width characters by cutting its middle ("encoder.layers.1...attention.out"), so both the start and
+ * the end of a long node name stay readable. */
+void cli_clip_middle(char *buf, size_t size, const char *s, int width)
+{
+    int len = (int)strlen(s);
+    if (len <= width || width < 8) {
+        snprintf(buf, size, "%s", s);
+        return;
+    }
+    int head = (width - 3) / 2, tail = width - 3 - head;
+    snprintf(buf, size, "%.*s...%s", head, s, s + len - tail);
+}
+
 /* ---- placement ---- */
 
 typedef struct backend_group {
@@ -164,6 +177,114 @@ static const char *str_or(const char *s, const char *dflt)
 
 /* ---- text ---- */
 
+/* Nodes not on the primary backend, one line each (-v). */
+static void text_off_primary_all(FILE *f, netrun_session *s, const char *primary)
+{
+    int nodes = netrun_session_node_count(s), off = 0;
+    for (int i = 0; i < nodes; i++) {
+        netrun_node_info ni;
+        if (netrun_session_node_info(s, i, &ni) != NETRUN_OK || (ni.backend && strcmp(ni.backend, primary) == 0))
+            continue;
+        if (!off++)
+            fprintf(f, "  not on %s:\n", primary);
+        fprintf(f, "    %s (%s) -> %s: %s\n", str_or(ni.name, "(unnamed)"), str_or(ni.op_type, "?"),
+                str_or(ni.backend, "?"), str_or(ni.reason, "no reason given"));
+    }
+}
+
+#define MAX_KINDS 24
+
+/* The default: nodes not on the primary backend grouped by (op, backend, reason), one line per kind with its
+ * count; constants folded at prepare as one count. A model zoo network folds hundreds of Shape/Gather nodes, and a
+ * line each buried the placement that matters. */
+static void text_off_primary_summary(FILE *f, netrun_session *s, const char *primary)
+{
+    struct kind {
+        const char *op, *backend, *reason;
+        int count;
+    } kinds[MAX_KINDS];
+    int n_kinds = 0, other = 0, folded = 0, folded_ops = 0, off = 0;
+    const char *fold_op[4];
+    int nodes = netrun_session_node_count(s);
+    for (int i = 0; i < nodes; i++) {
+        netrun_node_info ni;
+        if (netrun_session_node_info(s, i, &ni) != NETRUN_OK || (ni.backend && strcmp(ni.backend, primary) == 0))
+            continue;
+        off++;
+        const char *op = str_or(ni.op_type, "?"), *be = str_or(ni.backend, "?"), *why = str_or(ni.reason, "");
+        if (!strcmp(be, "const")) {
+            folded++;
+            int k = 0;
+            while (k < folded_ops && k < 4 && strcmp(fold_op[k], op))
+                k++;
+            if (k == folded_ops && k < 4)
+                fold_op[folded_ops++] = op;
+            continue;
+        }
+        int k = 0;
+        while (k < n_kinds && (strcmp(kinds[k].op, op) || strcmp(kinds[k].backend, be) || strcmp(kinds[k].reason, why)))
+            k++;
+        if (k == n_kinds) {
+            if (n_kinds == MAX_KINDS) {
+                other++;
+                continue;
+            }
+            kinds[n_kinds++] = (struct kind){op, be, why, 0};
+        }
+        kinds[k].count++;
+    }
+    if (!off)
+        return;
+    fprintf(f, "  not on %s (-v lists every node):\n", primary);
+    if (folded) {
+        fprintf(f, "    %5d folded to constants at prepare (", folded);
+        for (int k = 0; k < folded_ops; k++)
+            fprintf(f, "%s%s", k ? ", " : "", fold_op[k]);
+        fprintf(f, "%s)\n", folded_ops == 4 ? ", ..." : "");
+    }
+    for (int k = 0; k < n_kinds; k++)
+        fprintf(f, "    %5d x %s -> %s%s%s\n", kinds[k].count, kinds[k].op, kinds[k].backend,
+                kinds[k].reason[0] ? ": " : "", kinds[k].reason);
+    if (other)
+        fprintf(f, "    %5d more nodes of other kinds (-v)\n", other);
+}
+
+/* Width of a column: its longest entry, at least the header, at most max. */
+static int fit_width(int cur, const char *s, int max)
+{
+    int n = s ? (int)strlen(s) : 1;
+    if (n > max)
+        n = max;
+    return n > cur ? n : cur;
+}
+
+/* The -v table: every node, columns as wide as their entries (node names clipped in the middle past 48 characters;
+ * the last column, the reason, is never cut). */
+static void text_node_table(FILE *f, netrun_session *s)
+{
+    int nodes = netrun_session_node_count(s);
+    int wn = 4, wo = 2, wb = 7, wk = 6;
+    for (int i = 0; i < nodes; i++) {
+        netrun_node_info ni;
+        if (netrun_session_node_info(s, i, &ni) != NETRUN_OK)
+            continue;
+        wn = fit_width(wn, str_or(ni.name, "(unnamed)"), 48);
+        wo = fit_width(wo, str_or(ni.op_type, "?"), 64);
+        wb = fit_width(wb, str_or(ni.backend, "?"), 32);
+        wk = fit_width(wk, str_or(ni.kernel, "-"), 96);
+    }
+    fprintf(f, "\n  %-*s %-*s %-*s %-*s %s\n", wn, "NODE", wo, "OP", wb, "BACKEND", wk, "KERNEL", "REASON");
+    for (int i = 0; i < nodes; i++) {
+        netrun_node_info ni;
+        if (netrun_session_node_info(s, i, &ni) != NETRUN_OK)
+            continue;
+        char name[64];
+        cli_clip_middle(name, sizeof(name), str_or(ni.name, "(unnamed)"), wn);
+        fprintf(f, "  %-*s %-*s %-*s %-*s %s\n", wn, name, wo, str_or(ni.op_type, "?"), wb, str_or(ni.backend, "?"),
+                wk, str_or(ni.kernel, "-"), str_or(ni.reason, ""));
+    }
+}
+
 static void text_tensor_infos(FILE *f, const cli_result *r, int outputs)
 {
     int n = outputs ? netrun_model_output_count(r->model) : netrun_model_input_count(r->model);
@@ -191,6 +312,17 @@ void cli_report_text(FILE *f, const cli_result *r)
 
     fprintf(f, "Model: %s (%d nodes, netrun %s)\n", o->model_path, netrun_model_node_count(r->model),
             netrun_version());
+    netrun_model_metadata md;
+    if (netrun_model_get_metadata(r->model, &md) == NETRUN_OK && md.producer_name[0]) {
+        fprintf(f, "  made by %s%s%s; opsets", md.producer_name, md.producer_version[0] ? " " : "", md.producer_version);
+        for (int i = 0; i < netrun_model_opset_count(r->model); i++) {
+            const char *dom;
+            int64_t ver;
+            if (netrun_model_opset_get(r->model, i, &dom, &ver) == NETRUN_OK)
+                fprintf(f, "%s %s %" PRId64, i ? "," : "", dom[0] ? dom : "ai.onnx", ver);
+        }
+        fputc('\n', f);
+    }
     fprintf(f, "  inputs:\n");
     text_tensor_infos(f, r, 0);
     fprintf(f, "  outputs:\n");
@@ -204,22 +336,13 @@ void cli_report_text(FILE *f, const cli_result *r)
             o->backends ? "" : " (default)", r->primary_backend);
     for (int k = 0; k < ng; k++)
         fprintf(f, "  %-10s %d node%s\n", groups[k].name, groups[k].count, groups[k].count == 1 ? "" : "s");
-    int off = 0;
-    for (int i = 0; i < nodes; i++) {
-        netrun_node_info ni;
-        if (netrun_session_node_info(r->session, i, &ni) != NETRUN_OK)
-            continue;
-        if (ni.backend && strcmp(ni.backend, r->primary_backend) == 0)
-            continue;
-        if (!off++)
-            fprintf(f, "  not on %s:\n", r->primary_backend);
-        fprintf(f, "    %s (%s) -> %s: %s\n", str_or(ni.name, "(unnamed)"), str_or(ni.op_type, "?"),
-                str_or(ni.backend, "?"), str_or(ni.reason, "no reason given"));
-    }
+    if (o->verbose)
+        text_off_primary_all(f, r->session, r->primary_backend);
+    else
+        text_off_primary_summary(f, r->session, r->primary_backend);
     if (r->have_stats) {
         format_bytes(b1, sizeof(b1), (double)r->stats.copy_bytes);
-        fprintf(f, "  copies between backends: %d (%s per run), nodes folded to constants: %d\n",
-                r->stats.n_copies, b1, r->stats.n_folded);
+        fprintf(f, "  copies between backends: %d (%s per run)\n", r->stats.n_copies, b1);
     }
     if (r->have_stats) { /* micro-batching changes what the node shapes and profile times are: always said */
         int images = 0;
@@ -232,16 +355,8 @@ void cli_report_text(FILE *f, const cli_result *r)
                 "float16 NHWC regions with %d conversions (--no-optimize turns them off)\n", r->stats.n_bn_folded,
                 r->stats.n_act_fused, r->stats.n_sum_fused, r->stats.n_nodes_dropped, r->stats.n_swish_fused,
                 r->stats.n_nchwc_convs, r->stats.n_nchwc_reorders, r->stats.n_fp16_convs, r->stats.n_fp16_converts);
-    if (o->verbose && nodes > 0) {
-        fprintf(f, "\n  %-32s %-20s %-10s %-24s %s\n", "NODE", "OP", "BACKEND", "KERNEL", "REASON");
-        for (int i = 0; i < nodes; i++) {
-            netrun_node_info ni;
-            if (netrun_session_node_info(r->session, i, &ni) != NETRUN_OK)
-                continue;
-            fprintf(f, "  %-32s %-20s %-10s %-24s %s\n", str_or(ni.name, "(unnamed)"), str_or(ni.op_type, "?"),
-                    str_or(ni.backend, "?"), str_or(ni.kernel, "-"), str_or(ni.reason, ""));
-        }
-    }
+    if (o->verbose && nodes > 0)
+        text_node_table(f, r->session);
 
     fprintf(f, "\nTimes:\n");
     fprintf(f, "  load        %10.3f ms\n", r->load_ms);
@@ -394,6 +509,32 @@ static void json_report(cli_json *j, const cli_result *r)
     json_begin_object(j, "model");
     json_string(j, "path", o->model_path);
     json_int(j, "node_count", netrun_model_node_count(r->model));
+    netrun_model_metadata md;
+    if (netrun_model_get_metadata(r->model, &md) == NETRUN_OK) {
+        json_string(j, "producer_name", md.producer_name);
+        json_string(j, "producer_version", md.producer_version);
+        json_string(j, "domain", md.domain);
+        json_int(j, "model_version", md.model_version);
+        json_int(j, "ir_version", md.ir_version);
+        json_string(j, "doc_string", md.doc_string);
+        json_string(j, "graph_name", md.graph_name);
+        json_string(j, "graph_doc_string", md.graph_doc_string);
+    }
+    json_begin_object(j, "opsets"); /* {"": 17, "ai.onnx.ml": 3} */
+    for (int i = 0; i < netrun_model_opset_count(r->model); i++) {
+        const char *dom;
+        int64_t ver;
+        if (netrun_model_opset_get(r->model, i, &dom, &ver) == NETRUN_OK)
+            json_int(j, dom, ver);
+    }
+    json_end_object(j);
+    json_begin_object(j, "metadata_props");
+    for (int i = 0; i < netrun_model_metadata_prop_count(r->model); i++) {
+        const char *k, *v;
+        if (netrun_model_metadata_prop_get(r->model, i, &k, &v) == NETRUN_OK)
+            json_string(j, k, v);
+    }
+    json_end_object(j);
     for (int out = 0; out < 2; out++) {
         json_begin_array(j, out ? "outputs" : "inputs");
         int n = out ? netrun_model_output_count(r->model) : netrun_model_input_count(r->model);

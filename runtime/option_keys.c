@@ -1,0 +1,202 @@
+/* Option keys: every netrun_options_set key of a session is checked against what the runtime and the session's
+ * backends read, so that a typo (cpu.winogard) or a key nothing reads (foo.bar) is an error that names it, and a
+ * setting that cannot change this run (a backend the session does not use, --precision on a CPU-only run) is said.
+ *
+ * Keys are "GROUP.NAME". The runtime's own groups are listed here; any other group must be the name of a backend
+ * plugin found on this machine, whose own table (netrun_backend_api.options, ABI 1.8) lists its keys. A plugin
+ * without the table (older than ABI 1.8) has its keys accepted unchecked. Values are not checked here: each
+ * reader checks its own. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "session.h"
+
+/* The keys the runtime reads itself (prepare.c, optimize.c, micro_batch.c, control_flow.c, execute.c). A new
+ * runtime setting must be added here, or sessions that set it are refused. */
+static const netrun_option_spec runtime_options[] = {
+    {"graph.optimize", NETRUN_OPTION_BOOL, NULL, "graph passes: BatchNorm folding, Conv fusions (default 1)"},
+    {"memory.inplace", NETRUN_OPTION_BOOL, NULL, "in-place outputs and views (default 1)"},
+    {"memory.stream_weights", NETRUN_OPTION_ENUM, "auto|0|1", "stream device weights from host memory (default auto)"},
+    {"memory.stream_min", NETRUN_OPTION_SIZE, NULL, "smallest constant that streams, in bytes"},
+    {"memory.stream_overlap", NETRUN_OPTION_BOOL, NULL, "prefetch streamed weights during the previous node (default 1)"},
+    {"run.micro_batch", NETRUN_OPTION_STRING, NULL, "auto (default), 0 (off) or images per run"},
+    {"limits.max_loop_iterations", NETRUN_OPTION_INT, NULL, "cap on the iterations of a run's Loops"},
+    {"debug.keep_values", NETRUN_OPTION_BOOL, NULL, "keep every intermediate value readable (default 0)"},
+    {NULL, 0, NULL, NULL},
+};
+
+/* The group ("cpu") of a key ("cpu.winograd") into buf; 0 when the key has no '.'. */
+static int key_group(const char *key, char *buf, size_t size) {
+    const char *dot = strchr(key, '.');
+    if (!dot || dot == key || !dot[1]) return 0;
+    size_t n = (size_t)(dot - key);
+    if (n >= size) n = size - 1;
+    memcpy(buf, key, n);
+    buf[n] = 0;
+    return 1;
+}
+
+static int listed(const netrun_option_spec *t, const char *key) {
+    for (; t && t->key; t++)
+        if (!strcmp(t->key, key)) return 1;
+    return 0;
+}
+
+/* Optimal string alignment distance (edits, adjacent swaps counted as one), capped: enough for typos. */
+static int edit_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63) return 99;
+    int d[64][64];
+    for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < c) c = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < c) c = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < c)
+                c = d[i - 2][j - 2] + 1;
+            d[i][j] = c;
+        }
+    return d[la][lb];
+}
+
+typedef struct suggestion {
+    const char *best;
+    int dist;
+} suggestion;
+
+static void consider(suggestion *sg, const char *key, const char *cand) {
+    int d = edit_distance(key, cand);
+    if (d < sg->dist) {
+        sg->dist = d;
+        sg->best = cand;
+    }
+}
+
+static void consider_table(suggestion *sg, const char *key, const netrun_option_spec *t) {
+    for (; t && t->key; t++) consider(sg, key, t->key);
+}
+
+/* The slot of the session whose backend is named group, or -1. */
+static int slot_named(const netrun_session *s, const char *group) {
+    for (int i = 0; i < s->n_slots; i++)
+        if (!strcmp(s->slots[i].be->name, group)) return i;
+    return -1;
+}
+
+static const netrun_option_spec *declared_options(const netrun_backend_api *api) {
+    return NR_API_HAS(api, options) ? api->options : NULL;
+}
+
+/* "; did you mean 'cpu.winograd'?" when a known key is close enough to be the one meant. */
+static void did_you_mean(const netrun_session *s, const char *key, char *buf, size_t size) {
+    suggestion sg = {NULL, 99};
+    char graphs[NR_MAX_SLOTS][96];
+    consider_table(&sg, key, runtime_options);
+    for (int i = 0; i < s->n_slots; i++) {
+        consider_table(&sg, key, declared_options(s->slots[i].api));
+        if (NR_API_HAS(s->slots[i].api, graph_capture_begin)) {
+            snprintf(graphs[i], sizeof graphs[i], "%s.graphs", s->slots[i].be->name);
+            consider(&sg, key, graphs[i]);
+        }
+    }
+    int allowed = strlen(key) <= 8 ? 2 : 3;
+    buf[0] = 0;
+    if (sg.best && sg.dist <= allowed) snprintf(buf, size, "; did you mean '%s'?", sg.best);
+}
+
+/* The keys a group may take, listed for the error message. */
+static void list_keys(const netrun_option_spec *t, const char *group, char *buf, size_t size) {
+    size_t used = 0, gl = strlen(group);
+    buf[0] = 0;
+    for (; t && t->key && used + 1 < size; t++) {
+        if (strncmp(t->key, group, gl) || t->key[gl] != '.') continue;
+        int w = snprintf(buf + used, size - used, "%s%s", used ? ", " : "", t->key);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+    if (used >= size) memcpy(buf + size - 4, "...", 4);
+}
+
+netrun_status nr_options_check_keys(netrun_session *s) {
+    netrun_options *o = &s->opts;
+    if (o->keys_checked) return NETRUN_OK; /* a control-flow sub-session: its parent checked the same keys */
+    for (int i = 0; i < o->n_kv; i++) {
+        const char *key = o->keys[i];
+        char group[64], hint[160], keys[512];
+        if (!key_group(key, group, sizeof group))
+            return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "option '%s': keys are GROUP.NAME (e.g. cpu.winograd, "
+                            "memory.inplace)", key);
+        int runtime_group = 0;
+        for (const netrun_option_spec *t = runtime_options; t->key; t++) {
+            char g[64];
+            if (key_group(t->key, g, sizeof g) && !strcmp(g, group)) runtime_group = 1;
+        }
+        if (runtime_group) {
+            if (listed(runtime_options, key)) continue;
+            did_you_mean(s, key, hint, sizeof hint);
+            list_keys(runtime_options, group, keys, sizeof keys);
+            return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "unknown option '%s'%s (%s.* keys: %s)", key, hint, group, keys);
+        }
+        int k = slot_named(s, group);
+        if (k >= 0) {
+            const netrun_backend_api *api = s->slots[k].api;
+            const netrun_option_spec *t = declared_options(api);
+            if (!t) continue; /* a plugin older than ABI 1.8: its keys are its business */
+            if (listed(t, key)) continue;
+            if (!strcmp(key + strlen(group), ".graphs") && NR_API_HAS(api, graph_capture_begin)) continue;
+            did_you_mean(s, key, hint, sizeof hint);
+            list_keys(t, group, keys, sizeof keys);
+            return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "unknown option '%s'%s (backend '%s' reads %s)", key, hint,
+                            group, keys[0] ? keys : "no settings");
+        }
+        if (nr_backends_name_found(group)) {
+            /* A backend of this machine that the session does not use: the key may be right, but does nothing. */
+            nr_host_api()->log(NETRUN_LOG_WARN, "runtime",
+                               "option '%s' has no effect: backend '%s' is not used by this session", key, group);
+            continue;
+        }
+        did_you_mean(s, key, hint, sizeof hint);
+        return nr_error(NETRUN_ERR_INVALID_ARGUMENT,
+                        "unknown option '%s'%s: '%s' is neither a runtime group (graph, memory, run, limits, debug) "
+                        "nor a backend found on this machine (netrun --backends lists them)", key, hint, group);
+    }
+    o->keys_checked = 1;
+    return NETRUN_OK;
+}
+
+/* After placement: a session-wide setting that no backend running a node honours says so (once per session). */
+void nr_options_note_unused(netrun_session *s) {
+    if (s->root || s->noted_unused) return;
+    s->noted_unused = 1;
+    uint32_t used = 0;
+    char backends[256] = "";
+    for (int i = 0; i < s->n_slots; i++) {
+        const nr_slot *sl = &s->slots[i];
+        if (sl->n_nodes <= 0) continue;
+        uint32_t u = NR_API_FITS(sl->api, uses) ? sl->api->uses : 0;
+        used |= (u & NETRUN_USES_DECLARED) ? u : ~0u;
+        size_t l = strlen(backends);
+        snprintf(backends + l, sizeof backends - l, "%s%s", l ? ", " : "", sl->be->name);
+    }
+    if (!backends[0]) return; /* everything folded: nothing ran anywhere */
+    const netrun_options *o = &s->opts;
+    struct {
+        int set;
+        uint32_t bit;
+        const char *what;
+    } checks[] = {
+        {o->precision != NETRUN_PRECISION_FP32, NETRUN_USES_PRECISION,
+         o->precision == NETRUN_PRECISION_FP16 ? "precision fp16" : "precision tf32"},
+        {o->policy != NETRUN_WORKSPACE_BALANCED || o->workspace_limit, NETRUN_USES_WORKSPACE,
+         "workspace policy and limit"},
+        {o->device != 0, NETRUN_USES_DEVICE, "device index"},
+        {o->device_memory_budget != 0, NETRUN_USES_DEVICE_MEMORY, "device memory budget"},
+    };
+    for (size_t c = 0; c < sizeof checks / sizeof checks[0]; c++)
+        if (checks[c].set && !(used & checks[c].bit))
+            nr_host_api()->log(NETRUN_LOG_WARN, "runtime", "the %s has no effect on this run: the backends that "
+                               "run its nodes (%s) do not use it", checks[c].what, backends);
+}
