@@ -194,6 +194,12 @@ typedef struct netrun_session_stats {
     /* ---- netrun 0.6 ---- */
     int micro_batch;          /* images per run of the plan when a batch runs as several runs of a plan built for
                                * fewer images (option run.micro_batch; 0: off); netrun_session_micro_batch says why */
+    /* ---- netrun 0.7 ---- */
+    size_t host_peak_bytes;   /* most host memory the session (with its subgraphs) held at once: inputs, activations,
+                               * run-time values, Loop/Scan accumulation, staging (what the host budget counts) */
+    size_t host_memory_budget; /* the host memory budget in force (SIZE_MAX: none) */
+    uint64_t profile_dropped; /* profile events dropped since profiling was switched on: the oldest go once
+                               * profile.max_events are held */
 } netrun_session_stats;
 
 /* Description of a backend plugin found on this machine. */
@@ -297,8 +303,16 @@ NETRUN_API netrun_status netrun_options_set_workspace(netrun_options *options, n
 NETRUN_API netrun_status netrun_options_set_strict(netrun_options *options, int strict);
 /* Cap on the device memory a session may use (0 = none); lets tests force the out-of-memory paths. */
 NETRUN_API netrun_status netrun_options_set_device_memory_budget(netrun_options *options, size_t bytes);
-/* Generic key/value settings for backend-specific knobs ("cuda.graph" = "0", ...). */
+/* Generic key/value settings for backend-specific knobs ("cuda.graph" = "0", ...). Values of the runtime's own
+ * keys (limits.*, memory.*, graph.*, run.*, debug.*, profile.*) are checked here: a bad value, or an unknown key
+ * of those namespaces, is NETRUN_ERR_INVALID_ARGUMENT naming the option. */
 NETRUN_API netrun_status netrun_options_set(netrun_options *options, const char *key, const char *value);
+/* ---- netrun 0.7 ---- */
+/* Cap on the host memory a session and its subgraphs may hold (inputs, activations, run-time values, Loop/Scan
+ * accumulation): 0 = the default, half of the machine's memory (or of its cgroup limit); SIZE_MAX = none. Checked
+ * before each allocation; going past it fails with NETRUN_ERR_OUT_OF_MEMORY and the numbers. Also the option
+ * "limits.host_memory" = "auto" | "none" | a size such as "512M". */
+NETRUN_API netrun_status netrun_options_set_host_memory_budget(netrun_options *options, size_t bytes);
 
 /* ---- sessions ---- */
 

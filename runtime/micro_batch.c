@@ -263,7 +263,7 @@ netrun_status nr_micro_batch_alloc_outputs(netrun_session *s) {
     nr_graph *g = s->model->ir->graph;
     size_t chunks = (size_t)(s->mb_n / s->mb);
     for (int i = 0; i < g->n_outputs; i++) {
-        netrun_status st = nr_output_reserve(&s->outputs[i], s->values[g->outputs[i]].nbytes * chunks,
+        netrun_status st = nr_output_reserve(s, &s->outputs[i], s->values[g->outputs[i]].nbytes * chunks,
                                              g->values[g->outputs[i]].name);
         if (st != NETRUN_OK) return st;
     }

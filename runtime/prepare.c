@@ -143,6 +143,7 @@ static void free_buffer(netrun_session *s, int domain, void *buf) {
 }
 
 void nr_input_free_data(netrun_session *s, nr_input *in) {
+    if (in->data) nr_host_unreserve(s, in->cap);
     if (in->pinned_by) {
         nr_slot *sl = &s->slots[in->pinned_by - 1];
         sl->api->host_free(sl->ctx, in->data);
@@ -193,20 +194,24 @@ static void unpin_inputs(netrun_session *s) {
         nr_input_free_data(s, in);
         in->data = p; /* NULL on OOM: set_input allocates again (cap reset below) */
         if (!p) in->cap = 0, in->set = 0;
+        else nr_host_charge(s, in->cap); /* the same bytes, moved */
     }
 }
 
 void nr_session_unprepare(netrun_session *s) {
     nr_graph *g = s->model ? s->model->ir->graph : NULL;
     nr_exec_release(s); /* device graphs reference the buffers freed below */
+    nr_profile_clear(s); /* profile events name the plan's nodes */
     unpin_inputs(s);
     if (s->snodes)
         for (int i = 0; i < s->n_snodes; i++) free_node(s, &s->snodes[i]);
     if (s->values && g)
         for (int v = 0; v < g->n_values; v++) {
             nr_svalue *sv = &s->values[v];
+            if (sv->folded) nr_host_unreserve(s, sv->folded->nbytes);
             nr_tensor_free(sv->folded);
-            nr_aligned_free(sv->host_copy);
+            nr_host_free(s, sv->host_copy, sv->host_copy_size);
+            if (sv->place[NR_HOST_DOMAIN].dyn_buffer) nr_host_unreserve(s, sv->place[NR_HOST_DOMAIN].offset);
             for (int d = 0; d < NR_MAX_DOMAINS; d++) free_buffer(s, d, sv->place[d].dyn_buffer);
         }
     for (int i = 0; i < s->n_slots; i++) {
@@ -222,8 +227,8 @@ void nr_session_unprepare(netrun_session *s) {
         sl->arena_size = sl->weights_size = sl->stream_size = sl->stream_bytes = sl->workspace_size = 0;
         sl->n_nodes = 0;
     }
-    nr_aligned_free(s->host_arena);
-    nr_aligned_free(s->host_workspace);
+    nr_host_free(s, s->host_arena, s->host_arena_size);
+    nr_host_free(s, s->host_workspace, s->host_workspace_size);
     s->host_arena = s->host_workspace = NULL;
     s->host_arena_size = s->host_workspace_size = 0;
     nr_free(s->snodes);
@@ -237,6 +242,7 @@ void nr_session_unprepare(netrun_session *s) {
     s->dynamic = 0;
     s->ran_since_prepare = 0;
     memset(&s->stats, 0, sizeof s->stats);
+    s->stats.host_peak_bytes = s->host_bytes;
 }
 
 /* ---- shapes ---- */
@@ -395,10 +401,20 @@ static int try_fold(netrun_session *s, nr_snode *sn, const nr_backend *cpu, netr
         out_t[o].rank = -1;
         if (nd->outputs[o] < 0) continue;
         const netrun_value_desc *d = &sn->out_desc[o];
-        outs[o] = nr_tensor_new(d->dtype, d->rank, d->dims);
-        if (!outs[o]) {
+        size_t want = nr_desc_bytes(d); /* folded values count against the host budget (host_memory.c) */
+        if (nr_host_reserve(s, want, "a value folded at prepare") != NETRUN_OK) {
             ok = 0;
             break;
+        }
+        outs[o] = nr_tensor_new(d->dtype, d->rank, d->dims);
+        if (!outs[o]) {
+            nr_host_unreserve(s, want);
+            ok = 0;
+            break;
+        }
+        if (outs[o]->nbytes != want) { /* strings: pointers */
+            nr_host_unreserve(s, want);
+            nr_host_charge(s, outs[o]->nbytes);
         }
         out_t[o].dtype = d->dtype;
         out_t[o].rank = d->rank;
@@ -415,7 +431,10 @@ static int try_fold(netrun_session *s, nr_snode *sn, const nr_backend *cpu, netr
     cpu->api->kernel_destroy(*fold_ctx, k);
     nr_aligned_free(wsbuf);
     if (!ok) {
-        for (int o = 0; o < 16; o++) nr_tensor_free(outs[o]);
+        for (int o = 0; o < 16; o++) {
+            if (outs[o]) nr_host_unreserve(s, outs[o]->nbytes);
+            nr_tensor_free(outs[o]);
+        }
         nr_error_clear();
         return 0;
     }
@@ -907,10 +926,10 @@ static netrun_status plan_domain(netrun_session *s, int dom, size_t *arena_size)
 
 /* ---- lazy init: contexts, buffers, constants, kernels ---- */
 
-static netrun_status alloc_in_domain(netrun_session *s, int dom, size_t bytes, void **out) {
-    if (dom == NR_HOST_DOMAIN) {
-        *out = nr_aligned_alloc(bytes ? bytes : 1, 64);
-        return *out ? NETRUN_OK : nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory: %zu bytes of host memory", bytes);
+static netrun_status alloc_in_domain(netrun_session *s, int dom, size_t bytes, void **out, const char *what) {
+    if (dom == NR_HOST_DOMAIN) { /* counted against the host memory budget (host_memory.c) */
+        *out = nr_host_alloc(s, bytes ? bytes : 1, what);
+        return *out ? NETRUN_OK : NETRUN_ERR_OUT_OF_MEMORY;
     }
     nr_slot *sl = &s->slots[s->domain_slot[dom]];
     return sl->api->buffer_alloc(sl->ctx, bytes ? bytes : 1, out);
@@ -1132,12 +1151,12 @@ static netrun_status upload_constants(netrun_session *s) {
         nr_slot *sl = &s->slots[s->domain_slot[dom]];
         s->stats.stream_bytes += sl->stream_bytes;
         if (sl->stream_size) {
-            netrun_status st = alloc_in_domain(s, dom, sl->stream_size, &sl->stream);
+            netrun_status st = alloc_in_domain(s, dom, sl->stream_size, &sl->stream, "streamed weights");
             if (st != NETRUN_OK) return st;
             s->stats.weight_bytes += sl->stream_size;
         }
         if (!sl->weights_size) continue;
-        netrun_status st = alloc_in_domain(s, dom, sl->weights_size, &sl->weights);
+        netrun_status st = alloc_in_domain(s, dom, sl->weights_size, &sl->weights, "weights");
         if (st != NETRUN_OK) return st;
         s->stats.weight_bytes += sl->weights_size;
         for (int v = 0; v < g->n_values; v++) {
@@ -1193,7 +1212,7 @@ static netrun_status create_kernels(netrun_session *s) {
     for (int dom = 0; dom < s->n_domains; dom++) {
         if (!ws_need[dom]) continue;
         void *buf = NULL;
-        netrun_status st = alloc_in_domain(s, dom, ws_need[dom], &buf);
+        netrun_status st = alloc_in_domain(s, dom, ws_need[dom], &buf, "the kernels' workspace");
         if (st != NETRUN_OK) return st;
         if (dom == NR_HOST_DOMAIN) {
             s->host_workspace = buf;
@@ -1297,10 +1316,11 @@ static netrun_status prepare_once(netrun_session *s) {
     if (st == NETRUN_OK) st = init_backends(s);
     if (st == NETRUN_OK) st = plan_weights(s);
     if (st == NETRUN_OK) st = check_plan_fits(s);
-    if (st == NETRUN_OK) st = alloc_in_domain(s, NR_HOST_DOMAIN, s->host_arena_size, &s->host_arena);
+    if (st == NETRUN_OK)
+        st = alloc_in_domain(s, NR_HOST_DOMAIN, s->host_arena_size, &s->host_arena, "the plan's activations");
     for (int dom = 1; st == NETRUN_OK && dom < s->n_domains; dom++) {
         nr_slot *sl = &s->slots[s->domain_slot[dom]];
-        st = alloc_in_domain(s, dom, sl->arena_size, &sl->arena);
+        st = alloc_in_domain(s, dom, sl->arena_size, &sl->arena, "activations");
     }
     if (st == NETRUN_OK) st = upload_constants(s);
     if (st == NETRUN_OK) st = create_kernels(s);

@@ -36,6 +36,9 @@ void nr_aligned_free(void *p);
 /* Fault injection for tests: fail the nth allocation from now (1 = next); 0 disables. Process-wide. */
 void nr_fault_fail_allocation(long nth);
 
+/* "a FIFO", "a directory", "a socket"...: what a stat() mode is, for messages refusing non-regular files. */
+const char *nr_file_kind(unsigned mode);
+
 /* Milliseconds from a monotonic clock. */
 double nr_now_ms(void);
 

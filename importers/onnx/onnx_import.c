@@ -416,7 +416,16 @@ static netrun_status open_external(imp_ctx *c, const char *tname, const char *lo
             *out = &c->files[i];
             return NETRUN_OK;
         }
-    int fd = open(real, O_RDONLY | O_CLOEXEC);
+    /* Never open what is not a regular file: a FIFO would block the open (forever, without a writer) and a
+     * device may act on open. Checked on the path first, then on the descriptor opened without blocking. */
+    struct stat st;
+    if (stat(real, &st) == 0 && !S_ISREG(st.st_mode)) {
+        imp_err(c, NETRUN_ERR_IO, "%s: external data '%s' is %s, not a regular file", tname, location,
+                nr_file_kind(st.st_mode));
+        free(real);
+        return NETRUN_ERR_IO;
+    }
+    int fd = open(real, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         err = errno;
         imp_err(c, NETRUN_ERR_IO, "%s: cannot open external data file '%s': %s", tname, location,
@@ -424,7 +433,6 @@ static netrun_status open_external(imp_ctx *c, const char *tname, const char *lo
         free(real);
         return NETRUN_ERR_IO;
     }
-    struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
         imp_err(c, NETRUN_ERR_IO, "%s: external data '%s' is not a regular file", tname, location);
