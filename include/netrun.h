@@ -274,7 +274,8 @@ NETRUN_API netrun_status netrun_model_load_memory(const void *data, size_t size,
 NETRUN_API void netrun_model_release(netrun_model *model);
 /* Message of the model's last failure. */
 NETRUN_API const char *netrun_model_error(const netrun_model *model);
-/* Number of graph inputs (initializers excluded) and outputs. */
+/* Number of graph inputs (inputs with a default value included; initializers that are not inputs excluded)
+ * and outputs. */
 NETRUN_API int netrun_model_input_count(const netrun_model *model);
 NETRUN_API int netrun_model_output_count(const netrun_model *model);
 /* Describe input / output number index, as declared in the model. */
@@ -282,6 +283,10 @@ NETRUN_API netrun_status netrun_model_input_info(const netrun_model *model, int 
 NETRUN_API netrun_status netrun_model_output_info(const netrun_model *model, int index, netrun_tensor_info *info);
 /* Number of nodes in the main graph. */
 NETRUN_API int netrun_model_node_count(const netrun_model *model);
+/* ---- netrun 0.7 ---- */
+/* 1 when input number index has a default value: an initializer of the same name (ONNX IR version 4 and later).
+ * A session uses the default until netrun_session_set_input gives the input a value; 0 otherwise. */
+NETRUN_API int netrun_model_input_has_default(const netrun_model *model, int index);
 
 /* ---- session options ---- */
 

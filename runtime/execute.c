@@ -427,6 +427,7 @@ netrun_status nr_session_execute(netrun_session *s) {
     /* inputs may change shape between runs of a dynamic session */
     for (int i = 0; i < g->n_inputs; i++) {
         nr_svalue *sv = &s->values[g->inputs[i]];
+        if (sv->graph_input < 0) continue; /* left at its default value: a constant of this plan */
         sv->desc.rank = s->inputs[i].rank;
         memcpy(sv->desc.dims, s->inputs[i].dims, sizeof sv->desc.dims);
         sv->nbytes = s->inputs[i].nbytes;

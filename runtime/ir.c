@@ -72,6 +72,7 @@ void nr_graph_free(nr_graph *g) {
         nr_free(v->name);
         for (int d = 0; d < NETRUN_MAX_RANK; d++) nr_free(v->dim_names[d]);
         nr_tensor_free(v->constant);
+        nr_tensor_free(v->default_value);
     }
     nr_free(g->nodes);
     nr_free(g->values);

@@ -382,6 +382,11 @@ netrun_status netrun_model_load_ex(const char *path, const netrun_load_limits *u
 }
 
 int netrun_model_input_count(const netrun_model *m) { return m ? m->ir->graph->n_inputs : 0; }
+
+int netrun_model_input_has_default(const netrun_model *m, int index) {
+    if (!m || index < 0 || index >= m->ir->graph->n_inputs) return 0;
+    return m->ir->graph->values[m->ir->graph->inputs[index]].default_value != NULL;
+}
 int netrun_model_output_count(const netrun_model *m) { return m ? m->ir->graph->n_outputs : 0; }
 int netrun_model_node_count(const netrun_model *m) { return m ? m->ir->graph->n_nodes : 0; }
 

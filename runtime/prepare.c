@@ -253,6 +253,7 @@ static netrun_status bind_inputs(netrun_session *s) {
         int v = g->inputs[i];
         const nr_value *val = &g->values[v];
         nr_svalue *sv = &s->values[v];
+        if (sv->is_const) continue; /* left at its default value: a constant (graph_input stays -1) */
         sv->graph_input = i;
         netrun_value_desc *d = &sv->desc;
         d->dtype = val->dtype;
@@ -1243,10 +1244,19 @@ static netrun_status prepare_once(netrun_session *s) {
         sv->graph_output = -1;
         sv->desc.name = g->values[v].name;
         sv->desc.rank = -1;
-        if (g->values[v].constant) {
-            desc_from_tensor(&sv->desc, g->values[v].name, g->values[v].constant);
+        /* an input left at its default value (an initializer listed as an input) is a constant of this plan;
+         * giving it a value unprepares (session.c) */
+        const nr_tensor *c = g->values[v].constant;
+        if (!c && g->values[v].default_value) {
+            int set = 0;
+            for (int i = 0; i < g->n_inputs; i++)
+                if (g->inputs[i] == v) set = s->inputs[i].set;
+            if (!set) c = g->values[v].default_value;
+        }
+        if (c) {
+            desc_from_tensor(&sv->desc, g->values[v].name, c);
             sv->is_const = 1;
-            sv->nbytes = g->values[v].constant->nbytes;
+            sv->nbytes = c->nbytes;
         }
     }
     s->n_snodes = g->n_nodes;

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "session.h"
+#include "optimize.h"
 
 #define FAIL(s, code) nr_record((s)->error, (code))
 
@@ -220,6 +220,19 @@ static netrun_status impl_set_input(netrun_session *s, const char *name, netrun_
     int same_shape = in->set && in->rank == rank && !memcmp(in->dims, dims, sizeof(int64_t) * (size_t)rank);
     int new_dtype = in->set && in->dtype != dtype;
     if (s->prepared && !same_shape && !s->dynamic) nr_session_unprepare(s);
+    if (!in->set && v->default_value) {
+        /* the plan took the default as a constant, and graph passes may have folded it into other constants:
+         * plan again from the model as loaded */
+        if (s->prepared) nr_session_unprepare(s);
+        netrun_model *orig = nr_optimize_original(s->model);
+        if (orig) {
+            nr_model_retain(orig);
+            netrun_model_release(s->model);
+            s->model = orig;
+            g = orig->ir->graph;
+            v = &g->values[g->inputs[index]];
+        }
+    }
     if (need > in->cap || !in->data) { /* never NULL, even for empty tensors: a zero-size value is known */
         nr_input_free_data(s, in); /* first: the old copy does not count against the budget for the new one */
         in->cap = 0;
@@ -250,7 +263,7 @@ static netrun_status impl_prepare(netrun_session *s) {
 static netrun_status impl_run(netrun_session *s) {
     nr_graph *g = s->model->ir->graph;
     for (int i = 0; i < g->n_inputs; i++)
-        if (!s->inputs[i].set) {
+        if (!s->inputs[i].set && !g->values[g->inputs[i]].default_value) {
             nr_error(NETRUN_ERR_STATE, "input '%s' was not set (netrun_session_set_input)",
                      g->values[g->inputs[i]].name);
             return FAIL(s, NETRUN_ERR_STATE);

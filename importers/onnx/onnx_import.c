@@ -1083,17 +1083,34 @@ static netrun_status import_graph_body(imp_ctx *c, const Onnx__GraphProto *gp, n
     if (gp->n_sparse_initializer)
         return imp_err(c, NETRUN_ERR_UNSUPPORTED, "sparse initializers are not supported (%zu found)",
                        gp->n_sparse_initializer);
-    /* inputs; those with initializer data are constants (possibly overridable in ONNX, fixed here) */
+    /* inputs. One that also has an initializer is, from IR version 4 on, an input whose default value is the
+     * initializer (the caller may override it); before IR 4 every initializer had to be listed as an input, and
+     * it stays a constant (onnxruntime draws the same line). Subgraph inputs are fed by their node: constants. */
+    int defaults = c->model && c->model->ir_version >= 4 && depth == 0;
     for (size_t i = 0; i < gp->n_input; i++) {
         const Onnx__ValueInfoProto *vi = gp->input[i];
         if (!vi->name || !*vi->name) return imp_err(c, NETRUN_ERR_INVALID_MODEL, "graph input %zu has no name", i);
         int id;
         if ((st = value_id(c, g, vi->name, &id))) return st;
         nr_value *v = &g->values[id];
-        if (v->constant) continue;
+        if (v->constant && !defaults) continue;
         if (v->is_graph_input)
             return imp_err(c, NETRUN_ERR_INVALID_MODEL, "graph input '%s' is listed twice", vi->name);
-        if ((st = set_value_type(c, v, vi->type, "graph input", 1))) return st;
+        nr_tensor *def = v->constant;
+        v->constant = NULL;
+        if ((st = set_value_type(c, v, vi->type, "graph input", 1))) {
+            nr_tensor_free(def);
+            return st;
+        }
+        if (def) {
+            v->default_value = def;
+            if (v->dtype == NETRUN_DTYPE_UNDEFINED || v->rank < 0) set_value_from_tensor(v, def);
+            int same = v->dtype == def->dtype && v->rank == def->rank;
+            for (int d = 0; same && d < def->rank; d++) same = v->dims[d] < 0 || v->dims[d] == def->dims[d];
+            if (!same)
+                return imp_err(c, NETRUN_ERR_INVALID_MODEL, "graph input '%s': its initializer (the default value) "
+                               "does not have the declared type and shape", vi->name);
+        }
         v->producer = -1;
         v->is_graph_input = 1;
         if ((st = nr_graph_add_input(g, id))) return imp_err(c, st, "adding graph input '%s'", vi->name);
