@@ -210,6 +210,11 @@ static netrun_status host_output(netrun_session *s, nr_snode *sn, int o, netrun_
     *data = NULL;
     if (v < 0) return NETRUN_OK;
     nr_svalue *sv = &s->values[v];
+    /* a value keeps the type the model declares for it, whichever subgraph produced it */
+    netrun_dtype declared = s->model->ir->graph->values[v].dtype;
+    if (declared != NETRUN_DTYPE_UNDEFINED && declared != dtype)
+        return nr_error(NETRUN_ERR_INVALID_MODEL, "output %d ('%s') is declared %s, but the subgraph produced %s", o,
+                        sv->desc.name ? sv->desc.name : "?", netrun_dtype_name(declared), netrun_dtype_name(dtype));
     sv->desc.dtype = dtype;
     sv->desc.rank = rank;
     for (int d = 0; d < rank; d++) sv->desc.dims[d] = dims[d];
@@ -239,6 +244,15 @@ static netrun_status run_if(netrun_session *s, nr_snode *sn, const nr_node *nd) 
     for (int o = 0; o < nd->n_outputs; o++) {
         netrun_tensor_view out;
         if ((st = netrun_session_output(sub, o, &out)) != NETRUN_OK) return nr_error(st, "%s", netrun_session_error(sub));
+        for (int b = 0; b < 2; b++) { /* both branches' declarations hold for the output, whichever ran */
+            const nr_attr *ba = graph_attr(nd, b ? "else_branch" : "then_branch");
+            const nr_graph *bg = ba && ba->sub_model ? ba->sub_model->ir->graph : NULL;
+            netrun_dtype want = bg && o < bg->n_outputs ? bg->values[bg->outputs[o]].dtype : NETRUN_DTYPE_UNDEFINED;
+            if (want != NETRUN_DTYPE_UNDEFINED && want != out.dtype)
+                return nr_error(NETRUN_ERR_INVALID_MODEL, "output %d: %s produced %s, but %s declares %s", o,
+                                which ? "else_branch" : "then_branch", netrun_dtype_name(out.dtype),
+                                b ? "else_branch" : "then_branch", netrun_dtype_name(want));
+        }
         void *dst;
         if ((st = host_output(s, sn, o, out.dtype, out.rank, out.dims, &dst)) != NETRUN_OK) return st;
         if (dst && out.nbytes) memcpy(dst, out.data, out.nbytes);
@@ -362,9 +376,20 @@ static netrun_status run_loop(netrun_session *s, nr_snode *sn, const nr_node *nd
         if ((st = run_sub(sub)) != NETRUN_OK) goto done;
         netrun_tensor_view out;
         if ((st = netrun_session_output(sub, 0, &out)) != NETRUN_OK) goto sub_error;
-        cond = nr_shape_count(out.rank, out.dims) >= 1 ? ((const uint8_t *)out.data)[0] != 0 : 0;
+        if (out.dtype != NETRUN_DTYPE_BOOL || nr_shape_count(out.rank, out.dims) != 1) {
+            st = nr_error(NETRUN_ERR_INVALID_MODEL, "the body's condition output '%s' must be one bool, not %s with "
+                          "%lld elements", out.name ? out.name : "?", netrun_dtype_name(out.dtype),
+                          (long long)nr_shape_count(out.rank, out.dims));
+            goto done;
+        }
+        cond = ((const uint8_t *)out.data)[0] != 0;
         for (int k = 0; k < n_carried; k++) {
             if ((st = netrun_session_output(sub, 1 + k, &out)) != NETRUN_OK) goto sub_error;
+            if (out.dtype != carried[k].dtype) {
+                st = nr_error(NETRUN_ERR_INVALID_MODEL, "loop-carried value %d entered the body as %s and left it as %s",
+                              k, netrun_dtype_name(carried[k].dtype), netrun_dtype_name(out.dtype));
+                goto done;
+            }
             if ((st = keep_state(s, &out, &owned[k], &carried[k])) != NETRUN_OK) goto done;
         }
         for (int k = 0; k < n_scan; k++) {
@@ -489,6 +514,11 @@ static netrun_status run_scan(netrun_session *s, nr_snode *sn, const nr_node *nd
         netrun_tensor_view out;
         for (int k = 0; k < n_state; k++) {
             if ((st = netrun_session_output(sub, k, &out)) != NETRUN_OK) goto sub_error;
+            if (out.dtype != state[k].dtype) {
+                st = nr_error(NETRUN_ERR_INVALID_MODEL, "state value %d entered the body as %s and left it as %s", k,
+                              netrun_dtype_name(state[k].dtype), netrun_dtype_name(out.dtype));
+                goto done;
+            }
             if ((st = keep_state(s, &out, &owned[k], &state[k])) != NETRUN_OK) goto done;
         }
         for (int k = 0; k < n_scan_out; k++) {

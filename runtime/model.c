@@ -197,12 +197,19 @@ static netrun_status require_present(const netrun_model *m, const nr_node *nd, u
 /* Resolve op definitions and parse attributes (once, shared by all sessions). */
 static netrun_status parse_nodes(netrun_model *m) {
     nr_graph *g = m->ir->graph;
-    /* a newer opset may have changed an op's meaning: refuse rather than run it with older semantics */
-    int64_t opset = nr_model_opset(m->ir, "");
-    if (opset > nr_onnx_opset_max)
-        return nr_error(NETRUN_ERR_INVALID_MODEL, "%s: the model imports ONNX opset %lld; netrun knows opsets up to %d "
-                        "(the schemas of onnx %s)", m->source, (long long)opset, nr_onnx_opset_max,
-                        nr_onnx_schema_version);
+    /* an opset of an ONNX domain that does not exist (yet): a newer one may have changed an op's meaning, so refuse
+     * rather than run it with older semantics; version 0 never existed. Other domains are not ONNX's to check. */
+    for (int i = 0; i < m->ir->n_opsets; i++) {
+        const char *d = m->ir->opsets[i].domain;
+        int64_t v = m->ir->opsets[i].version;
+        for (int k = 0; k < nr_opset_domains_count; k++) {
+            if (strcmp(nr_opset_domains[k].domain, !strcmp(d, "ai.onnx") ? "" : d)) continue;
+            if (v > nr_opset_domains[k].newest || v < 1)
+                return nr_error(NETRUN_ERR_INVALID_MODEL, "%s: the model imports opset %lld of domain '%s', which does "
+                                "not exist: netrun knows opsets 1 to %d of it (the schemas of onnx %s)", m->source,
+                                (long long)v, *d ? d : "ai.onnx", nr_opset_domains[k].newest, nr_onnx_schema_version);
+        }
+    }
     m->param_allocs = nr_calloc((size_t)g->n_nodes + 1, sizeof(nr_alloc_list));
     if (!m->param_allocs) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
     for (int n = 0; n < g->n_nodes; n++) {
