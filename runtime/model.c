@@ -214,7 +214,7 @@ static netrun_status parse_nodes(netrun_model *m) {
     if (!m->param_allocs) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
     for (int n = 0; n < g->n_nodes; n++) {
         nr_node *nd = &g->nodes[n];
-        nd->opset = (int)nr_model_opset(m->ir, nd->domain);
+        if (nd->opset <= 0) nd->opset = (int)nr_model_opset(m->ir, nd->domain); /* a function body keeps its own */
         nd->layer = nr_layer_find(nd->domain, nd->op_type);
         if (!nd->layer) continue; /* reported at prepare: a plugin may still be asked */
         /* inputs and outputs the op's schema requires must be there before any layer or kernel reads or writes

@@ -463,7 +463,21 @@ static netrun_status check_declared(netrun_session *s, const nr_node *nd, int o)
 
 /* The dtype of an output whose node can only be inferred at run time, for placement decisions before the
  * first run (kernels always see the real dtype): most ops keep their first input's type. */
-static netrun_dtype guess_dtype(netrun_session *s, const nr_node *nd) {
+static netrun_dtype guess_dtype(netrun_session *s, const nr_node *nd, int o) {
+    if (nd->layer && (nd->layer->flags & NR_LAYER_CONTROL_FLOW)) { /* what the subgraphs declare, not the condition's */
+        int loop = !strcmp(nd->op_type, "Loop"), carried = loop ? nd->n_inputs - 2 : nd->n_inputs;
+        if (!strcmp(nd->op_type, "Scan")) {
+            const nr_cf_params *p = nd->params;
+            carried = p ? nd->n_inputs - p->n_scan_inputs : 0;
+        }
+        if (strcmp(nd->op_type, "If") && o < carried && nd->inputs[(loop ? 2 : 0) + o] >= 0)
+            return s->values[nd->inputs[(loop ? 2 : 0) + o]].desc.dtype;
+        for (int a = 0; a < nd->n_attrs; a++) {
+            const nr_graph *b = nd->attrs[a].type == NR_ATTR_GRAPH ? nd->attrs[a].g : NULL;
+            int k = o + (loop ? 1 : 0);
+            if (b && k < b->n_outputs && b->values[b->outputs[k]].dtype) return b->values[b->outputs[k]].dtype;
+        }
+    }
     static const char *const int64_ops[] = {"Shape", "Size", "NonZero", "ArgMax", "ArgMin", NULL};
     static const char *const bool_ops[] = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not",
                                            "And", "Or", "Xor", "IsNaN", "IsInf", NULL};
@@ -548,7 +562,7 @@ static netrun_status infer_all(netrun_session *s) {
             if (dyn_in) {
                 sv->dynamic = 1;
                 sv->desc.name = g->values[v].name;
-                sv->desc.dtype = g->values[v].dtype ? g->values[v].dtype : guess_dtype(s, nd);
+                sv->desc.dtype = g->values[v].dtype ? g->values[v].dtype : guess_dtype(s, nd, o);
                 /* rank -1 means "absent" to backends: use the declared rank, else a guess (dims stay -1) */
                 sv->desc.rank = g->values[v].rank >= 0 ? g->values[v].rank : guess_rank;
                 for (int d = 0; d < NETRUN_MAX_RANK; d++) sv->desc.dims[d] = -1;
