@@ -59,8 +59,10 @@ typedef struct imp_ctx {
     size_t n_functions;
     fn_frame *frame;        /* the function call being expanded, or NULL */
     int depth;              /* subgraph depth of the graph being imported */
+    size_t fn_at;           /* inside calls: where the outermost call's part of `where` begins */
     int frames;             /* its nesting */
     long expanded_nodes;    /* nodes made by expanding calls: bounded (a call of a call of... can multiply) */
+    long *fn_nodes;         /* per function: nodes once fully expanded (0: not known yet, -1: being counted) */
 } imp_ctx;
 
 #define NR_MAX_FUNCTION_NESTING 64
@@ -1150,6 +1152,28 @@ static netrun_status check_functions(imp_ctx *c) {
     return NETRUN_OK;
 }
 
+/* Nodes function f makes once every call in it is expanded, saturated past the limit; -1 for a recursion (the
+ * expansion reports it with its path). Memoized, so a chain of functions each calling the next twice is
+ * measured in linear time before anything is built. */
+static long fn_node_count(imp_ctx *c, const Onnx__FunctionProto *f) {
+    size_t i = 0;
+    while (i < c->n_functions && c->functions[i] != f) i++;
+    if (c->fn_nodes[i]) return c->fn_nodes[i];
+    c->fn_nodes[i] = -1;
+    long total = 0;
+    for (size_t n = 0; n < f->n_node && total <= NR_MAX_EXPANDED_NODES; n++) {
+        const Onnx__NodeProto *b = f->node[n];
+        const Onnx__FunctionProto *callee = find_function(c, str_or_empty(b->domain), str_or_empty(b->op_type),
+                                                          str_or_empty(b->overload));
+        long k = callee ? fn_node_count(c, callee) : 1;
+        if (k < 0) return -1; /* left marked: every caller of the cycle sees it */
+        total += k;
+    }
+    if (total > NR_MAX_EXPANDED_NODES) total = NR_MAX_EXPANDED_NODES + 1;
+    c->fn_nodes[i] = total ? total : 1;
+    return c->fn_nodes[i];
+}
+
 /* Expand node np, a call of local function fn, into g: its body's nodes with their names renamed. */
 static netrun_status expand_call(imp_ctx *c, const Onnx__NodeProto *np, const char *name,
                                  const Onnx__FunctionProto *fn, nr_graph *g, int depth) {
@@ -1178,9 +1202,11 @@ static netrun_status expand_call(imp_ctx *c, const Onnx__NodeProto *np, const ch
         if (!declared)
             return imp_err(c, NETRUN_ERR_INVALID_MODEL, "attribute '%s' is not an attribute of function '%s'", an, fname);
     }
-    if (c->expanded_nodes + (long)fn->n_node > NR_MAX_EXPANDED_NODES)
-        return imp_err(c, NETRUN_ERR_INVALID_MODEL, "expanding the model's function calls makes more than %ld nodes",
-                       NR_MAX_EXPANDED_NODES);
+    long size = fn_node_count(c, fn); /* -1: recursive, found below with its path */
+    if (size > 0 && c->expanded_nodes + size > NR_MAX_EXPANDED_NODES)
+        return imp_err(c, NETRUN_ERR_INVALID_MODEL, "expanding the model's function calls makes more than %ld nodes "
+                       "(function '%s' alone makes %s%ld)", NR_MAX_EXPANDED_NODES, fname,
+                       size > NR_MAX_EXPANDED_NODES ? "more than " : "", size > NR_MAX_EXPANDED_NODES ? NR_MAX_EXPANDED_NODES : size);
     c->expanded_nodes += (long)fn->n_node;
     fn_frame f;
     memset(&f, 0, sizeof f);
@@ -1241,9 +1267,21 @@ static netrun_status expand_call(imp_ctx *c, const Onnx__NodeProto *np, const ch
     if (!st) {
         fn_frame *outer = c->frame;
         c->frame = &f;
-        size_t old = where_push(c, "in function '%.100s': ", fname);
+        /* messages name the innermost call only (its node names hold the whole path of calls): the text from
+         * where the outermost call's node began is replaced, and put back afterwards */
+        size_t fn_at = outer ? c->fn_at : c->node_at, saved_fn_at = c->fn_at, saved_node_at = c->node_at;
+        char *saved = nr_strdup(c->where + fn_at);
+        if (!saved) st = imp_err(c, NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+        c->fn_at = fn_at;
+        where_pop(c, fn_at);
+        where_push(c, "in function '%.100s' (called by node '%.200s'): ", fname, name);
+        c->node_at = c->where_len;
         for (size_t n = 0; n < fn->n_node && !st; n++) st = import_node(c, fn->node[n], n, g, depth);
-        where_pop(c, old);
+        where_pop(c, fn_at);
+        if (saved) where_push(c, "%s", saved);
+        c->node_at = saved_node_at;
+        c->fn_at = saved_fn_at;
+        nr_free(saved);
         c->frame = outer;
     }
     nr_free(copies);
@@ -1476,6 +1514,7 @@ static void ctx_init(imp_ctx *c, const char *source, const char *base_dir, const
 }
 
 static void ctx_free(imp_ctx *c) {
+    nr_free(c->fn_nodes);
     for (int i = 0; i < c->n_files; i++) nr_free(c->files[i].real);
     nr_free(c->files);
     free(c->base_real); /* from realpath(): libc malloc */
@@ -1541,6 +1580,10 @@ netrun_status nr_onnx_import(const void *data, size_t size, const char *source, 
     }
     c.functions = mp->functions;
     c.n_functions = mp->n_functions;
+    if (c.n_functions && !(c.fn_nodes = nr_calloc(c.n_functions, sizeof(long)))) {
+        st = imp_err(&c, NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+        goto out;
+    }
     if ((st = check_functions(&c)) != NETRUN_OK) goto out;
     st = import_graph(&c, mp->graph, NULL, 0, &m->graph);
 out:
