@@ -57,9 +57,10 @@ netrun_status nr_host_reserve(netrun_session *s, size_t bytes, const char *what)
     size_t budget = nr_host_budget(r), after;
     if (!nr_add_size(r->host_bytes, bytes, &after) || (budget != SIZE_MAX && after > budget))
         return nr_error(NETRUN_ERR_OUT_OF_MEMORY,
-                        "host memory budget exceeded: %s needs %zu bytes, the session%s holds %zu, budget %zu "
-                        "(limits.host_memory%s)", what, bytes, r == s ? "" : " with its subgraphs", r->host_bytes,
-                        budget, r->opts.host_memory_budget ? "" : ": half of this machine's memory by default");
+                        "host memory budget exceeded: %zu bytes for %s on top of the %zu the session%s holds, "
+                        "budget %zu (limits.host_memory%s)", bytes, what, r->host_bytes,
+                        r == s ? "" : " with its subgraphs", budget,
+                        r->opts.host_memory_budget ? "" : ": half of this machine's memory by default");
     r->host_bytes = after;
     if (after > r->stats.host_peak_bytes) r->stats.host_peak_bytes = after;
     return NETRUN_OK;
