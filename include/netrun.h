@@ -37,8 +37,8 @@ extern "C" {
 #endif
 
 #define NETRUN_VERSION_MAJOR 0
-#define NETRUN_VERSION_MINOR 6
-#define NETRUN_VERSION_PATCH 4
+#define NETRUN_VERSION_MINOR 7
+#define NETRUN_VERSION_PATCH 0
 
 /* Most dimensions a tensor may have. */
 #define NETRUN_MAX_RANK 8

@@ -156,12 +156,14 @@ netrun_status nr_graph_add_output(nr_graph *g, int id) {
 }
 
 int64_t nr_shape_count(int rank, const int64_t *dims) {
-    int64_t n = 1;
+    int64_t n = 1, zero = 0;
     for (int i = 0; i < rank; i++) {
         if (dims[i] < 0) return -1;
-        if (__builtin_mul_overflow(n, dims[i], &n)) return INT64_MAX;
+        zero |= dims[i] == 0; /* [2^62, 4, 0] has no element, though its other dims overflow a product */
     }
-    return n;
+    for (int i = 0; i < rank && !zero; i++)
+        if (__builtin_mul_overflow(n, dims[i], &n)) return INT64_MAX;
+    return zero ? 0 : n;
 }
 
 int64_t nr_tensor_count(const nr_tensor *t) { return nr_shape_count(t->rank, t->dims); }

@@ -282,6 +282,13 @@ static netrun_status bind_inputs(netrun_session *s) {
         }
         if (d->dtype == NETRUN_DTYPE_UNDEFINED)
             return nr_error(NETRUN_ERR_INVALID_MODEL, "input '%s' has no declared element type", val->name);
+        /* declared dims whose element count overflows (found by the fuzzer: Size then overflowed too) */
+        int64_t count = nr_shape_count(d->rank, d->dims);
+        size_t bytes;
+        if (count == INT64_MAX || (count > 0 && (!nr_mul_size((size_t)count, netrun_dtype_size(d->dtype) ? netrun_dtype_size(d->dtype) : 8, &bytes) ||
+                                                 bytes > NR_MAX_VALUE_BYTES)))
+            return nr_error(NETRUN_ERR_INVALID_MODEL, "input '%s' would have %lld elements, over the limit of %llu bytes",
+                            val->name, (long long)count, (unsigned long long)NR_MAX_VALUE_BYTES);
         if (s->mb) d->dims[0] = s->mb; /* micro-batching: the plan is built for mb images */
         sv->nbytes = nr_desc_bytes(d);
     }

@@ -541,6 +541,11 @@ def build_round_two():
               [vi("x", [2])], [vi("y", [2]), vi("ys", None)],
               [numpy_helper.from_array(np.array(100000, np.int64), "M"), cond]), {1},
         ["host memory budget", "scan outputs"], ["--host-memory", "64M"])
+    # found by fuzz.importer with the structure-aware mutator: Size of an input declared [2, 2^63 - 1, 4]; the
+    # CPU kernel's element count overflowed int64 when the node was folded at prepare
+    add("size_of_overflowing_dims.onnx",
+        model([helper.make_node("Size", ["data"], ["n"], name="sizer")], [vi("data", [2, (1 << 63) - 1, 4])],
+              [vi("n", [], TensorProto.INT64)]), {2}, ["'data'", "would have", "too large"])
     # ---- option values that would remove a limit ----
     for tag, arg in {"text": "limits.max_loop_iterations=abc", "zero": "limits.max_loop_iterations=0",
                      "negative": "limits.max_loop_iterations=-5", "typo": "limits.max_loop_iteration=10"}.items():
