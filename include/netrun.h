@@ -17,7 +17,9 @@
  *     of this thread's last failure. Messages are owned by the library; copy them to keep them.
  *   - destroy/release(NULL) is a no-op.
  *   - A model is immutable once loaded and may back many sessions on many threads. A session is used by
- *     one thread at a time; different sessions run concurrently.
+ *     one thread at a time; different sessions run concurrently. A call on a session that another thread is
+ *     inside is refused with NETRUN_ERR_STATE (message in netrun_last_error() only) and changes nothing;
+ *     destroying a session another thread uses is not detected.
  *   - The library never exits or aborts on bad input.
  */
 #ifndef NETRUN_H

@@ -1,6 +1,7 @@
 /* Op family: quantize (definitions: attribute parsing, validation, shape inference).
  * QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul, MatMulInteger, QLinearConv,
  * ConvInteger, BitCast. */
+#include <stdint.h>
 #include <string.h>
 
 #include "layer.h"
@@ -292,10 +293,10 @@ static netrun_status ints_attr(const nr_layer_ctx *c, const char *name, int ns, 
     if (!n) return NETRUN_OK;
     if (n != (int64_t)ns * count_mult)
         return nr_layer_error(c, "attribute %s has %lld values; expected %d", name, (long long)n, ns * count_mult);
-    for (int64_t i = 0; i < n; i++) {
-        if (v[i] < min)
-            return nr_layer_error(c, "attribute %s[%lld] = %lld must be >= %lld", name, (long long)i,
-                                  (long long)v[i], (long long)min);
+    for (int64_t i = 0; i < n; i++) { /* bounded above too, so that the shape arithmetic stays in int64 */
+        if (v[i] < min || v[i] > INT32_MAX)
+            return nr_layer_error(c, "attribute %s[%lld] = %lld must be from %lld to %d (too large otherwise)", name,
+                                  (long long)i, (long long)v[i], (long long)min, INT32_MAX);
         out[i] = v[i];
     }
     return NETRUN_OK;

@@ -283,6 +283,10 @@ static netrun_status bind_inputs(netrun_session *s) {
         if (d->dtype == NETRUN_DTYPE_UNDEFINED)
             return nr_error(NETRUN_ERR_INVALID_MODEL, "input '%s' has no declared element type", val->name);
         /* declared dims whose element count overflows (found by the fuzzer: Size then overflowed too) */
+        for (int k = 0; k < d->rank; k++)
+            if (d->dims[k] > NR_MAX_DIM)
+                return nr_error(NETRUN_ERR_INVALID_MODEL, "input '%s': dim %d is %lld, over the limit of %lld", val->name,
+                                k, (long long)d->dims[k], (long long)NR_MAX_DIM);
         int64_t count = nr_shape_count(d->rank, d->dims);
         size_t bytes;
         if (count == INT64_MAX || (count > 0 && (!nr_mul_size((size_t)count, netrun_dtype_size(d->dtype) ? netrun_dtype_size(d->dtype) : 8, &bytes) ||
@@ -361,6 +365,10 @@ netrun_status nr_infer_node(netrun_session *s, nr_snode *sn) {
             return nr_error(NETRUN_ERR_INTERNAL, "node '%s' (%s): output %d was not inferred", nd->name,
                             nd->op_type, o);
         /* a shape whose size overflows or is absurd (hostile pads, huge Expand) stops here, before any kernel */
+        for (int k = 0; k < d->rank; k++)
+            if (d->dims[k] > NR_MAX_DIM)
+                return nr_error(NETRUN_ERR_INVALID_MODEL, "node '%s' (%s): output %d would have a dim of %lld, over "
+                                "the limit of %lld", nd->name, nd->op_type, o, (long long)d->dims[k], (long long)NR_MAX_DIM);
         int64_t count = nr_shape_count(d->rank, d->dims);
         size_t bytes;
         if (count == INT64_MAX || (count > 0 && (!nr_mul_size((size_t)count, netrun_dtype_size(d->dtype) ? netrun_dtype_size(d->dtype) : 8, &bytes) ||

@@ -192,8 +192,9 @@ static netrun_status impl_set_input(netrun_session *s, const char *name, netrun_
         return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
     }
     for (int d = 0; d < rank; d++) {
-        if (dims[d] < 0) {
-            nr_error(NETRUN_ERR_INVALID_ARGUMENT, "input '%s': dim %d is negative", name, d);
+        if (dims[d] < 0 || dims[d] > NR_MAX_DIM) {
+            nr_error(NETRUN_ERR_INVALID_ARGUMENT, "input '%s': dim %d is %s", name, d,
+                     dims[d] < 0 ? "negative" : "over the limit of 2^40");
             return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
         }
         if (v->rank >= 0 && v->dims[d] >= 0 && v->dims[d] != dims[d]) {

@@ -20,6 +20,10 @@ void nr_error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 const char *nr_error_message(void);
 void nr_error_clear(void);
 
+/* Largest single dim a value may have (2^40), whatever its other dims: a zero-size value may carry any dims, and
+ * layers compute output dims from input dims and attributes in int64 (the fuzzer found Pool's overflowing). */
+#define NR_MAX_DIM ((int64_t)1 << 40)
+
 /* Checked size arithmetic: return 0 on overflow. */
 int nr_mul_size(size_t a, size_t b, size_t *out);
 int nr_add_size(size_t a, size_t b, size_t *out);

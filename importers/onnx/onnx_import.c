@@ -70,7 +70,7 @@ typedef struct imp_ctx {
 
 /* Nodes a model's function calls may expand to in all (a call of a call of... multiplies). Internal, not
  * exported: the fuzz harness lowers it so that inputs stay within its time bound under the sanitizers. */
-long nr_import_max_expanded_nodes = 1000000L;
+long nr_import_max_expanded_nodes = 200000L;
 
 static netrun_status imp_err(imp_ctx *c, netrun_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

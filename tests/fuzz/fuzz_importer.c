@@ -15,7 +15,7 @@ extern long nr_import_max_expanded_nodes; /* importers/onnx/onnx_import.c: inter
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
-    /* 50,000 expanded nodes load in well under the 10 s an input may take under ASan (a million take ~8 s) */
+    /* 50,000 expanded nodes load in well under the 10 s an input may take under ASan (a million took ~8 s) */
     nr_import_max_expanded_nodes = 50000;
     /* Only the CPU plugin built with this harness (same compiler, same sanitizers) may load: the runtime
      * finds it in ../lib/netrun/backends next to the executable; a gcc-built one from the environment
