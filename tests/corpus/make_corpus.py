@@ -546,6 +546,12 @@ def build_round_two():
     add("size_of_overflowing_dims.onnx",
         model([helper.make_node("Size", ["data"], ["n"], name="sizer")], [vi("data", [2, (1 << 63) - 1, 4])],
               [vi("n", [], TensorProto.INT64)]), {2}, ["'data'", "would have", "too large"])
+    # found by fuzz.importer once it ran models: a 3 x (2^31 - 1) AveragePool window over a 5 x 5 input (SAME_UPPER
+    # pads); the CPU kernel visited every tap of every window, padding included (minutes): now only those inside
+    add("averagepool_kernel_2e31.onnx",
+        model([helper.make_node("AveragePool", ["x"], ["y"], name="wide_pool", kernel_shape=[3, (1 << 31) - 1],
+                                strides=[2, 2], auto_pad="SAME_UPPER")], [vi("x", [1, 1, 5, 5])], [vi("y", None)]),
+        {0}, [])
     # ---- option values that would remove a limit ----
     for tag, arg in {"text": "limits.max_loop_iterations=abc", "zero": "limits.max_loop_iterations=0",
                      "negative": "limits.max_loop_iterations=-5", "typo": "limits.max_loop_iteration=10"}.items():
