@@ -552,6 +552,13 @@ def build_round_two():
         model([helper.make_node("AveragePool", ["x"], ["y"], name="wide_pool", kernel_shape=[3, (1 << 31) - 1],
                                 strides=[2, 2], auto_pad="SAME_UPPER")], [vi("x", [1, 1, 5, 5])], [vi("y", None)]),
         {0}, [])
+    # integer division at the edges: INT_MIN / -1 wraps to INT_MIN (as numpy); x / 0 is an error naming the node
+    # (the x86 division instruction traps on both: a kernel that divides as C does kills the process)
+    a = numpy_helper.from_array(np.array([-(1 << 31), 7], np.int32), "a")
+    for tag, b, codes, words in (("min_by_minus_one", [-1, 2], {0}, []), ("by_zero", [1, 0], {1}, ["divider", "zero"])):
+        add(f"int_div_{tag}.onnx",
+            model([helper.make_node("Div", ["a", "b"], ["y"], name="divider")], [], [vi("y", [2], TensorProto.INT32)],
+                  [a, numpy_helper.from_array(np.array(b, np.int32), "b")]), codes, words)
     # ---- option values that would remove a limit ----
     for tag, arg in {"text": "limits.max_loop_iterations=abc", "zero": "limits.max_loop_iterations=0",
                      "negative": "limits.max_loop_iterations=-5", "typo": "limits.max_loop_iteration=10"}.items():
