@@ -76,6 +76,8 @@ def main():
         if not vg:
             print("valgrind not installed: skipped")
             return 77
+        # not the cases that run to a limit (100,000 Loop iterations, a memory budget): minutes under memcheck
+        names = [n for n in names if not expect[n].get("args")]
         step = max(1, len(names) // a.subset)
         names = names[::step][:a.subset]
         supp = os.path.join(here, "valgrind.supp")
