@@ -84,7 +84,8 @@ static netrun_status q_granularity(nr_layer_ctx *c, const netrun_quantize_params
             return nr_layer_error(c, "blocked quantization: scale has rank %d, x has rank %d; they must match",
                                   s->rank, x->rank);
         for (int i = 0; i < x->rank; i++) {
-            int64_t want = i == axis ? (x->dims[i] + p->block_size - 1) / p->block_size : x->dims[i];
+            int64_t d = x->dims[i]; /* ceil(d / block_size) without overflow (block_size may be 2^63 - 1) */
+            int64_t want = i == axis ? (d ? (d - 1) / p->block_size + 1 : 0) : d;
             if (s->dims[i] != want)
                 return nr_layer_error(c, "blocked quantization: scale dim %d is %lld, expected %lld (x dim %lld%s)",
                                       i, (long long)s->dims[i], (long long)want, (long long)x->dims[i],

@@ -1178,6 +1178,23 @@ static long fn_node_count(imp_ctx *c, const Onnx__FunctionProto *f) {
     return c->fn_nodes[i];
 }
 
+/* Map a function's formal inputs or outputs (what: "input" / "output") to the call's names, as the caller's frame
+ * names them. An absent optional input stays absent (""); an output the call does not ask for gets a name of this
+ * call alone, since the body still computes it. */
+static netrun_status map_formals(imp_ctx *c, fn_frame *f, char **formal, size_t n_formal, char **actual,
+                                 size_t n_actual, const char *what) {
+    for (size_t i = 0; i < n_formal; i++) {
+        const char *fo = str_or_empty(formal[i]), *ac = i < n_actual ? str_or_empty(actual[i]) : "";
+        if (!*fo)
+            return imp_err(c, NETRUN_ERR_INVALID_MODEL, "function '%s': %s %zu has no name",
+                           str_or_empty(f->fn->name), what, i);
+        const char *mapped = *ac ? fn_name(c, ac) : NULL;
+        int ok = *ac ? frame_add(f, fo, mapped) : *what == 'i' ? frame_add(f, fo, "") : frame_add_local(f, fo);
+        if (!ok) return imp_err(c, NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    return NETRUN_OK;
+}
+
 /* Expand node np, a call of local function fn, into g: its body's nodes with their names renamed. */
 static netrun_status expand_call(imp_ctx *c, const Onnx__NodeProto *np, const char *name,
                                  const Onnx__FunctionProto *fn, nr_graph *g, int depth) {
@@ -1228,7 +1245,6 @@ static netrun_status expand_call(imp_ctx *c, const Onnx__NodeProto *np, const ch
     }
     snprintf(f.prefix, pl, "%s/", name);
     /* the call's attributes, references to the caller's own function resolved in the caller's frame */
-    static Onnx__AttributeProto no_attr; /* never read: only its address marks "left out" */
     Onnx__AttributeProto *copies = nr_calloc(np->n_attribute + 1, sizeof *copies);
     if (!copies) {
         st = imp_err(c, NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
@@ -1239,28 +1255,9 @@ static netrun_status expand_call(imp_ctx *c, const Onnx__NodeProto *np, const ch
         st = resolve_attr(c, np->attribute[i], &copies[i], &v);
         f.attr_value[i] = v;
     }
-    (void)no_attr;
     /* names: formal inputs and outputs to the call's (absent ones to names of this call alone), the rest prefixed */
-    for (size_t i = 0; i < fn->n_input && !st; i++) {
-        const char *actual = i < np->n_input ? str_or_empty(np->input[i]) : "";
-        const char *formal = str_or_empty(fn->input[i]);
-        if (!*formal) st = imp_err(c, NETRUN_ERR_INVALID_MODEL, "function '%s': input %zu has no name", fname, i);
-        else if (*actual) {
-            const char *mapped = fn_name(c, actual);
-            if (!mapped || !frame_add(&f, formal, mapped)) st = imp_err(c, NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
-        } else if (!frame_add(&f, formal, "")) /* an absent optional input stays absent */
-            st = imp_err(c, NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
-    }
-    for (size_t i = 0; i < fn->n_output && !st; i++) {
-        const char *actual = i < np->n_output ? str_or_empty(np->output[i]) : "";
-        const char *formal = str_or_empty(fn->output[i]);
-        if (!*formal) st = imp_err(c, NETRUN_ERR_INVALID_MODEL, "function '%s': output %zu has no name", fname, i);
-        else if (*actual) {
-            const char *mapped = fn_name(c, actual);
-            if (!mapped || !frame_add(&f, formal, mapped)) st = imp_err(c, NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
-        } else if (!frame_add_local(&f, formal))
-            st = imp_err(c, NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
-    }
+    if (!st) st = map_formals(c, &f, fn->input, fn->n_input, np->input, np->n_input, "input");
+    if (!st) st = map_formals(c, &f, fn->output, fn->n_output, np->output, np->n_output, "output");
     for (size_t n = 0; n < fn->n_node && !st; n++) {
         const Onnx__NodeProto *b = fn->node[n];
         for (size_t i = 0; i < b->n_input && !st; i++)

@@ -79,6 +79,16 @@ static int append_ptr(void ***arr, size_t *n, void *p) {
     return 1;
 }
 
+static void add_opset(Onnx__OperatorSetIdProto ***arr, size_t *n, const char *domain, int64_t version) {
+    Onnx__OperatorSetIdProto *o = malloc(sizeof *o);
+    if (!o) return;
+    onnx__operator_set_id_proto__init(o);
+    o->domain = strdup(domain);
+    o->has_version = 1;
+    o->version = version;
+    if (!append_ptr((void ***)arr, n, o)) protobuf_c_message_free_unpacked(&o->base, NULL);
+}
+
 /* Make node n of g a call of a new model-local function whose body is the node itself. */
 static void mut_to_function(Onnx__ModelProto *m, Onnx__NodeProto *node, uint32_t *s) {
     Onnx__FunctionProto *f = malloc(sizeof *f);
@@ -106,27 +116,13 @@ static void mut_to_function(Onnx__ModelProto *m, Onnx__NodeProto *node, uint32_t
             if (an) append_ptr((void ***)&f->attribute, &f->n_attribute, an);
         }
     append_ptr((void ***)&f->node, &f->n_node, body);
-    Onnx__OperatorSetIdProto *op = malloc(sizeof *op);
-    if (op) {
-        onnx__operator_set_id_proto__init(op);
-        op->domain = strdup("");
-        op->has_version = 1;
-        op->version = 17;
-        append_ptr((void ***)&f->opset_import, &f->n_opset_import, op);
-    }
+    add_opset(&f->opset_import, &f->n_opset_import, "", 17);
     if (mut_rand(s) % 4 == 0) /* now and then a call of itself */
         set_str(&body->op_type, name), set_str(&body->domain, "fuzz.local");
     append_ptr((void ***)&m->functions, &m->n_functions, f);
     set_str(&node->op_type, name);
     set_str(&node->domain, "fuzz.local");
-    Onnx__OperatorSetIdProto *mo = malloc(sizeof *mo);
-    if (mo) {
-        onnx__operator_set_id_proto__init(mo);
-        mo->domain = strdup("fuzz.local");
-        mo->has_version = 1;
-        mo->version = 1;
-        append_ptr((void ***)&m->opset_import, &m->n_opset_import, mo);
-    }
+    add_opset(&m->opset_import, &m->n_opset_import, "fuzz.local", 1);
 }
 
 static void mutate_model(Onnx__ModelProto *m, uint32_t *s) {
