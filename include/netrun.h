@@ -17,7 +17,9 @@
  *     of this thread's last failure. Messages are owned by the library; copy them to keep them.
  *   - destroy/release(NULL) is a no-op.
  *   - A model is immutable once loaded and may back many sessions on many threads. A session is used by
- *     one thread at a time; different sessions run concurrently.
+ *     one thread at a time; different sessions run concurrently. A call on a session that another thread is
+ *     inside is refused with NETRUN_ERR_STATE (message in netrun_last_error() only) and changes nothing;
+ *     destroying a session another thread uses is not detected.
  *   - The library never exits or aborts on bad input.
  */
 #ifndef NETRUN_H
@@ -207,6 +209,11 @@ typedef struct netrun_session_stats {
     uint64_t prepares;        /* prepares since the session was created, its control-flow bodies' included (not reset
                                * by a prepare): a run that had to prepare again (a new input shape; a body whose
                                * inputs changed size, once) adds to it; netrun_session_prepare_note says why */
+    size_t host_peak_bytes;   /* most host memory the session (with its subgraphs) held at once: inputs, activations,
+                               * run-time values, Loop/Scan accumulation, staging (what the host budget counts) */
+    size_t host_memory_budget; /* the host memory budget in force (SIZE_MAX: none) */
+    uint64_t profile_dropped; /* profile events dropped since profiling was switched on: the oldest go once
+                               * profile.max_events are held */
 } netrun_session_stats;
 
 /* Description of a backend plugin found on this machine. */
@@ -295,7 +302,8 @@ NETRUN_API netrun_status netrun_model_load_memory(const void *data, size_t size,
 NETRUN_API void netrun_model_release(netrun_model *model);
 /* Message of the model's last failure. */
 NETRUN_API const char *netrun_model_error(const netrun_model *model);
-/* Number of graph inputs (initializers excluded) and outputs. */
+/* Number of graph inputs (inputs with a default value included; initializers that are not inputs excluded)
+ * and outputs. */
 NETRUN_API int netrun_model_input_count(const netrun_model *model);
 NETRUN_API int netrun_model_output_count(const netrun_model *model);
 /* Describe input / output number index, as declared in the model. */
@@ -303,6 +311,10 @@ NETRUN_API netrun_status netrun_model_input_info(const netrun_model *model, int 
 NETRUN_API netrun_status netrun_model_output_info(const netrun_model *model, int index, netrun_tensor_info *info);
 /* Number of nodes in the main graph. */
 NETRUN_API int netrun_model_node_count(const netrun_model *model);
+/* ---- netrun 0.7 ---- */
+/* 1 when input number index has a default value: an initializer of the same name (ONNX IR version 4 and later).
+ * A session uses the default until netrun_session_set_input gives the input a value; 0 otherwise. */
+NETRUN_API int netrun_model_input_has_default(const netrun_model *model, int index);
 
 /* What the model file says about itself. Strings are "" when the file leaves them out, and stay valid as long as
  * the model. */
@@ -352,8 +364,16 @@ NETRUN_API netrun_status netrun_options_set_strict(netrun_options *options, int 
 NETRUN_API netrun_status netrun_options_set_allow_fallback(netrun_options *options, int allow);
 /* Cap on the device memory a session may use (0 = none); lets tests force the out-of-memory paths. */
 NETRUN_API netrun_status netrun_options_set_device_memory_budget(netrun_options *options, size_t bytes);
-/* Generic key/value settings for backend-specific knobs ("cuda.graph" = "0", ...). */
+/* Generic key/value settings for backend-specific knobs ("cuda.graph" = "0", ...). Values of the runtime's own
+ * keys (limits.*, memory.*, graph.*, run.*, debug.*, profile.*) are checked here: a bad value, or an unknown key
+ * of those namespaces, is NETRUN_ERR_INVALID_ARGUMENT naming the option. */
 NETRUN_API netrun_status netrun_options_set(netrun_options *options, const char *key, const char *value);
+/* ---- netrun 0.7 ---- */
+/* Cap on the host memory a session and its subgraphs may hold (inputs, activations, run-time values, Loop/Scan
+ * accumulation): 0 = the default, half of the machine's memory (or of its cgroup limit); SIZE_MAX = none. Checked
+ * before each allocation; going past it fails with NETRUN_ERR_OUT_OF_MEMORY and the numbers. Also the option
+ * "limits.host_memory" = "auto" | "none" | a size such as "512M". */
+NETRUN_API netrun_status netrun_options_set_host_memory_budget(netrun_options *options, size_t bytes);
 
 /* ---- sessions ---- */
 

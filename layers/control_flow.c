@@ -14,6 +14,17 @@ static netrun_dtype graph_out_dtype(const nr_graph *g, int k, int *rank) {
     return v->dtype;
 }
 
+/* dtype of input k of a subgraph as declared (its formal inputs only; UNDEFINED when not declared) */
+static netrun_dtype graph_in_dtype(const nr_graph *g, int k) {
+    if (!g || k >= g->n_inputs) return NETRUN_DTYPE_UNDEFINED;
+    return g->values[g->inputs[k]].dtype;
+}
+
+static int formal_inputs(const nr_graph *g) { return g->n_formal_inputs >= 0 ? g->n_formal_inputs : g->n_inputs; }
+
+/* The ONNX rule that a value keeps its type: two declared types must agree (UNDEFINED agrees with anything). */
+static int agree(netrun_dtype a, netrun_dtype b) { return !a || !b || a == b; }
+
 static void set_unknown(nr_layer_ctx *c, int o, netrun_dtype dtype, int rank) {
     int64_t dims[NETRUN_MAX_RANK];
     if (rank < 0 || rank > NETRUN_MAX_RANK) rank = 1;
@@ -33,6 +44,16 @@ static netrun_status parse_if(nr_layer_ctx *c, void *pv) {
     if (t->n_outputs != nr_out_count(c) || e->n_outputs != nr_out_count(c))
         return nr_layer_error(c, "the branches have %d and %d outputs, the node %d", t->n_outputs, e->n_outputs,
                               nr_out_count(c));
+    if (formal_inputs(t) || formal_inputs(e))
+        return nr_layer_error(c, "If branches take no inputs (then_branch declares %d, else_branch %d)",
+                              formal_inputs(t), formal_inputs(e));
+    for (int o = 0; o < nr_out_count(c); o++) { /* an output has one type whichever branch runs */
+        int r;
+        netrun_dtype a = graph_out_dtype(t, o, &r), b = graph_out_dtype(e, o, &r);
+        if (!agree(a, b))
+            return nr_layer_error(c, "output %d is %s in then_branch but %s in else_branch: both branches must "
+                                  "produce the same types", o, netrun_dtype_name(a), netrun_dtype_name(b));
+    }
     return NETRUN_OK;
 }
 
@@ -62,6 +83,26 @@ static netrun_status parse_loop(nr_layer_ctx *c, void *pv) {
     if (b->n_outputs < 1 + n_carried || nr_out_count(c) != b->n_outputs - 1)
         return nr_layer_error(c, "the body has %d outputs; the node has %d loop-carried inputs and %d outputs",
                               b->n_outputs, n_carried, nr_out_count(c));
+    /* the body's signature (ONNX Loop): (iteration_num: int64, condition: bool, carried...) ->
+     * (condition: bool, carried..., scan outputs...), each carried value keeping its type */
+    if (formal_inputs(b) != 2 + n_carried)
+        return nr_layer_error(c, "the body takes %d inputs; it must take the iteration number, the condition and the "
+                              "%d loop-carried values (%d)", formal_inputs(b), n_carried, 2 + n_carried);
+    int r;
+    if (!agree(graph_in_dtype(b, 0), NETRUN_DTYPE_INT64))
+        return nr_layer_error(c, "body input 0 (the iteration number) must be int64, not %s",
+                              netrun_dtype_name(graph_in_dtype(b, 0)));
+    if (!agree(graph_in_dtype(b, 1), NETRUN_DTYPE_BOOL))
+        return nr_layer_error(c, "body input 1 (the condition) must be bool, not %s",
+                              netrun_dtype_name(graph_in_dtype(b, 1)));
+    if (!agree(graph_out_dtype(b, 0, &r), NETRUN_DTYPE_BOOL))
+        return nr_layer_error(c, "body output 0 (the condition) must be bool, not %s",
+                              netrun_dtype_name(graph_out_dtype(b, 0, &r)));
+    for (int k = 0; k < n_carried; k++)
+        if (!agree(graph_in_dtype(b, 2 + k), graph_out_dtype(b, 1 + k, &r)))
+            return nr_layer_error(c, "loop-carried value %d enters the body as %s but leaves it as %s", k,
+                                  netrun_dtype_name(graph_in_dtype(b, 2 + k)),
+                                  netrun_dtype_name(graph_out_dtype(b, 1 + k, &r)));
     return NETRUN_OK;
 }
 
@@ -69,6 +110,14 @@ static netrun_status infer_loop(nr_layer_ctx *c, void *pv) {
     const nr_graph *b;
     nr_attr_graph(c, "body", &b);
     int n_carried = nr_in_count(c) - 2;
+    if (nr_in_present(c, 0) && nr_in(c, 0)->dtype != NETRUN_DTYPE_INT64)
+        return nr_layer_error(c, "the trip count M must be int64, not %s", netrun_dtype_name(nr_in(c, 0)->dtype));
+    if (nr_in_count(c) > 1 && nr_in_present(c, 1) && nr_in(c, 1)->dtype != NETRUN_DTYPE_BOOL)
+        return nr_layer_error(c, "the condition must be bool, not %s", netrun_dtype_name(nr_in(c, 1)->dtype));
+    for (int k = 0; k < n_carried; k++)
+        if (!agree(nr_in(c, 2 + k)->dtype, graph_in_dtype(b, 2 + k)))
+            return nr_layer_error(c, "loop-carried input %d is %s but the body takes %s", k,
+                                  netrun_dtype_name(nr_in(c, 2 + k)->dtype), netrun_dtype_name(graph_in_dtype(b, 2 + k)));
     for (int o = 0; o < nr_out_count(c); o++) {
         int rank = -1;
         netrun_dtype dt = graph_out_dtype(b, 1 + o, &rank);
@@ -108,6 +157,15 @@ static netrun_status parse_scan(nr_layer_ctx *c, void *pv) {
     int n_scan_out = nr_out_count(c) - n_state;
     if (n_scan_out < 0 || n_scan_out > NR_CF_MAX_SCAN || b->n_outputs != nr_out_count(c))
         return nr_layer_error(c, "the body has %d outputs, the node %d", b->n_outputs, nr_out_count(c));
+    if (formal_inputs(b) != nr_in_count(c))
+        return nr_layer_error(c, "the body takes %d inputs, the node gives %d (%d state values and %lld scan inputs)",
+                              formal_inputs(b), nr_in_count(c), n_state, (long long)n_scan);
+    for (int k = 0; k < n_state; k++) { /* each state value keeps its type through the body */
+        int r;
+        if (!agree(graph_in_dtype(b, k), graph_out_dtype(b, k, &r)))
+            return nr_layer_error(c, "state value %d enters the body as %s but leaves it as %s", k,
+                                  netrun_dtype_name(graph_in_dtype(b, k)), netrun_dtype_name(graph_out_dtype(b, k, &r)));
+    }
     p->n_scan_inputs = (int)n_scan;
     if ((st = read_axes(c, "scan_input_axes", (int)n_scan, p->scan_input_axes)) != NETRUN_OK) return st;
     if ((st = read_axes(c, "scan_input_directions", (int)n_scan, p->scan_input_directions)) != NETRUN_OK) return st;
@@ -120,6 +178,10 @@ static netrun_status infer_scan(nr_layer_ctx *c, void *pv) {
     const nr_graph *b;
     nr_attr_graph(c, "body", &b);
     int n_state = nr_in_count(c) - p->n_scan_inputs;
+    for (int k = 0; k < nr_in_count(c); k++)
+        if (!agree(nr_in(c, k)->dtype, graph_in_dtype(b, k)))
+            return nr_layer_error(c, "input %d is %s but the body takes %s", k, netrun_dtype_name(nr_in(c, k)->dtype),
+                                  netrun_dtype_name(graph_in_dtype(b, k)));
     for (int o = 0; o < nr_out_count(c); o++) {
         int rank = -1;
         netrun_dtype dt = graph_out_dtype(b, o, &rank);

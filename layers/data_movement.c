@@ -160,16 +160,19 @@ static netrun_status slice_infer(nr_layer_ctx *c, void *params) {
         int64_t s = starts[i], e = ends[i], cnt;
         if (s < 0) s += dim; /* dim >= 0 so these cannot overflow */
         if (e < 0) e += dim;
+        /* counts as ceil(span / |step|) without overflow: steps may be +-2^63 (their magnitude as unsigned) */
         if (step > 0) {
             s = s < 0 ? 0 : s > dim ? dim : s;
             e = e < 0 ? 0 : e > dim ? dim : e;
-            cnt = e > s ? (e - s + step - 1) / step : 0;
+            cnt = e > s ? (int64_t)((uint64_t)(e - s - 1) / (uint64_t)step) + 1 : 0;
         } else {
+            uint64_t mag = (uint64_t)0 - (uint64_t)step;
             s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
             e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-            cnt = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+            cnt = s > e ? (int64_t)((uint64_t)(s - e - 1) / mag) + 1 : 0;
             if (dim == 0) { s = 0; cnt = 0; }
         }
+        if (cnt <= 1) step = 1; /* one element or none: the step no longer matters, and kernels never scale by it */
         p->start[a] = s;
         p->step[a] = step;
         d[a] = cnt;

@@ -667,4 +667,13 @@ const nr_op_inputs nr_op_inputs_table[] = {
 const int nr_op_inputs_count = (int)(sizeof nr_op_inputs_table / sizeof nr_op_inputs_table[0]);
 /* the newest default-domain opset these schemas define: models importing a newer one are refused */
 const int nr_onnx_opset_max = 28;
+/* the newest opset of each ONNX domain these schemas know ("" = ai.onnx) */
+const nr_opset_domain nr_opset_domains[] = {
+    {"", 28},
+    {"ai.onnx.ml", 5},
+    {"ai.onnx.preview", 1},
+    {"ai.onnx.preview.training", 1},
+    {"ai.onnx.training", 1},
+};
+const int nr_opset_domains_count = (int)(sizeof nr_opset_domains / sizeof nr_opset_domains[0]);
 const char nr_onnx_schema_version[] = "1.23.2";

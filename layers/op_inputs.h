@@ -20,6 +20,15 @@ extern const int nr_op_inputs_count;
 extern const int nr_onnx_opset_max;
 extern const char nr_onnx_schema_version[];
 
+/* The newest opset of each ONNX domain ("" = ai.onnx, ai.onnx.ml, ai.onnx.preview.training...): an opset past it
+ * does not exist in the schemas netrun was built against. */
+typedef struct nr_opset_domain {
+    const char *domain;
+    int newest;
+} nr_opset_domain;
+extern const nr_opset_domain nr_opset_domains[];
+extern const int nr_opset_domains_count;
+
 /* Required-input and required-output masks of an op at an opset (0 when unknown: nothing checked). */
 uint32_t nr_op_required_inputs(const char *domain, const char *op_type, int opset);
 uint32_t nr_op_required_outputs(const char *domain, const char *op_type, int opset);

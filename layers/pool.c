@@ -18,10 +18,10 @@ static netrun_status read_list(const nr_layer_ctx *c, const char *name, int64_t 
     if (*n > 2 * NETRUN_MAX_SPATIAL)
         return nr_layer_error(c, "attribute %s has %lld values; at most %d spatial dims are supported", name,
                               (long long)*n, NETRUN_MAX_SPATIAL);
-    for (int64_t i = 0; i < *n; i++)
-        if ((*v)[i] < min)
-            return nr_layer_error(c, "attribute %s[%lld] = %lld must be >= %lld", name, (long long)i,
-                                  (long long)(*v)[i], (long long)min);
+    for (int64_t i = 0; i < *n; i++) /* bounded above too, so that the shape arithmetic below stays in int64 */
+        if ((*v)[i] < min || (*v)[i] > INT32_MAX)
+            return nr_layer_error(c, "attribute %s[%lld] = %lld must be from %lld to %d (too large)", name,
+                                  (long long)i, (long long)(*v)[i], (long long)min, INT32_MAX);
     return NETRUN_OK;
 }
 

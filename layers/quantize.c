@@ -1,6 +1,7 @@
 /* Op family: quantize (definitions: attribute parsing, validation, shape inference).
  * QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul, MatMulInteger, QLinearConv,
  * ConvInteger, BitCast. */
+#include <stdint.h>
 #include <string.h>
 
 #include "layer.h"
@@ -83,7 +84,8 @@ static netrun_status q_granularity(nr_layer_ctx *c, const netrun_quantize_params
             return nr_layer_error(c, "blocked quantization: scale has rank %d, x has rank %d; they must match",
                                   s->rank, x->rank);
         for (int i = 0; i < x->rank; i++) {
-            int64_t want = i == axis ? (x->dims[i] + p->block_size - 1) / p->block_size : x->dims[i];
+            int64_t d = x->dims[i]; /* ceil(d / block_size) without overflow (block_size may be 2^63 - 1) */
+            int64_t want = i == axis ? (d ? (d - 1) / p->block_size + 1 : 0) : d;
             if (s->dims[i] != want)
                 return nr_layer_error(c, "blocked quantization: scale dim %d is %lld, expected %lld (x dim %lld%s)",
                                       i, (long long)s->dims[i], (long long)want, (long long)x->dims[i],
@@ -292,10 +294,10 @@ static netrun_status ints_attr(const nr_layer_ctx *c, const char *name, int ns, 
     if (!n) return NETRUN_OK;
     if (n != (int64_t)ns * count_mult)
         return nr_layer_error(c, "attribute %s has %lld values; expected %d", name, (long long)n, ns * count_mult);
-    for (int64_t i = 0; i < n; i++) {
-        if (v[i] < min)
-            return nr_layer_error(c, "attribute %s[%lld] = %lld must be >= %lld", name, (long long)i,
-                                  (long long)v[i], (long long)min);
+    for (int64_t i = 0; i < n; i++) { /* bounded above too, so that the shape arithmetic stays in int64 */
+        if (v[i] < min || v[i] > INT32_MAX)
+            return nr_layer_error(c, "attribute %s[%lld] = %lld must be from %lld to %d (too large otherwise)", name,
+                                  (long long)i, (long long)v[i], (long long)min, INT32_MAX);
         out[i] = v[i];
     }
     return NETRUN_OK;

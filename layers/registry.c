@@ -42,12 +42,25 @@ const nr_layer *nr_layer_at(int index) {
 
 /* The table row of an op at an opset: the newest version at or below the model's opset (any version when the
  * opset is unknown); NULL when the schemas do not know the op. */
+static int row_cmp(const nr_op_inputs *r, const char *d, const char *op_type) {
+    int c = strcmp(r->domain, d);
+    return c ? c : strcmp(r->op_type, op_type);
+}
+
 static const nr_op_inputs *op_row(const char *domain, const char *op_type, int opset) {
     const char *d = domain && strcmp(domain, "ai.onnx") ? domain : "";
+    if (!op_type) return NULL;
+    /* the table is sorted by (domain, op, version): binary search for the op's first row (a model of a
+     * hundred thousand nodes, which a call of a call of functions can make, spent seconds in a linear scan) */
+    int lo = 0, hi = nr_op_inputs_count;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (row_cmp(&nr_op_inputs_table[mid], d, op_type) < 0) lo = mid + 1;
+        else hi = mid;
+    }
     const nr_op_inputs *row = NULL;
-    for (int i = 0; i < nr_op_inputs_count; i++) {
+    for (int i = lo; i < nr_op_inputs_count && !row_cmp(&nr_op_inputs_table[i], d, op_type); i++) {
         const nr_op_inputs *r = &nr_op_inputs_table[i];
-        if (strcmp(r->op_type, op_type) || strcmp(r->domain, d)) continue;
         if ((opset <= 0 || r->since_version <= opset) && (!row || r->since_version > row->since_version)) row = r;
     }
     return row;

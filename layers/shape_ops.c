@@ -307,11 +307,26 @@ static netrun_status range_infer(nr_layer_ctx *c, void *params) {
     double v[3];
     for (int i = 0; i < 3; i++)
         if ((st = nr_in_scalar(c, i, &v[i]))) return st;
+    static const char *const what[3] = {"start", "limit", "delta"};
+    for (int i = 0; i < 3; i++) /* the element count would be undefined (numpy's arange refuses these too) */
+        if (!isfinite(v[i])) return nr_layer_error(c, "%s is %g: Range needs finite numbers", what[i], v[i]);
     if (v[2] == 0) return nr_layer_error(c, "delta is zero");
-    double n = ceil((v[1] - v[0]) / v[2]);
-    if (!(n > 0)) n = 0;
-    if (n > 9.0e15) return nr_layer_error(c, "range has too many elements (%g)", n);
-    int64_t d = (int64_t)n;
+    int64_t d;
+    if (in0(c)->dtype == NETRUN_DTYPE_INT64) {
+        /* exact: a double loses the low bits of int64 values (INT64_MAX - 1 .. INT64_MAX has one element) */
+        __int128 x[3];
+        for (int i = 0; i < 3; i++) x[i] = ((const int64_t *)nr_in(c, i)->const_data)[0];
+        __int128 span = x[2] > 0 ? x[1] - x[0] : x[0] - x[1], step = x[2] > 0 ? x[2] : -x[2];
+        __int128 n = span > 0 ? (span + step - 1) / step : 0;
+        if (n > (__int128)9000000000000000LL)
+            return nr_layer_error(c, "range has too many elements (%.3g)", (double)n);
+        d = (int64_t)n;
+    } else {
+        double n = ceil((v[1] - v[0]) / v[2]);
+        if (!(n > 0)) n = 0;
+        if (n > 9.0e15) return nr_layer_error(c, "range has too many elements (%g)", n);
+        d = (int64_t)n;
+    }
     nr_out_set(c, 0, in0(c)->dtype, 1, &d);
     return NETRUN_OK;
 }

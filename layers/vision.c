@@ -1,6 +1,7 @@
 /* Op family: vision (definitions: attribute parsing, validation, shape inference).
  * GridSample, NonMaxSuppression, RoiAlign, MaxRoiPool, MaxUnpool, AffineGrid, Col2Im, CenterCropPad,
  * DeformConv, ImageDecoder. */
+#include <stdint.h>
 #include <string.h>
 
 #include "layer.h"
@@ -18,7 +19,12 @@ static netrun_status attr_ints_n(nr_layer_ctx *c, const char *name, int n, int64
         return NETRUN_OK;
     }
     if (nv != n) return nr_layer_error(c, "attribute '%s' has %lld values, expected %d", name, (long long)nv, n);
-    for (int i = 0; i < n; i++) out[i] = v[i];
+    for (int i = 0; i < n; i++) { /* geometry: bounded so that the shape arithmetic stays in int64 */
+        if (v[i] < -(int64_t)INT32_MAX || v[i] > INT32_MAX)
+            return nr_layer_error(c, "attribute '%s'[%d] = %lld is too large (at most %d)", name, i, (long long)v[i],
+                                  INT32_MAX);
+        out[i] = v[i];
+    }
     return NETRUN_OK;
 }
 
@@ -186,8 +192,8 @@ static netrun_status max_unpool_parse(nr_layer_ctx *c, void *params) {
         p->kernel[i] = k[i];
         p->pads_begin[i] = pads[i];
         p->pads_end[i] = pads[n + i];
-        if (k[i] < 1 || p->strides[i] < 1 || pads[i] < 0 || pads[n + i] < 0)
-            return nr_layer_error(c, "kernel_shape/strides must be >= 1 and pads >= 0 (dim %d)", i);
+        if (k[i] < 1 || k[i] > INT32_MAX || p->strides[i] < 1 || pads[i] < 0 || pads[n + i] < 0)
+            return nr_layer_error(c, "kernel_shape/strides must be from 1 to 2^31 - 1 and pads >= 0 (dim %d)", i);
     }
     return NETRUN_OK;
 }

@@ -4,6 +4,7 @@
  * runtime itself executes these nodes: it feeds a sub-session per subgraph (created lazily with the same
  * options, so the subgraph is placed on the backends like any graph) and gathers its outputs.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,6 +222,11 @@ static netrun_status host_output(netrun_session *s, nr_snode *sn, int o, netrun_
     *data = NULL;
     if (v < 0) return NETRUN_OK;
     nr_svalue *sv = &s->values[v];
+    /* a value keeps the type the model declares for it, whichever subgraph produced it */
+    netrun_dtype declared = s->model->ir->graph->values[v].dtype;
+    if (declared != NETRUN_DTYPE_UNDEFINED && declared != dtype)
+        return nr_error(NETRUN_ERR_INVALID_MODEL, "output %d ('%s') is declared %s, but the subgraph produced %s", o,
+                        sv->desc.name ? sv->desc.name : "?", netrun_dtype_name(declared), netrun_dtype_name(dtype));
     sv->desc.dtype = dtype;
     sv->desc.rank = rank;
     for (int d = 0; d < rank; d++) sv->desc.dims[d] = dims[d];
@@ -250,6 +256,15 @@ static netrun_status run_if(netrun_session *s, nr_snode *sn, const nr_node *nd) 
     for (int o = 0; o < nd->n_outputs; o++) {
         netrun_tensor_view out;
         if ((st = netrun_session_output(sub, o, &out)) != NETRUN_OK) return nr_error(st, "%s", netrun_session_error(sub));
+        for (int b = 0; b < 2; b++) { /* both branches' declarations hold for the output, whichever ran */
+            const nr_attr *ba = graph_attr(nd, b ? "else_branch" : "then_branch");
+            const nr_graph *bg = ba && ba->sub_model ? ba->sub_model->ir->graph : NULL;
+            netrun_dtype want = bg && o < bg->n_outputs ? bg->values[bg->outputs[o]].dtype : NETRUN_DTYPE_UNDEFINED;
+            if (want != NETRUN_DTYPE_UNDEFINED && want != out.dtype)
+                return nr_error(NETRUN_ERR_INVALID_MODEL, "output %d: %s produced %s, but %s declares %s", o,
+                                which ? "else_branch" : "then_branch", netrun_dtype_name(out.dtype),
+                                b ? "else_branch" : "then_branch", netrun_dtype_name(want));
+        }
         void *dst;
         if ((st = host_output(s, sn, o, out.dtype, out.rank, out.dims, &dst)) != NETRUN_OK) return st;
         if (dst && out.nbytes) memcpy(dst, out.data, out.nbytes);
@@ -267,7 +282,7 @@ typedef struct stack_buf {
     int64_t count;
 } stack_buf;
 
-static netrun_status stack_push(stack_buf *b, const netrun_tensor_view *t) {
+static netrun_status stack_push(netrun_session *s, stack_buf *b, const netrun_tensor_view *t) {
     if (b->count == 0) {
         b->dtype = t->dtype;
         b->rank = t->rank;
@@ -275,11 +290,18 @@ static netrun_status stack_push(stack_buf *b, const netrun_tensor_view *t) {
         b->elem_bytes = t->nbytes;
     } else if (t->nbytes != b->elem_bytes || t->rank != b->rank || memcmp(t->dims, b->dims, sizeof(int64_t) * (size_t)t->rank))
         return nr_error(NETRUN_ERR_INVALID_MODEL, "a scan output changes shape between iterations");
-    if (b->size + t->nbytes > b->cap) {
-        size_t nc = b->cap ? b->cap * 2 : 1024;
-        while (nc < b->size + t->nbytes) nc *= 2;
+    size_t need;
+    if (!nr_add_size(b->size, t->nbytes, &need))
+        return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "scan outputs: the stacked size overflows");
+    if (need > b->cap) { /* grows by doubling, checked against the host memory budget first */
+        size_t nc = b->cap ? b->cap : 1024;
+        while (nc < need) nc = nc > SIZE_MAX / 2 ? need : nc * 2;
+        if (nr_host_reserve(s, nc - b->cap, "the Loop's scan outputs") != NETRUN_OK) return NETRUN_ERR_OUT_OF_MEMORY;
         char *p = nr_realloc(b->data, nc);
-        if (!p) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory stacking scan outputs");
+        if (!p) {
+            nr_host_unreserve(s, nc - b->cap);
+            return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory stacking scan outputs (%zu bytes)", nc);
+        }
         b->data = p;
         b->cap = nc;
     }
@@ -291,11 +313,14 @@ static netrun_status stack_push(stack_buf *b, const netrun_tensor_view *t) {
 
 /* A body output that feeds the next iteration dies with the body's next run: keep a copy of it in *owned
  * (replacing the previous one) and point *state at it. */
-static netrun_status keep_state(const netrun_tensor_view *out, void **owned, netrun_tensor_view *state) {
-    void *copy = nr_aligned_alloc(out->nbytes ? out->nbytes : 1, 64);
-    if (!copy) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+static netrun_status keep_state(netrun_session *s, const netrun_tensor_view *out, void **owned,
+                                netrun_tensor_view *state) {
+    char what[160];
+    snprintf(what, sizeof what, "carried value '%.120s'", out->name ? out->name : "?");
+    void *copy = nr_host_alloc(s, out->nbytes, what);
+    if (!copy) return NETRUN_ERR_OUT_OF_MEMORY;
     if (out->nbytes) memcpy(copy, out->data, out->nbytes);
-    nr_aligned_free(*owned);
+    if (*owned) nr_host_free(s, *owned, state->nbytes);
     *owned = copy;
     *state = *out;
     state->data = copy;
@@ -339,11 +364,12 @@ static netrun_status run_loop(netrun_session *s, nr_snode *sn, const nr_node *nd
     /* A model must not hang the process: all Loop iterations of one run (nested loops included) are capped,
      * whether or not a trip count was given (a hostile trip count of 2^62 is as endless as none). */
     const char *cap_opt = nr_options_get(&s->opts, "limits.max_loop_iterations");
-    int64_t cap = cap_opt ? strtoll(cap_opt, NULL, 10) : NR_DEFAULT_MAX_LOOP_ITERATIONS;
+    int64_t cap = cap_opt ? strtoll(cap_opt, NULL, 10) : NR_DEFAULT_MAX_LOOP_ITERATIONS; /* checked when set */
+    if (cap < 1) cap = NR_DEFAULT_MAX_LOOP_ITERATIONS;
     netrun_session *top = s->root ? s->root : s;
     for (int64_t it = 0; it < trip && cond; it++) {
         int64_t iter = it;
-        if (cap > 0 && ++top->loop_iterations > cap) {
+        if (++top->loop_iterations > cap) {
             st = nr_error(NETRUN_ERR_BACKEND, "Loop iteration %lld: this run reached %lld Loop iterations in all, the "
                           "limit (%s); raise the option limits.max_loop_iterations if that is intended", (long long)it,
                           (long long)cap, trip == INT64_MAX ? "no trip count, condition still true" : "trip count given");
@@ -362,14 +388,25 @@ static netrun_status run_loop(netrun_session *s, nr_snode *sn, const nr_node *nd
         if ((st = run_sub(sub)) != NETRUN_OK) goto done;
         netrun_tensor_view out;
         if ((st = netrun_session_output(sub, 0, &out)) != NETRUN_OK) goto sub_error;
-        cond = nr_shape_count(out.rank, out.dims) >= 1 ? ((const uint8_t *)out.data)[0] != 0 : 0;
+        if (out.dtype != NETRUN_DTYPE_BOOL || nr_shape_count(out.rank, out.dims) != 1) {
+            st = nr_error(NETRUN_ERR_INVALID_MODEL, "the body's condition output '%s' must be one bool, not %s with "
+                          "%lld elements", out.name ? out.name : "?", netrun_dtype_name(out.dtype),
+                          (long long)nr_shape_count(out.rank, out.dims));
+            goto done;
+        }
+        cond = ((const uint8_t *)out.data)[0] != 0;
         for (int k = 0; k < n_carried; k++) {
             if ((st = netrun_session_output(sub, 1 + k, &out)) != NETRUN_OK) goto sub_error;
-            if ((st = keep_state(&out, &owned[k], &carried[k])) != NETRUN_OK) goto done;
+            if (out.dtype != carried[k].dtype) {
+                st = nr_error(NETRUN_ERR_INVALID_MODEL, "loop-carried value %d entered the body as %s and left it as %s",
+                              k, netrun_dtype_name(carried[k].dtype), netrun_dtype_name(out.dtype));
+                goto done;
+            }
+            if ((st = keep_state(s, &out, &owned[k], &carried[k])) != NETRUN_OK) goto done;
         }
         for (int k = 0; k < n_scan; k++) {
             if ((st = netrun_session_output(sub, 1 + n_carried + k, &out)) != NETRUN_OK) goto sub_error;
-            if ((st = stack_push(&stacks[k], &out)) != NETRUN_OK) goto done;
+            if ((st = stack_push(s, &stacks[k], &out)) != NETRUN_OK) goto done;
         }
     }
     for (int k = 0; k < n_carried; k++) {
@@ -394,8 +431,11 @@ static netrun_status run_loop(netrun_session *s, nr_snode *sn, const nr_node *nd
 sub_error:
     nr_error(st, "%s", netrun_session_error(sub));
 done:
-    for (int k = 0; owned && k < n_carried; k++) nr_aligned_free(owned[k]);
-    for (int k = 0; stacks && k < n_scan; k++) nr_free(stacks[k].data);
+    for (int k = 0; owned && carried && k < n_carried; k++) nr_host_free(s, owned[k], carried[k].nbytes);
+    for (int k = 0; stacks && k < n_scan; k++) {
+        if (stacks[k].data) nr_host_unreserve(s, stacks[k].cap);
+        nr_free(stacks[k].data);
+    }
     nr_free(owned);
     nr_free(carried);
     nr_free(stacks);
@@ -431,8 +471,9 @@ static netrun_status run_scan(netrun_session *s, nr_snode *sn, const nr_node *nd
     netrun_tensor_view *state = nr_calloc((size_t)n_state + 1, sizeof *state);
     void **owned = nr_calloc((size_t)n_state + 1, sizeof(void *));
     char **slices = nr_calloc((size_t)n_scan_in + 1, sizeof(char *));
+    size_t *slice_bytes = nr_calloc((size_t)n_scan_in + 1, sizeof(size_t));
     netrun_tensor *outs = nr_calloc((size_t)n_scan_out + 1, sizeof *outs);
-    if (!ins || !state || !owned || !slices || !outs) {
+    if (!ins || !state || !owned || !slices || !slice_bytes || !outs) {
         st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
@@ -451,9 +492,10 @@ static netrun_status run_scan(netrun_session *s, nr_snode *sn, const nr_node *nd
             goto done;
         }
         len = t->dims[ax];
-        slices[k] = nr_aligned_alloc(t->nbytes / (size_t)(len ? len : 1) + 1, 64);
+        slice_bytes[k] = t->nbytes / (size_t)(len ? len : 1) + 1;
+        slices[k] = nr_host_alloc(s, slice_bytes[k], "a Scan input slice");
         if (!slices[k]) {
-            st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+            st = NETRUN_ERR_OUT_OF_MEMORY;
             goto done;
         }
     }
@@ -484,7 +526,12 @@ static netrun_status run_scan(netrun_session *s, nr_snode *sn, const nr_node *nd
         netrun_tensor_view out;
         for (int k = 0; k < n_state; k++) {
             if ((st = netrun_session_output(sub, k, &out)) != NETRUN_OK) goto sub_error;
-            if ((st = keep_state(&out, &owned[k], &state[k])) != NETRUN_OK) goto done;
+            if (out.dtype != state[k].dtype) {
+                st = nr_error(NETRUN_ERR_INVALID_MODEL, "state value %d entered the body as %s and left it as %s", k,
+                              netrun_dtype_name(state[k].dtype), netrun_dtype_name(out.dtype));
+                goto done;
+            }
+            if ((st = keep_state(s, &out, &owned[k], &state[k])) != NETRUN_OK) goto done;
         }
         for (int k = 0; k < n_scan_out; k++) {
             if ((st = netrun_session_output(sub, n_state + k, &out)) != NETRUN_OK) goto sub_error;
@@ -525,10 +572,11 @@ static netrun_status run_scan(netrun_session *s, nr_snode *sn, const nr_node *nd
 sub_error:
     nr_error(st, "%s", netrun_session_error(sub));
 done:
-    for (int k = 0; owned && k < n_state; k++) nr_aligned_free(owned[k]);
-    for (int k = 0; slices && k < n_scan_in; k++) nr_aligned_free(slices[k]);
+    for (int k = 0; owned && state && k < n_state; k++) nr_host_free(s, owned[k], state[k].nbytes);
+    for (int k = 0; slices && slice_bytes && k < n_scan_in; k++) nr_host_free(s, slices[k], slice_bytes[k]);
     nr_free(owned);
     nr_free(slices);
+    nr_free(slice_bytes);
     nr_free(state);
     nr_free(ins);
     nr_free(outs);

@@ -1,5 +1,7 @@
 /* The executor: runs the prepared steps; nodes with run-time shapes are inferred again before they run. */
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "control_flow.h"
@@ -41,14 +43,16 @@ netrun_status nr_dyn_alloc(netrun_session *s, int v, int dom) {
     sv->nbytes = nr_desc_bytes(&sv->desc);
     if (p->dyn_buffer && p->offset >= sv->nbytes) return NETRUN_OK; /* offset holds the capacity here */
     if (p->dyn_buffer) {
-        if (dom == NR_HOST_DOMAIN) nr_aligned_free(p->dyn_buffer);
+        if (dom == NR_HOST_DOMAIN) nr_host_free(s, p->dyn_buffer, p->offset);
         else s->slots[s->domain_slot[dom]].api->buffer_free(s->slots[s->domain_slot[dom]].ctx, p->dyn_buffer);
         p->dyn_buffer = NULL;
     }
     size_t cap = sv->nbytes ? sv->nbytes : 1;
-    if (dom == NR_HOST_DOMAIN) {
-        p->dyn_buffer = nr_aligned_alloc(cap, 64);
-        if (!p->dyn_buffer) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory: %zu bytes for '%s'", cap, sv->desc.name);
+    if (dom == NR_HOST_DOMAIN) { /* checked against the host memory budget first (host_memory.c) */
+        char what[160];
+        snprintf(what, sizeof what, "value '%.120s'", sv->desc.name ? sv->desc.name : "?");
+        p->dyn_buffer = nr_host_alloc(s, cap, what);
+        if (!p->dyn_buffer) return NETRUN_ERR_OUT_OF_MEMORY;
     } else {
         nr_slot *sl = &s->slots[s->domain_slot[dom]];
         netrun_status st = sl->api->buffer_alloc(sl->ctx, cap, &p->dyn_buffer);
@@ -87,10 +91,11 @@ static netrun_status alloc_output(void *exec, int index, int rank, const int64_t
 netrun_status nr_host_value(netrun_session *s, int v) {
     nr_svalue *sv = &s->values[v];
     if (sv->home == NR_HOST_DOMAIN || sv->is_const) return NETRUN_OK;
-    if (sv->nbytes > sv->host_copy_size) {
-        nr_aligned_free(sv->host_copy);
-        sv->host_copy = nr_aligned_alloc(sv->nbytes, 64);
-        if (!sv->host_copy) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+    if (sv->nbytes > sv->host_copy_size || !sv->host_copy) {
+        nr_host_free(s, sv->host_copy, sv->host_copy_size);
+        sv->host_copy_size = 0;
+        sv->host_copy = nr_host_alloc(s, sv->nbytes, "a host copy of a device value");
+        if (!sv->host_copy) return NETRUN_ERR_OUT_OF_MEMORY;
         sv->host_copy_size = sv->nbytes;
     }
     netrun_tensor t;
@@ -249,14 +254,23 @@ static netrun_status record_event(netrun_session *s, const nr_step *step, double
         if (st != NETRUN_OK) return st;
     }
     double t1 = nr_now_ms();
-    if (s->n_prof == s->cap_prof) {
-        int nc = s->cap_prof ? s->cap_prof * 2 : 256;
+    if (s->n_prof == s->cap_prof && s->cap_prof < s->prof_max) { /* grows only while nothing was dropped: head 0 */
+        int nc = s->cap_prof ? (s->cap_prof > s->prof_max / 2 ? s->prof_max : s->cap_prof * 2) : 256;
+        if (nc > s->prof_max) nc = s->prof_max;
         nr_prof_event *p = nr_realloc(s->prof, sizeof *p * (size_t)nc);
         if (!p) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory recording the profile");
         s->prof = p;
         s->cap_prof = nc;
     }
-    nr_prof_event *e = &s->prof[s->n_prof++];
+    if (s->n_prof == s->cap_prof) { /* full: the oldest run goes whole (the current one only event by event) */
+        uint64_t oldest = s->prof[s->prof_head].run;
+        do {
+            s->prof_head = (s->prof_head + 1) % s->cap_prof;
+            s->n_prof--;
+            s->prof_dropped++;
+        } while (s->n_prof > 0 && oldest != s->prof_runs && s->prof[s->prof_head].run == oldest);
+    }
+    nr_prof_event *e = &s->prof[(s->prof_head + s->n_prof++) % s->cap_prof];
     memset(e, 0, sizeof *e);
     e->snode = step->kind == NR_STEP_KERNEL ? step->snode : -1;
     e->value = step->value;
@@ -267,6 +281,21 @@ static netrun_status record_event(netrun_session *s, const nr_step *step, double
     e->duration_ms = t1 - t0;
     e->bytes = step->kind == NR_STEP_COPY ? s->values[step->value].nbytes : 0;
     return NETRUN_OK;
+}
+
+#define NR_PROFILE_MAX_EVENTS 100000 /* about 5 MB of events */
+
+void nr_profile_clear(netrun_session *s) {
+    s->n_prof = s->prof_head = 0;
+    s->prof_runs = s->prof_dropped = 0;
+    const char *v = nr_options_get(&s->opts, "profile.max_events"); /* checked when set: 1 .. INT64_MAX */
+    long long max = v ? strtoll(v, NULL, 10) : NR_PROFILE_MAX_EVENTS;
+    s->prof_max = max < 1 ? NR_PROFILE_MAX_EVENTS : max > INT32_MAX / 2 ? INT32_MAX / 2 : (int)max;
+    if (s->cap_prof > s->prof_max) { /* a smaller ring than before: start it again */
+        nr_free(s->prof);
+        s->prof = NULL;
+        s->cap_prof = 0;
+    }
 }
 
 /* ---- device graphs ----
@@ -401,6 +430,7 @@ netrun_status nr_session_execute(netrun_session *s) {
     /* inputs may change shape between runs of a dynamic session */
     for (int i = 0; i < g->n_inputs; i++) {
         nr_svalue *sv = &s->values[g->inputs[i]];
+        if (sv->graph_input < 0) continue; /* left at its default value: a constant of this plan */
         sv->desc.rank = s->inputs[i].rank;
         memcpy(sv->desc.dims, s->inputs[i].dims, sizeof sv->desc.dims);
         sv->nbytes = s->inputs[i].nbytes;
@@ -453,13 +483,14 @@ static netrun_status run_steps(netrun_session *s, double run_start) {
     return NETRUN_OK;
 }
 
-netrun_status nr_output_reserve(nr_output *out, size_t need, const char *name) {
-    if (need <= out->cap) return NETRUN_OK;
-    nr_aligned_free(out->host);
-    out->host = nr_aligned_alloc(need ? need : 1, 64);
+netrun_status nr_output_reserve(netrun_session *s, nr_output *out, size_t need, const char *name) {
+    if (need <= out->cap && out->host) return NETRUN_OK;
+    nr_host_free(s, out->host, out->cap);
+    char what[160];
+    snprintf(what, sizeof what, "output '%.120s'", name ? name : "?");
+    out->host = nr_host_alloc(s, need, what);
     out->cap = out->host ? need : 0;
-    if (!out->host) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory for output '%s' (%zu bytes)", name, need);
-    return NETRUN_OK;
+    return out->host ? NETRUN_OK : NETRUN_ERR_OUT_OF_MEMORY;
 }
 
 static netrun_status finish_run(netrun_session *s) {
@@ -475,7 +506,7 @@ static netrun_status finish_run(netrun_session *s) {
         nr_svalue *sv = &s->values[g->outputs[i]];
         if (sv->is_const || sv->home == NR_HOST_DOMAIN) continue;
         nr_output *out = &s->outputs[i];
-        netrun_status st = nr_output_reserve(out, sv->nbytes, sv->desc.name);
+        netrun_status st = nr_output_reserve(s, out, sv->nbytes, sv->desc.name);
         if (st != NETRUN_OK) return st;
         netrun_tensor t;
         nr_value_tensor(s, g->outputs[i], sv->home, &t);

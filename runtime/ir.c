@@ -72,6 +72,7 @@ void nr_graph_free(nr_graph *g) {
         nr_free(v->name);
         for (int d = 0; d < NETRUN_MAX_RANK; d++) nr_free(v->dim_names[d]);
         nr_tensor_free(v->constant);
+        nr_tensor_free(v->default_value);
     }
     nr_free(g->nodes);
     nr_free(g->values);
@@ -155,12 +156,14 @@ netrun_status nr_graph_add_output(nr_graph *g, int id) {
 }
 
 int64_t nr_shape_count(int rank, const int64_t *dims) {
-    int64_t n = 1;
+    int64_t n = 1, zero = 0;
     for (int i = 0; i < rank; i++) {
         if (dims[i] < 0) return -1;
-        if (__builtin_mul_overflow(n, dims[i], &n)) return INT64_MAX;
+        zero |= dims[i] == 0; /* [2^62, 4, 0] has no element, though its other dims overflow a product */
     }
-    return n;
+    for (int i = 0; i < rank && !zero; i++)
+        if (__builtin_mul_overflow(n, dims[i], &n)) return INT64_MAX;
+    return zero ? 0 : n;
 }
 
 int64_t nr_tensor_count(const nr_tensor *t) { return nr_shape_count(t->rank, t->dims); }

@@ -63,6 +63,7 @@ typedef struct nr_value {
     int64_t dims[NETRUN_MAX_RANK];       /* -1 when symbolic or unknown */
     char *dim_names[NETRUN_MAX_RANK];    /* symbolic name, or NULL */
     nr_tensor *constant;                 /* initializer / Constant data (owned), else NULL */
+    nr_tensor *default_value;            /* a graph input that also has an initializer (IR 4+): its default (owned) */
     int producer;                        /* index of the producing node, -1 for inputs and constants */
     int producer_output;                 /* which output of the producer */
     int is_graph_input;

@@ -213,6 +213,12 @@ netrun_status nr_micro_batch_choose(netrun_session *s, int *images, char *why, s
             return NETRUN_OK;
         }
     }
+    int defaults = 0;
+    for (int i = 0; i < g->n_inputs; i++) defaults |= s->values[g->inputs[i]].graph_input < 0;
+    if (defaults) {
+        snprintf(why, n, "off: an input is left at its default value");
+        return NETRUN_OK;
+    }
     if (s->keep_values || s->root || s->dynamic || g->n_inputs < 1 || g->n_outputs < 1) {
         snprintf(why, n, "off: %s", s->keep_values ? "debug.keep_values keeps every value of one run"
                                     : s->root      ? "a subgraph runs as its parent does"
@@ -263,7 +269,7 @@ netrun_status nr_micro_batch_alloc_outputs(netrun_session *s) {
     nr_graph *g = s->model->ir->graph;
     size_t chunks = (size_t)(s->mb_n / s->mb);
     for (int i = 0; i < g->n_outputs; i++) {
-        netrun_status st = nr_output_reserve(&s->outputs[i], s->values[g->outputs[i]].nbytes * chunks,
+        netrun_status st = nr_output_reserve(s, &s->outputs[i], s->values[g->outputs[i]].nbytes * chunks,
                                              g->values[g->outputs[i]].name);
         if (st != NETRUN_OK) return st;
     }

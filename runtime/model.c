@@ -1,11 +1,13 @@
 /* Loading a model: import, resolve each node's op definition, parse attributes, check the graph. */
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "control_flow.h"
 #include "onnx_import.h"
@@ -28,6 +30,7 @@ static void model_free(netrun_model *m) {
     nr_free(m->order);
     nr_free(m->inputs);
     nr_free(m->outputs);
+    pthread_mutex_destroy(&m->error_lock);
     nr_free(m);
 }
 
@@ -35,7 +38,25 @@ void netrun_model_release(netrun_model *m) {
     if (m && atomic_fetch_sub(&m->refs, 1) == 1) model_free(m);
 }
 
-const char *netrun_model_error(const netrun_model *m) { return m ? m->error : nr_error_message(); }
+/* A model is shared by threads, so its error text is written and read under a lock, and each thread reads it
+ * from a copy of its own. */
+static netrun_status model_fail(const netrun_model *cm, netrun_status code) {
+    netrun_model *m = (netrun_model *)cm;
+    pthread_mutex_lock(&m->error_lock);
+    snprintf(m->error, sizeof m->error, "%s", nr_error_message());
+    pthread_mutex_unlock(&m->error_lock);
+    return code;
+}
+
+const char *netrun_model_error(const netrun_model *cm) {
+    static _Thread_local char copy[NR_ERROR_MAX];
+    if (!cm) return nr_error_message();
+    netrun_model *m = (netrun_model *)cm;
+    pthread_mutex_lock(&m->error_lock);
+    snprintf(copy, sizeof copy, "%s", m->error);
+    pthread_mutex_unlock(&m->error_lock);
+    return copy;
+}
 
 /* Graph checks: every input defined, one producer per value, no cycles; yields a topological order. */
 static netrun_status check_graph(netrun_model *m) {
@@ -177,17 +198,24 @@ static netrun_status require_present(const netrun_model *m, const nr_node *nd, u
 /* Resolve op definitions and parse attributes (once, shared by all sessions). */
 static netrun_status parse_nodes(netrun_model *m) {
     nr_graph *g = m->ir->graph;
-    /* a newer opset may have changed an op's meaning: refuse rather than run it with older semantics */
-    int64_t opset = nr_model_opset(m->ir, "");
-    if (opset > nr_onnx_opset_max)
-        return nr_error(NETRUN_ERR_INVALID_MODEL, "%s: the model imports ONNX opset %lld; netrun knows opsets up to %d "
-                        "(the schemas of onnx %s)", m->source, (long long)opset, nr_onnx_opset_max,
-                        nr_onnx_schema_version);
+    /* an opset of an ONNX domain that does not exist (yet): a newer one may have changed an op's meaning, so refuse
+     * rather than run it with older semantics; version 0 never existed. Other domains are not ONNX's to check. */
+    for (int i = 0; i < m->ir->n_opsets; i++) {
+        const char *d = m->ir->opsets[i].domain;
+        int64_t v = m->ir->opsets[i].version;
+        for (int k = 0; k < nr_opset_domains_count; k++) {
+            if (strcmp(nr_opset_domains[k].domain, !strcmp(d, "ai.onnx") ? "" : d)) continue;
+            if (v > nr_opset_domains[k].newest || v < 1)
+                return nr_error(NETRUN_ERR_INVALID_MODEL, "%s: the model imports opset %lld of domain '%s', which does "
+                                "not exist: netrun knows opsets 1 to %d of it (the schemas of onnx %s)", m->source,
+                                (long long)v, *d ? d : "ai.onnx", nr_opset_domains[k].newest, nr_onnx_schema_version);
+        }
+    }
     m->param_allocs = nr_calloc((size_t)g->n_nodes + 1, sizeof(nr_alloc_list));
     if (!m->param_allocs) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
     for (int n = 0; n < g->n_nodes; n++) {
         nr_node *nd = &g->nodes[n];
-        nd->opset = (int)nr_model_opset(m->ir, nd->domain);
+        if (nd->opset <= 0) nd->opset = (int)nr_model_opset(m->ir, nd->domain); /* a function body keeps its own */
         nd->layer = nr_layer_find(nd->domain, nd->op_type);
         if (!nd->layer) continue; /* reported at prepare: a plugin may still be asked */
         /* inputs and outputs the op's schema requires must be there before any layer or kernel reads or writes
@@ -268,6 +296,7 @@ netrun_status nr_model_from_ir(nr_model_ir *ir, const char *source, netrun_model
         return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory loading %s", source);
     }
     atomic_init(&m->refs, 1);
+    pthread_mutex_init(&m->error_lock, NULL);
     m->ir = ir;
     m->source = nr_strdup(source);
     netrun_status st = m->source ? NETRUN_OK : nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
@@ -309,12 +338,25 @@ netrun_status netrun_model_load_ex(const char *path, const netrun_load_limits *u
     if (!out) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_model_load: out is NULL");
     *out = NULL;
     if (!path) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_model_load: path is NULL");
-    FILE *f = fopen(path, "rb");
-    if (!f) return nr_error(NETRUN_ERR_IO, "cannot open model '%s': %s", path, strerror(errno));
+    /* Refuse what is not a regular file before opening it: opening a FIFO for reading blocks until a writer
+     * comes (forever), and a device may have effects on open. Then open without blocking and check again, in
+     * case the path was replaced in between. */
     struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return nr_error(NETRUN_ERR_IO, "'%s' is not a regular file", path);
+    if (stat(path, &sb) != 0) return nr_error(NETRUN_ERR_IO, "cannot open model '%s': %s", path, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return nr_error(NETRUN_ERR_IO, "cannot read model '%s': it is %s, not a regular file", path,
+                        nr_file_kind(sb.st_mode));
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return nr_error(NETRUN_ERR_IO, "cannot open model '%s': %s", path, strerror(errno));
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return nr_error(NETRUN_ERR_IO, "cannot read model '%s': it is %s, not a regular file", path,
+                        nr_file_kind(sb.st_mode));
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return nr_error(NETRUN_ERR_IO, "cannot open model '%s': %s", path, strerror(errno));
     }
     size_t size = (size_t)sb.st_size;
     if (user_limits && user_limits->max_model_bytes && size > user_limits->max_model_bytes) {
@@ -358,15 +400,26 @@ netrun_status netrun_model_load_ex(const char *path, const netrun_load_limits *u
 }
 
 int netrun_model_input_count(const netrun_model *m) { return m ? m->ir->graph->n_inputs : 0; }
+
+int netrun_model_input_has_default(const netrun_model *m, int index) {
+    if (!m || index < 0 || index >= m->ir->graph->n_inputs) return 0;
+    return m->ir->graph->values[m->ir->graph->inputs[index]].default_value != NULL;
+}
 int netrun_model_output_count(const netrun_model *m) { return m ? m->ir->graph->n_outputs : 0; }
 int netrun_model_node_count(const netrun_model *m) { return m ? m->ir->graph->n_nodes : 0; }
 
 static netrun_status io_info(const netrun_model *m, int index, int outputs, netrun_tensor_info *info) {
-    if (!m || !info) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "NULL model or info");
+    if (!m) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_model_%s_info: model is NULL", outputs ? "output" : "input");
+    if (!info) {
+        nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_model_%s_info: info is NULL", outputs ? "output" : "input");
+        return model_fail(m, NETRUN_ERR_INVALID_ARGUMENT);
+    }
     int n = outputs ? m->ir->graph->n_outputs : m->ir->graph->n_inputs;
-    if (index < 0 || index >= n)
-        return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "%s index %d out of range (the model has %d)",
-                        outputs ? "output" : "input", index, n);
+    if (index < 0 || index >= n) {
+        nr_error(NETRUN_ERR_INVALID_ARGUMENT, "%s index %d out of range (the model has %d)",
+                 outputs ? "output" : "input", index, n);
+        return model_fail(m, NETRUN_ERR_INVALID_ARGUMENT);
+    }
     *info = (outputs ? m->outputs : m->inputs)[index].info;
     return NETRUN_OK;
 }

@@ -2,6 +2,7 @@
 #ifndef NR_MODEL_H
 #define NR_MODEL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "ir.h"
@@ -21,7 +22,9 @@ struct netrun_model {
     nr_alloc_list *param_allocs; /* per node: allocations made by parse */
     nr_io_info *inputs, *outputs;
     int n_formal_inputs;     /* a subgraph's own inputs; the rest are values captured from enclosing graphs */
-    char error[NR_ERROR_MAX];
+    char error[NR_ERROR_MAX];  /* the last failure of a call on this model; written and read under error_lock
+                                * (a model is shared by threads) */
+    pthread_mutex_t error_lock;
 };
 
 void nr_model_retain(netrun_model *m);

@@ -453,6 +453,8 @@ static netrun_status copy_values(const nr_graph *g, nr_graph *ng) {
                 return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying the graph's values");
         if (a->constant && !(b->constant = borrow(a->constant)))
             return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying the graph's values");
+        if (a->default_value && !(b->default_value = borrow(a->default_value)))
+            return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying the graph's values");
         b->is_graph_input = a->is_graph_input;
     }
     for (int i = 0; i < g->n_inputs; i++)
@@ -1296,6 +1298,12 @@ static void free_state(opt_state *o) {
     nr_free(o->swish_x);
     nr_free(o->blk_conv);
     nr_free(o->h_conv);
+}
+
+netrun_model *nr_optimize_original(const netrun_model *m) {
+    const nr_graph *g = m && m->ir ? m->ir->graph : NULL;
+    const nr_attr *a = g && g->n_nodes > 0 ? find_attr(&g->nodes[0], MARK_ATTR) : NULL;
+    return a ? a->sub_model : NULL;
 }
 
 void nr_optimize_model_counts(const netrun_model *m, nr_optimize_counts *c) {

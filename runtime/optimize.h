@@ -29,6 +29,9 @@ typedef struct nr_optimize_counts {
 netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config *cfg, netrun_model **out,
                                   nr_optimize_counts *counts);
 
+/* The model a copy built by nr_optimize_session was made from (the copy holds a reference on it), or NULL. */
+netrun_model *nr_optimize_original(const netrun_model *m);
+
 /* Counts of the passes that built model m (all zero for a model not built by nr_optimize_session). */
 void nr_optimize_model_counts(const netrun_model *m, nr_optimize_counts *counts);
 

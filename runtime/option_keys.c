@@ -22,6 +22,8 @@ static const netrun_option_spec runtime_options[] = {
     {"memory.stream_overlap", NETRUN_OPTION_BOOL, NULL, "prefetch streamed weights during the previous node (default 1)"},
     {"run.micro_batch", NETRUN_OPTION_STRING, NULL, "auto (default), 0 (off) or images per run"},
     {"limits.max_loop_iterations", NETRUN_OPTION_INT, NULL, "cap on the iterations of a run's Loops"},
+    {"limits.host_memory", NETRUN_OPTION_STRING, NULL, "host memory budget: auto (default), none or a size"},
+    {"profile.max_events", NETRUN_OPTION_INT, NULL, "profile events held before the oldest runs' go (default 100000)"},
     {"debug.keep_values", NETRUN_OPTION_BOOL, NULL, "keep every intermediate value readable (default 0)"},
     {NULL, 0, NULL, NULL},
 };

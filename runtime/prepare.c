@@ -162,6 +162,7 @@ static void free_buffer(netrun_session *s, int domain, void *buf) {
 }
 
 void nr_input_free_data(netrun_session *s, nr_input *in) {
+    if (in->data) nr_host_unreserve(s, in->cap);
     if (in->pinned_by) {
         nr_slot *sl = &s->slots[in->pinned_by - 1];
         sl->api->host_free(sl->ctx, in->data);
@@ -212,20 +213,24 @@ static void unpin_inputs(netrun_session *s) {
         nr_input_free_data(s, in);
         in->data = p; /* NULL on OOM: set_input allocates again (cap reset below) */
         if (!p) in->cap = 0, in->set = 0;
+        else nr_host_charge(s, in->cap); /* the same bytes, moved */
     }
 }
 
 void nr_session_unprepare(netrun_session *s) {
     nr_graph *g = s->model ? s->model->ir->graph : NULL;
     nr_exec_release(s); /* device graphs reference the buffers freed below */
+    nr_profile_clear(s); /* profile events name the plan's nodes */
     unpin_inputs(s);
     if (s->snodes)
         for (int i = 0; i < s->n_snodes; i++) free_node(s, &s->snodes[i]);
     if (s->values && g)
         for (int v = 0; v < g->n_values; v++) {
             nr_svalue *sv = &s->values[v];
+            if (sv->folded) nr_host_unreserve(s, sv->folded->nbytes);
             nr_tensor_free(sv->folded);
-            nr_aligned_free(sv->host_copy);
+            nr_host_free(s, sv->host_copy, sv->host_copy_size);
+            if (sv->place[NR_HOST_DOMAIN].dyn_buffer) nr_host_unreserve(s, sv->place[NR_HOST_DOMAIN].offset);
             for (int d = 0; d < NR_MAX_DOMAINS; d++) free_buffer(s, d, sv->place[d].dyn_buffer);
         }
     for (int i = 0; i < s->n_slots; i++) {
@@ -241,8 +246,8 @@ void nr_session_unprepare(netrun_session *s) {
         sl->arena_size = sl->weights_size = sl->stream_size = sl->stream_bytes = sl->workspace_size = 0;
         sl->n_nodes = 0;
     }
-    nr_aligned_free(s->host_arena);
-    nr_aligned_free(s->host_workspace);
+    nr_host_free(s, s->host_arena, s->host_arena_size);
+    nr_host_free(s, s->host_workspace, s->host_workspace_size);
     s->host_arena = s->host_workspace = NULL;
     s->host_arena_size = s->host_workspace_size = 0;
     nr_free(s->snodes);
@@ -256,6 +261,7 @@ void nr_session_unprepare(netrun_session *s) {
     s->dynamic = 0;
     s->ran_since_prepare = 0;
     memset(&s->stats, 0, sizeof s->stats);
+    s->stats.host_peak_bytes = s->host_bytes;
 }
 
 /* ---- shapes ---- */
@@ -266,6 +272,7 @@ static netrun_status bind_inputs(netrun_session *s) {
         int v = g->inputs[i];
         const nr_value *val = &g->values[v];
         nr_svalue *sv = &s->values[v];
+        if (sv->is_const) continue; /* left at its default value: a constant (graph_input stays -1) */
         sv->graph_input = i;
         netrun_value_desc *d = &sv->desc;
         d->dtype = val->dtype;
@@ -300,6 +307,17 @@ static netrun_status bind_inputs(netrun_session *s) {
         }
         if (d->dtype == NETRUN_DTYPE_UNDEFINED)
             return nr_error(NETRUN_ERR_INVALID_MODEL, "input '%s' has no declared element type", val->name);
+        /* declared dims whose element count overflows (found by the fuzzer: Size then overflowed too) */
+        for (int k = 0; k < d->rank; k++)
+            if (d->dims[k] > NR_MAX_DIM)
+                return nr_error(NETRUN_ERR_INVALID_MODEL, "input '%s': dim %d is %lld, over the limit of %lld", val->name,
+                                k, (long long)d->dims[k], (long long)NR_MAX_DIM);
+        int64_t count = nr_shape_count(d->rank, d->dims);
+        size_t bytes;
+        if (count == INT64_MAX || (count > 0 && (!nr_mul_size((size_t)count, netrun_dtype_size(d->dtype) ? netrun_dtype_size(d->dtype) : 8, &bytes) ||
+                                                 bytes > NR_MAX_VALUE_BYTES)))
+            return nr_error(NETRUN_ERR_INVALID_MODEL, "input '%s' would have %lld elements, over the limit of %llu bytes",
+                            val->name, (long long)count, (unsigned long long)NR_MAX_VALUE_BYTES);
         if (!in->set) {
             in->plan_rank = d->rank;
             memcpy(in->plan_dims, d->dims, sizeof in->plan_dims);
@@ -376,6 +394,10 @@ netrun_status nr_infer_node(netrun_session *s, nr_snode *sn) {
             return nr_error(NETRUN_ERR_INTERNAL, "node '%s' (%s): output %d was not inferred", nd->name,
                             nd->op_type, o);
         /* a shape whose size overflows or is absurd (hostile pads, huge Expand) stops here, before any kernel */
+        for (int k = 0; k < d->rank; k++)
+            if (d->dims[k] > NR_MAX_DIM)
+                return nr_error(NETRUN_ERR_INVALID_MODEL, "node '%s' (%s): output %d would have a dim of %lld, over "
+                                "the limit of %lld", nd->name, nd->op_type, o, (long long)d->dims[k], (long long)NR_MAX_DIM);
         int64_t count = nr_shape_count(d->rank, d->dims);
         size_t bytes;
         if (count == INT64_MAX || (count > 0 && (!nr_mul_size((size_t)count, netrun_dtype_size(d->dtype) ? netrun_dtype_size(d->dtype) : 8, &bytes) ||
@@ -425,10 +447,20 @@ static int try_fold(netrun_session *s, nr_snode *sn, const nr_backend *cpu, netr
         out_t[o].rank = -1;
         if (nd->outputs[o] < 0) continue;
         const netrun_value_desc *d = &sn->out_desc[o];
-        outs[o] = nr_tensor_new(d->dtype, d->rank, d->dims);
-        if (!outs[o]) {
+        size_t want = nr_desc_bytes(d); /* folded values count against the host budget (host_memory.c) */
+        if (nr_host_reserve(s, want, "a value folded at prepare") != NETRUN_OK) {
             ok = 0;
             break;
+        }
+        outs[o] = nr_tensor_new(d->dtype, d->rank, d->dims);
+        if (!outs[o]) {
+            nr_host_unreserve(s, want);
+            ok = 0;
+            break;
+        }
+        if (outs[o]->nbytes != want) { /* strings: pointers */
+            nr_host_unreserve(s, want);
+            nr_host_charge(s, outs[o]->nbytes);
         }
         out_t[o].dtype = d->dtype;
         out_t[o].rank = d->rank;
@@ -445,7 +477,10 @@ static int try_fold(netrun_session *s, nr_snode *sn, const nr_backend *cpu, netr
     cpu->api->kernel_destroy(*fold_ctx, k);
     nr_aligned_free(wsbuf);
     if (!ok) {
-        for (int o = 0; o < 16; o++) nr_tensor_free(outs[o]);
+        for (int o = 0; o < 16; o++) {
+            if (outs[o]) nr_host_unreserve(s, outs[o]->nbytes);
+            nr_tensor_free(outs[o]);
+        }
         nr_error_clear();
         return 0;
     }
@@ -474,6 +509,20 @@ static netrun_status check_declared(netrun_session *s, const nr_node *nd, int o)
 /* The dtype of an output whose node can only be inferred at run time, for placement decisions before the
  * first run (kernels always see the real dtype): most ops keep their first input's type. */
 static netrun_dtype guess_dtype(netrun_session *s, const nr_node *nd, int o) {
+    if (nd->layer && (nd->layer->flags & NR_LAYER_CONTROL_FLOW)) { /* what the subgraphs declare, not the condition's */
+        int loop = !strcmp(nd->op_type, "Loop"), carried = loop ? nd->n_inputs - 2 : nd->n_inputs;
+        if (!strcmp(nd->op_type, "Scan")) {
+            const nr_cf_params *p = nd->params;
+            carried = p ? nd->n_inputs - p->n_scan_inputs : 0;
+        }
+        if (strcmp(nd->op_type, "If") && o < carried && nd->inputs[(loop ? 2 : 0) + o] >= 0)
+            return s->values[nd->inputs[(loop ? 2 : 0) + o]].desc.dtype;
+        for (int a = 0; a < nd->n_attrs; a++) {
+            const nr_graph *b = nd->attrs[a].type == NR_ATTR_GRAPH ? nd->attrs[a].g : NULL;
+            int k = o + (loop ? 1 : 0);
+            if (b && k < b->n_outputs && b->values[b->outputs[k]].dtype) return b->values[b->outputs[k]].dtype;
+        }
+    }
     /* the schema's type rule for this output: a fixed type, or the type of one of the inputs */
     int rule = nr_op_output_type(nd->domain, nd->op_type, nd->opset, o);
     if (rule > 0) return (netrun_dtype)rule;
@@ -972,10 +1021,10 @@ static netrun_status plan_domain(netrun_session *s, int dom, size_t *arena_size)
 
 /* ---- lazy init: contexts, buffers, constants, kernels ---- */
 
-static netrun_status alloc_in_domain(netrun_session *s, int dom, size_t bytes, void **out) {
-    if (dom == NR_HOST_DOMAIN) {
-        *out = nr_aligned_alloc(bytes ? bytes : 1, 64);
-        return *out ? NETRUN_OK : nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory: %zu bytes of host memory", bytes);
+static netrun_status alloc_in_domain(netrun_session *s, int dom, size_t bytes, void **out, const char *what) {
+    if (dom == NR_HOST_DOMAIN) { /* counted against the host memory budget (host_memory.c) */
+        *out = nr_host_alloc(s, bytes ? bytes : 1, what);
+        return *out ? NETRUN_OK : NETRUN_ERR_OUT_OF_MEMORY;
     }
     nr_slot *sl = &s->slots[s->domain_slot[dom]];
     return sl->api->buffer_alloc(sl->ctx, bytes ? bytes : 1, out);
@@ -1204,12 +1253,12 @@ static netrun_status upload_constants(netrun_session *s) {
         nr_activity_set(s, NR_ACT_UPLOAD, -1, s->domain_slot[dom]);
         s->stats.stream_bytes += sl->stream_bytes;
         if (sl->stream_size) {
-            netrun_status st = alloc_in_domain(s, dom, sl->stream_size, &sl->stream);
+            netrun_status st = alloc_in_domain(s, dom, sl->stream_size, &sl->stream, "streamed weights");
             if (st != NETRUN_OK) return st;
             s->stats.weight_bytes += sl->stream_size;
         }
         if (!sl->weights_size) continue;
-        netrun_status st = alloc_in_domain(s, dom, sl->weights_size, &sl->weights);
+        netrun_status st = alloc_in_domain(s, dom, sl->weights_size, &sl->weights, "weights");
         if (st != NETRUN_OK) return st;
         s->stats.weight_bytes += sl->weights_size;
         for (int v = 0; v < g->n_values; v++) {
@@ -1271,7 +1320,7 @@ static netrun_status create_kernels(netrun_session *s) {
     for (int dom = 0; dom < s->n_domains; dom++) {
         if (!ws_need[dom]) continue;
         void *buf = NULL;
-        netrun_status st = alloc_in_domain(s, dom, ws_need[dom], &buf);
+        netrun_status st = alloc_in_domain(s, dom, ws_need[dom], &buf, "the kernels' workspace");
         if (st != NETRUN_OK) return st;
         if (dom == NR_HOST_DOMAIN) {
             s->host_workspace = buf;
@@ -1302,10 +1351,19 @@ static netrun_status prepare_once(netrun_session *s) {
         sv->graph_output = -1;
         sv->desc.name = g->values[v].name;
         sv->desc.rank = -1;
-        if (g->values[v].constant) {
-            desc_from_tensor(&sv->desc, g->values[v].name, g->values[v].constant);
+        /* an input left at its default value (an initializer listed as an input) is a constant of this plan;
+         * giving it a value unprepares (session.c) */
+        const nr_tensor *c = g->values[v].constant;
+        if (!c && g->values[v].default_value) {
+            int set = 0;
+            for (int i = 0; i < g->n_inputs; i++)
+                if (g->inputs[i] == v) set = s->inputs[i].set;
+            if (!set) c = g->values[v].default_value;
+        }
+        if (c) {
+            desc_from_tensor(&sv->desc, g->values[v].name, c);
             sv->is_const = 1;
-            sv->nbytes = g->values[v].constant->nbytes;
+            sv->nbytes = c->nbytes;
         }
     }
     s->n_snodes = g->n_nodes;
@@ -1375,11 +1433,12 @@ static netrun_status prepare_once(netrun_session *s) {
     if (st == NETRUN_OK) st = init_backends(s);
     if (st == NETRUN_OK) st = plan_weights(s);
     if (st == NETRUN_OK) st = check_plan_fits(s);
-    if (st == NETRUN_OK) st = alloc_in_domain(s, NR_HOST_DOMAIN, s->host_arena_size, &s->host_arena);
+    if (st == NETRUN_OK)
+        st = alloc_in_domain(s, NR_HOST_DOMAIN, s->host_arena_size, &s->host_arena, "the plan's activations");
     for (int dom = 1; st == NETRUN_OK && dom < s->n_domains; dom++) {
         nr_slot *sl = &s->slots[s->domain_slot[dom]];
         if (!sl->ctx && !sl->arena_size) continue; /* no node runs in this domain */
-        st = alloc_in_domain(s, dom, sl->arena_size, &sl->arena);
+        st = alloc_in_domain(s, dom, sl->arena_size, &sl->arena, "activations");
     }
     if (st == NETRUN_OK) st = upload_constants(s);
     if (st == NETRUN_OK) st = create_kernels(s);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "control_flow.h"
+#include "optimize.h"
 #include "session.h"
 
 #define FAIL(s, code) nr_record((s)->error, (code))
@@ -57,7 +58,7 @@ void netrun_session_destroy(netrun_session *s) {
     nr_graph *g = s->model ? s->model->ir->graph : NULL;
     if (g) {
         for (int i = 0; i < g->n_inputs; i++) nr_input_free_data(s, &s->inputs[i]);
-        for (int i = 0; i < g->n_outputs; i++) nr_aligned_free(s->outputs[i].host);
+        for (int i = 0; i < g->n_outputs; i++) nr_host_free(s, s->outputs[i].host, s->outputs[i].cap);
     }
     for (int i = 0; i < s->n_dims; i++) nr_free(s->dim_names[i]);
     nr_free(s->dim_names);
@@ -118,14 +119,14 @@ static netrun_status io_info(netrun_session *s, int index, int outputs, netrun_t
     return NETRUN_OK;
 }
 
-netrun_status netrun_session_input_info(netrun_session *s, int index, netrun_tensor_info *info) {
+static netrun_status impl_input_info(netrun_session *s, int index, netrun_tensor_info *info) {
     return io_info(s, index, 0, info);
 }
-netrun_status netrun_session_output_info(netrun_session *s, int index, netrun_tensor_info *info) {
+static netrun_status impl_output_info(netrun_session *s, int index, netrun_tensor_info *info) {
     return io_info(s, index, 1, info);
 }
 
-netrun_status netrun_session_set_dim(netrun_session *s, const char *name, int64_t value) {
+static netrun_status impl_set_dim(netrun_session *s, const char *name, int64_t value) {
     if (!s || !name || !*name) return arg_error(s, "%s: NULL session or empty dim name", "netrun_session_set_dim");
     if (value < 0) {
         nr_error(NETRUN_ERR_INVALID_ARGUMENT, "dim '%s' cannot be negative (%lld)", name, (long long)value);
@@ -163,7 +164,7 @@ oom:
     return FAIL(s, NETRUN_ERR_OUT_OF_MEMORY);
 }
 
-netrun_status netrun_session_set_input(netrun_session *s, const char *name, netrun_dtype dtype, int rank,
+static netrun_status impl_set_input(netrun_session *s, const char *name, netrun_dtype dtype, int rank,
                                        const int64_t *dims, const void *data, size_t nbytes) {
     if (!s || !name) return arg_error(s, "%s: NULL session or name", "netrun_session_set_input");
     nr_graph *g = s->model->ir->graph;
@@ -194,8 +195,9 @@ netrun_status netrun_session_set_input(netrun_session *s, const char *name, netr
         return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
     }
     for (int d = 0; d < rank; d++) {
-        if (dims[d] < 0) {
-            nr_error(NETRUN_ERR_INVALID_ARGUMENT, "input '%s': dim %d is negative", name, d);
+        if (dims[d] < 0 || dims[d] > NR_MAX_DIM) {
+            nr_error(NETRUN_ERR_INVALID_ARGUMENT, "input '%s': dim %d is %s", name, d,
+                     dims[d] < 0 ? "negative" : "over the limit of 2^40");
             return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
         }
         if (v->rank >= 0 && v->dims[d] >= 0 && v->dims[d] != dims[d]) {
@@ -221,6 +223,7 @@ netrun_status netrun_session_set_input(netrun_session *s, const char *name, netr
     /* A shape the plan was not built for invalidates it (shapes, memory, algorithms), unless the dims that differ
      * are left to run time. A control-flow body, whose inputs follow the data, leaves them to run time from now
      * on: it is prepared once more, and then not again for those dims. */
+    int new_dtype = in->set && in->dtype != dtype;
     if (s->n_prepares) { /* also while unprepared by another input's change: every body input is marked */
         unsigned differ = 0;
         for (int d = 0; d < rank && in->plan_rank == rank; d++)
@@ -235,19 +238,33 @@ netrun_status netrun_session_set_input(netrun_session *s, const char *name, netr
             }
         }
     }
-    if (need > in->cap || !in->data) { /* never NULL, even for empty tensors: a zero-size value is known */
-        void *p = nr_aligned_alloc(need ? need : 1, 64);
-        if (!p) {
-            nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory for input '%s' (%zu bytes)", name, need);
-            return FAIL(s, NETRUN_ERR_OUT_OF_MEMORY);
+    if (!in->set && v->default_value) {
+        /* the plan took the default as a constant, and graph passes may have folded it into other constants:
+         * plan again from the model as loaded */
+        if (s->prepared) nr_session_unprepare(s);
+        netrun_model *orig = nr_optimize_original(s->model);
+        if (orig) {
+            nr_model_retain(orig);
+            netrun_model_release(s->model);
+            s->model = orig;
+            g = orig->ir->graph;
+            v = &g->values[g->inputs[index]];
         }
-        nr_input_free_data(s, in);
+    }
+    if (need > in->cap || !in->data) { /* never NULL, even for empty tensors: a zero-size value is known */
+        nr_input_free_data(s, in); /* first: the old copy does not count against the budget for the new one */
+        in->cap = 0;
+        in->set = 0;
+        char what[160];
+        snprintf(what, sizeof what, "input '%.120s'", name);
+        void *p = nr_host_alloc(s, need ? need : 1, what);
+        if (!p) return FAIL(s, NETRUN_ERR_OUT_OF_MEMORY);
         in->data = p;
-        in->cap = need;
+        in->cap = need ? need : 1;
     }
     if (need) memcpy(in->data, data, need);
     in->nbytes = need;
-    if (in->set && in->dtype != dtype && s->prepared) nr_session_unprepare(s);
+    if (new_dtype && s->prepared) nr_session_unprepare(s);
     in->dtype = dtype;
     in->rank = rank;
     memcpy(in->dims, dims, sizeof(int64_t) * (size_t)rank);
@@ -255,19 +272,17 @@ netrun_status netrun_session_set_input(netrun_session *s, const char *name, netr
     return NETRUN_OK;
 }
 
-netrun_status netrun_session_prepare(netrun_session *s) {
-    if (!s) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_session_prepare: session is NULL");
+static netrun_status impl_prepare(netrun_session *s) {
     if (s->prepared) return NETRUN_OK;
     netrun_status st = nr_session_prepare(s);
     nr_activity_set(s, NR_ACT_IDLE, -1, -1);
     return st == NETRUN_OK ? NETRUN_OK : FAIL(s, st);
 }
 
-netrun_status netrun_session_run(netrun_session *s) {
-    if (!s) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_session_run: session is NULL");
+static netrun_status impl_run(netrun_session *s) {
     nr_graph *g = s->model->ir->graph;
     for (int i = 0; i < g->n_inputs; i++)
-        if (!s->inputs[i].set) {
+        if (!s->inputs[i].set && !g->values[g->inputs[i]].default_value) {
             nr_error(NETRUN_ERR_STATE, "input '%s' was not set (netrun_session_set_input)",
                      g->values[g->inputs[i]].name);
             return FAIL(s, NETRUN_ERR_STATE);
@@ -296,7 +311,7 @@ netrun_status netrun_session_cancel(netrun_session *s) {
     return NETRUN_OK;
 }
 
-netrun_status netrun_session_output(netrun_session *s, int index, netrun_tensor_view *out) {
+static netrun_status impl_output(netrun_session *s, int index, netrun_tensor_view *out) {
     if (!s || !out) return arg_error(s, "%s: NULL argument", "netrun_session_output");
     nr_graph *g = s->model->ir->graph;
     if (index < 0 || index >= g->n_outputs) {
@@ -330,16 +345,16 @@ netrun_status netrun_session_output(netrun_session *s, int index, netrun_tensor_
     return NETRUN_OK;
 }
 
-netrun_status netrun_session_output_by_name(netrun_session *s, const char *name, netrun_tensor_view *out) {
+static netrun_status impl_output_by_name(netrun_session *s, const char *name, netrun_tensor_view *out) {
     if (!s || !name) return arg_error(s, "%s: NULL argument", "netrun_session_output_by_name");
     nr_graph *g = s->model->ir->graph;
     for (int i = 0; i < g->n_outputs; i++)
-        if (!strcmp(g->values[g->outputs[i]].name, name)) return netrun_session_output(s, i, out);
+        if (!strcmp(g->values[g->outputs[i]].name, name)) return impl_output(s, i, out);
     nr_error(NETRUN_ERR_INVALID_ARGUMENT, "the model has no output '%s'", name);
     return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
 }
 
-int netrun_session_node_count(const netrun_session *s) { return s && s->prepared ? s->n_snodes : 0; }
+static int impl_node_count(netrun_session *s) { return s->prepared ? s->n_snodes : 0; }
 
 /* Nodes the graph passes insert or rewrite into netrun's own ops (domain com.netrun) are shown under the ONNX op
  * they stand for, so that placements and profiles speak the model's language; the kernel column tells the rest. */
@@ -372,11 +387,16 @@ const char *nr_internal_op_layout(const nr_node *nd) {
     return k >= 0 ? internal_ops[k].layout : NULL;
 }
 
-netrun_status netrun_session_node_info(const netrun_session *s, int index, netrun_node_info *info) {
-    if (!s || !info) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_session_node_info: NULL argument");
-    if (!s->prepared) return nr_error(NETRUN_ERR_STATE, "the session is not prepared yet");
-    if (index < 0 || index >= s->n_snodes)
-        return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "node index %d out of range (%d nodes)", index, s->n_snodes);
+static netrun_status impl_node_info(netrun_session *s, int index, netrun_node_info *info) {
+    if (!info) return arg_error(s, "%s: info is NULL", "netrun_session_node_info");
+    if (!s->prepared) {
+        nr_error(NETRUN_ERR_STATE, "the session is not prepared yet");
+        return FAIL(s, NETRUN_ERR_STATE);
+    }
+    if (index < 0 || index >= s->n_snodes) {
+        nr_error(NETRUN_ERR_INVALID_ARGUMENT, "node index %d out of range (%d nodes)", index, s->n_snodes);
+        return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
+    }
     const nr_snode *sn = &s->snodes[index];
     const nr_node *nd = &s->model->ir->graph->nodes[sn->node];
     info->name = nd->name;
@@ -388,24 +408,22 @@ netrun_status netrun_session_node_info(const netrun_session *s, int index, netru
     return NETRUN_OK;
 }
 
-netrun_status netrun_session_get_stats(const netrun_session *s, netrun_session_stats *stats) {
-    if (!s || !stats) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_session_get_stats: NULL argument");
+static netrun_status impl_get_stats(netrun_session *s, netrun_session_stats *stats) {
+    if (!stats) return arg_error(s, "%s: stats is NULL", "netrun_session_get_stats");
     *stats = s->stats;
     stats->prepares = nr_session_prepares(s);
+    stats->host_memory_budget = nr_host_budget(s);
+    stats->profile_dropped = s->prof_dropped;
     return NETRUN_OK;
 }
 
-netrun_status netrun_session_set_profiling(netrun_session *s, int on) {
-    if (!s) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_session_set_profiling: session is NULL");
-    if (on && !s->profiling) {
-        s->n_prof = 0;
-        s->prof_runs = 0;
-    }
+static netrun_status impl_set_profiling(netrun_session *s, int on) {
+    if (on && !s->profiling) nr_profile_clear(s);
     s->profiling = on != 0;
     return NETRUN_OK;
 }
 
-int netrun_session_profile_count(const netrun_session *s) { return s ? s->n_prof : 0; }
+static int impl_profile_count(netrun_session *s) { return s->n_prof; }
 
 static const char *domain_name(const netrun_session *s, int dom) {
     if (dom == NR_HOST_DOMAIN) return "host";
@@ -413,11 +431,13 @@ static const char *domain_name(const netrun_session *s, int dom) {
     return slot >= 0 ? s->slots[slot].be->name : "?";
 }
 
-netrun_status netrun_session_profile_get(const netrun_session *s, int index, netrun_profile_event *ev) {
-    if (!s || !ev) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_session_profile_get: NULL argument");
-    if (index < 0 || index >= s->n_prof)
-        return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "profile event %d out of range (%d recorded)", index, s->n_prof);
-    const nr_prof_event *p = &s->prof[index];
+static netrun_status impl_profile_get(netrun_session *s, int index, netrun_profile_event *ev) {
+    if (!ev) return arg_error(s, "%s: event is NULL", "netrun_session_profile_get");
+    if (index < 0 || index >= s->n_prof) {
+        nr_error(NETRUN_ERR_INVALID_ARGUMENT, "profile event %d out of range (%d held)", index, s->n_prof);
+        return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
+    }
+    const nr_prof_event *p = &s->prof[(s->prof_head + index) % s->cap_prof]; /* a ring, oldest first */
     const nr_graph *g = s->model->ir->graph;
     memset(ev, 0, sizeof *ev);
     ev->run = p->run;
@@ -436,15 +456,14 @@ netrun_status netrun_session_profile_get(const netrun_session *s, int index, net
         ev->op_type = "Copy";
         ev->is_copy = 1;
         /* "host->cuda": built on demand into the session (events of copies share the text per direction) */
-        netrun_session *ms = (netrun_session *)s;
-        snprintf(ms->prof_backend, sizeof ms->prof_backend, "%s->%s", domain_name(s, p->from), domain_name(s, p->to));
-        ev->backend = ms->prof_backend;
+        snprintf(s->prof_backend, sizeof s->prof_backend, "%s->%s", domain_name(s, p->from), domain_name(s, p->to));
+        ev->backend = s->prof_backend;
     }
     return NETRUN_OK;
 }
 
-netrun_status netrun_session_value(netrun_session *s, const char *name, netrun_tensor_view *out) {
-    if (!s || !name || !out) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_session_value: NULL argument");
+static netrun_status impl_value(netrun_session *s, const char *name, netrun_tensor_view *out) {
+    if (!name || !out) return arg_error(s, "%s: NULL argument", "netrun_session_value");
     if (!s->prepared || !s->ran_since_prepare) {
         nr_error(NETRUN_ERR_STATE, "no values yet: run the session first");
         return FAIL(s, NETRUN_ERR_STATE);
@@ -461,7 +480,7 @@ netrun_status netrun_session_value(netrun_session *s, const char *name, netrun_t
         nr_error(NETRUN_ERR_STATE, "value '%s' is not kept after a run: set the option debug.keep_values=1", name);
         return FAIL(s, NETRUN_ERR_STATE);
     }
-    if (s->mb && sv->graph_output >= 0) return netrun_session_output(s, sv->graph_output, out);
+    if (s->mb && sv->graph_output >= 0) return impl_output(s, sv->graph_output, out);
     memset(out, 0, sizeof *out);
     out->name = g->values[v].name;
     out->dtype = sv->desc.dtype;
@@ -485,13 +504,13 @@ netrun_status netrun_session_value(netrun_session *s, const char *name, netrun_t
     return NETRUN_OK;
 }
 
-const char *netrun_session_micro_batch(const netrun_session *s, int *images) {
-    if (images) *images = s && s->prepared ? s->mb : 0;
-    return s && s->prepared ? s->mb_note : "";
+static const char *impl_micro_batch(netrun_session *s, int *images) {
+    if (images) *images = s->prepared ? s->mb : 0;
+    return s->prepared ? s->mb_note : "";
 }
 
-int netrun_session_node_io(const netrun_session *s, int node, int output, int k, const char **value_name) {
-    if (!s || !s->prepared || node < 0 || node >= s->n_snodes) return -1;
+static int impl_node_io(netrun_session *s, int node, int output, int k, const char **value_name) {
+    if (!s->prepared || node < 0 || node >= s->n_snodes) return -1;
     const nr_graph *g = s->model->ir->graph;
     const nr_node *nd = &g->nodes[s->snodes[node].node];
     int n = output ? nd->n_outputs : nd->n_inputs;
@@ -544,3 +563,95 @@ size_t netrun_session_activity(const netrun_session *s, char *buf, size_t size) 
 }
 
 const char *netrun_session_prepare_note(const netrun_session *s) { return s ? s->prepare_note : ""; }
+
+/* ---- the public calls: one thread at a time per session ----
+ * A session is used by one thread at a time (netrun.h). Every call below takes the session's busy flag on entry
+ * and gives it back on return; a call that finds it taken (another thread is inside a call on this session) is
+ * refused with NETRUN_ERR_STATE before it touches anything, so misuse never corrupts a run or its outputs. Its
+ * message goes to netrun_last_error() only: the session's error buffer belongs to the thread that is inside.
+ * destroy is not guarded: destroying a session another thread uses cannot be made safe by a flag in it. */
+static int enter(const netrun_session *s, const char *fn) {
+    netrun_session *m = (netrun_session *)s; /* the flag is the only thing a const getter writes */
+    int idle = 0;
+    if (atomic_compare_exchange_strong(&m->busy, &idle, 1)) return 1;
+    nr_error(NETRUN_ERR_STATE, "%s: the session is in use by another thread (a session takes one call at a time; "
+             "give each thread its own session)", fn);
+    return 0;
+}
+
+static void leave(const netrun_session *s) { atomic_store(&((netrun_session *)s)->busy, 0); }
+
+#define GUARDED(fn, call)                                                                                       \
+    do {                                                                                                        \
+        if (!s) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "%s: session is NULL", fn);                        \
+        if (!enter(s, fn)) return NETRUN_ERR_STATE;                                                             \
+        netrun_status st_ = (call);                                                                             \
+        leave(s);                                                                                               \
+        return st_;                                                                                             \
+    } while (0)
+
+/* For the calls that return a count or a string: the value when the session is NULL or busy. */
+#define GUARDED_VALUE(fn, call, none)                                                                          \
+    do {                                                                                                        \
+        if (!s || !enter(s, fn)) return none;                                                                   \
+        __typeof__(call) v_ = (call);                                                                           \
+        leave(s);                                                                                               \
+        return v_;                                                                                              \
+    } while (0)
+
+netrun_status netrun_session_input_info(netrun_session *s, int index, netrun_tensor_info *info) {
+    GUARDED("netrun_session_input_info", impl_input_info(s, index, info));
+}
+netrun_status netrun_session_output_info(netrun_session *s, int index, netrun_tensor_info *info) {
+    GUARDED("netrun_session_output_info", impl_output_info(s, index, info));
+}
+netrun_status netrun_session_set_dim(netrun_session *s, const char *name, int64_t value) {
+    GUARDED("netrun_session_set_dim", impl_set_dim(s, name, value));
+}
+netrun_status netrun_session_set_input(netrun_session *s, const char *name, netrun_dtype dtype, int rank,
+                                       const int64_t *dims, const void *data, size_t nbytes) {
+    GUARDED("netrun_session_set_input", impl_set_input(s, name, dtype, rank, dims, data, nbytes));
+}
+netrun_status netrun_session_prepare(netrun_session *s) { GUARDED("netrun_session_prepare", impl_prepare(s)); }
+netrun_status netrun_session_run(netrun_session *s) { GUARDED("netrun_session_run", impl_run(s)); }
+netrun_status netrun_session_output(netrun_session *s, int index, netrun_tensor_view *out) {
+    GUARDED("netrun_session_output", impl_output(s, index, out));
+}
+netrun_status netrun_session_output_by_name(netrun_session *s, const char *name, netrun_tensor_view *out) {
+    GUARDED("netrun_session_output_by_name", impl_output_by_name(s, name, out));
+}
+netrun_status netrun_session_value(netrun_session *s, const char *name, netrun_tensor_view *out) {
+    GUARDED("netrun_session_value", impl_value(s, name, out));
+}
+netrun_status netrun_session_node_info(const netrun_session *cs, int index, netrun_node_info *info) {
+    netrun_session *s = (netrun_session *)cs;
+    GUARDED("netrun_session_node_info", impl_node_info(s, index, info));
+}
+netrun_status netrun_session_get_stats(const netrun_session *cs, netrun_session_stats *stats) {
+    netrun_session *s = (netrun_session *)cs;
+    GUARDED("netrun_session_get_stats", impl_get_stats(s, stats));
+}
+netrun_status netrun_session_set_profiling(netrun_session *s, int on) {
+    GUARDED("netrun_session_set_profiling", impl_set_profiling(s, on));
+}
+netrun_status netrun_session_profile_get(const netrun_session *cs, int index, netrun_profile_event *event) {
+    netrun_session *s = (netrun_session *)cs;
+    GUARDED("netrun_session_profile_get", impl_profile_get(s, index, event));
+}
+int netrun_session_node_count(const netrun_session *cs) {
+    netrun_session *s = (netrun_session *)cs;
+    GUARDED_VALUE("netrun_session_node_count", impl_node_count(s), 0);
+}
+int netrun_session_profile_count(const netrun_session *cs) {
+    netrun_session *s = (netrun_session *)cs;
+    GUARDED_VALUE("netrun_session_profile_count", impl_profile_count(s), 0);
+}
+int netrun_session_node_io(const netrun_session *cs, int node, int output, int k, const char **value_name) {
+    netrun_session *s = (netrun_session *)cs;
+    GUARDED_VALUE("netrun_session_node_io", impl_node_io(s, node, output, k, value_name), -1);
+}
+const char *netrun_session_micro_batch(const netrun_session *cs, int *images) {
+    netrun_session *s = (netrun_session *)cs;
+    if (images) *images = 0;
+    GUARDED_VALUE("netrun_session_micro_batch", impl_micro_batch(s, images), "");
+}

@@ -7,6 +7,8 @@
 #include "backend_registry.h"
 #include "model.h"
 
+#include <stdatomic.h>
+
 struct netrun_options {
     char *backends;
     netrun_precision precision;
@@ -17,6 +19,7 @@ struct netrun_options {
     int strict;
     int allow_fallback; /* a listed backend that is unavailable is skipped instead of failing the session */
     size_t device_memory_budget;
+    size_t host_memory_budget;     /* 0: the machine's default (nr_host_memory_default); SIZE_MAX: none */
     char **keys, **values;
     int n_kv;
     int keys_checked; /* option_keys.c: the keys were checked when the session was created (copied into sub-sessions) */
@@ -29,6 +32,8 @@ netrun_status nr_options_check_keys(netrun_session *s);
 void nr_options_note_unused(netrun_session *s);
 void nr_options_clear(netrun_options *o);
 const char *nr_options_get(const void *opaque, const char *key);
+/* Parse a byte count: digits with an optional K/M/G/T (binary) suffix and an optional "B"/"iB"; 0 when invalid. */
+int nr_parse_bytes(const char *text, size_t *out);
 
 #define NR_MAX_SLOTS 8      /* backends one session may use */
 #define NR_HOST_DOMAIN 0    /* memory domain of the host; device backends get their own */
@@ -206,7 +211,10 @@ struct netrun_session {
     int keep_values;               /* debug: no memory reuse, every value readable after a run */
     int profiling;
     nr_prof_event *prof;
-    int n_prof, cap_prof;
+    int n_prof, cap_prof;          /* a ring of at most prof_max events (option profile.max_events), oldest at
+                                    * prof_head; when full, the oldest run's events go (prof_dropped counts them) */
+    int prof_head, prof_max;
+    uint64_t prof_dropped;
     uint64_t prof_runs;
     char prof_backend[64];         /* scratch for copy event names ("host->cuda") */
     netrun_tensor_info *in_info, *out_info; /* session view of the io (dims filled in) */
@@ -216,6 +224,10 @@ struct netrun_session {
      * limits.max_loop_iterations bounds the whole run, so nested loops cannot multiply it) */
     netrun_session *root;          /* NULL for a top-level session; else the session that runs this one */
     int64_t loop_iterations;
+    /* host memory budget (host_memory.c): bytes held by this session and its sub-sessions, counted in the top
+     * session; busy: a call is inside the session (concurrent use from another thread is refused) */
+    size_t host_bytes;
+    atomic_int busy;
     /* device graphs (execute.c): built on the first run after prepare, freed by nr_exec_release */
     nr_segment *segs;
     int n_segs;
@@ -269,7 +281,19 @@ void nr_exec_release(netrun_session *s);
 /* Free an input's host copy, whichever allocator gave it (page-locked by a device backend, or aligned). */
 void nr_input_free_data(netrun_session *s, nr_input *in);
 /* Grow an output's host staging buffer to at least need bytes (contents not kept); name is for the error. */
-netrun_status nr_output_reserve(nr_output *out, size_t need, const char *name);
+netrun_status nr_output_reserve(netrun_session *s, nr_output *out, size_t need, const char *name);
+/* Host memory budget (host_memory.c): the budget in bytes (SIZE_MAX: none) and the machine's default; reserve
+ * fails with the numbers when bytes would take the session past it; charge counts without checking (memory
+ * moved, not added); alloc/free = reserve + 64-byte aligned allocation (NULL with the error recorded). */
+size_t nr_host_budget(const netrun_session *s);
+size_t nr_host_memory_default(void);
+netrun_status nr_host_reserve(netrun_session *s, size_t bytes, const char *what);
+void nr_host_charge(netrun_session *s, size_t bytes);
+void nr_host_unreserve(netrun_session *s, size_t bytes);
+void *nr_host_alloc(netrun_session *s, size_t bytes, const char *what);
+void nr_host_free(netrun_session *s, void *p, size_t bytes);
+/* Forget the recorded profile events (profiling switched on, or the plan they refer to is gone). */
+void nr_profile_clear(netrun_session *s);
 /* Refresh stats.device_peak_bytes from the device backends (memory_info). */
 void nr_exec_memory_stats(netrun_session *s);
 

@@ -20,6 +20,10 @@ void nr_error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 const char *nr_error_message(void);
 void nr_error_clear(void);
 
+/* Largest single dim a value may have (2^40), whatever its other dims: a zero-size value may carry any dims, and
+ * layers compute output dims from input dims and attributes in int64 (the fuzzer found Pool's overflowing). */
+#define NR_MAX_DIM ((int64_t)1 << 40)
+
 /* Checked size arithmetic: return 0 on overflow. */
 int nr_mul_size(size_t a, size_t b, size_t *out);
 int nr_add_size(size_t a, size_t b, size_t *out);
@@ -35,6 +39,9 @@ void nr_aligned_free(void *p);
 
 /* Fault injection for tests: fail the nth allocation from now (1 = next); 0 disables. Process-wide. */
 void nr_fault_fail_allocation(long nth);
+
+/* "a FIFO", "a directory", "a socket"...: what a stat() mode is, for messages refusing non-regular files. */
+const char *nr_file_kind(unsigned mode);
 
 /* Milliseconds from a monotonic clock. */
 double nr_now_ms(void);

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Generate layers/op_inputs.c: for every ONNX op version (default domain, ai.onnx.ml, preview.training), which
-input and output positions are required, and what the schema says of each output's element type, from the onnx
-package's schemas. The runtime refuses a node whose required input or output is absent before any layer or kernel
-looks at it, and types the outputs of nodes whose shapes are known only at run time from the schema.
-Run: python3 tools/gen-op-inputs.py > layers/op_inputs.c"""
+input and output positions are required, what the schema says of each output's element type, and the newest
+opset of each domain, from the onnx package's schemas. The runtime refuses a node whose required input or output
+is absent before any layer or kernel looks at it, and types the outputs of nodes whose shapes are known only at
+run time from the schema. Run: python3 tools/gen-op-inputs.py > layers/op_inputs.c"""
 import onnx
 from onnx import defs, helper
 
@@ -58,4 +58,16 @@ print("};")
 print("const int nr_op_inputs_count = (int)(sizeof nr_op_inputs_table / sizeof nr_op_inputs_table[0]);")
 print("/* the newest default-domain opset these schemas define: models importing a newer one are refused */")
 print("const int nr_onnx_opset_max = %d;" % onnx.defs.onnx_opset_version())
+# the newest opset of every ONNX domain (an opset past it does not exist: refused at load)
+newest = {"": onnx.defs.onnx_opset_version()}
+for s in defs.get_all_schemas_with_history():
+    d = "" if s.domain == "ai.onnx" else s.domain
+    newest[d] = max(newest.get(d, 0), s.since_version)
+newest["ai.onnx.training"] = max(newest.get("ai.onnx.training", 0), onnx.helper.VERSION_TABLE[-1][4])
+print("/* the newest opset of each ONNX domain these schemas know (\"\" = ai.onnx) */")
+print("const nr_opset_domain nr_opset_domains[] = {")
+for d in sorted(newest):
+    print('    {"%s", %d},' % (d, newest[d]))
+print("};")
+print("const int nr_opset_domains_count = (int)(sizeof nr_opset_domains / sizeof nr_opset_domains[0]);")
 print('const char nr_onnx_schema_version[] = "%s";' % onnx.__version__)

@@ -64,9 +64,14 @@ void cpu_pool_destroy(cpu_pool *pool);
 static inline void *cpu_alloc(size_t bytes) { return cpu_host->alloc(bytes ? bytes : 1, 64); }
 static inline void cpu_free(void *p) { cpu_host->free(p); }
 
+/* Elements of t: 0 when a dim is 0 (whatever the others), saturated at INT64_MAX (the runtime refuses such
+ * tensors before kernels see their data; Size and Shape see only the dims). */
 static inline int64_t cpu_count(const netrun_tensor *t) {
     int64_t n = 1;
-    for (int i = 0; i < t->rank; i++) n *= t->dims[i];
+    for (int i = 0; i < t->rank; i++)
+        if (t->dims[i] == 0) return 0;
+    for (int i = 0; i < t->rank; i++)
+        if (__builtin_mul_overflow(n, t->dims[i], &n)) return INT64_MAX;
     return n;
 }
 

@@ -307,7 +307,7 @@ static inline double fexp(double x) { return exp(x); }
 #define U_LEAKY(T, F) x >= 0 ? x : x * A
 #define U_SIGMOID(T, F) 1 / (1 + F(fexp)(-x))
 #define U_TANH(T, F) F(tanh)(x)
-#define U_HSIG(T, F) F(fmax)((T)0, F(fmin)((T)1, A * x + B))
+#define U_HSIG(T, F) x != x ? x : F(fmax)((T)0, F(fmin)((T)1, A * x + B)) /* fmin/fmax drop NaN: keep it */
 #define U_HSWISH(T, F) x * F(fmax)((T)0, F(fmin)((T)1, x / 6 + (T)0.5))
 #define U_SWISH(T, F) x / (1 + F(fexp)(-A * x)) /* x * sigmoid(alpha * x) */
 #define U_ERF(T, F) F(erf)(x)
@@ -334,7 +334,7 @@ static inline double fexp(double x) { return exp(x); }
 #define U_ATANH(T, F) F(atanh)(x)
 #define U_ELU(T, F) x >= 0 ? x : A * F(expm1)(x)
 #define U_SELU(T, F) x > 0 ? G * x : G * (A * F(exp)(x) - A)
-#define U_CELU(T, F) F(fmax)((T)0, x) + F(fmin)((T)0, A * F(expm1)(x / A))
+#define U_CELU(T, F) x != x ? x : F(fmax)((T)0, x) + F(fmin)((T)0, A * F(expm1)(x / A))
 #define U_SOFTPLUS(T, F) x > 0 ? x + F(log1p)(F(exp)(-x)) : F(log1p)(F(exp)(x))
 #define U_SOFTSIGN(T, F) x / (1 + F(fabs)(x))
 #define U_THRELU(T, F) x > A ? x : (T)0
@@ -740,6 +740,27 @@ static netrun_status run_variadic(cpu_context *ctx, const ew_op *o, const netrun
     ew_args k = {uparams(args), 0};
     netrun_status st;
     if (args->n_inputs < 1) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s needs inputs", o->name);
+    if (o->kind == K_MEAN && half_kind(y->dtype)) { /* float16/bfloat16: summed in float (65504 + 20 overflows a half before the /2) */
+        int64_t n = cpu_count(y);
+        float *acc = cpu_host->alloc((size_t)(n ? n : 1) * sizeof(float), 64);
+        if (!acc) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "Mean: out of memory");
+        netrun_tensor t = *y;
+        t.dtype = NETRUN_DTYPE_FLOAT;
+        t.data = t.buffer = acc;
+        t.offset = 0;
+        t.nbytes = (size_t)n * sizeof(float);
+        const netrun_tensor *x0 = &args->inputs[0], *x1 = args->n_inputs > 1 ? &args->inputs[1] : x0;
+        st = binary_apply(ctx, args->n_inputs > 1 ? Add_tab : Max_tab, x0, x1, x1->dtype, &t, &k, o->name);
+        netrun_tensor sum = t;
+        for (int i = 2; i < args->n_inputs && st == NETRUN_OK; i++)
+            st = binary_apply(ctx, Add_tab, &sum, &args->inputs[i], args->inputs[i].dtype, &t, &k, o->name);
+        for (int64_t i = 0; st == NETRUN_OK && i < n; i++) {
+            float v = acc[i] / (float)args->n_inputs;
+            ((uint16_t *)y->data)[i] = y->dtype == NETRUN_DTYPE_FLOAT16 ? cpu_float_to_half(v) : cpu_float_to_bf16(v);
+        }
+        cpu_host->free(acc);
+        return st;
+    }
     if (args->n_inputs == 1) {
         /* Broadcast copy: max(x, x) is x for every value, NaN included. */
         st = binary_apply(ctx, Max_tab, &args->inputs[0], &args->inputs[0], args->inputs[0].dtype, y, &k, o->name);

@@ -45,16 +45,25 @@ static int pool_geom(const netrun_pool_params *p, const netrun_tensor *x, const 
     return 1;
 }
 
+/* The taps k in [*first, *end) of a window starting at `start` (tap k at start + k * dil, k < n) that fall in
+ * [lo, hi): computed, not scanned, so that a hostile kernel of 2^31 taps over a 5-pixel input costs nothing
+ * (the fuzzer found AveragePool spending minutes on one). */
+static inline void pool_taps(int64_t start, int64_t dil, int64_t n, int64_t lo, int64_t hi, int64_t *first,
+                             int64_t *end) {
+    int64_t a = start < lo ? (lo - start + dil - 1) / dil : 0;
+    int64_t b = start >= hi ? 0 : (hi - 1 - start) / dil + 1;
+    if (b > n) b = n;
+    *first = a;
+    *end = b > a ? b : a;
+}
+
 /* Taps of the window starting at (d0, h0, w0) that lie inside the padded input. */
 static int64_t pool_padded_count(const pool_job *j, int64_t d0, int64_t h0, int64_t w0) {
     int64_t start[3] = {d0, h0, w0}, n = 1;
     for (int i = 0; i < 3; i++) {
-        int64_t c = 0, lo = -j->pb[i], hi = j->in[i] + j->pe[i];
-        for (int64_t k = 0; k < j->k[i]; k++) {
-            int64_t p = start[i] + k * j->d[i];
-            if (p >= lo && p < hi) c++;
-        }
-        n *= c;
+        int64_t a, b;
+        pool_taps(start[i], j->d[i], j->k[i], -j->pb[i], j->in[i] + j->pe[i], &a, &b);
+        n *= b - a;
     }
     return n;
 }
@@ -77,15 +86,16 @@ static int64_t pool_padded_count(const pool_job *j, int64_t d0, int64_t h0, int6
                         T best = LOWEST;                                                                      \
                         int64_t best_i = -1, cnt = 0, cnt_pad = 0;                                            \
                         double sum = 0;                                                                       \
-                        for (int64_t kd = 0; kd < j->k[0]; kd++) {                                            \
+                        int64_t kd0, kd1, kh0, kh1, kw0, kw1; /* the taps inside the input */                 \
+                        pool_taps(d0, j->d[0], j->k[0], 0, j->in[0], &kd0, &kd1);                             \
+                        pool_taps(h0, j->d[1], j->k[1], 0, j->in[1], &kh0, &kh1);                             \
+                        pool_taps(w0, j->d[2], j->k[2], 0, j->in[2], &kw0, &kw1);                             \
+                        for (int64_t kd = kd0; kd < kd1; kd++) {                                              \
                             int64_t id = d0 + kd * j->d[0];                                                   \
-                            int din = id >= 0 && id < j->in[0];                                               \
-                            for (int64_t kh = 0; kh < j->k[1]; kh++) {                                        \
+                            for (int64_t kh = kh0; kh < kh1; kh++) {                                          \
                                 int64_t ih = h0 + kh * j->d[1];                                               \
-                                int hin = din && ih >= 0 && ih < j->in[1];                                    \
-                                for (int64_t kw = 0; kw < j->k[2]; kw++) {                                    \
+                                for (int64_t kw = kw0; kw < kw1; kw++) {                                      \
                                     int64_t iw = w0 + kw * j->d[2];                                           \
-                                    if (!hin || iw < 0 || iw >= j->in[2]) continue;                           \
                                     int64_t xi = (id * j->in[1] + ih) * j->in[2] + iw;                        \
                                     T v = x[xi];                                                              \
                                     cnt++;                                                                    \
@@ -151,9 +161,10 @@ static void maxpool2d_f32(void *arg, int64_t p0, int64_t p1) {
         float *y = (float *)j->y + pl * j->out_size;
         for (int64_t oh = 0; oh < j->out[1]; oh++) {
             for (int64_t i = 0; i < iw; i++) row[i] = -FLT_MAX;
-            for (int64_t kh = 0; kh < j->k[1]; kh++) {
+            int64_t kh0, kh1;
+            pool_taps(oh * j->s[1] - j->pb[1], j->d[1], j->k[1], 0, j->in[1], &kh0, &kh1);
+            for (int64_t kh = kh0; kh < kh1; kh++) {
                 int64_t ih = oh * j->s[1] - j->pb[1] + kh * j->d[1];
-                if (ih < 0 || ih >= j->in[1]) continue;
                 const float *xr = x + ih * iw;
                 for (int64_t i = 0; i < iw; i++) row[i] = xr[i] > row[i] ? xr[i] : row[i];
             }
@@ -189,9 +200,10 @@ __attribute__((target("avx512f"))) static void maxpool2d_f32_512(void *arg, int6
                 __mmask16 m = iw - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (iw - i)) - 1);
                 _mm512_mask_storeu_ps(row + i, m, lowest);
             }
-            for (int64_t kh = 0; kh < j->k[1]; kh++) {
+            int64_t kh0, kh1;
+            pool_taps(oh * j->s[1] - j->pb[1], j->d[1], j->k[1], 0, j->in[1], &kh0, &kh1);
+            for (int64_t kh = kh0; kh < kh1; kh++) {
                 int64_t ih = oh * j->s[1] - j->pb[1] + kh * j->d[1];
-                if (ih < 0 || ih >= j->in[1]) continue;
                 const float *xr = x + ih * iw;
                 for (int64_t i = 0; i < iw; i += 16) { /* max_ps(x, row): a NaN in x never wins, as above */
                     __mmask16 m = iw - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (iw - i)) - 1);
@@ -338,7 +350,9 @@ static netrun_status pool_run_common(cpu_context *ctx, const netrun_kernel_args 
     if (is_max && args->n_outputs > 1 && args->outputs[1].rank >= 0 && args->outputs[1].data)
         j.ind = args->outputs[1].data;
     int64_t planes = X->dims[0] * X->dims[1];
-    int64_t work = j.out_size * j.k[0] * j.k[1] * j.k[2];
+    int64_t work = j.out_size; /* taps per output: at most the input's extent, whatever the kernel says */
+    for (int i = 0; i < 3; i++)
+        if (__builtin_mul_overflow(work, j.k[i] < j.in[i] ? j.k[i] : j.in[i], &work)) work = INT64_MAX;
     int64_t grain = work >= 4096 ? 1 : 4096 / (work > 0 ? work : 1) + 1;
     cpu_range_fn fn;
     switch (X->dtype) {
@@ -371,12 +385,13 @@ static void maxpool_blk_range(void *arg, int64_t b, int64_t e) {
         for (int64_t ox = 0; ox < ow; ox++) {
             float acc[16];
             for (int c = 0; c < 16; c++) acc[c] = -INFINITY;
-            for (int64_t ky = 0; ky < j->k[1]; ky++) {
+            int64_t ky0, ky1, kx0, kx1;
+            pool_taps(oy * j->s[1] - j->pb[1], j->d[1], j->k[1], 0, ih, &ky0, &ky1);
+            pool_taps(ox * j->s[2] - j->pb[2], j->d[2], j->k[2], 0, iw, &kx0, &kx1);
+            for (int64_t ky = ky0; ky < ky1; ky++) {
                 int64_t iy = oy * j->s[1] - j->pb[1] + ky * j->d[1];
-                if (iy < 0 || iy >= ih) continue;
-                for (int64_t kx = 0; kx < j->k[2]; kx++) {
+                for (int64_t kx = kx0; kx < kx1; kx++) {
                     int64_t ix = ox * j->s[2] - j->pb[2] + kx * j->d[2];
-                    if (ix < 0 || ix >= iw) continue;
                     const float *px = x + (iy * iw + ix) * 16;
                     for (int c = 0; c < 16; c++) acc[c] = px[c] > acc[c] ? px[c] : acc[c];
                 }
@@ -405,9 +420,8 @@ __attribute__((target("avx512f"))) static void maxpool_blk_range512(void *arg, i
         int64_t blk = t / oh, oy = t % oh;
         const float *x = (const float *)j->x + blk * ih * iw * 16;
         float *y = (float *)j->y + (blk * oh + oy) * ow * 16;
-        int64_t y0 = oy * sh - ph, ky0 = 0, ky1 = kh; /* taps ky0 .. ky1-1 lie inside the input */
-        while (ky0 < kh && y0 + ky0 * dh < 0) ky0++;
-        while (ky1 > ky0 && y0 + (ky1 - 1) * dh >= ih) ky1--;
+        int64_t y0 = oy * sh - ph, ky0, ky1; /* taps ky0 .. ky1-1 lie inside the input */
+        pool_taps(y0, dh, kh, 0, ih, &ky0, &ky1);
         for (int64_t ox = 0; ox < ow; ox++) {
             __m512 acc = _mm512_set1_ps(-INFINITY);
             int64_t x0 = ox * sw - pw;
@@ -417,12 +431,11 @@ __attribute__((target("avx512f"))) static void maxpool_blk_range512(void *arg, i
                     for (int64_t kx = 0; kx < kw; kx++) acc = _mm512_max_ps(_mm512_loadu_ps(px + kx * dw * 16), acc);
                 }
             } else {
+                int64_t kx0, kx1;
+                pool_taps(x0, dw, kw, 0, iw, &kx0, &kx1);
                 for (int64_t ky = ky0; ky < ky1; ky++) {
                     const float *px = x + (y0 + ky * dh) * iw * 16;
-                    for (int64_t kx = 0; kx < kw; kx++) {
-                        int64_t ix = x0 + kx * dw;
-                        if (ix >= 0 && ix < iw) acc = _mm512_max_ps(_mm512_loadu_ps(px + ix * 16), acc);
-                    }
+                    for (int64_t kx = kx0; kx < kx1; kx++) acc = _mm512_max_ps(_mm512_loadu_ps(px + (x0 + kx * dw) * 16), acc);
                 }
             }
             _mm512_storeu_ps(y + ox * 16, acc);
@@ -475,7 +488,9 @@ static netrun_status maxpool_run(cpu_context *ctx, void *state, const netrun_ker
     j.x = X->data;
     j.y = Y->data;
     int64_t rows = X->dims[0] * (X->dims[1] / 16) * j.out[1];
-    int64_t work = j.out[2] * j.k[1] * j.k[2] * 16;
+    int64_t work = j.out[2] * 16; /* taps per output row: at most the input's extent */
+    for (int i = 1; i < 3; i++)
+        if (__builtin_mul_overflow(work, j.k[i] < j.in[i] ? j.k[i] : j.in[i], &work)) work = INT64_MAX;
     cpu_range_fn fn = maxpool_blk_range;
 #ifdef POOL_AVX512
     if (pool_use_avx512(ctx)) fn = maxpool_blk_range512;

@@ -47,6 +47,11 @@ static inline int64_t wadd(int64_t a, int64_t b) { return (int64_t)((uint64_t)a 
 static inline int64_t wmul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
 static inline int64_t iabs64(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t)a) : a; }
 
+/* The larger / smaller of v and acc, NaN when either is NaN: NaN propagates through max and min as in the ONNX
+ * reference (a plain `v > acc ? v : acc` keeps acc when v is NaN); for integers v != v folds away. */
+#define NMAX(v, acc) ((v) > (acc) || (v) != (v) ? (v) : (acc))
+#define NMIN(v, acc) ((v) < (acc) || (v) != (v) ? (v) : (acc))
+
 #define ID(x) (x)
 #define FADD(a, b) ((a) + (b))
 #define FMUL(a, b) ((a) * (b))
@@ -76,13 +81,14 @@ static inline int64_t iabs64(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t
         switch (kind) {                                                                                       \
         case R_SUM: case R_MEAN: case R_LOGSUM:                                                               \
             LOOP_##S(acc = ADD(acc, v)); break;                                                               \
-        case R_MAX: LOOP_##S(acc = v > acc ? v : acc); break;                                                 \
-        case R_MIN: LOOP_##S(acc = v < acc ? v : acc); break;                                                 \
+        case R_MAX: LOOP_##S(acc = NMAX(v, acc)); break;                                                      \
+        case R_MIN: LOOP_##S(acc = NMIN(v, acc)); break;                                                      \
         case R_PROD: LOOP_##S(acc = MUL(acc, v)); break;                                                      \
         case R_L1: LOOP_##S(acc = ADD(acc, ABS(v))); break;                                                   \
         case R_L2: case R_SUMSQ: LOOP_##S(acc = ADD(acc, MUL(v, v))); break;                                  \
-        case R_LSE:                                                                                           \
-            LOOP_##S(acc = v > acc ? v : acc);                                                                \
+        case R_LSE: /* a NaN, +inf or all -inf max is the result itself; else the stable sum */               \
+            LOOP_##S(acc = NMAX(v, acc));                                                                     \
+            if (!isfinite((F)acc)) return ST_F((F)acc);                                                       \
             LOOP_##S(s = SACC(s, EXP_((F)v - (F)acc)));                                                       \
             return ST_F(LOG_(s) + (F)acc);                                                                    \
         }                                                                                                     \
@@ -127,10 +133,10 @@ static inline int64_t iabs64(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t
                     for (int64_t k = 0; k < n; k++) acc[k] = ADD(acc[k], (A)LOAD(row[k]));                    \
                     break;                                                                                    \
                 case R_MAX: case R_LSE:                                                                       \
-                    for (int64_t k = 0; k < n; k++) { A v = LOAD(row[k]); acc[k] = v > acc[k] ? v : acc[k]; } \
+                    for (int64_t k = 0; k < n; k++) { A v = LOAD(row[k]); acc[k] = NMAX(v, acc[k]); }         \
                     break;                                                                                    \
                 case R_MIN:                                                                                   \
-                    for (int64_t k = 0; k < n; k++) { A v = LOAD(row[k]); acc[k] = v < acc[k] ? v : acc[k]; } \
+                    for (int64_t k = 0; k < n; k++) { A v = LOAD(row[k]); acc[k] = NMIN(v, acc[k]); }         \
                     break;                                                                                    \
                 case R_PROD:                                                                                  \
                     for (int64_t k = 0; k < n; k++) acc[k] = MUL(acc[k], (A)LOAD(row[k]));                    \
@@ -149,7 +155,8 @@ static inline int64_t iabs64(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t
                     const T *row = base + r * j->inner;                                                       \
                     for (int64_t k = 0; k < n; k++) s[k] = SACC(s[k], EXP_((F)LOAD(row[k]) - (F)acc[k]));       \
                 }                                                                                             \
-                for (int64_t k = 0; k < n; k++) out[k] = ST_F(LOG_(s[k]) + (F)acc[k]);                        \
+                for (int64_t k = 0; k < n; k++)                                                               \
+                    out[k] = isfinite((F)acc[k]) ? ST_F(LOG_(s[k]) + (F)acc[k]) : ST_F((F)acc[k]);            \
             } else {                                                                                          \
                 for (int64_t k = 0; k < n; k++) out[k] = finish_##S(j->kind, acc[k], j->R);                   \
             }                                                                                                 \
@@ -223,14 +230,14 @@ static void range_lines_f32_fast(void *arg, int64_t b, int64_t e) {
         float r;
         switch (kind) {
         case R_MAX:
-            LANE_LOOP(x[0], *acc = v > *acc ? v : *acc);
+            LANE_LOOP(x[0], *acc = NMAX(v, *acc));
             r = a[0];
-            for (int l = 1; l < LANES; l++) r = a[l] > r ? a[l] : r;
+            for (int l = 1; l < LANES; l++) r = NMAX(a[l], r);
             break;
         case R_MIN:
-            LANE_LOOP(x[0], *acc = v < *acc ? v : *acc);
+            LANE_LOOP(x[0], *acc = NMIN(v, *acc));
             r = a[0];
-            for (int l = 1; l < LANES; l++) r = a[l] < r ? a[l] : r;
+            for (int l = 1; l < LANES; l++) r = NMIN(a[l], r);
             break;
         default:
             if (kind == R_L1) LANE_LOOP(0.f, *acc += fabsf(v));
@@ -399,6 +406,7 @@ typedef struct arg_job {
     int is_max, last;
 } arg_job;
 
+#define SAME(v, m) ((v) == (m) || ((v) != (v) && (m) != (m)))
 #define DEFINE_ARG(S, T, A, LOAD)                                                                             \
     static void range_arg_##S(void *arg, int64_t b, int64_t e) {                                              \
         const arg_job *j = arg;                                                                               \
@@ -416,17 +424,17 @@ typedef struct arg_job {
                     for (; r + 16 <= j->R; r += 16)                                                           \
                         for (int l = 0; l < 16; l++) {                                                        \
                             A v = LOAD(row[r + l]);                                                           \
-                            best[l] = j->is_max ? (v > best[l] ? v : best[l]) : (v < best[l] ? v : best[l]); \
+                            best[l] = j->is_max ? NMAX(v, best[l]) : NMIN(v, best[l]);                         \
                         }                                                                                     \
-                    for (int l = 0; l < 16; l++) m = j->is_max ? (best[l] > m ? best[l] : m) : (best[l] < m ? best[l] : m); \
+                    for (int l = 0; l < 16; l++) m = j->is_max ? NMAX(best[l], m) : NMIN(best[l], m);     \
                 }                                                                                             \
                 for (; r < j->R; r++) {                                                                       \
                     A v = LOAD(row[r]);                                                                       \
-                    m = j->is_max ? (v > m ? v : m) : (v < m ? v : m);                                        \
+                    m = j->is_max ? NMAX(v, m) : NMIN(v, m);                                                  \
                 }                                                                                             \
-                int64_t at = 0;                                                                               \
-                if (j->last) { for (at = j->R - 1; at > 0 && !(LOAD(row[at]) == m); at--) {} }              \
-                else { while (at < j->R - 1 && !(LOAD(row[at]) == m)) at++; }                                 \
+                int64_t at = 0; /* the first (or last) index of m; a NaN is both ArgMax's and ArgMin's pick */ \
+                if (j->last) { for (at = j->R - 1; at > 0 && !SAME(LOAD(row[at]), m); at--) {} }            \
+                else { while (at < j->R - 1 && !SAME(LOAD(row[at]), m)) at++; }                               \
                 j->y[o] = at;                                                                                 \
             }                                                                                                 \
             return;                                                                                           \
@@ -440,8 +448,10 @@ typedef struct arg_job {
                 const T *row = base + r * j->inner;                                                           \
                 for (int64_t k = 0; k < n; k++) {                                                             \
                     A v = LOAD(row[k]);                                                                       \
-                    int take = j->is_max ? (j->last ? v >= best[k] : v > best[k])                             \
-                                         : (j->last ? v <= best[k] : v < best[k]);                            \
+                    int vn = v != v, bn = best[k] != best[k];                                                 \
+                    int take = bn ? j->last && vn : vn ? 1                                                    \
+                               : j->is_max ? (j->last ? v >= best[k] : v > best[k])                           \
+                                           : (j->last ? v <= best[k] : v < best[k]);                          \
                     if (take) { best[k] = v; idx[k] = r; }                                                    \
                 }                                                                                             \
             }                                                                                                 \

@@ -246,7 +246,8 @@ static netrun_status run_range(cpu_context *ctx, void *state, const netrun_kerne
     }
     case NETRUN_DTYPE_INT64: {
         int64_t s = *(const int64_t *)a->inputs[0].data, d = *(const int64_t *)a->inputs[2].data, *o = y->data;
-        for (int64_t i = 0; i < n; i++) o[i] = s + i * d;
+        /* unsigned: i * d may pass INT64_MAX on the way (start -2^63, delta 2^62) though each value is in range */
+        for (int64_t i = 0; i < n; i++) o[i] = (int64_t)((uint64_t)s + (uint64_t)i * (uint64_t)d);
         break;
     }
     case NETRUN_DTYPE_INT32: {

@@ -1,8 +1,10 @@
 /* CPU kernels: softmax (Softmax, LogSoftmax, Hardmax).
  * The input is seen as [outer, D, inner]: D the normalized length (prod(d>=axis) with inner = 1 for the
  * 2-D form of opset < 13). inner == 1 runs one contiguous row per task; otherwise blocks of BLK inner
- * positions are normalized together so that the loops stay contiguous. Max is subtracted for stability;
- * float16 computes in float. */
+ * positions are normalized together so that the loops stay contiguous. Max is subtracted for stability, and
+ * LogSoftmax is (x - max) - log(sum): x - (max + log(sum)) loses everything to rounding when |max| is large
+ * (1e30 + 0.69 == 1e30). NaN wins the max (a row holding NaN is all NaN, Hardmax picks the first NaN), as in
+ * the ONNX reference; float16 computes in float. */
 #include "cpu_internal.h"
 
 /* Let the branch-free clamps and selects below be if-converted and vectorized: netrun never enables FP
@@ -22,6 +24,9 @@ typedef struct softmax_job {
     int64_t D, inner, nblk;
 } softmax_job;
 
+/* The larger of a and b, NaN when either is NaN (a plain `x > m ? x : m` drops a NaN that comes after m). */
+#define NMAX(x, m) ((x) > (m) || (x) != (x) ? (x) : (m))
+
 /* Sum and max of a contiguous float row with independent lanes (vectorizes without -ffast-math). */
 static inline float row_sum(const float *x, int64_t n) {
     float a[16] = {0};
@@ -39,10 +44,10 @@ static inline float row_max(const float *x, int64_t n) {
     for (int l = 0; l < 16; l++) a[l] = x[0];
     int64_t i = 0;
     for (; i + 16 <= n; i += 16)
-        for (int l = 0; l < 16; l++) a[l] = x[i + l] > a[l] ? x[i + l] : a[l];
+        for (int l = 0; l < 16; l++) a[l] = NMAX(x[i + l], a[l]);
     float m = a[0];
-    for (int l = 1; l < 16; l++) m = a[l] > m ? a[l] : m;
-    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    for (int l = 1; l < 16; l++) m = NMAX(a[l], m);
+    for (; i < n; i++) m = NMAX(x[i], m);
     return m;
 }
 
@@ -53,14 +58,14 @@ static inline double row_sum_d(const double *x, int64_t n) {
 }
 static inline double row_max_d(const double *x, int64_t n) {
     double m = x[0];
-    for (int64_t i = 1; i < n; i++) m = x[i] > m ? x[i] : m;
+    for (int64_t i = 1; i < n; i++) m = NMAX(x[i], m);
     return m;
 }
 static inline float row_max_h(const uint16_t *x, int64_t n) {
     float m = cpu_half_to_float(x[0]);
     for (int64_t i = 1; i < n; i++) {
         float v = cpu_half_to_float(x[i]);
-        m = v > m ? v : m;
+        m = NMAX(v, m);
     }
     return m;
 }
@@ -82,7 +87,7 @@ static inline float row_sum_h(const uint16_t *x, int64_t n) { (void)x, (void)n; 
                 int64_t amax = 0;                                                                             \
                 for (int64_t i = 1; i < D; i++) {                                                             \
                     F v = LOAD(x[i]);                                                                         \
-                    if (v > mx) { mx = v; amax = i; }                                                        \
+                    if (v > mx || (v != v && mx == mx)) { mx = v; amax = i; }                                \
                 }                                                                                             \
                 for (int64_t i = 0; i < D; i++) y[i] = STORE((F)(i == amax));                                 \
                 continue;                                                                                     \
@@ -91,8 +96,8 @@ static inline float row_sum_h(const uint16_t *x, int64_t n) { (void)x, (void)n; 
             F sum = 0;                                                                                        \
             if (j->kind == SM_LOG) {                                                                          \
                 for (int64_t i = 0; i < D; i++) sum += EXP_(LOAD(x[i]) - mx);                                 \
-                F sub = mx + LOG_(sum);                                                                       \
-                for (int64_t i = 0; i < D; i++) y[i] = STORE(LOAD(x[i]) - sub);                               \
+                F lse = LOG_(sum);                                                                            \
+                for (int64_t i = 0; i < D; i++) y[i] = STORE((LOAD(x[i]) - mx) - lse);                        \
             } else if (SAME) {                                                                                \
                 for (int64_t i = 0; i < D; i++) y[i] = STORE(EXP_(LOAD(x[i]) - mx));                          \
                 sum = ROWSUM(y, D);                                                                               \
@@ -119,7 +124,7 @@ static inline float row_sum_h(const uint16_t *x, int64_t n) { (void)x, (void)n; 
             for (int64_t r = 1; r < j->D; r++)                                                                \
                 for (int64_t k = 0; k < n; k++) {                                                             \
                     F v = LOAD(x[r * j->inner + k]);                                                          \
-                    if (v > mx[k]) { mx[k] = v; am[k] = r; }                                                  \
+                    if (v > mx[k] || (v != v && mx[k] == mx[k])) { mx[k] = v; am[k] = r; }                    \
                 }                                                                                             \
             if (j->kind == SM_HARD) {                                                                         \
                 for (int64_t r = 0; r < j->D; r++)                                                            \
@@ -141,9 +146,10 @@ static inline float row_sum_h(const uint16_t *x, int64_t n) { (void)x, (void)n; 
             for (int64_t r = 0; r < j->D; r++)                                                                \
                 for (int64_t k = 0; k < n; k++) sum[k] += EXP_(LOAD(x[r * j->inner + k]) - mx[k]);            \
             if (j->kind == SM_LOG) {                                                                          \
-                for (int64_t k = 0; k < n; k++) sum[k] = mx[k] + LOG_(sum[k]);                                \
+                for (int64_t k = 0; k < n; k++) sum[k] = LOG_(sum[k]);                                        \
                 for (int64_t r = 0; r < j->D; r++)                                                            \
-                    for (int64_t k = 0; k < n; k++) y[r * j->inner + k] = STORE(LOAD(x[r * j->inner + k]) - sum[k]); \
+                    for (int64_t k = 0; k < n; k++)                                                           \
+                        y[r * j->inner + k] = STORE((LOAD(x[r * j->inner + k]) - mx[k]) - sum[k]);            \
             } else {                                                                                          \
                 for (int64_t k = 0; k < n; k++) sum[k] = (F)1 / sum[k];                                       \
                 for (int64_t r = 0; r < j->D; r++)                                                            \

@@ -140,7 +140,7 @@ __device__ __forceinline__ float apply_act(float x, const act_params &a) {
     case NETRUN_ACT_LEAKY_RELU: return x >= 0 ? x : a.alpha * x;
     case NETRUN_ACT_CLIP: return fminf(fmaxf(x, a.alpha), a.beta);
     case NETRUN_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    case NETRUN_ACT_HARD_SIGMOID: return fminf(fmaxf(a.alpha * x + a.beta, 0.0f), 1.0f);
+    case NETRUN_ACT_HARD_SIGMOID: return x != x ? x : fminf(fmaxf(a.alpha * x + a.beta, 0.0f), 1.0f);
     case NETRUN_ACT_HARD_SWISH: return x * fminf(fmaxf(x / 6.0f + 0.5f, 0.0f), 1.0f);
     case NETRUN_ACT_TANH: return tanhf(x);
     case NETRUN_ACT_AFFINE: return a.alpha * x + a.beta;
@@ -162,10 +162,16 @@ __device__ __forceinline__ float warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
-__device__ __forceinline__ float warp_max(float v) {
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+/* max with NaN winning (fmaxf drops a NaN): softmax rows, ReduceLogSumExp */
+__device__ __forceinline__ float nan_max(float a, float b) { return a != a || b != b ? NAN : fmaxf(a, b); }
+template <bool NAN_WINS> __device__ __forceinline__ float warp_max_t(float v) {
+    for (int o = 16; o > 0; o >>= 1) {
+        float w = __shfl_xor_sync(0xffffffffu, v, o);
+        v = NAN_WINS ? nan_max(v, w) : fmaxf(v, w);
+    }
     return v;
 }
+__device__ __forceinline__ float warp_max(float v) { return warp_max_t<false>(v); }
 __device__ __forceinline__ float block_sum(float v, float *sh) {
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     v = warp_sum(v);
@@ -179,19 +185,21 @@ __device__ __forceinline__ float block_sum(float v, float *sh) {
     __syncthreads();
     return sh[0];
 }
-__device__ __forceinline__ float block_max(float v, float *sh) {
+template <bool NAN_WINS> __device__ __forceinline__ float block_max_t(float v, float *sh) {
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    v = warp_max(v);
+    v = warp_max_t<NAN_WINS>(v);
     __syncthreads();
     if (lane == 0) sh[w] = v;
     __syncthreads();
     int nw = (blockDim.x + 31) >> 5;
     v = threadIdx.x < nw ? sh[threadIdx.x] : -INFINITY;
-    if (w == 0) v = warp_max(v);
+    if (w == 0) v = warp_max_t<NAN_WINS>(v);
     if (threadIdx.x == 0) sh[0] = v;
     __syncthreads();
     return sh[0];
 }
+__device__ __forceinline__ float block_max(float v, float *sh) { return block_max_t<false>(v, sh); }
+__device__ __forceinline__ float block_nan_max(float v, float *sh) { return block_max_t<true>(v, sh); }
 
 #define LAUNCH_CHECK(what) cuda_check_launch(what)
 

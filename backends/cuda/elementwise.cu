@@ -76,8 +76,9 @@ __device__ __forceinline__ float un_float(float x, const un_args &a, float lo, f
     case U_LEAKY_RELU: return x >= 0 ? x : a.alpha * x;
     case U_ELU: return x >= 0 ? x : a.alpha * (expf(x) - 1.0f);
     case U_SELU: return x > 0 ? a.gamma * x : a.gamma * (a.alpha * expf(x) - a.alpha);
-    case U_CELU: return fmaxf(0.0f, x) + fminf(0.0f, a.alpha * (expf(x / a.alpha) - 1.0f));
-    case U_HARD_SIGMOID: return fminf(fmaxf(a.alpha * x + a.beta, 0.0f), 1.0f);
+    /* fminf/fmaxf drop a NaN: keep it, as the ONNX reference does */
+    case U_CELU: return x != x ? x : fmaxf(0.0f, x) + fminf(0.0f, a.alpha * (expf(x / a.alpha) - 1.0f));
+    case U_HARD_SIGMOID: return x != x ? x : fminf(fmaxf(a.alpha * x + a.beta, 0.0f), 1.0f);
     case U_THRESHOLDED_RELU: return x > a.alpha ? x : 0.0f;
     case U_GELU:
         if (a.approx) return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
@@ -160,8 +161,8 @@ __device__ __forceinline__ double un_double(double x, const un_args &a, double l
     case U_LEAKY_RELU: return x >= 0 ? x : A * x;
     case U_ELU: return x >= 0 ? x : A * expm1(x);
     case U_SELU: return x > 0 ? G * x : G * (A * exp(x) - A);
-    case U_CELU: return fmax(0.0, x) + fmin(0.0, A * expm1(x / A));
-    case U_HARD_SIGMOID: return fmin(fmax(A * x + B, 0.0), 1.0);
+    case U_CELU: return x != x ? x : fmax(0.0, x) + fmin(0.0, A * expm1(x / A));
+    case U_HARD_SIGMOID: return x != x ? x : fmin(fmax(A * x + B, 0.0), 1.0);
     case U_THRESHOLDED_RELU: return x > A ? x : 0.0;
     case U_GELU:
         if (a.approx) return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
@@ -771,6 +772,41 @@ static netrun_status launch_pow(cuda_context *ctx, const netrun_tensor *A, const
     return cuda_check_launch("Pow");
 }
 
+/* Mean of float16/bfloat16 inputs summed in float in one pass (x0 + x1 rounded to a half first overflows:
+ * 65504 + 20), for up to MEAN_MAX_IN inputs. */
+#define MEAN_MAX_IN 8
+struct mean_in {
+    const void *x[MEAN_MAX_IN];
+    strides8 s[MEAN_MAX_IN];
+    int n;
+};
+template <typename T> __global__ void mean_half_k(mean_in a, T *y, int64_t n, shape8 sh, float inv) {
+    GRID_LOOP(i, n) {
+        float acc = 0.0f;
+        for (int k = 0; k < a.n; k++) acc += to_f(((const T *)a.x[k])[bcast_offset(i, sh, a.s[k])]);
+        y[i] = from_f<T>(acc * inv);
+    }
+}
+
+static netrun_status launch_mean_half(cuda_context *ctx, const netrun_kernel_args *args, netrun_tensor *Y) {
+    mean_in a;
+    memset(&a, 0, sizeof a);
+    a.n = args->n_inputs;
+    for (int k = 0; k < a.n; k++) {
+        a.x[k] = args->inputs[k].data;
+        cuda_broadcast_strides(args->inputs[k].rank, args->inputs[k].dims, Y->rank, Y->dims, a.s[k].s);
+    }
+    int64_t n = cuda_count(Y);
+    if (n == 0) return NETRUN_OK;
+    shape8 sh = make_shape(Y->rank, Y->dims);
+    float inv = 1.0f / (float)a.n;
+    if (Y->dtype == NETRUN_DTYPE_FLOAT16)
+        mean_half_k<__half><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(a, (__half *)Y->data, n, sh, inv);
+    else
+        mean_half_k<__nv_bfloat16><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(a, (__nv_bfloat16 *)Y->data, n, sh, inv);
+    return cuda_check_launch("Mean");
+}
+
 /* y *= s in place for the float types (Mean). */
 template <typename T> __global__ void scale_k(T *y, int64_t n, double s) {
     typedef typename compute_of<T>::t C;
@@ -790,6 +826,9 @@ static netrun_status binary_run(cuda_context *ctx, void *state, const netrun_ker
     if (op == B_MOD && p && p->alpha != 0) op = B_FMOD;
     if (op == B_SHL && p && p->alpha != 0) op = B_SHR;
     if (!e->variadic) return launch_binary(ctx, op, e->cmp, &args->inputs[0], &args->inputs[1], Y);
+    if (e->mean && args->n_inputs > 1 && args->n_inputs <= MEAN_MAX_IN &&
+        (Y->dtype == NETRUN_DTYPE_FLOAT16 || Y->dtype == NETRUN_DTYPE_BFLOAT16))
+        return launch_mean_half(ctx, args, Y);
     int64_t st[NETRUN_MAX_RANK];
     netrun_status s;
     if (args->n_inputs == 1) {

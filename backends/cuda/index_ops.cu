@@ -64,7 +64,11 @@ static netrun_status refuse_capture(cuda_context *ctx, const char *op) {
 
 /* ---- ArgMax / ArgMin ---- */
 
+/* NaN is ArgMax's and ArgMin's pick, the first (or with select_last_index the last) one, as numpy's argmax */
 template <typename C> __device__ __forceinline__ bool arg_take(C v, C best, int is_max, int last) {
+    bool vn = v != v, bn = best != best;
+    if (bn) return last && vn;
+    if (vn) return true;
     return is_max ? (last ? v >= best : v > best) : (last ? v <= best : v < best);
 }
 
@@ -108,9 +112,10 @@ template <typename T> __global__ void arg_rows_k(const T *x, int64_t *y, int64_t
         for (int off = 16; off > 0; off >>= 1) {
             C ov = __shfl_xor_sync(0xffffffffu, best, off);
             long long oi = __shfl_xor_sync(0xffffffffu, bi, off);
-            bool take;
+            bool take, on = ov != ov, bn = best != best;
             if (oi < 0) take = false;
             else if (bi < 0) take = true;
+            else if (on || bn) take = on && bn ? (last ? oi > bi : oi < bi) : on;
             else if (ov == best) take = last ? oi > bi : oi < bi;
             else take = is_max ? ov > best : ov < best;
             if (take) {

@@ -49,11 +49,13 @@ template <typename T> __global__ void reduce_thread_k(const T *x, T *y, int64_t 
         const T *base = x + geo_off(o, g.nk, g.kd, g.ks);
         float acc;
         if (op == R_LSE) {
+            /* a NaN, +inf or all -inf (or empty) maximum is the result itself; else the stable sum */
             float mx = -INFINITY;
-            for (int64_t r = 0; r < g.count; r++) mx = fmaxf(mx, to_f(base[geo_off(r, g.nr, g.rd, g.rs)]));
+            for (int64_t r = 0; r < g.count; r++) mx = nan_max(mx, to_f(base[geo_off(r, g.nr, g.rd, g.rs)]));
             float s = 0;
-            for (int64_t r = 0; r < g.count; r++) s += expf(to_f(base[geo_off(r, g.nr, g.rd, g.rs)]) - mx);
-            acc = g.count ? mx + logf(s) : -INFINITY;
+            if (isfinite(mx))
+                for (int64_t r = 0; r < g.count; r++) s += expf(to_f(base[geo_off(r, g.nr, g.rd, g.rs)]) - mx);
+            acc = isfinite(mx) ? mx + logf(s) : mx;
         } else {
             acc = op == R_MAX ? -INFINITY : op == R_MIN ? INFINITY : op == R_PROD ? 1.0f : 0.0f;
             for (int64_t r = 0; r < g.count; r++) {

@@ -198,7 +198,8 @@ template <typename T> __global__ void range_k(const T *start, const T *delta, T 
         /* the product rounded on its own (no fused multiply-add), as the CPU kernel computes it */
         if constexpr (std::is_same<T, float>::value) y[i] = start[0] + __fmul_rn((float)i, delta[0]);
         else if constexpr (std::is_same<T, double>::value) y[i] = start[0] + __dmul_rn((double)i, delta[0]);
-        else y[i] = (T)((int64_t)start[0] + i * (int64_t)delta[0]);
+        else /* unsigned: i * delta may pass INT64_MAX on the way though each value is in range */
+            y[i] = (T)(int64_t)((uint64_t)(int64_t)start[0] + (uint64_t)i * (uint64_t)(int64_t)delta[0]);
     }
 }
 

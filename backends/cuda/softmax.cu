@@ -1,12 +1,14 @@
 /* CUDA kernels: softmax. Softmax / LogSoftmax / Hardmax over one axis (or the opset < 13 flattened 2-D form).
  * The tensor is seen as [outer, n, inner]: with inner == 1 one block per row, else one thread per
- * (outer, inner) column walking the axis. float32/float16, float arithmetic. */
+ * (outer, inner) column walking the axis. float32/float16, float arithmetic. LogSoftmax is (x - max) - log(sum)
+ * (x - (max + log(sum)) loses all to rounding at large |max|); NaN wins the max, so a row holding NaN is all NaN
+ * and Hardmax marks its first NaN, as in the ONNX reference. */
 #include "cuda_kernels.cuh"
 
 enum { SM_SOFTMAX, SM_LOG, SM_HARD };
 
 __device__ __forceinline__ float finish(int kind, float v, float mx, float sum) {
-    return kind == SM_LOG ? v - mx - logf(sum) : expf(v - mx) / sum;
+    return kind == SM_LOG ? (v - mx) - logf(sum) : expf(v - mx) / sum;
 }
 
 template <typename T> __global__ void softmax_rows_k(const T *x, T *y, int64_t n, int kind) {
@@ -14,13 +16,15 @@ template <typename T> __global__ void softmax_rows_k(const T *x, T *y, int64_t n
     const T *xr = x + (int64_t)blockIdx.x * n;
     T *yr = y + (int64_t)blockIdx.x * n;
     float mx = -INFINITY;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) mx = fmaxf(mx, to_f(xr[i]));
-    mx = block_max(mx, sh);
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) mx = nan_max(mx, to_f(xr[i]));
+    mx = block_nan_max(mx, sh);
     if (kind == SM_HARD) {
-        /* first index holding the max */
+        /* first index holding the max (a NaN max: the first NaN) */
         float first = (float)n;
-        for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-            if (to_f(xr[i]) == mx && (float)i < first) first = (float)i;
+        for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+            float v = to_f(xr[i]);
+            if ((v == mx || (v != v && mx != mx)) && (float)i < first) first = (float)i;
+        }
         __syncthreads();
         first = -block_max(-first, sh);
         for (int64_t i = threadIdx.x; i < n; i += blockDim.x) yr[i] = from_f<T>((float)i == first ? 1.0f : 0.0f);
@@ -42,7 +46,7 @@ template <typename T> __global__ void softmax_cols_k(const T *x, T *y, int64_t o
         int64_t arg = 0;
         for (int64_t i = 0; i < n; i++) {
             float v = to_f(xp[i * inner]);
-            if (v > mx) { mx = v; arg = i; }
+            if (v > mx || (v != v && mx == mx)) { mx = v; arg = i; }
         }
         if (kind == SM_HARD) {
             for (int64_t i = 0; i < n; i++) yp[i * inner] = from_f<T>(i == arg ? 1.0f : 0.0f);

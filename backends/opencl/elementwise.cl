@@ -121,8 +121,8 @@ inline CT un_op(int op, CT x, CT a, CT b, CT g, int approx, CT lo, CT hi) {
     case U_LEAKY_RELU: return x >= 0 ? x : x * a;
     case U_ELU: return x >= 0 ? x : a * expm1(x);
     case U_SELU: return x > 0 ? g * x : g * (a * exp(x) - a);
-    case U_CELU: return fmax((CT)0, x) + fmin((CT)0, a * expm1(x / a));
-    case U_HARD_SIGMOID: return fmax((CT)0, fmin((CT)1, a * x + b));
+    case U_CELU: return isnan(x) ? x : fmax((CT)0, x) + fmin((CT)0, a * expm1(x / a)); /* fmax/fmin drop NaN */
+    case U_HARD_SIGMOID: return isnan(x) ? x : fmax((CT)0, fmin((CT)1, a * x + b));
     case U_THRESHOLDED_RELU: return x > a ? x : (CT)0;
     case U_GELU:
         if (approx) return (CT)0.5 * x * (1 + tanh((CT)0.7978845608028654 * (x + (CT)0.044715 * x * x * x)));

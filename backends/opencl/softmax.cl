@@ -8,6 +8,11 @@
 #define STORE(p, i, v) ((p)[i] = (v))
 #endif
 
+/* b beats a for the maximum: NaN beats every number (a row holding NaN is all NaN, and Hardmax marks its first
+ * NaN, as in the ONNX reference) */
+#define GT(b, a) ((isnan(b) && !isnan(a)) || (b) > (a))
+#define SAME(b, a) ((b) == (a) || (isnan(b) && isnan(a)))
+
 /* kind: 0 softmax, 1 log-softmax, 2 hardmax (1 at the first maximum) */
 __kernel void softmax_rows(__global const T *x, ulong xo, __global T *y, ulong yo, ulong D, ulong inner, int kind,
                            __local float *red, __local int *redi) {
@@ -18,11 +23,9 @@ __kernel void softmax_rows(__global const T *x, ulong xo, __global T *y, ulong y
     int mi = -1;
     for (ulong j = lane; j < D; j += nl) {
         float v = LOAD(x, xo + base + j * inner);
-        if (v > m || mi < 0) {
-            if (v > m || (mi < 0 && !(v < m))) {
-                m = v;
-                mi = (int)j;
-            }
+        if (mi < 0 || GT(v, m)) {
+            m = v;
+            mi = (int)j;
         }
     }
     red[lane] = m;
@@ -33,7 +36,7 @@ __kernel void softmax_rows(__global const T *x, ulong xo, __global T *y, ulong y
             float a = red[lane], b = red[lane + s];
             int ia = redi[lane], ib = redi[lane + s];
             /* larger wins; on ties the lower index (first occurrence) */
-            if (ib >= 0 && (ia < 0 || b > a || (b == a && ib < ia))) {
+            if (ib >= 0 && (ia < 0 || GT(b, a) || (SAME(b, a) && ib < ia))) {
                 red[lane] = b;
                 redi[lane] = ib;
             }

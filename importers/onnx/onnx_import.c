@@ -27,6 +27,21 @@ typedef struct ext_file {
     size_t size;
 } ext_file;
 
+/* A call of a model-local function being expanded (FunctionProto): its nodes are imported into the caller's
+ * graph with the function's names renamed (formal inputs and outputs to the call's, the rest prefixed with the
+ * call's node name) and attributes referring to the function's (ref_attr_name) resolved from the call. */
+typedef struct fn_frame {
+    const Onnx__FunctionProto *fn;
+    const Onnx__NodeProto *call;
+    struct fn_frame *outer;    /* the frame the call itself was in, or NULL */
+    int depth;                 /* graph depth of the caller's graph: names below it belong to subgraphs */
+    char *prefix;              /* "<call>/" (outer prefixes included) for node and value names */
+    char **from, **to;         /* function name -> caller's name */
+    int n_names, cap_names;
+    nr_strmap names;           /* from -> index */
+    const Onnx__AttributeProto **attr_value; /* per call attribute: its value (a reference resolved), or NULL */
+} fn_frame;
+
 typedef struct imp_ctx {
     const char *source;
     const char *base_dir;
@@ -42,7 +57,22 @@ typedef struct imp_ctx {
     void *map_base;         /* limits.data_is_file_mapping: the mapping whose pages pb_alloc drops */
     size_t map_size;
     size_t where_len;
+    Onnx__FunctionProto **functions; /* the model's local functions */
+    size_t n_functions;
+    fn_frame *frame;        /* the function call being expanded, or NULL */
+    int depth;              /* subgraph depth of the graph being imported */
+    size_t fn_at;           /* inside calls: where the outermost call's part of `where` begins */
+    int frames;             /* its nesting */
+    long expanded_nodes;    /* nodes made by expanding calls: bounded (a call of a call of... can multiply) */
+    long *fn_nodes;         /* per function: nodes once fully expanded (0: not known yet, -1: being counted) */
 } imp_ctx;
+
+#define NR_MAX_FUNCTION_NESTING 64
+#define NR_MAX_EXPANDED_NODES nr_import_max_expanded_nodes
+
+/* Nodes a model's function calls may expand to in all (a call of a call of... multiplies). Internal, not
+ * exported: the fuzz harness lowers it so that inputs stay within its time bound under the sanitizers. */
+long nr_import_max_expanded_nodes = 200000L;
 
 static netrun_status imp_err(imp_ctx *c, netrun_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -426,7 +456,16 @@ static netrun_status open_external(imp_ctx *c, const char *tname, const char *lo
             *out = &c->files[i];
             return NETRUN_OK;
         }
-    int fd = open(real, O_RDONLY | O_CLOEXEC);
+    /* Never open what is not a regular file: a FIFO would block the open (forever, without a writer) and a
+     * device may act on open. Checked on the path first, then on the descriptor opened without blocking. */
+    struct stat st;
+    if (stat(real, &st) == 0 && !S_ISREG(st.st_mode)) {
+        imp_err(c, NETRUN_ERR_IO, "%s: external data '%s' is %s, not a regular file", tname, location,
+                nr_file_kind(st.st_mode));
+        free(real);
+        return NETRUN_ERR_IO;
+    }
+    int fd = open(real, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         err = errno;
         imp_err(c, NETRUN_ERR_IO, "%s: cannot open external data file '%s': %s", tname, location,
@@ -434,7 +473,6 @@ static netrun_status open_external(imp_ctx *c, const char *tname, const char *lo
         free(real);
         return NETRUN_ERR_IO;
     }
-    struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
         imp_err(c, NETRUN_ERR_IO, "%s: external data '%s' is not a regular file", tname, location);
@@ -727,6 +765,7 @@ static netrun_status convert_tensor(imp_ctx *c, const Onnx__TensorProto *tp, con
 
 static netrun_status import_graph(imp_ctx *c, const Onnx__GraphProto *gp, nr_graph *parent, int depth,
                                   nr_graph **out);
+static netrun_status import_graph_body_at(imp_ctx *c, const Onnx__GraphProto *gp, nr_graph *g, int depth);
 
 static netrun_status set_value_type(imp_ctx *c, nr_value *v, const Onnx__TypeProto *type, const char *kind,
                                     int strict) {
@@ -785,6 +824,11 @@ static void set_value_from_tensor(nr_value *v, const nr_tensor *t) {
     }
 }
 
+static const char *fn_name(imp_ctx *c, const char *name);
+static netrun_status resolve_attr(imp_ctx *c, const Onnx__AttributeProto *ap, Onnx__AttributeProto *tmp,
+                                  const Onnx__AttributeProto **out);
+
+/* Id of the value `name` in g (created when new). Names read from the file go through fn_name first (once). */
 static netrun_status value_id(imp_ctx *c, nr_graph *g, const char *name, int *id) {
     *id = nr_graph_value(g, name);
     if (*id < 0) return imp_err(c, NETRUN_ERR_OUT_OF_MEMORY, "out of memory adding value '%s'", name);
@@ -934,7 +978,13 @@ static netrun_status import_constant_node(imp_ctx *c, const Onnx__NodeProto *np,
     if (np->n_attribute != 1)
         return imp_err(c, NETRUN_ERR_INVALID_MODEL, "a Constant node needs exactly one value attribute (has %zu)",
                        np->n_attribute);
-    const Onnx__AttributeProto *ap = np->attribute[0];
+    Onnx__AttributeProto value;
+    const Onnx__AttributeProto *ap;
+    netrun_status rs = resolve_attr(c, np->attribute[0], &value, &ap);
+    if (rs != NETRUN_OK) return rs;
+    if (!ap)
+        return imp_err(c, NETRUN_ERR_INVALID_MODEL, "the Constant's value refers to function attribute '%s', which "
+                       "the call does not give and which has no default", np->attribute[0]->ref_attr_name);
     const char *an = str_or_empty(ap->name);
     size_t old = where_push(c, "attribute '%.100s': ", an);
     nr_tensor *t = NULL;
@@ -980,24 +1030,303 @@ static netrun_status import_constant_node(imp_ctx *c, const Onnx__NodeProto *np,
         nr_tensor_free(t);
         return st;
     }
-    return define_constant(c, g, np->output[0], t, "value");
+    return define_constant(c, g, fn_name(c, np->output[0]), t, "value");
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* model-local functions (FunctionProto): expanded at import into the caller's graph                */
+
+/* Inside a call, a name of the function body: renamed to the caller's (formal inputs and outputs) or to a name of
+ * this call alone. Names of subgraphs inside the body that the body itself does not know stay as they are. */
+static const char *fn_name(imp_ctx *c, const char *name) {
+    fn_frame *f = c->frame;
+    if (!f || !name) return name;
+    int k = nr_strmap_get(&f->names, name);
+    if (k >= 0) return f->to[k];
+    return name; /* a subgraph's own value (every name of the body itself is in the map: expand_call) */
+}
+
+static int frame_add(fn_frame *f, const char *from, const char *to) {
+    if (nr_strmap_get(&f->names, from) >= 0) return 1; /* first mapping wins (inputs before outputs) */
+    if (f->n_names == f->cap_names) {
+        int nc = f->cap_names ? 2 * f->cap_names : 16;
+        char **a = nr_realloc(f->from, sizeof(char *) * (size_t)nc);
+        if (!a) return 0;
+        f->from = a;
+        char **b = nr_realloc(f->to, sizeof(char *) * (size_t)nc);
+        if (!b) return 0;
+        f->to = b;
+        f->cap_names = nc;
+    }
+    char *x = nr_strdup(from), *y = nr_strdup(to);
+    if (!x || !y) {
+        nr_free(x);
+        nr_free(y);
+        return 0;
+    }
+    f->from[f->n_names] = x;
+    f->to[f->n_names] = y;
+    if (nr_strmap_put(&f->names, x, f->n_names) != 0) {
+        nr_free(x);
+        nr_free(y);
+        return 0;
+    }
+    f->n_names++;
+    return 1;
+}
+
+/* A body name that is neither a formal input nor output: "<call prefix><name>". */
+static int frame_add_local(fn_frame *f, const char *from) {
+    if (!from || !*from || nr_strmap_get(&f->names, from) >= 0) return 1;
+    size_t n = strlen(f->prefix) + strlen(from) + 1;
+    char *to = nr_malloc(n);
+    if (!to) return 0;
+    snprintf(to, n, "%s%s", f->prefix, from);
+    int ok = frame_add(f, from, to);
+    nr_free(to);
+    return ok;
+}
+
+static void frame_free(fn_frame *f) {
+    for (int i = 0; i < f->n_names; i++) {
+        nr_free(f->from[i]);
+        nr_free(f->to[i]);
+    }
+    nr_free(f->from);
+    nr_free(f->to);
+    nr_strmap_free(&f->names);
+    nr_free(f->prefix);
+    nr_free((void *)f->attr_value);
+}
+
+static const Onnx__FunctionProto *find_function(const imp_ctx *c, const char *domain, const char *op,
+                                                const char *overload) {
+    for (size_t i = 0; i < c->n_functions; i++) {
+        const Onnx__FunctionProto *f = c->functions[i];
+        if (!strcmp(str_or_empty(f->name), op) && !strcmp(str_or_empty(f->domain), domain) &&
+            !strcmp(str_or_empty(f->overload), overload))
+            return f;
+    }
+    return NULL;
+}
+
+/* The value an attribute of a body node takes. A reference (ref_attr_name) to an attribute of the function takes
+ * the call's value, else the function's default, else the attribute is left out (*out = NULL). Inside calls tmp
+ * receives a copy of the value under the body node's own attribute name. */
+static netrun_status resolve_attr(imp_ctx *c, const Onnx__AttributeProto *ap, Onnx__AttributeProto *tmp,
+                                  const Onnx__AttributeProto **out) {
+    *out = ap;
+    if (!ap->ref_attr_name || !*ap->ref_attr_name) return NETRUN_OK;
+    fn_frame *f = c->frame;
+    if (!f)
+        return imp_err(c, NETRUN_ERR_INVALID_MODEL, "attribute '%s': a reference to a function attribute ('%s') "
+                       "outside any function", str_or_empty(ap->name), ap->ref_attr_name);
+    const Onnx__AttributeProto *v = NULL;
+    int declared = 0;
+    for (size_t i = 0; i < f->fn->n_attribute; i++) declared |= !strcmp(str_or_empty(f->fn->attribute[i]), ap->ref_attr_name);
+    for (size_t i = 0; i < f->fn->n_attribute_proto; i++)
+        if (!strcmp(str_or_empty(f->fn->attribute_proto[i]->name), ap->ref_attr_name)) {
+            declared = 1;
+            v = f->fn->attribute_proto[i]; /* the default */
+        }
+    if (!declared)
+        return imp_err(c, NETRUN_ERR_INVALID_MODEL, "attribute '%s' refers to '%s', which function '%s' does not "
+                       "declare", str_or_empty(ap->name), ap->ref_attr_name, str_or_empty(f->fn->name));
+    for (size_t i = 0; i < f->call->n_attribute; i++)
+        if (!strcmp(str_or_empty(f->call->attribute[i]->name), ap->ref_attr_name)) v = f->attr_value[i];
+    if (!v) {
+        *out = NULL;
+        return NETRUN_OK;
+    }
+    *tmp = *v;
+    tmp->name = ap->name;
+    tmp->ref_attr_name = NULL;
+    *out = tmp;
+    return NETRUN_OK;
+}
+
+static netrun_status import_node(imp_ctx *c, const Onnx__NodeProto *np, size_t index, nr_graph *g, int depth);
+
+/* The model's functions: named, one per (domain, name, overload). Their bodies are checked where they are called. */
+static netrun_status check_functions(imp_ctx *c) {
+    for (size_t i = 0; i < c->n_functions; i++) {
+        const Onnx__FunctionProto *f = c->functions[i];
+        if (!f->name || !*f->name) return imp_err(c, NETRUN_ERR_INVALID_MODEL, "function %zu has no name", i);
+        if (find_function(c, str_or_empty(f->domain), f->name, str_or_empty(f->overload)) != f)
+                return imp_err(c, NETRUN_ERR_INVALID_MODEL, "function '%s' (domain '%s'%s%s) is defined twice",
+                               f->name, str_or_empty(f->domain), f->overload && *f->overload ? ", overload " : "",
+                               str_or_empty(f->overload));
+        for (size_t k = 0; k < f->n_opset_import; k++)
+            if (f->opset_import[k]->has_version &&
+                (f->opset_import[k]->version < 0 || f->opset_import[k]->version > INT_MAX))
+                return imp_err(c, NETRUN_ERR_INVALID_MODEL, "function '%s': opset_import '%s' version %lld is out of "
+                               "range", f->name, str_or_empty(f->opset_import[k]->domain),
+                               (long long)f->opset_import[k]->version);
+    }
+    return NETRUN_OK;
+}
+
+/* Nodes function f makes once every call in it is expanded, saturated past the limit; -1 for a recursion (the
+ * expansion reports it with its path). Memoized, so a chain of functions each calling the next twice is
+ * measured in linear time before anything is built. */
+static long fn_node_count(imp_ctx *c, const Onnx__FunctionProto *f) {
+    size_t i = 0;
+    while (i < c->n_functions && c->functions[i] != f) i++;
+    if (c->fn_nodes[i]) return c->fn_nodes[i];
+    c->fn_nodes[i] = -1;
+    long total = 0;
+    for (size_t n = 0; n < f->n_node && total <= NR_MAX_EXPANDED_NODES; n++) {
+        const Onnx__NodeProto *b = f->node[n];
+        const Onnx__FunctionProto *callee = find_function(c, str_or_empty(b->domain), str_or_empty(b->op_type),
+                                                          str_or_empty(b->overload));
+        long k = callee ? fn_node_count(c, callee) : 1;
+        if (k < 0) return -1; /* left marked: every caller of the cycle sees it */
+        total += k;
+    }
+    if (total > NR_MAX_EXPANDED_NODES) total = NR_MAX_EXPANDED_NODES + 1;
+    c->fn_nodes[i] = total ? total : 1;
+    return c->fn_nodes[i];
+}
+
+/* Map a function's formal inputs or outputs (what: "input" / "output") to the call's names, as the caller's frame
+ * names them. An absent optional input stays absent (""); an output the call does not ask for gets a name of this
+ * call alone, since the body still computes it. */
+static netrun_status map_formals(imp_ctx *c, fn_frame *f, char **formal, size_t n_formal, char **actual,
+                                 size_t n_actual, const char *what) {
+    for (size_t i = 0; i < n_formal; i++) {
+        const char *fo = str_or_empty(formal[i]), *ac = i < n_actual ? str_or_empty(actual[i]) : "";
+        if (!*fo)
+            return imp_err(c, NETRUN_ERR_INVALID_MODEL, "function '%s': %s %zu has no name",
+                           str_or_empty(f->fn->name), what, i);
+        const char *mapped = *ac ? fn_name(c, ac) : NULL;
+        int ok = *ac ? frame_add(f, fo, mapped) : *what == 'i' ? frame_add(f, fo, "") : frame_add_local(f, fo);
+        if (!ok) return imp_err(c, NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    return NETRUN_OK;
+}
+
+/* Expand node np, a call of local function fn, into g: its body's nodes with their names renamed. */
+static netrun_status expand_call(imp_ctx *c, const Onnx__NodeProto *np, const char *name,
+                                 const Onnx__FunctionProto *fn, nr_graph *g, int depth) {
+    const char *fname = str_or_empty(fn->name);
+    int nesting = 0;
+    for (fn_frame *f = c->frame; f; f = f->outer, nesting++)
+        if (f->fn == fn) {
+            char chain[512] = "";
+            for (fn_frame *k = c->frame; k; k = k->outer) {
+                size_t l = strlen(chain);
+                snprintf(chain + l, sizeof chain - l, "%s%s", l ? " <- " : "", str_or_empty(k->fn->name));
+            }
+            return imp_err(c, NETRUN_ERR_INVALID_MODEL, "function '%s' calls itself (%s <- %s): recursive functions "
+                           "are not allowed", fname, fname, chain);
+        }
+    if (nesting >= NR_MAX_FUNCTION_NESTING)
+        return imp_err(c, NETRUN_ERR_INVALID_MODEL, "function calls nested deeper than %d", NR_MAX_FUNCTION_NESTING);
+    if (np->n_input > fn->n_input || np->n_output > fn->n_output)
+        return imp_err(c, NETRUN_ERR_INVALID_MODEL, "function '%s' takes %zu inputs and %zu outputs; the call gives "
+                       "%zu and %zu", fname, fn->n_input, fn->n_output, np->n_input, np->n_output);
+    for (size_t i = 0; i < np->n_attribute; i++) {
+        const char *an = str_or_empty(np->attribute[i]->name);
+        int declared = 0;
+        for (size_t k = 0; k < fn->n_attribute; k++) declared |= !strcmp(str_or_empty(fn->attribute[k]), an);
+        for (size_t k = 0; k < fn->n_attribute_proto; k++) declared |= !strcmp(str_or_empty(fn->attribute_proto[k]->name), an);
+        if (!declared)
+            return imp_err(c, NETRUN_ERR_INVALID_MODEL, "attribute '%s' is not an attribute of function '%s'", an, fname);
+    }
+    long size = fn_node_count(c, fn); /* -1: recursive, found below with its path */
+    if (size > 0 && c->expanded_nodes + size > NR_MAX_EXPANDED_NODES)
+        return imp_err(c, NETRUN_ERR_INVALID_MODEL, "expanding the model's function calls makes more than %ld nodes "
+                       "(function '%s' alone makes %s%ld)", NR_MAX_EXPANDED_NODES, fname,
+                       size > NR_MAX_EXPANDED_NODES ? "more than " : "", size > NR_MAX_EXPANDED_NODES ? NR_MAX_EXPANDED_NODES : size);
+    c->expanded_nodes += (long)fn->n_node;
+    fn_frame f;
+    memset(&f, 0, sizeof f);
+    f.fn = fn;
+    f.call = np;
+    f.outer = c->frame;
+    f.depth = depth;
+    netrun_status st = NETRUN_OK;
+    size_t pl = strlen(name) + 2; /* name: the call's, already under its own caller's prefix */
+    f.prefix = nr_malloc(pl);
+    f.attr_value = nr_calloc(np->n_attribute + 1, sizeof *f.attr_value);
+    if (!f.prefix || !f.attr_value) {
+        st = imp_err(c, NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+        goto out;
+    }
+    snprintf(f.prefix, pl, "%s/", name);
+    /* the call's attributes, references to the caller's own function resolved in the caller's frame */
+    Onnx__AttributeProto *copies = nr_calloc(np->n_attribute + 1, sizeof *copies);
+    if (!copies) {
+        st = imp_err(c, NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < np->n_attribute && !st; i++) {
+        const Onnx__AttributeProto *v;
+        st = resolve_attr(c, np->attribute[i], &copies[i], &v);
+        f.attr_value[i] = v;
+    }
+    /* names: formal inputs and outputs to the call's (absent ones to names of this call alone), the rest prefixed */
+    if (!st) st = map_formals(c, &f, fn->input, fn->n_input, np->input, np->n_input, "input");
+    if (!st) st = map_formals(c, &f, fn->output, fn->n_output, np->output, np->n_output, "output");
+    for (size_t n = 0; n < fn->n_node && !st; n++) {
+        const Onnx__NodeProto *b = fn->node[n];
+        for (size_t i = 0; i < b->n_input && !st; i++)
+            if (!frame_add_local(&f, str_or_empty(b->input[i]))) st = imp_err(c, NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+        for (size_t i = 0; i < b->n_output && !st; i++)
+            if (!frame_add_local(&f, str_or_empty(b->output[i]))) st = imp_err(c, NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (!st) {
+        fn_frame *outer = c->frame;
+        c->frame = &f;
+        /* messages name the innermost call only (its node names hold the whole path of calls): the text from
+         * where the outermost call's node began is replaced, and put back afterwards */
+        size_t fn_at = outer ? c->fn_at : c->node_at, saved_fn_at = c->fn_at, saved_node_at = c->node_at;
+        char *saved = nr_strdup(c->where + fn_at);
+        if (!saved) st = imp_err(c, NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+        c->fn_at = fn_at;
+        where_pop(c, fn_at);
+        where_push(c, "in function '%.100s' (called by node '%.200s'): ", fname, name);
+        c->node_at = c->where_len;
+        for (size_t n = 0; n < fn->n_node && !st; n++) st = import_node(c, fn->node[n], n, g, depth);
+        where_pop(c, fn_at);
+        if (saved) where_push(c, "%s", saved);
+        c->node_at = saved_node_at;
+        c->fn_at = saved_fn_at;
+        nr_free(saved);
+        c->frame = outer;
+    }
+    nr_free(copies);
+out:
+    frame_free(&f);
+    return st;
 }
 
 static netrun_status import_node(imp_ctx *c, const Onnx__NodeProto *np, size_t index, nr_graph *g, int depth) {
     const char *op = str_or_empty(np->op_type);
     const char *domain = str_or_empty(np->domain);
-    char autoname[160];
+    char autoname[400];
     const char *name = np->name;
     if (!name || !*name) {
         snprintf(autoname, sizeof autoname, "%.120s_%zu", *op ? op : "node", index);
+        name = autoname;
+    }
+    if (c->frame && depth == c->frame->depth) { /* a node of a function's body: named after its call */
+        char local[400];
+        snprintf(local, sizeof local, "%s", name);
+        snprintf(autoname, sizeof autoname, "%.250s%.140s", c->frame->prefix, local);
         name = autoname;
     }
     size_t saved_node_at = c->node_at;
     c->node_at = c->where_len;
     size_t old = where_push(c, "node '%.100s' (%.60s): ", name, *op ? op : "?");
     netrun_status st = NETRUN_OK;
+    const Onnx__FunctionProto *fn = NULL;
     if (!*op) {
         st = imp_err(c, NETRUN_ERR_INVALID_MODEL, "op_type is empty");
+        goto done;
+    }
+    if ((fn = find_function(c, domain, op, str_or_empty(np->overload)))) { /* a model-local function: expanded */
+        st = expand_call(c, np, name, fn, g, depth);
         goto done;
     }
     if ((!*domain || strcmp(domain, "ai.onnx") == 0) && strcmp(op, "Constant") == 0) {
@@ -1016,7 +1345,7 @@ static netrun_status import_node(imp_ctx *c, const Onnx__NodeProto *np, size_t i
         goto done;
     }
     for (int i = 0; i < nin + nout && !st; i++) {
-        const char *vn = i < nin ? np->input[i] : np->output[i - nin];
+        const char *vn = fn_name(c, i < nin ? np->input[i] : np->output[i - nin]);
         if (!vn || !*vn) ids[i] = -1;
         else st = value_id(c, g, vn, &ids[i]);
     }
@@ -1047,19 +1376,32 @@ static netrun_status import_node(imp_ctx *c, const Onnx__NodeProto *np, size_t i
     for (int i = 0; i < nout; i++) node->outputs[i] = ids[nin + i];
     nr_free(ids);
     node->opset = c->model ? (int)nr_model_opset(c->model, domain) : 0;
+    if (c->frame) /* a function's body: its own opset for the domain, when it has one */
+        for (size_t k = 0; k < c->frame->fn->n_opset_import; k++) {
+            const Onnx__OperatorSetIdProto *o = c->frame->fn->opset_import[k];
+            const char *od = str_or_empty(o->domain);
+            if (o->has_version && (!strcmp(od, domain) || ((!*od || !strcmp(od, "ai.onnx")) && (!*domain || !strcmp(domain, "ai.onnx")))))
+                node->opset = (int)o->version;
+        }
     for (int i = 0; i < nout; i++) {
         int id = g->nodes[node_index].outputs[i];
         if (id < 0) continue;
         g->values[id].producer = node_index;
         g->values[id].producer_output = i;
     }
+    int kept = 0;
+    g->nodes[node_index].n_attrs = 0;
     for (int i = 0; i < nattr && !st; i++) {
         /* re-fetch: importing a subgraph attribute does not touch this graph's node array, but be safe */
+        Onnx__AttributeProto value;
+        const Onnx__AttributeProto *ap;
+        if ((st = resolve_attr(c, np->attribute[i], &value, &ap)) != NETRUN_OK || !ap) continue; /* !ap: left out */
         nr_attr tmp;
         memset(&tmp, 0, sizeof tmp);
-        st = convert_attr(c, np->attribute[i], g, depth, &tmp);
-        g->nodes[node_index].attrs[i] = tmp;
-        for (int j = 0; j < i && !st; j++)
+        st = convert_attr(c, ap, g, depth, &tmp);
+        g->nodes[node_index].attrs[kept++] = tmp;
+        g->nodes[node_index].n_attrs = kept;
+        for (int j = 0; j < kept - 1 && !st; j++)
             if (strcmp(g->nodes[node_index].attrs[j].name, tmp.name) == 0)
                 st = imp_err(c, NETRUN_ERR_INVALID_MODEL, "attribute '%s' is given twice", tmp.name);
     }
@@ -1070,6 +1412,14 @@ done:
 }
 
 static netrun_status import_graph_body(imp_ctx *c, const Onnx__GraphProto *gp, nr_graph *g, int depth) {
+    int outer_depth = c->depth;
+    c->depth = depth;
+    netrun_status st = import_graph_body_at(c, gp, g, depth);
+    c->depth = outer_depth;
+    return st;
+}
+
+static netrun_status import_graph_body_at(imp_ctx *c, const Onnx__GraphProto *gp, nr_graph *g, int depth) {
     netrun_status st;
     /* initializers: constants */
     for (size_t i = 0; i < gp->n_initializer; i++) {
@@ -1080,22 +1430,39 @@ static netrun_status import_graph_body(imp_ctx *c, const Onnx__GraphProto *gp, n
         snprintf(label, sizeof label, "initializer '%.160s'", tp->name);
         nr_tensor *t;
         if ((st = convert_tensor(c, tp, label, &t))) return st;
-        if ((st = define_constant(c, g, tp->name, t, "initializer"))) return st;
+        if ((st = define_constant(c, g, fn_name(c, tp->name), t, "initializer"))) return st;
     }
     if (gp->n_sparse_initializer)
         return imp_err(c, NETRUN_ERR_UNSUPPORTED, "sparse initializers are not supported (%zu found)",
                        gp->n_sparse_initializer);
-    /* inputs; those with initializer data are constants (possibly overridable in ONNX, fixed here) */
+    /* inputs. One that also has an initializer is, from IR version 4 on, an input whose default value is the
+     * initializer (the caller may override it); before IR 4 every initializer had to be listed as an input, and
+     * it stays a constant (onnxruntime draws the same line). Subgraph inputs are fed by their node: constants. */
+    int defaults = c->model && c->model->ir_version >= 4 && depth == 0;
     for (size_t i = 0; i < gp->n_input; i++) {
         const Onnx__ValueInfoProto *vi = gp->input[i];
         if (!vi->name || !*vi->name) return imp_err(c, NETRUN_ERR_INVALID_MODEL, "graph input %zu has no name", i);
         int id;
-        if ((st = value_id(c, g, vi->name, &id))) return st;
+        if ((st = value_id(c, g, fn_name(c, vi->name), &id))) return st;
         nr_value *v = &g->values[id];
-        if (v->constant) continue;
+        if (v->constant && !defaults) continue;
         if (v->is_graph_input)
             return imp_err(c, NETRUN_ERR_INVALID_MODEL, "graph input '%s' is listed twice", vi->name);
-        if ((st = set_value_type(c, v, vi->type, "graph input", 1))) return st;
+        nr_tensor *def = v->constant;
+        v->constant = NULL;
+        if ((st = set_value_type(c, v, vi->type, "graph input", 1))) {
+            nr_tensor_free(def);
+            return st;
+        }
+        if (def) {
+            v->default_value = def;
+            if (v->dtype == NETRUN_DTYPE_UNDEFINED || v->rank < 0) set_value_from_tensor(v, def);
+            int same = v->dtype == def->dtype && v->rank == def->rank;
+            for (int d = 0; same && d < def->rank; d++) same = v->dims[d] < 0 || v->dims[d] == def->dims[d];
+            if (!same)
+                return imp_err(c, NETRUN_ERR_INVALID_MODEL, "graph input '%s': its initializer (the default value) "
+                               "does not have the declared type and shape", vi->name);
+        }
         v->producer = -1;
         v->is_graph_input = 1;
         if ((st = nr_graph_add_input(g, id))) return imp_err(c, st, "adding graph input '%s'", vi->name);
@@ -1107,7 +1474,7 @@ static netrun_status import_graph_body(imp_ctx *c, const Onnx__GraphProto *gp, n
         if (!vi->name || !*vi->name)
             return imp_err(c, NETRUN_ERR_INVALID_MODEL, "graph output %zu has no name", i);
         int id;
-        if ((st = value_id(c, g, vi->name, &id))) return st;
+        if ((st = value_id(c, g, fn_name(c, vi->name), &id))) return st;
         nr_value *v = &g->values[id];
         if (!v->constant && (st = set_value_type(c, v, vi->type, "graph output", 1))) return st;
         v->is_graph_output = 1;
@@ -1117,7 +1484,7 @@ static netrun_status import_graph_body(imp_ctx *c, const Onnx__GraphProto *gp, n
     for (size_t i = 0; i < gp->n_value_info; i++) {
         const Onnx__ValueInfoProto *vi = gp->value_info[i];
         if (!vi->name) continue;
-        int id = nr_graph_find_value(g, vi->name);
+        int id = nr_graph_find_value(g, fn_name(c, vi->name));
         if (id < 0) continue;
         nr_value *v = &g->values[id];
         if (v->constant || v->is_graph_input || v->is_graph_output) continue;
@@ -1158,6 +1525,7 @@ static void ctx_init(imp_ctx *c, const char *source, const char *base_dir, const
 }
 
 static void ctx_free(imp_ctx *c) {
+    nr_free(c->fn_nodes);
     for (int i = 0; i < c->n_files; i++) nr_free(c->files[i].real);
     nr_free(c->files);
     free(c->base_real); /* from realpath(): libc malloc */
@@ -1245,6 +1613,13 @@ netrun_status nr_onnx_import(const void *data, size_t size, const char *source, 
         st = imp_err(&c, NETRUN_ERR_INVALID_MODEL, "the model has no opset_import (required from IR version 3)");
         goto out;
     }
+    c.functions = mp->functions;
+    c.n_functions = mp->n_functions;
+    if (c.n_functions && !(c.fn_nodes = nr_calloc(c.n_functions, sizeof(long)))) {
+        st = imp_err(&c, NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+        goto out;
+    }
+    if ((st = check_functions(&c)) != NETRUN_OK) goto out;
     st = import_graph(&c, mp->graph, NULL, 0, &m->graph);
 out:
     pb_free_message(&c, &mp->base);

@@ -23,6 +23,9 @@ typedef struct nr_import_limits {
 netrun_status nr_onnx_import(const void *data, size_t size, const char *source, const char *base_dir,
                              const nr_import_limits *limits, nr_model_ir **out);
 
+/* Most nodes the calls of a model's local functions may expand to (default 200,000; tests lower it). */
+extern long nr_import_max_expanded_nodes;
+
 /* Parse one serialized TensorProto into an nr_tensor (for .pb input files). name_out (may be NULL) receives
  * a malloc'd copy of the tensor's name. */
 netrun_status nr_onnx_parse_tensor(const void *data, size_t size, const char *source, nr_tensor **out,

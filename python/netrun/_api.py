@@ -345,6 +345,9 @@ class SessionStats:
     stream_bytes: int
     micro_batch: int
     prepares: int
+    host_peak_bytes: int
+    host_memory_budget: int
+    profile_dropped: int
 
 
 class Profile:

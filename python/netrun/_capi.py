@@ -46,7 +46,8 @@ class SessionStats(C.Structure):
                 ("n_sum_fused", C.c_int), ("n_nodes_dropped", C.c_int), ("n_swish_fused", C.c_int),
                 ("n_nchwc_convs", C.c_int), ("n_nchwc_reorders", C.c_int), ("n_inplace", C.c_int),
                 ("n_views", C.c_int), ("n_fp16_convs", C.c_int), ("n_fp16_converts", C.c_int),
-                ("stream_bytes", C.c_size_t), ("micro_batch", C.c_int), ("prepares", C.c_uint64)]
+                ("stream_bytes", C.c_size_t), ("micro_batch", C.c_int), ("prepares", C.c_uint64),
+                ("host_peak_bytes", C.c_size_t), ("host_memory_budget", C.c_size_t), ("profile_dropped", C.c_uint64)]
 
 
 class BackendInfo(C.Structure):

@@ -390,6 +390,217 @@ def build():
               [vi("x", [2])], [vi("y", [2])], [trip, cond]), {2}, ["bad_loop"])
 
 
+def fn(name, inputs, outputs, nodes, domain="local", attributes=(), defaults=()):
+    f = helper.make_function(domain, name, inputs, outputs, nodes,
+                             [helper.make_opsetid("", 17), helper.make_opsetid(domain, 1)], attributes=list(attributes))
+    for k, v in defaults:
+        f.attribute_proto.append(helper.make_attribute(k, v))
+    return f
+
+
+def ref_attr(name, ref, atype=AttributeProto.FLOAT):
+    return AttributeProto(name=name, type=atype, ref_attr_name=ref)
+
+
+def fn_model(nodes, functions, inputs=None, outputs=None):
+    m = model(nodes, inputs or [vi("x", [2])], outputs or [vi("y", [2])], domains=[("local", 1)])
+    m.functions.extend(functions)
+    return m
+
+
+def build_round_two():
+    """Hostile models, round two: the ONNX graph rules (branch and body types, opsets per domain), model-local
+    functions gone wrong, Range and Slice at the limits, host memory exhaustion (run with a small
+    --host-memory), and option values that must not silently remove a limit."""
+    cond = numpy_helper.from_array(np.array(True), "cond")
+    # ---- If / Loop / Scan signatures ----
+    then_g = helper.make_graph([helper.make_node("Identity", ["x"], ["t_o"], name="t_id")], "then", [], [vi("t_o", [2])])
+    else_g = helper.make_graph([helper.make_node("Cast", ["x"], ["e_o"], name="e_cast", to=TensorProto.INT64)],
+                               "else", [], [vi("e_o", [2], TensorProto.INT64)])
+    add("if_branch_dtype_mismatch.onnx",
+        model([helper.make_node("If", ["cond"], ["y"], name="iffy", then_branch=then_g, else_branch=else_g)],
+              [vi("x", [2])], [vi("y", [2])], [cond]), {2}, ["iffy", "then_branch", "else_branch"])
+    # the branches declare nothing; the If output is declared float, the branch taken makes int64: refused at run
+    und_t = helper.make_graph([helper.make_node("Cast", ["x"], ["t_o"], name="t_cast", to=TensorProto.INT64)], "then",
+                              [], [vi("t_o", None, 0)])
+    und_e = helper.make_graph([helper.make_node("Identity", ["x"], ["e_o"], name="e_id")], "else", [],
+                              [vi("e_o", None, 0)])
+    add("if_branch_output_type_at_run.onnx",
+        model([helper.make_node("If", ["cond"], ["y"], name="iffy", then_branch=und_t, else_branch=und_e)],
+              [vi("x", [2])], [vi("y", [2])], [cond]), {1, 2}, ["iffy", "declared", "int64"])
+    trip = numpy_helper.from_array(np.array(3, np.int64), "M")
+    fbody = helper.make_graph(
+        [helper.make_node("Cast", ["cond_in"], ["cond_out"], name="float_cond", to=TensorProto.FLOAT),
+         helper.make_node("Identity", ["acc_in"], ["acc_out"], name="same")],
+        "body", [vi("i", [], TensorProto.INT64), vi("cond_in", [], TensorProto.BOOL), vi("acc_in", [2])],
+        [vi("cond_out", [], TensorProto.FLOAT), vi("acc_out", [2])])
+    add("loop_cond_float.onnx", model([helper.make_node("Loop", ["M", "cond", "x"], ["y"], name="floaty", body=fbody)],
+                                      [vi("x", [2])], [vi("y", [2])], [trip, cond]), {2}, ["floaty", "condition", "bool"])
+    ibody = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="k"),
+         helper.make_node("Identity", ["acc_in"], ["acc_out"], name="same")],
+        "body", [vi("i", [], TensorProto.FLOAT), vi("cond_in", [], TensorProto.BOOL), vi("acc_in", [2])],
+        [vi("cond_out", [], TensorProto.BOOL), vi("acc_out", [2])])
+    add("loop_iteration_float.onnx", model([helper.make_node("Loop", ["M", "cond", "x"], ["y"], name="it_f", body=ibody)],
+                                           [vi("x", [2])], [vi("y", [2])], [trip, cond]), {2}, ["it_f", "iteration", "int64"])
+    cbody = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="k"),
+         helper.make_node("Cast", ["acc_in"], ["acc_out"], name="to_int", to=TensorProto.INT32)],
+        "body", [vi("i", [], TensorProto.INT64), vi("cond_in", [], TensorProto.BOOL), vi("acc_in", [2])],
+        [vi("cond_out", [], TensorProto.BOOL), vi("acc_out", [2], TensorProto.INT32)])
+    add("loop_carried_type_change.onnx",
+        model([helper.make_node("Loop", ["M", "cond", "x"], ["y"], name="morph", body=cbody)], [vi("x", [2])],
+              [vi("y", [2])], [trip, cond]), {2}, ["morph", "carried", "int32"])
+    xbody = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"], name="k"),
+                               helper.make_node("Identity", ["acc_in"], ["acc_out"], name="same")],
+                              "body", [vi("cond_in", [], TensorProto.BOOL), vi("acc_in", [2])],
+                              [vi("cond_out", [], TensorProto.BOOL), vi("acc_out", [2])])
+    add("loop_body_missing_iteration.onnx",
+        model([helper.make_node("Loop", ["M", "cond", "x"], ["y"], name="short", body=xbody)], [vi("x", [2])],
+              [vi("y", [2])], [trip, cond]), {2}, ["short", "inputs"])
+    sbody = helper.make_graph([helper.make_node("Add", ["s_in", "x_in"], ["s_out"], name="acc")], "sbody",
+                              [vi("s_in", [2]), vi("x_in", [2]), vi("extra", [2])], [vi("s_out", [2])])
+    add("scan_body_arity.onnx",
+        model([helper.make_node("Scan", ["x0", "xs"], ["y"], name="scanner", body=sbody, num_scan_inputs=1)],
+              [vi("x0", [2]), vi("xs", [3, 2])], [vi("y", [2])]), {2}, ["scanner", "inputs"])
+    # ---- opsets per domain ----
+    add("ml_opset_99.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="r")], [vi("x", [2])], [vi("y", [2])],
+                                  domains=[("ai.onnx.ml", 99)]), {2}, ["ai.onnx.ml", "99"])
+    add("opset_0.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="r")], [vi("x", [2])], [vi("y", [2])],
+                              opset=0), {2}, ["opset", "0"])
+    # ---- Range ----
+    for tag, (st, lim, dl) in {"nan_delta": (0.0, 10.0, float("nan")), "inf_limit": (0.0, float("inf"), 1.0),
+                               "zero_delta": (0.0, 10.0, 0.0)}.items():
+        inits = [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("s", st), ("l", lim), ("d", dl))]
+        add(f"range_{tag}.onnx", model([helper.make_node("Range", ["s", "l", "d"], ["y"], name="ranger")], [],
+                                       [vi("y", None)], inits), {1, 2}, ["ranger", "delta", "limit", "finite", "zero"])
+    # the same NaN delta given at run time (a graph input): refused when the node is inferred before it runs
+    add("range_nan_delta_input.onnx",
+        model([helper.make_node("Range", ["s", "l", "d"], ["y"], name="ranger")],
+              [vi("d", [])], [vi("y", None)],
+              [numpy_helper.from_array(np.array(0, np.float32), "s"),
+               numpy_helper.from_array(np.array(1e30, np.float32), "l")]), {0, 1, 2}, ["ranger", "elements"])
+    # ---- model-local functions ----
+    rec = fn("Rec", ["a"], ["b"], [helper.make_node("Rec", ["a"], ["b"], domain="local", name="again")])
+    add("function_recursive.onnx", fn_model([helper.make_node("Rec", ["x"], ["y"], domain="local", name="call")], [rec]),
+        {2}, ["Rec", "recursive"])
+    ping = fn("Ping", ["a"], ["b"], [helper.make_node("Pong", ["a"], ["b"], domain="local", name="to_pong")])
+    pong = fn("Pong", ["a"], ["b"], [helper.make_node("Ping", ["a"], ["b"], domain="local", name="to_ping")])
+    add("function_mutual_recursion.onnx",
+        fn_model([helper.make_node("Ping", ["x"], ["y"], domain="local", name="call")], [ping, pong]), {2},
+        ["Ping", "recursive"])
+    # 2^30 nodes once expanded (each level calls the one below twice): refused after a bounded amount of work
+    levels = [fn("L0", ["a"], ["b"], [helper.make_node("Relu", ["a"], ["b"], name="leaf")])]
+    for k in range(1, 31):
+        levels.append(fn(f"L{k}", ["a"], ["b"], [helper.make_node(f"L{k-1}", ["a"], ["m"], domain="local", name="one"),
+                                                  helper.make_node(f"L{k-1}", ["m"], ["b"], domain="local", name="two")]))
+    add("function_exponential.onnx",
+        fn_model([helper.make_node("L30", ["x"], ["y"], domain="local", name="call")], levels), {2},
+        ["nodes", "expanding"])
+    chain = [fn("C0", ["a"], ["b"], [helper.make_node("Relu", ["a"], ["b"], name="leaf")])]
+    for k in range(1, 100):
+        chain.append(fn(f"C{k}", ["a"], ["b"], [helper.make_node(f"C{k-1}", ["a"], ["b"], domain="local", name="down")]))
+    add("function_nested_100.onnx",
+        fn_model([helper.make_node("C99", ["x"], ["y"], domain="local", name="call")], chain), {2}, ["nested", "deeper"])
+    scale = fn("Scale", ["a"], ["b"], [helper.make_node("Constant", [], ["k"], name="k"),
+                                       helper.make_node("Mul", ["a", "k"], ["b"], name="mul")], attributes=["alpha"])
+    scale.node[0].attribute.append(ref_attr("value_float", "alpha"))
+    add("function_missing_attribute.onnx",
+        fn_model([helper.make_node("Scale", ["x"], ["y"], domain="local", name="call")], [scale]), {2},
+        ["alpha", "Constant"])
+    add("function_unknown_attribute.onnx",
+        fn_model([helper.make_node("Scale", ["x"], ["y"], domain="local", name="call", alpha=2.0, beta=3.0)], [scale]),
+        {2}, ["beta", "Scale"])
+    stray = helper.make_node("LeakyRelu", ["x"], ["y"], name="stray")
+    stray.attribute.append(ref_attr("alpha", "gain"))
+    add("ref_attr_outside_function.onnx", model([stray], [vi("x", [2])], [vi("y", [2])]), {2}, ["gain", "function"])
+    add("function_defined_twice.onnx",
+        fn_model([helper.make_node("Scale", ["x"], ["y"], domain="local", name="call", alpha=2.0)], [scale, scale]),
+        {2}, ["Scale", "twice"])
+    # ---- host memory: a Loop whose carried value doubles, and one whose scan output grows 1 MiB an iteration ----
+    dbody = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going"),
+         helper.make_node("Concat", ["acc_in", "acc_in"], ["acc_out"], name="double", axis=0)],
+        "body", [vi("i", [], TensorProto.INT64), vi("cond_in", [], TensorProto.BOOL), vi("acc_in", None)],
+        [vi("cond_out", [], TensorProto.BOOL), vi("acc_out", None)])
+    big_trip = numpy_helper.from_array(np.array(40, np.int64), "M")
+    add("loop_carried_doubling.onnx",
+        model([helper.make_node("Loop", ["M", "cond", "x"], ["y"], name="doubler", body=dbody)],
+              [vi("x", [1024])], [vi("y", None)], [big_trip, cond]), {1}, ["host memory budget", "limits.host_memory"],
+        ["--host-memory", "128M"])
+    shape = numpy_helper.from_array(np.array([262144], np.int64), "mib_shape")
+    gbody = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going"),
+         helper.make_node("Identity", ["acc_in"], ["acc_out"], name="same"),
+         helper.make_node("ConstantOfShape", ["mib_shape"], ["mib"], name="one_mib",
+                          value=numpy_helper.from_array(np.array([1.0], np.float32)))],
+        "body", [vi("i", [], TensorProto.INT64), vi("cond_in", [], TensorProto.BOOL), vi("acc_in", [2])],
+        [vi("cond_out", [], TensorProto.BOOL), vi("acc_out", [2]), vi("mib", [262144])], [shape])
+    add("loop_scan_output_growth.onnx",
+        model([helper.make_node("Loop", ["M", "cond", "x"], ["y", "ys"], name="grower", body=gbody)],
+              [vi("x", [2])], [vi("y", [2]), vi("ys", None)],
+              [numpy_helper.from_array(np.array(100000, np.int64), "M"), cond]), {1},
+        ["host memory budget", "scan outputs"], ["--host-memory", "64M"])
+    # found by fuzz.importer with the structure-aware mutator: Size of an input declared [2, 2^63 - 1, 4]; the
+    # CPU kernel's element count overflowed int64 when the node was folded at prepare
+    add("size_of_overflowing_dims.onnx",
+        model([helper.make_node("Size", ["data"], ["n"], name="sizer")], [vi("data", [2, (1 << 63) - 1, 4])],
+              [vi("n", [], TensorProto.INT64)]), {2}, ["'data'", "would have", "too large"])
+    # found by fuzz.importer once it ran models: a 3 x (2^31 - 1) AveragePool window over a 5 x 5 input (SAME_UPPER
+    # pads); the CPU kernel visited every tap of every window, padding included (minutes): now only those inside
+    add("averagepool_kernel_2e31.onnx",
+        model([helper.make_node("AveragePool", ["x"], ["y"], name="wide_pool", kernel_shape=[3, (1 << 31) - 1],
+                                strides=[2, 2], auto_pad="SAME_UPPER")], [vi("x", [1, 1, 5, 5])], [vi("y", None)]),
+        {0}, [])
+    # integer division at the edges: INT_MIN / -1 wraps to INT_MIN (as numpy); x / 0 is an error naming the node
+    # (the x86 division instruction traps on both: a kernel that divides as C does kills the process)
+    a = numpy_helper.from_array(np.array([-(1 << 31), 7], np.int32), "a")
+    for tag, b, codes, words in (("min_by_minus_one", [-1, 2], {0}, []), ("by_zero", [1, 0], {1}, ["divider", "zero"])):
+        add(f"int_div_{tag}.onnx",
+            model([helper.make_node("Div", ["a", "b"], ["y"], name="divider")], [], [vi("y", [2], TensorProto.INT32)],
+                  [a, numpy_helper.from_array(np.array(b, np.int32), "b")]), codes, words)
+    # ---- option values that would remove a limit ----
+    for tag, arg in {"text": "limits.max_loop_iterations=abc", "zero": "limits.max_loop_iterations=0",
+                     "negative": "limits.max_loop_iterations=-5", "typo": "limits.max_loop_iteration=10"}.items():
+        add(f"option_loop_cap_{tag}.onnx", hang_cases()["loop_infinite.onnx"], {2}, ["limits.max_loop_iteration"],
+            ["--set", arg])
+    add("option_host_memory_bad.onnx", relu_model(), {2}, ["limits.host_memory"], ["--host-memory", "lots"])
+
+
+def valid_round_two():
+    """Models that must run: a graph input with an initializer (its default value), and model-local functions
+    called twice, nested, with attributes taken from the call, defaults and a Constant fed by an attribute, and
+    an If inside a function body reading the function's values."""
+    w = numpy_helper.from_array(np.array([1.0, 2.0, 3.0], np.float32), "w")
+    default_input = model([helper.make_node("Add", ["x", "w"], ["y"], name="add")], [vi("x", [3]), vi("w", [3])],
+                          [vi("y", [3])], [w])
+    k = helper.make_node("Constant", [], ["k"], name="k")
+    k.attribute.append(ref_attr("value_float", "alpha"))
+    scale_relu = fn("ScaleRelu", ["a"], ["b"], [k, helper.make_node("Mul", ["a", "k"], ["t"], name="mul"),
+                                                helper.make_node("Relu", ["t"], ["b"], name="relu")],
+                    defaults=[("alpha", 2.0)])
+    inner = helper.make_node("ScaleRelu", ["a"], ["s1"], domain="local", name="scaled")
+    inner.attribute.append(ref_attr("alpha", "beta"))
+    leaky = helper.make_node("LeakyRelu", ["a"], ["lr"], name="leaky")
+    leaky.attribute.append(ref_attr("alpha", "beta"))
+    then_g = helper.make_graph([helper.make_node("Add", ["s1", "lr"], ["o_then"], name="plus")], "then", [],
+                               [vi("o_then", None)])
+    else_g = helper.make_graph([helper.make_node("Sub", ["s1", "lr"], ["o_else"], name="minus")], "else", [],
+                               [vi("o_else", None)])
+    combo = fn("Combo", ["a"], ["z"], [
+        inner, helper.make_node("ScaleRelu", ["a"], ["s2"], domain="local", name="default_scale"), leaky,
+        helper.make_node("ReduceSum", ["a"], ["sum"], name="total", keepdims=0),
+        helper.make_node("Constant", [], ["zero"], name="zero", value=helper.make_tensor("z", TensorProto.FLOAT, [], [0.0])),
+        helper.make_node("Greater", ["sum", "zero"], ["c"], name="positive"),
+        helper.make_node("If", ["c"], ["iff"], name="choose", then_branch=then_g, else_branch=else_g),
+        helper.make_node("Add", ["iff", "s2"], ["z"], name="out")], attributes=["beta"])
+    functions = fn_model([helper.make_node("Combo", ["x"], ["y1"], domain="local", name="first", beta=0.5),
+                          helper.make_node("Combo", ["y1"], ["y"], domain="local", name="second", beta=0.25)],
+                         [scale_relu, combo], [vi("x", [2, 3])], [vi("y", [2, 3])])
+    return {"default_input": (default_input, np.array([10.0, 20.0, 30.0], np.float32)),
+            "functions_nested": (functions, np.array([[1, -2, 3], [-4, 5, -6]], np.float32))}
+
+
 def hang_cases():
     """Loops that only the runtime's iteration cap ends (option limits.max_loop_iterations, default 1,000,000
     Loop iterations per run, nested loops included): no trip count with a condition that stays true; a trip
@@ -427,6 +638,7 @@ def main():
     build()
     os.makedirs(a.out, exist_ok=True)
     names = set()
+    build_round_two()
     for name, data, _, _, _ in CASES:
         assert name not in names, name
         names.add(name)
@@ -448,6 +660,15 @@ def main():
                 [vi("x", ["n", 3])], [vi("y", ["n", 3]), vi("z", ["n", 3])])
     with open(os.path.join(valid_dir, "relu_add_dynamic.onnx"), "wb") as f:
         f.write(api.SerializeToString())
+    for name, (m, x) in valid_round_two().items():  # with their input and onnxruntime's output
+        with open(os.path.join(valid_dir, name + ".onnx"), "wb") as f:
+            f.write(m.SerializeToString())
+        import onnxruntime as ort
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        np.save(os.path.join(valid_dir, name + "_x.npy"), x)
+        np.save(os.path.join(valid_dir, name + "_y.npy"), sess.run(None, {"x": x})[0])
     if a.hang_cases:  # the same cases as they are, for running without the lowered cap
         os.makedirs(a.hang_cases, exist_ok=True)
         for name, m in hang_cases().items():

@@ -2,7 +2,7 @@
 """Runs one netrun libFuzzer harness for a bounded time, seeded from the ONNX node tests.
 
 usage: run_fuzzer.py --fuzzer PATH --kind importer|tensor [--seconds 60] [--work DIR] [--hostile DIR]
-                     [-- extra libFuzzer flags]
+                     [--dict tests/fuzz/onnx.dict] [-- extra libFuzzer flags]
 
 importer seeds: every model.onnx of the pinned onnx's node tests (--node-cache), plus the hostile corpus (--hostile).
 tensor seeds:   the input/output .pb files of the node tests, plus a few .npy files written here.
@@ -68,6 +68,7 @@ def main():
     ap.add_argument("--work", default="fuzz-work")
     ap.add_argument("--hostile")
     ap.add_argument("--node-cache", help="where run_conformance.py writes the node tests when the wheel lacks them")
+    ap.add_argument("--dict", help="libFuzzer dictionary (op, attribute and domain names: make_dict.py)")
     ap.add_argument("extra", nargs="*")
     a = ap.parse_args()
     seeds = os.path.join(a.work, "seeds")
@@ -84,7 +85,8 @@ def main():
     env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
     # a fixed seed keeps CI runs repeatable (new paths are for the long runs, see docs/reliability.md)
     cmd = [a.fuzzer, "-seed=1", f"-max_total_time={a.seconds}", "-rss_limit_mb=4096", "-timeout=10", "-max_len=65536",
-           "-print_final_stats=1", f"-artifact_prefix={artifacts}"] + a.extra + [corpus, seeds]
+           "-print_final_stats=1", f"-artifact_prefix={artifacts}"] + ([f"-dict={a.dict}"] if a.dict else []) + \
+        a.extra + [corpus, seeds]
     print(" ".join(cmd))
     sys.stdout.flush()
     r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

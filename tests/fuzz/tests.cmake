@@ -52,11 +52,12 @@ if(_nr_fuzz_ok)
     add_custom_command(OUTPUT ${_out}
       COMMAND ${CMAKE_COMMAND} -E make_directory ${NR_FUZZ_DIR}/bin
       COMMAND ${NETRUN_CLANG} -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-        -I${CMAKE_SOURCE_DIR}/include
+        -I${CMAKE_SOURCE_DIR}/include -I${NR_FUZZ_DIR}/generated -I${PROTOBUF_C_INCLUDE_DIR}
         ${CMAKE_CURRENT_LIST_DIR}/fuzz_${h}.c
         ${NR_FUZZ_DIR}/lib/static/libnetrun_testable.a ${NR_FUZZ_DIR}/lib/static/libnetrun_onnx_proto.a
         ${PROTOBUF_C_LIBRARY} -lpthread -ldl -lm -o ${_out}
-      DEPENDS ${CMAKE_CURRENT_LIST_DIR}/fuzz_${h}.c ${CMAKE_CURRENT_LIST_DIR}/sanitizer_defaults.h netrun-fuzz-libs
+      DEPENDS ${CMAKE_CURRENT_LIST_DIR}/fuzz_${h}.c ${CMAKE_CURRENT_LIST_DIR}/sanitizer_defaults.h
+        ${CMAKE_CURRENT_LIST_DIR}/onnx_mutator.h netrun-fuzz-libs
         ${NR_FUZZ_DIR}/lib/static/libnetrun_testable.a
       COMMENT "clang libFuzzer harness fuzz_${h}" VERBATIM)
     list(APPEND _fuzzers ${_out})
@@ -72,7 +73,8 @@ if(_nr_fuzz_ok)
       add_test(NAME fuzz.${h} COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/run_fuzzer.py
         --fuzzer ${NR_FUZZ_DIR}/bin/fuzz_${h} --kind ${h} --seconds ${NETRUN_FUZZ_SECONDS}
         --work ${CMAKE_BINARY_DIR}/fuzz-work/${h} --hostile ${CMAKE_SOURCE_DIR}/tests/corpus/models
-        --node-cache ${CMAKE_BINARY_DIR}/onnx-node-tests)
+        --node-cache ${CMAKE_BINARY_DIR}/onnx-node-tests
+        --dict ${CMAKE_CURRENT_LIST_DIR}/onnx.dict)
       set_tests_properties(fuzz.${h} PROPERTIES TIMEOUT 600 RUN_SERIAL ON FIXTURES_REQUIRED netrun_fuzzers)
     endforeach()
   endif()

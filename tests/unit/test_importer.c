@@ -326,8 +326,8 @@ static void test_good(void) {
     /* Constant nodes became values: 5 nodes remain */
     CHECK(g->n_nodes == 5);
     CHECK(find_node(g, "const_shape") == NULL);
-    /* inputs: X and unshaped (W is an initializer) */
-    CHECK(g->n_inputs == 2);
+    /* inputs: X, W (an initializer listed as an input: from IR 4 on, an input with a default) and unshaped */
+    CHECK(g->n_inputs == 3);
     const nr_value *x = find_value(g, "X");
     CHECK(x && x->is_graph_input && x->rank == 4 && x->dtype == NETRUN_DTYPE_FLOAT);
     CHECK(x && x->dims[0] == -1 && x->dim_names[0] && strcmp(x->dim_names[0], "batch") == 0);
@@ -335,9 +335,11 @@ static void test_good(void) {
     const nr_value *u = find_value(g, "unshaped");
     CHECK(u && u->rank == -1 && u->dtype == NETRUN_DTYPE_INT64 && u->is_graph_input);
     const nr_value *w = find_value(g, "W");
-    CHECK(w && w->constant && !w->is_graph_input && w->producer == -1);
-    CHECK(w && w->constant->rank == 4 && w->constant->dims[0] == 2 && w->constant->nbytes == 24);
-    CHECK(w && ((float *)w->constant->data)[5] == 6.0f && w->rank == 4 && w->dtype == NETRUN_DTYPE_FLOAT);
+    CHECK(w && !w->constant && w->default_value && w->is_graph_input && w->producer == -1);
+    CHECK(w && w->default_value && w->default_value->rank == 4 && w->default_value->dims[0] == 2 &&
+          w->default_value->nbytes == 24);
+    CHECK(w && w->default_value && ((float *)w->default_value->data)[5] == 6.0f && w->rank == 4 &&
+          w->dtype == NETRUN_DTYPE_FLOAT);
     const nr_value *b = find_value(g, "B");
     CHECK(b && b->constant && ((float *)b->constant->data)[1] == -0.5f);
     const nr_value *cond = find_value(g, "cond");

@@ -554,6 +554,10 @@ int cli_feed_inputs(const cli_opts *o, netrun_model *m, netrun_session *s, cli_i
     for (int i = 0; i < n; i++) {
         if (files[i] || shape_of[i] || images[i].data)
             continue;
+        if (netrun_model_input_has_default(m, i)) { /* an initializer listed as an input: its value, not random */
+            in[i].source = "default";
+            continue;
+        }
         netrun_tensor_info ti;
         if (netrun_model_input_info(m, i, &ti) != NETRUN_OK)
             continue;
@@ -607,6 +611,14 @@ int cli_feed_inputs(const cli_opts *o, netrun_model *m, netrun_session *s, cli_i
         } else if (images[i].data) {
             const cli_image *t = &images[i];
             st = netrun_session_set_input(s, in[i].name, t->dtype, t->rank, t->dims, t->data, t->nbytes);
+        } else if (in[i].source && !strcmp(in[i].source, "default")) {
+            netrun_tensor_info ti; /* the default's shape, for the report */
+            if (netrun_model_input_info(m, i, &ti) == NETRUN_OK && ti.rank >= 0 && ti.rank <= NETRUN_MAX_RANK) {
+                in[i].rank = ti.rank;
+                for (int d = 0; d < ti.rank; d++)
+                    in[i].dims[d] = ti.dims[d];
+            }
+            continue;
         } else {
             size_t count, esize = netrun_dtype_size(in[i].dtype);
             if (!cli_dtype_readable(in[i].dtype) || esize == 0) {

@@ -102,6 +102,8 @@ static void print_help(FILE *f)
         "  --no-optimize             no graph passes (BatchNorm folding, Conv fusions; same as --set graph.optimize=0)\n"
         "  --algo-search M           cuDNN algorithm choice: heuristic (default) or timed (cuda.algo_search)\n"
         "  --device-memory SIZE      device memory budget of the session (e.g. 2G); the plan must fit it\n"
+        "  --host-memory SIZE        host memory budget of the session: a size (512M), auto (default: half of\n"
+        "                            this machine's memory) or none (same as --set limits.host_memory=SIZE)\n"
         "  --backends                list the backend plugins found, then exit\n"
         "\n"
         "Inputs:\n"
@@ -358,7 +360,7 @@ static int parse_args(int argc, char **argv, cli_opts *o, extra_opts *x)
             "--input", "--shape", "--dim", "--output-dir", "--check", "--rtol", "--atol", "--warmup",
             "--iterations", "--json", "--seed", "--set", "--profile-json", "--dot", "--format", "--compare",
             "--image", "--size", "--mean", "--scale", "--layout", "--duration", "--batch", "--max-tensor-bytes",
-            "--max-graph-depth", "--algo-search", "--device-memory"};
+            "--max-graph-depth", "--algo-search", "--device-memory", "--host-memory"};
         int known = 0;
         for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
             if (strcmp(name, valued[k]) == 0)
@@ -444,6 +446,11 @@ static int parse_args(int argc, char **argv, cli_opts *o, extra_opts *x)
                 cli_error("--device-memory expects a size like 512M or 2G, got '%s'", v);
                 return CLI_EXIT_USAGE;
             }
+        } else if (!strcmp(name, "--host-memory")) { /* checked by the library (limits.host_memory) */
+            char kv[128];
+            snprintf(kv, sizeof kv, "limits.host_memory=%s", v);
+            if (add_kv(name, kv, &x->settings, &x->n_settings))
+                return CLI_EXIT_USAGE;
         } else if (!strcmp(name, "--set")) {
             if (add_kv(name, v, &x->settings, &x->n_settings))
                 return CLI_EXIT_USAGE;

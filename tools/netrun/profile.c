@@ -91,9 +91,11 @@ static int prof_collect(netrun_session *s, const cli_profile_runs *runs, prof_da
         netrun_profile_event ev;
         if (netrun_session_profile_get(s, e, &ev) != NETRUN_OK)
             continue;
-        if (ev.run != cur_run) {
+        if (ev.run != cur_run) { /* the oldest runs' events may have been dropped (profile.max_events) */
             cur_run = ev.run;
             d->n_runs++;
+            if (runs && ev.run < (uint64_t)runs->n)
+                d->wall_ms += runs->wall_ms[ev.run];
         }
         d->event_ms += ev.duration_ms;
         prof_row *r = NULL;
@@ -130,8 +132,6 @@ static int prof_collect(netrun_session *s, const cli_profile_runs *runs, prof_da
         r->total_ms += ev.duration_ms;
         r->count++;
     }
-    for (long i = 0; runs && i < runs->n; i++)
-        d->wall_ms += runs->wall_ms[i];
     return 0;
 oom:
     prof_free(d);
@@ -203,7 +203,7 @@ int cli_profile_print(FILE *f, const cli_opts *o, netrun_session *s, const cli_p
     if (rc)
         return rc;
     double per_run = d.n_runs ? d.event_ms / (double)d.n_runs : 0;
-    double wall_per_run = runs && runs->n ? d.wall_ms / (double)runs->n : 0;
+    double wall_per_run = d.n_runs ? d.wall_ms / (double)d.n_runs : 0;
     const char *B = cli_color(o->color_out, "\033[1m"), *N = cli_color(o->color_out, "\033[0m");
 
     fprintf(f, "\n%sProfile%s (%ld profiled run%s; times are means per run):\n", B, N, d.n_runs,
@@ -307,7 +307,7 @@ void cli_profile_json(cli_json *j, netrun_session *s, const cli_profile_runs *ru
     json_begin_object(j, "profile");
     json_int(j, "runs", d.n_runs);
     json_number(j, "event_ms_per_run", d.event_ms / nr);
-    json_number(j, "wall_ms_per_run", runs && runs->n ? d.wall_ms / (double)runs->n : 0);
+    json_number(j, "wall_ms_per_run", d.n_runs ? d.wall_ms / (double)d.n_runs : 0);
     json_begin_array(j, "nodes"); /* execution order; copies after the nodes */
     for (int i = 0; i < d.n_rows; i++) {
         const prof_row *r = &d.rows[i];
@@ -395,7 +395,7 @@ int cli_profile_trace(const char *path, const cli_opts *o, netrun_session *s, co
                 offset_us += wall > run_end_us ? wall : run_end_us;
             }
             cur_run = ev.run;
-            run_index++;
+            run_index = (long)ev.run; /* its index among the timed runs (older ones may have been dropped) */
             run_end_us = 0;
             double wall = runs && run_index < runs->n ? runs->wall_ms[run_index] * 1000.0 : 0;
             json_begin_object(&j, NULL);
