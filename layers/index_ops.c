@@ -310,7 +310,9 @@ static netrun_status tfidf_infer(nr_layer_ctx *c, void *params) {
     if (n_indexes < 1) return nr_layer_error(c, "attribute 'ngram_indexes' is required");
     int64_t out = 0, n_grams = 0;
     for (int64_t i = 0; i < n_indexes; i++) {
-        if (indexes[i] < 0) return nr_layer_error(c, "ngram_indexes[%lld] is negative", (long long)i);
+        if (indexes[i] < 0 || indexes[i] >= NR_MAX_DIM) /* the output's size: it must stay a dim */
+            return nr_layer_error(c, "ngram_indexes[%lld] = %lld is negative or too large", (long long)i,
+                                  (long long)indexes[i]);
         if (indexes[i] + 1 > out) out = indexes[i] + 1;
     }
     for (int64_t i = 0; i < n_counts; i++) {
@@ -339,6 +341,9 @@ static netrun_status tfidf_infer(nr_layer_ctx *c, void *params) {
     }
     p->grams = grams;
     p->n_grams = k;
+    /* no n-gram longer than the pool's longest (n_counts items) can match: the kernel's loop over lengths stops
+     * there instead of at max_gram_length (65535 against a 65536-long row took 22 s, found by the fuzzer) */
+    if (p->max_gram > n_counts) p->max_gram = n_counts;
     p->pool = pool;
     p->weights = n_weights ? weights : NULL;
     p->output_size = out;

@@ -2,10 +2,13 @@
  * backends read, so that a typo (cpu.winogard) or a key nothing reads (foo.bar) is an error that names it, and a
  * setting that cannot change this run (a backend the session does not use, --precision on a CPU-only run) is said.
  *
- * Keys are "GROUP.NAME". The runtime's own groups are listed here; any other group must be the name of a backend
- * plugin found on this machine, whose own table (netrun_backend_api.options, ABI 1.8) lists its keys. A plugin
- * without the table (older than ABI 1.8) has its keys accepted unchecked. Values are not checked here: each
- * reader checks its own. */
+ * Keys are "GROUP.NAME". The runtime's own groups are listed here, with what each key takes: their values are
+ * checked when they are set (netrun_options_set), so a bad value never silently removes a limit. Any other group
+ * must be the name of a backend plugin found on this machine, whose own table (netrun_backend_api.options, ABI
+ * 1.8) lists its keys, checked when a session is created; their values are the backend's to check. A plugin
+ * without the table (older than ABI 1.8) has its keys accepted unchecked. */
+#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,9 +23,9 @@ static const netrun_option_spec runtime_options[] = {
     {"memory.stream_weights", NETRUN_OPTION_ENUM, "auto|0|1", "stream device weights from host memory (default auto)"},
     {"memory.stream_min", NETRUN_OPTION_SIZE, NULL, "smallest constant that streams, in bytes"},
     {"memory.stream_overlap", NETRUN_OPTION_BOOL, NULL, "prefetch streamed weights during the previous node (default 1)"},
-    {"run.micro_batch", NETRUN_OPTION_STRING, NULL, "auto (default), 0 (off) or images per run"},
+    {"run.micro_batch", NETRUN_OPTION_STRING, "auto|0|N", "auto (default), 0 (off) or images per run"},
     {"limits.max_loop_iterations", NETRUN_OPTION_INT, NULL, "cap on the iterations of a run's Loops"},
-    {"limits.host_memory", NETRUN_OPTION_STRING, NULL, "host memory budget: auto (default), none or a size"},
+    {"limits.host_memory", NETRUN_OPTION_STRING, "auto|none|SIZE", "host memory budget: auto (default), none or a size"},
     {"profile.max_events", NETRUN_OPTION_INT, NULL, "profile events held before the oldest runs' go (default 100000)"},
     {"debug.keep_values", NETRUN_OPTION_BOOL, NULL, "keep every intermediate value readable (default 0)"},
     {NULL, 0, NULL, NULL},
@@ -81,6 +84,79 @@ static void consider_table(suggestion *sg, const char *key, const netrun_option_
     for (; t && t->key; t++) consider(sg, key, t->key);
 }
 
+/* The runtime group of a key ("limits" of "limits.foo"): 1 when the runtime owns its keys. */
+static int runtime_group(const char *group) {
+    for (const netrun_option_spec *t = runtime_options; t->key; t++) {
+        char g[64];
+        if (key_group(t->key, g, sizeof g) && !strcmp(g, group)) return 1;
+    }
+    return 0;
+}
+
+static int positive(const char *v, long long max) {
+    if (!v || !isdigit((unsigned char)v[0])) return 0;
+    errno = 0;
+    char *end = NULL;
+    long long n = strtoll(v, &end, 10);
+    return !errno && !*end && n > 0 && n <= max;
+}
+
+/* Whether v is one of the '|'-separated words of list. */
+static int enum_has(const char *list, const char *v) {
+    size_t n = strlen(v);
+    for (const char *p = list; p && *p;) {
+        const char *bar = strchr(p, '|');
+        size_t l = bar ? (size_t)(bar - p) : strlen(p);
+        if (l == n && !strncmp(p, v, n)) return 1;
+        p = bar ? bar + 1 : NULL;
+    }
+    return 0;
+}
+
+static void list_keys(const netrun_option_spec *t, const char *group, char *buf, size_t size);
+
+netrun_status nr_option_check_value(const char *key, const char *value) {
+    char group[64];
+    const char *dot = strrchr(key, '.');
+    if (dot && !strcmp(dot, ".graphs")) { /* <backend>.graphs: device graphs on or off (execute.c reads it) */
+        if (!strcmp(value, "0") || !strcmp(value, "1")) return NETRUN_OK;
+        return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "option %s: '%s' is not 0 or 1", key, value);
+    }
+    if (!key_group(key, group, sizeof group) || !runtime_group(group)) return NETRUN_OK; /* a backend's key */
+    for (const netrun_option_spec *t = runtime_options; t->key; t++) {
+        if (strcmp(t->key, key)) continue;
+        size_t bytes;
+        int ok = 0;
+        const char *says = "";
+        switch (t->kind) {
+        case NETRUN_OPTION_BOOL: ok = !strcmp(value, "0") || !strcmp(value, "1"), says = "0 or 1"; break;
+        case NETRUN_OPTION_INT: ok = positive(value, INT64_MAX), says = "a positive integer"; break;
+        case NETRUN_OPTION_SIZE: ok = nr_parse_bytes(value, &bytes), says = "a number of bytes (e.g. 65536 or 64K)"; break;
+        case NETRUN_OPTION_ENUM: ok = enum_has(t->values, value), says = t->values; break;
+        default: /* the two texts of several forms */
+            if (!strcmp(key, "run.micro_batch"))
+                ok = !strcmp(value, "auto") || !strcmp(value, "0") || positive(value, INT32_MAX),
+                says = "auto, 0 (off) or a number of images per run";
+            else if (!strcmp(key, "limits.host_memory"))
+                ok = !strcmp(value, "auto") || !strcmp(value, "none") || (nr_parse_bytes(value, &bytes) && bytes > 0),
+                says = "auto, none or a size in bytes (e.g. 512M, 4G)";
+            else
+                ok = 1;
+        }
+        if (ok) return NETRUN_OK;
+        return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "option %s: '%s' is not %s", key, value, says);
+    }
+    /* a runtime group's key that is not listed: a typo must not leave a limit unset */
+    suggestion sg = {NULL, 99};
+    consider_table(&sg, key, runtime_options);
+    char keys[512];
+    list_keys(runtime_options, group, keys, sizeof keys);
+    if (sg.best && sg.dist <= (strlen(key) <= 8 ? 2 : 3))
+        return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "unknown option '%s'; did you mean '%s'? (%s.* keys: %s)", key,
+                        sg.best, group, keys);
+    return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "unknown option '%s' (%s.* keys: %s)", key, group, keys);
+}
+
 /* The slot of the session whose backend is named group, or -1. */
 static int slot_named(const netrun_session *s, const char *group) {
     for (int i = 0; i < s->n_slots; i++)
@@ -131,12 +207,7 @@ netrun_status nr_options_check_keys(netrun_session *s) {
         if (!key_group(key, group, sizeof group))
             return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "option '%s': keys are GROUP.NAME (e.g. cpu.winograd, "
                             "memory.inplace)", key);
-        int runtime_group = 0;
-        for (const netrun_option_spec *t = runtime_options; t->key; t++) {
-            char g[64];
-            if (key_group(t->key, g, sizeof g) && !strcmp(g, group)) runtime_group = 1;
-        }
-        if (runtime_group) {
+        if (runtime_group(group)) {
             if (listed(runtime_options, key)) continue;
             did_you_mean(s, key, hint, sizeof hint);
             list_keys(runtime_options, group, keys, sizeof keys);

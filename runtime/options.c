@@ -139,79 +139,6 @@ int nr_parse_bytes(const char *text, size_t *out) {
     return 1;
 }
 
-static int parse_positive(const char *v, long long max) {
-    if (!v || !isdigit((unsigned char)v[0])) return 0;
-    errno = 0;
-    char *end = NULL;
-    long long n = strtoll(v, &end, 10);
-    return !errno && !*end && n > 0 && n <= max;
-}
-
-static int one_of(const char *v, const char *const *allowed) {
-    for (; *allowed; allowed++)
-        if (!strcmp(v, *allowed)) return 1;
-    return 0;
-}
-
-/* The runtime's own keys and what each takes. Keys of these namespaces that are not listed are refused (a
- * typo must not leave a limit unset); keys of other namespaces belong to backends, which check them. */
-enum { OPT_FLAG, OPT_POSITIVE, OPT_BYTES, OPT_AUTO01, OPT_MICRO_BATCH };
-static const struct {
-    const char *key;
-    int kind;
-    const char *says;
-} core_options[] = {
-    {"limits.max_loop_iterations", OPT_POSITIVE, "a positive number of iterations"},
-    {"profile.max_events", OPT_POSITIVE, "a positive number of events"},
-    {"graph.optimize", OPT_FLAG, "0 or 1"},
-    {"memory.inplace", OPT_FLAG, "0 or 1"},
-    {"memory.stream_weights", OPT_AUTO01, "auto, 0 or 1"},
-    {"memory.stream_min", OPT_BYTES, "a number of bytes (e.g. 65536 or 64K)"},
-    {"memory.stream_overlap", OPT_FLAG, "0 or 1"},
-    {"run.micro_batch", OPT_MICRO_BATCH, "auto, 0 (off) or a number of images per run"},
-    {"debug.keep_values", OPT_FLAG, "0 or 1"},
-};
-static const char *const core_namespaces[] = {"limits.", "profile.", "graph.", "memory.", "run.", "debug.", NULL};
-
-static netrun_status check_core_option(const char *key, const char *value) {
-    static const char *const flag[] = {"0", "1", NULL}, *const auto01[] = {"auto", "0", "1", NULL};
-    const char *dot = strrchr(key, '.');
-    if (dot && !strcmp(dot, ".graphs")) { /* <backend>.graphs: device graphs on or off (execute.c) */
-        if (one_of(value, flag)) return NETRUN_OK;
-        return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "option %s: '%s' is not 0 or 1", key, value);
-    }
-    for (size_t i = 0; i < sizeof core_options / sizeof core_options[0]; i++) {
-        if (strcmp(key, core_options[i].key)) continue;
-        size_t bytes;
-        int ok = 0;
-        switch (core_options[i].kind) {
-        case OPT_FLAG: ok = one_of(value, flag); break;
-        case OPT_POSITIVE: ok = parse_positive(value, INT64_MAX); break;
-        case OPT_BYTES: ok = nr_parse_bytes(value, &bytes); break;
-        case OPT_AUTO01: ok = one_of(value, auto01); break;
-        case OPT_MICRO_BATCH: ok = !strcmp(value, "auto") || !strcmp(value, "0") || parse_positive(value, INT32_MAX); break;
-        }
-        if (ok) return NETRUN_OK;
-        return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "option %s: '%s' is not %s", key, value, core_options[i].says);
-    }
-    for (int i = 0; core_namespaces[i]; i++)
-        if (!strncmp(key, core_namespaces[i], strlen(core_namespaces[i]))) {
-            char known[512] = "";
-            for (size_t k = 0; k < sizeof core_options / sizeof core_options[0]; k++)
-                if (!strncmp(core_options[k].key, core_namespaces[i], strlen(core_namespaces[i]))) {
-                    size_t l = strlen(known);
-                    snprintf(known + l, sizeof known - l, "%s%s", l ? ", " : "", core_options[k].key);
-                }
-            if (!strcmp(core_namespaces[i], "limits.")) {
-                size_t l = strlen(known);
-                snprintf(known + l, sizeof known - l, ", limits.host_memory");
-            }
-            return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "unknown option '%s' (known %s* options: %s)", key,
-                            core_namespaces[i], known);
-        }
-    return NETRUN_OK;
-}
-
 /* limits.host_memory: "auto" (the machine's default), "none", or a size. */
 static netrun_status set_host_memory_text(netrun_options *o, const char *value) {
     size_t bytes = 0;
@@ -235,7 +162,7 @@ netrun_status netrun_options_set(netrun_options *o, const char *key, const char 
     if (!key || !*key) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_options_set: empty key");
     if (!value) value = "";
     if (!strcmp(key, "limits.host_memory")) return set_host_memory_text(o, value);
-    netrun_status vst = check_core_option(key, value);
+    netrun_status vst = nr_option_check_value(key, value);
     if (vst != NETRUN_OK) return vst;
     for (int i = 0; i < o->n_kv; i++)
         if (!strcmp(o->keys[i], key)) {

@@ -29,6 +29,9 @@ netrun_status nr_options_copy(netrun_options *dst, const netrun_options *src);
 /* option_keys.c: every key against the runtime's and the session's backends' tables (at session create); and,
  * after placement, a note for each session-wide setting no backend running a node uses. */
 netrun_status nr_options_check_keys(netrun_session *s);
+/* A runtime key's value (checked when set: a bad one is an error naming the option), or an unknown key of a runtime
+ * group; other groups' keys pass (their backends check them when a session is created). */
+netrun_status nr_option_check_value(const char *key, const char *value);
 void nr_options_note_unused(netrun_session *s);
 void nr_options_clear(netrun_options *o);
 const char *nr_options_get(const void *opaque, const char *key);

@@ -215,6 +215,10 @@ class Model:
         self.outputs: tuple[TensorInfo, ...] = _infos(lib.netrun_model_output_count, lib.netrun_model_output_info,
                                                       self._ptr)
         self.node_count: int = lib.netrun_model_node_count(self._ptr)
+        #: names of the inputs that have a default value (an initializer of the same name, ONNX IR 4+): run() may
+        #: leave them out
+        self.inputs_with_defaults: frozenset[str] = frozenset(
+            i.name for k, i in enumerate(self.inputs) if lib.netrun_model_input_has_default(self._ptr, k))
 
     def _handle(self) -> int:
         if self._ptr is None:
@@ -439,6 +443,7 @@ class Session:
         self.model_outputs: tuple[TensorInfo, ...] = m.outputs
         self._model_nodes = m.node_count
         self._in_names = tuple(i.name for i in m.inputs)
+        self._optional = m.inputs_with_defaults
         self._in_dtype = {i.name: _DTYPE_OF[_CODE_OF_NAME[i.dtype]] if i.dtype in _CODE_OF_NAME else None
                           for i in m.inputs}
         self._out_names = tuple(o.name for o in m.outputs)
@@ -527,7 +532,7 @@ class Session:
         return arr
 
     def _check_feed_names(self, feeds: Mapping[str, Any]) -> None:
-        missing = [n for n in self._in_names if n not in feeds]
+        missing = [n for n in self._in_names if n not in feeds and n not in self._optional]
         unknown = [n for n in feeds if n not in self._in_names]
         parts = []
         if missing:
@@ -561,7 +566,9 @@ class Session:
             if not isinstance(feeds, Mapping):
                 raise InvalidArgumentError(f"run() takes a mapping of input name -> array, not {type(feeds).__name__}")
             feeds = dict(feeds)
-        if len(feeds) != len(self._in_names):
+        if len(feeds) != len(self._in_names) and (not self._optional or
+                                                  any(n not in self._in_names for n in feeds) or
+                                                  any(n not in feeds for n in self._in_names if n not in self._optional)):
             self._check_feed_names(feeds)
         if outputs is None:
             idx, names = None, self._out_names

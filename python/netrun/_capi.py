@@ -84,6 +84,7 @@ _SIGNATURES = [
     ("netrun_model_input_count", C.c_int, [vp]),
     ("netrun_model_output_count", C.c_int, [vp]),
     ("netrun_model_input_info", C.c_int, [vp, C.c_int, _P(TensorInfo)]),
+    ("netrun_model_input_has_default", C.c_int, [vp, C.c_int]),
     ("netrun_model_output_info", C.c_int, [vp, C.c_int, _P(TensorInfo)]),
     ("netrun_model_node_count", C.c_int, [vp]),
     ("netrun_options_create", C.c_int, [_P(vp)]),

@@ -438,10 +438,10 @@ static void test_log_and_option_keys(void) {
     CHECK(s && netrun_session_prepare(s) == NETRUN_OK);
     CHECK(seen.n_warn == 1 && strstr(seen.last, "precision fp16 has no effect"));
     netrun_session_destroy(s);
-    /* keys: a typo is refused with a suggestion, an unknown group too, a runtime key is accepted */
+    /* keys: a typo of a runtime key is refused when set, with a suggestion; an unknown group when the session is
+     * created (a backend's keys are known only then); a runtime key is accepted */
     s = NULL;
-    CHECK(netrun_options_set(o, "memory.inplce", "0") == NETRUN_OK);
-    CHECK(netrun_session_create(m, o, &s) == NETRUN_ERR_INVALID_ARGUMENT && !s);
+    CHECK(netrun_options_set(o, "memory.inplce", "0") == NETRUN_ERR_INVALID_ARGUMENT);
     CHECK(strstr(netrun_last_error(), "did you mean 'memory.inplace'") != NULL);
     netrun_options_destroy(o);
     netrun_options_create(&o);
