@@ -90,7 +90,7 @@ export NETRUN_BACKEND_PATH=$BUILD/lib/netrun/backends
 [ -d "$BUILD/lib/extra" ] && export LD_LIBRARY_PATH="$BUILD/lib/extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 if has build; then
-  say "== build ($BUILD, architectures ${CUDA_ARCH:-of this machine's GPUs}, $JOBS jobs) from a clean clone of ${CLONE_FROM:-$REPO}"
+  say "== build ($BUILD, architectures ${CUDA_ARCH:-those of the GPUs here}, $JOBS jobs) from a clean clone of ${CLONE_FROM:-$REPO}"
   t0=$(date +%s)
   rm -rf "$BUILD" && mkdir -p "$BUILD"
   if ! git clone -q "${CLONE_FROM:-$REPO}" "$BUILD/src" >"$OUT/build.log" 2>&1; then
