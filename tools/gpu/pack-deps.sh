@@ -53,6 +53,10 @@ done
 if [ -f /usr/include/jansson.h ]; then
   cp /usr/include/jansson.h /usr/include/jansson_config.h "$U/include/"
   cp -a $libdir/libjansson.so* "$U/lib/"
+  # its pkg-config file, relocatable (CMake finds jansson through pkg-config)
+  mkdir -p "$U/lib/pkgconfig"
+  sed -e 's|^prefix=.*|prefix=${pcfiledir}/../..|' -e 's|^libdir=.*|libdir=${prefix}/lib|' \
+    -e 's|^includedir=.*|includedir=${prefix}/include|' $libdir/pkgconfig/jansson.pc >"$U/lib/pkgconfig/jansson.pc"
 fi
 
 mkdir -p "$ROOT/.deps"

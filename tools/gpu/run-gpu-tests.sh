@@ -63,6 +63,7 @@ if ! command -v protoc-c >/dev/null || [ ! -f /usr/include/protobuf-c/protobuf-c
     export PATH="$D/usr/bin:$PATH"
     # protobuf-c, OpenBLAS and its Fortran runtime only (never libstdc++: python's modules need the newer one)
     export LD_LIBRARY_PATH="$D/usr/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export PKG_CONFIG_PATH="$D/usr/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
     say "deps: unpacked .deps/deps.tar.gz into $D"
   else
     say "deps: protoc-c missing and no .deps/deps.tar.gz: run tools/gpu/pack-deps.sh and carry .deps"
