@@ -199,20 +199,37 @@ static void nms_corners(const float *bx, int center, float *ymin, float *xmin, f
     }
 }
 
-static int nms_suppress(const float *a, const float *b, int center, float iou_threshold) {
-    float ay0, ax0, ay1, ax1, by0, bx0, by1, bx1;
-    nms_corners(a, center, &ay0, &ax0, &ay1, &ax1);
-    nms_corners(b, center, &by0, &bx0, &by1, &bx1);
-    float ix0 = fmaxf(ax0, bx0), ix1 = fminf(ax1, bx1);
-    if (ix1 <= ix0) return 0;
-    float iy0 = fmaxf(ay0, by0), iy1 = fminf(ay1, by1);
-    if (iy1 <= iy0) return 0;
-    float inter = (ix1 - ix0) * (iy1 - iy0);
-    float area_a = (ax1 - ax0) * (ay1 - ay0), area_b = (bx1 - bx0) * (by1 - by0);
-    float uni = area_a + area_b - inter;
-    if (inter <= 0 || area_a <= 0 || area_b <= 0 || uni <= 0) return 0;
-    return inter / uni > iou_threshold;
-}
+/* The boxes kept so far, as corners and areas in separate arrays: each candidate is tested against all of them in
+ * one loop the compiler vectorizes (the batched-NMS trick of detectors puts every class in one call, so thousands
+ * are kept and this loop is most of the time). The arithmetic is that of one pair at a time, so the results are
+ * the same bits as comparing pairs. */
+typedef struct nms_kept {
+    float *y0, *x0, *y1, *x1, *area;
+    int64_t n;
+} nms_kept;
+
+/* 1 when box (y0, x0, y1, x1, area) overlaps one of kept[from, to) with IoU above the threshold. fmaxf/fminf
+ * keep the non-NaN operand, which stops the compiler from vectorizing; without NaNs a plain comparison gives the
+ * same result, so the loop is written both ways and the NaN-free one is also built for AVX2 and AVX-512. */
+#define NMS_OVERLAP_LOOP(MAX, MIN)                                                                               \
+    int hit = 0;                                                                                                 \
+    for (int64_t q = from; q < to; q++) {                                                                        \
+        float ix0 = MAX(x0, k->x0[q]), ix1 = MIN(x1, k->x1[q]);                                                  \
+        float iy0 = MAX(y0, k->y0[q]), iy1 = MIN(y1, k->y1[q]);                                                  \
+        float inter = (ix1 - ix0) * (iy1 - iy0), uni = area + k->area[q] - inter;                                \
+        int valid = (ix1 > ix0) & (iy1 > iy0) & (area > 0) & (k->area[q] > 0) & (inter > 0) & (uni > 0);         \
+        hit |= valid & (inter / uni > iou_threshold);                                                            \
+    }                                                                                                            \
+    return hit;
+#define NMS_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define NMS_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define NMS_ARGS const nms_kept *k, int64_t from, int64_t to, float y0, float x0, float y1, float x1, float area, \
+                 float iou_threshold
+
+static int nms_overlap_nan(NMS_ARGS) { NMS_OVERLAP_LOOP(fmaxf, fminf) }
+static int nms_overlap(NMS_ARGS) { NMS_OVERLAP_LOOP(NMS_MAX, NMS_MIN) }
+__attribute__((target("avx2"))) static int nms_overlap_avx2(NMS_ARGS) { NMS_OVERLAP_LOOP(NMS_MAX, NMS_MIN) }
+__attribute__((target("avx512f"))) static int nms_overlap_avx512(NMS_ARGS) { NMS_OVERLAP_LOOP(NMS_MAX, NMS_MIN) }
 
 static netrun_status run_nms(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
     (void)ctx, (void)state;
@@ -244,13 +261,18 @@ static netrun_status run_nms(cpu_context *ctx, void *state, const netrun_kernel_
     if (per_class > 0 && (B > INT64_MAX / NC / per_class / 3))
         return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "NonMaxSuppression: output size overflows");
     int64_t cap = B * NC * per_class;
+    size_t nk = (size_t)(per_class > 0 ? per_class : 1);
     nms_cand *cand = cpu_alloc(sizeof(nms_cand) * (size_t)(NB > 0 ? NB : 1));
-    int64_t *sel = cpu_alloc(sizeof(int64_t) * (size_t)(NB > 0 ? NB : 1));
+    float *kbuf = cpu_alloc(sizeof(float) * 5 * nk);
     int64_t *res = cpu_alloc(sizeof(int64_t) * 3 * (size_t)(cap > 0 ? cap : 1));
-    if (!cand || !sel || !res) {
-        cpu_free(cand), cpu_free(sel), cpu_free(res);
+    if (!cand || !kbuf || !res) {
+        cpu_free(cand), cpu_free(kbuf), cpu_free(res);
         return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "NonMaxSuppression: out of memory");
     }
+    nms_kept kept = {kbuf, kbuf + nk, kbuf + 2 * nk, kbuf + 3 * nk, kbuf + 4 * nk, 0};
+    int (*fast)(NMS_ARGS) = cpu_has_avx512f()                 ? nms_overlap_avx512
+                            : __builtin_cpu_supports("avx2") ? nms_overlap_avx2
+                                                             : nms_overlap;
     int64_t count = 0;
     for (int64_t b = 0; b < B && per_class > 0; b++)
         for (int64_t c = 0; c < NC; c++) {
@@ -259,14 +281,22 @@ static netrun_status run_nms(cpu_context *ctx, void *state, const netrun_kernel_
             for (int64_t i = 0; i < NB; i++)
                 if (!has_score || s[i] > score_th) cand[nc++] = (nms_cand){s[i], i};
             qsort(cand, (size_t)nc, sizeof(nms_cand), nms_cmp);
-            int64_t ns = 0;
-            for (int64_t i = 0; i < nc && ns < per_class; i++) {
-                const float *bi = bd + (b * NB + cand[i].idx) * 4;
-                int keep = 1;
-                for (int64_t q = 0; q < ns && keep; q++)
-                    if (nms_suppress(bi, bd + (b * NB + sel[q]) * 4, p->center_point_box, iou)) keep = 0;
-                if (!keep) continue;
-                sel[ns++] = cand[i].idx;
+            kept.n = 0;
+            int kept_nan = 0;
+            for (int64_t i = 0; i < nc && kept.n < per_class; i++) {
+                float y0, x0, y1, x1;
+                nms_corners(bd + (b * NB + cand[i].idx) * 4, p->center_point_box, &y0, &x0, &y1, &x1);
+                float area = (x1 - x0) * (y1 - y0);
+                int nan = y0 != y0 || x0 != x0 || y1 != y1 || x1 != x1;
+                int (*test)(NMS_ARGS) = nan || kept_nan ? nms_overlap_nan : fast;
+                /* blocks of 64 kept boxes: the first overlap ends the search without giving up the vector loop */
+                int hit = 0;
+                for (int64_t q = 0; q < kept.n && !hit; q += 64)
+                    hit = test(&kept, q, q + 64 < kept.n ? q + 64 : kept.n, y0, x0, y1, x1, area, iou);
+                if (hit) continue;
+                kept_nan |= nan;
+                kept.y0[kept.n] = y0, kept.x0[kept.n] = x0, kept.y1[kept.n] = y1, kept.x1[kept.n] = x1;
+                kept.area[kept.n++] = area;
                 res[3 * count] = b;
                 res[3 * count + 1] = c;
                 res[3 * count + 2] = cand[i].idx;
@@ -276,7 +306,7 @@ static netrun_status run_nms(cpu_context *ctx, void *state, const netrun_kernel_
     int64_t dims[2] = {count, 3};
     netrun_status st = args->alloc_output(args->exec, 0, 2, dims);
     if (st == NETRUN_OK && count > 0) memcpy(args->outputs[0].data, res, sizeof(int64_t) * 3 * (size_t)count);
-    cpu_free(cand), cpu_free(sel), cpu_free(res);
+    cpu_free(cand), cpu_free(kbuf), cpu_free(res);
     return st;
 }
 

@@ -57,6 +57,16 @@ CASES.append(case("nms_no_max", "NonMaxSuppression", [boxes, scores], opset=11))
 CASES.append(case("nms_all_below", "NonMaxSuppression", [boxes, scores, ("const", i64(3)), ("const", f32(0.5)),
                                                          ("const", f32(2.0))], opset=11))
 CASES.append(case("nms_dyn_inputs", "NonMaxSuppression", [boxes, scores, i64(4), f32(0.4), f32(0.1)], opset=11))
+# Detectors' batched NMS: every class in one call, boxes shifted apart per class so thousands are kept (the
+# vectorized search over the kept boxes), and a second batch item with overlapping boxes of two classes.
+rng = np.random.default_rng(11)
+n = 3000
+xy = rng.uniform(0, 60, (2, n, 2))
+big = np.concatenate([xy, xy + rng.uniform(2, 20, (2, n, 2))], axis=2) + rng.integers(0, 40, (2, n, 1)) * 100.0
+big_scores = rng.uniform(0, 1, (2, 2, n)).astype(np.float32)
+CASES.append(case("nms_batched_many", "NonMaxSuppression", [big.astype(np.float32), big_scores,
+                                                             ("const", i64(5000)), ("const", f32(0.5)),
+                                                             ("const", f32(0.05))], opset=11))
 
 # ---- RoiAlign ----
 xr = rand(2, 3, 12, 10, seed=9)
