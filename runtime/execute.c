@@ -111,13 +111,18 @@ netrun_status nr_host_value(netrun_session *s, int v) {
 static netrun_status run_dynamic_infer(netrun_session *s, nr_snode *sn, int dom) {
     nr_graph *g = s->model->ir->graph;
     const nr_node *nd = &g->nodes[sn->node];
-    for (int i = 0; i < nd->n_inputs; i++)
-        if (nd->inputs[i] >= 0) {
-            netrun_status st = nr_host_value(s, nd->inputs[i]);
-            if (st != NETRUN_OK) return st;
-        }
-    nr_gather_descs(s, sn, 1);
+    /* Most shapes need only the inputs' shapes: infer with the values that are already on the host. Only when the
+     * inference asks for a value that lives on a device (a Reshape's target computed there) are the device inputs
+     * copied back, which waits for the device: one synchronisation per such node, not one per run-time node. */
+    nr_gather_descs(s, sn, 2);
     netrun_status st = nr_infer_node(s, sn);
+    if (st == NR_STATUS_NEED_VALUE) {
+        nr_error_clear();
+        for (int i = 0; i < nd->n_inputs; i++)
+            if (nd->inputs[i] >= 0 && (st = nr_host_value(s, nd->inputs[i])) != NETRUN_OK) return st;
+        nr_gather_descs(s, sn, 1);
+        st = nr_infer_node(s, sn);
+    }
     if (st == NR_STATUS_NEED_VALUE) return nr_error(NETRUN_ERR_INTERNAL, "node '%s' (%s): a value its shape needs is still unknown at run time", nd->name, nd->op_type);
     if (st != NETRUN_OK) return st;
     for (int o = 0; o < nd->n_outputs; o++) {

@@ -360,8 +360,10 @@ void nr_gather_descs(netrun_session *s, nr_snode *sn, int with_host_values) {
             netrun_tensor t;
             nr_value_tensor(s, v, NR_HOST_DOMAIN, &t);
             d->const_data = t.data;
-        } else
+        } else if (with_host_values == 1)
             d->const_data = sv->host_copy;
+        else
+            continue; /* 2: host values only; a device one stays unknown */
         d->const_nbytes = sv->nbytes;
     }
     for (int o = 0; o < nd->n_outputs; o++) {

@@ -263,8 +263,9 @@ const char *nr_internal_op_layout(const nr_node *nd);
 netrun_status nr_session_prepare(netrun_session *s);
 void nr_session_unprepare(netrun_session *s);
 netrun_status nr_session_execute(netrun_session *s);
-/* A node's input/output descs from the current values (with_host_values: inputs readable on the host carry
- * their data, for inference at run time). */
+/* A node's input/output descs from the current values; with_host_values 1: inputs carry their data where it can be
+ * read on the host (host values in place, device ones through host_copy, which the caller refreshes); 2: host
+ * values only (device ones stay unknown: no copy needed). */
 void nr_gather_descs(netrun_session *s, nr_snode *sn, int with_host_values);
 /* Shape/dtype inference of one session node from its input descs; fills out_desc and params. */
 netrun_status nr_infer_node(netrun_session *s, nr_snode *sn);
