@@ -155,6 +155,10 @@ typedef struct netrun_profile_event {
     double duration_ms;      /* wall time; the backend is synchronised after each event while profiling */
     size_t bytes;            /* copies: bytes moved */
     int node;                /* kernels: index for netrun_session_node_info; copies: -1 */
+    /* ---- netrun 0.7 ---- */
+    int depth;               /* 0: a node of the session; 1: of a control-flow body it ran (If, Loop, Scan), named
+                              * "<node>/<branch or body>/<name>" (node -1), 2: of a body inside that, ... The node
+                              * of the body holds their time too: sums of depth 0 cover the run */
 } netrun_profile_event;
 
 /* One row of a backend's support matrix, as the plugin states it. */

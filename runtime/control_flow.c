@@ -208,10 +208,46 @@ static netrun_status feed_captures(netrun_session *s, netrun_session *sub) {
     return NETRUN_OK;
 }
 
-static netrun_status run_sub(netrun_session *sub) {
+/* While the enclosing session profiles, its body's run is profiled too and its events join the enclosing profile,
+ * named "<node>/<branch>/<name>" one level deeper (depth), so that --profile shows the time inside an If or a Loop
+ * node by node; the node's own event still holds the whole time. */
+static netrun_status copy_body_profile(netrun_session *s, netrun_session *sub, const nr_node *nd, const char *branch,
+                                       double sub_start) {
+    int n = netrun_session_profile_count(sub);
+    char text[512];
+    for (int k = 0; k < n; k++) {
+        netrun_profile_event ev;
+        if (netrun_session_profile_get(sub, k, &ev) != NETRUN_OK) continue;
+        snprintf(text, sizeof text, "%s/%s/%s", nd->name, branch, ev.name ? ev.name : "?");
+        const char *label = nr_profile_label(s, text), *op = nr_profile_label(s, ev.op_type ? ev.op_type : "?"),
+                   *be = nr_profile_label(s, ev.backend ? ev.backend : "?");
+        nr_prof_event *e = label && op && be ? nr_profile_push(s) : NULL;
+        if (!e) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory recording the profile");
+        e->snode = -1;
+        e->run = s->prof_runs;
+        e->start_ms = sub_start - s->prof_run_start + ev.start_ms;
+        e->duration_ms = ev.duration_ms;
+        e->bytes = ev.bytes;
+        e->label = label, e->op = op, e->backend = be;
+        e->depth = ev.depth + 1;
+        e->is_copy = ev.is_copy;
+    }
+    return NETRUN_OK;
+}
+
+static netrun_status run_sub_node(netrun_session *s, netrun_session *sub, const nr_node *nd, const char *branch) {
+    if (s->profiling) { /* this run's events only */
+        netrun_session_set_profiling(sub, 0);
+        netrun_session_set_profiling(sub, 1);
+    } else if (sub->profiling)
+        netrun_session_set_profiling(sub, 0);
+    double t0 = nr_now_ms();
     netrun_status st = netrun_session_run(sub);
-    if (st != NETRUN_OK) nr_error(st, "%s", netrun_session_error(sub));
-    return st;
+    if (st != NETRUN_OK) {
+        nr_error(st, "%s", netrun_session_error(sub));
+        return st;
+    }
+    return s->profiling ? copy_body_profile(s, sub, nd, branch, t0) : NETRUN_OK;
 }
 
 /* Allocate output `o` of the node in host memory with this shape. */
@@ -249,7 +285,9 @@ static netrun_status run_if(netrun_session *s, nr_snode *sn, const nr_node *nd) 
     if (!at || !at->sub_model) return nr_error(NETRUN_ERR_INVALID_MODEL, "If: missing %s", which ? "else_branch" : "then_branch");
     netrun_session *sub = NULL;
     if ((st = sub_session(s, sn, which, at, &sub)) != NETRUN_OK) return st;
-    if ((st = feed_captures(s, sub)) != NETRUN_OK || (st = run_sub(sub)) != NETRUN_OK) return st;
+    if ((st = feed_captures(s, sub)) != NETRUN_OK ||
+        (st = run_sub_node(s, sub, nd, which ? "else_branch" : "then_branch")) != NETRUN_OK)
+        return st;
     if (netrun_session_output_count(sub) < nd->n_outputs)
         return nr_error(NETRUN_ERR_INVALID_MODEL, "If: the branch has %d outputs, the node %d",
                         netrun_session_output_count(sub), nd->n_outputs);
@@ -385,7 +423,7 @@ static netrun_status run_loop(netrun_session *s, nr_snode *sn, const nr_node *nd
                                                carried[k].dims, carried[k].data, carried[k].nbytes)) != NETRUN_OK)
                 goto sub_error;
         if ((st = feed_captures(s, sub)) != NETRUN_OK) goto done;
-        if ((st = run_sub(sub)) != NETRUN_OK) goto done;
+        if ((st = run_sub_node(s, sub, nd, "body")) != NETRUN_OK) goto done;
         netrun_tensor_view out;
         if ((st = netrun_session_output(sub, 0, &out)) != NETRUN_OK) goto sub_error;
         if (out.dtype != NETRUN_DTYPE_BOOL || nr_shape_count(out.rank, out.dims) != 1) {
@@ -522,7 +560,7 @@ static netrun_status run_scan(netrun_session *s, nr_snode *sn, const nr_node *nd
                                                slices[k], t->nbytes / (size_t)len)) != NETRUN_OK)
                 goto sub_error;
         }
-        if ((st = feed_captures(s, sub)) != NETRUN_OK || (st = run_sub(sub)) != NETRUN_OK) goto done;
+        if ((st = feed_captures(s, sub)) != NETRUN_OK || (st = run_sub_node(s, sub, nd, "body")) != NETRUN_OK) goto done;
         netrun_tensor_view out;
         for (int k = 0; k < n_state; k++) {
             if ((st = netrun_session_output(sub, k, &out)) != NETRUN_OK) goto sub_error;

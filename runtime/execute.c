@@ -259,11 +259,26 @@ static netrun_status record_event(netrun_session *s, const nr_step *step, double
         if (st != NETRUN_OK) return st;
     }
     double t1 = nr_now_ms();
+    nr_prof_event *e = nr_profile_push(s);
+    if (!e) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory recording the profile");
+    memset(e, 0, sizeof *e);
+    e->snode = step->kind == NR_STEP_KERNEL ? step->snode : -1;
+    e->value = step->value;
+    e->from = step->from;
+    e->to = step->to;
+    e->run = s->prof_runs;
+    e->start_ms = t0 - run_start;
+    e->duration_ms = t1 - t0;
+    e->bytes = step->kind == NR_STEP_COPY ? s->values[step->value].nbytes : 0;
+    return NETRUN_OK;
+}
+
+nr_prof_event *nr_profile_push(netrun_session *s) {
     if (s->n_prof == s->cap_prof && s->cap_prof < s->prof_max) { /* grows only while nothing was dropped: head 0 */
         int nc = s->cap_prof ? (s->cap_prof > s->prof_max / 2 ? s->prof_max : s->cap_prof * 2) : 256;
         if (nc > s->prof_max) nc = s->prof_max;
         nr_prof_event *p = nr_realloc(s->prof, sizeof *p * (size_t)nc);
-        if (!p) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory recording the profile");
+        if (!p) return NULL;
         s->prof = p;
         s->cap_prof = nc;
     }
@@ -277,21 +292,30 @@ static netrun_status record_event(netrun_session *s, const nr_step *step, double
     }
     nr_prof_event *e = &s->prof[(s->prof_head + s->n_prof++) % s->cap_prof];
     memset(e, 0, sizeof *e);
-    e->snode = step->kind == NR_STEP_KERNEL ? step->snode : -1;
-    e->value = step->value;
-    e->from = step->from;
-    e->to = step->to;
-    e->run = s->prof_runs;
-    e->start_ms = t0 - run_start;
-    e->duration_ms = t1 - t0;
-    e->bytes = step->kind == NR_STEP_COPY ? s->values[step->value].nbytes : 0;
-    return NETRUN_OK;
+    return e;
+}
+
+const char *nr_profile_label(netrun_session *s, const char *text) {
+    for (nr_prof_label *l = s->prof_labels; l; l = l->next)
+        if (!strcmp(l->text, text)) return l->text;
+    size_t n = strlen(text) + 1;
+    nr_prof_label *l = nr_malloc(sizeof *l + n);
+    if (!l) return NULL;
+    memcpy(l->text, text, n);
+    l->next = s->prof_labels;
+    s->prof_labels = l;
+    return l->text;
 }
 
 #define NR_PROFILE_MAX_EVENTS 100000 /* about 5 MB of events */
 
 void nr_profile_clear(netrun_session *s) {
     s->n_prof = s->prof_head = 0;
+    while (s->prof_labels) {
+        nr_prof_label *next = s->prof_labels->next;
+        nr_free(s->prof_labels);
+        s->prof_labels = next;
+    }
     s->prof_runs = s->prof_dropped = 0;
     const char *v = nr_options_get(&s->opts, "profile.max_events"); /* checked when set: 1 .. INT64_MAX */
     long long max = v ? strtoll(v, NULL, 10) : NR_PROFILE_MAX_EVENTS;
@@ -445,6 +469,7 @@ netrun_status nr_session_execute(netrun_session *s) {
         }
     }
     double run_start = nr_now_ms();
+    s->prof_run_start = run_start;
     if (!s->segs_built) {
         netrun_status st = build_segments(s);
         if (st != NETRUN_OK) return st;

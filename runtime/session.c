@@ -445,7 +445,14 @@ static netrun_status impl_profile_get(netrun_session *s, int index, netrun_profi
     ev->duration_ms = p->duration_ms;
     ev->bytes = p->bytes;
     ev->node = p->snode;
-    if (p->snode >= 0) {
+    ev->depth = p->depth;
+    if (p->label) { /* inside a control-flow body */
+        ev->name = p->label;
+        ev->op_type = p->op;
+        ev->backend = p->backend;
+        ev->is_copy = p->is_copy;
+        ev->node = -1;
+    } else if (p->snode >= 0) {
         const nr_snode *sn = &s->snodes[p->snode];
         const nr_node *nd = &g->nodes[sn->node];
         ev->name = nd->name;

@@ -132,7 +132,16 @@ typedef struct nr_prof_event {
     uint64_t run;
     double start_ms, duration_ms;
     size_t bytes;
+    /* an event of a control-flow body's run (label set): names interned in the session (prof_labels) */
+    const char *label, *op, *backend;
+    int depth, is_copy;
 } nr_prof_event;
+
+/* A string kept for the profile's lifetime (cleared with it): the names of events inside control-flow bodies. */
+typedef struct nr_prof_label {
+    struct nr_prof_label *next;
+    char text[];
+} nr_prof_label;
 
 #define NR_SLOT_FOLDED (-1)        /* computed at prepare */
 #define NR_SLOT_RUNTIME (-3)       /* run by the runtime itself (control flow) */
@@ -219,6 +228,8 @@ struct netrun_session {
     int prof_head, prof_max;
     uint64_t prof_dropped;
     uint64_t prof_runs;
+    double prof_run_start;         /* when the current run started (nr_now_ms): bodies' events are placed from it */
+    nr_prof_label *prof_labels;
     char prof_backend[64];         /* scratch for copy event names ("host->cuda") */
     netrun_tensor_info *in_info, *out_info; /* session view of the io (dims filled in) */
     int64_t (*io_dims)[NETRUN_MAX_RANK];
@@ -298,6 +309,10 @@ void *nr_host_alloc(netrun_session *s, size_t bytes, const char *what);
 void nr_host_free(netrun_session *s, void *p, size_t bytes);
 /* Forget the recorded profile events (profiling switched on, or the plan they refer to is gone). */
 void nr_profile_clear(netrun_session *s);
+/* A new event at the end of the profile ring (the oldest run's dropped when full); NULL: out of memory. */
+nr_prof_event *nr_profile_push(netrun_session *s);
+/* text kept until the profile is cleared, one copy per distinct text; NULL: out of memory */
+const char *nr_profile_label(netrun_session *s, const char *text);
 /* Refresh stats.device_peak_bytes from the device backends (memory_info). */
 void nr_exec_memory_stats(netrun_session *s);
 

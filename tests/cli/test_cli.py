@@ -719,6 +719,35 @@ def check_trace(path, n_nodes, runs, expect_copies):
     return tr
 
 
+def t_profile_control_flow():
+    """--profile shows the nodes inside an If's branch (named node/branch/name, one level deeper in the JSON), and
+    the sums count them once (inside the If's own time)."""
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["t"], name="relu_in_then"),
+                                helper.make_node("Neg", ["t"], ["y_then"], name="neg_in_then")], "then_branch", [],
+                               [helper.make_tensor_value_info("y_then", TensorProto.FLOAT, ["n"])])
+    else_g = helper.make_graph([helper.make_node("Abs", ["x"], ["y_else"], name="abs_in_else")], "else_branch", [],
+                               [helper.make_tensor_value_info("y_else", TensorProto.FLOAT, ["n"])])
+    nodes = [helper.make_node("ReduceSum", ["x"], ["s"], name="sum", keepdims=0),
+             helper.make_node("Greater", ["s", "zero"], ["c"], name="positive"),
+             helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then_g, else_branch=else_g)]
+    m = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n"])],
+                   [numpy_helper.from_array(np.array(-1e9, np.float32), "zero")])
+    model = save_model(m, "if_profile.onnx")
+    r = run([model, "--backend", "cpu", "--profile", "--iterations", "3", "--json", "-"])
+    expect_rc(r, 0, "--profile on an If")
+    p = json.loads(r.stdout)["profile"]
+    rows = {n["name"]: n for n in p["nodes"]}
+    check("branch/then_branch/relu_in_then" in rows and "branch/then_branch/neg_in_then" in rows,
+          f"the then-branch's nodes are not in the profile: {sorted(rows)}")
+    check(rows["branch/then_branch/relu_in_then"]["depth"] == 1 and rows["branch"]["depth"] == 0,
+          f"depths {[(n['name'], n['depth']) for n in p['nodes']]}")
+    top = sum(n["mean_ms"] for n in p["nodes"] if n["depth"] == 0)
+    check(abs(top - p["event_ms_per_run"]) <= 1e-6 + 1e-3 * top,
+          f"event sum {p['event_ms_per_run']} is not the depth-0 rows' {top}")
+    check(not any(o["op"] == "Neg" for o in p["by_op"]), f"a body's op in by_op: {p['by_op']}")
+
+
 def t_profile_json():
     model, _ = mlp_model()
     tf = os.path.join(WORK, "trace.json")
@@ -997,6 +1026,7 @@ SCENARIOS = {
     "crash_report": t_crash_report,
     "profile": t_profile,
     "profile_json": t_profile_json,
+    "profile_control_flow": t_profile_control_flow,
     "support_matrix": t_support_matrix,
     "explain": t_explain,
     "dot": t_dot,

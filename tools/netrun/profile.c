@@ -13,6 +13,7 @@ typedef struct prof_row {
     char backend_buf[64]; /* copies: the direction text is rebuilt per event by the library */
     size_t workspace, bytes;
     int is_copy;
+    int depth;            /* 0: a node of the model; 1+: inside a control-flow body (its node's time holds it) */
     double total_ms;      /* over all profiled runs */
     long count;
 } prof_row;
@@ -97,7 +98,8 @@ static int prof_collect(netrun_session *s, const cli_profile_runs *runs, prof_da
             if (runs && ev.run < (uint64_t)runs->n)
                 d->wall_ms += runs->wall_ms[ev.run];
         }
-        d->event_ms += ev.duration_ms;
+        if (ev.depth == 0) /* a body's events are inside its node's: counted once */
+            d->event_ms += ev.duration_ms;
         prof_row *r = NULL;
         if (ev.is_copy) {
             for (int k = nodes; k < d->n_rows && !r; k++)
@@ -109,6 +111,7 @@ static int prof_collect(netrun_session *s, const cli_profile_runs *runs, prof_da
                 r->name = ev.name;
                 r->op = "Copy";
                 r->is_copy = 1;
+                r->depth = ev.depth;
                 r->bytes = ev.bytes;
                 snprintf(r->backend_buf, sizeof(r->backend_buf), "%s", ev.backend ? ev.backend : "?");
             }
@@ -125,6 +128,7 @@ static int prof_collect(netrun_session *s, const cli_profile_runs *runs, prof_da
                         goto oom;
                     r->name = ev.name;
                     r->op = ev.op_type;
+                    r->depth = ev.depth;
                     snprintf(r->backend_buf, sizeof(r->backend_buf), "%s", ev.backend ? ev.backend : "?");
                 }
             }
@@ -161,8 +165,8 @@ static int group_rows(const prof_data *d, int by_backend, prof_group **out)
     int n = 0;
     for (int i = 0; i < d->n_rows; i++) {
         const prof_row *r = &d->rows[i];
-        if (!r->count)
-            continue; /* folded to a constant, or never run */
+        if (!r->count || r->depth > 0)
+            continue; /* folded to a constant, or never run; a body's rows are inside their control-flow node's */
         const char *key = by_backend ? (r->is_copy ? "copy" : row_backend(r)) : r->op;
         if (!key)
             key = "?";
@@ -316,6 +320,7 @@ void cli_profile_json(cli_json *j, netrun_session *s, const cli_profile_runs *ru
         json_string(j, "op", r->op);
         json_string(j, "backend", row_backend(r));
         json_bool(j, "is_copy", r->is_copy);
+        json_int(j, "depth", r->depth);
         if (r->is_copy)
             json_uint(j, "bytes", r->bytes);
         else
