@@ -315,7 +315,8 @@ class ProfileEvent(NamedTuple):
     start_ms: float
     duration_ms: float
     bytes: int             # copies: bytes moved
-    node: int              # kernels: index in Session.placement; copies: -1
+    node: int              # kernels: index in Session.placement; copies and control-flow bodies' nodes: -1
+    depth: int = 0         # 0: a node of the model; 1: inside a control-flow body ("If_3/then_branch/Relu_1")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -664,7 +665,8 @@ class Session:
             for i in range(lib.netrun_session_profile_count(ptr)):
                 _check(lib.netrun_session_profile_get(ptr, i, C.byref(e)))
                 events.append(ProfileEvent(_capi.text(e.name), _capi.text(e.op_type), _capi.text(e.backend),
-                                           bool(e.is_copy), e.run, e.start_ms, e.duration_ms, e.bytes, e.node))
+                                           bool(e.is_copy), e.run, e.start_ms, e.duration_ms, e.bytes, e.node,
+                                           e.depth))
             return events
 
 

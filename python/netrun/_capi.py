@@ -30,7 +30,7 @@ class NodeInfo(C.Structure):
 class ProfileEvent(C.Structure):
     _fields_ = [("name", c_str), ("op_type", c_str), ("backend", c_str), ("is_copy", C.c_int),
                 ("run", C.c_uint64), ("start_ms", C.c_double), ("duration_ms", C.c_double),
-                ("bytes", C.c_size_t), ("node", C.c_int)]
+                ("bytes", C.c_size_t), ("node", C.c_int), ("depth", C.c_int)]
 
 
 class OpSupportInfo(C.Structure):
