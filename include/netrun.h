@@ -402,6 +402,12 @@ NETRUN_API netrun_status netrun_session_set_dim(netrun_session *session, const c
 NETRUN_API netrun_status netrun_session_set_input(netrun_session *session, const char *name, netrun_dtype dtype,
                                                   int rank, const int64_t *dims, const void *data,
                                                   size_t nbytes);
+/* Like netrun_session_set_input, but the runs read the caller's host memory in place (no copy) when data is aligned
+ * to its element size (a pointer that is not is copied, as set_input does). The memory must stay valid, and hold
+ * the input, until the input is set or bound again or the session is destroyed; changing it between runs changes
+ * the input. A device backend still copies it to the device on each run. */
+NETRUN_API netrun_status netrun_session_bind_input(netrun_session *session, const char *name, netrun_dtype dtype,
+                                                   int rank, const int64_t *dims, const void *data, size_t nbytes);
 /* Explicit initialisation: shape inference, placement, memory plan, backend init, algorithm choice,
  * weight upload. Optional: the first run does it when needed. */
 NETRUN_API netrun_status netrun_session_prepare(netrun_session *session);

@@ -162,6 +162,11 @@ static void free_buffer(netrun_session *s, int domain, void *buf) {
 }
 
 void nr_input_free_data(netrun_session *s, nr_input *in) {
+    if (in->external) { /* the caller's memory */
+        in->data = NULL;
+        in->external = 0;
+        return;
+    }
     if (in->data) nr_host_unreserve(s, in->cap);
     if (in->pinned_by) {
         nr_slot *sl = &s->slots[in->pinned_by - 1];

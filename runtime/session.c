@@ -1,4 +1,5 @@
 /* The session API: create, inputs, run, outputs, placement and stats. Prepare and execute live apart. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,7 +166,7 @@ oom:
 }
 
 static netrun_status impl_set_input(netrun_session *s, const char *name, netrun_dtype dtype, int rank,
-                                       const int64_t *dims, const void *data, size_t nbytes) {
+                                       const int64_t *dims, const void *data, size_t nbytes, int bind) {
     if (!s || !name) return arg_error(s, "%s: NULL session or name", "netrun_session_set_input");
     nr_graph *g = s->model->ir->graph;
     int index = -1;
@@ -251,7 +252,14 @@ static netrun_status impl_set_input(netrun_session *s, const char *name, netrun_
             v = &g->values[g->inputs[index]];
         }
     }
-    if (need > in->cap || !in->data) { /* never NULL, even for empty tensors: a zero-size value is known */
+    /* read in place: no copy, nothing charged to the budget. Kernels read activations with unaligned vector loads
+     * (aligned ones only on their own packed weights), so the element's alignment is all that is asked. */
+    if (bind && need && !((uintptr_t)data % esize)) {
+        nr_input_free_data(s, in);
+        in->data = (void *)data;
+        in->cap = 0;
+        in->external = 1;
+    } else if (need > in->cap || !in->data) { /* never NULL, even for empty tensors: a zero-size value is known */
         nr_input_free_data(s, in); /* first: the old copy does not count against the budget for the new one */
         in->cap = 0;
         in->set = 0;
@@ -262,7 +270,7 @@ static netrun_status impl_set_input(netrun_session *s, const char *name, netrun_
         in->data = p;
         in->cap = need ? need : 1;
     }
-    if (need) memcpy(in->data, data, need);
+    if (need && !in->external) memcpy(in->data, data, need);
     in->nbytes = need;
     if (new_dtype && s->prepared) nr_session_unprepare(s);
     in->dtype = dtype;
@@ -617,7 +625,11 @@ netrun_status netrun_session_set_dim(netrun_session *s, const char *name, int64_
 }
 netrun_status netrun_session_set_input(netrun_session *s, const char *name, netrun_dtype dtype, int rank,
                                        const int64_t *dims, const void *data, size_t nbytes) {
-    GUARDED("netrun_session_set_input", impl_set_input(s, name, dtype, rank, dims, data, nbytes));
+    GUARDED("netrun_session_set_input", impl_set_input(s, name, dtype, rank, dims, data, nbytes, 0));
+}
+netrun_status netrun_session_bind_input(netrun_session *s, const char *name, netrun_dtype dtype, int rank,
+                                        const int64_t *dims, const void *data, size_t nbytes) {
+    GUARDED("netrun_session_bind_input", impl_set_input(s, name, dtype, rank, dims, data, nbytes, 1));
 }
 netrun_status netrun_session_prepare(netrun_session *s) { GUARDED("netrun_session_prepare", impl_prepare(s)); }
 netrun_status netrun_session_run(netrun_session *s) { GUARDED("netrun_session_run", impl_run(s)); }

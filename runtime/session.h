@@ -166,6 +166,7 @@ typedef struct nr_input {
     void *data;                    /* session-owned host copy */
     size_t nbytes, cap;
     int pinned_by;                 /* 1 + the slot whose host_alloc gave data (page-locked while prepared); 0: none */
+    int external;                  /* data is the caller's (netrun_session_bind_input): never freed, cap 0 */
     int set;
     netrun_dtype dtype;
     int rank;

@@ -69,6 +69,7 @@ static PyTypeObject OutputBufferType = {
 typedef struct {
     PyObject_HEAD
     netrun_session *s;
+    PyObject *bound; /* input name -> the array the session reads in place (netrun_session_bind_input) */
 } SessionHandle;
 
 static PyObject *handle_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
@@ -89,6 +90,7 @@ static void handle_dealloc(PyObject *self) {
         Py_BEGIN_ALLOW_THREADS netrun_session_destroy(s);
         Py_END_ALLOW_THREADS
     }
+    Py_CLEAR(h->bound); /* after the session: it no longer reads them */
     Py_TYPE(self)->tp_free(self);
 }
 
@@ -223,10 +225,15 @@ static PyObject *handle_run(PyObject *self, PyObject *args) {
         got++;
     }
     netrun_status st = NETRUN_OK;
+    /* bound, not copied: the session reads the arrays in place (the C library copies those not 64-byte aligned);
+     * each stays referenced, by input name, until that input is bound again or the session goes */
+    if (!h->bound && !(h->bound = PyDict_New())) goto done;
+    for (Py_ssize_t i = 0; i < got; i++)
+        if (PyDict_SetItem(h->bound, fs[i].key, fs[i].array) < 0) goto done;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < got && st == NETRUN_OK; i++)
-        st = netrun_session_set_input(h->s, fs[i].name, (netrun_dtype)fs[i].dtype, fs[i].rank, fs[i].dims,
-                                      fs[i].buf.buf, (size_t)fs[i].buf.len);
+        st = netrun_session_bind_input(h->s, fs[i].name, (netrun_dtype)fs[i].dtype, fs[i].rank, fs[i].dims,
+                                       fs[i].buf.buf, (size_t)fs[i].buf.len);
     if (st == NETRUN_OK) st = netrun_session_run(h->s);
     Py_END_ALLOW_THREADS
     if (st != NETRUN_OK) {

@@ -255,3 +255,22 @@ def test_activity_and_allow_fallback(add_model):
         assert s.activity.startswith("idle")  # with the last node it ran
     with pytest.raises(netrun.StateError, match="closed"):
         s.activity
+
+
+def test_inputs_are_read_in_place():
+    """A C-contiguous array of the input's dtype is bound, not copied: the session's host memory (the host budget's
+    count) holds the output but not a second copy of a 16 MiB input; the array stays referenced, so it may go."""
+    from conftest import make_model, vi
+    from onnx import TensorProto, helper
+    n = 4 << 20
+    model = make_model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", TensorProto.FLOAT, [n])],
+                       [vi("y", TensorProto.FLOAT, [n])])
+    with netrun.Session(model, backends="cpu", threads=1) as s:
+        x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+        y = s.run({"x": x})[0]
+        assert np.array_equal(y, np.maximum(x, 0))
+        peak = s.stats.host_peak_bytes
+        assert peak < 1.5 * x.nbytes, f"host peak {peak} bytes: the {x.nbytes}-byte input was copied"
+        del x  # the session keeps what it reads alive
+        y2 = s.run({"x": np.ones(n, np.float32)})[0]
+        assert y2[0] == 1.0 and y2[-1] == 1.0
