@@ -115,6 +115,34 @@ static int enum_has(const char *list, const char *v) {
 
 static void list_keys(const netrun_option_spec *t, const char *group, char *buf, size_t size);
 
+/* A value against what its key's row says it takes. The runtime's integers are counts (positive); a backend's are
+ * any decimal integer here, their ranges being the backend's to check. */
+static netrun_status spec_check_value(const netrun_option_spec *t, const char *value, int runtime) {
+    size_t bytes;
+    int ok = 1;
+    const char *says = "";
+    char *end = NULL;
+    switch (t->kind) {
+    case NETRUN_OPTION_BOOL: ok = !strcmp(value, "0") || !strcmp(value, "1"), says = "0 or 1"; break;
+    case NETRUN_OPTION_INT:
+        if (runtime) ok = positive(value, INT64_MAX), says = "a positive integer";
+        else errno = 0, (void)strtoll(value, &end, 10), ok = *value && !*end && !errno, says = "an integer";
+        break;
+    case NETRUN_OPTION_SIZE: ok = nr_parse_bytes(value, &bytes), says = "a number of bytes (e.g. 65536 or 64K)"; break;
+    case NETRUN_OPTION_ENUM: ok = enum_has(t->values, value), says = t->values; break;
+    case NETRUN_OPTION_DOUBLE: (void)strtod(value, &end), ok = *value && !*end, says = "a number"; break;
+    default: /* free text; the runtime's two texts of several forms */
+        if (runtime && !strcmp(t->key, "run.micro_batch"))
+            ok = !strcmp(value, "auto") || !strcmp(value, "0") || positive(value, INT32_MAX),
+            says = "auto, 0 (off) or a number of images per run";
+        else if (runtime && !strcmp(t->key, "limits.host_memory"))
+            ok = !strcmp(value, "auto") || !strcmp(value, "none") || (nr_parse_bytes(value, &bytes) && bytes > 0),
+            says = "auto, none or a size in bytes (e.g. 512M, 4G)";
+    }
+    if (ok) return NETRUN_OK;
+    return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "option %s: '%s' is not %s", t->key, value, says);
+}
+
 netrun_status nr_option_check_value(const char *key, const char *value) {
     char group[64];
     const char *dot = strrchr(key, '.');
@@ -123,29 +151,8 @@ netrun_status nr_option_check_value(const char *key, const char *value) {
         return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "option %s: '%s' is not 0 or 1", key, value);
     }
     if (!key_group(key, group, sizeof group) || !runtime_group(group)) return NETRUN_OK; /* a backend's key */
-    for (const netrun_option_spec *t = runtime_options; t->key; t++) {
-        if (strcmp(t->key, key)) continue;
-        size_t bytes;
-        int ok = 0;
-        const char *says = "";
-        switch (t->kind) {
-        case NETRUN_OPTION_BOOL: ok = !strcmp(value, "0") || !strcmp(value, "1"), says = "0 or 1"; break;
-        case NETRUN_OPTION_INT: ok = positive(value, INT64_MAX), says = "a positive integer"; break;
-        case NETRUN_OPTION_SIZE: ok = nr_parse_bytes(value, &bytes), says = "a number of bytes (e.g. 65536 or 64K)"; break;
-        case NETRUN_OPTION_ENUM: ok = enum_has(t->values, value), says = t->values; break;
-        default: /* the two texts of several forms */
-            if (!strcmp(key, "run.micro_batch"))
-                ok = !strcmp(value, "auto") || !strcmp(value, "0") || positive(value, INT32_MAX),
-                says = "auto, 0 (off) or a number of images per run";
-            else if (!strcmp(key, "limits.host_memory"))
-                ok = !strcmp(value, "auto") || !strcmp(value, "none") || (nr_parse_bytes(value, &bytes) && bytes > 0),
-                says = "auto, none or a size in bytes (e.g. 512M, 4G)";
-            else
-                ok = 1;
-        }
-        if (ok) return NETRUN_OK;
-        return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "option %s: '%s' is not %s", key, value, says);
-    }
+    for (const netrun_option_spec *t = runtime_options; t->key; t++)
+        if (!strcmp(t->key, key)) return spec_check_value(t, value, 1);
     /* a runtime group's key that is not listed: a typo must not leave a limit unset */
     suggestion sg = {NULL, 99};
     consider_table(&sg, key, runtime_options);
@@ -218,7 +225,14 @@ netrun_status nr_options_check_keys(netrun_session *s) {
             const netrun_backend_api *api = s->slots[k].api;
             const netrun_option_spec *t = declared_options(api);
             if (!t) continue; /* a plugin older than ABI 1.8: its keys are its business */
-            if (listed(t, key)) continue;
+            const netrun_option_spec *row = NULL;
+            for (const netrun_option_spec *r = t; r->key && !row; r++)
+                if (!strcmp(r->key, key)) row = r;
+            if (row) {
+                netrun_status vst = spec_check_value(row, o->values[i], 0);
+                if (vst != NETRUN_OK) return vst;
+                continue;
+            }
             if (!strcmp(key + strlen(group), ".graphs") && NR_API_HAS(api, graph_capture_begin)) continue;
             did_you_mean(s, key, hint, sizeof hint);
             list_keys(t, group, keys, sizeof keys);

@@ -139,19 +139,6 @@ static netrun_status cpu_context_create(const netrun_backend_config *config, net
     /* cpu.wino_min_tiles: Winograd tiles a thread below which a big-weight 3x3 runs direct (conv.c, want_cdir) */
     int watch = 1;
     long spin_us = 2000, min_tiles = 16;
-    /* the on/off switches the kernels read later (each 1 by default, but cpu.dnnl_swish): checked here, so that
-     * a bad value is an error naming the option rather than a silent choice */
-    static const char *const switches[] = {"cpu.conv1x1_bb", "cpu.conv1x1_blk", "cpu.conv1x1_plain", "cpu.conv1x1_yp2",
-                                           "cpu.conv_gemv", "cpu.conv_s2", "cpu.conv_wino", "cpu.dnnl_images",
-                                           "cpu.dnnl_swish", "cpu.dw_split", "cpu.dw_tiled", "cpu.nchwc",
-                                           "cpu.pool_avx512", "cpu.se_fold"};
-    for (size_t i = 0; i < sizeof switches / sizeof switches[0]; i++) {
-        int on;
-        if (!flag_option(config, switches[i], &on)) {
-            cpu_host->free(ctx);
-            return NETRUN_ERR_INVALID_ARGUMENT;
-        }
-    }
     if (!int_option(config, "cpu.spin_us", 0, 1000000, 2000, "microseconds", &spin_us) ||
         !int_option(config, "cpu.wino_min_tiles", 0, 1 << 20, 16, "tiles", &min_tiles) ||
         !flag_option(config, "cpu.winograd", &ctx->winograd) || !flag_option(config, "cpu.spin_watch", &watch)) {

@@ -556,7 +556,9 @@ static netrun_status lrn_run(cpu_context *ctx, void *state, const netrun_kernel_
     if (total < 0) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "LRN: X too large");
     if (total == 0) return NETRUN_OK;
     lrn_job j = {X->dtype, X->data, args->outputs[0].data, X->dims[1], total / (X->dims[0] * X->dims[1]), *p};
-    int64_t work = j.plane * p->size;
+    /* the window never spans more than the channels; size itself may be any positive int64 */
+    int64_t work = j.plane * (p->size < j.ch ? p->size : j.ch);
+    if (work < 1) work = 1;
     cpu_parallel_for(ctx, X->dims[0] * X->dims[1], work >= 4096 ? 1 : 4096 / work + 1, lrn_range, &j);
     return NETRUN_OK;
 }

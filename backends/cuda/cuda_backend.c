@@ -257,13 +257,6 @@ static netrun_status read_options(cuda_context *ctx, const netrun_backend_config
     if (v && !strcmp(v, "timed")) ctx->algo_search = CUDA_ALGO_TIMED;
     else if (v && strcmp(v, "heuristic"))
         return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda.algo_search: '%s' is not heuristic or timed", v);
-    /* on/off switches (some read later by the kernels): a value that is not 0 or 1 is an error naming it */
-    static const char *const switches[] = {"cuda.pinned", "cuda.fp16_regions", "cuda.fp16_lt", "cuda.fp16_dw"};
-    for (size_t i = 0; i < sizeof switches / sizeof switches[0]; i++) {
-        v = get_opt(c, switches[i]);
-        if (v && strcmp(v, "0") && strcmp(v, "1"))
-            return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: '%s' is not 0 or 1", switches[i], v);
-    }
     v = get_opt(c, "cuda.pinned");
     ctx->pinned = !v || strcmp(v, "0") != 0;
     ctx->fail_alloc_after = -1;

@@ -597,8 +597,26 @@ def valid_round_two():
     functions = fn_model([helper.make_node("Combo", ["x"], ["y1"], domain="local", name="first", beta=0.5),
                           helper.make_node("Combo", ["y1"], ["y"], domain="local", name="second", beta=0.25)],
                          [scale_relu, combo], [vi("x", [2, 3])], [vi("y", [2, 3])])
+    # LRN's size is any positive int64; a window wider than the channels covers them all (found by the fuzzer:
+    # size 2^62 overflowed the kernel's work estimate)
+    lrn = model([helper.make_node("LRN", ["x"], ["y"], name="wide_lrn", size=1 << 62, alpha=1e18, bias=2.0)],
+                [vi("x", [1, 3, 2, 2])], [vi("y", [1, 3, 2, 2])])
     return {"default_input": (default_input, np.array([10.0, 20.0, 30.0], np.float32)),
-            "functions_nested": (functions, np.array([[1, -2, 3], [-4, 5, -6]], np.float32))}
+            "functions_nested": (functions, np.array([[1, -2, 3], [-4, 5, -6]], np.float32)),
+            "lrn_size_huge": (lrn, np.arange(-6, 6, dtype=np.float32).reshape(1, 3, 2, 2) / 4)}
+
+
+def reference_output(name, m, x):
+    """The expected output: numpy's LRN for the wide window (every channel in it), onnxruntime's otherwise."""
+    if name == "lrn_size_huge":
+        xd = x.astype(np.float64)
+        sq = (xd * xd).sum(axis=1, keepdims=True)
+        return (xd / (2.0 + 1e18 / float(1 << 62) * sq) ** 0.75).astype(np.float32)
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return sess.run(None, {"x": x})[0]
 
 
 def hang_cases():
@@ -660,15 +678,11 @@ def main():
                 [vi("x", ["n", 3])], [vi("y", ["n", 3]), vi("z", ["n", 3])])
     with open(os.path.join(valid_dir, "relu_add_dynamic.onnx"), "wb") as f:
         f.write(api.SerializeToString())
-    for name, (m, x) in valid_round_two().items():  # with their input and onnxruntime's output
+    for name, (m, x) in valid_round_two().items():  # with their input and expected output
         with open(os.path.join(valid_dir, name + ".onnx"), "wb") as f:
             f.write(m.SerializeToString())
-        import onnxruntime as ort
-        so = ort.SessionOptions()
-        so.log_severity_level = 3
-        sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
         np.save(os.path.join(valid_dir, name + "_x.npy"), x)
-        np.save(os.path.join(valid_dir, name + "_y.npy"), sess.run(None, {"x": x})[0])
+        np.save(os.path.join(valid_dir, name + "_y.npy"), reference_output(name, m, x))
     if a.hang_cases:  # the same cases as they are, for running without the lowered cap
         os.makedirs(a.hang_cases, exist_ok=True)
         for name, m in hang_cases().items():
