@@ -200,9 +200,9 @@ typedef struct netrun_kernel netrun_kernel;
  * params). Kernels are not part of it: any backend, this plugin or another, runs the op by answering supports()
  * and kernel_create for it and reading the same blob (node->params, kernel_args->params), so the layout of
  * params is the definer's published contract. Rules the loader enforces:
- *   - an op of netrun's own (a domain and op it defines, at an overlapping opset range) cannot be redefined: the
- *     plugin is then listed as unavailable, naming the op. Defining a version range netrun lacks is allowed
- *     (onnxruntime's ai.onnx LayerNormalization of opsets 1 to 16, say).
+ *   - an op netrun defines itself (its domain and name, at any opset) cannot be redefined: the plugin is then
+ *     listed as unavailable, naming the op. (Backends recognise netrun's ops by name and read their params as
+ *     netrun's; a plugin may of course run them, as any backend does.)
  *   - two plugins defining the same op at overlapping opsets: a model that uses it fails to load, naming both.
  *   - struct_size is checked per row (the rows are pointed to, so rows of another minor are read safely). */
 enum {

@@ -218,13 +218,10 @@ static netrun_status parse_nodes(netrun_model *m) {
         nr_node *nd = &g->nodes[n];
         if (nd->opset <= 0) nd->opset = (int)nr_model_opset(m->ir, nd->domain); /* a function body keeps its own */
         nd->layer = nr_layer_find(nd->domain, nd->op_type);
-        if (!nd->layer || (nd->opset > 0 && nd->opset < nd->layer->min_opset)) {
-            /* an op (or opset) netrun lacks: a plugin may define it (ABI 1.9) */
-            const nr_layer *pl = NULL;
-            netrun_status ps = nr_plugin_op_find(nd->domain, nd->op_type, nd->opset, &pl);
-            if (ps == NETRUN_OK && pl) ps = nr_plugin_op_check_node(pl, nd, m->source);
+        if (!nd->layer) { /* an op netrun lacks: a plugin may define it (ABI 1.9) */
+            netrun_status ps = nr_plugin_op_find(nd->domain, nd->op_type, nd->opset, &nd->layer);
+            if (ps == NETRUN_OK && nd->layer) ps = nr_plugin_op_check_node(nd->layer, nd, m->source);
             if (ps != NETRUN_OK) return ps;
-            if (pl) nd->layer = pl;
         }
         if (!nd->layer) continue; /* reported at prepare */
         /* inputs and outputs the op's schema requires must be there before any layer or kernel reads or writes

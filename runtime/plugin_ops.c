@@ -62,14 +62,11 @@ char *nr_plugin_ops_check(const netrun_backend_api *api) {
             snprintf(buf, sizeof buf, "op_defs[%d] (%s.%s) %s", i, dom, op ? op : "?", bad);
             return nr_strdup(buf);
         }
-        const nr_layer *core = nr_layer_find(d->domain, op);
-        if (core && ranges_overlap(d->since_version, d->until_version, core->min_opset, 0)) {
-            char range[48];
-            if (d->until_version) snprintf(range, sizeof range, "opsets %d to %d", d->since_version, d->until_version);
-            else snprintf(range, sizeof range, "from opset %d", d->since_version);
-            snprintf(buf, sizeof buf, "defines op %s.%s (%s), which netrun defines itself from opset %d: a plugin "
-                     "may not redefine netrun's ops (it may run them, or define opsets netrun lacks)", dom, op, range,
-                     core->min_opset);
+        /* by name, whatever the opsets: backends recognise netrun's ops by (domain, op) and read their params as
+         * netrun's, so a plugin's params under one of those names would be misread */
+        if (nr_layer_find(d->domain, op)) {
+            snprintf(buf, sizeof buf, "defines op %s.%s, which netrun defines itself: a plugin may not redefine "
+                     "netrun's ops (it may run them)", dom, op);
             return nr_strdup(buf);
         }
         for (int j = 0; j < i; j++) /* one plugin defining an op twice over the same versions is a plugin bug */
