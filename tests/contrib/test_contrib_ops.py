@@ -24,7 +24,7 @@ import cases_contrib  # noqa: E402
 
 def placed_on_contrib(netrun, model_path):
     r = subprocess.run([netrun, model_path, "--explain", "--backend", "cpu"], capture_output=True, text=True, timeout=120)
-    return r.returncode == 0 and " contrib " in r.stdout, (r.stdout + r.stderr)[-400:]
+    return r.returncode == 0 and "-> contrib" in r.stdout, (r.stdout + r.stderr)[-400:]
 
 
 def run_case(case, netrun, workdir):
