@@ -13,7 +13,7 @@ void nrc_store(void *p, int f16, size_t i, float v) {
     else ((float *)p)[i] = v;
 }
 
-static float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * (float)M_SQRT1_2)); }
+static float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 
 /* the tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
 static float gelu_tanh(float x) {

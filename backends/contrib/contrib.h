@@ -16,7 +16,7 @@ extern const netrun_host_api *nrc_host;
 typedef enum nrc_op {
     NRC_GELU, NRC_FAST_GELU, NRC_BIAS_GELU, NRC_QUICK_GELU, NRC_BIAS_ADD,
     NRC_LAYER_NORM, NRC_SIMPLIFIED_LAYER_NORM, NRC_SKIP_LAYER_NORM, NRC_SKIP_SIMPLIFIED_LAYER_NORM,
-    NRC_FUSED_MATMUL, NRC_OP_COUNT
+    NRC_FUSED_MATMUL, NRC_ATTENTION, NRC_OP_COUNT
 } nrc_op;
 
 /* contrib_defs.c: the definitions (ended by NULL) and which op a node is (-1: none of ours). */
@@ -30,6 +30,8 @@ void nrc_store(void *p, int f16, size_t i, float v);
 /* Kernels (host memory). scratch: kernel-owned float memory grown on demand (*scratch_n floats). */
 netrun_status nrc_run_activation(nrc_op op, const void *params, const netrun_kernel_args *a);
 netrun_status nrc_run_norm(nrc_op op, const nrc_norm_params *p, const netrun_kernel_args *a);
+netrun_status nrc_run_attention(const nrc_attention_params *p, const netrun_kernel_args *a, float **scratch,
+                                size_t *scratch_n);
 netrun_status nrc_run_fused_matmul(const nrc_fused_matmul_params *p, const netrun_kernel_args *a, float **scratch,
                                    size_t *scratch_n);
 

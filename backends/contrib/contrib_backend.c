@@ -1,7 +1,7 @@
 /*
  * contrib_backend.c — the contrib plugin: onnxruntime's contrib ops, which its transformer optimizer writes into
  * models: com.microsoft Gelu, FastGelu, BiasGelu, QuickGelu, BiasAdd, SkipLayerNormalization,
- * SkipSimplifiedLayerNormalization, LayerNormalization, SimplifiedLayerNormalization and FusedMatMul, and
+ * SkipSimplifiedLayerNormalization, LayerNormalization, SimplifiedLayerNormalization, FusedMatMul and Attention, and
  * onnxruntime's ai.onnx SimplifiedLayerNormalization. It defines the ops (ABI 1.9 op_defs, contrib_defs.c) and
  * runs them on host memory (activation.c, norm.c, fused_matmul.c).
  *
@@ -29,6 +29,7 @@ static const netrun_op_support op_table[] = {
     {NRC_MS, "LayerNormalization", F32_F16, "scale and bias: one value per normalized element; stash_type 1"},
     {NRC_MS, "SimplifiedLayerNormalization", F32_F16, "scale: one value per normalized element; stash_type 1"},
     {NRC_MS, "FusedMatMul", F32_F16, "transA/B, transBatchA/B, alpha"},
+    {NRC_MS, "Attention", F32_F16, "no past/present, attention_bias or rotary; mask_index (B), (2B), (B, T), (B, S, T)"},
     {"", "SimplifiedLayerNormalization", F32_F16, "onnxruntime's RMS norm"},
 };
 
@@ -47,8 +48,21 @@ static int contrib_supports(const netrun_backend_config *config, const netrun_no
         snprintf(reason, reason_size, "contrib runs onnxruntime's contrib ops only");
         return 0;
     }
+    if (op == NRC_ATTENTION) { /* what attention.c leaves out */
+        const nrc_attention_params *p = node->params;
+        const netrun_value_desc *m = node->n_inputs > 3 ? &node->inputs[3] : NULL;
+        const char *why = p->do_rotary ? "do_rotary"
+                        : node->n_inputs > 4 ? "past, attention_bias and past_sequence_length inputs"
+                        : node->n_outputs > 1 && node->outputs[1].name ? "the present output"
+                        : m && m->rank >= 0 && (m->rank == 0 || m->rank > 3) ? "this mask_index format" : NULL;
+        if (why) {
+            snprintf(reason, reason_size, "contrib's Attention has no %s", why);
+            return 0;
+        }
+    }
     for (int i = 0; i < node->n_inputs; i++) {
         netrun_dtype t = node->inputs[i].dtype;
+        if (op == NRC_ATTENTION && i == 3) continue; /* mask_index: int32 */
         if (node->inputs[i].rank >= 0 && t != NETRUN_DTYPE_FLOAT && t != NETRUN_DTYPE_FLOAT16) {
             snprintf(reason, reason_size, "contrib kernels take float32 and float16, not element type %d", (int)t);
             return 0;
@@ -101,7 +115,7 @@ static netrun_status contrib_copy_to_host(netrun_backend_context *ctx, void *dst
 /* ---- kernels ---- */
 typedef struct contrib_kernel {
     nrc_op op;
-    float *scratch; /* FusedMatMul's gathered matrices, grown on demand */
+    float *scratch; /* FusedMatMul's gathered matrices, Attention's Q/K/V, grown on demand */
     size_t scratch_n;
 } contrib_kernel;
 
@@ -130,6 +144,8 @@ static netrun_status contrib_kernel_run(netrun_backend_context *ctx, netrun_kern
         return nrc_run_norm(k->op, args->params, args);
     case NRC_FUSED_MATMUL:
         return nrc_run_fused_matmul(args->params, args, &k->scratch, &k->scratch_n);
+    case NRC_ATTENTION:
+        return nrc_run_attention(args->params, args, &k->scratch, &k->scratch_n);
     default:
         return nrc_host->error(NETRUN_ERR_INTERNAL, NRC_NAME ": unknown op %d", (int)k->op);
     }

@@ -1,5 +1,6 @@
 /* The ops the contrib plugin defines (ABI 1.9 netrun_op_def): attribute parsing and shape/type inference, as
  * onnxruntime's contrib op schemas (docs/ContribOperators.md of onnxruntime) state them. Kernels are elsewhere. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -189,6 +190,69 @@ static netrun_status infer_fused_matmul(netrun_op_ctx *c, void *params) {
     return NETRUN_OK;
 }
 
+/* ---- Attention: input (B, S, Hin), weights (Hin, Hq + Hk + Hv), bias?, mask_index?, past?, attention_bias?,
+ * past_sequence_length? -> output (B, S, Hv), present? (2, B, N, P + S, Hk / N) ---- */
+static netrun_status parse_attention(netrun_op_ctx *c, void *params) {
+    nrc_attention_params *p = params;
+    int64_t heads, uni, rotary;
+    const int64_t *qkv = NULL;
+    int64_t n_qkv = 0;
+    netrun_status st = H->op_attr_int(c, "num_heads", 0, &heads);
+    if (st == NETRUN_OK) st = H->op_attr_int(c, "unidirectional", 0, &uni);
+    if (st == NETRUN_OK) st = H->op_attr_int(c, "do_rotary", 0, &rotary);
+    if (st == NETRUN_OK) st = H->op_attr_float(c, "mask_filter_value", -10000.0f, &p->mask_filter_value);
+    if (st == NETRUN_OK) st = H->op_attr_float(c, "scale", 0.0f, &p->scale);
+    if (st == NETRUN_OK) st = H->op_attr_ints(c, "qkv_hidden_sizes", &qkv, &n_qkv);
+    if (st != NETRUN_OK) return st;
+    if (!H->op_attr_has(c, "num_heads") || heads < 1 || heads > 1 << 20)
+        return H->op_error(c, "num_heads is required and must be positive");
+    if (n_qkv && n_qkv != 3) return H->op_error(c, "qkv_hidden_sizes must have 3 values, not %lld", (long long)n_qkv);
+    for (int i = 0; i < n_qkv; i++)
+        if (qkv[i] < 1 || qkv[i] % heads || qkv[i] > INT32_MAX)
+            return H->op_error(c, "qkv_hidden_sizes[%d] = %lld is not a positive multiple of num_heads", i, (long long)qkv[i]);
+    p->num_heads = (int32_t)heads, p->unidirectional = uni != 0, p->do_rotary = rotary != 0;
+    if (n_qkv) p->q_hidden = (int32_t)qkv[0], p->k_hidden = (int32_t)qkv[1], p->v_hidden = (int32_t)qkv[2];
+    return NETRUN_OK;
+}
+
+static netrun_status infer_attention(netrun_op_ctx *c, void *params) {
+    nrc_attention_params *p = params;
+    netrun_status st = check_float(c, 0);
+    if (st == NETRUN_OK) st = check_float(c, 1);
+    if (st != NETRUN_OK) return st;
+    const netrun_value_desc *x = H->op_input(c, 0), *w = H->op_input(c, 1);
+    if (x->rank != 3) return H->op_error(c, "the input must be 3-D (batch, sequence, hidden), not of rank %d", x->rank);
+    if (w->rank != 2 || w->dims[0] != x->dims[2])
+        return H->op_error(c, "weights must be 2-D (%lld, Q + K + V hidden sizes)", (long long)x->dims[2]);
+    int64_t total = w->dims[1];
+    if (!H->op_attr_has(c, "qkv_hidden_sizes")) {
+        if (total % 3 || (total / 3) % p->num_heads || total / 3 > INT32_MAX)
+            return H->op_error(c, "weights have %lld columns: not three equal parts divisible by num_heads %d",
+                               (long long)total, (int)p->num_heads);
+        p->q_hidden = p->k_hidden = p->v_hidden = (int32_t)(total / 3);
+    } else if ((int64_t)p->q_hidden + p->k_hidden + p->v_hidden != total)
+        return H->op_error(c, "qkv_hidden_sizes add up to %lld, the weights have %lld columns",
+                           (long long)p->q_hidden + p->k_hidden + p->v_hidden, (long long)total);
+    if (p->q_hidden != p->k_hidden) return H->op_error(c, "Q and K hidden sizes differ (%d, %d)", (int)p->q_hidden, (int)p->k_hidden);
+    if (present(c, 2) && (st = check_vector(c, 2, total, "the bias")) != NETRUN_OK) return st;
+    if (present(c, 3) && H->op_input(c, 3)->dtype != NETRUN_DTYPE_INT32)
+        return H->op_error(c, "mask_index must be int32");
+    int64_t past = 0;
+    if (present(c, 4)) {
+        const netrun_value_desc *pv = H->op_input(c, 4);
+        if ((st = check_float(c, 4)) != NETRUN_OK) return st;
+        if (pv->rank != 5 || pv->dims[0] != 2) return H->op_error(c, "past must be 5-D (2, B, N, P, head size)");
+        past = pv->dims[3];
+    }
+    int64_t out[3] = {x->dims[0], x->dims[1], p->v_hidden};
+    H->op_output_set(c, 0, x->dtype, 3, out);
+    if (H->op_output_present(c, 1)) {
+        int64_t pres[5] = {2, x->dims[0], p->num_heads, past + x->dims[1], p->k_hidden / p->num_heads};
+        H->op_output_set(c, 1, x->dtype, 5, pres);
+    }
+    return NETRUN_OK;
+}
+
 /* ---- the table ---- */
 #define DEF(var, dom, op, since, until, min_in, max_in, max_out, psize, parse_fn, infer_fn) \
     static const netrun_op_def var = {sizeof(netrun_op_def), dom, op, since, until, min_in, max_in, 1, max_out, \
@@ -211,11 +275,13 @@ DEF(ms_sln, NRC_MS, "SimplifiedLayerNormalization", 1, 0, 2, 2, 2, sizeof(nrc_no
     infer_layer_norm)
 DEF(onnx_sln, "", "SimplifiedLayerNormalization", 1, 0, 2, 2, 2, sizeof(nrc_norm_params), parse_layer_norm,
     infer_layer_norm)
+DEF(attention, NRC_MS, "Attention", 1, 0, 2, 7, 2, sizeof(nrc_attention_params), parse_attention, infer_attention)
 DEF(fused_matmul, NRC_MS, "FusedMatMul", 1, 0, 2, 2, 1, sizeof(nrc_fused_matmul_params), parse_fused_matmul,
     infer_fused_matmul)
 
 const netrun_op_def *const nrc_op_defs[] = {&gelu, &fast_gelu, &bias_gelu, &quick_gelu, &bias_add, &skip_ln, &skip_sln,
-                                            &ms_ln, &ms_sln, &onnx_sln, &fused_matmul, NULL};
+                                            &ms_ln, &ms_sln, &onnx_sln, &fused_matmul,
+                                            &attention, NULL};
 
 static int default_domain(const char *d) { return !d || !*d || !strcmp(d, "ai.onnx"); }
 
@@ -228,7 +294,7 @@ int nrc_op_of(const char *domain, const char *op, int opset) {
         {"Gelu", NRC_GELU}, {"FastGelu", NRC_FAST_GELU}, {"BiasGelu", NRC_BIAS_GELU}, {"QuickGelu", NRC_QUICK_GELU},
         {"BiasAdd", NRC_BIAS_ADD}, {"LayerNormalization", NRC_LAYER_NORM},
         {"SimplifiedLayerNormalization", NRC_SIMPLIFIED_LAYER_NORM}, {"SkipLayerNormalization", NRC_SKIP_LAYER_NORM},
-        {"SkipSimplifiedLayerNormalization", NRC_SKIP_SIMPLIFIED_LAYER_NORM}, {"FusedMatMul", NRC_FUSED_MATMUL},
+        {"SkipSimplifiedLayerNormalization", NRC_SKIP_SIMPLIFIED_LAYER_NORM}, {"FusedMatMul", NRC_FUSED_MATMUL}, {"Attention", NRC_ATTENTION},
     };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (!strcmp(op, ops[i].name)) return (int)ops[i].op;

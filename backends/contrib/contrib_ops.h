@@ -29,4 +29,15 @@ typedef struct nrc_fused_matmul_params {
     int32_t trans_batch_a, trans_batch_b;
 } nrc_fused_matmul_params;
 
+/* Attention (BERT/GPT-2 self-attention with merged Q/K/V weights): the hidden sizes of Q, K and V (from
+ * qkv_hidden_sizes, else a third each of the weights' columns), resolved by infer. */
+typedef struct nrc_attention_params {
+    int32_t num_heads;
+    int32_t unidirectional;
+    float mask_filter_value;
+    float scale;             /* 0: 1/sqrt(head_size) */
+    int32_t do_rotary;
+    int32_t q_hidden, k_hidden, v_hidden;
+} nrc_attention_params;
+
 #endif

@@ -126,3 +126,23 @@ CASES.append(case("fmm_trans_batch_b_trans_b", FM, [rand(2, 3, 4, 5, seed=64), r
                   attrs={"transBatchB": 1, "transB": 1}))
 CASES.append(case("fmm_f16", FM, [rand(2, 4, 8, seed=66, dtype=np.float16), rand(2, 8, 3, seed=67, dtype=np.float16)],
                   attrs={"alpha": 0.5}, **F16))
+
+# ---- Attention (float32: onnxruntime's CPU kernel takes no float16) ----
+AB, AS, AH, AN = 2, 6, 16, 4
+
+
+def attn(name, extra=None, attrs=None, wcols=3 * AH, **kw):
+    ins = [rand(AB, AS, AH, seed=70), ("const", rand(AH, wcols, seed=71, low=-0.5, high=0.5)),
+           ("const", rand(wcols, seed=72))] + (extra or [])
+    CASES.append(case(name, "Attention", ins, attrs=dict({"num_heads": AN}, **(attrs or {})), rtol=1e-4, atol=1e-5, **kw))
+
+
+attn("attention")
+attn("attention_mask_lengths", [np.array([AS, 3], np.int32)])
+attn("attention_mask_raw_2d", [np.array([[1] * AS, [1, 1, 0, 1, 0, 0]], np.int32)])
+attn("attention_mask_raw_3d", [rand(AB, AS, AS, dtype=np.int32, low=0, high=1, seed=73) | np.eye(AS, dtype=np.int32)])
+attn("attention_mask_start_end", [np.array([AS, 5, 0, 2], np.int32)])
+attn("attention_unidirectional_mask", [np.array([AS, 4], np.int32)], attrs={"unidirectional": 1})
+attn("attention_scale_filter", [np.array([[1] * AS, [1, 0, 1, 1, 0, 1]], np.int32)],
+     attrs={"scale": 0.2, "mask_filter_value": -3.4028234663852886e38})
+attn("attention_qkv_sizes", attrs={"qkv_hidden_sizes": [AH, AH, 8]}, wcols=2 * AH + 8)

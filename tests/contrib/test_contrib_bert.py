@@ -1,10 +1,9 @@
 #!/usr/bin/env python3
 """An onnxruntime-optimized BERT on netrun: tests/models' bert_class (a 2-layer encoder as transformers exports it)
 goes through onnxruntime.transformers.optimizer.optimize_model(model_type="bert"), which fuses it into contrib ops
-(SkipLayerNormalization, BiasGelu, or Gelu and FastGelu when asked); netrun (CPU + the contrib plugin) must match
+(Attention, SkipLayerNormalization, BiasGelu; Gelu or FastGelu when asked); netrun (CPU + the contrib plugin) must match
 onnxruntime on the optimized model. The contrib ops each variant must contain are asserted, so that a change of
-the optimizer cannot leave this test with nothing of ours to run. Attention fusion is off: com.microsoft.Attention
-is not one of the contrib plugin's ops.
+the optimizer cannot leave this test with nothing of ours to run.
 
 usage: test_contrib_bert.py --netrun PATH"""
 import argparse
@@ -61,7 +60,8 @@ def main():
     onnx.save(model, src)
     # each variant: optimizer flags, and the contrib ops its output must hold
     variants = {
-        "default": ({}, {"SkipLayerNormalization", "BiasGelu"}),
+        "default": ({"enable_attention": True}, {"Attention", "SkipLayerNormalization", "BiasGelu"}),
+        "no_attention": ({}, {"SkipLayerNormalization", "BiasGelu"}),
         "no_bias_gelu": ({"enable_bias_gelu": False, "enable_skip_layer_norm": False}, {"Gelu"}),
         "gelu_approximation": ({"enable_gelu_approximation": True}, {"FastGelu", "SkipLayerNormalization"}),
     }
@@ -100,7 +100,7 @@ def main():
         placed = sum(1 for line in r.stdout.splitlines() if line.rstrip().endswith("-> contrib"))
         n_ours = sum(n for (dom, _), n in ops.items() if dom == MS)
         print(f"{name}: {placed} nodes placed on contrib, {n_ours} contrib nodes in the model")
-        if placed < n_ours:
+        if placed != n_ours:
             print(f"FAIL {name}: --explain shows {placed} nodes on the contrib plugin, expected {n_ours}:\n{r.stdout[-1500:]}")
             failures += 1
     print("FAILED" if failures else "all passed")

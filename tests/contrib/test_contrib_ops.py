@@ -81,6 +81,20 @@ def main():
             passed += 1
             ops.add(case.model.graph.node[0].op_type)
             print(f"ok   {case.name}")
+    # --support-matrix: every op the plugin defines is known to the runtime and listed under the contrib plugin
+    if not a.filter:
+        import csv
+        import io
+        r = subprocess.run([a.netrun, "--support-matrix", "--format", "csv"], capture_output=True, text=True, timeout=120)
+        rows = [x for x in csv.DictReader(io.StringIO(r.stdout)) if x["backend"] == "contrib" and x["supported"] == "1"]
+        listed = {(x["domain"], x["op"]) for x in rows if x["known_to_runtime"] == "1" and "float32" in x["dtypes"]}
+        want = {(c.model.graph.node[0].domain, c.model.graph.node[0].op_type) for c in cases_contrib.CASES}
+        if want <= listed:
+            print(f"ok   --support-matrix lists the {len(want)} ops under contrib, known to the runtime")
+            passed += 1
+        else:
+            print(f"FAIL --support-matrix: not listed under contrib: {sorted(want - listed)}")
+            failed += 1
     print(f"{passed} passed, {failed} failed; ops covered: {', '.join(sorted(ops))}")
     sys.exit(1 if failed or not passed else 0)
 
