@@ -4,7 +4,9 @@
   - two plugins defining the same op: a model using it fails to load, and the error names both;
   - a plugin redefining one of netrun's ops (Relu) is listed as unavailable, naming the op;
   - an op nobody defines fails with a message that says so;
-  - --support-matrix lists a plugin's op under that plugin.
+  - --support-matrix lists a plugin's op under that plugin;
+  - a plugin built for ABI 1.8 (struct_size before op_defs) loads and runs, and what lies past its struct_size
+    (an op_defs pointer) is not read.
 
 usage: test_plugin_op_rules.py --netrun PATH --plugins DIR --backends DIR"""
 import argparse
@@ -86,6 +88,22 @@ def main():
     r = run(["opdefa"], nothing, "--backend", "cpu")
     check(r.returncode != 0 and "Nothing" in r.stderr and "nor defined by a plugin" in r.stderr,
           "an op no one defines: the error says so", r.stderr)
+    # a plugin of ABI 1.8: available, runs Relu; its Twice definition lies past its struct_size and is not seen
+    r = run(["oldabi"], "--backends")
+    check(any(l.split()[:2] == ["oldabi", "yes"] for l in r.stdout.splitlines()), "an ABI 1.8 plugin is available",
+          r.stdout)
+    r = run(["oldabi"], twice, "--backend", "cpu")
+    check(r.returncode != 0 and "nor defined by a plugin" in r.stderr,
+          "an ABI 1.8 plugin's fields past its struct_size are not read (Twice stays unknown)", r.stderr)
+    relu = os.path.join(work, "relu.onnx")
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), relu)
+    r = run(["oldabi"], relu, "--backend", "oldabi", "--strict", "--input", f"x={work}/x.npy", "--output-dir", out,
+            "--quiet", "--iterations", "1", "--warmup", "0")
+    check(r.returncode == 0 and np.array_equal(np.load(f"{out}/y.npy"), np.maximum(xv, 0)),
+          "an ABI 1.8 plugin runs its op (Relu, --strict)", r.stderr)
     print("FAILED: " + "; ".join(failures) if failures else "all passed")
     sys.exit(1 if failures else 0)
 

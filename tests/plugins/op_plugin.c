@@ -1,7 +1,9 @@
 /* Test plugin defining an op (ABI 1.9): com.example.test.Twice (y = 2 x, float32), with its kernel on host memory.
  * Built three times: as "opdefa" and "opdefb" (the same op from two plugins: a model using it must fail to load,
  * naming both), and with OP_SHADOW as "opshadow", which also defines ai.onnx Relu (netrun's own: the loader must
- * list the plugin as unavailable, naming Relu). PLUGIN_NAME is set by tests.cmake. */
+ * list the plugin as unavailable, naming Relu), and with OLD_ABI as "oldabi": a plugin built for ABI 1.8, whose
+ * struct_size ends before op_defs, running ai.onnx Relu (it must load and run; the op_defs beyond its struct_size
+ * must not be read). PLUGIN_NAME is set by tests.cmake. */
 #include <stdio.h>
 #include <string.h>
 
@@ -33,7 +35,11 @@ static netrun_status probe(char *msg, size_t n) {
 static int device_count(void) { return 1; }
 static int supports(const netrun_backend_config *cfg, const netrun_node_desc *node, char *why, size_t n) {
     (void)cfg;
+#ifdef OLD_ABI
+    if (node->domain && !*node->domain && !strcmp(node->op_type, "Relu")) return 1;
+#else
     if (node->domain && !strcmp(node->domain, "com.example.test") && !strcmp(node->op_type, "Twice")) return 1;
+#endif
     snprintf(why, n, PLUGIN_NAME " runs Twice only");
     return 0;
 }
@@ -72,13 +78,25 @@ static netrun_status k_run(netrun_backend_context *ctx, netrun_kernel *k, const 
     (void)ctx, (void)k;
     const float *x = a->inputs[0].data;
     float *y = a->outputs[0].data;
+#ifdef OLD_ABI
+    for (size_t i = 0; i < a->inputs[0].nbytes / 4; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+#else
     for (size_t i = 0; i < a->inputs[0].nbytes / 4; i++) y[i] = 2.0f * x[i];
+#endif
     return NETRUN_OK;
 }
 static void k_destroy(netrun_backend_context *ctx, netrun_kernel *k) { (void)ctx, (void)k; }
 
+#ifdef OLD_ABI /* what a plugin built against 1.8 hands the host */
+#define API_VERSION ((uint32_t)((1 << 16) | 8))
+#define API_SIZE offsetof(netrun_backend_api, op_defs)
+#else
+#define API_VERSION NETRUN_ABI_VERSION
+#define API_SIZE sizeof(netrun_backend_api)
+#endif
+
 static const netrun_backend_api api = {
-    .abi_version = NETRUN_ABI_VERSION, .struct_size = sizeof(netrun_backend_api), .name = PLUGIN_NAME,
+    .abi_version = API_VERSION, .struct_size = API_SIZE, .name = PLUGIN_NAME,
     .description = "test plugin defining an op", .flags = NETRUN_BACKEND_HOST_MEMORY, .probe = probe,
     .device_count = device_count, .supports = supports, .context_create = ctx_create, .context_destroy = ctx_destroy,
     .buffer_alloc = buf_alloc, .buffer_free = buf_free, .buffer_address = buf_addr, .copy_from_host = from_host,
@@ -87,7 +105,7 @@ static const netrun_backend_api api = {
 };
 
 NETRUN_BACKEND_EXPORT const netrun_backend_api *netrun_backend_entry(const netrun_host_api *h) {
-    if (!h || h->struct_size < offsetof(netrun_host_api, op_error) + sizeof h->op_error) return NULL;
+    if (!h || h->struct_size < offsetof(netrun_host_api, free) + sizeof h->free) return NULL;
     host = h;
     return &api;
 }
