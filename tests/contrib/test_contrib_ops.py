@@ -10,10 +10,6 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
-import onnx
-import onnxruntime as ort
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "ops"))
 import run_op_tests  # noqa: E402
@@ -25,35 +21,6 @@ import cases_contrib  # noqa: E402
 def placed_on_contrib(netrun, model_path):
     r = subprocess.run([netrun, model_path, "--explain", "--backend", "cpu"], capture_output=True, text=True, timeout=120)
     return r.returncode == 0 and "-> contrib" in r.stdout, (r.stdout + r.stderr)[-400:]
-
-
-def run_case(case, netrun, workdir):
-    """As run_op_tests.run_case, with onnxruntime running the case's reference model where it has one."""
-    d = os.path.join(workdir, case.name)
-    os.makedirs(d, exist_ok=True)
-    mpath = os.path.join(d, "model.onnx")
-    onnx.save(case.model, mpath)
-    ref = getattr(case, "ref_model", None) or case.model
-    sess = ort.InferenceSession(ref.SerializeToString(), providers=["CPUExecutionProvider"])
-    names = [o.name for o in sess.get_outputs()]
-    want = dict(zip(names, sess.run(None, case.inputs)))
-    cmd = [netrun, mpath, "--backend", "cpu", "--warmup", "0", "--iterations", "1", "--quiet",
-           "--output-dir", os.path.join(d, "out")]
-    for nm, arr in case.inputs.items():
-        p = os.path.join(d, f"in_{nm}.npy")
-        np.save(p, arr)
-        cmd += ["--input", f"{nm}={p}"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    if r.returncode != 0:
-        return f"netrun exit {r.returncode}: {(r.stderr or r.stdout).strip()[-600:]}"
-    for nm in names:
-        p = os.path.join(d, "out", f"{nm}.npy")
-        if not os.path.exists(p):
-            return f"output {nm} not written"
-        msg = run_op_tests.compare(nm, np.load(p), want[nm], case.rtol, case.atol)
-        if msg:
-            return msg
-    return None
 
 
 def main():
@@ -68,7 +35,7 @@ def main():
         if a.filter and a.filter not in case.name:
             continue
         try:
-            msg = run_case(case, a.netrun, work)
+            msg = run_op_tests.run_case(case, a.netrun, "cpu", work)
             if not msg:
                 ok, out = placed_on_contrib(a.netrun, os.path.join(work, case.name, "model.onnx"))
                 msg = None if ok else f"not placed on the contrib plugin: {out}"
