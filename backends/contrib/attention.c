@@ -1,5 +1,5 @@
 /* com.microsoft.Attention on host memory (BERT-style self-attention, no past state): QKV = input x weights + bias
- * by OpenBLAS, then per batch and head softmax(scale Q K^T + mask) V in float. Masks: key lengths (B), end and start
+ * by OpenBLAS, then per batch and head softmax(scale Q K^T + mask) V in float (the products by OpenBLAS too). Masks: key lengths (B), end and start
  * positions (2B), raw masks (B, T) and (B, S, T) (0 = masked: mask_filter_value is added), and unidirectional
  * (causal, added on top), as onnxruntime's CPU kernel applies them. */
 #include <cblas.h>
@@ -28,7 +28,7 @@ netrun_status nrc_run_attention(const nrc_attention_params *p, const netrun_kern
     int64_t hq = p->q_hidden, hv = p->v_hidden, dq = hq / N, dv = hv / N, T = S;
     if (!B || !S) return NETRUN_OK;
     size_t rows = (size_t)(B * S), conv = f16 ? rows * (size_t)hin + (size_t)(hin * wt) : 0;
-    netrun_status st = grow(scratch, scratch_n, conv + rows * (size_t)wt + (size_t)T);
+    netrun_status st = grow(scratch, scratch_n, conv + rows * (size_t)wt + (size_t)(S * T + S * hv));
     if (st != NETRUN_OK) return st;
     float *xf = f16 ? *scratch : x->data, *wf = f16 ? *scratch + rows * (size_t)hin : w->data;
     float *qkv = *scratch + conv, *prob = qkv + rows * (size_t)wt;
@@ -52,31 +52,36 @@ netrun_status nrc_run_attention(const nrc_attention_params *p, const netrun_kern
         return nrc_host->error(NETRUN_ERR_UNSUPPORTED, NRC_NAME ": Attention: mask_index of rank %d (first dim %lld) "
                                "is none of (B), (2B), (B, T), (B, S, T) for B %lld, S %lld", mrank, (long long)mlen,
                                (long long)B, (long long)S);
+    float *ctx = prob + S * T; /* float16 output: one head's context before conversion */
     for (int64_t b = 0; b < B; b++)
-        for (int64_t n = 0; n < N; n++)
+        for (int64_t n = 0; n < N; n++) {
+            /* the head's Q, K and V are column blocks of the QKV rows: strided matrices for OpenBLAS */
+            const float *q = qkv + (size_t)(b * S * wt + n * dq), *k = q + hq, *v = qkv + (size_t)(b * S * wt + 2 * hq + n * dv);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)S, (int)T, (int)dq, scale, q, (int)wt, k, (int)wt,
+                        0.0f, prob, (int)T);
             for (int64_t s = 0; s < S; s++) {
-                const float *q = qkv + (size_t)((b * S + s) * wt + n * dq);
-                float mx = -INFINITY;
+                float *row = prob + s * T, mx = -INFINITY;
                 for (int64_t t = 0; t < T; t++) {
-                    const float *k = qkv + (size_t)((b * S + t) * wt + hq + n * dq);
-                    float dot = 0.0f;
-                    for (int64_t d = 0; d < dq; d++) dot += q[d] * k[d];
                     float add = 0.0f;
                     if (mrank == 1 && mlen == B) add = t < m[b] ? 0.0f : p->mask_filter_value;
                     else if (mrank == 1) add = t < m[b] && t >= m[B + b] ? 0.0f : p->mask_filter_value;
                     else if (mrank == 2) add = m[b * T + t] > 0 ? 0.0f : p->mask_filter_value;
                     else if (mrank == 3) add = m[(b * S + s) * T + t] > 0 ? 0.0f : p->mask_filter_value;
                     if (p->unidirectional && t > s) add += p->mask_filter_value;
-                    prob[t] = dot * scale + add;
-                    if (prob[t] > mx) mx = prob[t];
+                    row[t] += add;
+                    if (row[t] > mx) mx = row[t];
                 }
-                double sum = 0.0;
-                for (int64_t t = 0; t < T; t++) sum += prob[t] = expf(prob[t] - mx);
-                for (int64_t d = 0; d < dv; d++) {
-                    float acc = 0.0f;
-                    for (int64_t t = 0; t < T; t++) acc += prob[t] * qkv[(size_t)((b * S + t) * wt + 2 * hq + n * dv + d)];
-                    nrc_store(y->data, f16, (size_t)((b * S + s) * hv + n * dv + d), (float)(acc / sum));
-                }
+                float sum = 0.0f;
+                for (int64_t t = 0; t < T; t++) sum += row[t] = expf(row[t] - mx);
+                for (int64_t t = 0; t < T; t++) row[t] /= sum;
             }
+            float *out = f16 ? ctx : (float *)y->data + (size_t)(b * S * hv + n * dv);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)S, (int)dv, (int)T, 1.0f, prob, (int)T, v, (int)wt,
+                        0.0f, out, f16 ? (int)dv : (int)hv);
+            if (f16)
+                for (int64_t s = 0; s < S; s++)
+                    for (int64_t d = 0; d < dv; d++)
+                        nrc_store(y->data, 1, (size_t)((b * S + s) * hv + n * dv + d), ctx[s * dv + d]);
+        }
     return NETRUN_OK;
 }

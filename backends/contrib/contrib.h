@@ -7,6 +7,7 @@
 
 #include "netrun_backend.h"
 #include "contrib_ops.h"
+#include "../common/dtype_convert.h"
 
 #define NRC_NAME "contrib"
 #define NRC_MS "com.microsoft"
@@ -23,9 +24,16 @@ typedef enum nrc_op {
 extern const netrun_op_def *const nrc_op_defs[];
 int nrc_op_of(const char *domain, const char *op_type, int opset);
 
-/* Element access for the two element types the kernels take (float32, float16); math is in float. */
-float nrc_load(const void *p, int f16, size_t i);
-void nrc_store(void *p, int f16, size_t i, float v);
+/* Element access for the two element types the kernels take (float32, float16); math is in float. Inline, so
+ * that a kernel called with a constant f16 has no test per element. */
+static inline float nrc_load(const void *p, int f16, size_t i) {
+    return f16 ? nr_half_to_float(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+static inline void nrc_store(void *p, int f16, size_t i, float v) {
+    if (f16) ((uint16_t *)p)[i] = nr_float_to_half(v);
+    else ((float *)p)[i] = v;
+}
 
 /* Kernels (host memory). scratch: kernel-owned float memory grown on demand (*scratch_n floats). */
 netrun_status nrc_run_activation(nrc_op op, const void *params, const netrun_kernel_args *a);

@@ -8,6 +8,8 @@
  * It only adds ops: its buffers are host memory (NETRUN_BACKEND_HOST_MEMORY), the memory domain of the CPU backend,
  * so a model's nodes alternate between the two without a copy. Kernels are single-threaded.
  */
+#include <cblas.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -71,9 +73,15 @@ static int contrib_supports(const netrun_backend_config *config, const netrun_no
     return 1;
 }
 
+/* OpenBLAS single-threaded, as the CPU backend keeps it (the process has one OpenBLAS): its own threads would
+ * compete with the CPU backend's pool. */
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+static void blas_init(void) { openblas_set_num_threads(1); }
+
 /* A context holds nothing: kernels keep their own scratch. */
 static netrun_status contrib_context_create(const netrun_backend_config *config, netrun_backend_context **out) {
     (void)config;
+    pthread_once(&blas_once, blas_init);
     static int token;
     *out = (netrun_backend_context *)(void *)&token;
     return NETRUN_OK;
