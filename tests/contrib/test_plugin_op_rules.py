@@ -3,6 +3,7 @@
   - a plugin's op runs on its kernel, wherever the backend list leaves it out (unless strict);
   - two plugins defining the same op: a model using it fails to load, and the error names both;
   - a plugin redefining one of netrun's ops (Relu) is listed as unavailable, naming the op;
+  - a malformed definition (no infer) makes its plugin unavailable, naming the row;
   - an op nobody defines fails with a message that says so;
   - --support-matrix lists a plugin's op under that plugin;
   - a plugin built for ABI 1.8 (struct_size before op_defs) loads and runs, and what lies past its struct_size
@@ -83,6 +84,12 @@ def main():
     line = r.stdout[r.stdout.find("opshadow"):][:400]
     check("opshadow" in r.stdout and "no " in line.split("\n")[0] and "Relu" in line and "netrun defines itself" in line,
           "a plugin redefining Relu is unavailable, naming the op", r.stdout)
+
+    # a definition without infer
+    r = run(["opbad"], "--backends")
+    line = r.stdout[r.stdout.find("opbad"):][:300]
+    check(line.split()[1:2] == ["no"] and "Twice" in line and "no infer function" in line,
+          "a definition without infer: the plugin is unavailable, naming the row", r.stdout)
 
     # nobody defines it
     r = run(["opdefa"], nothing, "--backend", "cpu")

@@ -3,7 +3,8 @@
  * naming both), and with OP_SHADOW as "opshadow", which also defines ai.onnx Relu (netrun's own: the loader must
  * list the plugin as unavailable, naming Relu), and with OLD_ABI as "oldabi": a plugin built for ABI 1.8, whose
  * struct_size ends before op_defs, running ai.onnx Relu (it must load and run; the op_defs beyond its struct_size
- * must not be read). PLUGIN_NAME is set by tests.cmake. */
+ * must not be read), and with OP_BAD as "opbad", whose Twice has no infer function (unavailable, the row named).
+ * PLUGIN_NAME is set by tests.cmake. */
 #include <stdio.h>
 #include <string.h>
 
@@ -11,7 +12,7 @@
 
 static const netrun_host_api *host;
 
-static netrun_status twice_infer(netrun_op_ctx *c, void *params) {
+__attribute__((unused)) static netrun_status twice_infer(netrun_op_ctx *c, void *params) {
     (void)params;
     const netrun_value_desc *x = host->op_input(c, 0);
     if (x->dtype != NETRUN_DTYPE_FLOAT) return host->op_error(c, PLUGIN_NAME ": Twice takes float32");
@@ -19,8 +20,13 @@ static netrun_status twice_infer(netrun_op_ctx *c, void *params) {
     return NETRUN_OK;
 }
 
+#ifdef OP_BAD
+#define INFER NULL
+#else
+#define INFER twice_infer
+#endif
 static const netrun_op_def twice = {sizeof(netrun_op_def), "com.example.test", "Twice", 1, 0, 1, 1, 1, 1, 0, NULL,
-                                    twice_infer, 0};
+                                    INFER, 0};
 #ifdef OP_SHADOW
 static const netrun_op_def relu = {sizeof(netrun_op_def), "", "Relu", 1, 0, 1, 1, 1, 1, 0, NULL, twice_infer, 0};
 static const netrun_op_def *const defs[] = {&twice, &relu, NULL};
