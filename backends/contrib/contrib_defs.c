@@ -268,8 +268,7 @@ DEF(skip_ln, NRC_MS, "SkipLayerNormalization", 1, 0, 3, 5, 4, sizeof(nrc_norm_pa
 DEF(skip_sln, NRC_MS, "SkipSimplifiedLayerNormalization", 1, 0, 3, 4, 4, sizeof(nrc_norm_params), parse_skip_norm,
     infer_skip_simplified)
 /* onnxruntime's LayerNormalization and SimplifiedLayerNormalization (onnxruntime registers them in ai.onnx; netrun
- * has ai.onnx LayerNormalization itself from opset 17, the same computation, so only com.microsoft's is defined
- * here) */
+ * has ai.onnx LayerNormalization itself, at any opset, so only com.microsoft's is defined here) */
 DEF(ms_ln, NRC_MS, "LayerNormalization", 1, 0, 2, 3, 3, sizeof(nrc_norm_params), parse_layer_norm, infer_layer_norm)
 DEF(ms_sln, NRC_MS, "SimplifiedLayerNormalization", 1, 0, 2, 2, 2, sizeof(nrc_norm_params), parse_layer_norm,
     infer_layer_norm)
