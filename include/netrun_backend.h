@@ -217,7 +217,8 @@ typedef struct netrun_op_def {
     int until_version;               /* the last one; 0 = every later version */
     int min_inputs, max_inputs;      /* inputs 0 .. min_inputs-1 must be present; at most max_inputs */
     int min_outputs, max_outputs;    /* likewise for outputs (at least one present output is always required) */
-    size_t params_size;              /* bytes of the params blob (zeroed before parse); 0 = none */
+    size_t params_size;              /* bytes of the params blob (zeroed before parse; plain data, which the runtime
+                                      * copies per session: pointers only to static data or into the model); 0 = none */
     /* Read and check attributes into params. Input and output counts and names are known, shapes are not. May
      * be NULL (no attributes). */
     netrun_status (*parse)(netrun_op_ctx *c, void *params);
