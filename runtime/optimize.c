@@ -25,7 +25,7 @@ typedef struct conv_plan {
     int act;           /* activation node, or -1 */
     netrun_fused_activation fa;
     int out;           /* value the fused node writes */
-    int mul, sx, sv;   /* squeeze-excite Mul(sx, sv) folded in as X times scale (CPU nChw16c 1x1), or -1 */
+    int mul, sx, sv;   /* squeeze-excite Mul(sx, sv) folded in as X times scale (nChw16c 1x1), or -1 */
 } conv_plan;
 
 /* Whether the plan absorbs any node, and the value the (fused) node then writes. */
@@ -44,10 +44,11 @@ typedef struct opt_state {
     int *snode_of;     /* node -> snode index */
     conv_plan *plan;   /* node -> plan (bn/add/act -1 when none) */
     int *swish_x;      /* Mul node -> x when Mul(x, Sigmoid(x)) becomes Swish(x) (its Sigmoid removed), else -1 */
-    int *blk_conv;     /* node -> 1 when its CPU kernel takes and gives nChw16c (the nChw16c pass, (f)) */
+    int *blk_conv;     /* node -> 1 when its backend's kernel takes and gives nChw16c (the nChw16c pass, (f)) */
     int blk_query;     /* backend_accepts asks with 1: src_blocked = dst_blocked = 1; 2: dst_blocked only; 3: src */
-    int *h_conv;       /* node -> 1 when its CUDA kernel may run float16 NHWC (the float16 region pass, (g)) */
+    int *h_conv;       /* node -> 1 when its backend's kernel may run float16 NHWC (the float16 region pass, (g)) */
     int nhwc_query;    /* backend_accepts asks for float16 X/W/B/Z/Y with src_nhwc = dst_nhwc = 1 */
+    const char *se_option; /* the option that turns squeeze-excite folding off (for the log) */
 } opt_state;
 
 static int val(const opt_state *o, int v) { return v >= 0 ? o->alias[v] : v; }
@@ -139,6 +140,68 @@ static int only_user(const opt_state *o, int v) {
 
 static int same_slot(const opt_state *o, int a, int b) {
     return o->s->snodes[o->snode_of[a]].slot == o->s->snodes[o->snode_of[b]].slot;
+}
+
+/* The region of `kind` that node n's backend declares (ABI 1.10) and that is on in this session, or NULL. */
+static const netrun_region_spec *region_on(const opt_state *o, const netrun_backend_config *cfg, int n,
+                                           netrun_region_kind kind) {
+    int k = n >= 0 ? o->snode_of[n] : -1;
+    if (k < 0) return NULL;
+    int sl = o->s->snodes[k].slot;
+    if (sl < 0) return NULL;
+    const netrun_backend_api *api = o->s->slots[sl].api;
+    if (!api || !NR_API_HAS(api, regions)) return NULL;
+    for (const netrun_region_spec *r = api->regions; r->kind != NETRUN_REGION_END; r++) {
+        if (r->kind != kind) continue;
+        if ((r->conditions & NETRUN_REGION_IF_FP16) && cfg->precision != NETRUN_PRECISION_FP16) continue;
+        const char *on = r->option ? nr_options_get(&o->s->opts, r->option) : NULL;
+        if (on && !strcmp(on, "0")) continue;
+        return r;
+    }
+    return NULL;
+}
+
+/* Whether the region crosses op `op` (default domain) of node nd. */
+static int region_crosses(const netrun_region_spec *r, const nr_node *nd, const char *op) {
+    if (!r || !r->ops || *nd->domain || strcmp(nd->op_type, op)) return 0;
+    for (const char *const *p = r->ops; *p; p++)
+        if (!strcmp(*p, op)) return 1;
+    return 0;
+}
+
+/* Copy node k (from original node n) keeps region r on its backend with the descs the region gives it (float16
+ * for its float32 inputs and output when f16): the region's keeps() or else supports() (params optionally
+ * replaced). */
+static int region_takes(const opt_state *o, const netrun_backend_config *cfg, const netrun_region_spec *r,
+                        const nr_graph *ng, int k, int n, const void *params, size_t params_size, int f16) {
+    const nr_node *nd = &ng->nodes[k];
+    const nr_layer *layer = o->g->nodes[n].layer; /* the copy's nodes get theirs only when it is loaded */
+    netrun_session *s = o->s;
+    const nr_snode *sn = &s->snodes[o->snode_of[n]];
+    enum { MAXIN = 8 };
+    netrun_value_desc in[MAXIN], out;
+    if (nd->n_inputs > MAXIN || nd->n_outputs != 1 || nd->outputs[0] < 0 || nd->outputs[0] >= o->g->n_values) return 0;
+    for (int i = 0; i < nd->n_inputs; i++) {
+        int v = nd->inputs[i];
+        if (v >= o->g->n_values) return 0;
+        if (v < 0) {
+            memset(&in[i], 0, sizeof in[i]);
+            in[i].rank = -1;
+            in[i].name = "";
+            continue;
+        }
+        in[i] = s->values[v].desc;
+        if (f16 && in[i].dtype == NETRUN_DTYPE_FLOAT) in[i].dtype = NETRUN_DTYPE_FLOAT16;
+    }
+    out = s->values[nd->outputs[0]].desc;
+    if (f16) out.dtype = NETRUN_DTYPE_FLOAT16;
+    netrun_node_desc d = {.struct_size = sizeof d, .name = nd->name, .op_type = nd->op_type, .domain = nd->domain,
+                          .opset = nd->opset, .params = params ? params : sn->params,
+                          .params_size = params ? params_size : (layer ? layer->params_size : 0),
+                          .n_inputs = nd->n_inputs, .inputs = in, .n_outputs = 1, .outputs = &out};
+    if (r->keeps) return r->keeps(cfg, &d);
+    char why[256] = "";
+    return s->slots[sn->slot].api->supports(cfg, &d, why, sizeof why);
 }
 
 /* Ask the Conv's backend whether it runs the fused node. */
@@ -534,27 +597,15 @@ static netrun_status build_copy(opt_state *o, nr_graph *ng, int **params_from) {
     return NETRUN_OK;
 }
 
-/* ---- (f) nChw16c across CPU layers ----
+/* ---- (f) nChw16c across the layers of a backend declaring NETRUN_REGION_NCHW16C (the CPU's) ----
  * oneDNN's convs run on nChw16c ([N][C/16][H][W][16]); a chain of them (and the elementwise ops between
  * them) keeps that order instead of reordering NCHW <-> nChw16c inside every Conv. Only 4-D float32 values
  * with C % 16 == 0 are blocked, so a blocked value has the same dims and bytes as its NCHW self: the runtime
  * never knows. Decided on the copy (its nodes are the final ones): a value is blocked when a blocked-capable
- * Conv (the CPU's supports() with src_blocked = dst_blocked = 1) writes it, or an elementwise op all of whose
+ * Conv (its backend's supports() with src_blocked = dst_blocked = 1) writes it, or an elementwise op all of whose
  * inputs are blocked with its own shape; any other consumer, and a graph output, reads it through a
  * ReorderNCHWc node (com.netrun) inserted before it; GlobalAveragePool reads it directly
  * (GlobalAveragePoolNCHWc). A Conv with no blocked consumer writes NCHW (it reorders inside, as before). */
-
-static int on_cpu(const opt_state *o, int n) {
-    int k = o->snode_of[n];
-    if (k < 0) return 0;
-    int sl = o->s->snodes[k].slot;
-    return sl >= 0 && o->s->slots[sl].be && o->s->slots[sl].be->name && !strcmp(o->s->slots[sl].be->name, "cpu");
-}
-
-static int nchwc_enabled(const opt_state *o) {
-    const char *on = nr_options_get(&o->s->opts, "cpu.nchwc");
-    return !(on && !strcmp(on, "0"));
-}
 
 /* [N, C, 1, 1] values stay plain: the same memory either way, and squeeze-excite scales must be plain */
 static int blockable_desc(const netrun_value_desc *d) {
@@ -562,12 +613,14 @@ static int blockable_desc(const netrun_value_desc *d) {
            d->dims[2] > 0 && d->dims[3] > 0 && d->dims[2] * d->dims[3] > 1;
 }
 
-/* Conv node n (fusions planned) runs blocked on the CPU: 1 reading and writing nChw16c, 2 writing it only
+/* Conv node n (fusions planned) runs blocked on its backend: 1 reading and writing nChw16c, 2 writing it only
  * (X has a C that is no multiple of 16: the first conv of a net), 3 reading it only (Y's C is no multiple of
  * 16: MobileNet/EfficientNet projections), 0 not at all. */
 static int plan_blk_conv(opt_state *o, const netrun_backend_config *cfg, int n) {
     const nr_node *nd = &o->g->nodes[n];
-    if (!is_op(nd, "Conv") || !nd->layer || !on_cpu(o, n) || o->s->snodes[o->snode_of[n]].dynamic) return 0;
+    if (!is_op(nd, "Conv") || !nd->layer || !region_on(o, cfg, n, NETRUN_REGION_NCHW16C) ||
+        o->s->snodes[o->snode_of[n]].dynamic)
+        return 0;
     const conv_plan *p = &o->plan[n];
     int out = plan_out(p, nd);
     const netrun_value_desc *xd = &o->s->snodes[o->snode_of[n]].in_desc[0];
@@ -594,7 +647,7 @@ static int writer_of(const opt_state *o, int v) {
 }
 
 /* Squeeze-excite's Mul(X, S [N or 1, C, 1, 1]) read only by 1x1 Conv n (stride 1, no pads, group 1): the
- * Conv takes X and S instead (params.src_scale) when its CPU kernel then reads X blocked; the Mul is gone.
+ * Conv takes X and S instead (params.src_scale) when its kernel then reads X blocked; the Mul is gone.
  * The scale costs the kernel one multiply per packed weight and task (conv1x1_blk.c); the Mul was a pass
  * over the block's widest tensor (EfficientNet-B0 batch 8: 5% of the run). Returns the Conv's blk_conv. */
 static int plan_se_fold(opt_state *o, const netrun_backend_config *cfg, int n) {
@@ -608,12 +661,14 @@ static int plan_se_fold(opt_state *o, const netrun_backend_config *cfg, int n) {
     const nr_snode *sn = &s->snodes[o->snode_of[n]];
     const netrun_conv_params *cp = sn->params;
     int x = val(o, nd->inputs[0]);
-    const char *on = nr_options_get(&s->opts, "cpu.se_fold");
-    if ((on && !strcmp(on, "0")) || !cp || cp->n_spatial != 2 || cp->group != 1 || x < 0 || only_user(o, x) != n) return base;
+    const netrun_region_spec *r = region_on(o, cfg, n, NETRUN_REGION_NCHW16C);
+    const char *on = r && r->fold_scale_option ? nr_options_get(&s->opts, r->fold_scale_option) : NULL;
+    if (!r || !r->fold_scale_option || (on && !strcmp(on, "0")) || !cp || cp->n_spatial != 2 || cp->group != 1 || x < 0 || only_user(o, x) != n) return base;
     for (int i = 0; i < 2; i++)
         if (cp->kernel[i] != 1 || cp->strides[i] != 1 || cp->pads_begin[i] || cp->pads_end[i]) return base;
     int m = producer(o, x);
-    if (m < 0 || o->removed[m] || !is_op(&g->nodes[m], "Mul") || g->nodes[m].n_inputs != 2 || o->swish_x[m] >= 0 || !on_cpu(o, m) ||
+    if (m < 0 || o->removed[m] || !is_op(&g->nodes[m], "Mul") || g->nodes[m].n_inputs != 2 || o->swish_x[m] >= 0 ||
+        !region_on(o, cfg, m, NETRUN_REGION_NCHW16C) ||
         !same_slot(o, m, n) ||
         s->snodes[o->snode_of[m]].dynamic || s->values[x].dynamic)
         return base;
@@ -635,6 +690,7 @@ static int plan_se_fold(opt_state *o, const netrun_backend_config *cfg, int n) {
         int blk = plan_blk_conv(o, cfg, n);
         if (blk == 1 || blk == 3) { /* reads X blocked: the kernels that take the scale */
             o->removed[m] = 1;
+            o->se_option = r->fold_scale_option;
             return blk;
         }
         p->mul = -1;
@@ -664,11 +720,11 @@ static int agnostic_op(const nr_node *nd) {
 
 enum { NK_PLAIN = 0, NK_CONV, NK_AGN, NK_GAP, NK_POOL, NK_MULCH };
 
-/* MaxPool node n (no Indices) runs on nChw16c on its CPU kernel (its supports() with params.blocked = 1). */
+/* MaxPool node n (no Indices) runs on nChw16c on its backend (its supports() with params.blocked = 1). */
 static int pool_accepts_blocked(const opt_state *o, const netrun_backend_config *cfg, int n) {
     netrun_session *s = o->s;
     const nr_node *nd = &o->g->nodes[n];
-    if (!is_op(nd, "MaxPool") || !on_cpu(o, n) || nd->n_inputs != 1 || nd->n_outputs < 1 || nd->outputs[0] < 0 ||
+    if (!is_op(nd, "MaxPool") || nd->n_inputs != 1 || nd->n_outputs < 1 || nd->outputs[0] < 0 ||
         (nd->n_outputs > 1 && nd->outputs[1] >= 0) || !nd->layer || nd->layer->params_size < sizeof(netrun_pool_params))
         return 0;
     const nr_snode *sn = &s->snodes[o->snode_of[n]];
@@ -775,9 +831,10 @@ static netrun_status plan_nchwc(opt_state *o, const netrun_backend_config *cfg, 
             st.vblk[out] = o->blk_conv[n] != 3;
             continue;
         }
-        if (!on_cpu(o, n)) continue;
+        const netrun_region_spec *r = region_on(o, cfg, n, NETRUN_REGION_NCHW16C);
+        if (!r) continue;
         /* squeeze-excite: Mul(X blocked, S [N or 1, C, 1, 1] plain), either order -> MulChannelNCHWc(X, S) */
-        if (is_op(nd, "Mul") && nd->n_inputs == 2 && !s->values[out].dynamic && blockable_desc(&s->values[out].desc)) {
+        if (region_crosses(r, nd, "Mul") && nd->n_inputs == 2 && !s->values[out].dynamic && blockable_desc(&s->values[out].desc)) {
             int side = -1;
             for (int j = 0; j < 2 && side < 0; j++) {
                 int xv = nd->inputs[j], sv = nd->inputs[1 - j];
@@ -801,18 +858,20 @@ static netrun_status plan_nchwc(opt_state *o, const netrun_backend_config *cfg, 
         int x = nd->n_inputs > 0 ? nd->inputs[0] : -1;
         if (x < 0 || x >= g->n_values || !st.vblk[x]) continue;
         if (is_op(nd, "GlobalAveragePool") && nd->n_inputs == 1) {
-            kind[k] = NK_GAP;
+            if (region_crosses(r, nd, "GlobalAveragePool")) kind[k] = NK_GAP;
             continue;
         }
         if (is_op(nd, "MaxPool")) {
-            if (pool_accepts_blocked(o, cfg, n)) {
+            if (region_crosses(r, nd, "MaxPool") && pool_accepts_blocked(o, cfg, n)) {
                 kind[k] = NK_POOL;
                 st.vblk[out] = 1;
             }
             continue;
         }
         int a = agnostic_op(nd);
-        if (!a || s->values[out].dynamic || !blockable_desc(&s->values[out].desc)) continue;
+        if (!a || !region_crosses(r, nd, nd->op_type) || s->values[out].dynamic ||
+            !blockable_desc(&s->values[out].desc))
+            continue;
         const netrun_value_desc *yd = &s->values[out].desc;
         int ok = 1;
         for (int j = 0; j < nd->n_inputs && ok; j++) {
@@ -830,6 +889,7 @@ static netrun_status plan_nchwc(opt_state *o, const netrun_backend_config *cfg, 
             ok = v >= 0 && v < g->n_values && st.vblk[v] && !memcmp(s->values[v].desc.dims, yd->dims, 4 * sizeof(int64_t));
         }
         if (a == 2) ok = ok && nd->n_inputs == 2;
+        if (ok && r->keeps) ok = region_takes(o, cfg, r, ng, k, n, NULL, 0, 0);
         if (ok) {
             kind[k] = NK_AGN;
             st.vblk[out] = 1;
@@ -909,9 +969,9 @@ done:
     return rc;
 }
 
-/* ---- (g) float16 NHWC regions across CUDA layers ----
- * Under --precision fp16, a Conv on CUDA otherwise converts its float32 NCHW X to float16 (NHWC) and Y back
- * inside its kernel, two conversion kernels per Conv. Here connected CUDA nodes that gain from float16 keep
+/* ---- (g) float16 NHWC regions across the layers of a backend declaring NETRUN_REGION_FP16_NHWC (CUDA's) ----
+ * Under --precision fp16, a Conv on such a backend otherwise converts its float32 NCHW X to float16 (NHWC) and Y back
+ * inside its kernel, two conversion kernels per Conv. Here connected nodes of that backend that gain from float16 keep
  * their values float16 and channels last: Convs with constant weights (cuDNN NHWC tensor-core kernels), the
  * same-shape elementwise ops between them (layout-agnostic), MaxPool/AveragePool (params.nhwc),
  * GlobalAveragePool (GlobalAveragePoolNHWC, com.netrun) and squeeze-excite's Mul(X, S[N,C,1,1])
@@ -921,19 +981,8 @@ done:
  * (graph outputs stay float32 under their own names). Everything else (Softmax, norms, Gemm, reshapes,
  * broadcasting ops) stays float32 outside. A Conv with neither a region input nor a region consumer is left to
  * the per-layer fp16 paths of conv.c. Inside a region, conv.c still times float16 NHWC against float32 with
- * conversions around it for each Conv and keeps the faster (docs/cuda.md). Option cuda.fp16_regions=0: off. */
-
-static int on_backend(const opt_state *o, int n, const char *name) {
-    int k = o->snode_of[n];
-    if (k < 0) return 0;
-    int sl = o->s->snodes[k].slot;
-    return sl >= 0 && o->s->slots[sl].be && o->s->slots[sl].be->name && !strcmp(o->s->slots[sl].be->name, name);
-}
-
-static int fp16_regions_enabled(const opt_state *o, const netrun_backend_config *cfg) {
-    const char *on = nr_options_get(&o->s->opts, "cuda.fp16_regions");
-    return cfg->precision == NETRUN_PRECISION_FP16 && !(on && !strcmp(on, "0"));
-}
+ * conversions around it for each Conv and keeps the faster (docs/cuda.md). The region's option (the
+ * backend's, e.g. NAME.fp16_regions=0) turns it off. */
 
 /* Float32 constant data of value v: an initializer of the original graph, or a value folded at prepare
  * (exporters often feed weights through Identity nodes); NULL otherwise. *count gets its element count. */
@@ -959,11 +1008,12 @@ static int regionable_desc(const netrun_value_desc *d) {
            d->dims[3] > 0;
 }
 
-/* Conv node n (fusions planned) on CUDA may run float16 NHWC: 2-D, constant float32 weights (and bias), its
+/* Conv node n (fusions planned) may run float16 NHWC on its backend: 2-D, constant float32 weights (and bias), its
  * backend's supports() agrees with float16 descs and src_nhwc = dst_nhwc = 1. */
 static int plan_h_conv(opt_state *o, const netrun_backend_config *cfg, int n) {
     const nr_node *nd = &o->g->nodes[n];
-    if (!is_op(nd, "Conv") || !nd->layer || !on_backend(o, n, "cuda") || o->s->snodes[o->snode_of[n]].dynamic)
+    if (!is_op(nd, "Conv") || !nd->layer || !region_on(o, cfg, n, NETRUN_REGION_FP16_NHWC) ||
+        o->s->snodes[o->snode_of[n]].dynamic)
         return 0;
     const conv_plan *p = &o->plan[n];
     int out = plan_out(p, nd);
@@ -980,39 +1030,6 @@ static int plan_h_conv(opt_state *o, const netrun_backend_config *cfg, int n) {
     int ok = backend_accepts(o, cfg, n, &q);
     o->nhwc_query = 0;
     return ok;
-}
-
-/* Copy node k (from original node n) on CUDA takes float16 for its float32 inputs and output: supports()
- * with those descs (params optionally replaced). */
-static int cuda_takes_f16(const opt_state *o, const netrun_backend_config *cfg, const nr_graph *ng, int k, int n,
-                          const void *params, size_t params_size) {
-    const nr_node *nd = &ng->nodes[k];
-    const nr_layer *layer = o->g->nodes[n].layer; /* the copy's nodes get theirs only when it is loaded */
-    netrun_session *s = o->s;
-    const nr_snode *sn = &s->snodes[o->snode_of[n]];
-    enum { MAXIN = 8 };
-    netrun_value_desc in[MAXIN], out;
-    if (nd->n_inputs > MAXIN || nd->n_outputs != 1 || nd->outputs[0] < 0 || nd->outputs[0] >= o->g->n_values) return 0;
-    for (int i = 0; i < nd->n_inputs; i++) {
-        int v = nd->inputs[i];
-        if (v >= o->g->n_values) return 0;
-        if (v < 0) {
-            memset(&in[i], 0, sizeof in[i]);
-            in[i].rank = -1;
-            in[i].name = "";
-            continue;
-        }
-        in[i] = s->values[v].desc;
-        if (in[i].dtype == NETRUN_DTYPE_FLOAT) in[i].dtype = NETRUN_DTYPE_FLOAT16;
-    }
-    out = s->values[nd->outputs[0]].desc;
-    out.dtype = NETRUN_DTYPE_FLOAT16;
-    netrun_node_desc d = {.struct_size = sizeof d, .name = nd->name, .op_type = nd->op_type, .domain = nd->domain,
-                          .opset = nd->opset, .params = params ? params : sn->params,
-                          .params_size = params ? params_size : (layer ? layer->params_size : 0),
-                          .n_inputs = nd->n_inputs, .inputs = in, .n_outputs = 1, .outputs = &out};
-    char why[256] = "";
-    return s->slots[sn->slot].api->supports(cfg, &d, why, sizeof why);
 }
 
 enum { HK_PLAIN = 0, HK_CONV, HK_AGN, HK_POOL, HK_GAP, HK_MULCH, HK_CONCAT };
@@ -1076,22 +1093,10 @@ static int h_const(h_state *st, int v) {
     return id < 0 ? -1 : (st->hval[v] = id);
 }
 
-static int h_unary(const nr_node *nd) {
-    static const char *const unary[] = {"Relu", "Sigmoid", "Tanh", "Swish", "LeakyRelu", "HardSwish",
-                                        "HardSigmoid", "Elu", "Softplus", "Clip", NULL};
-    if (*nd->domain || nd->n_outputs != 1) return 0;
-    for (int i = 0; unary[i]; i++)
-        if (!strcmp(nd->op_type, unary[i])) return nd->n_inputs == 1; /* Clip with bound inputs: float32 inputs */
-    return 0;
-}
-
-static int h_binary(const nr_node *nd) {
-    static const char *const binary[] = {"Add", "Sub", "Mul", "Max", "Min", NULL};
-    if (*nd->domain || nd->n_outputs != 1 || nd->n_inputs != 2) return 0;
-    for (int i = 0; binary[i]; i++)
-        if (!strcmp(nd->op_type, binary[i])) return 1;
-    return 0;
-}
+/* Elementwise ops a float16 region crosses: unary ones with no other input (Clip's bound inputs would stay
+ * float32), binary ones without broadcast (checked by the caller). */
+static int h_unary(const nr_node *nd) { return agnostic_op(nd) == 1 && nd->n_inputs == 1; }
+static int h_binary(const nr_node *nd) { return agnostic_op(nd) == 2 && nd->n_inputs == 2; }
 
 /* Decide and rewire the copy ng; kind_out[k] gets HK_CONV / HK_POOL for nodes whose params the caller flags. */
 static netrun_status plan_fp16(opt_state *o, const netrun_backend_config *cfg, nr_graph *ng, const int *from,
@@ -1123,11 +1128,12 @@ static netrun_status plan_fp16(opt_state *o, const netrun_backend_config *cfg, n
             st.vh[out] = 1;
             continue;
         }
-        if (!on_backend(o, n, "cuda") || s->snodes[o->snode_of[n]].dynamic || s->values[out].dynamic) continue;
+        const netrun_region_spec *r = region_on(o, cfg, n, NETRUN_REGION_FP16_NHWC);
+        if (!r || s->snodes[o->snode_of[n]].dynamic || s->values[out].dynamic) continue;
         const netrun_value_desc *yd = &s->values[out].desc;
         /* squeeze-excite: Mul(X float16 NHWC [N,C,H,W], S [N or 1, C, 1, 1]), either order -> MulChannelNHWC(X, S)
          * (S float16 too: a region value already, or converted) */
-        if (is_op(nd, "Mul") && nd->n_inputs == 2 && regionable_desc(yd) && yd->dims[2] * yd->dims[3] > 1 &&
+        if (region_crosses(r, nd, "Mul") && nd->n_inputs == 2 && regionable_desc(yd) && yd->dims[2] * yd->dims[3] > 1 &&
             o->swish_x[n] < 0) {
             int side = -1;
             for (int j = 0; j < 2 && side < 0; j++) {
@@ -1153,26 +1159,26 @@ static netrun_status plan_fp16(opt_state *o, const netrun_backend_config *cfg, n
         }
         int x = nd->n_inputs > 0 ? nd->inputs[0] : -1;
         if (x < 0 || x >= g->n_values || !st.vh[x]) continue;
-        if (is_op(nd, "GlobalAveragePool") && nd->n_inputs == 1) {
+        if (region_crosses(r, nd, "GlobalAveragePool") && nd->n_inputs == 1) {
             kind[k] = HK_GAP;
             st.vh[out] = 1;
             continue;
         }
-        if ((is_op(nd, "MaxPool") || is_op(nd, "AveragePool")) && nd->n_inputs == 1 &&
+        if ((region_crosses(r, nd, "MaxPool") || region_crosses(r, nd, "AveragePool")) && nd->n_inputs == 1 &&
             (nd->n_outputs == 1 || nd->outputs[1] < 0) && g->nodes[n].layer &&
             g->nodes[n].layer->params_size >= sizeof(netrun_pool_params) && s->snodes[o->snode_of[n]].params &&
             regionable_desc(yd)) {
             netrun_pool_params pp;
             memcpy(&pp, s->snodes[o->snode_of[n]].params, sizeof pp);
             pp.nhwc = 1;
-            if (pp.n_spatial == 2 && cuda_takes_f16(o, cfg, ng, k, n, &pp, g->nodes[n].layer->params_size)) {
+            if (pp.n_spatial == 2 && region_takes(o, cfg, r, ng, k, n, &pp, g->nodes[n].layer->params_size, 1)) {
                 kind[k] = HK_POOL;
                 st.vh[out] = 1;
             }
             continue;
         }
         /* Concat on channels of float16 NHWC inputs with the same N, H, W: ConcatNHWC (per input a 2-D copy) */
-        if (is_op(nd, "Concat") && agnostic_op(nd) == 3 && regionable_desc(yd)) {
+        if (region_crosses(r, nd, "Concat") && agnostic_op(nd) == 3 && regionable_desc(yd)) {
             int ok = nd->n_inputs >= 1;
             for (int j = 0; j < nd->n_inputs && ok; j++) {
                 int v = nd->inputs[j];
@@ -1187,7 +1193,7 @@ static netrun_status plan_fp16(opt_state *o, const netrun_backend_config *cfg, n
             continue;
         }
         int un = h_unary(nd), bin = h_binary(nd);
-        if ((!un && !bin) || !regionable_desc(yd)) continue;
+        if ((!un && !bin) || !region_crosses(r, nd, nd->op_type) || !regionable_desc(yd)) continue;
         int ok = 1;
         for (int j = 0; j < nd->n_inputs && ok; j++) {
             int v = nd->inputs[j];
@@ -1198,9 +1204,9 @@ static netrun_status plan_fp16(opt_state *o, const netrun_backend_config *cfg, n
             netrun_unary_params up;
             memset(&up, 0, sizeof up);
             up.alpha = 1.0f;
-            ok = cuda_takes_f16(o, cfg, ng, k, n, &up, sizeof up);
+            ok = region_takes(o, cfg, r, ng, k, n, &up, sizeof up, 1);
         } else
-            ok = cuda_takes_f16(o, cfg, ng, k, n, NULL, 0);
+            ok = region_takes(o, cfg, r, ng, k, n, NULL, 0, 1);
         if (ok) {
             kind[k] = HK_AGN;
             st.vh[out] = 1;
@@ -1399,23 +1405,21 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     }
     /* (f) which Convs could run nChw16c (decided on the copy below) */
     int n_blk = 0;
-    if (nchwc_enabled(&o))
-        for (int k = 0; k < s->n_snodes; k++) {
-            int n = s->snodes[k].node;
-            if (!o.removed[n] && (o.blk_conv[n] = plan_se_fold(&o, cfg, n))) n_blk++;
-        }
+    for (int k = 0; k < s->n_snodes; k++) {
+        int n = s->snodes[k].node;
+        if (!o.removed[n] && (o.blk_conv[n] = plan_se_fold(&o, cfg, n))) n_blk++;
+    }
     int n_se = 0;
     for (int n = 0; n < g->n_nodes; n++) n_se += !o.removed[n] && o.plan[n].mul >= 0;
     if (n_se)
         nr_host_api()->log(NETRUN_LOG_INFO, "optimize", "squeeze-excite: %d Mul nodes folded into the 1x1 Convs "
-                           "reading them (cpu.se_fold=0 keeps them)", n_se);
-    /* (g) which CUDA Convs could run float16 NHWC (regions decided on the copy below) */
+                           "reading them (%s=0 keeps them)", n_se, o.se_option ? o.se_option : "?");
+    /* (g) which Convs could run float16 NHWC (regions decided on the copy below) */
     int n_h = 0;
-    if (fp16_regions_enabled(&o, cfg))
-        for (int k = 0; k < s->n_snodes; k++) {
-            int n = s->snodes[k].node;
-            if (!o.removed[n] && (o.h_conv[n] = plan_h_conv(&o, cfg, n))) n_h++;
-        }
+    for (int k = 0; k < s->n_snodes; k++) {
+        int n = s->snodes[k].node;
+        if (!o.removed[n] && (o.h_conv[n] = plan_h_conv(&o, cfg, n))) n_h++;
+    }
     if (!counts->bn_folded && !counts->act_fused && !counts->sum_fused && !counts->dropped && !counts->swish_fused &&
         !n_blk && !n_h) {
         free_state(&o);
@@ -1534,7 +1538,7 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
         if (p->act >= 0) cp->activation = p->fa;
     }
     if (counts->fp16_convs || counts->fp16_converts)
-        nr_host_api()->log(NETRUN_LOG_INFO, "optimize", "float16 NHWC regions: %d CUDA Convs, %d border conversions",
+        nr_host_api()->log(NETRUN_LOG_INFO, "optimize", "float16 NHWC regions: %d Convs, %d border conversions",
                            counts->fp16_convs, counts->fp16_converts);
     *out = m;
     nr_free(from);

@@ -15,7 +15,7 @@
 
 #include "session.h"
 
-/* The keys the runtime reads itself (prepare.c, optimize.c, micro_batch.c, control_flow.c, execute.c). A new
+/* The keys the runtime reads itself (prepare.c, place.c, optimize.c, micro_batch.c, control_flow.c, execute.c). A new
  * runtime setting must be added here, or sessions that set it are refused. */
 static const netrun_option_spec runtime_options[] = {
     {"graph.optimize", NETRUN_OPTION_BOOL, NULL, "graph passes: BatchNorm folding, Conv fusions (default 1)"},
@@ -27,6 +27,7 @@ static const netrun_option_spec runtime_options[] = {
     {"limits.max_loop_iterations", NETRUN_OPTION_INT, NULL, "cap on the iterations of a run's Loops"},
     {"limits.host_memory", NETRUN_OPTION_STRING, "auto|none|SIZE", "host memory budget: auto (default), none or a size"},
     {"profile.max_events", NETRUN_OPTION_INT, NULL, "profile events held before the oldest runs' go (default 100000)"},
+    {"placement.transfer_aware", NETRUN_OPTION_BOOL, NULL, "move nodes off the greedy placement where that saves copies (default 1)"},
     {"debug.keep_values", NETRUN_OPTION_BOOL, NULL, "keep every intermediate value readable (default 0)"},
     {NULL, 0, NULL, NULL},
 };

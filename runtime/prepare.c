@@ -12,6 +12,7 @@
 #include "micro_batch.h"
 #include "op_inputs.h"
 #include "optimize.h"
+#include "place.h"
 
 #define ALIGN 256
 /* Largest intermediate value (the importer's default max_tensor_bytes): larger shapes are refused. */
@@ -25,117 +26,6 @@ size_t nr_desc_bytes(const netrun_value_desc *d) {
     size_t es = netrun_dtype_size(d->dtype), bytes;
     if (n < 0 || !nr_mul_size((size_t)n, es, &bytes)) return 0;
     return bytes;
-}
-
-/* ---- backends of the session ---- */
-
-static netrun_status add_slot(netrun_session *s, const nr_backend *be) {
-    for (int i = 0; i < s->n_slots; i++)
-        if (s->slots[i].be == be) return NETRUN_OK;
-    if (s->n_slots == NR_MAX_SLOTS) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "too many backends listed");
-    nr_slot *sl = &s->slots[s->n_slots++];
-    memset(sl, 0, sizeof *sl);
-    sl->be = be;
-    sl->api = be->api;
-    sl->domain = NR_HOST_DOMAIN;
-    if (!(be->api->flags & NETRUN_BACKEND_HOST_MEMORY)) {
-        if (s->n_domains >= NR_MAX_DOMAINS) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "too many device backends");
-        sl->domain = s->n_domains++;
-    }
-    return NETRUN_OK;
-}
-
-netrun_status nr_session_choose_backends(netrun_session *s) {
-    s->n_slots = 0;
-    s->n_domains = 1;
-    int n = 0;
-    if (!s->opts.backends) {
-        n = nr_backends_count(); /* default: GPU backends, then cpu, then the other available ones */
-        for (int pass = 0; pass < 3; pass++)
-            for (int i = 0; i < n; i++) {
-                const nr_backend *be = nr_backends_get(i);
-                if (!be->available) continue;
-                int gpu = (be->api->flags & NETRUN_BACKEND_GPU) != 0, cpu = !strcmp(be->name, "cpu");
-                if ((pass == 0 && gpu) || (pass == 1 && cpu) || (pass == 2 && !gpu && !cpu)) {
-                    netrun_status st = add_slot(s, be);
-                    if (st != NETRUN_OK) return st;
-                }
-            }
-    } else {
-        /* A backend the caller names is what the caller asked for: if it cannot be used (no driver, no device),
-         * running elsewhere is an error unless the list names another available backend or fallback was allowed
-         * (netrun_options_set_allow_fallback). Never a silent move to the CPU. */
-        char list[512], names[512];
-        snprintf(list, sizeof list, "%s", s->opts.backends);
-        int named_available = 0;
-        char *save = NULL;
-        snprintf(names, sizeof names, "%s", s->opts.backends);
-        for (char *name = strtok_r(names, ", ", &save); name; name = strtok_r(NULL, ", ", &save)) {
-            const nr_backend *b = nr_backends_lookup(name);
-            named_available += b && b->available;
-        }
-        save = NULL;
-        for (char *name = strtok_r(list, ", ", &save); name; name = strtok_r(NULL, ", ", &save)) {
-            const nr_backend *found = nr_backends_lookup(name);
-            if (!found) {
-                n = nr_backends_count();
-                char found_names[256] = "";
-                for (int i = 0; i < n; i++) {
-                    size_t l = strlen(found_names);
-                    snprintf(found_names + l, sizeof found_names - l, "%s%s", i ? ", " : "", nr_backends_get(i)->name);
-                }
-                return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "unknown backend '%s' (found: %s)", name,
-                                *found_names ? found_names : "none; set NETRUN_BACKEND_PATH");
-            }
-            if (!found->available) {
-                const char *why = found->reason ? found->reason : "unknown reason";
-                if (s->opts.strict)
-                    return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "backend '%s' is unavailable: %s (strict mode)",
-                                    name, why);
-                if (!named_available && !s->opts.allow_fallback)
-                    return nr_error(NETRUN_ERR_INVALID_ARGUMENT,
-                                    "backend '%s' is unavailable: %s. No other backend of the list '%s' is "
-                                    "available; to run on the CPU instead, list it after (e.g. '%s,cpu') or allow "
-                                    "fallback (netrun_options_set_allow_fallback; CLI --allow-fallback)",
-                                    name, why, s->opts.backends, s->opts.backends);
-                nr_host_api()->log(NETRUN_LOG_WARN, "runtime", "backend '%s' is unavailable (%s): skipped, as %s", name, why,
-                    named_available ? "the list names others" : "fallback is allowed");
-                continue;
-            }
-            netrun_status st = add_slot(s, found);
-            if (st != NETRUN_OK) return st;
-        }
-        const nr_backend *cpu = nr_backends_find("cpu");
-        if (!s->opts.strict && cpu) {
-            netrun_status st = add_slot(s, cpu);
-            if (st != NETRUN_OK) return st;
-        }
-    }
-    if (!s->n_slots)
-        return nr_error(NETRUN_ERR_UNSUPPORTED, "no usable backend: none of the listed backends is available "
-                                                "(run `netrun --backends` to see why)");
-    for (int d = 0; d < NR_MAX_DOMAINS; d++) s->domain_slot[d] = -1;
-    for (int i = s->n_slots - 1; i >= 0; i--) s->domain_slot[s->slots[i].domain] = i;
-    return NETRUN_OK;
-}
-
-static netrun_backend_config make_config(netrun_session *s) {
-    netrun_backend_config c = {
-        .struct_size = sizeof c,
-        .device = s->opts.device,
-        .threads = s->opts.threads,
-        .precision = s->opts.precision,
-        .workspace_policy = s->opts.policy,
-        .workspace_limit = s->opts.workspace_limit,
-        .device_memory_budget = s->opts.device_memory_budget,
-        .get_option = nr_options_get,
-        .opaque = &s->opts,
-    };
-    if (c.threads <= 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        c.threads = n > 0 ? (int)n : 1;
-    }
-    return c;
 }
 
 /* ---- teardown ---- */
@@ -416,25 +306,26 @@ netrun_status nr_infer_node(netrun_session *s, nr_snode *sn) {
     return NETRUN_OK;
 }
 
-/* Compute a node on the CPU backend at prepare because all its inputs are constant. Returns 1 when folded. */
-static int try_fold(netrun_session *s, nr_snode *sn, const nr_backend *cpu, netrun_backend_context **fold_ctx) {
+/* Compute a node at prepare on the backend that folds constants (a host-memory backend declaring
+ * NETRUN_BACKEND_FOLDS_CONSTANTS) because all its inputs are constant. Returns 1 when folded. */
+static int try_fold(netrun_session *s, nr_snode *sn, const nr_backend *folder, netrun_backend_context **fold_ctx) {
     const nr_node *nd = &s->model->ir->graph->nodes[sn->node];
-    if (!cpu || (nd->layer->flags & NR_LAYER_NO_FOLD)) return 0;
+    if (!folder || (nd->layer->flags & NR_LAYER_NO_FOLD)) return 0;
     for (int o = 0; o < nd->n_outputs; o++)
         if (nd->outputs[o] >= 0 && nr_shape_count(sn->out_desc[o].rank, sn->out_desc[o].dims) < 0) return 0;
     netrun_node_desc desc = {.struct_size = sizeof desc, .name = nd->name, .op_type = nd->op_type,
                              .domain = nd->domain, .opset = nd->opset, .params = sn->params,
                              .params_size = nd->layer->params_size, .n_inputs = nd->n_inputs,
                              .inputs = sn->in_desc, .n_outputs = nd->n_outputs, .outputs = sn->out_desc};
-    netrun_backend_config cfg = make_config(s);
+    netrun_backend_config cfg = nr_backend_config_of(s);
     cfg.threads = 1;
     char why[256];
-    if (!cpu->api->supports(&cfg, &desc, why, sizeof why)) return 0;
+    if (!folder->api->supports(&cfg, &desc, why, sizeof why)) return 0;
     nr_activity_set(s, NR_ACT_FOLD, sn->node, -1);
-    if (!*fold_ctx && cpu->api->context_create(&cfg, fold_ctx) != NETRUN_OK) return 0;
+    if (!*fold_ctx && folder->api->context_create(&cfg, fold_ctx) != NETRUN_OK) return 0;
     netrun_kernel *k = NULL;
     size_t ws = 0;
-    if (cpu->api->kernel_create(*fold_ctx, &desc, &k, &ws) != NETRUN_OK) return 0;
+    if (folder->api->kernel_create(*fold_ctx, &desc, &k, &ws) != NETRUN_OK) return 0;
     nr_tensor *outs[16] = {0};
     netrun_tensor in_t[64], out_t[16];
     int ok = nd->n_outputs <= 16 && nd->n_inputs <= 64;
@@ -479,9 +370,9 @@ static int try_fold(netrun_session *s, nr_snode *sn, const nr_backend *cpu, netr
         netrun_kernel_args args = {.struct_size = sizeof args, .params = sn->params, .n_inputs = nd->n_inputs,
                                    .inputs = in_t, .n_outputs = nd->n_outputs, .outputs = out_t,
                                    .workspace = wsbuf, .workspace_size = ws};
-        ok = cpu->api->kernel_run(*fold_ctx, k, &args) == NETRUN_OK;
+        ok = folder->api->kernel_run(*fold_ctx, k, &args) == NETRUN_OK;
     }
-    cpu->api->kernel_destroy(*fold_ctx, k);
+    folder->api->kernel_destroy(*fold_ctx, k);
     nr_aligned_free(wsbuf);
     if (!ok) {
         for (int o = 0; o < 16; o++) {
@@ -582,7 +473,7 @@ static int infer_types(netrun_session *s, nr_snode *sn) {
 
 static netrun_status infer_all(netrun_session *s) {
     nr_graph *g = s->model->ir->graph;
-    const nr_backend *cpu = nr_backends_find("cpu");
+    const nr_backend *folder = nr_backends_find_role(NETRUN_BACKEND_FOLDS_CONSTANTS | NETRUN_BACKEND_HOST_MEMORY);
     netrun_backend_context *fold_ctx = NULL;
     netrun_status st = NETRUN_OK;
     for (int k = 0; k < s->n_snodes && st == NETRUN_OK; k++) {
@@ -618,7 +509,7 @@ static netrun_status infer_all(netrun_session *s) {
         int all_const = !dyn_in;
         for (int i = 0; i < nd->n_inputs && all_const && !shape_only; i++)
             if (nd->inputs[i] >= 0 && !s->values[nd->inputs[i]].is_const) all_const = 0;
-        if (all_const && try_fold(s, sn, cpu, &fold_ctx)) {
+        if (all_const && try_fold(s, sn, folder, &fold_ctx)) {
             sn->slot = -1;
             sn->reason = nr_strdup(shape_only ? "folded at prepare: its input's shape is known"
                                               : "folded at prepare: all inputs are constant");
@@ -666,62 +557,11 @@ static netrun_status infer_all(netrun_session *s) {
         }
         if (sn->dynamic) s->dynamic = 1;
     }
-    if (fold_ctx) cpu->api->context_destroy(fold_ctx);
+    if (fold_ctx) folder->api->context_destroy(fold_ctx);
     return st;
 }
 
 /* ---- placement ---- */
-
-static netrun_status place_all(netrun_session *s) {
-    nr_graph *g = s->model->ir->graph;
-    netrun_backend_config cfg = make_config(s);
-    for (int k = 0; k < s->n_snodes; k++) {
-        nr_snode *sn = &s->snodes[k];
-        if (sn->slot == NR_SLOT_FOLDED) continue;
-        const nr_node *nd = &g->nodes[sn->node];
-        if (nd->layer->flags & NR_LAYER_CONTROL_FLOW) {
-            sn->slot = NR_SLOT_RUNTIME;
-            if (!(sn->reason = nr_strdup("control flow: the runtime runs its subgraphs")))
-                return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
-            continue;
-        }
-        if (sn->dynamic) { /* descs as far as known before the run: dims -1, dtypes and ranks guessed */
-            nr_gather_descs(s, sn, 0);
-            for (int o = 0; o < nd->n_outputs; o++)
-                if (nd->outputs[o] >= 0) sn->out_desc[o] = s->values[nd->outputs[o]].desc;
-        }
-        netrun_node_desc desc = {.struct_size = sizeof desc, .name = nd->name, .op_type = nd->op_type,
-                                 .domain = nd->domain, .opset = nd->opset, .params = sn->params,
-                                 .params_size = nd->layer->params_size, .n_inputs = nd->n_inputs,
-                                 .inputs = sn->in_desc, .n_outputs = nd->n_outputs, .outputs = sn->out_desc};
-        char refusals[1024] = "";
-        for (int i = 0; i < s->n_slots; i++) {
-            char why[256] = "";
-            if (s->slots[i].failed) snprintf(why, sizeof why, "failed to initialise: %.200s", s->slots[i].failed_reason);
-            else if (s->avoid && (s->avoid[sn->node] >> i & 1u))
-                snprintf(why, sizeof why, "its kernel failed to build: %.200s", s->slots[i].failed_reason);
-            else if (s->slots[i].api->supports(&cfg, &desc, why, sizeof why)) {
-                sn->slot = i;
-                break;
-            }
-            size_t l = strlen(refusals);
-            snprintf(refusals + l, sizeof refusals - l, "%s%s: %s", l ? "; " : "", s->slots[i].be->name,
-                     *why ? why : "not supported");
-        }
-        if (sn->slot < 0)
-            return nr_error(NETRUN_ERR_UNSUPPORTED, "node '%s' (%s): no backend supports it (%s)", nd->name,
-                            nd->op_type, refusals);
-        char reason[1200];
-        if (sn->slot == 0) snprintf(reason, sizeof reason, "first choice");
-        else snprintf(reason, sizeof reason, "fallback: %s", refusals);
-        if (s->opts.strict && sn->slot != 0)
-            return nr_error(NETRUN_ERR_UNSUPPORTED, "strict mode: node '%s' (%s) cannot run on %s (%s)", nd->name,
-                            nd->op_type, s->slots[0].be->name, refusals);
-        if (!(sn->reason = nr_strdup(reason))) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
-        s->slots[sn->slot].n_nodes++;
-    }
-    return NETRUN_OK;
-}
 
 /* ---- steps and copies ---- */
 
@@ -956,7 +796,7 @@ static netrun_status plan_aliases(netrun_session *s) {
     if (opt && strcmp(opt, "0") && strcmp(opt, "1"))
         return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "memory.inplace: '%s' is not 0 or 1", opt);
     if ((opt && !strcmp(opt, "0")) || s->keep_values) return NETRUN_OK; /* keep_values: every value stays readable */
-    netrun_backend_config cfg = make_config(s);
+    netrun_backend_config cfg = nr_backend_config_of(s);
     for (int t = 0; t < s->n_steps; t++) {
         if (s->steps[t].kind != NR_STEP_KERNEL) continue;
         nr_snode *sn = &s->snodes[s->steps[t].snode];
@@ -1039,7 +879,7 @@ static netrun_status alloc_in_domain(netrun_session *s, int dom, size_t bytes, v
 
 static netrun_status init_backends(netrun_session *s) {
     double t0 = nr_now_ms();
-    netrun_backend_config cfg = make_config(s);
+    netrun_backend_config cfg = nr_backend_config_of(s);
     for (int i = 0; i < s->n_slots; i++) {
         nr_slot *sl = &s->slots[i];
         /* A backend that runs no node is not initialised: its device may not even exist (--device 1 with a
@@ -1392,7 +1232,7 @@ static netrun_status prepare_once(netrun_session *s) {
     }
     netrun_status st = bind_inputs(s);
     if (st == NETRUN_OK) st = infer_all(s);
-    if (st == NETRUN_OK) st = place_all(s);
+    if (st == NETRUN_OK) st = nr_place_nodes(s);
     if (st == NETRUN_OK && !s->mb_decided) { /* micro-batching: decided at the full batch, then built for less */
         s->mb_decided = 1;
         int b = 0;
@@ -1405,7 +1245,7 @@ static netrun_status prepare_once(netrun_session *s) {
     } else if (st == NETRUN_OK && s->mb)
         st = nr_micro_batch_verify(s);
     if (st == NETRUN_OK) { /* graph passes (optimize.c): after a rewrite, prepare the session's copy instead */
-        netrun_backend_config cfg = make_config(s);
+        netrun_backend_config cfg = nr_backend_config_of(s);
         netrun_model *opt = NULL;
         nr_optimize_counts oc;
         st = nr_optimize_session(s, &cfg, &opt, &oc);

@@ -6,6 +6,7 @@
 
 #include "control_flow.h"
 #include "optimize.h"
+#include "place.h"
 #include "session.h"
 
 #define FAIL(s, code) nr_record((s)->error, (code))
@@ -40,7 +41,6 @@ netrun_status netrun_session_create(netrun_model *model, const netrun_options *o
     nr_model_retain(model);
     s->model = model;
     /* Check the backend list now so that a typo fails early; devices are touched only at prepare. */
-    extern netrun_status nr_session_choose_backends(netrun_session * s);
     st = nr_session_choose_backends(s);
     if (st == NETRUN_OK) st = nr_options_check_keys(s);
     if (st != NETRUN_OK) {
@@ -556,7 +556,7 @@ size_t netrun_session_activity(const netrun_session *s, char *buf, size_t size) 
                                                                           : NULL;
     static const char *const what[] = {
         [NR_ACT_IDLE] = "idle", [NR_ACT_INIT_BACKEND] = "preparing: initialising backend",
-        [NR_ACT_FOLD] = "preparing: computing a constant node on the cpu",
+        [NR_ACT_FOLD] = "preparing: computing a constant node",
         [NR_ACT_UPLOAD] = "preparing: uploading weights to backend", [NR_ACT_CREATE_KERNEL] = "preparing node",
         [NR_ACT_RUN_KERNEL] = "running node", [NR_ACT_COPY] = "copying a value between devices",
         [NR_ACT_GRAPH] = "launching a device graph on backend"};

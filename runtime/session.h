@@ -220,6 +220,7 @@ struct netrun_session {
     /* prepares of this session since it was created, of its control-flow bodies that are gone (a re-prepare
      * frees them), and why the last one after the first happened (stats.prepares, netrun_session_prepare_note) */
     uint64_t n_prepares, n_body_prepares_freed;
+    int n_moved;                   /* nodes the transfer-aware placement moved off their greedy slot (place.c) */
     char prepare_note[256];
     int keep_values;               /* debug: no memory reuse, every value readable after a run */
     int profiling;
