@@ -2,9 +2,10 @@
  * node. Greedy first: each node on the first slot in the preference order whose supports() says yes. Then, unless
  * the session is strict, has one memory domain, or placement.transfer_aware is 0, a cost model improves it: a node
  * moves to another slot that supports it when the estimated kernel time plus the copies across memory domains go
- * down (a cheap node stranded between another domain's nodes no longer costs two copies). Copies of graph inputs
- * and outputs are not counted: they are where the caller's data is, so a device the caller listed keeps the work
- * it can run. The node's reason says why it went where it went ("moved: saves N copies / X MB"). */
+ * down and fewer values are copied (a cheap node stranded between another domain's nodes no longer costs two
+ * copies). Graph inputs and outputs count as living on the first backend of the session, so a device the caller
+ * listed first keeps the work it can do at the graph's edges. The node's reason says why it went where it went
+ * ("moved from X: saves N copies / X MB"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,7 +210,6 @@ static netrun_status place_greedy(netrun_session *s, uint32_t *ok) {
 #define DEV_KERNEL_US 8.0
 #define COPY_GBPS 5.0
 #define COPY_US 15.0
-#define PLACE_IMPROVE 0
 
 static double count_of(const netrun_value_desc *d) {
     if (d->rank < 0) return 0;
@@ -247,27 +247,29 @@ typedef struct place_model {
     int *uses;         /* snodes reading the value */
 } place_model;
 
+/* Whether the node runs on a slot: folded ones read nothing at run time, and control flow is left out (above). */
+static int runs(const nr_snode *sn) { return sn->slot >= 0; }
+
 static double kernel_us(const place_model *pm, int k, int dom) {
     if (dom == NR_HOST_DOMAIN) return HOST_KERNEL_US + pm->flops[k] / (HOST_GFLOPS * 1e3) + pm->bytes[k] / (HOST_GBPS * 1e3);
     return DEV_KERNEL_US + pm->flops[k] / (DEV_GFLOPS * 1e3) + pm->bytes[k] / (DEV_GBPS * 1e3);
 }
 
-/* The domains value v is copied into (a bit per domain) and their count. Graph inputs and outputs do not count. */
+/* The domains value v is copied into (a bit per domain) and their count. Graph inputs and outputs are anchored to
+ * the domain of the session's first backend (the caller's first choice): a device the caller listed keeps the work
+ * it can do at the edges of the graph. Control-flow nodes read their inputs as a body's graph inputs: not counted. */
 static int copies_of(const place_model *pm, int v, unsigned *mask) {
     const nr_svalue *sv = &pm->s->values[v];
     *mask = 0;
-    if (sv->is_const || sv->producer < 0) return 0;
-    int home = pm->dom[sv->producer], n = 0;
+    if (sv->is_const || (sv->producer >= 0 && !runs(&pm->s->snodes[sv->producer]))) return 0;
+    int anchor = pm->s->slots[0].domain;
+    int home = sv->producer >= 0 ? pm->dom[sv->producer] : anchor, n = 0;
     for (int u = pm->use_start[v]; u < pm->use_start[v + 1]; u++) {
         int d = pm->dom[pm->uses[u]];
         if (d != home && !(*mask >> d & 1u)) *mask |= 1u << d, n++;
-        /* a node inferred at run time reads its integer inputs (shapes, sizes) on the host: shape subgraphs
-         * that feed it cost a copy each run anywhere else */
-        d = NR_HOST_DOMAIN;
-        if (pm->s->snodes[pm->uses[u]].dynamic && sv->desc.dtype == NETRUN_DTYPE_INT64 && d != home &&
-            !(*mask >> d & 1u))
-            *mask |= 1u << d, n++;
     }
+    if (pm->s->model->ir->graph->values[v].is_graph_output && anchor != home && !(*mask >> anchor & 1u))
+        *mask |= 1u << anchor, n++;
     return n;
 }
 
@@ -275,33 +277,73 @@ static double copy_us(const place_model *pm, int v, int n) {
     return n * (COPY_US + (double)pm->s->values[v].nbytes / (COPY_GBPS * 1e3));
 }
 
-/* Cost of node k where it is now and of the copies of the values it reads and writes; copies and bytes moved too. */
-static double local_cost(const place_model *pm, int k, int *n_copies, double *copy_bytes) {
+/* Cost of the nodes of a group where they are now (pm->dom) and of the copies of every value they read or write;
+ * the number of copies and their bytes too. mark[] is scratch (value -> seen), left cleared. */
+static double group_cost(const place_model *pm, const int *group, int n, char *mark, int *n_copies,
+                         double *copy_bytes) {
     const netrun_session *s = pm->s;
-    const nr_node *nd = &s->model->ir->graph->nodes[s->snodes[k].node];
-    double c = kernel_us(pm, k, pm->dom[k]);
+    double c = 0;
     *n_copies = 0;
     *copy_bytes = 0;
-    for (int side = 0; side < 2; side++) {
-        int n = side ? nd->n_outputs : nd->n_inputs;
-        const int *vs = side ? nd->outputs : nd->inputs;
-        for (int i = 0; i < n; i++) {
-            int v = vs[i], seen = 0;
-            if (v < 0) continue;
-            for (int j = 0; j < i; j++) seen |= vs[j] == v;
-            for (int j = 0; side && j < nd->n_inputs; j++) seen |= nd->inputs[j] == v;
-            if (seen) continue;
-            unsigned mask;
-            int m = copies_of(pm, v, &mask);
-            c += copy_us(pm, v, m);
-            *n_copies += m;
-            *copy_bytes += m * (double)s->values[v].nbytes;
+    for (int pass = 0; pass < 2; pass++)
+        for (int j = 0; j < n; j++) {
+            const nr_node *nd = &s->model->ir->graph->nodes[s->snodes[group[j]].node];
+            if (pass == 0) c += kernel_us(pm, group[j], pm->dom[group[j]]);
+            for (int side = 0; side < 2; side++) {
+                int nio = side ? nd->n_outputs : nd->n_inputs;
+                const int *vs = side ? nd->outputs : nd->inputs;
+                for (int i = 0; i < nio; i++) {
+                    int v = vs[i];
+                    if (v < 0) continue;
+                    if (pass == 1) { /* clear the marks */
+                        mark[v] = 0;
+                        continue;
+                    }
+                    if (mark[v]) continue;
+                    mark[v] = 1;
+                    unsigned mask;
+                    int m = copies_of(pm, v, &mask);
+                    c += copy_us(pm, v, m);
+                    *n_copies += m;
+                    *copy_bytes += m * (double)s->values[v].nbytes;
+                }
+            }
         }
-    }
     return c;
 }
 
-/* Moves single nodes while that lowers the total estimate (a few sweeps in execution order). */
+/* The group that moves with node k to slot `to`: k and the nodes connected to it through values, on k's slot,
+ * that `to` supports too and that cost little more there (cheap nodes go together: two stranded nodes in a row
+ * save their copies only when both move). At most `max` nodes; in_group[] marks them (left set). */
+static int grow_group(const place_model *pm, const uint32_t *ok, int k, int to, int *group, int max, char *in_group) {
+    const netrun_session *s = pm->s;
+    const nr_graph *g = s->model->ir->graph;
+    int cur = s->snodes[k].slot, n = 0;
+    group[n++] = k;
+    in_group[k] = 1;
+    for (int head = 0; head < n; head++) {
+        const nr_node *nd = &g->nodes[s->snodes[group[head]].node];
+        for (int side = 0; side < 2; side++) {
+            int nio = side ? nd->n_outputs : nd->n_inputs;
+            const int *vs = side ? nd->outputs : nd->inputs;
+            for (int i = 0; i < nio; i++) {
+                int v = vs[i];
+                if (v < 0 || s->values[v].is_const) continue;
+                int first = side ? pm->use_start[v] : 0, end = side ? pm->use_start[v + 1] : 1;
+                for (int u = first; u < end && n < max; u++) {
+                    int q = side ? pm->uses[u] : s->values[v].producer;
+                    if (q < 0 || in_group[q] || s->snodes[q].slot != cur || !(ok[q] >> to & 1u)) continue;
+                    if (kernel_us(pm, q, s->slots[to].domain) - kernel_us(pm, q, pm->dom[q]) > COPY_US) continue;
+                    in_group[q] = 1;
+                    group[n++] = q;
+                }
+            }
+        }
+    }
+    return n;
+}
+
+/* Moves nodes, alone or with their cheap neighbours, where that saves copies and lowers the estimate. */
 static netrun_status improve(netrun_session *s, const uint32_t *ok) {
     nr_graph *g = s->model->ir->graph;
     place_model pm = {.s = s};
@@ -328,7 +370,7 @@ static netrun_status improve(netrun_session *s, const uint32_t *ok) {
             pm.flops[k] = node_flops(s, sn);
             pm.bytes[k] = node_bytes(s, sn);
         }
-        for (int i = 0; i < nd->n_inputs; i++) {
+        for (int i = 0; i < nd->n_inputs && runs(sn); i++) {
             int v = nd->inputs[i], dup = 0;
             for (int j = 0; j < i; j++) dup |= nd->inputs[j] == v;
             if (v >= 0 && !dup) pm.use_start[v + 1]++;
@@ -342,48 +384,62 @@ static netrun_status improve(netrun_session *s, const uint32_t *ok) {
     }
     for (int k = 0; k < s->n_snodes; k++) {
         const nr_node *nd = &g->nodes[s->snodes[k].node];
-        for (int i = 0; i < nd->n_inputs; i++) {
+        for (int i = 0; i < nd->n_inputs && runs(&s->snodes[k]); i++) {
             int v = nd->inputs[i], dup = 0;
             for (int j = 0; j < i; j++) dup |= nd->inputs[j] == v;
             if (v >= 0 && !dup) pm.uses[pm.use_start[v] + fill[v]++] = k;
         }
     }
     nr_free(fill);
+    int *group = nr_calloc(nk, sizeof(int)), *saved_n = nr_calloc(nk, sizeof(int));
+    double *saved_b = nr_calloc(nk, sizeof(double));
+    char *mark = nr_calloc(nv, 1), *in_group = nr_calloc(nk, 1);
+    if (!group || !saved_n || !saved_b || !mark || !in_group) {
+        st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory placing the nodes");
+        goto done2;
+    }
+    /* A move is made only where it saves copies and lowers the estimate: the kernel estimates are too rough to
+     * overrule the preference order on their own. Sweeps in execution order until nothing moves. */
     for (int sweep = 0; sweep < 4; sweep++) {
         int moved = 0;
         for (int k = 0; k < s->n_snodes; k++) {
             nr_snode *sn = &s->snodes[k];
             if (sn->slot < 0 || !(ok[k] & ~(1u << sn->slot))) continue;
-            int cur = sn->slot, best = cur, nc;
-            double cb, best_cost = local_cost(&pm, k, &nc, &cb) - 0.5; /* a move must gain something */
-            for (int i = 0; i < s->n_slots; i++) {
-                if (i == cur || !(ok[k] >> i & 1u) || s->slots[i].domain == s->slots[cur].domain) continue;
-                pm.dom[k] = s->slots[i].domain;
-                double c = local_cost(&pm, k, &nc, &cb);
-                if (c < best_cost) best_cost = c, best = i;
-                pm.dom[k] = s->slots[cur].domain;
-            }
-            if (best != cur) {
-                sn->slot = best;
-                pm.dom[k] = s->slots[best].domain;
-                moved = 1;
+            int cur = sn->slot;
+            for (int to = 0; to < s->n_slots; to++) {
+                if (to == cur || !(ok[k] >> to & 1u) || s->slots[to].domain == s->slots[cur].domain) continue;
+                for (int whole = 0; whole < 2; whole++) { /* k alone, then with its cheap neighbours */
+                    int n = whole ? grow_group(&pm, ok, k, to, group, 256, in_group) : 1;
+                    group[0] = k;
+                    for (int j = 0; j < n; j++) in_group[group[j]] = 0;
+                    if (whole && n == 1) continue;
+                    int nc0, nc1;
+                    double b0, b1, c0 = group_cost(&pm, group, n, mark, &nc0, &b0);
+                    for (int j = 0; j < n; j++) pm.dom[group[j]] = s->slots[to].domain;
+                    double c1 = group_cost(&pm, group, n, mark, &nc1, &b1);
+                    if (nc1 < nc0 && c1 < c0 - 0.5) {
+                        for (int j = 0; j < n; j++) {
+                            s->snodes[group[j]].slot = to;
+                            saved_n[group[j]] = nc0 - nc1;
+                            saved_b[group[j]] = b0 - b1;
+                        }
+                        moved = 1;
+                        break;
+                    }
+                    for (int j = 0; j < n; j++) pm.dom[group[j]] = s->slots[cur].domain;
+                }
+                if (sn->slot != cur) break;
             }
         }
         if (!moved) break;
     }
-    /* the reasons of the nodes that moved: what it saved around them */
+    /* the reasons of the nodes that moved: what the move of their group saved */
     for (int k = 0; k < s->n_snodes && st == NETRUN_OK; k++) {
         nr_snode *sn = &s->snodes[k];
         if (sn->slot < 0 || sn->slot == orig[k]) continue;
-        int n_after, n_before;
-        double b_after, b_before;
-        local_cost(&pm, k, &n_after, &b_after);
-        pm.dom[k] = s->slots[orig[k]].domain;
-        local_cost(&pm, k, &n_before, &b_before);
-        pm.dom[k] = s->slots[sn->slot].domain;
         char reason[1400];
-        snprintf(reason, sizeof reason, "moved from %s: saves %d copies / %.2f MB (%s)", s->slots[orig[k]].be->name,
-                 n_before - n_after, (b_before - b_after) / 1e6, sn->reason ? sn->reason : "");
+        snprintf(reason, sizeof reason, "moved from %s: saves %d copies / %.2f MB (greedy: %s)", s->slots[orig[k]].be->name,
+                 saved_n[k], saved_b[k] / 1e6, sn->reason ? sn->reason : "");
         char *r = nr_strdup(reason);
         if (!r) {
             st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
@@ -395,6 +451,15 @@ static netrun_status improve(netrun_session *s, const uint32_t *ok) {
         s->slots[sn->slot].n_nodes++;
         s->n_moved++;
     }
+    if (s->n_moved)
+        nr_host_api()->log(NETRUN_LOG_INFO, "placement", "transfer-aware: %d nodes moved off their first placement "
+                           "(placement.transfer_aware=0 keeps it)", s->n_moved);
+done2:
+    nr_free(group);
+    nr_free(saved_n);
+    nr_free(saved_b);
+    nr_free(mark);
+    nr_free(in_group);
 done:
     nr_free(pm.dom);
     nr_free(pm.flops);
@@ -410,7 +475,7 @@ netrun_status nr_place_nodes(netrun_session *s) {
     if (!ok) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory placing the nodes");
     s->n_moved = 0;
     netrun_status st = place_greedy(s, ok);
-    if (st == NETRUN_OK && PLACE_IMPROVE && transfer_aware(s)) st = improve(s, ok);
+    if (st == NETRUN_OK && transfer_aware(s)) st = improve(s, ok);
     nr_free(ok);
     return st;
 }
