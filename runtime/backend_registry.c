@@ -172,7 +172,7 @@ static const char *missing_required_slot(const netrun_backend_api *api) {
     return NULL;
 }
 
-/* Candidates found by discovery, loaded on demand (a session that names "cpu" never maps the CUDA plugin). */
+/* Candidates found by discovery, loaded on demand (a session that names one backend maps that plugin, and the fallback's unless strict). */
 static char **cands;
 static char *cand_loaded;
 static int n_cands, cap_cands;

@@ -35,4 +35,10 @@ netrun_model *nr_optimize_original(const netrun_model *m);
 /* Counts of the passes that built model m (all zero for a model not built by nr_optimize_session). */
 void nr_optimize_model_counts(const netrun_model *m, nr_optimize_counts *counts);
 
+/* For an op the graph passes make (domain com.netrun), the layout it works in ("nChw16c", "float16 NHWC"), which the
+ * kernel column carries since reports show the ONNX op it stands for; NULL for model ops. */
+const char *nr_internal_op_layout(const nr_node *nd);
+/* The op type reports show for a node: the ONNX op a pass's own op stands for, else its own. */
+const char *nr_internal_op_shown(const nr_node *nd);
+
 #endif

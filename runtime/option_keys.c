@@ -32,7 +32,7 @@ static const netrun_option_spec runtime_options[] = {
     {NULL, 0, NULL, NULL},
 };
 
-/* The group ("cpu") of a key ("cpu.winograd") into buf; 0 when the key has no '.'. */
+/* The group (NAME) of a key ("NAME.key") into buf; 0 when the key has no '.'. */
 static int key_group(const char *key, char *buf, size_t size) {
     const char *dot = strchr(key, '.');
     if (!dot || dot == key || !dot[1]) return 0;
@@ -213,8 +213,8 @@ netrun_status nr_options_check_keys(netrun_session *s) {
         const char *key = o->keys[i];
         char group[64], hint[160], keys[512];
         if (!key_group(key, group, sizeof group))
-            return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "option '%s': keys are GROUP.NAME (e.g. cpu.winograd, "
-                            "memory.inplace)", key);
+            return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "option '%s': keys are GROUP.NAME (e.g. memory.inplace, or "
+                            "BACKEND.KEY for a backend's own settings)", key);
         if (runtime_group(group)) {
             if (listed(runtime_options, key)) continue;
             did_you_mean(s, key, hint, sizeof hint);

@@ -313,8 +313,8 @@ static double group_cost(const place_model *pm, const int *group, int n, char *m
 }
 
 /* The group that moves with node k to slot `to`: k and the nodes connected to it through values, on k's slot,
- * that `to` supports too and that cost little more there (cheap nodes go together: two stranded nodes in a row
- * save their copies only when both move). At most `max` nodes; in_group[] marks them (left set). */
+ * that `to` supports too and that cost less more there than a copy of about their output (cheap nodes go together:
+ * two stranded nodes in a row save their copies only when both move). At most `max` nodes; in_group[] marks them (left set). */
 static int grow_group(const place_model *pm, const uint32_t *ok, int k, int to, int *group, int max, char *in_group) {
     const netrun_session *s = pm->s;
     const nr_graph *g = s->model->ir->graph;
@@ -333,7 +333,9 @@ static int grow_group(const place_model *pm, const uint32_t *ok, int k, int to, 
                 for (int u = first; u < end && n < max; u++) {
                     int q = side ? pm->uses[u] : s->values[v].producer;
                     if (q < 0 || in_group[q] || s->snodes[q].slot != cur || !(ok[q] >> to & 1u)) continue;
-                    if (kernel_us(pm, q, s->slots[to].domain) - kernel_us(pm, q, pm->dom[q]) > COPY_US) continue;
+                    /* cheap: slower there by less than a copy of about its output would cost */
+                    double copy = COPY_US + pm->bytes[q] / 2 / (COPY_GBPS * 1e3);
+                    if (kernel_us(pm, q, s->slots[to].domain) - kernel_us(pm, q, pm->dom[q]) > copy) continue;
                     in_group[q] = 1;
                     group[n++] = q;
                 }

@@ -84,7 +84,7 @@ def cpu_middle(path):
 def gn_block(path):
     c, s = 64, 32
     inits = [const("W1", (c, c, 3, 3), 0.05), const("W2", (c, c, 3, 3), 0.05),
-             numpy_helper.from_array(np.ones(c, np.float32), "g"), numpy_helper.from_array(np.zeros(c, np.float32), "b")]
+             numpy_helper.from_array(np.ones(8, np.float32), "g"), numpy_helper.from_array(np.zeros(8, np.float32), "b")]  # opset 18: per group
     nodes, x = [], "x"
     for i in (1, 2):
         nodes += [helper.make_node("GroupNormalization", [x, "g", "b"], [f"n{i}"], name=f"gn{i}", num_groups=8),
