@@ -267,6 +267,12 @@ static int copies_of(const place_model *pm, int v, unsigned *mask) {
     for (int u = pm->use_start[v]; u < pm->use_start[v + 1]; u++) {
         int d = pm->dom[pm->uses[u]];
         if (d != home && !(*mask >> d & 1u)) *mask |= 1u << d, n++;
+        /* a node inferred at run time reads its integer inputs (shapes, sizes) on the host: a shape subgraph that
+         * feeds it costs a copy each run anywhere else, so it stays on (or moves to) the host */
+        d = NR_HOST_DOMAIN;
+        if (pm->s->snodes[pm->uses[u]].dynamic && sv->desc.dtype == NETRUN_DTYPE_INT64 && d != home &&
+            !(*mask >> d & 1u))
+            *mask |= 1u << d, n++;
     }
     if (pm->s->model->ir->graph->values[v].is_graph_output && anchor != home && !(*mask >> anchor & 1u))
         *mask |= 1u << anchor, n++;
