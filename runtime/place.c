@@ -136,7 +136,6 @@ static int transfer_aware(const netrun_session *s) {
     return !(on && !strcmp(on, "0"));
 }
 
-
 /* Greedy: each node on the first slot whose supports() says yes (ok[k] gets the mask of all that do). */
 static netrun_status place_greedy(netrun_session *s, uint32_t *ok) {
     nr_graph *g = s->model->ir->graph;
