@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define NETRUN_ABI_MAJOR 1
-#define NETRUN_ABI_MINOR 9
+#define NETRUN_ABI_MINOR 10
 #define NETRUN_ABI_VERSION ((uint32_t)((NETRUN_ABI_MAJOR << 16) | NETRUN_ABI_MINOR))
 #define NETRUN_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 
@@ -230,8 +230,51 @@ typedef struct netrun_op_def {
 
 enum {
     NETRUN_BACKEND_HOST_MEMORY = 1u << 0, /* buffers are plain host pointers: no copies to/from the CPU */
-    NETRUN_BACKEND_GPU = 1u << 1          /* a GPU backend: preferred by default, placed first */
+    NETRUN_BACKEND_GPU = 1u << 1,         /* a GPU backend: preferred by default, placed first */
+    /* ABI 1.10: roles. The runtime never picks a backend by its name; these say who does what. */
+    NETRUN_BACKEND_FOLDS_CONSTANTS = 1u << 2, /* with HOST_MEMORY: computes nodes whose inputs are all constant at
+                                               * prepare (the first available backend declaring it does) */
+    NETRUN_BACKEND_FALLBACK = 1u << 3         /* the backend of last resort: appended to a caller's backend list
+                                               * (not in strict mode) and placed after GPU backends by default */
 };
+
+/* ---- ABI 1.10: layouts and precisions a backend keeps across its nodes ----
+ * A backend declares regions; the runtime plans them after placement on a private copy of the graph (the
+ * graph passes): values between the backend's nodes stay in the region's form, and a conversion node (domain
+ * com.netrun) is inserted at each border. Which nodes join is asked of the backend: its Convs (and pools) through
+ * supports() with the region's params flags, its other nodes through `keeps` (or supports()). A backend that
+ * declares a region implements the com.netrun ops listed with its kind. */
+typedef enum netrun_region_kind {
+    NETRUN_REGION_END = 0,       /* ends the table */
+    /* float32 4-D values with C % 16 == 0 stored [N][C/16][H][W][16] (same dims and bytes as NCHW).
+     * Conv params src_blocked/dst_blocked (and src_scale, see fold_scale_option), MaxPool params.blocked;
+     * ops ReorderNCHWc, GlobalAveragePoolNCHWc, MulChannelNCHWc. */
+    NETRUN_REGION_NCHW16C = 1,
+    /* float16 values in channels-last order (logical NCHW dims) between the backend's nodes.
+     * Conv params src_nhwc/dst_nhwc with float16 descs and constant weights, Max/AveragePool params.nhwc;
+     * ops ReorderNHWC, GlobalAveragePoolNHWC, MulChannelNHWC, ConcatNHWC. */
+    NETRUN_REGION_FP16_NHWC = 2
+} netrun_region_kind;
+
+enum {
+    NETRUN_REGION_IF_FP16 = 1u << 0 /* only in sessions with netrun_options_set_precision(NETRUN_PRECISION_FP16) */
+};
+
+typedef struct netrun_region_spec {
+    netrun_region_kind kind;
+    uint32_t conditions;             /* NETRUN_REGION_IF_* */
+    const char *option;              /* a key of the backend's options whose value "0" turns the region off; NULL */
+    /* NCHW16C: a squeeze-excite Mul(X, S[N,C,1,1]) read only by a 1x1 Conv that then reads X blocked is folded
+     * into that Conv (params.src_scale, S an input after B) unless this key is "0"; NULL: never folded. */
+    const char *fold_scale_option;
+    /* ONNX ops (default domain) the region crosses, NULL-ended: same-shape elementwise ops, "Concat" (axis 1),
+     * "MaxPool", "AveragePool", "GlobalAveragePool", "Mul" also as squeeze-excite's channel scale. */
+    const char *const *ops;
+    /* Optional: whether the backend runs this elementwise node with its descs as the region holds them (float16
+     * for FP16_NHWC). NULL: supports() is asked (FP16_NHWC), or the node is taken as it is (NCHW16C, whose descs
+     * do not change). No device work. */
+    int (*keeps)(const netrun_backend_config *config, const netrun_node_desc *node);
+} netrun_region_spec;
 
 typedef struct netrun_backend_api {
     uint32_t abi_version;            /* NETRUN_ABI_VERSION the plugin was built with */
@@ -338,6 +381,12 @@ typedef struct netrun_backend_api {
      * dtypes your kernels take. A session whose model uses one of them and whose backend list leaves this plugin
      * out adds it after the listed ones (as the CPU is added), unless strict. */
     const netrun_op_def *const *op_defs;
+
+    /* ---- ABI 1.10 (optional; NULL or outside struct_size: the backend keeps no layout or precision) ----
+     * regions: the layouts and precisions this backend keeps across its nodes, ended by a row of kind
+     * NETRUN_REGION_END (see netrun_region_spec). The roles are flags (NETRUN_BACKEND_FOLDS_CONSTANTS,
+     * NETRUN_BACKEND_FALLBACK); a plugin of an older minor declares none. */
+    const netrun_region_spec *regions;
 } netrun_backend_api;
 
 typedef const netrun_backend_api *(*netrun_backend_entry_fn)(const netrun_host_api *host);

@@ -3,7 +3,7 @@
  * is -1 and the runtime allocates the outputs. */
 #include <string.h>
 
-#include "control_flow.h"
+#include "subgraphs.h"
 #include "layer.h"
 
 /* dtype of output k of a subgraph as declared (UNDEFINED when not declared) */

@@ -173,7 +173,7 @@ static const char *missing_required_slot(const netrun_backend_api *api) {
     return NULL;
 }
 
-/* Candidates found by discovery, loaded on demand (a session that names "cpu" never maps the CUDA plugin). */
+/* Candidates found by discovery, loaded on demand (a session that names one backend maps that plugin, and the fallback's unless strict). */
 static char **cands;
 static char *cand_loaded;
 static int n_cands, cap_cands;
@@ -533,4 +533,19 @@ int nr_backends_name_found(const char *name) {
 
 int nr_backends_index_of(const nr_backend *b) {
     return b && b >= backends && b < backends + n_backends ? (int)(b - backends) : -1;
+}
+
+/* The first available backend whose flags include all of `role` (ABI 1.10 roles), loading candidates in discovery
+ * order only until one is found (so that the usual setup maps no more plugins than it did by name). */
+const nr_backend *nr_backends_find_role(uint32_t role) {
+    pthread_once(&discover_once, discover);
+    const nr_backend *found = NULL;
+    pthread_mutex_lock(&load_mu);
+    for (int i = -1; i < n_cands && !found; i++) {
+        if (i >= 0) load_candidate(i);
+        for (int b = 0; b < n_backends && !found; b++)
+            if (backends[b].available && backends[b].api && (backends[b].api->flags & role) == role) found = &backends[b];
+    }
+    pthread_mutex_unlock(&load_mu);
+    return found;
 }

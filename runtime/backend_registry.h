@@ -25,6 +25,9 @@ const nr_backend *nr_backends_get(int index);
 const nr_backend *nr_backends_find(const char *name);
 /* The backend of that name whether available or not (to report why), or NULL when no plugin has that name. */
 const nr_backend *nr_backends_lookup(const char *name);
+/* The first available backend whose flags hold every bit of `role` (NETRUN_BACKEND_FALLBACK,
+ * NETRUN_BACKEND_FOLDS_CONSTANTS...), or NULL. Loads candidates in discovery order only until one is found. */
+const nr_backend *nr_backends_find_role(uint32_t role);
 /* Index of an entry (for the public API's numbering), or -1. */
 int nr_backends_index_of(const nr_backend *b);
 /* Whether a plugin of that name was found (loaded or not, available or not), without loading any. */

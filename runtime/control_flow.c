@@ -1,8 +1,9 @@
 /*
- * Control flow (If, Loop, Scan). Their subgraphs are compiled at load into models of their own; values a
- * subgraph reads from enclosing graphs ("captures") become extra inputs of that model. At run time the
- * runtime itself executes these nodes: it feeds a sub-session per subgraph (created lazily with the same
- * options, so the subgraph is placed on the backends like any graph) and gathers its outputs.
+ * Control flow (If, Loop, Scan) at run time (exec layer). Their subgraphs were compiled at load into models of
+ * their own (subgraphs.c); values a subgraph reads from enclosing graphs ("captures") are extra inputs of those
+ * models. The runtime itself executes these nodes: it feeds a sub-session per subgraph (created lazily with the same
+ * options, so the subgraph is placed on the backends like any graph) and gathers its outputs. Sub-sessions are
+ * driven through the session layer's nr_body_ops (control_flow.h), never through the public API.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -10,124 +11,6 @@
 #include <string.h>
 
 #include "control_flow.h"
-
-/* ---- load: captures and sub-models ---- */
-
-static int defined_in(const nr_graph *g, int v, const char *produced) {
-    return produced[v] || g->values[v].constant || g->values[v].is_graph_input;
-}
-
-/* Make every name a graph reads but does not define an input of that graph (recursively, deepest first), so
- * that each subgraph can be checked and run as a model of its own. The main graph keeps its undefined names:
- * the graph checks report them. */
-netrun_status nr_resolve_captures(nr_graph *g, const char *source, int depth) {
-    if (depth > 64) return nr_error(NETRUN_ERR_INVALID_MODEL, "%s: subgraphs nested too deeply", source);
-    for (int n = 0; n < g->n_nodes; n++)
-        for (int a = 0; a < g->nodes[n].n_attrs; a++) {
-            nr_attr *at = &g->nodes[n].attrs[a];
-            if (at->type == NR_ATTR_GRAPH && at->g) {
-                netrun_status st = nr_resolve_captures(at->g, source, depth + 1);
-                if (st != NETRUN_OK) return st;
-            }
-        }
-    if (!g->parent) return NETRUN_OK;
-    if (g->n_formal_inputs < 0) g->n_formal_inputs = g->n_inputs;
-    /* names that nested subgraphs capture become values here first (they may pass through this graph) */
-    for (int n = 0; n < g->n_nodes; n++)
-        for (int a = 0; a < g->nodes[n].n_attrs; a++) {
-            const nr_graph *sub = g->nodes[n].attrs[a].type == NR_ATTR_GRAPH ? g->nodes[n].attrs[a].g : NULL;
-            for (int k = sub ? sub->n_formal_inputs : 0; sub && k < sub->n_inputs; k++)
-                if (nr_graph_value(g, sub->values[sub->inputs[k]].name) < 0)
-                    return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
-        }
-    char *produced = nr_calloc((size_t)g->n_values + 1, 1);
-    if (!produced) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
-    for (int n = 0; n < g->n_nodes; n++)
-        for (int o = 0; o < g->nodes[n].n_outputs; o++)
-            if (g->nodes[n].outputs[o] >= 0) produced[g->nodes[n].outputs[o]] = 1;
-    netrun_status st = NETRUN_OK;
-    /* names read by nodes, graph outputs, and captures of nested subgraphs */
-    int n_values = g->n_values;
-    for (int v = 0; v < n_values && st == NETRUN_OK; v++) {
-        if (defined_in(g, v, produced)) continue;
-        int used = 0;
-        for (int n = 0; n < g->n_nodes && !used; n++) {
-            for (int i = 0; i < g->nodes[n].n_inputs; i++)
-                if (g->nodes[n].inputs[i] == v) used = 1;
-            for (int a = 0; a < g->nodes[n].n_attrs && !used; a++) {
-                const nr_graph *sub = g->nodes[n].attrs[a].type == NR_ATTR_GRAPH ? g->nodes[n].attrs[a].g : NULL;
-                for (int k = sub ? sub->n_formal_inputs : 0; sub && k < sub->n_inputs; k++)
-                    if (!strcmp(sub->values[sub->inputs[k]].name, g->values[v].name)) used = 1;
-            }
-        }
-        for (int k = 0; k < g->n_outputs; k++)
-            if (g->outputs[k] == v) used = 1;
-        if (!used) continue;
-        /* the enclosing graphs must know it */
-        const nr_graph *p = g->parent;
-        while (p && nr_graph_find_value(p, g->values[v].name) < 0) p = p->parent;
-        if (!p) {
-            st = nr_error(NETRUN_ERR_INVALID_MODEL,
-                          "%s: subgraph '%s' reads '%s', which neither it nor an enclosing graph defines", source,
-                          g->name, g->values[v].name);
-            break;
-        }
-        st = nr_graph_add_input(g, v);
-    }
-    nr_free(produced);
-    return st;
-}
-
-int nr_node_captures(const nr_graph *g, const nr_node *nd, int *out, int max) {
-    int n = 0;
-    for (int a = 0; a < nd->n_attrs; a++) {
-        const nr_graph *sub = nd->attrs[a].type == NR_ATTR_GRAPH ? nd->attrs[a].g : NULL;
-        for (int k = sub && sub->n_formal_inputs >= 0 ? sub->n_formal_inputs : 0; sub && k < sub->n_inputs; k++) {
-            int v = nr_graph_find_value(g, sub->values[sub->inputs[k]].name);
-            if (v < 0) continue;
-            int dup = 0;
-            for (int j = 0; j < n; j++) dup |= out[j] == v;
-            if (!dup && n < max) out[n++] = v;
-        }
-    }
-    return n;
-}
-
-/* Compile each GRAPH attribute of the model's nodes into a sub-model. */
-netrun_status nr_compile_subgraphs(netrun_model *m) {
-    nr_graph *g = m->ir->graph;
-    for (int n = 0; n < g->n_nodes; n++)
-        for (int a = 0; a < g->nodes[n].n_attrs; a++) {
-            nr_attr *at = &g->nodes[n].attrs[a];
-            if (at->type != NR_ATTR_GRAPH || !at->g || at->sub_model) continue;
-            nr_model_ir *ir = nr_calloc(1, sizeof *ir);
-            if (!ir) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
-            ir->graph = at->g;
-            ir->borrowed_graph = 1;
-            ir->ir_version = m->ir->ir_version;
-            ir->opsets = nr_calloc((size_t)m->ir->n_opsets + 1, sizeof *ir->opsets);
-            if (!ir->opsets) {
-                nr_free(ir);
-                return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
-            }
-            for (int k = 0; k < m->ir->n_opsets; k++) {
-                ir->opsets[k].version = m->ir->opsets[k].version;
-                ir->opsets[k].domain = nr_strdup(m->ir->opsets[k].domain);
-                ir->n_opsets++;
-                if (!ir->opsets[k].domain) {
-                    nr_model_ir_free(ir);
-                    return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
-                }
-            }
-            char source[512];
-            snprintf(source, sizeof source, "%s: node '%s' (%s) attribute '%s'", m->source, g->nodes[n].name,
-                     g->nodes[n].op_type, at->name);
-            netrun_status st = nr_model_from_ir(ir, source, &at->sub_model);
-            if (st != NETRUN_OK) return st;
-            at->sub_model->n_formal_inputs = at->g->n_formal_inputs >= 0 ? at->g->n_formal_inputs : at->g->n_inputs;
-        }
-    return NETRUN_OK;
-}
 
 /* ---- run ---- */
 
@@ -141,15 +24,18 @@ static const nr_attr *graph_attr(const nr_node *nd, const char *name) {
     return NULL;
 }
 
+static void cf_free(netrun_session *s, nr_snode *sn);
+
 static netrun_status sub_session(netrun_session *s, nr_snode *sn, int which, const nr_attr *at,
                                  netrun_session **out) {
     nr_cf_state *cf = sn->cf;
     if (!cf) {
         cf = sn->cf = nr_calloc(1, sizeof *cf);
         if (!cf) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+        sn->cf_free = cf_free;
     }
     if (!cf->sub[which]) {
-        netrun_status st = netrun_session_create(at->sub_model, &s->opts, &cf->sub[which]);
+        netrun_status st = s->body->create(at->sub_model, &s->opts, &cf->sub[which]);
         if (st != NETRUN_OK) return st;
         cf->sub[which]->root = s->root ? s->root : s;
     }
@@ -167,13 +53,13 @@ uint64_t nr_session_prepares(const netrun_session *s) {
     return n;
 }
 
-void nr_cf_free(netrun_session *s, nr_snode *sn) {
+static void cf_free(netrun_session *s, nr_snode *sn) {
     nr_cf_state *cf = sn->cf;
     if (!cf) return;
     for (int b = 0; b < 2; b++) /* the bodies' prepares still count in stats.prepares */
         if (cf->sub[b]) s->n_body_prepares_freed += nr_session_prepares(cf->sub[b]);
-    netrun_session_destroy(cf->sub[0]);
-    netrun_session_destroy(cf->sub[1]);
+    if (cf->sub[0]) s->body->destroy(cf->sub[0]);
+    if (cf->sub[1]) s->body->destroy(cf->sub[1]);
     nr_free(cf);
     sn->cf = NULL;
 }
@@ -189,7 +75,7 @@ static netrun_status outer_view(netrun_session *s, int v, netrun_tensor *t) {
 }
 
 static netrun_status feed(netrun_session *sub, const char *name, const netrun_tensor *t) {
-    return netrun_session_set_input(sub, name, t->dtype, t->rank, t->dims, t->data, t->nbytes);
+    return sub->body->set_input(sub, name, t->dtype, t->rank, t->dims, t->data, t->nbytes);
 }
 
 /* Feed the captured outer values (inputs after the formal ones). */
@@ -213,11 +99,11 @@ static netrun_status feed_captures(netrun_session *s, netrun_session *sub) {
  * node by node; the node's own event still holds the whole time. */
 static netrun_status copy_body_profile(netrun_session *s, netrun_session *sub, const nr_node *nd, const char *branch,
                                        double sub_start) {
-    int n = netrun_session_profile_count(sub);
+    int n = sub->body->profile_count(sub);
     char text[512];
     for (int k = 0; k < n; k++) {
         netrun_profile_event ev;
-        if (netrun_session_profile_get(sub, k, &ev) != NETRUN_OK) continue;
+        if (sub->body->profile_get(sub, k, &ev) != NETRUN_OK) continue;
         snprintf(text, sizeof text, "%s/%s/%s", nd->name, branch, ev.name ? ev.name : "?");
         const char *label = nr_profile_label(s, text), *op = nr_profile_label(s, ev.op_type ? ev.op_type : "?"),
                    *be = nr_profile_label(s, ev.backend ? ev.backend : "?");
@@ -237,16 +123,13 @@ static netrun_status copy_body_profile(netrun_session *s, netrun_session *sub, c
 
 static netrun_status run_sub_node(netrun_session *s, netrun_session *sub, const nr_node *nd, const char *branch) {
     if (s->profiling) { /* this run's events only */
-        netrun_session_set_profiling(sub, 0);
-        netrun_session_set_profiling(sub, 1);
+        sub->body->set_profiling(sub, 0);
+        sub->body->set_profiling(sub, 1);
     } else if (sub->profiling)
-        netrun_session_set_profiling(sub, 0);
+        sub->body->set_profiling(sub, 0);
     double t0 = nr_now_ms();
-    netrun_status st = netrun_session_run(sub);
-    if (st != NETRUN_OK) {
-        nr_error(st, "%s", netrun_session_error(sub));
-        return st;
-    }
+    netrun_status st = sub->body->run(sub); /* a failure's message is in this thread's error */
+    if (st != NETRUN_OK) return st;
     return s->profiling ? copy_body_profile(s, sub, nd, branch, t0) : NETRUN_OK;
 }
 
@@ -288,12 +171,12 @@ static netrun_status run_if(netrun_session *s, nr_snode *sn, const nr_node *nd) 
     if ((st = feed_captures(s, sub)) != NETRUN_OK ||
         (st = run_sub_node(s, sub, nd, which ? "else_branch" : "then_branch")) != NETRUN_OK)
         return st;
-    if (netrun_session_output_count(sub) < nd->n_outputs)
+    if (sub->model->ir->graph->n_outputs < nd->n_outputs)
         return nr_error(NETRUN_ERR_INVALID_MODEL, "If: the branch has %d outputs, the node %d",
-                        netrun_session_output_count(sub), nd->n_outputs);
+                        sub->model->ir->graph->n_outputs, nd->n_outputs);
     for (int o = 0; o < nd->n_outputs; o++) {
         netrun_tensor_view out;
-        if ((st = netrun_session_output(sub, o, &out)) != NETRUN_OK) return nr_error(st, "%s", netrun_session_error(sub));
+        if ((st = sub->body->output(sub, o, &out)) != NETRUN_OK) return st;
         for (int b = 0; b < 2; b++) { /* both branches' declarations hold for the output, whichever ran */
             const nr_attr *ba = graph_attr(nd, b ? "else_branch" : "then_branch");
             const nr_graph *bg = ba && ba->sub_model ? ba->sub_model->ir->graph : NULL;
@@ -415,17 +298,17 @@ static netrun_status run_loop(netrun_session *s, nr_snode *sn, const nr_node *nd
         }
         uint8_t c = 1;
         int64_t none[1] = {0};
-        if ((st = netrun_session_set_input(sub, bg->values[bg->inputs[0]].name, NETRUN_DTYPE_INT64, 0, none, &iter, sizeof iter)) != NETRUN_OK ||
-            (st = netrun_session_set_input(sub, bg->values[bg->inputs[1]].name, NETRUN_DTYPE_BOOL, 0, none, &c, 1)) != NETRUN_OK)
+        if ((st = sub->body->set_input(sub, bg->values[bg->inputs[0]].name, NETRUN_DTYPE_INT64, 0, none, &iter, sizeof iter)) != NETRUN_OK ||
+            (st = sub->body->set_input(sub, bg->values[bg->inputs[1]].name, NETRUN_DTYPE_BOOL, 0, none, &c, 1)) != NETRUN_OK)
             goto sub_error;
         for (int k = 0; k < n_carried; k++)
-            if ((st = netrun_session_set_input(sub, bg->values[bg->inputs[2 + k]].name, carried[k].dtype, carried[k].rank,
+            if ((st = sub->body->set_input(sub, bg->values[bg->inputs[2 + k]].name, carried[k].dtype, carried[k].rank,
                                                carried[k].dims, carried[k].data, carried[k].nbytes)) != NETRUN_OK)
                 goto sub_error;
         if ((st = feed_captures(s, sub)) != NETRUN_OK) goto done;
         if ((st = run_sub_node(s, sub, nd, "body")) != NETRUN_OK) goto done;
         netrun_tensor_view out;
-        if ((st = netrun_session_output(sub, 0, &out)) != NETRUN_OK) goto sub_error;
+        if ((st = sub->body->output(sub, 0, &out)) != NETRUN_OK) goto sub_error;
         if (out.dtype != NETRUN_DTYPE_BOOL || nr_shape_count(out.rank, out.dims) != 1) {
             st = nr_error(NETRUN_ERR_INVALID_MODEL, "the body's condition output '%s' must be one bool, not %s with "
                           "%lld elements", out.name ? out.name : "?", netrun_dtype_name(out.dtype),
@@ -434,7 +317,7 @@ static netrun_status run_loop(netrun_session *s, nr_snode *sn, const nr_node *nd
         }
         cond = ((const uint8_t *)out.data)[0] != 0;
         for (int k = 0; k < n_carried; k++) {
-            if ((st = netrun_session_output(sub, 1 + k, &out)) != NETRUN_OK) goto sub_error;
+            if ((st = sub->body->output(sub, 1 + k, &out)) != NETRUN_OK) goto sub_error;
             if (out.dtype != carried[k].dtype) {
                 st = nr_error(NETRUN_ERR_INVALID_MODEL, "loop-carried value %d entered the body as %s and left it as %s",
                               k, netrun_dtype_name(carried[k].dtype), netrun_dtype_name(out.dtype));
@@ -443,7 +326,7 @@ static netrun_status run_loop(netrun_session *s, nr_snode *sn, const nr_node *nd
             if ((st = keep_state(s, &out, &owned[k], &carried[k])) != NETRUN_OK) goto done;
         }
         for (int k = 0; k < n_scan; k++) {
-            if ((st = netrun_session_output(sub, 1 + n_carried + k, &out)) != NETRUN_OK) goto sub_error;
+            if ((st = sub->body->output(sub, 1 + n_carried + k, &out)) != NETRUN_OK) goto sub_error;
             if ((st = stack_push(s, &stacks[k], &out)) != NETRUN_OK) goto done;
         }
     }
@@ -466,8 +349,7 @@ static netrun_status run_loop(netrun_session *s, nr_snode *sn, const nr_node *nd
         if (dst && b->size) memcpy(dst, b->data, b->size);
     }
     goto done;
-sub_error:
-    nr_error(st, "%s", netrun_session_error(sub));
+sub_error: /* the body's message is in this thread's error already */
 done:
     for (int k = 0; owned && carried && k < n_carried; k++) nr_host_free(s, owned[k], carried[k].nbytes);
     for (int k = 0; stacks && k < n_scan; k++) {
@@ -544,7 +426,7 @@ static netrun_status run_scan(netrun_session *s, nr_snode *sn, const nr_node *nd
     }
     for (int64_t it = 0; it < len; it++) {
         for (int k = 0; k < n_state; k++)
-            if ((st = netrun_session_set_input(sub, bg->values[bg->inputs[k]].name, state[k].dtype, state[k].rank,
+            if ((st = sub->body->set_input(sub, bg->values[bg->inputs[k]].name, state[k].dtype, state[k].rank,
                                                state[k].dims, state[k].data, state[k].nbytes)) != NETRUN_OK)
                 goto sub_error;
         for (int k = 0; k < n_scan_in; k++) {
@@ -556,14 +438,14 @@ static netrun_status run_scan(netrun_session *s, nr_snode *sn, const nr_node *nd
             int r = 0;
             for (int d = 0; d < t->rank; d++)
                 if (d != ax) dims[r++] = t->dims[d];
-            if ((st = netrun_session_set_input(sub, bg->values[bg->inputs[n_state + k]].name, t->dtype, r, dims,
+            if ((st = sub->body->set_input(sub, bg->values[bg->inputs[n_state + k]].name, t->dtype, r, dims,
                                                slices[k], t->nbytes / (size_t)len)) != NETRUN_OK)
                 goto sub_error;
         }
         if ((st = feed_captures(s, sub)) != NETRUN_OK || (st = run_sub_node(s, sub, nd, "body")) != NETRUN_OK) goto done;
         netrun_tensor_view out;
         for (int k = 0; k < n_state; k++) {
-            if ((st = netrun_session_output(sub, k, &out)) != NETRUN_OK) goto sub_error;
+            if ((st = sub->body->output(sub, k, &out)) != NETRUN_OK) goto sub_error;
             if (out.dtype != state[k].dtype) {
                 st = nr_error(NETRUN_ERR_INVALID_MODEL, "state value %d entered the body as %s and left it as %s", k,
                               netrun_dtype_name(state[k].dtype), netrun_dtype_name(out.dtype));
@@ -572,7 +454,7 @@ static netrun_status run_scan(netrun_session *s, nr_snode *sn, const nr_node *nd
             if ((st = keep_state(s, &out, &owned[k], &state[k])) != NETRUN_OK) goto done;
         }
         for (int k = 0; k < n_scan_out; k++) {
-            if ((st = netrun_session_output(sub, n_state + k, &out)) != NETRUN_OK) goto sub_error;
+            if ((st = sub->body->output(sub, n_state + k, &out)) != NETRUN_OK) goto sub_error;
             netrun_tensor *o = &outs[k];
             int ax = p->scan_output_axes[k] < 0 ? p->scan_output_axes[k] + out.rank + 1 : p->scan_output_axes[k];
             if (ax < 0 || ax > out.rank || out.rank + 1 > NETRUN_MAX_RANK) {
@@ -607,8 +489,7 @@ static netrun_status run_scan(netrun_session *s, nr_snode *sn, const nr_node *nd
                 goto done;
         }
     goto done;
-sub_error:
-    nr_error(st, "%s", netrun_session_error(sub));
+sub_error: /* the body's message is in this thread's error already */
 done:
     for (int k = 0; owned && state && k < n_state; k++) nr_host_free(s, owned[k], state[k].nbytes);
     for (int k = 0; slices && slice_bytes && k < n_scan_in; k++) nr_host_free(s, slices[k], slice_bytes[k]);

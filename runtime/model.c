@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "control_flow.h"
+#include "subgraphs.h"
 #include "onnx_import.h"
 #include "op_inputs.h"
 #include "plugin_ops.h"

@@ -13,9 +13,9 @@ typedef struct nr_optimize_counts {
     int sum_fused;      /* Add nodes fused into a Conv as "+ Z" */
     int dropped;        /* Identity / inference Dropout nodes removed */
     int swish_fused;    /* Mul(x, Sigmoid(x)) pairs rewritten to one Swish(x) node */
-    int nchwc_convs;    /* CPU Convs reading or writing nChw16c (option "cpu.nchwc" = "0" turns it off) */
+    int nchwc_convs;    /* Convs reading or writing nChw16c (a NETRUN_REGION_NCHW16C region; its option "0": none) */
     int nchwc_reorders; /* ReorderNCHWc nodes inserted at the edges of the blocked chains */
-    int fp16_convs;     /* CUDA Convs inside float16 NHWC regions (--precision fp16; cuda.fp16_regions=0: none) */
+    int fp16_convs;     /* Convs inside float16 NHWC regions (a NETRUN_REGION_FP16_NHWC region; its option "0": none) */
     int fp16_converts;  /* ReorderNHWC conversions inserted at the borders of those regions */
 } nr_optimize_counts;
 
@@ -34,5 +34,11 @@ netrun_model *nr_optimize_original(const netrun_model *m);
 
 /* Counts of the passes that built model m (all zero for a model not built by nr_optimize_session). */
 void nr_optimize_model_counts(const netrun_model *m, nr_optimize_counts *counts);
+
+/* For an op the graph passes make (domain com.netrun), the layout it works in ("nChw16c", "float16 NHWC"), which the
+ * kernel column carries since reports show the ONNX op it stands for; NULL for model ops. */
+const char *nr_internal_op_layout(const nr_node *nd);
+/* The op type reports show for a node: the ONNX op a pass's own op stands for, else its own. */
+const char *nr_internal_op_shown(const nr_node *nd);
 
 #endif

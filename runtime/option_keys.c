@@ -15,7 +15,7 @@
 
 #include "session.h"
 
-/* The keys the runtime reads itself (prepare.c, optimize.c, micro_batch.c, control_flow.c, execute.c). A new
+/* The keys the runtime reads itself (prepare.c, place.c, optimize.c, micro_batch.c, control_flow.c, execute.c). A new
  * runtime setting must be added here, or sessions that set it are refused. */
 static const netrun_option_spec runtime_options[] = {
     {"graph.optimize", NETRUN_OPTION_BOOL, NULL, "graph passes: BatchNorm folding, Conv fusions (default 1)"},
@@ -27,11 +27,12 @@ static const netrun_option_spec runtime_options[] = {
     {"limits.max_loop_iterations", NETRUN_OPTION_INT, NULL, "cap on the iterations of a run's Loops"},
     {"limits.host_memory", NETRUN_OPTION_STRING, "auto|none|SIZE", "host memory budget: auto (default), none or a size"},
     {"profile.max_events", NETRUN_OPTION_INT, NULL, "profile events held before the oldest runs' go (default 100000)"},
+    {"placement.transfer_aware", NETRUN_OPTION_BOOL, NULL, "move nodes off the greedy placement where that saves copies (default 1)"},
     {"debug.keep_values", NETRUN_OPTION_BOOL, NULL, "keep every intermediate value readable (default 0)"},
     {NULL, 0, NULL, NULL},
 };
 
-/* The group ("cpu") of a key ("cpu.winograd") into buf; 0 when the key has no '.'. */
+/* The group (NAME) of a key ("NAME.key") into buf; 0 when the key has no '.'. */
 static int key_group(const char *key, char *buf, size_t size) {
     const char *dot = strchr(key, '.');
     if (!dot || dot == key || !dot[1]) return 0;
@@ -212,8 +213,8 @@ netrun_status nr_options_check_keys(netrun_session *s) {
         const char *key = o->keys[i];
         char group[64], hint[160], keys[512];
         if (!key_group(key, group, sizeof group))
-            return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "option '%s': keys are GROUP.NAME (e.g. cpu.winograd, "
-                            "memory.inplace)", key);
+            return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "option '%s': keys are GROUP.NAME (e.g. memory.inplace, or "
+                            "BACKEND.KEY for a backend's own settings)", key);
         if (runtime_group(group)) {
             if (listed(runtime_options, key)) continue;
             did_you_mean(s, key, hint, sizeof hint);

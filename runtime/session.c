@@ -6,6 +6,7 @@
 
 #include "control_flow.h"
 #include "optimize.h"
+#include "place.h"
 #include "session.h"
 
 #define FAIL(s, code) nr_record((s)->error, (code))
@@ -14,6 +15,8 @@ static netrun_status arg_error(netrun_session *s, const char *fmt, const char *w
     nr_error(NETRUN_ERR_INVALID_ARGUMENT, fmt, what);
     return s ? FAIL(s, NETRUN_ERR_INVALID_ARGUMENT) : NETRUN_ERR_INVALID_ARGUMENT;
 }
+
+static const nr_body_ops body_ops; /* below: how control flow drives a body's session */
 
 netrun_status netrun_session_create(netrun_model *model, const netrun_options *options, netrun_session **out) {
     if (!out) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_session_create: out is NULL");
@@ -39,8 +42,8 @@ netrun_status netrun_session_create(netrun_model *model, const netrun_options *o
     }
     nr_model_retain(model);
     s->model = model;
+    s->body = &body_ops;
     /* Check the backend list now so that a typo fails early; devices are touched only at prepare. */
-    extern netrun_status nr_session_choose_backends(netrun_session * s);
     st = nr_session_choose_backends(s);
     if (st == NETRUN_OK) st = nr_options_check_keys(s);
     if (st != NETRUN_OK) {
@@ -364,36 +367,6 @@ static netrun_status impl_output_by_name(netrun_session *s, const char *name, ne
 
 static int impl_node_count(netrun_session *s) { return s->prepared ? s->n_snodes : 0; }
 
-/* Nodes the graph passes insert or rewrite into netrun's own ops (domain com.netrun) are shown under the ONNX op
- * they stand for, so that placements and profiles speak the model's language; the kernel column tells the rest. */
-static const struct {
-    const char *internal, *shown, *layout;
-} internal_ops[] = {
-    {"GlobalAveragePoolNCHWc", "GlobalAveragePool", "nChw16c"},
-    {"MulChannelNCHWc", "Mul", "nChw16c"},
-    {"ReorderNCHWc", "Reorder (layout)", "NCHW <-> nChw16c"},
-    {"GlobalAveragePoolNHWC", "GlobalAveragePool", "float16 NHWC"},
-    {"MulChannelNHWC", "Mul", "float16 NHWC"},
-    {"ConcatNHWC", "Concat", "float16 NHWC"},
-    {"ReorderNHWC", "Reorder (layout)", "float32 NCHW <-> float16 NHWC"},
-};
-
-static int internal_op(const nr_node *nd) {
-    if (strcmp(nd->domain, "com.netrun")) return -1;
-    for (int i = 0; i < (int)(sizeof internal_ops / sizeof internal_ops[0]); i++)
-        if (!strcmp(nd->op_type, internal_ops[i].internal)) return i;
-    return -1;
-}
-
-static const char *public_op_type(const nr_node *nd) {
-    int k = internal_op(nd);
-    return k >= 0 ? internal_ops[k].shown : nd->op_type;
-}
-
-const char *nr_internal_op_layout(const nr_node *nd) {
-    int k = internal_op(nd);
-    return k >= 0 ? internal_ops[k].layout : NULL;
-}
 
 static netrun_status impl_node_info(netrun_session *s, int index, netrun_node_info *info) {
     if (!info) return arg_error(s, "%s: info is NULL", "netrun_session_node_info");
@@ -408,7 +381,7 @@ static netrun_status impl_node_info(netrun_session *s, int index, netrun_node_in
     const nr_snode *sn = &s->snodes[index];
     const nr_node *nd = &s->model->ir->graph->nodes[sn->node];
     info->name = nd->name;
-    info->op_type = public_op_type(nd);
+    info->op_type = nr_internal_op_shown(nd);
     info->backend = sn->slot >= 0 ? s->slots[sn->slot].be->name : sn->slot == NR_SLOT_RUNTIME ? "runtime" : "const";
     info->reason = sn->reason ? sn->reason : "";
     info->kernel = sn->kernel_name;
@@ -464,7 +437,7 @@ static netrun_status impl_profile_get(netrun_session *s, int index, netrun_profi
         const nr_snode *sn = &s->snodes[p->snode];
         const nr_node *nd = &g->nodes[sn->node];
         ev->name = nd->name;
-        ev->op_type = public_op_type(nd);
+        ev->op_type = nr_internal_op_shown(nd);
         ev->backend = sn->slot >= 0 ? s->slots[sn->slot].be->name : sn->slot == NR_SLOT_RUNTIME ? "runtime" : "const";
     } else {
         ev->name = g->values[p->value].name;
@@ -556,7 +529,7 @@ size_t netrun_session_activity(const netrun_session *s, char *buf, size_t size) 
                                                                           : NULL;
     static const char *const what[] = {
         [NR_ACT_IDLE] = "idle", [NR_ACT_INIT_BACKEND] = "preparing: initialising backend",
-        [NR_ACT_FOLD] = "preparing: computing a constant node on the cpu",
+        [NR_ACT_FOLD] = "preparing: computing a constant node",
         [NR_ACT_UPLOAD] = "preparing: uploading weights to backend", [NR_ACT_CREATE_KERNEL] = "preparing node",
         [NR_ACT_RUN_KERNEL] = "running node", [NR_ACT_COPY] = "copying a value between devices",
         [NR_ACT_GRAPH] = "launching a device graph on backend"};
@@ -674,3 +647,21 @@ const char *netrun_session_micro_batch(const netrun_session *cs, int *images) {
     if (images) *images = 0;
     GUARDED_VALUE("netrun_session_micro_batch", impl_micro_batch(s, images), "");
 }
+
+/* ---- the executor's way into bodies' sessions (control_flow.h): the calls above without the public guard ---- */
+
+static netrun_status body_set_input(netrun_session *s, const char *name, netrun_dtype dtype, int rank,
+                                    const int64_t *dims, const void *data, size_t nbytes) {
+    return impl_set_input(s, name, dtype, rank, dims, data, nbytes, 0);
+}
+
+static const nr_body_ops body_ops = {
+    .create = netrun_session_create,
+    .destroy = netrun_session_destroy,
+    .set_input = body_set_input,
+    .run = impl_run,
+    .output = impl_output,
+    .set_profiling = impl_set_profiling,
+    .profile_count = impl_profile_count,
+    .profile_get = impl_profile_get,
+};

@@ -113,7 +113,8 @@ typedef struct nr_snode {
     netrun_value_desc *out_desc;
     netrun_tensor *in_t;
     netrun_tensor *out_t;
-    void *cf;                      /* control flow: its sub-sessions */
+    void *cf;                      /* control flow: its sub-sessions (control_flow.c) */
+    void (*cf_free)(struct netrun_session *s, struct nr_snode *sn); /* frees cf: set by its owner */
     char kernel_name[96];          /* what the backend says it chose (kernel_describe) */
     int view;                      /* its outputs are views of its inputs' memory: no kernel, nothing runs */
     int inplace;                   /* outputs written over inputs (reported in kernel_name) */
@@ -188,6 +189,8 @@ struct netrun_session {
     netrun_model *model;
     netrun_options opts;
     nr_slot slots[NR_MAX_SLOTS];
+    /* how control flow drives its bodies' sessions (control_flow.h): set by the session layer at create */
+    const struct nr_body_ops *body;
     int n_slots;
     int n_domains;
     int prepared;
@@ -220,6 +223,7 @@ struct netrun_session {
     /* prepares of this session since it was created, of its control-flow bodies that are gone (a re-prepare
      * frees them), and why the last one after the first happened (stats.prepares, netrun_session_prepare_note) */
     uint64_t n_prepares, n_body_prepares_freed;
+    int n_moved;                   /* nodes the transfer-aware placement moved off their greedy slot (place.c) */
     char prepare_note[256];
     int keep_values;               /* debug: no memory reuse, every value readable after a run */
     int profiling;
@@ -264,17 +268,10 @@ struct netrun_session {
     atomic_int cancel;             /* netrun_session_cancel: set by any thread, taken by the run that stops */
 };
 
-/* The run stops here when netrun_session_cancel was called on the top session (sub-sessions of control flow
- * answer to their root's flag): takes the request and records the error. */
-netrun_status nr_check_cancel(netrun_session *s);
 
-/* For an op the graph passes make (domain com.netrun), the layout it works in ("nChw16c", "float16 NHWC"), which the
- * kernel column carries since reports show the ONNX op it stands for; NULL for model ops. */
-const char *nr_internal_op_layout(const nr_node *nd);
 
 netrun_status nr_session_prepare(netrun_session *s);
 void nr_session_unprepare(netrun_session *s);
-netrun_status nr_session_execute(netrun_session *s);
 /* A node's input/output descs from the current values; with_host_values 1: inputs carry their data where it can be
  * read on the host (host values in place, device ones through host_copy, which the caller refreshes); 2: host
  * values only (device ones stay unknown: no copy needed). */
@@ -284,10 +281,6 @@ netrun_status nr_infer_node(netrun_session *s, nr_snode *sn);
 /* Address of a value in a domain for the current run (NULL for non-addressable device memory). */
 void nr_value_tensor(netrun_session *s, int value, int domain, netrun_tensor *t);
 size_t nr_desc_bytes(const netrun_value_desc *d);
-/* A run-time buffer in a domain for a value whose shape is known only now (shape already in its desc). */
-netrun_status nr_dyn_alloc(netrun_session *s, int value, int domain);
-/* Make a device-resident value readable on the host (sv->host_copy); no-op for host values. */
-netrun_status nr_host_value(netrun_session *s, int value);
 /* The device slot of step k when it is a static-shape kernel step of a device backend with a context, else -1.
  * Device graph segments (execute.c) and streamed-weight prefetch chains (prepare.c) are runs of consecutive
  * steps with the same such slot, so a prefetch is always waited for inside the graph that started it. */
@@ -314,8 +307,6 @@ void nr_profile_clear(netrun_session *s);
 nr_prof_event *nr_profile_push(netrun_session *s);
 /* text kept until the profile is cleared, one copy per distinct text; NULL: out of memory */
 const char *nr_profile_label(netrun_session *s, const char *text);
-/* Refresh stats.device_peak_bytes from the device backends (memory_info). */
-void nr_exec_memory_stats(netrun_session *s);
 
 typedef enum {
     NR_ACT_IDLE = 0,

@@ -244,7 +244,7 @@ static size_t build_op_table(void) {
 int cpu_may_alias(const netrun_backend_config *config, const netrun_node_desc *node, int output, int input); /* inplace.c */
 
 /* The settings this backend reads (ABI 1.8): any other cpu.* key is refused by the runtime. cpu.nchwc and cpu.se_fold
- * are read by the runtime's CPU layout pass on this backend's behalf. */
+ * are named by the nChw16c region below and read by the runtime when it plans the region. */
 static const netrun_option_spec cpu_options[] = {
     {"cpu.winograd", NETRUN_OPTION_BOOL, NULL, "Winograd F(2x2, 3x3) for 3x3 stride-1 convs (default 1)"},
     {"cpu.wino_min_tiles", NETRUN_OPTION_INT, NULL, "fewest tiles a thread for Winograd past L2 (default 16)"},
@@ -267,12 +267,22 @@ static const netrun_option_spec cpu_options[] = {
     {NULL, 0, NULL, NULL},
 };
 
+/* The layout this backend keeps between its layers (ABI 1.10): nChw16c, planned by the runtime from oneDNN-style
+ * blocked convs (supports() with src_blocked/dst_blocked), across these ops (docs/design.md, "nChw16c"). */
+static const char *const nchwc_ops[] = {"Relu", "Sigmoid", "Tanh", "Swish", "LeakyRelu", "HardSwish", "HardSigmoid",
+                                        "Clip", "Elu", "Abs", "Neg", "Exp", "Softplus", "Add", "Sub", "Mul", "Max",
+                                        "Min", "Concat", "MaxPool", "GlobalAveragePool", NULL};
+static const netrun_region_spec cpu_regions[] = {
+    {.kind = NETRUN_REGION_NCHW16C, .option = "cpu.nchwc", .fold_scale_option = "cpu.se_fold", .ops = nchwc_ops},
+    {.kind = NETRUN_REGION_END},
+};
+
 static netrun_backend_api api = {
     .abi_version = NETRUN_ABI_VERSION,
     .struct_size = sizeof(netrun_backend_api),
     .name = "cpu",
     .description = "host CPU: OpenBLAS GEMM, netrun thread pool",
-    .flags = NETRUN_BACKEND_HOST_MEMORY,
+    .flags = NETRUN_BACKEND_HOST_MEMORY | NETRUN_BACKEND_FOLDS_CONSTANTS | NETRUN_BACKEND_FALLBACK,
     .probe = cpu_probe,
     .device_count = cpu_device_count,
     .device_describe = cpu_device_describe,
@@ -292,6 +302,7 @@ static netrun_backend_api api = {
     .may_alias = cpu_may_alias,
     .options = cpu_options,
     .uses = NETRUN_USES_DECLARED | NETRUN_USES_THREADS,
+    .regions = cpu_regions,
 };
 
 NETRUN_BACKEND_EXPORT const netrun_backend_api *netrun_backend_entry(const netrun_host_api *host) {

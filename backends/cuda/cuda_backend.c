@@ -711,7 +711,7 @@ static size_t build_op_table(void) {
 int cuda_may_alias(const netrun_backend_config *config, const netrun_node_desc *node, int output, int input); /* inplace.c */
 
 /* The settings this backend reads (ABI 1.8): any other cuda.* key (but cuda.graphs, the runtime's) is refused.
- * cuda.fp16_regions is read by the runtime's float16 pass on this backend's behalf. */
+ * cuda.fp16_regions is named by the float16 region below and read by the runtime when it plans the region. */
 static const netrun_option_spec cuda_options[] = {
     {"cuda.algo_search", NETRUN_OPTION_ENUM, "heuristic|timed", "cuDNN algorithm choice (default heuristic)"},
     {"cuda.pinned", NETRUN_OPTION_BOOL, NULL, "page-locked staging and inputs (default 1)"},
@@ -721,6 +721,20 @@ static const netrun_option_spec cuda_options[] = {
     {"cuda.fp16_dw", NETRUN_OPTION_BOOL, NULL, "own float16 NHWC depthwise kernel (default 1)"},
     {"cuda.fail_alloc_after", NETRUN_OPTION_INT, NULL, "test hook: fail device allocations after N"},
     {NULL, 0, NULL, NULL},
+};
+
+/* The precision and layout this backend keeps between its layers (ABI 1.10): under --precision fp16, float16
+ * channels-last regions from the Convs cuDNN runs NHWC on tensor cores (conv.c answers supports() with
+ * src_nhwc/dst_nhwc), across these ops; each elementwise node is asked through supports() with float16 descs.
+ * The border conversions (ReorderNHWC) and the NHWC forms of GlobalAveragePool, Mul by channel and Concat are
+ * this backend's kernels (conv.c, pool.cu, precision.cu). docs/cuda.md. */
+static const char *const fp16_region_ops[] = {"Relu", "Sigmoid", "Tanh", "Swish", "LeakyRelu", "HardSwish",
+                                              "HardSigmoid", "Elu", "Softplus", "Clip", "Add", "Sub", "Mul", "Max",
+                                              "Min", "Concat", "MaxPool", "AveragePool", "GlobalAveragePool", NULL};
+static const netrun_region_spec cuda_regions[] = {
+    {.kind = NETRUN_REGION_FP16_NHWC, .conditions = NETRUN_REGION_IF_FP16, .option = "cuda.fp16_regions",
+     .ops = fp16_region_ops},
+    {.kind = NETRUN_REGION_END},
 };
 
 static netrun_backend_api api = {
@@ -758,6 +772,7 @@ static netrun_backend_api api = {
     .options = cuda_options,
     .uses = NETRUN_USES_DECLARED | NETRUN_USES_PRECISION | NETRUN_USES_WORKSPACE | NETRUN_USES_DEVICE |
             NETRUN_USES_DEVICE_MEMORY,
+    .regions = cuda_regions,
 };
 
 NETRUN_BACKEND_EXPORT const netrun_backend_api *netrun_backend_entry(const netrun_host_api *host) {

@@ -306,6 +306,12 @@ static const netrun_backend_api api = {
     .options = tpl_options,
     /* the session-wide settings it honours (only the device index: it has device 0) */
     .uses = NETRUN_USES_DECLARED | NETRUN_USES_DEVICE,
+    /* ABI 1.10, optional: the layouts and precisions kept across this backend's nodes. A backend that runs float16
+     * channels-last convs would declare {.kind = NETRUN_REGION_FP16_NHWC, .conditions = NETRUN_REGION_IF_FP16,
+     * .option = "NAME.fp16_regions", .ops = its elementwise ops} (and implement the region's com.netrun ops); the
+     * runtime then plans the regions for it as it does for CUDA. Roles are flags: NETRUN_BACKEND_FALLBACK would
+     * make it the backend of last resort. */
+    .regions = NULL,
 };
 
 /* The one exported symbol. Refuse (return NULL) a host of another ABI major: its table layout differs. The

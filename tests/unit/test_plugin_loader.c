@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "backend_registry.h"
+#include "layer.h"
 #include "netrun.h"
 #include "onnx.pb-c.h"
 #include "status.h"
@@ -557,6 +558,41 @@ static void test_template_session(void) {
     netrun_model_release(model);
 }
 
+
+/* ABI 1.10 declarations of the backends built here: the roles are found by flag (the CPU's), and every region a
+ * backend declares names options of its own table and ops the runtime knows, so that the runtime's plan of the
+ * region reads what the backend documents. */
+static void test_declared_roles(void) {
+    const nr_backend *fb = nr_backends_find_role(NETRUN_BACKEND_FALLBACK);
+    CHECK(fb && !strcmp(fb->name, "cpu"), "fallback role: found %s, want cpu", fb ? fb->name : "none");
+    const nr_backend *folder = nr_backends_find_role(NETRUN_BACKEND_FOLDS_CONSTANTS | NETRUN_BACKEND_HOST_MEMORY);
+    CHECK(folder && !strcmp(folder->name, "cpu"), "constant folder: found %s, want cpu",
+          folder ? folder->name : "none");
+    CHECK(!nr_backends_find_role(1u << 30), "no backend declares an unknown role bit");
+    int n = netrun_backend_count(), regions = 0;
+    for (int i = 0; i < n; i++) {
+        const nr_backend *b = nr_backends_get(i);
+        if (!b || !b->api || !NR_API_HAS(b->api, regions)) continue;
+        for (const netrun_region_spec *r = b->api->regions; r->kind != NETRUN_REGION_END; r++, regions++) {
+            CHECK(r->kind == NETRUN_REGION_NCHW16C || r->kind == NETRUN_REGION_FP16_NHWC, "%s: region kind %d", b->name,
+                  (int)r->kind);
+            const char *keys[2] = {r->option, r->fold_scale_option};
+            for (int k = 0; k < 2; k++) {
+                if (!keys[k]) continue;
+                int listed = 0;
+                for (const netrun_option_spec *o = NR_API_HAS(b->api, options) ? b->api->options : NULL; o && o->key; o++)
+                    listed |= !strcmp(o->key, keys[k]);
+                CHECK(listed, "%s: region option '%s' is not in its option table", b->name, keys[k]);
+            }
+            int n_ops = 0;
+            for (const char *const *op = r->ops; op && *op; op++, n_ops++)
+                CHECK(nr_layer_find("", *op) != NULL, "%s: region op '%s' is unknown to the runtime", b->name, *op);
+            CHECK(n_ops > 0, "%s: a region that crosses no op", b->name);
+        }
+    }
+    CHECK(regions >= 1, "the CPU backend declares its nChw16c region (found %d regions)", regions);
+}
+
 int main(int argc, char **argv) {
     const char *plugin_dir = argc > 1 ? argv[1] : NR_TEST_PLUGIN_DIR;
     const char *shadow_dir = argc > 2 ? argv[2] : NR_TEST_SHADOW_DIR;
@@ -574,6 +610,7 @@ int main(int argc, char **argv) {
     test_allocation_failures();
     test_discovery(plugin_dir, shadow_dir, backend_dir);
     test_host_api();
+    test_declared_roles();
     test_template_direct();
     if (!getenv("NR_TEST_SKIP_SESSION")) test_template_session();
 

@@ -174,6 +174,15 @@ class Session:
         st = self.stats()
         return (st.n_bn_folded, st.n_act_fused, st.n_sum_fused, st.n_nodes_dropped)
 
+    def node_reasons(self):
+        """(name, why it was placed where it is) of every node of the prepared session."""
+        lib, res = self.nr.lib, []
+        for i in range(lib.netrun_session_node_count(self.handle)):
+            info = NodeInfo()
+            self.nr.check(lib.netrun_session_node_info(self.handle, i, C.byref(info)), f"node {i}")
+            res.append(((info.name or b"").decode(), (info.reason or b"").decode()))
+        return res
+
     def nodes(self):
         """(name, op_type, backend, kernel) of every node of the prepared session."""
         lib, res = self.nr.lib, []

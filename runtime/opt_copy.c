@@ -1,0 +1,249 @@
+/* Graph passes: the session's private copy of the graph, with the planned fusions applied (folded weights are new
+ * constants; every other constant borrows the loaded model's data). Also the helpers that add values and layout
+ * nodes to it. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optimize_internal.h"
+
+/* ---- building the copy ---- */
+
+static nr_tensor *borrow(const nr_tensor *t) {
+    nr_tensor *c = nr_calloc(1, sizeof *c);
+    if (!c) return NULL;
+    *c = *t;
+    c->owns_data = 0; /* data stays the original model's, kept alive by the copy's reference on it */
+    return c;
+}
+
+static netrun_status copy_attr(nr_attr *d, const nr_attr *a) {
+    d->type = a->type;
+    d->i = a->i;
+    d->f = a->f;
+    d->n = a->n;
+    if (!(d->name = nr_strdup(a->name ? a->name : ""))) goto oom;
+    if (a->s) {
+        if (!(d->s = nr_malloc(a->s_len + 1))) goto oom;
+        memcpy(d->s, a->s, a->s_len);
+        d->s[a->s_len] = 0;
+        d->s_len = a->s_len;
+    }
+    if (a->t && !(d->t = borrow(a->t))) goto oom;
+    size_t n = a->n > 0 ? (size_t)a->n : 0;
+    if (a->ints) {
+        if (!(d->ints = nr_calloc(n + 1, sizeof(int64_t)))) goto oom;
+        memcpy(d->ints, a->ints, n * sizeof(int64_t));
+    }
+    if (a->floats) {
+        if (!(d->floats = nr_calloc(n + 1, sizeof(float)))) goto oom;
+        memcpy(d->floats, a->floats, n * sizeof(float));
+    }
+    if (a->strings) {
+        if (!(d->strings = nr_calloc(n + 1, sizeof(char *)))) goto oom;
+        for (size_t i = 0; i < n; i++)
+            if (a->strings[i] && !(d->strings[i] = nr_strdup(a->strings[i]))) goto oom;
+    }
+    if (a->tensors) {
+        if (!(d->tensors = nr_calloc(n + 1, sizeof(nr_tensor *)))) goto oom;
+        for (size_t i = 0; i < n; i++)
+            if (a->tensors[i] && !(d->tensors[i] = borrow(a->tensors[i]))) goto oom;
+    }
+    return NETRUN_OK;
+oom:
+    return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying attribute '%s'", a->name ? a->name : "");
+}
+
+/* A new float constant value named after base (unique in g). */
+int opt_new_const(nr_graph *g, const char *base, const char *suffix, nr_tensor *t) {
+    char name[512];
+    snprintf(name, sizeof name, "%s%s", base, suffix);
+    for (int k = 2; nr_graph_find_value(g, name) >= 0; k++) snprintf(name, sizeof name, "%s%s%d", base, suffix, k);
+    int id = nr_graph_value(g, name);
+    if (id < 0) {
+        nr_tensor_free(t);
+        return -1;
+    }
+    nr_value *v = &g->values[id];
+    v->constant = t;
+    v->dtype = t->dtype;
+    v->rank = t->rank;
+    for (int d = 0; d < t->rank; d++) v->dims[d] = t->dims[d];
+    return id;
+}
+
+/* W' = W * s per output channel, B' = (B - mean) * s + beta, s = gamma / sqrt(var + eps). */
+static netrun_status fold_bn(const opt_state *o, nr_graph *ng, const nr_node *nd, const nr_node *bn, int *w_id,
+                             int *b_id) {
+    const nr_graph *g = o->g;
+    const nr_tensor *w = opt_const_f32(g, val(o, nd->inputs[1]));
+    const nr_tensor *b = nd->n_inputs > 2 && nd->inputs[2] >= 0 ? opt_const_f32(g, val(o, nd->inputs[2])) : NULL;
+    const float *gamma = opt_const_f32(g, val(o, bn->inputs[1]))->data, *beta = opt_const_f32(g, val(o, bn->inputs[2]))->data;
+    const float *mean = opt_const_f32(g, val(o, bn->inputs[3]))->data, *var = opt_const_f32(g, val(o, bn->inputs[4]))->data;
+    int64_t m = nr_tensor_count(opt_const_f32(g, val(o, bn->inputs[1])));
+    float eps = opt_attr_f(bn, "epsilon", 1e-5f);
+    int transpose = is_op(nd, "ConvTranspose");
+    const netrun_conv_params *cp = nd->params;
+    int64_t group = cp && cp->group > 0 ? cp->group : 1;
+    int64_t nw = nr_tensor_count(w);
+    if (w->rank < 3 || nw <= 0 || (b && nr_tensor_count(b) != m))
+        return nr_error(NETRUN_ERR_INTERNAL, "node '%s': unexpected weight shape folding '%s'", nd->name, bn->name);
+    int64_t inner = nw / w->dims[0] / w->dims[1]; /* kernel elements */
+    float *scale = nr_calloc((size_t)m + 1, sizeof(float));
+    nr_tensor *nw_t = nr_tensor_new(NETRUN_DTYPE_FLOAT, w->rank, w->dims);
+    int64_t bd[1] = {m};
+    nr_tensor *nb_t = nr_tensor_new(NETRUN_DTYPE_FLOAT, 1, bd);
+    if (!scale || !nw_t || !nb_t) {
+        nr_free(scale);
+        nr_tensor_free(nw_t);
+        nr_tensor_free(nb_t);
+        return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory folding '%s' into '%s'", bn->name, nd->name);
+    }
+    for (int64_t c = 0; c < m; c++) scale[c] = gamma[c] / sqrtf(var[c] + eps);
+    const float *src = w->data;
+    float *dst = nw_t->data, *bias = nb_t->data;
+    for (int64_t i0 = 0; i0 < w->dims[0]; i0++)
+        for (int64_t i1 = 0; i1 < w->dims[1]; i1++) {
+            /* output channel: W dim 0 for Conv; for ConvTranspose W is [C, M/group, k...] */
+            int64_t oc = transpose ? (i0 / (w->dims[0] / group)) * w->dims[1] + i1 : i0;
+            float sc = oc < m ? scale[oc] : 1.0f;
+            const float *s = src + (i0 * w->dims[1] + i1) * inner;
+            float *d = dst + (i0 * w->dims[1] + i1) * inner;
+            for (int64_t k = 0; k < inner; k++) d[k] = s[k] * sc;
+        }
+    for (int64_t c = 0; c < m; c++)
+        bias[c] = ((b ? ((const float *)b->data)[c] : 0.0f) - mean[c]) * scale[c] + beta[c];
+    nr_free(scale);
+    *w_id = opt_new_const(ng, g->values[nd->inputs[1]].name, ".bn_folded", nw_t);
+    *b_id = *w_id < 0 ? -1 : opt_new_const(ng, bn->name, ".bias_folded", nb_t);
+    if (*w_id < 0 && nb_t) nr_tensor_free(nb_t);
+    if (*w_id < 0 || *b_id < 0) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory adding folded weights");
+    return NETRUN_OK;
+}
+
+static netrun_status copy_values(const nr_graph *g, nr_graph *ng) {
+    for (int v = 0; v < g->n_values; v++) {
+        const nr_value *a = &g->values[v];
+        int id = nr_graph_value(ng, a->name);
+        if (id != v) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying the graph's values");
+        nr_value *b = &ng->values[id];
+        b->dtype = a->dtype;
+        b->rank = a->rank;
+        memcpy(b->dims, a->dims, sizeof b->dims);
+        for (int d = 0; d < NETRUN_MAX_RANK; d++)
+            if (a->dim_names[d] && !(b->dim_names[d] = nr_strdup(a->dim_names[d])))
+                return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying the graph's values");
+        if (a->constant && !(b->constant = borrow(a->constant)))
+            return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying the graph's values");
+        if (a->default_value && !(b->default_value = borrow(a->default_value)))
+            return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying the graph's values");
+        b->is_graph_input = a->is_graph_input;
+    }
+    for (int i = 0; i < g->n_inputs; i++)
+        if (nr_graph_add_input(ng, g->inputs[i]) != NETRUN_OK) return NETRUN_ERR_OUT_OF_MEMORY;
+    for (int i = 0; i < g->n_outputs; i++)
+        if (nr_graph_add_output(ng, g->outputs[i]) != NETRUN_OK) return NETRUN_ERR_OUT_OF_MEMORY;
+    ng->n_formal_inputs = g->n_formal_inputs;
+    return NETRUN_OK;
+}
+
+/* Name of the node that stands for node n: "<sigmoid>+<mul>" for a SiLU pair, else n's own. */
+static void swish_name(const opt_state *o, int n, char *buf, size_t size) {
+    const nr_graph *g = o->g;
+    const nr_node *nd = &g->nodes[n];
+    if (o->swish_x[n] < 0) {
+        snprintf(buf, size, "%s", nd->name);
+        return;
+    }
+    for (int i = 0; i < nd->n_inputs; i++) {
+        int v = val(o, nd->inputs[i]);
+        if (v == o->swish_x[n]) continue;
+        int sg = opt_producer(o, v);
+        snprintf(buf, size, "%s+%s", sg >= 0 ? g->nodes[sg].name : "?", nd->name);
+        return;
+    }
+    snprintf(buf, size, "%s", nd->name);
+}
+
+netrun_status opt_build_copy(opt_state *o, nr_graph *ng, int **params_from) {
+    const nr_graph *g = o->g;
+    netrun_status st = copy_values(g, ng);
+    if (st != NETRUN_OK) return st;
+    int *from = nr_calloc((size_t)g->n_nodes + 1, sizeof(int)); /* new node -> original node */
+    if (!from) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
+    *params_from = from;
+    for (int n = 0; n < g->n_nodes; n++) {
+        if (o->removed[n]) continue;
+        const nr_node *nd = &g->nodes[n];
+        const conv_plan *p = &o->plan[n];
+        int fused = plan_absorbs(p);
+        char name[1280], act_name[512] = "";
+        if (p->act >= 0) swish_name(o, p->act, act_name, sizeof act_name);
+        snprintf(name, sizeof name, "%s%s%s%s%s%s%s%s%s", p->mul >= 0 ? g->nodes[p->mul].name : "", p->mul >= 0 ? "+" : "",
+                 nd->name, p->bn >= 0 ? "+" : "", p->bn >= 0 ? g->nodes[p->bn].name : "", p->add >= 0 ? "+" : "",
+                 p->add >= 0 ? g->nodes[p->add].name : "", p->act >= 0 ? "+" : "", act_name);
+        if (o->swish_x[n] >= 0) { /* Mul(x, Sigmoid(x)) -> Swish(x); alpha defaults to 1 */
+            swish_name(o, n, name, sizeof name);
+            nr_node *sw = nr_graph_add_node(ng, name, "Swish", "", 1, 1, ng->n_nodes == 0);
+            if (!sw) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying node '%s'", nd->name);
+            from[ng->n_nodes - 1] = n;
+            sw->inputs[0] = o->swish_x[n];
+            sw->outputs[0] = nd->outputs[0];
+            continue;
+        }
+        int w_id = -1, b_id = -1;
+        if (p->bn >= 0 && (st = fold_bn(o, ng, nd, &g->nodes[p->bn], &w_id, &b_id)) != NETRUN_OK) return st;
+        int n_in = nd->n_inputs;
+        int zi = 3 + (p->mul >= 0); /* Z's index: after S when a scale is folded in */
+        if (fused) {
+            n_in = zi + (p->add >= 0);
+            if (p->add < 0 && p->bn < 0 && p->mul < 0 && nd->n_inputs < 3) n_in = nd->n_inputs;
+        }
+        int n_attrs = nd->n_attrs + (ng->n_nodes == 0);
+        nr_node *nn = nr_graph_add_node(ng, name, nd->op_type, nd->domain, n_in, nd->n_outputs, n_attrs);
+        if (!nn) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying node '%s'", nd->name);
+        from[ng->n_nodes - 1] = n;
+        for (int i = 0; i < n_in; i++) nn->inputs[i] = i < nd->n_inputs ? val(o, nd->inputs[i]) : -1;
+        if (w_id >= 0) nn->inputs[1] = w_id;
+        if (b_id >= 0) nn->inputs[2] = b_id;
+        if (p->mul >= 0) nn->inputs[0] = p->sx, nn->inputs[3] = p->sv;
+        if (p->add >= 0) nn->inputs[zi] = p->z;
+        for (int k = 0; k < nd->n_outputs; k++) nn->outputs[k] = nd->outputs[k];
+        if (fused) nn->outputs[0] = p->out;
+        for (int a = 0; a < nd->n_attrs; a++)
+            if ((st = copy_attr(&nn->attrs[a], &nd->attrs[a])) != NETRUN_OK) return st;
+    }
+    return NETRUN_OK;
+}
+
+
+/* A new value like v (same dtype and dims), named v's name + suffix. */
+int opt_like_value(nr_graph *ng, int v, const char *suffix) {
+    char name[600];
+    snprintf(name, sizeof name, "%s%s", ng->values[v].name, suffix);
+    for (int k = 2; nr_graph_find_value(ng, name) >= 0; k++)
+        snprintf(name, sizeof name, "%s%s%d", ng->values[v].name, suffix, k);
+    int id = nr_graph_value(ng, name);
+    if (id < 0) return -1;
+    nr_value *a = &ng->values[v], *b = &ng->values[id];
+    b->dtype = a->dtype;
+    b->rank = a->rank;
+    memcpy(b->dims, a->dims, sizeof b->dims);
+    return id;
+}
+
+/* An internal layout node (com.netrun) from -> to with one int attribute, named after to's value. 1, or 0 on OOM. */
+int opt_add_layout_node(nr_graph *ng, int from, int to, const char *op, const char *attr, int value,
+                           const char *suffix) {
+    char name[640];
+    snprintf(name, sizeof name, "%s.%s", ng->values[to].name, suffix);
+    nr_node *r = nr_graph_add_node(ng, name, op, "com.netrun", 1, 1, 1);
+    if (!r) return 0;
+    r->inputs[0] = from;
+    r->outputs[0] = to;
+    r->attrs[0].type = NR_ATTR_INT;
+    r->attrs[0].i = value;
+    return (r->attrs[0].name = nr_strdup(attr)) != NULL;
+}
+

@@ -1,0 +1,344 @@
+/* Graph passes, the fusions (docs/design.md, "Graph passes"): BatchNormalization folded into the Conv before it, an
+ * Add of a same-shaped value fused as "+ Z", an activation fused into the Conv, and SiLU pairs Mul(x, Sigmoid(x))
+ * rewritten to Swish(x); each asked of the backend that runs the nodes. Also the helpers and backend questions the
+ * region passes share. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optimize_internal.h"
+
+const nr_attr *opt_find_attr(const nr_node *nd, const char *name) {
+    for (int a = 0; a < nd->n_attrs; a++)
+        if (nd->attrs[a].name && !strcmp(nd->attrs[a].name, name)) return &nd->attrs[a];
+    return NULL;
+}
+
+float opt_attr_f(const nr_node *nd, const char *name, float def) {
+    const nr_attr *a = opt_find_attr(nd, name);
+    return a && a->type == NR_ATTR_FLOAT ? a->f : def;
+}
+
+/* A float32 constant of the original graph (initializer or Constant folded at import), or NULL. */
+const nr_tensor *opt_const_f32(const nr_graph *g, int v) {
+    if (v < 0 || !g->values[v].constant) return NULL;
+    const nr_tensor *t = g->values[v].constant;
+    return t->dtype == NETRUN_DTYPE_FLOAT && t->data ? t : NULL;
+}
+
+/* Scalar float constant input, or def when the input is absent; returns 0 when present but not constant. */
+static int scalar_input(const nr_graph *g, const nr_node *nd, int i, float def, float *out) {
+    if (i >= nd->n_inputs || nd->inputs[i] < 0) {
+        *out = def;
+        return 1;
+    }
+    const nr_tensor *t = opt_const_f32(g, nd->inputs[i]);
+    if (!t || nr_tensor_count(t) != 1) return 0;
+    *out = *(const float *)t->data;
+    return 1;
+}
+
+/* The fused activation an op stands for (0 when it is not one a Conv can take). */
+static int activation_of(const nr_graph *g, const nr_node *nd, netrun_fused_activation *fa) {
+    memset(fa, 0, sizeof *fa);
+    if (*nd->domain || nd->n_outputs != 1 || nd->n_inputs < 1) return 0;
+    if (is_op(nd, "Relu")) fa->kind = NETRUN_ACT_RELU;
+    else if (is_op(nd, "LeakyRelu")) fa->kind = NETRUN_ACT_LEAKY_RELU, fa->alpha = opt_attr_f(nd, "alpha", 0.01f);
+    else if (is_op(nd, "Sigmoid")) fa->kind = NETRUN_ACT_SIGMOID;
+    else if (is_op(nd, "Tanh")) fa->kind = NETRUN_ACT_TANH;
+    else if (is_op(nd, "HardSwish")) fa->kind = NETRUN_ACT_HARD_SWISH;
+    else if (is_op(nd, "Swish")) fa->kind = NETRUN_ACT_SWISH, fa->alpha = opt_attr_f(nd, "alpha", 1.0f);
+    else if (is_op(nd, "HardSigmoid")) {
+        fa->kind = NETRUN_ACT_HARD_SIGMOID;
+        fa->alpha = opt_attr_f(nd, "alpha", 0.2f);
+        fa->beta = opt_attr_f(nd, "beta", 0.5f);
+    } else if (is_op(nd, "Clip")) {
+        fa->kind = NETRUN_ACT_CLIP;
+        if (nd->opset < 11) {
+            fa->alpha = opt_attr_f(nd, "min", -INFINITY);
+            fa->beta = opt_attr_f(nd, "max", INFINITY);
+        } else if (!scalar_input(g, nd, 1, -INFINITY, &fa->alpha) || !scalar_input(g, nd, 2, INFINITY, &fa->beta))
+            return 0; /* bounds computed at run time */
+    } else
+        return 0;
+    return 1;
+}
+
+/* Dropout that is the identity: inference (no training_mode, or a constant false one), mask unused. */
+int opt_is_noop(const opt_state *o, int n) {
+    const nr_graph *g = o->g;
+    const nr_node *nd = &g->nodes[n];
+    if (*nd->domain || nd->n_inputs < 1 || nd->inputs[0] < 0 || nd->n_outputs < 1 || nd->outputs[0] < 0) return 0;
+    if (g->values[nd->outputs[0]].is_graph_output) return 0; /* its name must stay an output */
+    if (is_op(nd, "Identity")) return nd->n_outputs == 1;
+    if (!is_op(nd, "Dropout")) return 0;
+    if (nd->n_outputs > 1 && nd->outputs[1] >= 0) return 0; /* mask requested: keep the node */
+    if (nd->opset < 12) {
+        const nr_attr *t = opt_find_attr(nd, "is_test");
+        if (nd->opset < 7 && !(t && t->i)) return 0;
+        return 1;
+    }
+    if (nd->n_inputs > 2 && nd->inputs[2] >= 0) {
+        const nr_tensor *t = g->values[nd->inputs[2]].constant;
+        if (!t || t->dtype != NETRUN_DTYPE_BOOL || nr_tensor_count(t) != 1 || *(const uint8_t *)t->data) return 0;
+    }
+    return 1;
+}
+
+/* The single kept consumer of value v, or -1 (several users, a graph output, or none). */
+int opt_only_user(const opt_state *o, int v) {
+    if (v < 0 || o->users[v] != 1 || o->g->values[v].is_graph_output) return -1;
+    return o->removed[o->user[v]] ? -1 : o->user[v]; /* already absorbed by another Conv (Add of two Convs) */
+}
+
+int opt_same_slot(const opt_state *o, int a, int b) {
+    return o->s->snodes[o->snode_of[a]].slot == o->s->snodes[o->snode_of[b]].slot;
+}
+
+/* The region of `kind` that node n's backend declares (ABI 1.10) and that is on in this session, or NULL. */
+const netrun_region_spec *opt_region_on(const opt_state *o, const netrun_backend_config *cfg, int n,
+                                           netrun_region_kind kind) {
+    int k = n >= 0 ? o->snode_of[n] : -1;
+    if (k < 0) return NULL;
+    int sl = o->s->snodes[k].slot;
+    if (sl < 0) return NULL;
+    const netrun_backend_api *api = o->s->slots[sl].api;
+    if (!api || !NR_API_HAS(api, regions)) return NULL;
+    for (const netrun_region_spec *r = api->regions; r->kind != NETRUN_REGION_END; r++) {
+        if (r->kind != kind) continue;
+        if ((r->conditions & NETRUN_REGION_IF_FP16) && cfg->precision != NETRUN_PRECISION_FP16) continue;
+        const char *on = r->option ? nr_options_get(&o->s->opts, r->option) : NULL;
+        if (on && !strcmp(on, "0")) continue;
+        return r;
+    }
+    return NULL;
+}
+
+/* Whether the region crosses op `op` (default domain) of node nd. */
+int opt_region_crosses(const netrun_region_spec *r, const nr_node *nd, const char *op) {
+    if (!r || !r->ops || *nd->domain || strcmp(nd->op_type, op)) return 0;
+    for (const char *const *p = r->ops; *p; p++)
+        if (!strcmp(*p, op)) return 1;
+    return 0;
+}
+
+/* Copy node k (from original node n) keeps region r on its backend with the descs the region gives it (float16
+ * for its float32 inputs and output when f16): the region's keeps() or else supports() (params optionally
+ * replaced). */
+int opt_region_takes(const opt_state *o, const netrun_backend_config *cfg, const netrun_region_spec *r,
+                        const nr_graph *ng, int k, int n, const void *params, size_t params_size, int f16) {
+    const nr_node *nd = &ng->nodes[k];
+    const nr_layer *layer = o->g->nodes[n].layer; /* the copy's nodes get theirs only when it is loaded */
+    netrun_session *s = o->s;
+    const nr_snode *sn = &s->snodes[o->snode_of[n]];
+    enum { MAXIN = 8 };
+    netrun_value_desc in[MAXIN], out;
+    if (nd->n_inputs > MAXIN || nd->n_outputs != 1 || nd->outputs[0] < 0 || nd->outputs[0] >= o->g->n_values) return 0;
+    for (int i = 0; i < nd->n_inputs; i++) {
+        int v = nd->inputs[i];
+        if (v >= o->g->n_values) return 0;
+        if (v < 0) {
+            memset(&in[i], 0, sizeof in[i]);
+            in[i].rank = -1;
+            in[i].name = "";
+            continue;
+        }
+        in[i] = s->values[v].desc;
+        if (f16 && in[i].dtype == NETRUN_DTYPE_FLOAT) in[i].dtype = NETRUN_DTYPE_FLOAT16;
+    }
+    out = s->values[nd->outputs[0]].desc;
+    if (f16) out.dtype = NETRUN_DTYPE_FLOAT16;
+    netrun_node_desc d = {.struct_size = sizeof d, .name = nd->name, .op_type = nd->op_type, .domain = nd->domain,
+                          .opset = nd->opset, .params = params ? params : sn->params,
+                          .params_size = params ? params_size : (layer ? layer->params_size : 0),
+                          .n_inputs = nd->n_inputs, .inputs = in, .n_outputs = 1, .outputs = &out};
+    if (r->keeps) return r->keeps(cfg, &d);
+    char why[256] = "";
+    return s->slots[sn->slot].api->supports(cfg, &d, why, sizeof why);
+}
+
+/* Ask the Conv's backend whether it runs the fused node. */
+int opt_backend_accepts(const opt_state *o, const netrun_backend_config *cfg, int n, const conv_plan *p) {
+    netrun_session *s = o->s;
+    const nr_node *nd = &o->g->nodes[n];
+    const nr_snode *sn = &s->snodes[o->snode_of[n]];
+    if (sn->slot < 0 || !sn->params || nd->layer->params_size < sizeof(netrun_conv_params)) return 0;
+    netrun_conv_params cp;
+    memcpy(&cp, sn->params, sizeof cp);
+    netrun_value_desc in[5];
+    memset(in, 0, sizeof in);
+    int n_in = nd->n_inputs < 3 ? nd->n_inputs : 3;
+    for (int i = 0; i < n_in; i++) in[i] = sn->in_desc[i];
+    if (n_in < 3) { /* bias absent */
+        in[2].rank = -1;
+        in[2].name = "";
+        n_in = 3;
+    }
+    if (p->bn >= 0) { /* a folded BN gives a bias of M values */
+        cp.has_bias = 1;
+        in[2].name = "bias";
+        in[2].dtype = in[1].dtype;
+        in[2].rank = 1;
+        in[2].dims[0] = sn->out_desc[0].dims[1];
+    }
+    if (p->mul >= 0) { /* X is the Mul's other input (same dims); S goes right after B */
+        cp.src_scale = 1;
+        in[0] = s->values[p->sx].desc;
+        in[n_in++] = s->values[p->sv].desc;
+    }
+    if (p->add >= 0) {
+        cp.has_sum = 1;
+        in[n_in++] = s->values[p->z].desc;
+    }
+    if (p->act >= 0) cp.activation = p->fa;
+    if (o->blk_query) cp.src_blocked = o->blk_query != 2, cp.dst_blocked = o->blk_query != 3;
+    netrun_value_desc yd = s->values[p->out].desc;
+    if (o->nhwc_query) { /* the region pass's question: everything float16, the constants too */
+        cp.src_nhwc = cp.dst_nhwc = 1;
+        for (int i = 0; i < n_in; i++) {
+            if (in[i].rank < 0) continue;
+            if (in[i].dtype == NETRUN_DTYPE_FLOAT) in[i].dtype = NETRUN_DTYPE_FLOAT16;
+            if (i == 1 || i == 2) { /* supports() looks at presence and size only, never at the bytes */
+                int64_t cnt = 1;
+                for (int d = 0; d < in[i].rank; d++) cnt *= in[i].dims[d] > 0 ? in[i].dims[d] : 0;
+                if (!in[i].const_data) in[i].const_data = &cp;
+                in[i].const_nbytes = (size_t)cnt * 2;
+            }
+        }
+        if (yd.dtype == NETRUN_DTYPE_FLOAT) yd.dtype = NETRUN_DTYPE_FLOAT16;
+    }
+    netrun_node_desc d = {.struct_size = sizeof d, .name = nd->name, .op_type = nd->op_type, .domain = nd->domain,
+                          .opset = nd->opset, .params = &cp, .params_size = nd->layer->params_size,
+                          .n_inputs = n_in, .inputs = in, .n_outputs = 1, .outputs = &yd};
+    char why[256] = "";
+    const nr_slot *sl = &s->slots[sn->slot];
+    return sl->api->supports(cfg, &d, why, sizeof why);
+}
+
+/* Plan the fusions around Conv node n. */
+void opt_plan_conv(opt_state *o, const netrun_backend_config *cfg, int n) {
+    const nr_graph *g = o->g;
+    const nr_node *nd = &g->nodes[n];
+    conv_plan *p = &o->plan[n];
+    const nr_snode *sn = &o->s->snodes[o->snode_of[n]];
+    if (sn->slot < 0 || sn->dynamic || nd->n_outputs != 1 || nd->outputs[0] < 0 || nd->n_inputs < 2) return;
+    if (sn->out_desc[0].dtype != NETRUN_DTYPE_FLOAT || sn->out_desc[0].rank < 3) return;
+    int transpose = is_op(nd, "ConvTranspose");
+    int out = nd->outputs[0];
+    /* (a) BatchNormalization with constant statistics, the Conv's only consumer */
+    int b = opt_only_user(o, out);
+    if (b >= 0 && is_op(&g->nodes[b], "BatchNormalization") && val(o, g->nodes[b].inputs[0]) == out &&
+        g->nodes[b].n_outputs >= 1 && g->nodes[b].outputs[0] >= 0 && g->nodes[b].n_inputs == 5) {
+        const nr_node *bn = &g->nodes[b];
+        int64_t m = sn->out_desc[0].dims[1];
+        int ok = opt_const_f32(g, val(o, nd->inputs[1])) != NULL && m > 0;
+        if (nd->n_inputs > 2 && nd->inputs[2] >= 0) ok = ok && opt_const_f32(g, val(o, nd->inputs[2]));
+        for (int i = 1; i < 5 && ok; i++) {
+            const nr_tensor *t = opt_const_f32(g, val(o, bn->inputs[i]));
+            ok = t && nr_tensor_count(t) == m;
+        }
+        for (int k = 1; k < bn->n_outputs; k++) ok = ok && bn->outputs[k] < 0; /* no training outputs */
+        const nr_attr *tm = opt_find_attr(bn, "training_mode");
+        if (tm && tm->i) ok = 0;
+        (void)transpose;
+        if (ok) {
+            p->bn = b;
+            p->out = out = bn->outputs[0];
+            if (!opt_backend_accepts(o, cfg, n, p)) {
+                p->bn = -1;
+                p->out = out = nd->outputs[0];
+            }
+        }
+    }
+    /* (c) + Z: an Add of the (folded) Conv output and another value of the same shape, same backend */
+    int a = opt_only_user(o, out);
+    if (a >= 0 && is_op(&g->nodes[a], "Add") && g->nodes[a].n_inputs == 2 && g->nodes[a].outputs[0] >= 0 &&
+        opt_same_slot(o, n, a)) {
+        const nr_node *ad = &g->nodes[a];
+        int i0 = val(o, ad->inputs[0]), i1 = val(o, ad->inputs[1]);
+        int z = i0 == out ? i1 : i0;
+        const netrun_value_desc *zd = &o->s->values[z].desc, *yd = &o->s->values[out].desc;
+        if ((i0 == out) != (i1 == out) && z >= 0 && !o->s->values[z].dynamic && zd->dtype == yd->dtype &&
+            zd->rank == yd->rank && !memcmp(zd->dims, yd->dims, sizeof(int64_t) * (size_t)yd->rank)) {
+            p->add = a;
+            p->z = z;
+            int prev = p->out;
+            p->out = ad->outputs[0];
+            if (!opt_backend_accepts(o, cfg, n, p)) {
+                p->add = -1;
+                p->out = prev;
+            } else
+                out = p->out;
+        }
+    }
+    /* (b) activation, same backend; a Mul the SiLU pass turned into Swish(out) counts as one */
+    int u = opt_only_user(o, out);
+    netrun_fused_activation fa;
+    int is_act = 0;
+    if (u >= 0 && o->swish_x[u] >= 0) {
+        memset(&fa, 0, sizeof fa);
+        fa.kind = NETRUN_ACT_SWISH;
+        fa.alpha = 1.0f;
+        is_act = o->swish_x[u] == out;
+    } else if (u >= 0)
+        is_act = activation_of(g, &g->nodes[u], &fa) && val(o, g->nodes[u].inputs[0]) == out;
+    if (is_act && g->nodes[u].outputs[0] >= 0 && opt_same_slot(o, n, u)) {
+        p->act = u;
+        p->fa = fa;
+        int prev = p->out;
+        p->out = g->nodes[u].outputs[0];
+        if (!opt_backend_accepts(o, cfg, n, p)) {
+            p->act = -1;
+            p->out = prev;
+        }
+    }
+}
+
+/* The graph node producing value v (after aliasing), or -1 (graph input, constant). */
+int opt_producer(const opt_state *o, int v) {
+    if (v < 0 || o->s->values[v].producer < 0) return -1;
+    return o->s->snodes[o->s->values[v].producer].node;
+}
+
+/* (e) SiLU: Mul n = Mul(x, Sigmoid(x)) (either order), the Sigmoid's output used by that Mul only, both on one
+ * backend whose supports() takes Swish(x) with alpha 1: the Mul becomes Swish(x) (one pass over memory instead
+ * of two) and the Sigmoid goes. Returns 1 when planned. */
+int opt_plan_silu(opt_state *o, const netrun_backend_config *cfg, int n) {
+    const nr_graph *g = o->g;
+    const nr_node *nd = &g->nodes[n];
+    netrun_session *s = o->s;
+    if (!is_op(nd, "Mul") || nd->n_inputs != 2 || nd->n_outputs != 1 || nd->outputs[0] < 0 || o->snode_of[n] < 0)
+        return 0;
+    const nr_snode *sn = &s->snodes[o->snode_of[n]];
+    if (sn->slot < 0 || sn->dynamic) return 0;
+    for (int side = 0; side < 2; side++) {
+        int x = val(o, nd->inputs[side]), sv = val(o, nd->inputs[1 - side]);
+        int sg = opt_producer(o, sv);
+        if (x < 0 || sg < 0 || o->removed[sg] || opt_only_user(o, sv) != n) continue;
+        const nr_node *sd = &g->nodes[sg];
+        if (!is_op(sd, "Sigmoid") || sd->n_inputs != 1 || sd->n_outputs != 1 || val(o, sd->inputs[0]) != x ||
+            o->snode_of[sg] < 0 || !opt_same_slot(o, n, sg))
+            continue;
+        const netrun_value_desc *xd = &s->values[x].desc, *yd = &s->values[nd->outputs[0]].desc;
+        if (s->values[x].dynamic || xd->rank != yd->rank || xd->dtype != yd->dtype ||
+            memcmp(xd->dims, yd->dims, sizeof(int64_t) * (size_t)(yd->rank > 0 ? yd->rank : 0)))
+            continue;
+        netrun_unary_params up;
+        memset(&up, 0, sizeof up);
+        up.alpha = 1.0f;
+        netrun_node_desc d = {.struct_size = sizeof d, .name = nd->name, .op_type = "Swish", .domain = "",
+                              .opset = 24, .params = &up, .params_size = sizeof up, .n_inputs = 1, .inputs = xd,
+                              .n_outputs = 1, .outputs = yd};
+        char why[256] = "";
+        const nr_slot *sl = &s->slots[sn->slot];
+        if (!sl->api->supports(cfg, &d, why, sizeof why)) return 0;
+        o->swish_x[n] = x;
+        o->removed[sg] = 1;
+        /* x loses the Sigmoid as a user: the Swish may be the only one left, which a Conv then absorbs */
+        if (--o->users[x] == 1) o->user[x] = n;
+        return 1;
+    }
+    return 0;
+}
+
