@@ -1,0 +1,543 @@
+/* QDQ fusion (see qdq_fuse.h and docs/design.md, "Graph passes").
+ *
+ * What a group must look like to be rewritten (anything else is left as it is, and the float ops between the
+ * DequantizeLinear and QuantizeLinear nodes still give the answer the model defines):
+ *  - X: DequantizeLinear of an 8-bit tensor with one scale and one zero point (constants);
+ *  - W: DequantizeLinear of an 8-bit constant, scale (and zero point) per tensor or per output channel
+ *    (axis 0 for Conv; for MatMul per tensor, or per column of a 2-D B with axis 1);
+ *  - bias (Conv): DequantizeLinear of an int32 constant whose scale is x_scale * w_scale (float32, bit for bit,
+ *    as quantizers write it) and zero point 0, or a float constant that is an exact multiple of that scale;
+ *  - the Conv / MatMul output read only by one QuantizeLinear (one scale and zero point, 8-bit output), or by
+ *    a Relu / Clip read only by that QuantizeLinear, when the activation cannot change the quantized result:
+ *    Q is monotonic, so Q(Relu(v)) = max(Q(v), Q(0)) and Q(Clip(v, lo, hi)) = clamp(Q(v), Q(lo), Q(hi)), and
+ *    when Q(lo) (Q(0) for Relu) is at or below the type's minimum and Q(hi) at or above its maximum, the
+ *    saturation of Q already does the clamp (quantizers calibrate ReLU6 outputs to about that range).
+ * The DequantizeLinear nodes stay when something else reads their output (a residual Add, say).
+ * QLinearConv then computes round((sum (x - x_zp)(w - w_zp) + b) * x_scale * w_scale / y_scale) + y_zp, which
+ * is what DQ -> Conv -> Q computes up to the float rounding of the unfused Conv's sum and of the multiplier:
+ * the two may differ by one unit of y_scale where the real value lies near a rounding tie. */
+#include "qdq_fuse.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "netrun_ops.h"
+
+#define QDQ_ATTR "netrun.qdq_fused_from" /* on node 0 of the copy: the original (sub_model) */
+
+enum { Q_NONE, Q_CONV, Q_MATMUL };
+
+/* One planned group: the quantized node replacing node `node` (the Conv or MatMul). */
+typedef struct qdq_group {
+    int kind;
+    int x, xs, xz;       /* 8-bit input, its scale and zero point (-1: absent, a zero is added) */
+    int w, ws, wz;       /* weights (Conv) or B (MatMul) */
+    int ys, yz, y;       /* the QuantizeLinear's scale, zero point and output */
+    int bias_src;        /* Conv: the value holding the bias (int32 DQ input, or float constant), or -1 */
+    int bias_dq;         /* 1: bias_src is already int32 */
+    int dx, dw, db, act, q; /* the nodes it absorbs (-1 when none) */
+} qdq_group;
+
+typedef struct qdq_state {
+    netrun_session *s;
+    const nr_graph *g;
+    int *users;          /* value -> number of reading nodes (+1 when a graph output) */
+    int *snode_of;       /* node -> snode index, -1 when none */
+    int *removed;        /* node -> 1 when absorbed */
+    qdq_group *grp;      /* node -> group (kind Q_NONE when none) */
+} qdq_state;
+
+static int is_op(const nr_node *nd, const char *op) { return !*nd->domain && !strcmp(nd->op_type, op); }
+
+static const nr_attr *find_attr(const nr_node *nd, const char *name) {
+    for (int a = 0; a < nd->n_attrs; a++)
+        if (nd->attrs[a].name && !strcmp(nd->attrs[a].name, name)) return &nd->attrs[a];
+    return NULL;
+}
+
+static int64_t attr_i(const nr_node *nd, const char *name, int64_t def) {
+    const nr_attr *a = find_attr(nd, name);
+    return a && a->type == NR_ATTR_INT ? a->i : def;
+}
+
+static int in_at(const nr_node *nd, int i) { return i < nd->n_inputs ? nd->inputs[i] : -1; }
+
+static const nr_tensor *cst(const qdq_state *o, int v) { return v >= 0 ? o->g->values[v].constant : NULL; }
+
+static int is_8bit(netrun_dtype t) { return t == NETRUN_DTYPE_UINT8 || t == NETRUN_DTYPE_INT8; }
+
+/* The node writing value v, or -1. */
+static int producer(const qdq_state *o, int v) { return v >= 0 ? o->g->values[v].producer : -1; }
+
+/* Node of the only reader of v (v not a graph output), or -1. */
+static int only_reader(const qdq_state *o, int v) {
+    if (v < 0 || o->users[v] != 1 || o->g->values[v].is_graph_output) return -1;
+    for (int n = 0; n < o->g->n_nodes; n++)
+        for (int i = 0; i < o->g->nodes[n].n_inputs; i++)
+            if (o->g->nodes[n].inputs[i] == v) return n;
+    return -1;
+}
+
+static int slot_of(const qdq_state *o, int n) {
+    return n >= 0 && o->snode_of[n] >= 0 ? o->s->snodes[o->snode_of[n]].slot : -100;
+}
+
+/* A float32 scale constant with `count` values (count 1: one value). */
+static const float *scale_const(const qdq_state *o, int v, int64_t *count) {
+    const nr_tensor *t = cst(o, v);
+    if (!t || t->dtype != NETRUN_DTYPE_FLOAT || !t->data) return NULL;
+    *count = nr_tensor_count(t);
+    for (int64_t i = 0; i < *count; i++)
+        if (!(((const float *)t->data)[i] > 0) || !isfinite(((const float *)t->data)[i])) return NULL;
+    return t->data;
+}
+
+/* A zero point: absent (-1, fine), or an 8-bit constant of type t with `count` values. */
+static int zp_ok(const qdq_state *o, int v, netrun_dtype t, int64_t count) {
+    if (v < 0) return 1;
+    const nr_tensor *z = cst(o, v);
+    return z && z->dtype == t && nr_tensor_count(z) == count;
+}
+
+/* DequantizeLinear node d of an 8-bit value with per-tensor parameters (activations). */
+static int per_tensor_dq(const qdq_state *o, int d, int want_const) {
+    if (d < 0) return 0;
+    const nr_node *nd = &o->g->nodes[d];
+    if (!is_op(nd, "DequantizeLinear") || nd->n_inputs < 2 || nd->n_outputs != 1) return 0;
+    int x = nd->inputs[0];
+    netrun_dtype t = o->s->values[x].desc.dtype;
+    int64_t c = 0;
+    if (!is_8bit(t) || !scale_const(o, nd->inputs[1], &c) || c != 1 || !zp_ok(o, in_at(nd, 2), t, 1)) return 0;
+    if (want_const && !cst(o, x)) return 0;
+    return o->s->values[nd->outputs[0]].desc.dtype == NETRUN_DTYPE_FLOAT;
+}
+
+/* Weight DequantizeLinear d: 8-bit constant, scale per tensor or `channels` values along `axis`. */
+static int weight_dq(const qdq_state *o, int d, int axis, int64_t channels) {
+    if (d < 0) return 0;
+    const nr_node *nd = &o->g->nodes[d];
+    if (!is_op(nd, "DequantizeLinear") || nd->n_inputs < 2 || nd->n_outputs != 1) return 0;
+    const nr_tensor *w = cst(o, nd->inputs[0]);
+    int64_t c = 0;
+    if (!w || !is_8bit(w->dtype) || !scale_const(o, nd->inputs[1], &c)) return 0;
+    if (o->s->values[nd->outputs[0]].desc.dtype != NETRUN_DTYPE_FLOAT) return 0;
+    if (c == 1) return zp_ok(o, in_at(nd, 2), w->dtype, 1);
+    int64_t ax = attr_i(nd, "axis", 1);
+    if (ax < 0) ax += w->rank;
+    if (ax != axis || c != channels || attr_i(nd, "block_size", 0) != 0) return 0;
+    return zp_ok(o, in_at(nd, 2), w->dtype, channels) || zp_ok(o, in_at(nd, 2), w->dtype, 1);
+}
+
+static float scale_at(const qdq_state *o, int v, int64_t i) {
+    const nr_tensor *t = cst(o, v);
+    return ((const float *)t->data)[nr_tensor_count(t) == 1 ? 0 : i];
+}
+
+/* The Conv's bias B: 1 when it can be given as int32 (see the top comment); sets the group's bias fields. */
+static int plan_bias(const qdq_state *o, int b, qdq_group *gr, int64_t m) {
+    gr->bias_src = -1;
+    gr->db = -1;
+    if (b < 0) return 1;
+    int d = producer(o, b);
+    if (d >= 0) { /* DequantizeLinear of int32 */
+        const nr_node *nd = &o->g->nodes[d];
+        if (!is_op(nd, "DequantizeLinear") || nd->n_inputs < 2) return 0;
+        const nr_tensor *q = cst(o, nd->inputs[0]), *z = cst(o, in_at(nd, 2));
+        int64_t c = 0;
+        if (!q || q->dtype != NETRUN_DTYPE_INT32 || nr_tensor_count(q) != m || !scale_const(o, nd->inputs[1], &c) ||
+            (c != 1 && c != m))
+            return 0;
+        if (in_at(nd, 2) >= 0 && (!z || z->dtype != NETRUN_DTYPE_INT32)) return 0;
+        for (int64_t i = 0; z && i < nr_tensor_count(z); i++)
+            if (((const int32_t *)z->data)[i]) return 0;
+        for (int64_t i = 0; i < m; i++) {
+            float want = scale_at(o, gr->xs, 0) * scale_at(o, gr->ws, i);
+            if (scale_at(o, nd->inputs[1], i) != want) return 0;
+        }
+        gr->bias_src = nd->inputs[0];
+        gr->bias_dq = 1;
+        gr->db = d;
+        return 1;
+    }
+    const nr_tensor *t = cst(o, b); /* a float bias that is an exact multiple of x_scale * w_scale */
+    if (!t || t->dtype != NETRUN_DTYPE_FLOAT || nr_tensor_count(t) != m) return 0;
+    for (int64_t i = 0; i < m; i++) {
+        float sc = scale_at(o, gr->xs, 0) * scale_at(o, gr->ws, i), v = ((const float *)t->data)[i];
+        double q = nearbyint((double)v / sc);
+        if (!(fabs(q) < 2147483647.0) || (float)(q * sc) != v) return 0;
+    }
+    gr->bias_src = b;
+    gr->bias_dq = 0;
+    return 1;
+}
+
+/* QuantizeLinear q(v): saturate(round(v / scale) + zp) in the output type, as the kernel computes it. */
+static double quantize_value(float v, float scale, double zp, double lo, double hi) {
+    double r = nearbyint((double)(v / scale)) + zp;
+    return r < lo ? lo : r > hi ? hi : r;
+}
+
+/* Relu / Clip node a between the op and QuantizeLinear node q: 1 when the saturation of q already clamps as
+ * the activation would (exact by monotonicity; see the top comment). */
+static int activation_redundant(const qdq_state *o, int a, int q) {
+    const nr_node *an = &o->g->nodes[a], *qn = &o->g->nodes[q];
+    float s = scale_at(o, qn->inputs[1], 0), lo = 0.0f, hi = INFINITY;
+    netrun_dtype t = o->s->values[qn->outputs[0]].desc.dtype;
+    const nr_tensor *z = cst(o, in_at(qn, 2));
+    double zp = z ? (t == NETRUN_DTYPE_INT8 ? *(const int8_t *)z->data : *(const uint8_t *)z->data) : 0;
+    double tlo = t == NETRUN_DTYPE_INT8 ? -128 : 0, thi = t == NETRUN_DTYPE_INT8 ? 127 : 255;
+    if (is_op(an, "Clip")) {
+        if (an->opset < 11) {
+            const nr_attr *mn = find_attr(an, "min"), *mx = find_attr(an, "max");
+            lo = mn ? mn->f : -INFINITY;
+            hi = mx ? mx->f : INFINITY;
+        } else {
+            const nr_tensor *mn = cst(o, in_at(an, 1)), *mx = cst(o, in_at(an, 2));
+            if ((in_at(an, 1) >= 0 && (!mn || mn->dtype != NETRUN_DTYPE_FLOAT)) ||
+                (in_at(an, 2) >= 0 && (!mx || mx->dtype != NETRUN_DTYPE_FLOAT)))
+                return 0;
+            lo = mn ? *(const float *)mn->data : -INFINITY;
+            hi = mx ? *(const float *)mx->data : INFINITY;
+        }
+    } else if (!is_op(an, "Relu"))
+        return 0;
+    int lo_ok = isinf(lo) || quantize_value(lo, s, zp, tlo, thi) <= tlo;
+    int hi_ok = isinf(hi) || quantize_value(hi, s, zp, tlo, thi) >= thi;
+    return lo_ok && hi_ok;
+}
+
+/* The QuantizeLinear reading value v (directly, or through one redundant Relu / Clip): sets gr->q, gr->act. */
+static int plan_output(const qdq_state *o, int v, qdq_group *gr) {
+    gr->act = -1;
+    int r = only_reader(o, v);
+    if (r < 0) return 0;
+    const nr_node *rn = &o->g->nodes[r];
+    if ((is_op(rn, "Relu") || is_op(rn, "Clip")) && rn->n_outputs == 1) {
+        int q = only_reader(o, rn->outputs[0]);
+        if (q < 0 || !is_op(&o->g->nodes[q], "QuantizeLinear")) return 0;
+        gr->act = r;
+        r = q;
+        rn = &o->g->nodes[r];
+    }
+    if (!is_op(rn, "QuantizeLinear") || rn->n_inputs < 2 || rn->n_outputs != 1) return 0;
+    netrun_dtype t = o->s->values[rn->outputs[0]].desc.dtype;
+    int64_t c = 0;
+    if (!is_8bit(t) || !scale_const(o, rn->inputs[1], &c) || c != 1 || !zp_ok(o, in_at(rn, 2), t, 1)) return 0;
+    if (gr->act >= 0 && !activation_redundant(o, gr->act, r)) return 0;
+    gr->q = r;
+    gr->ys = rn->inputs[1];
+    gr->yz = in_at(rn, 2);
+    gr->y = rn->outputs[0];
+    return 1;
+}
+
+/* Ask the backend running node n whether it takes the quantized node of group gr. */
+static int backend_takes(const qdq_state *o, const netrun_backend_config *cfg, int n, const qdq_group *gr) {
+    netrun_session *s = o->s;
+    const nr_snode *sn = &s->snodes[o->snode_of[n]];
+    if (sn->slot < 0) return 0;
+    netrun_value_desc in[9];
+    memset(in, 0, sizeof in);
+    int ids[9] = {gr->x, gr->xs, gr->xz, gr->w, gr->ws, gr->wz, gr->ys, gr->yz, gr->bias_src};
+    int n_in = gr->kind == Q_CONV ? (gr->bias_src >= 0 ? 9 : 8) : 8;
+    for (int i = 0; i < n_in; i++) {
+        if (ids[i] >= 0) {
+            in[i] = s->values[ids[i]].desc;
+            continue;
+        }
+        in[i].name = "zero_point"; /* absent zero point: the rewrite adds a zero of the quantized type */
+        in[i].dtype = s->values[i == 2 ? gr->x : i == 5 ? gr->w : gr->y].desc.dtype;
+        in[i].rank = 0;
+    }
+    if (n_in == 9) in[8].dtype = NETRUN_DTYPE_INT32;
+    netrun_conv_params cp;
+    memset(&cp, 0, sizeof cp);
+    if (gr->kind == Q_CONV && sn->params) memcpy(&cp, sn->params, sizeof cp);
+    cp.has_bias = n_in == 9;
+    netrun_value_desc yd = s->values[gr->y].desc;
+    const nr_node *nd = &o->g->nodes[n];
+    netrun_node_desc d = {.struct_size = sizeof d, .name = nd->name,
+                          .op_type = gr->kind == Q_CONV ? "QLinearConv" : "QLinearMatMul", .domain = "",
+                          .opset = gr->kind == Q_CONV ? 10 : 21, .params = gr->kind == Q_CONV ? &cp : NULL,
+                          .params_size = gr->kind == Q_CONV ? sizeof cp : 0, .n_inputs = n_in, .inputs = in,
+                          .n_outputs = 1, .outputs = &yd};
+    char why[256] = "";
+    return s->slots[sn->slot].api->supports(cfg, &d, why, sizeof why);
+}
+
+/* Node n (Conv or MatMul): plan its group. 1 when planned. */
+static int plan_group(qdq_state *o, const netrun_backend_config *cfg, int n) {
+    const nr_graph *g = o->g;
+    const nr_node *nd = &g->nodes[n];
+    qdq_group gr;
+    memset(&gr, 0, sizeof gr);
+    int conv = is_op(nd, "Conv"), mm = is_op(nd, "MatMul");
+    if ((!conv && !mm) || nd->n_outputs != 1 || nd->n_inputs < 2 || o->snode_of[n] < 0) return 0;
+    const netrun_value_desc *yd = &o->s->values[nd->outputs[0]].desc, *wd = &o->s->values[nd->inputs[1]].desc;
+    if (yd->dtype != NETRUN_DTYPE_FLOAT || yd->rank < 2 || wd->rank < 2) return 0;
+    gr.kind = conv ? Q_CONV : Q_MATMUL;
+    gr.dx = producer(o, nd->inputs[0]);
+    gr.dw = producer(o, nd->inputs[1]);
+    if (!per_tensor_dq(o, gr.dx, 0)) return 0;
+    int64_t channels = conv ? wd->dims[0] : wd->dims[wd->rank - 1];
+    if (conv ? !weight_dq(o, gr.dw, 0, channels) : !(per_tensor_dq(o, gr.dw, 0) || (wd->rank == 2 && weight_dq(o, gr.dw, 1, channels))))
+        return 0;
+    const nr_node *dxn = &g->nodes[gr.dx], *dwn = &g->nodes[gr.dw];
+    gr.x = dxn->inputs[0], gr.xs = dxn->inputs[1], gr.xz = in_at(dxn, 2);
+    gr.w = dwn->inputs[0], gr.ws = dwn->inputs[1], gr.wz = in_at(dwn, 2);
+    if (conv && !plan_bias(o, in_at(nd, 2), &gr, channels)) return 0;
+    if (mm) gr.bias_src = gr.db = -1;
+    if (!plan_output(o, nd->outputs[0], &gr)) return 0;
+    /* one backend for all of it */
+    int sl = slot_of(o, n);
+    if (sl < 0 || slot_of(o, gr.dx) != sl || slot_of(o, gr.q) != sl || (gr.act >= 0 && slot_of(o, gr.act) != sl))
+        return 0;
+    if (!backend_takes(o, cfg, n, &gr)) return 0;
+    o->grp[n] = gr;
+    return 1;
+}
+
+/* ---- the copy ---- */
+
+static nr_tensor *borrow(const nr_tensor *t) {
+    nr_tensor *c = nr_calloc(1, sizeof *c);
+    if (!c) return NULL;
+    *c = *t;
+    c->owns_data = 0; /* the original's data, kept alive by the copy's reference on it */
+    return c;
+}
+
+static netrun_status copy_attr(nr_attr *d, const nr_attr *a) {
+    d->type = a->type;
+    d->i = a->i;
+    d->f = a->f;
+    d->n = a->n;
+    size_t n = a->n > 0 ? (size_t)a->n : 0;
+    if (!(d->name = nr_strdup(a->name ? a->name : ""))) goto oom;
+    if (a->s) {
+        if (!(d->s = nr_malloc(a->s_len + 1))) goto oom;
+        memcpy(d->s, a->s, a->s_len);
+        d->s[a->s_len] = 0;
+        d->s_len = a->s_len;
+    }
+    if (a->t && !(d->t = borrow(a->t))) goto oom;
+    if (a->ints) {
+        if (!(d->ints = nr_calloc(n + 1, sizeof(int64_t)))) goto oom;
+        memcpy(d->ints, a->ints, n * sizeof(int64_t));
+    }
+    if (a->floats) {
+        if (!(d->floats = nr_calloc(n + 1, sizeof(float)))) goto oom;
+        memcpy(d->floats, a->floats, n * sizeof(float));
+    }
+    if (a->strings) {
+        if (!(d->strings = nr_calloc(n + 1, sizeof(char *)))) goto oom;
+        for (size_t i = 0; i < n; i++)
+            if (a->strings[i] && !(d->strings[i] = nr_strdup(a->strings[i]))) goto oom;
+    }
+    if (a->tensors) {
+        if (!(d->tensors = nr_calloc(n + 1, sizeof(nr_tensor *)))) goto oom;
+        for (size_t i = 0; i < n; i++)
+            if (a->tensors[i] && !(d->tensors[i] = borrow(a->tensors[i]))) goto oom;
+    }
+    return NETRUN_OK;
+oom:
+    return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying attribute '%s'", a->name ? a->name : "");
+}
+
+static netrun_status copy_values(const nr_graph *g, nr_graph *ng) {
+    for (int v = 0; v < g->n_values; v++) {
+        const nr_value *a = &g->values[v];
+        int id = nr_graph_value(ng, a->name);
+        if (id != v) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying the graph's values");
+        nr_value *b = &ng->values[id];
+        b->dtype = a->dtype;
+        b->rank = a->rank;
+        memcpy(b->dims, a->dims, sizeof b->dims);
+        for (int d = 0; d < NETRUN_MAX_RANK; d++)
+            if (a->dim_names[d] && !(b->dim_names[d] = nr_strdup(a->dim_names[d])))
+                return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying the graph's values");
+        if ((a->constant && !(b->constant = borrow(a->constant))) ||
+            (a->default_value && !(b->default_value = borrow(a->default_value))))
+            return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying the graph's values");
+        b->is_graph_input = a->is_graph_input;
+    }
+    for (int i = 0; i < g->n_inputs; i++)
+        if (nr_graph_add_input(ng, g->inputs[i]) != NETRUN_OK) return NETRUN_ERR_OUT_OF_MEMORY;
+    for (int i = 0; i < g->n_outputs; i++)
+        if (nr_graph_add_output(ng, g->outputs[i]) != NETRUN_OK) return NETRUN_ERR_OUT_OF_MEMORY;
+    ng->n_formal_inputs = g->n_formal_inputs;
+    return NETRUN_OK;
+}
+
+/* A new constant value named base + suffix (unique in g); takes t. -1 on failure. */
+static int new_const(nr_graph *g, const char *base, const char *suffix, nr_tensor *t) {
+    if (!t) return -1;
+    char name[512];
+    snprintf(name, sizeof name, "%s%s", base, suffix);
+    for (int k = 2; nr_graph_find_value(g, name) >= 0; k++) snprintf(name, sizeof name, "%s%s%d", base, suffix, k);
+    int id = nr_graph_value(g, name);
+    if (id < 0) {
+        nr_tensor_free(t);
+        return -1;
+    }
+    nr_value *v = &g->values[id];
+    v->constant = t;
+    v->dtype = t->dtype;
+    v->rank = t->rank;
+    for (int d = 0; d < t->rank; d++) v->dims[d] = t->dims[d];
+    v->producer = -1;
+    return id;
+}
+
+/* A zero point of type t (one value) for an absent one. */
+static int zero_const(const qdq_state *o, nr_graph *ng, int like, netrun_dtype t) {
+    return new_const(ng, o->g->values[like].name, ".zero_point", nr_tensor_new(t, 0, NULL));
+}
+
+/* The int32 bias of group gr (a float bias converted; an int32 one borrowed as it is). */
+static int bias_value(const qdq_state *o, nr_graph *ng, const qdq_group *gr) {
+    if (gr->bias_dq) return gr->bias_src;
+    const nr_tensor *t = cst(o, gr->bias_src);
+    nr_tensor *b = nr_tensor_new(NETRUN_DTYPE_INT32, 1, t->dims);
+    if (!b) return -1;
+    for (int64_t i = 0; i < t->dims[0]; i++) {
+        float sc = scale_at(o, gr->xs, 0) * scale_at(o, gr->ws, i);
+        ((int32_t *)b->data)[i] = (int32_t)nearbyint((double)((const float *)t->data)[i] / sc);
+    }
+    return new_const(ng, o->g->values[gr->bias_src].name, ".int32", b);
+}
+
+static netrun_status add_group(const qdq_state *o, nr_graph *ng, int n, int first) {
+    const qdq_group *gr = &o->grp[n];
+    const nr_node *nd = &o->g->nodes[n];
+    int conv = gr->kind == Q_CONV, n_in = conv && gr->bias_src >= 0 ? 9 : 8;
+    char name[1024];
+    snprintf(name, sizeof name, "%s+%s%s%s", nd->name, gr->act >= 0 ? o->g->nodes[gr->act].name : "",
+             gr->act >= 0 ? "+" : "", o->g->nodes[gr->q].name);
+    int ids[9] = {gr->x, gr->xs, gr->xz, gr->w, gr->ws, gr->wz, gr->ys, gr->yz, -1};
+    if (ids[2] < 0) ids[2] = zero_const(o, ng, gr->x, o->s->values[gr->x].desc.dtype);
+    if (ids[5] < 0) ids[5] = zero_const(o, ng, gr->w, o->s->values[gr->w].desc.dtype);
+    if (ids[7] < 0) ids[7] = zero_const(o, ng, gr->y, o->s->values[gr->y].desc.dtype);
+    if (n_in == 9) ids[8] = bias_value(o, ng, gr);
+    for (int i = 0; i < n_in; i++)
+        if (ids[i] < 0) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory fusing '%s'", nd->name);
+    int n_attrs = conv ? nd->n_attrs : 0;
+    nr_node *nn = nr_graph_add_node(ng, name, conv ? "QLinearConv" : "QLinearMatMul", "", n_in, 1, n_attrs + first);
+    if (!nn) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory fusing '%s'", nd->name);
+    memcpy(nn->inputs, ids, sizeof(int) * (size_t)n_in);
+    nn->outputs[0] = gr->y;
+    for (int a = 0; a < n_attrs; a++) {
+        netrun_status st = copy_attr(&nn->attrs[a], &nd->attrs[a]);
+        if (st != NETRUN_OK) return st;
+    }
+    return NETRUN_OK;
+}
+
+static void free_state(qdq_state *o) {
+    nr_free(o->users);
+    nr_free(o->snode_of);
+    nr_free(o->removed);
+    nr_free(o->grp);
+}
+
+static netrun_status build_model(qdq_state *o, netrun_model **out) {
+    const nr_graph *g = o->g;
+    const nr_model_ir *src = o->s->model->ir;
+    netrun_status st = NETRUN_OK;
+    nr_model_ir *ir = nr_calloc(1, sizeof *ir);
+    if (!ir || !(ir->graph = nr_graph_new(g->name, NULL))) goto oom;
+    ir->ir_version = src->ir_version;
+    if (src->producer && !(ir->producer = nr_strdup(src->producer))) goto oom;
+    if (src->n_opsets && !(ir->opsets = nr_calloc((size_t)src->n_opsets, sizeof *ir->opsets))) goto oom;
+    for (int i = 0; i < src->n_opsets; i++, ir->n_opsets++) {
+        ir->opsets[i].version = src->opsets[i].version;
+        if (!(ir->opsets[i].domain = nr_strdup(src->opsets[i].domain ? src->opsets[i].domain : ""))) goto oom;
+    }
+    nr_graph *ng = ir->graph;
+    if ((st = copy_values(g, ng)) != NETRUN_OK) goto fail;
+    for (int n = 0; n < g->n_nodes; n++) {
+        if (o->removed[n]) continue;
+        int first = ng->n_nodes == 0;
+        if (o->grp[n].kind != Q_NONE) {
+            if ((st = add_group(o, ng, n, first)) != NETRUN_OK) goto fail;
+            continue;
+        }
+        const nr_node *nd = &g->nodes[n];
+        nr_node *nn = nr_graph_add_node(ng, nd->name, nd->op_type, nd->domain, nd->n_inputs, nd->n_outputs,
+                                        nd->n_attrs + first);
+        if (!nn) goto oom;
+        memcpy(nn->inputs, nd->inputs, sizeof(int) * (size_t)nd->n_inputs);
+        memcpy(nn->outputs, nd->outputs, sizeof(int) * (size_t)nd->n_outputs);
+        for (int a = 0; a < nd->n_attrs; a++)
+            if ((st = copy_attr(&nn->attrs[a], &nd->attrs[a])) != NETRUN_OK) goto fail;
+    }
+    /* the mark: the reference that keeps the borrowed constants alive, and "done" for the next prepare */
+    nr_node *first = &ng->nodes[0];
+    nr_attr *mark = &first->attrs[first->n_attrs - 1];
+    if (!(mark->name = nr_strdup(QDQ_ATTR))) goto oom;
+    mark->type = NR_ATTR_INTS;
+    nr_model_retain(o->s->model);
+    mark->sub_model = o->s->model;
+    char source[1100];
+    snprintf(source, sizeof source, "%s", o->s->model->source ? o->s->model->source : "<memory>");
+    st = nr_model_from_ir(ir, source, out); /* takes ir, also on failure */
+    return st;
+oom:
+    st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the QDQ fusion pass");
+fail:
+    nr_model_ir_free(ir);
+    return st;
+}
+
+netrun_status nr_qdq_fuse_session(netrun_session *s, const netrun_backend_config *cfg, netrun_model **out,
+                                  int *n_fused) {
+    *out = NULL;
+    *n_fused = 0;
+    const nr_graph *g = s->model->ir->graph;
+    if (g->n_nodes < 3 || find_attr(&g->nodes[0], QDQ_ATTR)) return NETRUN_OK;
+    const char *on = nr_options_get(&s->opts, "graph.qdq_fuse");
+    if (on && !strcmp(on, "0")) return NETRUN_OK;
+    int any = 0;
+    for (int n = 0; n < g->n_nodes && !any; n++) any = is_op(&g->nodes[n], "QuantizeLinear");
+    if (!any) return NETRUN_OK;
+    qdq_state o = {.s = s, .g = g};
+    o.users = nr_calloc((size_t)g->n_values + 1, sizeof(int));
+    o.snode_of = nr_calloc((size_t)g->n_nodes + 1, sizeof(int));
+    o.removed = nr_calloc((size_t)g->n_nodes + 1, sizeof(int));
+    o.grp = nr_calloc((size_t)g->n_nodes + 1, sizeof(qdq_group));
+    if (!o.users || !o.snode_of || !o.removed || !o.grp) {
+        free_state(&o);
+        return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the QDQ fusion pass");
+    }
+    for (int n = 0; n < g->n_nodes; n++) {
+        o.snode_of[n] = -1;
+        for (int i = 0; i < g->nodes[n].n_inputs; i++)
+            if (g->nodes[n].inputs[i] >= 0) o.users[g->nodes[n].inputs[i]]++;
+    }
+    for (int v = 0; v < g->n_values; v++) o.users[v] += g->values[v].is_graph_output;
+    for (int k = 0; k < s->n_snodes; k++) o.snode_of[s->snodes[k].node] = k;
+    for (int n = 0; n < g->n_nodes; n++) {
+        if (!plan_group(&o, cfg, n)) continue;
+        qdq_group *gr = &o.grp[n];
+        (*n_fused)++;
+        o.removed[gr->q] = 1;
+        if (gr->act >= 0) o.removed[gr->act] = 1;
+        /* the DQs go with their last reader */
+        int dq[3] = {gr->dx, gr->dw, gr->db};
+        for (int i = 0; i < 3; i++)
+            if (dq[i] >= 0 && --o.users[g->nodes[dq[i]].outputs[0]] == 0 && !g->values[g->nodes[dq[i]].outputs[0]].is_graph_output)
+                o.removed[dq[i]] = 1;
+    }
+    netrun_status st = NETRUN_OK;
+    if (*n_fused) {
+        st = build_model(&o, out);
+        if (st == NETRUN_OK)
+            nr_host_api()->log(NETRUN_LOG_INFO, "optimize", "QDQ fusion: %d groups rewritten to QLinearConv / "
+                               "QLinearMatMul", *n_fused);
+    }
+    free_state(&o);
+    if (st != NETRUN_OK) *out = NULL, *n_fused = 0;
+    return st;
+}
