@@ -442,8 +442,109 @@ static void free_state(qdq_state *o) {
     nr_free(o->grp);
 }
 
-static netrun_status build_model(qdq_state *o, netrun_model **out) {
+/* ---- channels-last int8 between the fused convolutions ----
+ * The CPU's int8 convolution works on NHWC; reordering X and Y inside every QLinearConv costs more than the
+ * convolution itself (MobileNetV2: about 70% of the node time). So a value stays NHWC (same dims, its bytes
+ * in NHWC order) when every node that writes or reads it knows: QLinearConvs that run on the CPU (params
+ * src_nhwc / dst_nhwc), and elementwise nodes over one shape that do not care about the order (QuantizeLinear
+ * and DequantizeLinear per tensor, Add / Sub / Mul without broadcasting, Relu, Clip with constant bounds),
+ * whose other inputs and outputs are then NHWC too. Values seen by anything else (graph inputs and outputs,
+ * other ops) stay NCHW, and the QLinearConvs at those borders reorder inside. */
+
+static int uf_find(int *par, int v) {
+    while (par[v] != v) v = par[v] = par[par[v]];
+    return v;
+}
+
+static int desc4(const qdq_state *o, int v, int64_t *dims) {
+    if (v < 0 || v >= o->g->n_values) return 0; /* a zero point the rewrite added */
+    const netrun_value_desc *d = &o->s->values[v].desc;
+    if (d->rank != 4 || o->s->values[v].dynamic || o->g->values[v].constant) return 0;
+    for (int i = 0; i < 4; i++)
+        if ((dims[i] = d->dims[i]) < 1) return 0;
+    return 1;
+}
+
+/* Data inputs of an order-agnostic elementwise node (see above): count, or -1 when the node is not one. */
+static int agnostic_inputs(const qdq_state *o, const nr_node *nd) {
+    if (*nd->domain || nd->n_outputs != 1) return -1;
+    int64_t c = 0;
+    if (is_op(nd, "QuantizeLinear") || is_op(nd, "DequantizeLinear"))
+        return nd->n_inputs >= 2 && scale_const(o, nd->inputs[1], &c) && c == 1 ? 1 : -1;
+    if (is_op(nd, "Relu")) return 1;
+    if (is_op(nd, "Clip")) {
+        for (int i = 1; i < nd->n_inputs; i++)
+            if (nd->inputs[i] >= 0 && !cst(o, nd->inputs[i])) return -1;
+        return 1;
+    }
+    if (is_op(nd, "Add") || is_op(nd, "Sub") || is_op(nd, "Mul")) return 2;
+    return -1;
+}
+
+/* Which values of the copy ng are NHWC: nhwc[v] = 1. */
+static netrun_status plan_nhwc(const qdq_state *o, const nr_graph *ng, const int *cpu_conv, char *nhwc) {
+    int nv = ng->n_values;
+    int *par = nr_calloc((size_t)nv + 1, sizeof(int));
+    char *bad = nr_calloc((size_t)nv + 1, 1), *conv = nr_calloc((size_t)nv + 1, 1);
+    if (!par || !bad || !conv) {
+        nr_free(par);
+        nr_free(bad);
+        nr_free(conv);
+        return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the QDQ fusion pass");
+    }
+    for (int v = 0; v < nv; v++) par[v] = v;
+    int64_t d0[4], d1[4];
+    for (int n = 0; n < ng->n_nodes; n++) { /* join the values of agnostic nodes of one shape */
+        const nr_node *nd = &ng->nodes[n];
+        int k = agnostic_inputs(o, nd), y = nd->n_outputs ? nd->outputs[0] : -1;
+        if (k < 0 || nd->n_inputs < k || !desc4(o, y, d0)) continue;
+        int same = 1;
+        for (int i = 0; i < k && same; i++) same = desc4(o, nd->inputs[i], d1) && !memcmp(d0, d1, sizeof d0);
+        if (!same) continue;
+        for (int i = 0; i < k; i++) par[uf_find(par, nd->inputs[i])] = uf_find(par, y);
+    }
+    for (int n = 0; n < ng->n_nodes; n++) { /* what else reads or writes a value pins it to NCHW */
+        const nr_node *nd = &ng->nodes[n];
+        int k = agnostic_inputs(o, nd), y = nd->n_outputs ? nd->outputs[0] : -1;
+        if (cpu_conv[n]) {
+            if (y >= 0 && desc4(o, y, d0)) conv[uf_find(par, y)] = 1;
+            for (int i = 1; i < nd->n_inputs; i++)
+                if (nd->inputs[i] >= 0 && nd->inputs[i] < nv) bad[uf_find(par, nd->inputs[i])] = 1;
+            continue;
+        }
+        int joined = k >= 0 && y >= 0 && uf_find(par, y) != y ? 1 : k >= 0 && y >= 0;
+        for (int i = 0; i < nd->n_inputs; i++) {
+            int v = nd->inputs[i];
+            if (v < 0 || v >= nv) continue;
+            if (!(joined && i < k && uf_find(par, v) == uf_find(par, y))) bad[uf_find(par, v)] = 1;
+        }
+        for (int i = 0; i < nd->n_outputs; i++) {
+            int v = nd->outputs[i];
+            if (v >= 0 && v < nv && !(k >= 0 && i == 0 && desc4(o, v, d0))) bad[uf_find(par, v)] = 1;
+        }
+    }
+    for (int v = 0; v < nv; v++)
+        if (ng->values[v].is_graph_input || ng->values[v].is_graph_output || ng->values[v].constant || !desc4(o, v, d0))
+            bad[uf_find(par, v)] = 1;
+    for (int v = 0; v < nv; v++) {
+        int r = uf_find(par, v);
+        nhwc[v] = conv[r] && !bad[r];
+    }
+    nr_free(par);
+    nr_free(bad);
+    nr_free(conv);
+    return NETRUN_OK;
+}
+
+static int on_cpu(const qdq_state *o, int n) {
+    int sl = slot_of(o, n);
+    return sl >= 0 && o->s->slots[sl].be && o->s->slots[sl].be->name && !strcmp(o->s->slots[sl].be->name, "cpu");
+}
+
+static netrun_status build_model(qdq_state *o, netrun_model **out, int *n_nhwc) {
     const nr_graph *g = o->g;
+    int *cpu_conv = NULL;
+    char *nhwc = NULL;
     const nr_model_ir *src = o->s->model->ir;
     netrun_status st = NETRUN_OK;
     nr_model_ir *ir = nr_calloc(1, sizeof *ir);
@@ -457,10 +558,12 @@ static netrun_status build_model(qdq_state *o, netrun_model **out) {
     }
     nr_graph *ng = ir->graph;
     if ((st = copy_values(g, ng)) != NETRUN_OK) goto fail;
+    if (!(cpu_conv = nr_calloc((size_t)g->n_nodes + 1, sizeof(int)))) goto oom;
     for (int n = 0; n < g->n_nodes; n++) {
         if (o->removed[n]) continue;
         int first = ng->n_nodes == 0;
         if (o->grp[n].kind != Q_NONE) {
+            cpu_conv[ng->n_nodes] = o->grp[n].kind == Q_CONV && on_cpu(o, n);
             if ((st = add_group(o, ng, n, first)) != NETRUN_OK) goto fail;
             continue;
         }
@@ -480,14 +583,35 @@ static netrun_status build_model(qdq_state *o, netrun_model **out) {
     mark->type = NR_ATTR_INTS;
     nr_model_retain(o->s->model);
     mark->sub_model = o->s->model;
+    const char *lay = nr_options_get(&o->s->opts, "graph.int8_nhwc");
+    if (!(lay && !strcmp(lay, "0"))) {
+        if (!(nhwc = nr_calloc((size_t)ng->n_values + 1, 1))) goto oom;
+        if ((st = plan_nhwc(o, ng, cpu_conv, nhwc)) != NETRUN_OK) goto fail;
+    }
     char source[1100];
     snprintf(source, sizeof source, "%s", o->s->model->source ? o->s->model->source : "<memory>");
+    int n_copied = ng->n_nodes;
     st = nr_model_from_ir(ir, source, out); /* takes ir, also on failure */
+    ir = NULL;
+    if (st != NETRUN_OK) goto fail;
+    /* the layout is no ONNX attribute: set it on the copy's parsed params (infer keeps it) */
+    for (int n = 0; nhwc && n < n_copied && n < (*out)->ir->graph->n_nodes; n++) {
+        const nr_node *nd = &(*out)->ir->graph->nodes[n];
+        netrun_conv_params *cp = nd->params;
+        if (!cpu_conv[n] || !cp) continue;
+        cp->src_nhwc = nhwc[nd->inputs[0]];
+        cp->dst_nhwc = nhwc[nd->outputs[0]];
+        *n_nhwc += cp->src_nhwc + cp->dst_nhwc;
+    }
+    nr_free(cpu_conv);
+    nr_free(nhwc);
     return st;
 oom:
     st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the QDQ fusion pass");
 fail:
     nr_model_ir_free(ir);
+    nr_free(cpu_conv);
+    nr_free(nhwc);
     return st;
 }
 
@@ -532,10 +656,12 @@ netrun_status nr_qdq_fuse_session(netrun_session *s, const netrun_backend_config
     }
     netrun_status st = NETRUN_OK;
     if (*n_fused) {
-        st = build_model(&o, out);
+        int n_nhwc = 0;
+        st = build_model(&o, out, &n_nhwc);
         if (st == NETRUN_OK)
             nr_host_api()->log(NETRUN_LOG_INFO, "optimize", "QDQ fusion: %d groups rewritten to QLinearConv / "
-                               "QLinearMatMul", *n_fused);
+                               "QLinearMatMul; %d of their inputs and outputs kept NHWC (graph.int8_nhwc=0: none)",
+                               *n_fused, n_nhwc);
     }
     free_state(&o);
     if (st != NETRUN_OK) *out = NULL, *n_fused = 0;

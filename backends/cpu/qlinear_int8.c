@@ -1,0 +1,598 @@
+/* CPU int8 QLinearConv and QLinearMatMul.
+ *
+ * QLinearConv: oneDNN's int8 convolution (VNNI / AMX JIT kernels), which takes channels-last (NHWC) 8-bit
+ * activations only (on NCHW it has reference loops alone). The zero points of X and Y and the per-channel
+ * multiplier x_scale * w_scale / y_scale go to the primitive's attributes, the int32 bias is added to the
+ * int32 sums before the multiplier (as QLinearConv defines), and the result is rounded half to even and
+ * saturated by the primitive. X is reordered to NHWC and Y back to NCHW inside the node unless the QDQ pass
+ * marked them NHWC already (netrun_conv_params.src_nhwc / dst_nhwc: the value is only read by int8 kernels
+ * that know it). Threads: the output rows are cut into one band per thread, each band its own
+ * single-threaded primitive (its padding at the top and bottom is the band's own), so X and Y are read and
+ * written once and no OpenMP team runs.
+ *
+ * QLinearMatMul: oneDNN's integer GEMM (dnnl_gemm_u8s8s32 / s8s8s32, zero points as its offsets), rows cut
+ * into one block per thread, then the int32 sums requantized per row while cached. A uint8 B is moved to
+ * int8 (b - 128, zero point - 128: the same differences). */
+#include "qlinear_int8.h"
+
+#include <stdio.h>
+#include <immintrin.h>
+
+/* ---- NCHW <-> NHWC, 8-bit ---- */
+typedef struct tr_job {
+    const uint8_t *x;
+    uint8_t *y;
+    int64_t c, hw, blocks; /* pixel blocks of 64 per image */
+    int to_nhwc;
+} tr_job;
+
+static void tr_range(void *arg, int64_t b, int64_t e) {
+    const tr_job *j = arg;
+    for (int64_t t = b; t < e; t++) {
+        int64_t img = t / j->blocks, p0 = (t % j->blocks) * 64, p1 = p0 + 64 < j->hw ? p0 + 64 : j->hw;
+        const uint8_t *x = j->x + img * j->c * j->hw;
+        uint8_t *y = j->y + img * j->c * j->hw;
+        if (j->to_nhwc)
+            for (int64_t c = 0; c < j->c; c++)
+                for (int64_t p = p0; p < p1; p++) y[p * j->c + c] = x[c * j->hw + p];
+        else
+            for (int64_t c = 0; c < j->c; c++)
+                for (int64_t p = p0; p < p1; p++) y[c * j->hw + p] = x[p * j->c + c];
+    }
+}
+
+static void transpose8(cpu_context *ctx, const uint8_t *x, uint8_t *y, int64_t n, int64_t c, int64_t hw, int to_nhwc) {
+    tr_job j = {x, y, c, hw, (hw + 63) / 64, to_nhwc};
+    int64_t tasks = n * j.blocks;
+    if (tasks > 1 && n * c * hw >= 16384) cpu_parallel_for(ctx, tasks, 1, tr_range, &j);
+    else tr_range(&j, 0, tasks);
+}
+
+void cpu_u8_to_nhwc(cpu_context *ctx, const uint8_t *x, uint8_t *y, int64_t n, int64_t c, int64_t hw) {
+    transpose8(ctx, x, y, n, c, hw, 1);
+}
+
+void cpu_u8_to_nchw(cpu_context *ctx, const uint8_t *x, uint8_t *y, int64_t n, int64_t c, int64_t hw) {
+    transpose8(ctx, x, y, n, c, hw, 0);
+}
+
+/* ---- per-tensor QuantizeLinear (float32 -> 8-bit) and DequantizeLinear (8-bit -> float32) ----
+ * y = saturate(round_half_even(x / scale) + zp) with the division in float32, as the reference computes it;
+ * x = (q - zp) * scale. */
+__attribute__((target("avx512f,avx512bw,avx512vl")))
+static void quant_avx512(const float *x, void *y, int64_t n, float scale, int32_t zp, int s8) {
+    float lo = (s8 ? -128.0f : 0.0f) - (float)zp, hi = (s8 ? 127.0f : 255.0f) - (float)zp;
+    __m512 vs = _mm512_set1_ps(scale), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+    __m512i vzp = _mm512_set1_epi32(zp);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_div_ps(_mm512_maskz_loadu_ps(k, x + i), vs);
+        v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi); /* NaN: max_ps gives vlo (the reference: saturates too) */
+        _mm512_mask_cvtepi32_storeu_epi8((int8_t *)y + i, k, _mm512_add_epi32(_mm512_cvtps_epi32(v), vzp));
+    }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl")))
+static void dequant_avx512(const void *x, float *y, int64_t n, float scale, int32_t zp, int s8) {
+    __m512 vs = _mm512_set1_ps(scale);
+    __m512i vzp = _mm512_set1_epi32(zp);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m128i b = _mm_maskz_loadu_epi8(k, (const int8_t *)x + i);
+        __m512i q = s8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+        _mm512_mask_storeu_ps(y + i, k, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(q, vzp)), vs));
+    }
+}
+
+static int have_avx512bw(void) {
+    static int v = -1;
+    if (v < 0) v = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+    return v;
+}
+
+int cpu_quantize_f32_8(const float *x, void *y, int64_t n, float scale, int32_t zp, int s8) {
+    if (!have_avx512bw()) return 0;
+    quant_avx512(x, y, n, scale, zp, s8);
+    return 1;
+}
+
+int cpu_dequantize_8_f32(const void *x, float *y, int64_t n, float scale, int32_t zp, int s8) {
+    if (!have_avx512bw()) return 0;
+    dequant_avx512(x, y, n, scale, zp, s8);
+    return 1;
+}
+
+#ifdef NETRUN_CPU_DNNL
+#include <dnnl.h>
+#include <omp.h>
+#include <pthread.h>
+
+static dnnl_engine_t g_engine;
+static dnnl_status_t g_engine_status = dnnl_runtime_error;
+static pthread_once_t g_engine_once = PTHREAD_ONCE_INIT;
+static void engine_init(void) { g_engine_status = dnnl_engine_create(&g_engine, dnnl_cpu, 0); }
+static int engine_ok(void) {
+    pthread_once(&g_engine_once, engine_init);
+    return g_engine_status == dnnl_success;
+}
+
+static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* One constant scalar or vector input: its data, or NULL. */
+static const void *const_in(const netrun_node_desc *nd, int i, int64_t *count) {
+    if (i >= nd->n_inputs || nd->inputs[i].rank < 0 || !nd->inputs[i].const_data) return NULL;
+    int64_t c = 1;
+    for (int d = 0; d < nd->inputs[i].rank; d++) c *= nd->inputs[i].dims[d];
+    *count = c;
+    return nd->inputs[i].const_data;
+}
+
+static int32_t zp_value(const void *p, netrun_dtype t) {
+    return t == NETRUN_DTYPE_INT8 ? *(const int8_t *)p : *(const uint8_t *)p;
+}
+
+static dnnl_data_type_t dnnl_8(netrun_dtype t) { return t == NETRUN_DTYPE_INT8 ? dnnl_s8 : dnnl_u8; }
+
+/* ---- QLinearConv ---- */
+typedef struct qband {
+    dnnl_primitive_t conv;
+    dnnl_stream_t stream;
+    dnnl_memory_t m_x, m_w, m_b, m_y;
+    void *w;                 /* the weights in the primitive's layout */
+    int64_t r0, r1, lo;      /* output rows [r0, r1); first input row read */
+} qband;
+
+typedef struct qconv {
+    int src_nhwc, dst_nhwc, n_bands;
+    int64_t n, c, h, w, m, ho, wo;
+    size_t x_bytes, y_bytes, ws_bytes;
+    char impl[64];
+    qband b[];
+} qconv;
+
+void cpu_qconv_destroy(void *state) {
+    qconv *s = state;
+    if (!s) return;
+    for (int k = 0; k < s->n_bands; k++) {
+        qband *q = &s->b[k];
+        if (q->conv) dnnl_primitive_destroy(q->conv);
+        dnnl_memory_t mems[] = {q->m_x, q->m_w, q->m_b, q->m_y};
+        for (int i = 0; i < 4; i++)
+            if (mems[i]) dnnl_memory_destroy(mems[i]);
+        if (q->stream) dnnl_stream_destroy(q->stream);
+        cpu_free(q->w);
+    }
+    cpu_free(s);
+}
+
+void cpu_qconv_describe_state(const void *state, char *buf, size_t size) {
+    const qconv *s = state;
+    snprintf(buf, size, "oneDNN int8 %s%s%s", s->impl, s->src_nhwc ? " (NHWC in)" : " (reorders X)",
+             s->dst_nhwc ? " (NHWC out)" : " (reorders Y)");
+}
+
+typedef struct qconv_desc {
+    const netrun_conv_params *p;
+    netrun_dtype xt, yt;
+    const int8_t *w;        /* int8 weights [M, C/g, kh, kw] */
+    const int32_t *bias;    /* or NULL */
+    const float *scales;    /* per output channel */
+    int32_t xzp, yzp;
+    int64_t kh, kw;
+} qconv_desc;
+
+/* Build band q. 1: built; 0: oneDNN declines (reference loops only, or an unsupported case). */
+static int build_band(qconv *s, qband *q, const qconv_desc *d, netrun_status *rc) {
+    const netrun_conv_params *p = d->p;
+    int64_t sh = p->strides[0], dh = p->dilations[0], ext = (d->kh - 1) * dh;
+    int64_t first = q->r0 * sh - p->pads_begin[0], last = (q->r1 - 1) * sh - p->pads_begin[0] + ext;
+    int64_t lo = first < 0 ? 0 : first, hi = last > s->h - 1 ? s->h - 1 : last;
+    if (hi < lo) return 0;
+    q->lo = lo;
+    int64_t g = p->group, mg = s->m / g, cg = s->c / g;
+    dnnl_dims_t xd = {1, s->c, hi - lo + 1, s->w}, yd = {1, s->m, q->r1 - q->r0, s->wo}, bd = {s->m};
+    dnnl_dims_t st = {sh, p->strides[1]}, dl = {dh - 1, p->dilations[1] - 1};
+    dnnl_dims_t pl = {lo - first, p->pads_begin[1]}, pr = {last - hi, p->pads_end[1]};
+    dnnl_dims_t wd5 = {g, mg, cg, d->kh, d->kw}, wd4 = {s->m, cg, d->kh, d->kw};
+    dnnl_memory_desc_t xm, ym, wm, wany, bm;
+    int grouped = g > 1;
+    if (dnnl_memory_desc_init_by_tag(&xm, 4, xd, dnnl_8(d->xt), dnnl_acdb) ||
+        dnnl_memory_desc_init_by_tag(&ym, 4, yd, dnnl_8(d->yt), dnnl_acdb) ||
+        dnnl_memory_desc_init_by_tag(&bm, 1, bd, dnnl_s32, dnnl_a) ||
+        dnnl_memory_desc_init_by_tag(&wm, grouped ? 5 : 4, grouped ? wd5 : wd4, dnnl_s8, grouped ? dnnl_abcde : dnnl_abcd) ||
+        dnnl_memory_desc_init_by_tag(&wany, grouped ? 5 : 4, grouped ? wd5 : wd4, dnnl_s8, dnnl_format_tag_any))
+        return 0;
+    dnnl_convolution_desc_t cd;
+    if (dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &xm, &wany,
+                                                   d->bias ? &bm : NULL, &ym, st, dl, pl, pr))
+        return 0;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    const char *impl = "";
+    int ok = 0;
+    if (dnnl_primitive_attr_create(&attr) ||
+        dnnl_primitive_attr_set_output_scales(attr, s->m, 1 << 1, d->scales) ||
+        (d->xzp && dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &d->xzp)) ||
+        (d->yzp && dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_DST, 1, 0, &d->yzp)) ||
+        dnnl_primitive_desc_create(&pd, &cd, attr, g_engine, NULL) ||
+        dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) || !strncmp(impl, "ref", 3))
+        goto out;
+    snprintf(s->impl, sizeof s->impl, "%s", impl);
+    const dnnl_memory_desc_t *qw = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    dnnl_memory_t m_wp = NULL;
+    dnnl_primitive_desc_t rpd = NULL;
+    dnnl_primitive_t r_w = NULL;
+    if (dnnl_stream_create(&q->stream, g_engine, dnnl_stream_default_flags) || dnnl_primitive_create(&q->conv, pd) ||
+        !(q->w = cpu_alloc(dnnl_memory_desc_get_size(qw))) ||
+        dnnl_memory_create(&q->m_x, &xm, g_engine, DNNL_MEMORY_NONE) ||
+        dnnl_memory_create(&q->m_y, &ym, g_engine, DNNL_MEMORY_NONE) ||
+        dnnl_memory_create(&q->m_w, qw, g_engine, q->w) ||
+        (d->bias && dnnl_memory_create(&q->m_b, &bm, g_engine, (void *)d->bias)) ||
+        dnnl_memory_create(&m_wp, &wm, g_engine, (void *)d->w) ||
+        dnnl_reorder_primitive_desc_create(&rpd, &wm, g_engine, qw, g_engine, NULL) ||
+        dnnl_primitive_create(&r_w, rpd)) {
+        *rc = cpu_host->error(NETRUN_ERR_BACKEND, "QLinearConv (oneDNN %s): cannot build the primitive", impl);
+    } else {
+        dnnl_exec_arg_t wa[] = {{DNNL_ARG_FROM, m_wp}, {DNNL_ARG_TO, q->m_w}};
+        if (dnnl_primitive_execute(r_w, q->stream, 2, wa) || dnnl_stream_wait(q->stream))
+            *rc = cpu_host->error(NETRUN_ERR_BACKEND, "QLinearConv (oneDNN %s): weight reorder failed", impl);
+        else
+            ok = 1;
+    }
+    if (r_w) dnnl_primitive_destroy(r_w);
+    if (rpd) dnnl_primitive_desc_destroy(rpd);
+    if (m_wp) dnnl_memory_destroy(m_wp);
+out:
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    return ok;
+}
+
+netrun_status cpu_qconv_create(cpu_context *ctx, const netrun_node_desc *nd, void **state, size_t *workspace) {
+    *state = NULL;
+    *workspace = 0;
+    const netrun_conv_params *p = nd->params;
+    if (!engine_ok() || !p || p->n_spatial != 2 || nd->n_inputs < 8 || nd->n_outputs < 1) return NETRUN_OK;
+    const netrun_value_desc *x = &nd->inputs[0], *w = &nd->inputs[3], *y = &nd->outputs[0];
+    if (x->rank != 4 || w->rank != 4 || y->rank != 4 || p->group < 1) return NETRUN_OK;
+    for (int i = 0; i < 4; i++)
+        if (x->dims[i] < 1 || y->dims[i] < 1 || w->dims[i] < 1) return NETRUN_OK;
+    int64_t m = w->dims[0], nxs = 0, nws = 0, nys = 0, nxz = 0, nwz = 0, nyz = 0, nb = 0, nw = 0;
+    const float *xs = const_in(nd, 1, &nxs), *ws = const_in(nd, 4, &nws), *ys = const_in(nd, 6, &nys);
+    const void *xz = const_in(nd, 2, &nxz), *wz = const_in(nd, 5, &nwz), *yz = const_in(nd, 7, &nyz);
+    const void *wq = const_in(nd, 3, &nw);
+    const int32_t *bias = p->has_bias && nd->n_inputs > 8 ? const_in(nd, 8, &nb) : NULL;
+    if (!xs || !ws || !ys || !xz || !wz || !yz || !wq || (p->has_bias && !bias) || nxs != 1 || nys != 1 ||
+        nxz != 1 || nyz != 1 || (nws != 1 && nws != m) || (nwz != 1 && nwz != m) || (bias && nb != m))
+        return NETRUN_OK;
+    /* weights as int8 with zero point 0: int8 with zero points 0, or uint8 with zero points 128 */
+    int w_u8 = w->dtype == NETRUN_DTYPE_UINT8;
+    for (int64_t i = 0; i < nwz; i++)
+        if (zp_value((const char *)wz + i, w->dtype) != (w_u8 ? 128 : 0)) return NETRUN_OK;
+    qconv_desc d = {p, x->dtype, y->dtype, wq, bias, NULL, zp_value(xz, x->dtype), zp_value(yz, y->dtype),
+                    w->dims[2], w->dims[3]};
+    float *scales = cpu_alloc((size_t)m * sizeof(float));
+    int8_t *wshift = w_u8 ? cpu_alloc((size_t)nw) : NULL;
+    if (!scales || (w_u8 && !wshift)) {
+        cpu_free(scales);
+        cpu_free(wshift);
+        return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "QLinearConv: out of memory");
+    }
+    for (int64_t i = 0; i < m; i++) scales[i] = xs[0] * ws[nws == 1 ? 0 : i] / ys[0];
+    for (int64_t i = 0; w_u8 && i < nw; i++) wshift[i] = (int8_t)(((const uint8_t *)wq)[i] ^ 0x80);
+    if (w_u8) d.w = wshift;
+    d.scales = scales;
+    int64_t ho = y->dims[2], bands = ctx->threads > 0 ? ctx->threads : 1;
+    if (bands > 64) bands = 64;
+    if (bands > ho) bands = ho;
+    if (y->dims[0] >= bands && bands > 1) bands = 1; /* a batch: images in parallel would do, not bands (TODO) */
+    qconv *s = cpu_alloc(sizeof *s + (size_t)bands * sizeof(qband));
+    netrun_status rc = NETRUN_OK;
+    if (!s) rc = cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "QLinearConv: out of memory");
+    else {
+        memset(s, 0, sizeof *s + (size_t)bands * sizeof(qband));
+        s->src_nhwc = p->src_nhwc;
+        s->dst_nhwc = p->dst_nhwc;
+        s->n = x->dims[0], s->c = x->dims[1], s->h = x->dims[2], s->w = x->dims[3];
+        s->m = m, s->ho = ho, s->wo = y->dims[3];
+        int prev = omp_get_max_threads();
+        omp_set_num_threads(1);
+        for (int64_t k = 0; k < bands; k++) {
+            qband *q = &s->b[k];
+            q->r0 = ho * k / bands;
+            q->r1 = ho * (k + 1) / bands;
+            s->n_bands = (int)k + 1;
+            if (!build_band(s, q, &d, &rc)) {
+                cpu_qconv_destroy(s);
+                s = NULL;
+                break;
+            }
+        }
+        omp_set_num_threads(prev);
+    }
+    cpu_free(scales);
+    cpu_free(wshift);
+    if (!s) return rc;
+    s->x_bytes = s->src_nhwc ? 0 : round64((size_t)(s->n * s->c * s->h * s->w));
+    s->y_bytes = s->dst_nhwc ? 0 : round64((size_t)(s->n * s->m * s->ho * s->wo));
+    s->ws_bytes = s->x_bytes + s->y_bytes + 64;
+    *state = s;
+    *workspace = s->ws_bytes;
+    return NETRUN_OK;
+}
+
+typedef struct qconv_job {
+    qconv *s;
+    const uint8_t *x;
+    uint8_t *y;
+    dnnl_status_t st[64];
+} qconv_job;
+
+static void band_range(void *arg, int64_t b, int64_t e) {
+    qconv_job *j = arg;
+    qconv *s = j->s;
+    omp_set_num_threads(1); /* a pool worker: its own ICV */
+    for (int64_t k = b; k < e; k++) {
+        qband *q = &s->b[k];
+        dnnl_status_t st = dnnl_success;
+        for (int64_t img = 0; img < s->n && !st; img++) {
+            const uint8_t *x = j->x + (img * s->h + q->lo) * s->w * s->c;
+            uint8_t *y = j->y + (img * s->ho + q->r0) * s->wo * s->m;
+            st = dnnl_memory_set_data_handle(q->m_x, (void *)x);
+            if (!st) st = dnnl_memory_set_data_handle(q->m_y, y);
+            dnnl_exec_arg_t a[4] = {{DNNL_ARG_SRC, q->m_x}, {DNNL_ARG_WEIGHTS, q->m_w}, {DNNL_ARG_DST, q->m_y},
+                                    {DNNL_ARG_BIAS, q->m_b}};
+            if (!st) st = dnnl_primitive_execute(q->conv, q->stream, q->m_b ? 4 : 3, a);
+            if (!st) st = dnnl_stream_wait(q->stream);
+        }
+        j->st[k] = st;
+    }
+}
+
+netrun_status cpu_qconv_run(cpu_context *ctx, void *state, const netrun_kernel_args *args, int *done) {
+    qconv *s = state;
+    const netrun_tensor *x = &args->inputs[0];
+    netrun_tensor *y = &args->outputs[0];
+    *done = 0;
+    if (x->dims[0] != s->n || x->dims[1] != s->c || x->dims[2] != s->h || x->dims[3] != s->w ||
+        y->dims[2] != s->ho || y->dims[3] != s->wo)
+        return NETRUN_OK;
+    if (!args->workspace || args->workspace_size < s->ws_bytes)
+        return cpu_host->error(NETRUN_ERR_BACKEND, "QLinearConv (oneDNN): workspace missing at run");
+    uint8_t *base = (uint8_t *)(((uintptr_t)args->workspace + 63) & ~(uintptr_t)63);
+    qconv_job j = {s, x->data, s->dst_nhwc ? y->data : base + s->x_bytes, {0}};
+    if (!s->src_nhwc) {
+        cpu_u8_to_nhwc(ctx, x->data, base, s->n, s->c, s->h * s->w);
+        j.x = base;
+    }
+    int prev = omp_get_max_threads();
+    omp_set_num_threads(1);
+    if (s->n_bands > 1) cpu_parallel_for(ctx, s->n_bands, 1, band_range, &j);
+    else band_range(&j, 0, 1);
+    omp_set_num_threads(prev);
+    for (int k = 0; k < s->n_bands; k++)
+        if (j.st[k])
+            return cpu_host->error(NETRUN_ERR_BACKEND, "QLinearConv (oneDNN %s): execution failed (status %d)", s->impl,
+                                   (int)j.st[k]);
+    if (!s->dst_nhwc) cpu_u8_to_nchw(ctx, j.y, y->data, s->n, s->m, s->ho * s->wo);
+    *done = 1;
+    return NETRUN_OK;
+}
+
+/* ---- QLinearMatMul ---- */
+typedef struct qmm {
+    netrun_dtype at, bt, yt;
+    int64_t k, n;            /* A [..., M, K] x B [K, N] (or batches of B with A's batch dims) */
+    int batched;             /* B has A's batch dims (no broadcast) */
+    int8_t *bconst;          /* a constant B as int8 (shifted from uint8), or NULL */
+    int32_t ao, bo, yzp;     /* zero points (bo after the shift) */
+    float *mult;             /* per column (or one) */
+    int per_col;
+    double lo, hi;
+    int64_t rows, m, bcount; /* rows of A (all batches), rows per matrix, elements of B */
+    size_t b_bytes;          /* workspace for a uint8 B moved to int8 at run */
+} qmm;
+
+void cpu_qmm_destroy(void *state) {
+    qmm *s = state;
+    if (!s) return;
+    cpu_free(s->bconst);
+    cpu_free(s->mult);
+    cpu_free(s);
+}
+
+void cpu_qmm_describe_state(const void *state, char *buf, size_t size) {
+    const qmm *s = state;
+    snprintf(buf, size, "oneDNN gemm %s", s->at == NETRUN_DTYPE_UINT8 ? "u8s8s32" : "s8s8s32");
+}
+
+netrun_status cpu_qmm_create(cpu_context *ctx, const netrun_node_desc *nd, void **state, size_t *workspace) {
+    (void)ctx;
+    *state = NULL;
+    *workspace = 0;
+    if (!engine_ok() || nd->n_inputs < 8 || nd->n_outputs < 1) return NETRUN_OK;
+    const netrun_value_desc *a = &nd->inputs[0], *b = &nd->inputs[3], *y = &nd->outputs[0];
+    if (a->rank < 2 || (b->rank != 2 && b->rank != a->rank)) return NETRUN_OK;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] < 0 || (i < b->rank && b->dims[i] < 0)) return NETRUN_OK;
+    int batched = b->rank > 2;
+    for (int i = 0; batched && i < a->rank - 2; i++)
+        if (a->dims[i] != b->dims[i]) return NETRUN_OK;
+    int64_t k = a->dims[a->rank - 1], n = b->dims[b->rank - 1], nas = 0, nbs = 0, nys = 0, naz = 0, nbz = 0, nyz = 0, nbq = 0;
+    if (b->dims[b->rank - 2] != k) return NETRUN_OK;
+    const float *as = const_in(nd, 1, &nas), *bs = const_in(nd, 4, &nbs), *ys = const_in(nd, 6, &nys);
+    const void *az = const_in(nd, 2, &naz), *bz = const_in(nd, 5, &nbz), *yz = const_in(nd, 7, &nyz);
+    const void *bq = const_in(nd, 3, &nbq);
+    if (!as || !bs || !ys || !az || !bz || !yz || nas != 1 || nys != 1 || naz != 1 || nyz != 1 || nbz != 1 ||
+        (nbs != 1 && (nbs != n || batched)))
+        return NETRUN_OK;
+    qmm *s = cpu_alloc(sizeof *s);
+    if (!s) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "QLinearMatMul: out of memory");
+    memset(s, 0, sizeof *s);
+    s->at = a->dtype, s->bt = b->dtype, s->yt = y->dtype;
+    s->k = k, s->n = n, s->batched = batched;
+    s->ao = zp_value(az, a->dtype);
+    s->bo = zp_value(bz, b->dtype) - (b->dtype == NETRUN_DTYPE_UINT8 ? 128 : 0);
+    s->yzp = zp_value(yz, y->dtype);
+    s->per_col = nbs != 1;
+    s->lo = y->dtype == NETRUN_DTYPE_INT8 ? -128 : 0;
+    s->hi = y->dtype == NETRUN_DTYPE_INT8 ? 127 : 255;
+    if (!(s->mult = cpu_alloc((size_t)nbs * sizeof(float)))) {
+        cpu_qmm_destroy(s);
+        return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "QLinearMatMul: out of memory");
+    }
+    for (int64_t i = 0; i < nbs; i++) s->mult[i] = as[0] * bs[i] / ys[0];
+    if (bq) {
+        if (!(s->bconst = cpu_alloc((size_t)nbq))) {
+            cpu_qmm_destroy(s);
+            return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "QLinearMatMul: out of memory");
+        }
+        for (int64_t i = 0; i < nbq; i++)
+            s->bconst[i] = b->dtype == NETRUN_DTYPE_UINT8 ? (int8_t)(((const uint8_t *)bq)[i] ^ 0x80) : ((const int8_t *)bq)[i];
+    }
+    int64_t rows = 1, bcount = k * n;
+    for (int i = 0; i < a->rank - 1; i++) rows *= a->dims[i];
+    for (int i = 0; batched && i < b->rank - 2; i++) bcount *= b->dims[i];
+    s->rows = rows;
+    s->m = a->dims[a->rank - 2];
+    s->b_bytes = bq || b->dtype == NETRUN_DTYPE_INT8 ? 0 : round64((size_t)bcount);
+    s->bcount = bcount;
+    *workspace = s->b_bytes + round64((size_t)(rows * n) * sizeof(int32_t)) + 64;
+    *state = s;
+    return NETRUN_OK;
+}
+
+/* y = saturate(round_half_even(acc * mult) + zp), mult per column (per_col) or one */
+__attribute__((target("avx512f,avx512bw,avx512vl")))
+static void requant_avx512(const int32_t *acc, const float *mult, int per_col, int32_t zp, float lo, float hi, int8_t *y,
+                           int64_t n) {
+    __m512 vlo = _mm512_set1_ps(lo - (float)zp), vhi = _mm512_set1_ps(hi - (float)zp), m0 = _mm512_set1_ps(mult[0]);
+    __m512i vzp = _mm512_set1_epi32(zp);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(k, acc + i));
+        v = _mm512_mul_ps(v, per_col ? _mm512_maskz_loadu_ps(k, mult + i) : m0);
+        v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi); /* integer bounds: clamping before rounding is the same */
+        _mm512_mask_cvtepi32_storeu_epi8(y + i, k, _mm512_add_epi32(_mm512_cvtps_epi32(v), vzp));
+    }
+}
+
+static void requant(const int32_t *acc, const float *mult, int per_col, int32_t zp, float lo, float hi, void *y,
+                    int64_t n) {
+    if (have_avx512bw()) {
+        requant_avx512(acc, mult, per_col, zp, lo, hi, y, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        float v = (float)acc[i] * mult[per_col ? i : 0];
+        v = v < lo - (float)zp ? lo - (float)zp : v > hi - (float)zp ? hi - (float)zp : v;
+        ((int8_t *)y)[i] = (int8_t)((int32_t)nearbyintf(v) + zp);
+    }
+}
+
+typedef struct qmm_job {
+    const qmm *s;
+    const uint8_t *a;
+    const int8_t *b;
+    int32_t *c;
+    uint8_t *y;
+    int64_t blocks, per;     /* row blocks per matrix, rows per block */
+    int64_t mats;            /* batches of B (batched) or 1 */
+    int64_t mrows;           /* rows per matrix */
+    dnnl_status_t st[64];
+} qmm_job;
+
+static void qmm_range(void *arg, int64_t t0, int64_t t1) {
+    qmm_job *j = arg;
+    const qmm *s = j->s;
+    omp_set_num_threads(1);
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t mat = t / j->blocks, r0 = (t % j->blocks) * j->per, r1 = r0 + j->per < j->mrows ? r0 + j->per : j->mrows;
+        if (r1 <= r0) continue;
+        int64_t row = mat * j->mrows + r0;
+        const int8_t *b = j->b + (s->batched ? mat * s->k * s->n : 0);
+        const int32_t zero = 0;
+        dnnl_status_t st;
+        if (s->at == NETRUN_DTYPE_UINT8)
+            st = dnnl_gemm_u8s8s32('N', 'N', 'F', r1 - r0, s->n, s->k, 1.0f, j->a + row * s->k, s->k, (uint8_t)s->ao, b,
+                                   s->n, (int8_t)s->bo, 0.0f, j->c + row * s->n, s->n, &zero);
+        else
+            st = dnnl_gemm_s8s8s32('N', 'N', 'F', r1 - r0, s->n, s->k, 1.0f, (const int8_t *)j->a + row * s->k, s->k,
+                                   (int8_t)s->ao, b, s->n, (int8_t)s->bo, 0.0f, j->c + row * s->n, s->n, &zero);
+        if (st) {
+            j->st[t % 64] = st;
+            continue;
+        }
+        for (int64_t r = row; r < row + (r1 - r0); r++)
+            requant(j->c + r * s->n, s->mult, s->per_col, s->yzp, (float)s->lo, (float)s->hi, j->y + r * s->n, s->n);
+    }
+}
+
+netrun_status cpu_qmm_run(cpu_context *ctx, void *state, const netrun_kernel_args *args, int *done) {
+    qmm *s = state;
+    const netrun_tensor *a = &args->inputs[0], *b = &args->inputs[3];
+    *done = 0;
+    int64_t rows = 1;
+    for (int i = 0; i < a->rank - 1; i++) rows *= a->dims[i];
+    if (rows != s->rows || a->dims[a->rank - 1] != s->k || cpu_count(b) != s->bcount) return NETRUN_OK;
+    if (!args->workspace || args->workspace_size < s->b_bytes + (size_t)(rows * s->n) * 4)
+        return cpu_host->error(NETRUN_ERR_BACKEND, "QLinearMatMul (oneDNN): workspace missing at run");
+    uint8_t *base = (uint8_t *)(((uintptr_t)args->workspace + 63) & ~(uintptr_t)63);
+    const int8_t *bq = s->bconst ? s->bconst : b->data;
+    if (!s->bconst && s->bt == NETRUN_DTYPE_UINT8) { /* uint8 B -> int8, zero point moved alike */
+        for (int64_t i = 0; i < s->bcount; i++) ((int8_t *)base)[i] = (int8_t)(((const uint8_t *)b->data)[i] ^ 0x80);
+        bq = (const int8_t *)base;
+    }
+    qmm_job j;
+    memset(&j, 0, sizeof j);
+    j.s = s;
+    j.a = a->data;
+    j.b = bq;
+    j.c = (int32_t *)(base + s->b_bytes);
+    j.y = args->outputs[0].data;
+    j.mats = s->batched ? rows / s->m : 1;
+    j.mrows = s->batched ? s->m : rows;
+    int64_t threads = ctx->threads > 0 ? ctx->threads : 1;
+    j.blocks = j.mats >= threads ? 1 : (threads + j.mats - 1) / j.mats;
+    if (j.blocks > j.mrows) j.blocks = j.mrows;
+    if (j.mrows * s->n * s->k < 65536) j.blocks = 1; /* small: one call per matrix */
+    j.per = (j.mrows + j.blocks - 1) / j.blocks;
+    int64_t tasks = j.mats * j.blocks;
+    int prev = omp_get_max_threads();
+    omp_set_num_threads(1);
+    if (tasks > 1) cpu_parallel_for(ctx, tasks, 1, qmm_range, &j);
+    else qmm_range(&j, 0, tasks);
+    omp_set_num_threads(prev);
+    for (int k = 0; k < 64; k++)
+        if (j.st[k]) return cpu_host->error(NETRUN_ERR_BACKEND, "QLinearMatMul (oneDNN gemm): failed (status %d)", (int)j.st[k]);
+    *done = 1;
+    return NETRUN_OK;
+}
+
+#else /* built without oneDNN: quantize.c's loops run everything */
+
+netrun_status cpu_qconv_create(cpu_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace) {
+    (void)ctx, (void)node;
+    *state = NULL;
+    *workspace = 0;
+    return NETRUN_OK;
+}
+netrun_status cpu_qconv_run(cpu_context *ctx, void *state, const netrun_kernel_args *args, int *done) {
+    (void)ctx, (void)state, (void)args;
+    *done = 0;
+    return NETRUN_OK;
+}
+void cpu_qconv_destroy(void *state) { (void)state; }
+void cpu_qconv_describe_state(const void *state, char *buf, size_t size) {
+    (void)state;
+    snprintf(buf, size, "direct int32 convolution");
+}
+netrun_status cpu_qmm_create(cpu_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace) {
+    return cpu_qconv_create(ctx, node, state, workspace);
+}
+netrun_status cpu_qmm_run(cpu_context *ctx, void *state, const netrun_kernel_args *args, int *done) {
+    return cpu_qconv_run(ctx, state, args, done);
+}
+void cpu_qmm_destroy(void *state) { (void)state; }
+void cpu_qmm_describe_state(const void *state, char *buf, size_t size) { cpu_qconv_describe_state(state, buf, size); }
+#endif
