@@ -500,6 +500,12 @@ static netrun_status qlconv_direct(cpu_context *ctx, const netrun_kernel_args *a
     return st;
 }
 
+static void qlconv_describe(const netrun_node_desc *node, char *buf, size_t size) {
+    const netrun_conv_params *p = node->params;
+    snprintf(buf, size, "direct int32 convolution%s%s", p && p->src_nhwc ? " (NHWC in)" : "",
+             p && p->dst_nhwc ? " (NHWC out)" : "");
+}
+
 static netrun_status qlconv_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
     int done = 0;
     if (state) {
@@ -549,7 +555,7 @@ const cpu_op cpu_ops_quantize[] = {
     {"MatMulInteger", "", INT8_MASK, "A, B of rank >= 2", NULL, NULL, mmi_run, NULL},
     {"QLinearConv", "", INT8_MASK, "w_scale/w_zero_point per tensor or channel; 2-D with constant parameters and "
      "symmetric weights: oneDNN int8 (VNNI/AMX), else direct int32 convolution",
-     NULL, cpu_qconv_create, qlconv_run, cpu_qconv_destroy, NULL, cpu_qconv_describe_state},
+     NULL, cpu_qconv_create, qlconv_run, cpu_qconv_destroy, qlconv_describe, cpu_qconv_describe_state},
     {"ConvInteger", "", INT8_MASK, "direct int32 convolution; x_zero_point one value", NULL, NULL, convi_run, NULL},
     {"BitCast", "", BITCAST_IN, "same bit width", NULL, NULL, bitcast_run, NULL},
     {0},
