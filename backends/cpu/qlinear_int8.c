@@ -137,8 +137,9 @@ static dnnl_data_type_t dnnl_8(netrun_dtype t) { return t == NETRUN_DTYPE_INT8 ?
 typedef struct qband {
     dnnl_primitive_t conv;
     dnnl_stream_t stream;
-    dnnl_memory_t m_x, m_w, m_b, m_y;
+    dnnl_memory_t m_x, m_w, m_b, m_y, m_sp;
     void *w;                 /* the weights in the primitive's layout */
+    size_t sp_off, sp_bytes; /* its scratchpad in the workspace (concurrent bands: never the library's own) */
     int64_t r0, r1, lo;      /* output rows [r0, r1); first input row read */
 } qband;
 
@@ -156,8 +157,8 @@ void cpu_qconv_destroy(void *state) {
     for (int k = 0; k < s->n_bands; k++) {
         qband *q = &s->b[k];
         if (q->conv) dnnl_primitive_destroy(q->conv);
-        dnnl_memory_t mems[] = {q->m_x, q->m_w, q->m_b, q->m_y};
-        for (int i = 0; i < 4; i++)
+        dnnl_memory_t mems[] = {q->m_x, q->m_w, q->m_b, q->m_y, q->m_sp};
+        for (int i = 0; i < 5; i++)
             if (mems[i]) dnnl_memory_destroy(mems[i]);
         if (q->stream) dnnl_stream_destroy(q->stream);
         cpu_free(q->w);
@@ -210,7 +211,7 @@ static int build_band(qconv *s, qband *q, const qconv_desc *d, netrun_status *rc
     dnnl_primitive_desc_t pd = NULL;
     const char *impl = "";
     int ok = 0;
-    if (dnnl_primitive_attr_create(&attr) ||
+    if (dnnl_primitive_attr_create(&attr) || dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) ||
         dnnl_primitive_attr_set_output_scales(attr, s->m, 1 << 1, d->scales) ||
         (d->xzp && dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &d->xzp)) ||
         (d->yzp && dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_DST, 1, 0, &d->yzp)) ||
@@ -219,6 +220,8 @@ static int build_band(qconv *s, qband *q, const qconv_desc *d, netrun_status *rc
         goto out;
     snprintf(s->impl, sizeof s->impl, "%s", impl);
     const dnnl_memory_desc_t *qw = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    const dnnl_memory_desc_t *qsp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    q->sp_bytes = qsp ? round64(dnnl_memory_desc_get_size(qsp)) : 0;
     dnnl_memory_t m_wp = NULL;
     dnnl_primitive_desc_t rpd = NULL;
     dnnl_primitive_t r_w = NULL;
@@ -226,6 +229,7 @@ static int build_band(qconv *s, qband *q, const qconv_desc *d, netrun_status *rc
         !(q->w = cpu_alloc(dnnl_memory_desc_get_size(qw))) ||
         dnnl_memory_create(&q->m_x, &xm, g_engine, DNNL_MEMORY_NONE) ||
         dnnl_memory_create(&q->m_y, &ym, g_engine, DNNL_MEMORY_NONE) ||
+        (q->sp_bytes && dnnl_memory_create(&q->m_sp, qsp, g_engine, DNNL_MEMORY_NONE)) ||
         dnnl_memory_create(&q->m_w, qw, g_engine, q->w) ||
         (d->bias && dnnl_memory_create(&q->m_b, &bm, g_engine, (void *)d->bias)) ||
         dnnl_memory_create(&m_wp, &wm, g_engine, (void *)d->w) ||
@@ -262,6 +266,9 @@ netrun_status cpu_qconv_create(cpu_context *ctx, const netrun_node_desc *nd, voi
     const void *xz = const_in(nd, 2, &nxz), *wz = const_in(nd, 5, &nwz), *yz = const_in(nd, 7, &nyz);
     const void *wq = const_in(nd, 3, &nw);
     const int32_t *bias = p->has_bias && nd->n_inputs > 8 ? const_in(nd, 8, &nb) : NULL;
+    if (nd->inputs[1].dtype != NETRUN_DTYPE_FLOAT || nd->inputs[4].dtype != NETRUN_DTYPE_FLOAT ||
+        nd->inputs[6].dtype != NETRUN_DTYPE_FLOAT)
+        return NETRUN_OK;
     if (!xs || !ws || !ys || !xz || !wz || !yz || !wq || (p->has_bias && !bias) || nxs != 1 || nys != 1 ||
         nxz != 1 || nyz != 1 || (nws != 1 && nws != m) || (nwz != 1 && nwz != m) || (bias && nb != m))
         return NETRUN_OK;
@@ -315,7 +322,12 @@ netrun_status cpu_qconv_create(cpu_context *ctx, const netrun_node_desc *nd, voi
     if (!s) return rc;
     s->x_bytes = s->src_nhwc ? 0 : round64((size_t)(s->n * s->c * s->h * s->w));
     s->y_bytes = s->dst_nhwc ? 0 : round64((size_t)(s->n * s->m * s->ho * s->wo));
-    s->ws_bytes = s->x_bytes + s->y_bytes + 64;
+    s->ws_bytes = s->x_bytes + s->y_bytes;
+    for (int k = 0; k < s->n_bands; k++) {
+        s->b[k].sp_off = s->ws_bytes;
+        s->ws_bytes += s->b[k].sp_bytes;
+    }
+    s->ws_bytes += 64;
     *state = s;
     *workspace = s->ws_bytes;
     return NETRUN_OK;
@@ -324,7 +336,7 @@ netrun_status cpu_qconv_create(cpu_context *ctx, const netrun_node_desc *nd, voi
 typedef struct qconv_job {
     qconv *s;
     const uint8_t *x;
-    uint8_t *y;
+    uint8_t *y, *base;
     dnnl_status_t st[64];
 } qconv_job;
 
@@ -340,9 +352,12 @@ static void band_range(void *arg, int64_t b, int64_t e) {
             uint8_t *y = j->y + (img * s->ho + q->r0) * s->wo * s->m;
             st = dnnl_memory_set_data_handle(q->m_x, (void *)x);
             if (!st) st = dnnl_memory_set_data_handle(q->m_y, y);
-            dnnl_exec_arg_t a[4] = {{DNNL_ARG_SRC, q->m_x}, {DNNL_ARG_WEIGHTS, q->m_w}, {DNNL_ARG_DST, q->m_y},
-                                    {DNNL_ARG_BIAS, q->m_b}};
-            if (!st) st = dnnl_primitive_execute(q->conv, q->stream, q->m_b ? 4 : 3, a);
+            if (!st && q->m_sp) st = dnnl_memory_set_data_handle(q->m_sp, j->base + q->sp_off);
+            dnnl_exec_arg_t a[5] = {{DNNL_ARG_SRC, q->m_x}, {DNNL_ARG_WEIGHTS, q->m_w}, {DNNL_ARG_DST, q->m_y}};
+            int na = 3;
+            if (q->m_b) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, q->m_b};
+            if (q->m_sp) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, q->m_sp};
+            if (!st) st = dnnl_primitive_execute(q->conv, q->stream, na, a);
             if (!st) st = dnnl_stream_wait(q->stream);
         }
         j->st[k] = st;
@@ -360,7 +375,7 @@ netrun_status cpu_qconv_run(cpu_context *ctx, void *state, const netrun_kernel_a
     if (!args->workspace || args->workspace_size < s->ws_bytes)
         return cpu_host->error(NETRUN_ERR_BACKEND, "QLinearConv (oneDNN): workspace missing at run");
     uint8_t *base = (uint8_t *)(((uintptr_t)args->workspace + 63) & ~(uintptr_t)63);
-    qconv_job j = {s, x->data, s->dst_nhwc ? y->data : base + s->x_bytes, {0}};
+    qconv_job j = {s, x->data, s->dst_nhwc ? y->data : base + s->x_bytes, base, {0}};
     if (!s->src_nhwc) {
         cpu_u8_to_nhwc(ctx, x->data, base, s->n, s->c, s->h * s->w);
         j.x = base;
@@ -423,6 +438,9 @@ netrun_status cpu_qmm_create(cpu_context *ctx, const netrun_node_desc *nd, void 
     const float *as = const_in(nd, 1, &nas), *bs = const_in(nd, 4, &nbs), *ys = const_in(nd, 6, &nys);
     const void *az = const_in(nd, 2, &naz), *bz = const_in(nd, 5, &nbz), *yz = const_in(nd, 7, &nyz);
     const void *bq = const_in(nd, 3, &nbq);
+    if (nd->inputs[1].dtype != NETRUN_DTYPE_FLOAT || nd->inputs[4].dtype != NETRUN_DTYPE_FLOAT ||
+        nd->inputs[6].dtype != NETRUN_DTYPE_FLOAT)
+        return NETRUN_OK;
     if (!as || !bs || !ys || !az || !bz || !yz || nas != 1 || nys != 1 || naz != 1 || nyz != 1 || nbz != 1 ||
         (nbs != 1 && (nbs != n || batched)))
         return NETRUN_OK;
