@@ -27,7 +27,7 @@
 
 #define QDQ_ATTR "netrun.qdq_fused_from" /* on node 0 of the copy: the original (sub_model) */
 
-enum { Q_NONE, Q_CONV, Q_MATMUL };
+enum { Q_NONE, Q_CONV, Q_MATMUL, Q_GEMM }; /* Q_GEMM: Reshape -> 1x1 QLinearConv -> Reshape */
 
 /* One planned group: the quantized node replacing node `node` (the Conv or MatMul). */
 typedef struct qdq_group {
@@ -37,6 +37,8 @@ typedef struct qdq_group {
     int ys, yz, y;       /* the QuantizeLinear's scale, zero point and output */
     int bias_src;        /* Conv: the value holding the bias (int32 DQ input, or float constant), or -1 */
     int bias_dq;         /* 1: bias_src is already int32 */
+    int trans_b;         /* Gemm: W is [N, K] (else [K, N], transposed into the 1x1 conv's [N, K, 1, 1]) */
+    int64_t gm, gk, gn;  /* Gemm: A [gm, gk], Y [gm, gn] */
     int dx, dw, db, act, q; /* the nodes it absorbs (-1 when none) */
 } qdq_group;
 
@@ -241,7 +243,7 @@ static int backend_takes(const qdq_state *o, const netrun_backend_config *cfg, i
     netrun_value_desc in[9];
     memset(in, 0, sizeof in);
     int ids[9] = {gr->x, gr->xs, gr->xz, gr->w, gr->ws, gr->wz, gr->ys, gr->yz, gr->bias_src};
-    int n_in = gr->kind == Q_CONV ? (gr->bias_src >= 0 ? 9 : 8) : 8;
+    int qconv = gr->kind != Q_MATMUL, n_in = qconv && gr->bias_src >= 0 ? 9 : 8;
     for (int i = 0; i < n_in; i++) {
         if (ids[i] >= 0) {
             in[i] = s->values[ids[i]].desc;
@@ -257,37 +259,61 @@ static int backend_takes(const qdq_state *o, const netrun_backend_config *cfg, i
     if (gr->kind == Q_CONV && sn->params) memcpy(&cp, sn->params, sizeof cp);
     cp.has_bias = n_in == 9;
     netrun_value_desc yd = s->values[gr->y].desc;
+    if (gr->kind == Q_GEMM) { /* the 1x1 conv over [M, K, 1, 1] the rewrite makes */
+        cp.n_spatial = 2;
+        cp.group = 1;
+        for (int i = 0; i < 2; i++) cp.kernel[i] = cp.strides[i] = cp.dilations[i] = 1;
+        int64_t xd[4] = {gr->gm, gr->gk, 1, 1}, wd[4] = {gr->gn, gr->gk, 1, 1}, yd4[4] = {gr->gm, gr->gn, 1, 1};
+        in[0].rank = in[3].rank = yd.rank = 4;
+        memcpy(in[0].dims, xd, sizeof xd);
+        memcpy(in[3].dims, wd, sizeof wd);
+        memcpy(yd.dims, yd4, sizeof yd4);
+    }
     const nr_node *nd = &o->g->nodes[n];
     netrun_node_desc d = {.struct_size = sizeof d, .name = nd->name,
-                          .op_type = gr->kind == Q_CONV ? "QLinearConv" : "QLinearMatMul", .domain = "",
-                          .opset = gr->kind == Q_CONV ? 10 : 21, .params = gr->kind == Q_CONV ? &cp : NULL,
-                          .params_size = gr->kind == Q_CONV ? sizeof cp : 0, .n_inputs = n_in, .inputs = in,
+                          .op_type = qconv ? "QLinearConv" : "QLinearMatMul", .domain = "",
+                          .opset = qconv ? 10 : 21, .params = qconv ? &cp : NULL,
+                          .params_size = qconv ? sizeof cp : 0, .n_inputs = n_in, .inputs = in,
                           .n_outputs = 1, .outputs = &yd};
     char why[256] = "";
     return s->slots[sn->slot].api->supports(cfg, &d, why, sizeof why);
 }
 
-/* Node n (Conv or MatMul): plan its group. 1 when planned. */
+static int dwn_input(const qdq_state *o, int d) { return d >= 0 ? o->g->nodes[d].inputs[0] : -1; }
+
+/* Node n (Conv, MatMul or Gemm): plan its group. 1 when planned. */
 static int plan_group(qdq_state *o, const netrun_backend_config *cfg, int n) {
     const nr_graph *g = o->g;
     const nr_node *nd = &g->nodes[n];
     qdq_group gr;
     memset(&gr, 0, sizeof gr);
-    int conv = is_op(nd, "Conv"), mm = is_op(nd, "MatMul");
-    if ((!conv && !mm) || nd->n_outputs != 1 || nd->n_inputs < 2 || o->snode_of[n] < 0) return 0;
+    int conv = is_op(nd, "Conv"), mm = is_op(nd, "MatMul"), gemm = is_op(nd, "Gemm");
+    if ((!conv && !mm && !gemm) || nd->n_outputs != 1 || nd->n_inputs < 2 || o->snode_of[n] < 0) return 0;
     const netrun_value_desc *yd = &o->s->values[nd->outputs[0]].desc, *wd = &o->s->values[nd->inputs[1]].desc;
     if (yd->dtype != NETRUN_DTYPE_FLOAT || yd->rank < 2 || wd->rank < 2) return 0;
-    gr.kind = conv ? Q_CONV : Q_MATMUL;
+    gr.kind = conv ? Q_CONV : mm ? Q_MATMUL : Q_GEMM;
     gr.dx = producer(o, nd->inputs[0]);
     gr.dw = producer(o, nd->inputs[1]);
     if (!per_tensor_dq(o, gr.dx, 0)) return 0;
     int64_t channels = conv ? wd->dims[0] : wd->dims[wd->rank - 1];
-    if (conv ? !weight_dq(o, gr.dw, 0, channels) : !(per_tensor_dq(o, gr.dw, 0) || (wd->rank == 2 && weight_dq(o, gr.dw, 1, channels))))
+    if (gemm) { /* Y = A W (+ C): exact as a 1x1 conv only with alpha = beta = 1 and A not transposed */
+        const nr_attr *al = find_attr(nd, "alpha"), *be = find_attr(nd, "beta");
+        gr.trans_b = (int)attr_i(nd, "transB", 0);
+        if (attr_i(nd, "transA", 0) || (al && al->f != 1.0f) || (be && be->f != 1.0f) || wd->rank != 2 ||
+            yd->rank != 2 || !cst(o, dwn_input(o, gr.dw)))
+            return 0;
+        channels = wd->dims[gr.trans_b ? 0 : 1];
+        gr.gm = yd->dims[0], gr.gk = wd->dims[gr.trans_b ? 1 : 0], gr.gn = channels;
+        const netrun_value_desc *c = in_at(nd, 2) >= 0 ? &o->s->values[nd->inputs[2]].desc : NULL;
+        if (gr.gm < 1 || gr.gk < 1 || (c && (c->rank != 1 || c->dims[0] != channels))) return 0;
+        if (!weight_dq(o, gr.dw, gr.trans_b ? 0 : 1, channels)) return 0;
+    } else if (conv ? !weight_dq(o, gr.dw, 0, channels)
+                    : !(per_tensor_dq(o, gr.dw, 0) || (wd->rank == 2 && weight_dq(o, gr.dw, 1, channels))))
         return 0;
     const nr_node *dxn = &g->nodes[gr.dx], *dwn = &g->nodes[gr.dw];
     gr.x = dxn->inputs[0], gr.xs = dxn->inputs[1], gr.xz = in_at(dxn, 2);
     gr.w = dwn->inputs[0], gr.ws = dwn->inputs[1], gr.wz = in_at(dwn, 2);
-    if (conv && !plan_bias(o, in_at(nd, 2), &gr, channels)) return 0;
+    if ((conv || gemm) && !plan_bias(o, in_at(nd, 2), &gr, channels)) return 0;
     if (mm) gr.bias_src = gr.db = -1;
     if (!plan_output(o, nd->outputs[0], &gr)) return 0;
     /* one backend for all of it */
@@ -409,28 +435,85 @@ static int bias_value(const qdq_state *o, nr_graph *ng, const qdq_group *gr) {
     return new_const(ng, o->g->values[gr->bias_src].name, ".int32", b);
 }
 
-static netrun_status add_group(const qdq_state *o, nr_graph *ng, int n, int first) {
+/* An int64 constant shape (Reshape's second input). */
+static int shape_const(nr_graph *ng, const char *base, const char *suffix, int n, const int64_t *v) {
+    int64_t d[1] = {n};
+    nr_tensor *t = nr_tensor_new(NETRUN_DTYPE_INT64, 1, d);
+    if (t) memcpy(t->data, v, sizeof(int64_t) * (size_t)n);
+    return new_const(ng, base, suffix, t);
+}
+
+/* A new value named base + suffix (unique), written by a node of the copy. */
+static int new_value(nr_graph *ng, const char *base, const char *suffix) {
+    char name[512];
+    snprintf(name, sizeof name, "%s%s", base, suffix);
+    for (int k = 2; nr_graph_find_value(ng, name) >= 0; k++) snprintf(name, sizeof name, "%s%s%d", base, suffix, k);
+    return nr_graph_value(ng, name);
+}
+
+/* Gemm: W as the 1x1 conv's [N, K, 1, 1] (transposed from [K, N] unless transB). */
+static int gemm_weights(const qdq_state *o, nr_graph *ng, const qdq_group *gr) {
+    const nr_tensor *w = cst(o, gr->w);
+    int64_t d[4] = {gr->gn, gr->gk, 1, 1};
+    nr_tensor *t = nr_tensor_new(w->dtype, 4, d);
+    if (!t) return -1;
+    const uint8_t *src = w->data;
+    uint8_t *dst = t->data;
+    for (int64_t n = 0; n < gr->gn; n++)
+        for (int64_t k = 0; k < gr->gk; k++) dst[n * gr->gk + k] = gr->trans_b ? src[n * gr->gk + k] : src[k * gr->gn + n];
+    return new_const(ng, o->g->values[gr->w].name, ".nk11", t);
+}
+
+/* Adds the group's nodes; *conv_node: the index in ng of its QLinearConv (-1 for QLinearMatMul). */
+static netrun_status add_group(const qdq_state *o, nr_graph *ng, int n, int first, int *conv_node) {
     const qdq_group *gr = &o->grp[n];
     const nr_node *nd = &o->g->nodes[n];
-    int conv = gr->kind == Q_CONV, n_in = conv && gr->bias_src >= 0 ? 9 : 8;
+    int conv = gr->kind != Q_MATMUL, gemm = gr->kind == Q_GEMM, n_in = conv && gr->bias_src >= 0 ? 9 : 8;
     char name[1024];
     snprintf(name, sizeof name, "%s+%s%s%s", nd->name, gr->act >= 0 ? o->g->nodes[gr->act].name : "",
              gr->act >= 0 ? "+" : "", o->g->nodes[gr->q].name);
-    int ids[9] = {gr->x, gr->xs, gr->xz, gr->w, gr->ws, gr->wz, gr->ys, gr->yz, -1};
+    int ids[9] = {gr->x, gr->xs, gr->xz, gemm ? gemm_weights(o, ng, gr) : gr->w, gr->ws, gr->wz, gr->ys, gr->yz, -1};
     if (ids[2] < 0) ids[2] = zero_const(o, ng, gr->x, o->s->values[gr->x].desc.dtype);
     if (ids[5] < 0) ids[5] = zero_const(o, ng, gr->w, o->s->values[gr->w].desc.dtype);
     if (ids[7] < 0) ids[7] = zero_const(o, ng, gr->y, o->s->values[gr->y].desc.dtype);
     if (n_in == 9) ids[8] = bias_value(o, ng, gr);
+    int y = gr->y;
+    static const int64_t to4[4] = {0, 0, 1, 1}, to2[2] = {0, 0}; /* 0: the dim as it is */
+    if (gemm) { /* [M, K] -> [M, K, 1, 1] -> QLinearConv -> [M, N, 1, 1] -> [M, N] */
+        int s4 = shape_const(ng, nd->name, ".to_nk11", 4, to4), s2 = shape_const(ng, nd->name, ".to_mn", 2, to2);
+        int x4 = new_value(ng, nd->name, ".x_nk11"), y4 = new_value(ng, nd->name, ".y_mn11");
+        nr_node *r = s4 < 0 || s2 < 0 || x4 < 0 || y4 < 0 ? NULL
+                         : nr_graph_add_node(ng, nd->name, "Reshape", "", 2, 1, first);
+        if (!r) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory fusing '%s'", nd->name);
+        r->inputs[0] = ids[0];
+        r->inputs[1] = s4;
+        r->outputs[0] = x4;
+        ids[0] = x4;
+        first = 0;
+        y = y4;
+        nr_node *r2 = nr_graph_add_node(ng, o->g->nodes[gr->q].name, "Reshape", "", 2, 1, 0);
+        if (!r2) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory fusing '%s'", nd->name);
+        r2->inputs[0] = y4;
+        r2->inputs[1] = s2;
+        r2->outputs[0] = gr->y;
+    }
     for (int i = 0; i < n_in; i++)
         if (ids[i] < 0) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory fusing '%s'", nd->name);
-    int n_attrs = conv ? nd->n_attrs : 0;
+    int n_attrs = gr->kind == Q_CONV ? nd->n_attrs : 0;
     nr_node *nn = nr_graph_add_node(ng, name, conv ? "QLinearConv" : "QLinearMatMul", "", n_in, 1, n_attrs + first);
     if (!nn) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory fusing '%s'", nd->name);
+    *conv_node = conv ? ng->n_nodes - 1 : -1;
     memcpy(nn->inputs, ids, sizeof(int) * (size_t)n_in);
-    nn->outputs[0] = gr->y;
+    nn->outputs[0] = y;
     for (int a = 0; a < n_attrs; a++) {
         netrun_status st = copy_attr(&nn->attrs[a], &nd->attrs[a]);
         if (st != NETRUN_OK) return st;
+    }
+    if (gemm) { /* the output Reshape after the conv: swap the last two nodes */
+        nr_node tmp = ng->nodes[ng->n_nodes - 1];
+        ng->nodes[ng->n_nodes - 1] = ng->nodes[ng->n_nodes - 2];
+        ng->nodes[ng->n_nodes - 2] = tmp;
+        *conv_node = ng->n_nodes - 2;
     }
     return NETRUN_OK;
 }
@@ -558,13 +641,14 @@ static netrun_status build_model(qdq_state *o, netrun_model **out, int *n_nhwc) 
     }
     nr_graph *ng = ir->graph;
     if ((st = copy_values(g, ng)) != NETRUN_OK) goto fail;
-    if (!(cpu_conv = nr_calloc((size_t)g->n_nodes + 1, sizeof(int)))) goto oom;
+    if (!(cpu_conv = nr_calloc(2 * (size_t)g->n_nodes + 1, sizeof(int)))) goto oom; /* a Gemm becomes 3 nodes */
     for (int n = 0; n < g->n_nodes; n++) {
         if (o->removed[n]) continue;
         int first = ng->n_nodes == 0;
         if (o->grp[n].kind != Q_NONE) {
-            cpu_conv[ng->n_nodes] = o->grp[n].kind == Q_CONV && on_cpu(o, n);
-            if ((st = add_group(o, ng, n, first)) != NETRUN_OK) goto fail;
+            int ci = -1;
+            if ((st = add_group(o, ng, n, first, &ci)) != NETRUN_OK) goto fail;
+            if (ci >= 0) cpu_conv[ci] = on_cpu(o, n);
             continue;
         }
         const nr_node *nd = &g->nodes[n];

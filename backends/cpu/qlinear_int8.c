@@ -141,10 +141,12 @@ typedef struct qband {
     void *w;                 /* the weights in the primitive's layout */
     size_t sp_off, sp_bytes; /* its scratchpad in the workspace (concurrent bands: never the library's own) */
     int64_t r0, r1, lo;      /* output rows [r0, r1); first input row read */
+    int64_t i0, ni;          /* images [i0, i0 + ni) (one primitive for ni images), or all images one by one (ni 0) */
 } qband;
 
 typedef struct qconv {
     int src_nhwc, dst_nhwc, n_bands;
+    int flat; /* 1x1 kernel on 1x1 planes (a Gemm): the images are run as the columns of one [1, C, 1, n] image */
     int64_t n, c, h, w, m, ho, wo;
     size_t x_bytes, y_bytes, ws_bytes;
     char impl[64];
@@ -191,8 +193,14 @@ static int build_band(qconv *s, qband *q, const qconv_desc *d, netrun_status *rc
     if (hi < lo) return 0;
     q->lo = lo;
     int64_t g = p->group, mg = s->m / g, cg = s->c / g;
-    dnnl_dims_t xd = {1, s->c, hi - lo + 1, s->w}, yd = {1, s->m, q->r1 - q->r0, s->wo}, bd = {s->m};
+    int64_t ni = q->ni ? q->ni : 1;
+    dnnl_dims_t xd = {ni, s->c, hi - lo + 1, s->w}, yd = {ni, s->m, q->r1 - q->r0, s->wo}, bd = {s->m};
     dnnl_dims_t st = {sh, p->strides[1]}, dl = {dh - 1, p->dilations[1] - 1};
+    if (s->flat) { /* same bytes: n images of C values = one row of n pixels */
+        xd[0] = yd[0] = 1;
+        xd[3] = yd[3] = ni;
+        st[0] = st[1] = 1;
+    }
     dnnl_dims_t pl = {lo - first, p->pads_begin[1]}, pr = {last - hi, p->pads_end[1]};
     dnnl_dims_t wd5 = {g, mg, cg, d->kh, d->kw}, wd4 = {s->m, cg, d->kh, d->kw};
     dnnl_memory_desc_t xm, ym, wm, wany, bm;
@@ -252,6 +260,52 @@ out:
     return ok;
 }
 
+/* The bands of a convolution of d over dims {n, c, h, w, m, ho, wo}: *out NULL when oneDNN declines. */
+static netrun_status qconv_build(cpu_context *ctx, const qconv_desc *d, const int64_t *dims, int src_nhwc,
+                                 int dst_nhwc, int flat, qconv **out) {
+    *out = NULL;
+    /* one band per thread: whole images when there are enough (a Gemm as a 1x1 conv: one image per row), else
+     * rows of each image */
+    int64_t ho = dims[5], nimg = dims[0], threads = ctx->threads > 0 ? ctx->threads : 1, bands = threads;
+    if (bands > 64) bands = 64;
+    int by_image = nimg >= bands;
+    if (!by_image && bands > ho) bands = ho;
+    qconv *s = cpu_alloc(sizeof *s + (size_t)bands * sizeof(qband));
+    netrun_status rc = NETRUN_OK;
+    if (!s) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "QLinearConv: out of memory");
+    memset(s, 0, sizeof *s + (size_t)bands * sizeof(qband));
+    s->flat = flat;
+    s->src_nhwc = src_nhwc;
+    s->dst_nhwc = dst_nhwc;
+    s->n = dims[0], s->c = dims[1], s->h = dims[2], s->w = dims[3], s->m = dims[4], s->ho = ho, s->wo = dims[6];
+    int prev = omp_get_max_threads();
+    omp_set_num_threads(1);
+    for (int64_t k = 0; k < bands; k++) {
+        qband *q = &s->b[k];
+        q->r0 = by_image ? 0 : ho * k / bands;
+        q->r1 = by_image ? ho : ho * (k + 1) / bands;
+        q->i0 = by_image ? nimg * k / bands : 0;
+        q->ni = by_image ? nimg * (k + 1) / bands - q->i0 : 0;
+        s->n_bands = (int)k + 1;
+        if (!build_band(s, q, d, &rc)) {
+            cpu_qconv_destroy(s);
+            omp_set_num_threads(prev);
+            return rc;
+        }
+    }
+    omp_set_num_threads(prev);
+    s->x_bytes = s->src_nhwc ? 0 : round64((size_t)(s->n * s->c * s->h * s->w));
+    s->y_bytes = s->dst_nhwc ? 0 : round64((size_t)(s->n * s->m * s->ho * s->wo));
+    s->ws_bytes = s->x_bytes + s->y_bytes;
+    for (int k = 0; k < s->n_bands; k++) {
+        s->b[k].sp_off = s->ws_bytes;
+        s->ws_bytes += s->b[k].sp_bytes;
+    }
+    s->ws_bytes += 64;
+    *out = s;
+    return NETRUN_OK;
+}
+
 netrun_status cpu_qconv_create(cpu_context *ctx, const netrun_node_desc *nd, void **state, size_t *workspace) {
     *state = NULL;
     *workspace = 0;
@@ -289,45 +343,15 @@ netrun_status cpu_qconv_create(cpu_context *ctx, const netrun_node_desc *nd, voi
     for (int64_t i = 0; w_u8 && i < nw; i++) wshift[i] = (int8_t)(((const uint8_t *)wq)[i] ^ 0x80);
     if (w_u8) d.w = wshift;
     d.scales = scales;
-    int64_t ho = y->dims[2], bands = ctx->threads > 0 ? ctx->threads : 1;
-    if (bands > 64) bands = 64;
-    if (bands > ho) bands = ho;
-    if (y->dims[0] >= bands && bands > 1) bands = 1; /* a batch: images in parallel would do, not bands (TODO) */
-    qconv *s = cpu_alloc(sizeof *s + (size_t)bands * sizeof(qband));
-    netrun_status rc = NETRUN_OK;
-    if (!s) rc = cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "QLinearConv: out of memory");
-    else {
-        memset(s, 0, sizeof *s + (size_t)bands * sizeof(qband));
-        s->src_nhwc = p->src_nhwc;
-        s->dst_nhwc = p->dst_nhwc;
-        s->n = x->dims[0], s->c = x->dims[1], s->h = x->dims[2], s->w = x->dims[3];
-        s->m = m, s->ho = ho, s->wo = y->dims[3];
-        int prev = omp_get_max_threads();
-        omp_set_num_threads(1);
-        for (int64_t k = 0; k < bands; k++) {
-            qband *q = &s->b[k];
-            q->r0 = ho * k / bands;
-            q->r1 = ho * (k + 1) / bands;
-            s->n_bands = (int)k + 1;
-            if (!build_band(s, q, &d, &rc)) {
-                cpu_qconv_destroy(s);
-                s = NULL;
-                break;
-            }
-        }
-        omp_set_num_threads(prev);
-    }
+    int64_t dims[7] = {x->dims[0], x->dims[1], x->dims[2], x->dims[3], m, y->dims[2], y->dims[3]};
+    int flat = x->dims[2] * x->dims[3] == 1 && y->dims[2] * y->dims[3] == 1 && w->dims[2] * w->dims[3] == 1 &&
+               !p->pads_begin[0] && !p->pads_begin[1] && !p->pads_end[0] && !p->pads_end[1] && p->group == 1;
+    qconv *s = NULL;
+    netrun_status rc = qconv_build(ctx, &d, dims, p->src_nhwc || x->dims[2] * x->dims[3] == 1, /* one pixel: */
+                                   p->dst_nhwc || y->dims[2] * y->dims[3] == 1, flat, &s); /* NCHW is NHWC */
     cpu_free(scales);
     cpu_free(wshift);
     if (!s) return rc;
-    s->x_bytes = s->src_nhwc ? 0 : round64((size_t)(s->n * s->c * s->h * s->w));
-    s->y_bytes = s->dst_nhwc ? 0 : round64((size_t)(s->n * s->m * s->ho * s->wo));
-    s->ws_bytes = s->x_bytes + s->y_bytes;
-    for (int k = 0; k < s->n_bands; k++) {
-        s->b[k].sp_off = s->ws_bytes;
-        s->ws_bytes += s->b[k].sp_bytes;
-    }
-    s->ws_bytes += 64;
     *state = s;
     *workspace = s->ws_bytes;
     return NETRUN_OK;
@@ -347,7 +371,7 @@ static void band_range(void *arg, int64_t b, int64_t e) {
     for (int64_t k = b; k < e; k++) {
         qband *q = &s->b[k];
         dnnl_status_t st = dnnl_success;
-        for (int64_t img = 0; img < s->n && !st; img++) {
+        for (int64_t img = q->ni ? q->i0 : 0; img < (q->ni ? q->i0 + 1 : s->n) && !st; img++) {
             const uint8_t *x = j->x + (img * s->h + q->lo) * s->w * s->c;
             uint8_t *y = j->y + (img * s->ho + q->r0) * s->wo * s->m;
             st = dnnl_memory_set_data_handle(q->m_x, (void *)x);
@@ -364,20 +388,11 @@ static void band_range(void *arg, int64_t b, int64_t e) {
     }
 }
 
-netrun_status cpu_qconv_run(cpu_context *ctx, void *state, const netrun_kernel_args *args, int *done) {
-    qconv *s = state;
-    const netrun_tensor *x = &args->inputs[0];
-    netrun_tensor *y = &args->outputs[0];
-    *done = 0;
-    if (x->dims[0] != s->n || x->dims[1] != s->c || x->dims[2] != s->h || x->dims[3] != s->w ||
-        y->dims[2] != s->ho || y->dims[3] != s->wo)
-        return NETRUN_OK;
-    if (!args->workspace || args->workspace_size < s->ws_bytes)
-        return cpu_host->error(NETRUN_ERR_BACKEND, "QLinearConv (oneDNN): workspace missing at run");
-    uint8_t *base = (uint8_t *)(((uintptr_t)args->workspace + 63) & ~(uintptr_t)63);
-    qconv_job j = {s, x->data, s->dst_nhwc ? y->data : base + s->x_bytes, base, {0}};
+/* Run the bands of s on X (NCHW unless src_nhwc) into Y; base: the 64-aligned workspace. */
+static netrun_status qconv_exec(cpu_context *ctx, qconv *s, const uint8_t *x, uint8_t *y, uint8_t *base) {
+    qconv_job j = {s, x, s->dst_nhwc ? y : base + s->x_bytes, base, {0}};
     if (!s->src_nhwc) {
-        cpu_u8_to_nhwc(ctx, x->data, base, s->n, s->c, s->h * s->w);
+        cpu_u8_to_nhwc(ctx, x, base, s->n, s->c, s->h * s->w);
         j.x = base;
     }
     int prev = omp_get_max_threads();
@@ -389,9 +404,24 @@ netrun_status cpu_qconv_run(cpu_context *ctx, void *state, const netrun_kernel_a
         if (j.st[k])
             return cpu_host->error(NETRUN_ERR_BACKEND, "QLinearConv (oneDNN %s): execution failed (status %d)", s->impl,
                                    (int)j.st[k]);
-    if (!s->dst_nhwc) cpu_u8_to_nchw(ctx, j.y, y->data, s->n, s->m, s->ho * s->wo);
-    *done = 1;
+    if (!s->dst_nhwc) cpu_u8_to_nchw(ctx, j.y, y, s->n, s->m, s->ho * s->wo);
     return NETRUN_OK;
+}
+
+netrun_status cpu_qconv_run(cpu_context *ctx, void *state, const netrun_kernel_args *args, int *done) {
+    qconv *s = state;
+    const netrun_tensor *x = &args->inputs[0];
+    netrun_tensor *y = &args->outputs[0];
+    *done = 0;
+    if (x->dims[0] != s->n || x->dims[1] != s->c || x->dims[2] != s->h || x->dims[3] != s->w ||
+        y->dims[2] != s->ho || y->dims[3] != s->wo)
+        return NETRUN_OK;
+    if (!args->workspace || args->workspace_size < s->ws_bytes)
+        return cpu_host->error(NETRUN_ERR_BACKEND, "QLinearConv (oneDNN): workspace missing at run");
+    uint8_t *base = (uint8_t *)(((uintptr_t)args->workspace + 63) & ~(uintptr_t)63);
+    netrun_status st = qconv_exec(ctx, s, x->data, y->data, base);
+    *done = st == NETRUN_OK;
+    return st;
 }
 
 /* ---- QLinearMatMul ---- */
@@ -406,6 +436,7 @@ typedef struct qmm {
     double lo, hi;
     int64_t rows, m, bcount; /* rows of A (all batches), rows per matrix, elements of B */
     size_t b_bytes;          /* workspace for a uint8 B moved to int8 at run */
+    qconv *conv;             /* a constant 2-D B: the product as a 1x1 int8 convolution over the rows of A (AMX) */
 } qmm;
 
 void cpu_qmm_destroy(void *state) {
@@ -413,16 +444,19 @@ void cpu_qmm_destroy(void *state) {
     if (!s) return;
     cpu_free(s->bconst);
     cpu_free(s->mult);
+    cpu_qconv_destroy(s->conv);
     cpu_free(s);
 }
 
 void cpu_qmm_describe_state(const void *state, char *buf, size_t size) {
     const qmm *s = state;
-    snprintf(buf, size, "oneDNN gemm %s", s->at == NETRUN_DTYPE_UINT8 ? "u8s8s32" : "s8s8s32");
+    if (s->conv)
+        snprintf(buf, size, "oneDNN int8 1x1 conv over the rows %s", s->conv->impl);
+    else
+        snprintf(buf, size, "oneDNN gemm %s", s->at == NETRUN_DTYPE_UINT8 ? "u8s8s32" : "s8s8s32");
 }
 
 netrun_status cpu_qmm_create(cpu_context *ctx, const netrun_node_desc *nd, void **state, size_t *workspace) {
-    (void)ctx;
     *state = NULL;
     *workspace = 0;
     if (!engine_ok() || nd->n_inputs < 8 || nd->n_outputs < 1) return NETRUN_OK;
@@ -441,9 +475,11 @@ netrun_status cpu_qmm_create(cpu_context *ctx, const netrun_node_desc *nd, void 
     if (nd->inputs[1].dtype != NETRUN_DTYPE_FLOAT || nd->inputs[4].dtype != NETRUN_DTYPE_FLOAT ||
         nd->inputs[6].dtype != NETRUN_DTYPE_FLOAT)
         return NETRUN_OK;
-    if (!as || !bs || !ys || !az || !bz || !yz || nas != 1 || nys != 1 || naz != 1 || nyz != 1 || nbz != 1 ||
-        (nbs != 1 && (nbs != n || batched)))
+    if (!as || !bs || !ys || !az || !bz || !yz || nas != 1 || nys != 1 || naz != 1 || nyz != 1 ||
+        (nbz != 1 && nbz != n) || (nbs != 1 && (nbs != n || batched)))
         return NETRUN_OK;
+    for (int64_t i = 1; i < nbz; i++) /* a per-column zero point (quantizers write zeros) must be one value */
+        if (zp_value((const char *)bz + i, b->dtype) != zp_value(bz, b->dtype)) return NETRUN_OK;
     qmm *s = cpu_alloc(sizeof *s);
     if (!s) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "QLinearMatMul: out of memory");
     memset(s, 0, sizeof *s);
@@ -477,6 +513,33 @@ netrun_status cpu_qmm_create(cpu_context *ctx, const netrun_node_desc *nd, void 
     s->bcount = bcount;
     *workspace = s->b_bytes + round64((size_t)(rows * n) * sizeof(int32_t)) + 64;
     *state = s;
+    if (s->bconst && !batched && s->bo == 0) { /* Y = A B as a 1x1 conv: W = B^T [N, K, 1, 1], A's rows as pixels */
+        netrun_conv_params cp;
+        memset(&cp, 0, sizeof cp);
+        cp.n_spatial = 2;
+        cp.group = 1;
+        for (int i = 0; i < 2; i++) cp.kernel[i] = cp.strides[i] = cp.dilations[i] = 1;
+        int8_t *wt = cpu_alloc((size_t)(k * n));
+        float *sc = cpu_alloc((size_t)n * sizeof(float));
+        netrun_status rc = NETRUN_OK;
+        if (!wt || !sc) rc = cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "QLinearMatMul: out of memory");
+        else {
+            for (int64_t r = 0; r < k; r++)
+                for (int64_t c = 0; c < n; c++) wt[c * k + r] = s->bconst[r * n + c];
+            for (int64_t c = 0; c < n; c++) sc[c] = s->mult[s->per_col ? c : 0];
+            qconv_desc d = {&cp, a->dtype, y->dtype, wt, NULL, sc, s->ao, s->yzp, 1, 1};
+            int64_t dims[7] = {rows, k, 1, 1, n, 1, 1};
+            rc = qconv_build(ctx, &d, dims, 1, 1, 1, &s->conv);
+        }
+        cpu_free(wt);
+        cpu_free(sc);
+        if (rc != NETRUN_OK) {
+            cpu_qmm_destroy(s);
+            *state = NULL;
+            return rc;
+        }
+        if (s->conv) *workspace = s->conv->ws_bytes; /* no int32 sums of its own */
+    }
     return NETRUN_OK;
 }
 
@@ -556,6 +619,11 @@ netrun_status cpu_qmm_run(cpu_context *ctx, void *state, const netrun_kernel_arg
     if (!args->workspace || args->workspace_size < s->b_bytes + (size_t)(rows * s->n) * 4)
         return cpu_host->error(NETRUN_ERR_BACKEND, "QLinearMatMul (oneDNN): workspace missing at run");
     uint8_t *base = (uint8_t *)(((uintptr_t)args->workspace + 63) & ~(uintptr_t)63);
+    if (s->conv) {
+        netrun_status st = qconv_exec(ctx, s->conv, a->data, args->outputs[0].data, base);
+        *done = st == NETRUN_OK;
+        return st;
+    }
     const int8_t *bq = s->bconst ? s->bconst : b->data;
     if (!s->bconst && s->bt == NETRUN_DTYPE_UINT8) { /* uint8 B -> int8, zero point moved alike */
         for (int64_t i = 0; i < s->bcount; i++) ((int8_t *)base)[i] = (int8_t)(((const uint8_t *)b->data)[i] ^ 0x80);
