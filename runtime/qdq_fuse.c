@@ -27,7 +27,7 @@
 
 #define QDQ_ATTR "netrun.qdq_fused_from" /* on node 0 of the copy: the original (sub_model) */
 
-enum { Q_NONE, Q_CONV, Q_MATMUL, Q_GEMM }; /* Q_GEMM: Reshape -> 1x1 QLinearConv -> Reshape */
+enum { Q_NONE, Q_CONV, Q_MATMUL, Q_GEMM, Q_MOVE }; /* Q_GEMM: Reshape -> 1x1 QLinearConv -> Reshape; Q_MOVE: see plan_move */
 
 /* One planned group: the quantized node replacing node `node` (the Conv or MatMul). */
 typedef struct qdq_group {
@@ -280,6 +280,69 @@ static int backend_takes(const qdq_state *o, const netrun_backend_config *cfg, i
 }
 
 static int dwn_input(const qdq_state *o, int d) { return d >= 0 ? o->g->nodes[d].inputs[0] : -1; }
+
+/* Data inputs of an op that only moves or selects values (so it commutes with a monotonic per-tensor
+ * DequantizeLinear: max of dequantized values = dequantized max), or 0. */
+static int move_inputs(const nr_node *nd) {
+    if (*nd->domain || nd->n_outputs != 1) return 0;
+    if (is_op(nd, "Concat")) return nd->n_inputs;
+    if (is_op(nd, "MaxPool") || is_op(nd, "Reshape") || is_op(nd, "Transpose") || is_op(nd, "Flatten") ||
+        is_op(nd, "Squeeze") || is_op(nd, "Unsqueeze"))
+        return 1;
+    return 0;
+}
+
+static int same_scalar(const qdq_state *o, int a, int b) {
+    const nr_tensor *x = cst(o, a), *y = cst(o, b);
+    if (a < 0 || b < 0) return a < 0 && b < 0;
+    return x && y && x->dtype == y->dtype && nr_tensor_count(x) == 1 && nr_tensor_count(y) == 1 &&
+           !memcmp(x->data, y->data, netrun_dtype_size(x->dtype));
+}
+
+/* DQ -> MaxPool | Reshape | Transpose | Flatten | Squeeze | Unsqueeze | Concat -> Q with the same scale and
+ * zero point on every side: the op runs on the 8-bit values (Q(DQ(q)) = q for one scale and zero point). */
+static int plan_move(qdq_state *o, const netrun_backend_config *cfg, int n) {
+    const nr_node *nd = &o->g->nodes[n];
+    int k = move_inputs(nd);
+    if (!k || o->snode_of[n] < 0 || nd->outputs[0] < 0) return 0;
+    if (o->s->values[nd->outputs[0]].desc.dtype != NETRUN_DTYPE_FLOAT) return 0;
+    qdq_group gr;
+    memset(&gr, 0, sizeof gr);
+    gr.act = -1;
+    int q = only_reader(o, nd->outputs[0]), sl = slot_of(o, n);
+    if (q < 0 || !is_op(&o->g->nodes[q], "QuantizeLinear") || slot_of(o, q) != sl || sl < 0) return 0;
+    const nr_node *qn = &o->g->nodes[q];
+    netrun_dtype t = o->s->values[qn->outputs[0]].desc.dtype;
+    int64_t c = 0;
+    if (qn->n_inputs < 2 || !is_8bit(t) || !scale_const(o, qn->inputs[1], &c) || c != 1) return 0;
+    netrun_value_desc in[16];
+    if (nd->n_inputs > 16) return 0;
+    for (int i = 0; i < nd->n_inputs; i++) {
+        in[i] = nd->inputs[i] >= 0 ? o->s->values[nd->inputs[i]].desc : (netrun_value_desc){.name = "", .rank = -1};
+        if (i >= k) continue;
+        int d = producer(o, nd->inputs[i]);
+        if (!per_tensor_dq(o, d, 0) || slot_of(o, d) != sl) return 0;
+        const nr_node *dn = &o->g->nodes[d];
+        if (o->s->values[dn->inputs[0]].desc.dtype != t || !same_scalar(o, dn->inputs[1], qn->inputs[1]) ||
+            !same_scalar(o, in_at(dn, 2), in_at(qn, 2)))
+            return 0;
+        in[i].dtype = t;
+    }
+    netrun_value_desc yd = o->s->values[qn->outputs[0]].desc;
+    const nr_snode *sn = &o->s->snodes[o->snode_of[n]];
+    netrun_node_desc d = {.struct_size = sizeof d, .name = nd->name, .op_type = nd->op_type, .domain = nd->domain,
+                          .opset = nd->opset, .params = sn->params,
+                          .params_size = nd->layer ? nd->layer->params_size : 0, .n_inputs = nd->n_inputs,
+                          .inputs = in, .n_outputs = 1, .outputs = &yd};
+    char why[256] = "";
+    if (!o->s->slots[sl].api->supports(cfg, &d, why, sizeof why)) return 0;
+    gr.kind = Q_MOVE;
+    gr.q = q;
+    gr.y = qn->outputs[0];
+    gr.dx = gr.dw = gr.db = -1;
+    o->grp[n] = gr;
+    return 1;
+}
 
 /* Node n (Conv, MatMul or Gemm): plan its group. 1 when planned. */
 static int plan_group(qdq_state *o, const netrun_backend_config *cfg, int n) {
@@ -645,7 +708,7 @@ static netrun_status build_model(qdq_state *o, netrun_model **out, int *n_nhwc) 
     for (int n = 0; n < g->n_nodes; n++) {
         if (o->removed[n]) continue;
         int first = ng->n_nodes == 0;
-        if (o->grp[n].kind != Q_NONE) {
+        if (o->grp[n].kind != Q_NONE && o->grp[n].kind != Q_MOVE) {
             int ci = -1;
             if ((st = add_group(o, ng, n, first, &ci)) != NETRUN_OK) goto fail;
             if (ci >= 0) cpu_conv[ci] = on_cpu(o, n);
@@ -657,6 +720,10 @@ static netrun_status build_model(qdq_state *o, netrun_model **out, int *n_nhwc) 
         if (!nn) goto oom;
         memcpy(nn->inputs, nd->inputs, sizeof(int) * (size_t)nd->n_inputs);
         memcpy(nn->outputs, nd->outputs, sizeof(int) * (size_t)nd->n_outputs);
+        if (o->grp[n].kind == Q_MOVE) { /* the op on the 8-bit values: the DQs' inputs in, the Q's output out */
+            for (int i = 0; i < move_inputs(nd); i++) nn->inputs[i] = g->nodes[producer(o, nd->inputs[i])].inputs[0];
+            nn->outputs[0] = o->grp[n].y;
+        }
         for (int a = 0; a < nd->n_attrs; a++)
             if ((st = copy_attr(&nn->attrs[a], &nd->attrs[a])) != NETRUN_OK) goto fail;
     }
@@ -727,9 +794,17 @@ netrun_status nr_qdq_fuse_session(netrun_session *s, const netrun_backend_config
     for (int v = 0; v < g->n_values; v++) o.users[v] += g->values[v].is_graph_output;
     for (int k = 0; k < s->n_snodes; k++) o.snode_of[s->snodes[k].node] = k;
     for (int n = 0; n < g->n_nodes; n++) {
-        if (!plan_group(&o, cfg, n)) continue;
+        if (!plan_group(&o, cfg, n) && !plan_move(&o, cfg, n)) continue;
         qdq_group *gr = &o.grp[n];
         (*n_fused)++;
+        if (gr->kind == Q_MOVE) {
+            o.removed[gr->q] = 1;
+            for (int i = 0; i < move_inputs(&g->nodes[n]); i++) {
+                int d = producer(&o, g->nodes[n].inputs[i]), v = g->nodes[n].inputs[i];
+                if (--o.users[v] == 0 && !g->values[v].is_graph_output) o.removed[d] = 1;
+            }
+            continue;
+        }
         o.removed[gr->q] = 1;
         if (gr->act >= 0) o.removed[gr->act] = 1;
         /* the DQs go with their last reader */
