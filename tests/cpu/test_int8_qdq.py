@@ -6,7 +6,7 @@ onnxruntime.quantization.quantize_static (QDQ format; a calibration reader of ra
 channel, with uint8 and int8 activations, int8 weights (and uint8 weights per tensor: the convolutions whose
 weight zero point is not 0 or 128 take the direct int32 loops). Checked:
 - the QDQ pass rewrote the groups: the session has QLinearConv / QLinearMatMul nodes and no float Conv or
-  MatMul left (Gemm: a 1x1 QLinearConv between two Reshapes), MaxPool and Flatten run on the 8-bit values, the int8 kernels ran (kernel column "oneDNN int8" / "oneDNN gemm" where built with oneDNN), and
+  MatMul left (Gemm: a 1x1 QLinearConv between two Reshapes), Flatten runs on the 8-bit values, the int8 kernels ran (kernel column "oneDNN int8" / "oneDNN gemm" where built with oneDNN), and
   the int8 values between two fused convolutions stayed NHWC;
 - one-layer models (DQ -> Conv / MatMul -> Q -> DQ): every output within one unit of the output scale of
   onnxruntime's (the requantization may round a value that lies at a tie the other way), and at least 97% of
@@ -189,8 +189,8 @@ def main():
                 print(f"{tag}: max {diff.max():.2f} units of the output scale, {within:.1%} "
                       f"{'equal' if one_layer else 'within one unit'}")
                 check(diff.max() <= bound and within >= share, f"{tag}: max {diff.max():.2f} units, {within:.1%}")
-                if name == "convnet":  # MaxPool and Flatten on the 8-bit values: Q only at the input, Add, GAP
-                    check(ops.count("QuantizeLinear") <= 3, f"{tag}: {ops.count('QuantizeLinear')} QuantizeLinear: {ops}")
+                if name == "convnet":  # Flatten on the 8-bit values: Q only at the input, MaxPool, Add, GAP
+                    check(ops.count("QuantizeLinear") <= 4, f"{tag}: {ops.count('QuantizeLinear')} QuantizeLinear: {ops}")
                     check("NHWC in" in kernels and "NHWC out" in kernels, f"{tag}: no NHWC chain: {kernels}")
                     y2, _ = run(path, x, **{"graph.int8_nhwc": 0})
                     check(np.array_equal(y, y2), f"{tag}: graph.int8_nhwc=0 differs")
