@@ -392,99 +392,9 @@ static int plan_group(qdq_state *o, const netrun_backend_config *cfg, int n) {
 
 /* ---- the copy ---- */
 
-static nr_tensor *borrow(const nr_tensor *t) {
-    nr_tensor *c = nr_calloc(1, sizeof *c);
-    if (!c) return NULL;
-    *c = *t;
-    c->owns_data = 0; /* the original's data, kept alive by the copy's reference on it */
-    return c;
-}
-
-static netrun_status copy_attr(nr_attr *d, const nr_attr *a) {
-    d->type = a->type;
-    d->i = a->i;
-    d->f = a->f;
-    d->n = a->n;
-    size_t n = a->n > 0 ? (size_t)a->n : 0;
-    if (!(d->name = nr_strdup(a->name ? a->name : ""))) goto oom;
-    if (a->s) {
-        if (!(d->s = nr_malloc(a->s_len + 1))) goto oom;
-        memcpy(d->s, a->s, a->s_len);
-        d->s[a->s_len] = 0;
-        d->s_len = a->s_len;
-    }
-    if (a->t && !(d->t = borrow(a->t))) goto oom;
-    if (a->ints) {
-        if (!(d->ints = nr_calloc(n + 1, sizeof(int64_t)))) goto oom;
-        memcpy(d->ints, a->ints, n * sizeof(int64_t));
-    }
-    if (a->floats) {
-        if (!(d->floats = nr_calloc(n + 1, sizeof(float)))) goto oom;
-        memcpy(d->floats, a->floats, n * sizeof(float));
-    }
-    if (a->strings) {
-        if (!(d->strings = nr_calloc(n + 1, sizeof(char *)))) goto oom;
-        for (size_t i = 0; i < n; i++)
-            if (a->strings[i] && !(d->strings[i] = nr_strdup(a->strings[i]))) goto oom;
-    }
-    if (a->tensors) {
-        if (!(d->tensors = nr_calloc(n + 1, sizeof(nr_tensor *)))) goto oom;
-        for (size_t i = 0; i < n; i++)
-            if (a->tensors[i] && !(d->tensors[i] = borrow(a->tensors[i]))) goto oom;
-    }
-    return NETRUN_OK;
-oom:
-    return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying attribute '%s'", a->name ? a->name : "");
-}
-
-static netrun_status copy_values(const nr_graph *g, nr_graph *ng) {
-    for (int v = 0; v < g->n_values; v++) {
-        const nr_value *a = &g->values[v];
-        int id = nr_graph_value(ng, a->name);
-        if (id != v) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying the graph's values");
-        nr_value *b = &ng->values[id];
-        b->dtype = a->dtype;
-        b->rank = a->rank;
-        memcpy(b->dims, a->dims, sizeof b->dims);
-        for (int d = 0; d < NETRUN_MAX_RANK; d++)
-            if (a->dim_names[d] && !(b->dim_names[d] = nr_strdup(a->dim_names[d])))
-                return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying the graph's values");
-        if ((a->constant && !(b->constant = borrow(a->constant))) ||
-            (a->default_value && !(b->default_value = borrow(a->default_value))))
-            return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying the graph's values");
-        b->is_graph_input = a->is_graph_input;
-    }
-    for (int i = 0; i < g->n_inputs; i++)
-        if (nr_graph_add_input(ng, g->inputs[i]) != NETRUN_OK) return NETRUN_ERR_OUT_OF_MEMORY;
-    for (int i = 0; i < g->n_outputs; i++)
-        if (nr_graph_add_output(ng, g->outputs[i]) != NETRUN_OK) return NETRUN_ERR_OUT_OF_MEMORY;
-    ng->n_formal_inputs = g->n_formal_inputs;
-    return NETRUN_OK;
-}
-
-/* A new constant value named base + suffix (unique in g); takes t. -1 on failure. */
-static int new_const(nr_graph *g, const char *base, const char *suffix, nr_tensor *t) {
-    if (!t) return -1;
-    char name[512];
-    snprintf(name, sizeof name, "%s%s", base, suffix);
-    for (int k = 2; nr_graph_find_value(g, name) >= 0; k++) snprintf(name, sizeof name, "%s%s%d", base, suffix, k);
-    int id = nr_graph_value(g, name);
-    if (id < 0) {
-        nr_tensor_free(t);
-        return -1;
-    }
-    nr_value *v = &g->values[id];
-    v->constant = t;
-    v->dtype = t->dtype;
-    v->rank = t->rank;
-    for (int d = 0; d < t->rank; d++) v->dims[d] = t->dims[d];
-    v->producer = -1;
-    return id;
-}
-
 /* A zero point of type t (one value) for an absent one. */
 static int zero_const(const qdq_state *o, nr_graph *ng, int like, netrun_dtype t) {
-    return new_const(ng, o->g->values[like].name, ".zero_point", nr_tensor_new(t, 0, NULL));
+    return nr_graph_new_const(ng, o->g->values[like].name, ".zero_point", nr_tensor_new(t, 0, NULL));
 }
 
 /* The int32 bias of group gr (a float bias converted; an int32 one borrowed as it is). */
@@ -497,7 +407,7 @@ static int bias_value(const qdq_state *o, nr_graph *ng, const qdq_group *gr) {
         float sc = scale_at(o, gr->xs, 0) * scale_at(o, gr->ws, i);
         ((int32_t *)b->data)[i] = (int32_t)nearbyint((double)((const float *)t->data)[i] / sc);
     }
-    return new_const(ng, o->g->values[gr->bias_src].name, ".int32", b);
+    return nr_graph_new_const(ng, o->g->values[gr->bias_src].name, ".int32", b);
 }
 
 /* An int64 constant shape (Reshape's second input). */
@@ -505,7 +415,7 @@ static int shape_const(nr_graph *ng, const char *base, const char *suffix, int n
     int64_t d[1] = {n};
     nr_tensor *t = nr_tensor_new(NETRUN_DTYPE_INT64, 1, d);
     if (t) memcpy(t->data, v, sizeof(int64_t) * (size_t)n);
-    return new_const(ng, base, suffix, t);
+    return nr_graph_new_const(ng, base, suffix, t);
 }
 
 /* A new value named base + suffix (unique), written by a node of the copy. */
@@ -526,7 +436,7 @@ static int gemm_weights(const qdq_state *o, nr_graph *ng, const qdq_group *gr) {
     uint8_t *dst = t->data;
     for (int64_t n = 0; n < gr->gn; n++)
         for (int64_t k = 0; k < gr->gk; k++) dst[n * gr->gk + k] = gr->trans_b ? src[n * gr->gk + k] : src[k * gr->gn + n];
-    return new_const(ng, o->g->values[gr->w].name, ".nk11", t);
+    return nr_graph_new_const(ng, o->g->values[gr->w].name, ".nk11", t);
 }
 
 /* Adds the group's nodes; *conv_node: the index in ng of its QLinearConv (-1 for QLinearMatMul). */
@@ -571,7 +481,7 @@ static netrun_status add_group(const qdq_state *o, nr_graph *ng, int n, int firs
     memcpy(nn->inputs, ids, sizeof(int) * (size_t)n_in);
     nn->outputs[0] = y;
     for (int a = 0; a < n_attrs; a++) {
-        netrun_status st = copy_attr(&nn->attrs[a], &nd->attrs[a]);
+        netrun_status st = nr_attr_copy_borrowed(&nn->attrs[a], &nd->attrs[a]);
         if (st != NETRUN_OK) return st;
     }
     if (gemm) { /* the output Reshape after the conv: swap the last two nodes */
@@ -705,7 +615,7 @@ static netrun_status build_model(qdq_state *o, netrun_model **out, int *n_nhwc) 
         if (!(ir->opsets[i].domain = nr_strdup(src->opsets[i].domain ? src->opsets[i].domain : ""))) goto oom;
     }
     nr_graph *ng = ir->graph;
-    if ((st = copy_values(g, ng)) != NETRUN_OK) goto fail;
+    if ((st = nr_graph_copy_values_borrowed(g, ng)) != NETRUN_OK) goto fail;
     if (!(cpu_conv = nr_calloc(2 * (size_t)g->n_nodes + 1, sizeof(int)))) goto oom; /* a Gemm becomes 3 nodes */
     for (int n = 0; n < g->n_nodes; n++) {
         if (o->removed[n]) continue;
@@ -727,7 +637,7 @@ static netrun_status build_model(qdq_state *o, netrun_model **out, int *n_nhwc) 
             nn->outputs[0] = o->grp[n].y;
         }
         for (int a = 0; a < nd->n_attrs; a++)
-            if ((st = copy_attr(&nn->attrs[a], &nd->attrs[a])) != NETRUN_OK) goto fail;
+            if ((st = nr_attr_copy_borrowed(&nn->attrs[a], &nd->attrs[a])) != NETRUN_OK) goto fail;
     }
     /* the mark: the reference that keeps the borrowed constants alive, and "done" for the next prepare */
     nr_node *first = &ng->nodes[0];
