@@ -549,8 +549,9 @@ const cpu_op cpu_ops_quantize[] = {
     {"DequantizeLinear", "", DEQUANT_IN, "per-tensor, per-axis and blocked; to float/float16/bfloat16; float8e8m0 scales",
      NULL, NULL, dequantize_run, NULL},
     {"DynamicQuantizeLinear", "", DT(FLOAT), "uint8 output", NULL, NULL, dynq_run, NULL},
-    {"QLinearMatMul", "", INT8_MASK, "A, B of rank >= 2; y_scale/y_zero_point one value; oneDNN int8 GEMM for "
-     "constant per-tensor parameters (b_scale may be per column)", NULL, cpu_qmm_create, qlmm_run, cpu_qmm_destroy,
+    {"QLinearMatMul", "", INT8_MASK, "A, B of rank >= 2; y_scale/y_zero_point one value; constant float32 scales and "
+     "zero points (b's per column allowed): a constant 2-D B as a oneDNN int8 1x1 convolution (VNNI/AMX), else "
+     "oneDNN's integer GEMM; otherwise direct int32 loops", NULL, cpu_qmm_create, qlmm_run, cpu_qmm_destroy,
      NULL, cpu_qmm_describe_state},
     {"MatMulInteger", "", INT8_MASK, "A, B of rank >= 2", NULL, NULL, mmi_run, NULL},
     {"QLinearConv", "", INT8_MASK, "w_scale/w_zero_point per tensor or channel; 2-D with constant parameters and "
