@@ -15,7 +15,11 @@ weight zero point is not 0 or 128 take the direct int32 loops). Checked:
   MaxPool, GlobalAveragePool, Gemm; a BERT-like MatMul block with the attention MatMuls between two
   activations): outputs within 4 units of the output scale of onnxruntime's, 90% within one unit; and
   the same model with the pass off (graph.qdq_fuse=0: the float Conv between DQ and Q) within the same bound;
-- graph.int8_nhwc=0 (reorders inside each QLinearConv) gives the same bytes as the NHWC chain.
+- graph.int8_nhwc=0 (reorders inside each QLinearConv) gives the same bytes as the NHWC chain;
+- QDQ Convs written by hand around what must not fuse (a Relu the quantization does not make redundant, the
+  Conv's float output also a graph output, weights from a graph input, a bias scale that is not
+  x_scale * w_scale) stay unfused and agree with onnxruntime without its fusions, within one unit; a Relu
+  before a Q with zero point 0 fuses.
 
     python3 tests/cpu/test_int8_qdq.py --lib build/lib/libnetrun.so
 """
@@ -101,6 +105,45 @@ def bert_block():
             "ffn1.relu")
     y = g.n("Add", [g.matmul(f, 64, d, "ffn2"), h], "res2")
     return g.model([1, s, d], y, "bert_block"), [1, s, d]
+
+
+def hand_qdq(kind):
+    """A QDQ Conv written by hand around what must not fuse (the float ops then give the answer):
+    relu_mid: a Relu between Conv and Q whose zero point is mid-range (the Relu clamps where Q does not);
+    shared: the Conv's float output also read by a graph output; dyn_w: weights from a graph input through Q/DQ;
+    bias_scale: an int32 bias whose scale is not x_scale * w_scale; fused: the plain group (fuses); relu_low: a
+    Relu before a Q whose zero point is 0 (uint8: Q's saturation is the Relu, so it fuses)."""
+    g = G()
+    x = g.n("QuantizeLinear", ["x", g.c("xs", 0.05), "xz"], "xq")
+    g.inits.append(numpy_helper.from_array(np.array(10, np.uint8), "xz"))
+    xd = g.n("DequantizeLinear", [x, "xs", "xz"], "xd")
+    wq = RNG.integers(-60, 60, (8, 4, 3, 3)).astype(np.int8)
+    g.inits.append(numpy_helper.from_array(wq, "wq"))
+    ws = g.c("ws", RNG.uniform(0.005, 0.02, 8))
+    g.inits.append(numpy_helper.from_array(np.zeros(8, np.int8), "wz"))
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 9, 9])]
+    if kind == "dyn_w":
+        inputs.append(helper.make_tensor_value_info("w", TensorProto.FLOAT, [8, 4, 3, 3]))
+        w = g.n("DequantizeLinear", [g.n("QuantizeLinear", ["w", g.c("wst", 0.01), "wzt"], "wq2"), "wst", "wzt"], "wd")
+        g.inits.append(numpy_helper.from_array(np.array(0, np.int8), "wzt"))
+    else:
+        w = g.n("DequantizeLinear", ["wq", ws, "wz"], "wd", axis=0)
+    bs = (np.float32(0.05) * numpy_helper.to_array(g.inits[[i.name for i in g.inits].index("ws")])).astype(np.float32)
+    if kind == "bias_scale":
+        bs = bs * np.float32(1.5)
+    g.inits.append(numpy_helper.from_array(RNG.integers(-500, 500, 8).astype(np.int32), "bq"))
+    b = g.n("DequantizeLinear", ["bq", g.c("bs", bs)], "bd", axis=0)
+    y = g.n("Conv", [xd, w, b], "conv", pads=[1, 1, 1, 1])
+    if kind in ("relu_mid", "relu_low"):
+        y = g.n("Relu", [y], "relu")
+    q = g.n("QuantizeLinear", [y, g.c("ys", 0.1), "yz"], "yq")
+    g.inits.append(numpy_helper.from_array(np.array(0 if kind == "relu_low" else 128, np.uint8), "yz"))
+    out = g.n("DequantizeLinear", [q, "ys", "yz"], "y")
+    outs = [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)]
+    if kind == "shared":
+        outs.append(helper.make_tensor_value_info("conv", TensorProto.FLOAT, None))
+    gr = helper.make_graph(g.nodes, "hand_" + kind, inputs, outs, g.inits)
+    return helper.make_model(gr, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
 
 
 class Reader(CalibrationDataReader):
@@ -202,6 +245,29 @@ def main():
                     du = np.abs(yu.astype(np.float64) - ref) / scale
                     print(f"{tag}: unfused max {du.max():.2f} units")
                     check(du.max() <= bound, f"{tag}: unfused max {du.max():.2f} units")
+    # groups that must stay unfused (and still be right), against onnxruntime with its fusions off (the float
+    # ops as written): within one unit of y_scale (the float Conv's sum order)
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind in ("relu_mid", "shared", "dyn_w", "bias_scale", "fused", "relu_low"):
+            path = os.path.join(tmp, kind + ".onnx")
+            onnx.save(hand_qdq(kind), path)
+            feeds = {"x": RNG.standard_normal((1, 4, 9, 9)).astype(np.float32) * 3}
+            if kind == "dyn_w":
+                feeds["w"] = RNG.standard_normal((8, 4, 3, 3)).astype(np.float32) * 0.3
+            so = ort.SessionOptions()
+            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            so.log_severity_level = 3
+            ref = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(None, feeds)
+            with nr.session(path, backends="cpu", threads=2, options={}) as s:
+                got = s.run(feeds)
+                ops = [n[1] for n in s.nodes()]
+            want_fused = kind in ("fused", "relu_low")
+            check(("QLinearConv" in ops) == want_fused, f"hand {kind}: fused {('QLinearConv' in ops)}, ops {ops}")
+            d = np.abs(got[0].astype(np.float64) - ref[0]) / 0.1
+            print(f"hand {kind}: {'fused' if 'QLinearConv' in ops else 'left as is'}, max {d.max():.2f} units")
+            check(d.max() <= 1.01, f"hand {kind}: max {d.max():.2f} units of y_scale")
+            if kind == "shared":
+                check(np.allclose(got[1], ref[1], rtol=1e-4, atol=1e-4), "hand shared: the float Conv output differs")
     print(f"{checks - len(failures)}/{checks} checks passed")
     return 1 if failures else 0
 
