@@ -16,6 +16,7 @@
 #include "qlinear_int8.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <immintrin.h>
 
 /* ---- NCHW <-> NHWC, 8-bit ---- */
@@ -118,6 +119,12 @@ static int engine_ok(void) {
 
 static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
 
+static const char *cpu_dnnl_impl_name(const_dnnl_primitive_desc_t pd) {
+    const char *impl = "";
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl)) return "";
+    return impl;
+}
+
 /* One constant scalar or vector input: its data, or NULL. */
 static const void *const_in(const netrun_node_desc *nd, int i, int64_t *count) {
     if (i >= nd->n_inputs || nd->inputs[i].rank < 0 || !nd->inputs[i].const_data) return NULL;
@@ -184,6 +191,53 @@ typedef struct qconv_desc {
     int64_t kh, kw;
 } qconv_desc;
 
+/* AMX pays for its tile setup on large products only: small convs (MobileNetV2's, depthwise ones) ran faster
+ * on the VNNI kernels (MobileNetV2 QDQ, 1 thread, CPU time per run: 3.5 ms with AMX everywhere, 3.0-3.2 with
+ * VNNI only), large ones slower (ResNet-50: 15.7 ms with AMX, 24.6 with VNNI only). Below this many
+ * multiply-adds per band, a non-AMX kernel is taken when oneDNN has one (NETRUN_INT8_AMX_MIN_MACS: A/B). */
+static double amx_min_macs(void) {
+    static double v = -1;
+    if (v < 0) {
+        const char *e = getenv("NETRUN_INT8_AMX_MIN_MACS");
+        v = e ? atof(e) : 16e6;
+    }
+    return v;
+}
+
+static double band_macs(const qconv *s, const qband *q, const qconv_desc *d) {
+    int64_t g = d->p->group > 0 ? d->p->group : 1;
+    return (double)(q->ni ? q->ni : s->n) * (double)(q->r1 - q->r0) * (double)s->wo * (double)s->m *
+           (double)(s->c / g) * (double)(d->kh * d->kw);
+}
+
+/* The first implementation oneDNN offers that is not its reference loops (not AMX when avoid_amx and another
+ * exists), or NULL. */
+static dnnl_primitive_desc_t pick_impl(const dnnl_convolution_desc_t *cd, const_dnnl_primitive_attr_t attr,
+                                       int avoid_amx) {
+    dnnl_primitive_desc_iterator_t it = NULL;
+    dnnl_primitive_desc_t best = NULL;
+    if (dnnl_primitive_desc_iterator_create(&it, cd, attr, g_engine, NULL)) return NULL;
+    do {
+        dnnl_primitive_desc_t pd = dnnl_primitive_desc_iterator_fetch(it);
+        const char *impl = "";
+        if (!pd) break;
+        if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) || !strncmp(impl, "ref", 3)) {
+            dnnl_primitive_desc_destroy(pd);
+            continue;
+        }
+        int amx = strstr(impl, "amx") != NULL;
+        if (!best) best = pd;
+        else if (avoid_amx && amx == 0 && strstr(cpu_dnnl_impl_name(best), "amx")) {
+            dnnl_primitive_desc_destroy(best);
+            best = pd;
+        } else
+            dnnl_primitive_desc_destroy(pd);
+        if (!avoid_amx || !strstr(cpu_dnnl_impl_name(best), "amx")) break;
+    } while (!dnnl_primitive_desc_iterator_next(it));
+    dnnl_primitive_desc_iterator_destroy(it);
+    return best;
+}
+
 /* Build band q. 1: built; 0: oneDNN declines (reference loops only, or an unsupported case). */
 static int build_band(qconv *s, qband *q, const qconv_desc *d, netrun_status *rc) {
     const netrun_conv_params *p = d->p;
@@ -223,7 +277,7 @@ static int build_band(qconv *s, qband *q, const qconv_desc *d, netrun_status *rc
         dnnl_primitive_attr_set_output_scales(attr, s->m, 1 << 1, d->scales) ||
         (d->xzp && dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &d->xzp)) ||
         (d->yzp && dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_DST, 1, 0, &d->yzp)) ||
-        dnnl_primitive_desc_create(&pd, &cd, attr, g_engine, NULL) ||
+        !(pd = pick_impl(&cd, attr, band_macs(s, q, d) < amx_min_macs())) ||
         dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) || !strncmp(impl, "ref", 3))
         goto out;
     snprintf(s->impl, sizeof s->impl, "%s", impl);
