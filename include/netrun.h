@@ -282,7 +282,8 @@ NETRUN_API void netrun_tensor_free(netrun_tensor_view *tensor);
 /* Rows of backend `index`'s support matrix (0 when unavailable) and row number `row`. */
 NETRUN_API int netrun_backend_op_count(int index);
 NETRUN_API netrun_status netrun_backend_op_get(int index, int row, netrun_op_support_info *info);
-/* Ops the runtime itself knows (it parses, validates and infers them): count, and "domain", "op" of number i. */
+/* Ops the runtime knows (it parses, validates and infers them), its own and those the loaded plugins define (listed
+ * last; loading them all): count, and "domain", "op" of number i. */
 NETRUN_API int netrun_op_count(void);
 NETRUN_API netrun_status netrun_op_get(int i, const char **domain, const char **op_type);
 

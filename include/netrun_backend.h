@@ -17,6 +17,10 @@
  * (algorithm choice, weight upload; reports workspace need) -> kernel_run many times -> kernel_destroy ->
  * context_destroy. A context is used by one thread at a time; different contexts may run concurrently.
  *
+ * Ops: the runtime parses and infers every node itself, from its own op definitions (layers/) and, since ABI 1.9,
+ * from those plugins add (netrun_op_def, netrun_backend_api.op_defs): a plugin can bring ops of its own domain
+ * ("com.microsoft") that placement, fallback and the memory plan then treat like built-in ones.
+ *
  * Errors: a slot that fails returns a status other than NETRUN_OK after calling host->error() with a message
  * (the host adds the node's name). Plugins never exit or abort.
  */
@@ -31,7 +35,7 @@ extern "C" {
 #endif
 
 #define NETRUN_ABI_MAJOR 1
-#define NETRUN_ABI_MINOR 8
+#define NETRUN_ABI_MINOR 9
 #define NETRUN_ABI_VERSION ((uint32_t)((NETRUN_ABI_MAJOR << 16) | NETRUN_ABI_MINOR))
 #define NETRUN_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 
@@ -39,6 +43,9 @@ extern "C" {
 #define NETRUN_BACKEND_ENTRY_SYMBOL "netrun_backend_entry"
 
 /* netrun_log_level (NETRUN_LOG_ERROR ... NETRUN_LOG_DEBUG) is defined in netrun.h. */
+
+/* A node whose attributes a plugin op's parse reads, or whose outputs its infer sets (ABI 1.9). */
+typedef struct netrun_op_ctx netrun_op_ctx;
 
 /* Services of the host, so that plugins never link the runtime. */
 typedef struct netrun_host_api {
@@ -52,6 +59,30 @@ typedef struct netrun_host_api {
     /* Host memory; alignment is a power of two (>= sizeof(void*)). NULL when out of memory. */
     void *(*alloc)(size_t bytes, size_t alignment);
     void (*free)(void *ptr);
+
+    /* ---- ABI 1.9: what a plugin op's parse and infer (netrun_op_def) ask of the node they are given. Check
+     * struct_size before calling these: a 1.8 host ends its table at free. ---- */
+    int (*op_opset)(const netrun_op_ctx *c);                      /* the op's domain opset the model imports */
+    const char *(*op_node_name)(const netrun_op_ctx *c);
+    /* Attributes: NETRUN_OK with the value (or def when absent) written, or an error naming the attribute when
+     * it has another type. Strings and lists point into the model (valid as long as it is loaded). */
+    int (*op_attr_has)(const netrun_op_ctx *c, const char *name);
+    netrun_status (*op_attr_int)(const netrun_op_ctx *c, const char *name, int64_t def, int64_t *out);
+    netrun_status (*op_attr_float)(const netrun_op_ctx *c, const char *name, float def, float *out);
+    netrun_status (*op_attr_string)(const netrun_op_ctx *c, const char *name, const char *def, const char **out);
+    netrun_status (*op_attr_ints)(const netrun_op_ctx *c, const char *name, const int64_t **out, int64_t *n);
+    netrun_status (*op_attr_floats)(const netrun_op_ctx *c, const char *name, const float **out, int64_t *n);
+    /* Inputs: never NULL for i < op_input_count; rank -1 for an absent optional input (and in parse, where no
+     * shape is known yet). op_input_value: the host copy of a constant input's data, else NULL. */
+    int (*op_input_count)(const netrun_op_ctx *c);
+    const struct netrun_value_desc *(*op_input)(const netrun_op_ctx *c, int i);
+    const void *(*op_input_value)(const netrun_op_ctx *c, int i);
+    /* Outputs (infer only): set each present output's dtype and shape; a dim known only to the kernel is -1. */
+    int (*op_output_count)(const netrun_op_ctx *c);
+    int (*op_output_present)(const netrun_op_ctx *c, int i);
+    void (*op_output_set)(netrun_op_ctx *c, int i, netrun_dtype dtype, int rank, const int64_t *dims);
+    /* Record an error for this node (the runtime adds the node's name and op): `return host->op_error(c, ...)`. */
+    netrun_status (*op_error)(const netrun_op_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 } netrun_host_api;
 
 /* A value as seen at placement and kernel creation. */
@@ -162,6 +193,41 @@ enum {
 typedef struct netrun_backend_context netrun_backend_context;
 typedef struct netrun_kernel netrun_kernel;
 
+/* ---- ABI 1.9: an op a plugin defines (netrun_backend_api.op_defs) ----
+ * The definition is what the runtime knows of a built-in op: its name and opset versions, how many inputs and
+ * outputs it takes, how its attributes become a params blob (parse, once per node at model load), and how its
+ * output types and shapes follow from its inputs (infer, whenever shapes are known; it may also complete the
+ * params). Kernels are not part of it: any backend, this plugin or another, runs the op by answering supports()
+ * and kernel_create for it and reading the same blob (node->params, kernel_args->params), so the layout of
+ * params is the definer's published contract. Rules the loader enforces:
+ *   - an op netrun defines itself (its domain and name, at any opset) cannot be redefined: the plugin is then
+ *     listed as unavailable, naming the op. (Backends recognise netrun's ops by name and read their params as
+ *     netrun's; a plugin may of course run them, as any backend does.)
+ *   - two plugins defining the same op at overlapping opsets: a model that uses it fails to load, naming both.
+ *   - struct_size is checked per row (the rows are pointed to, so rows of another minor are read safely). */
+enum {
+    NETRUN_OP_NO_FOLD = 1u << 0 /* never run at prepare on constant inputs (random ops, side effects) */
+};
+
+typedef struct netrun_op_def {
+    uint32_t struct_size;            /* sizeof(netrun_op_def) the plugin was built with */
+    const char *domain;              /* "com.microsoft" ("" = the default ONNX domain) */
+    const char *op_type;             /* "Gelu" */
+    int since_version;               /* the first opset version of the domain this definition covers (>= 1) */
+    int until_version;               /* the last one; 0 = every later version */
+    int min_inputs, max_inputs;      /* inputs 0 .. min_inputs-1 must be present; at most max_inputs */
+    int min_outputs, max_outputs;    /* likewise for outputs (at least one present output is always required) */
+    size_t params_size;              /* bytes of the params blob (zeroed before parse; plain data, which the runtime
+                                      * copies per session: pointers only to static data or into the model); 0 = none */
+    /* Read and check attributes into params. Input and output counts and names are known, shapes are not. May
+     * be NULL (no attributes). */
+    netrun_status (*parse)(netrun_op_ctx *c, void *params);
+    /* Check the inputs' dtypes and shapes and set every present output (op_output_set); may complete params
+     * (resolve negative axes). Required. Called again when shapes change: it must not keep state of its own. */
+    netrun_status (*infer)(netrun_op_ctx *c, void *params);
+    uint32_t flags;                  /* NETRUN_OP_* */
+} netrun_op_def;
+
 enum {
     NETRUN_BACKEND_HOST_MEMORY = 1u << 0, /* buffers are plain host pointers: no copies to/from the CPU */
     NETRUN_BACKEND_GPU = 1u << 1          /* a GPU backend: preferred by default, placed first */
@@ -265,6 +331,13 @@ typedef struct netrun_backend_api {
      * uses: NETRUN_USES_DECLARED | the NETRUN_USES_* bits of the settings it honours; 0: not declared. */
     const netrun_option_spec *options;
     uint32_t uses;
+
+    /* ---- ABI 1.9 (optional; NULL or outside struct_size: the plugin defines no ops) ----
+     * op_defs: the ops this plugin defines (see netrun_op_def), ended by a NULL pointer. They appear in
+     * netrun_op_count()/--support-matrix as ops the runtime knows; list them in op_table too, to show the
+     * dtypes your kernels take. A session whose model uses one of them and whose backend list leaves this plugin
+     * out adds it after the listed ones (as the CPU is added), unless strict. */
+    const netrun_op_def *const *op_defs;
 } netrun_backend_api;
 
 typedef const netrun_backend_api *(*netrun_backend_entry_fn)(const netrun_host_api *host);

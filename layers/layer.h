@@ -22,7 +22,8 @@
 #include "../runtime/ir.h"
 #include "../runtime/status.h"
 
-typedef struct nr_layer_ctx nr_layer_ctx;
+/* The same type as the plugin ABI's netrun_op_ctx: a plugin op's parse and infer are called like a layer's. */
+typedef struct netrun_op_ctx nr_layer_ctx;
 
 enum {
     NR_LAYER_NO_FOLD = 1u << 0,     /* never fold to a constant at prepare (random ops) */

@@ -86,7 +86,8 @@ static netrun_status in_infer(nr_layer_ctx *c, void *params) {
     return NETRUN_OK;
 }
 
-/* ---- LayerNormalization (opset 17) ---- */
+/* ---- LayerNormalization (opset 17; accepted from opset 1: onnxruntime defines it in ai.onnx from version 1 with
+ * the same meaning, and its transformer optimizer writes it into models of any opset) ---- */
 
 static netrun_status ln_parse(nr_layer_ctx *c, void *params) {
     netrun_norm_params *p = params;
@@ -265,7 +266,7 @@ static netrun_status lrn_infer(nr_layer_ctx *c, void *params) {
 const nr_layer nr_layers_norm[] = {
     {"BatchNormalization", "", 1, sizeof(netrun_norm_params), bn_parse, bn_infer, 0},
     {"InstanceNormalization", "", 1, sizeof(netrun_norm_params), in_parse, in_infer, 0},
-    {"LayerNormalization", "", 17, sizeof(netrun_norm_params), ln_parse, ln_infer, 0},
+    {"LayerNormalization", "", 1, sizeof(netrun_norm_params), ln_parse, ln_infer, 0},
     {"GroupNormalization", "", 18, sizeof(netrun_norm_params), gn_parse, gn_infer, 0},
     {"MeanVarianceNormalization", "", 9, sizeof(netrun_reduce_params), NULL, mvn_infer, 0},
     {"LpNormalization", "", 1, sizeof(netrun_lpnorm_params), lpn_parse, lpn_infer, 0},

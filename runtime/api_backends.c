@@ -5,6 +5,7 @@
 #include "backend_registry.h"
 #include "status.h"
 #include "layer.h"
+#include "plugin_ops.h"
 
 NETRUN_API int netrun_backend_count(void) { return nr_backends_count(); }
 
@@ -97,14 +98,22 @@ NETRUN_API netrun_status netrun_backend_op_get(int index, int row, netrun_op_sup
     return NETRUN_OK;
 }
 
-NETRUN_API int netrun_op_count(void) {
+/* netrun's own ops, then those the plugins define (ABI 1.9). */
+static int core_op_count(void) {
     int n = 0;
     while (nr_layer_at(n)) n++;
     return n;
 }
 
+NETRUN_API int netrun_op_count(void) {
+    int n = core_op_count(), p = 0;
+    while (nr_plugin_op_at(p)) p++;
+    return n + p;
+}
+
 NETRUN_API netrun_status netrun_op_get(int i, const char **domain, const char **op_type) {
-    const nr_layer *l = nr_layer_at(i);
+    int core = core_op_count();
+    const nr_layer *l = i < core ? nr_layer_at(i) : nr_plugin_op_at(i - core);
     if (!l) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_op_get: op index %d out of range", i);
     if (domain) *domain = l->domain ? l->domain : "";
     if (op_type) *op_type = l->op_type;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "backend_registry.h"
+#include "plugin_ops.h"
 #include "status.h"
 
 #ifndef NETRUN_BACKEND_RELDIR
@@ -259,6 +260,13 @@ static void load_plugin(const char *real) {
         char *r = format_reason("op_table is NULL but op_table_len is %zu", api->op_table_len);
         dlclose(dl);
         add_unavailable(real, file_name, r);
+        return;
+    }
+    /* Ops it defines (ABI 1.9) must be well formed and leave netrun's own ops alone. */
+    char *bad_ops = nr_plugin_ops_check(api);
+    if (bad_ops) {
+        dlclose(dl);
+        add_unavailable(real, file_name, bad_ops);
         return;
     }
     /* The api may name itself differently from its file: that name is the one that must be unique. */

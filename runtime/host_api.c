@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "backend_registry.h"
+#include "layer.h"
 #include "status.h"
 
 /* NETRUN_LOG_LEVEL, read once: the environment is not expected to change while plugins log. */
@@ -114,6 +115,22 @@ static const netrun_host_api host_api = {
     .error = host_error,
     .alloc = host_alloc,
     .free = host_free,
+    /* ABI 1.9: a plugin op's parse and infer get what the built-in layers get (netrun_op_ctx is nr_layer_ctx) */
+    .op_opset = nr_opset,
+    .op_node_name = nr_node_name,
+    .op_attr_has = nr_attr_has,
+    .op_attr_int = nr_attr_int,
+    .op_attr_float = nr_attr_float,
+    .op_attr_string = nr_attr_string,
+    .op_attr_ints = nr_attr_ints,
+    .op_attr_floats = nr_attr_floats,
+    .op_input_count = nr_in_count,
+    .op_input = nr_in,
+    .op_input_value = nr_in_value,
+    .op_output_count = nr_out_count,
+    .op_output_present = nr_out_present,
+    .op_output_set = nr_out_set,
+    .op_error = nr_layer_error,
 };
 
 const netrun_host_api *nr_host_api(void) { return &host_api; }

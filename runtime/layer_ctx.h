@@ -10,7 +10,7 @@ typedef struct nr_alloc_list {
     int n, cap;
 } nr_alloc_list;
 
-struct nr_layer_ctx {
+struct netrun_op_ctx { /* nr_layer_ctx */
     const nr_node *node;
     int opset;
     int n_in;

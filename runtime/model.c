@@ -12,6 +12,7 @@
 #include "control_flow.h"
 #include "onnx_import.h"
 #include "op_inputs.h"
+#include "plugin_ops.h"
 
 netrun_status nr_record(char *handle_error, netrun_status code) {
     if (handle_error) snprintf(handle_error, NR_ERROR_MAX, "%s", nr_error_message());
@@ -217,7 +218,12 @@ static netrun_status parse_nodes(netrun_model *m) {
         nr_node *nd = &g->nodes[n];
         if (nd->opset <= 0) nd->opset = (int)nr_model_opset(m->ir, nd->domain); /* a function body keeps its own */
         nd->layer = nr_layer_find(nd->domain, nd->op_type);
-        if (!nd->layer) continue; /* reported at prepare: a plugin may still be asked */
+        if (!nd->layer) { /* an op netrun lacks: a plugin may define it (ABI 1.9) */
+            netrun_status ps = nr_plugin_op_find(nd->domain, nd->op_type, nd->opset, &nd->layer);
+            if (ps == NETRUN_OK && nd->layer) ps = nr_plugin_op_check_node(nd->layer, nd, m->source);
+            if (ps != NETRUN_OK) return ps;
+        }
+        if (!nd->layer) continue; /* reported at prepare */
         /* inputs and outputs the op's schema requires must be there before any layer or kernel reads or writes
          * them (a kernel writes its outputs without asking: a Shape node without its output once wrote through
          * a NULL pointer) */

@@ -12,6 +12,7 @@
 #include "micro_batch.h"
 #include "op_inputs.h"
 #include "optimize.h"
+#include "plugin_ops.h"
 
 #define ALIGN 256
 /* Largest intermediate value (the importer's default max_tensor_bytes): larger shapes are refused. */
@@ -108,6 +109,13 @@ netrun_status nr_session_choose_backends(netrun_session *s) {
         const nr_backend *cpu = nr_backends_find("cpu");
         if (!s->opts.strict && cpu) {
             netrun_status st = add_slot(s, cpu);
+            if (st != NETRUN_OK) return st;
+        }
+        /* the plugins that define ops of the model (ABI 1.9) come with them, as the CPU does */
+        const nr_graph *mg = s->model->ir->graph;
+        for (int k = 0; k < mg->n_nodes && !s->opts.strict; k++) {
+            const nr_backend *def = nr_plugin_op_definer(mg->nodes[k].layer);
+            netrun_status st = def && def->available ? add_slot(s, def) : NETRUN_OK;
             if (st != NETRUN_OK) return st;
         }
     }
@@ -590,7 +598,8 @@ static netrun_status infer_all(netrun_session *s) {
         const nr_node *nd = &g->nodes[sn->node];
         sn->slot = -2; /* not placed yet */
         if (!nd->layer) {
-            st = nr_error(NETRUN_ERR_UNSUPPORTED, "node '%s': op '%s%s%s' is not known to netrun", nd->name,
+            st = nr_error(NETRUN_ERR_UNSUPPORTED, "node '%s': op '%s%s%s' is not known to netrun nor defined by a "
+                          "plugin", nd->name,
                           *nd->domain ? nd->domain : "", *nd->domain ? "." : "", nd->op_type);
             break;
         }

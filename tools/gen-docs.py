@@ -33,7 +33,7 @@ IN_CODE = [  # (pattern whose group 1 is the fact, key)
     (re.compile(r"\(\d+ nodes, netrun (\d+\.\d+\.\d+)\)"), "version"),
     (re.compile(r"Support matrix: (\d+) ops known to the runtime"), "ops:runtime"),
 ] + [(re.compile(r"^  %s +(\d+) ops listed" % b, re.M), "ops:" + b) for b in ("cpu", "cuda", "opencl")]
-SHOWN_BACKENDS = ("cpu", "cuda", "opencl")  # the template backend is a demo, not shipped
+SHOWN_BACKENDS = ("contrib", "cpu", "cuda", "opencl")  # the template backend is a demo, not shipped
 SHORT = {"float32": "f32", "float16": "f16", "float64": "f64", "bfloat16": "bf16", "bool": "bool", "uint8": "u8",
          "int8": "i8", "uint16": "u16", "int16": "i16", "uint32": "u32", "int32": "i32", "uint64": "u64",
          "int64": "i64"}

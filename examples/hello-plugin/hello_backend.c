@@ -1,12 +1,15 @@
 /*
  * hello_backend.c — a netrun backend plugin built outside netrun's source tree, against the installed
- * headers only. It runs ONE op, float32 Relu, on host memory, and names its kernel through the ABI 1.1 slot
- * kernel_describe. With `--backend hello,cpu` every Relu of a model runs here and the rest on the CPU:
+ * headers only. On host memory it runs two float32 ops:
+ *   - Relu, an op netrun knows: the plugin only brings a kernel. With `--backend hello,cpu` every Relu of a
+ *     model runs here and the rest on the CPU.
+ *   - com.example.hello.ScaledRelu (y = alpha * max(x, 0), attribute alpha, default 1), an op netrun does not
+ *     know: the plugin defines it (ABI 1.9 op_defs: arity, attribute parsing into a params struct, shape and
+ *     type inference) and brings its kernel. Any model using it then loads and runs, on hello.
  *
  *     NETRUN_BACKEND_PATH=$PWD/build netrun model.onnx --backend hello,cpu -v
  *
- * The runtime only places ops it knows (it parses, validates and infers them before asking backends), so a
- * plugin adds kernels for known ops, not new ops. docs/writing-a-backend.md explains every slot.
+ * It names its kernels through the ABI 1.1 slot kernel_describe. docs/writing-a-backend.md explains every slot.
  */
 #include <netrun_backend.h>
 
@@ -22,12 +25,52 @@ static const netrun_host_api *host;
 /* Shown by `netrun --support-matrix`; placement asks supports(), never this table. */
 static const netrun_op_support op_table[] = {
     {"", "Relu", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT), "any shape"},
+    {"com.example.hello", "ScaledRelu", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT), "any shape"},
 };
+
+/* ---- an op of our own: com.example.hello.ScaledRelu (ABI 1.9) ----
+ * netrun parses and infers every node before it places it, so a new op starts with its definition: parse turns
+ * the node's attributes into a params struct (once, at model load), infer gives the outputs' types and shapes
+ * (whenever the inputs' shapes are known). The same params reach supports(), kernel_create and kernel_run as
+ * node->params and args->params. */
+#define HELLO_DOMAIN "com.example.hello"
+
+typedef struct scaled_relu_params {
+    float alpha;
+} scaled_relu_params;
+
+static netrun_status scaled_relu_parse(netrun_op_ctx *c, void *params) {
+    scaled_relu_params *p = params;
+    netrun_status st = host->op_attr_float(c, "alpha", 1.0f, &p->alpha);
+    if (st == NETRUN_OK && !(p->alpha >= 0.0f)) return host->op_error(c, "alpha must be >= 0, not %g", p->alpha);
+    return st;
+}
+
+static netrun_status scaled_relu_infer(netrun_op_ctx *c, void *params) {
+    const netrun_value_desc *x = host->op_input(c, 0);
+    if (x->dtype != NETRUN_DTYPE_FLOAT) return host->op_error(c, "ScaledRelu takes float32 (input is type %d)", (int)x->dtype);
+    host->op_output_set(c, 0, x->dtype, x->rank, x->dims); /* y has x's type and shape */
+    return NETRUN_OK;
+}
+
+static const netrun_op_def scaled_relu_def = {
+    .struct_size = sizeof(netrun_op_def),
+    .domain = HELLO_DOMAIN,
+    .op_type = "ScaledRelu",
+    .since_version = 1,                 /* opset 1 of com.example.hello, and every later one (until_version 0) */
+    .min_inputs = 1, .max_inputs = 1,
+    .min_outputs = 1, .max_outputs = 1,
+    .params_size = sizeof(scaled_relu_params),
+    .parse = scaled_relu_parse,
+    .infer = scaled_relu_infer,
+};
+
+static const netrun_op_def *const op_defs[] = {&scaled_relu_def, NULL};
 
 /* ---- discovery: cheap, no lasting state ---- */
 
 static netrun_status hello_probe(char *msg, size_t msg_size) {
-    snprintf(msg, msg_size, "hello: float32 Relu on host memory (an out-of-tree example plugin)");
+    snprintf(msg, msg_size, "hello: float32 Relu and ScaledRelu on host memory (an out-of-tree example plugin)");
     return NETRUN_OK;
 }
 
@@ -40,15 +83,19 @@ static int is_relu(const netrun_node_desc *node) {
     return default_domain && node->op_type && !strcmp(node->op_type, "Relu");
 }
 
+static int is_scaled_relu(const netrun_node_desc *node) {
+    return node->domain && !strcmp(node->domain, HELLO_DOMAIN) && node->op_type && !strcmp(node->op_type, "ScaledRelu");
+}
+
 /* Say yes only to what kernel_run can do, and say why not otherwise (`netrun -v` shows the reason). */
 static int hello_supports(const netrun_backend_config *config, const netrun_node_desc *node, char *reason,
                           size_t reason_size) {
-    if (!is_relu(node)) {
-        snprintf(reason, reason_size, "hello runs Relu only, not %s", node->op_type ? node->op_type : "?");
+    if (!is_relu(node) && !is_scaled_relu(node)) {
+        snprintf(reason, reason_size, "hello runs Relu and ScaledRelu only, not %s", node->op_type ? node->op_type : "?");
         return 0;
     }
     if (node->n_inputs != 1 || node->n_outputs != 1 || node->inputs[0].rank < 0) {
-        snprintf(reason, reason_size, "Relu needs one input and one output");
+        snprintf(reason, reason_size, "%s needs one input and one output", node->op_type);
         return 0;
     }
     if (node->inputs[0].dtype != NETRUN_DTYPE_FLOAT) {
@@ -110,15 +157,17 @@ static netrun_status hello_copy_to_host(netrun_backend_context *ctx, void *dst, 
 
 typedef struct hello_kernel {
     char node_name[64]; /* for error messages; the host's node_desc does not outlive kernel_create */
+    int scaled;         /* ScaledRelu (alpha from args->params at each run), else Relu */
 } hello_kernel;
 
 static netrun_status hello_kernel_create(netrun_backend_context *ctx, const netrun_node_desc *node,
                                          netrun_kernel **out, size_t *workspace_bytes) {
-    if (!is_relu(node))
+    if (!is_relu(node) && !is_scaled_relu(node))
         return host->error(NETRUN_ERR_UNSUPPORTED, BACKEND_NAME ": no kernel for %s", node->op_type ? node->op_type : "?");
     hello_kernel *k = host->alloc(sizeof *k, sizeof(void *));
     if (!k) return host->error(NETRUN_ERR_OUT_OF_MEMORY, BACKEND_NAME ": out of memory creating a kernel");
     snprintf(k->node_name, sizeof k->node_name, "%s", node->name ? node->name : "");
+    k->scaled = is_scaled_relu(node);
     *workspace_bytes = 0;
     *out = (netrun_kernel *)k;
     return NETRUN_OK;
@@ -143,7 +192,8 @@ static netrun_status hello_kernel_run(netrun_backend_context *ctx, netrun_kernel
         return host->error(NETRUN_ERR_INTERNAL, BACKEND_NAME ": %s: tensor without an address", k->node_name);
     const float *in = x->data;
     float *out = y->data;
-    for (size_t i = 0; i < n; i++) out[i] = in[i] < 0.0f ? 0.0f : in[i]; /* NaN stays NaN */
+    float alpha = k->scaled ? ((const scaled_relu_params *)args->params)->alpha : 1.0f;
+    for (size_t i = 0; i < n; i++) out[i] = in[i] < 0.0f ? 0.0f : alpha * in[i]; /* NaN stays NaN */
     ((hello_context *)ctx)->runs++;
     return NETRUN_OK;
 }
@@ -163,7 +213,7 @@ static const netrun_backend_api api = {
     .abi_version = NETRUN_ABI_VERSION,
     .struct_size = sizeof(netrun_backend_api),
     .name = BACKEND_NAME,
-    .description = "hello: an out-of-tree example plugin (float32 Relu)",
+    .description = "hello: an out-of-tree example plugin (float32 Relu, and an op of its own)",
     .flags = NETRUN_BACKEND_HOST_MEMORY,
     .op_table = op_table,
     .op_table_len = sizeof op_table / sizeof op_table[0],
@@ -183,12 +233,14 @@ static const netrun_backend_api api = {
     .kernel_destroy = hello_kernel_destroy,
     .synchronize = NULL, /* optional: everything is done when kernel_run returns */
     .kernel_describe = hello_kernel_describe,
+    .op_defs = op_defs, /* ABI 1.9: the ops this plugin defines */
 };
 
-/* The one exported symbol. Refuse a host of another ABI major, and one whose table lacks what we call. */
+/* The one exported symbol. Refuse a host of another ABI major, and one whose table lacks what we call (a host
+ * older than 1.9 has no op_* services, which ScaledRelu's parse and infer use). */
 NETRUN_BACKEND_EXPORT const netrun_backend_api *netrun_backend_entry(const netrun_host_api *h) {
     if (!h || NETRUN_ABI_MAJOR_OF(h->abi_version) != NETRUN_ABI_MAJOR) return NULL;
-    if (h->struct_size < offsetof(netrun_host_api, free) + sizeof h->free) return NULL;
+    if (h->struct_size < offsetof(netrun_host_api, op_error) + sizeof h->op_error) return NULL;
     host = h;
     return &api;
 }

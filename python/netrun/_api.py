@@ -113,7 +113,8 @@ def backends() -> list[BackendInfo]:
 
 
 def ops() -> list[tuple[str, str]]:
-    """(domain, op_type) of every op the runtime itself knows (parses, validates, infers)."""
+    """(domain, op_type) of every op the runtime knows (parses, validates, infers): its own, then those the loaded
+    plugins define (the contrib plugin's com.microsoft ops...)."""
     out = []
     dom, op = C.c_char_p(), C.c_char_p()
     for i in range(lib.netrun_op_count()):

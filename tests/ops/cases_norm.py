@@ -1,5 +1,5 @@
 """BatchNormalization (inference, opsets 7..15, spatial=0), InstanceNormalization, LayerNormalization
-(axis, epsilon, optional B, Mean/InvStdDev outputs, broadcast Scale) cases."""
+(axis, epsilon, optional B, Mean/InvStdDev outputs, broadcast Scale; onnxruntime's form at opset 13) cases."""
 import numpy as np
 import onnx
 import optest
@@ -65,6 +65,13 @@ add("ln_double", "LayerNormalization", [rand(3, 10, dtype=np.float64, seed=59), 
     rtol=1e-10, atol=1e-10)
 add("ln_wide", "LayerNormalization", [rand(4, 1000, seed=61), rand(1000, seed=62), rand(1000, seed=63)])
 add("ln_opset18", "LayerNormalization", [rand(2, 6, seed=64), rand(6, seed=65)], opset=18)
+# onnxruntime's LayerNormalization of opsets before 17 (its transformer optimizer writes it into such models): the
+# same computation; onnx's shape inference does not know it there, so the outputs are typed here
+_ln13 = node_case("ln_opset13_onnxruntime", "LayerNormalization", [rand(2, 5, 16, seed=90), ("const", rand(16, seed=91)),
+                  ("const", rand(16, seed=92))], outputs=3, opset=13, rtol=1e-4, atol=1e-4, attrs={"epsilon": 1e-5})
+for _o in _ln13.model.graph.output:
+    _o.type.tensor_type.elem_type = onnx.TensorProto.FLOAT
+CASES.append(_ln13)
 add("ln_fp16_stats", "LayerNormalization", [rand(2, 3, 16, dtype=np.float16, seed=66), rand(16, dtype=np.float16, seed=67)],
     outputs=3, rtol=1e-2, atol=1e-2)
 add("bn_opset15_mixed", "BatchNormalization", [rand(2, 3, 4, 4, dtype=np.float16, seed=68)] + bn_params(3, 110),

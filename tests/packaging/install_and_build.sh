@@ -111,6 +111,11 @@ if build_example hello-plugin; then
   n_hello="$(grep -Ec '^ +/relu[0-9]+/Relu +Relu +hello ' "$WORK/hello-run.txt" || true)"
   [ "$n_hello" = 3 ] && ok "the 3 Relu nodes of tiny_cnn run on hello" \
     || { cat "$WORK/hello-run.txt"; fail "expected 3 Relu nodes on hello, found $n_hello"; }
+  # an op netrun does not know, defined by hello (ABI 1.9): the model loads and its node runs on hello
+  NETRUN_BACKEND_PATH="$HELLO" "$P/bin/netrun" "$SOURCE/examples/hello-plugin/scaled_relu.onnx" --backend cpu -v \
+    >"$WORK/hello-op.txt" 2>&1 || { cat "$WORK/hello-op.txt"; fail "scaled_relu.onnx with hello"; }
+  grep -Eq '^ +scaled_relu +ScaledRelu +hello ' "$WORK/hello-op.txt" && ok "hello's own op ScaledRelu loads and runs on hello" \
+    || { cat "$WORK/hello-op.txt"; fail "ScaledRelu did not run on hello"; }
   # The plugin computes what the CPU computes: same printed output as the cpu-only run.
   if [ -x "$WORK/embed/embed" ]; then
     NETRUN_BACKEND_PATH="$HELLO" "$WORK/embed/embed" "$MODEL" hello,cpu >"$WORK/embed-hello.txt" 2>&1 || fail "embed with hello,cpu"

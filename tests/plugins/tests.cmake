@@ -41,3 +41,15 @@ add_library(netrun-testplugin-fakedev MODULE ${CMAKE_CURRENT_LIST_DIR}/fake_devi
 target_include_directories(netrun-testplugin-fakedev PRIVATE ${CMAKE_SOURCE_DIR}/include)
 set_target_properties(netrun-testplugin-fakedev PROPERTIES PREFIX "lib" OUTPUT_NAME netrun-fakedev
   C_VISIBILITY_PRESET hidden LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/test-device-plugin)
+
+# Plugins that define an op (ABI 1.9), for tests/contrib/test_plugin_op_rules.py: opdefa and opdefb define the same
+# op (each in its own folder, and both together), opshadow redefines netrun's Relu, oldabi is a plugin of ABI 1.8,
+# opbad's definition has no infer.
+foreach(p opdefa opdefb opshadow oldabi opbad)
+  add_library(netrun-testplugin-${p} MODULE ${CMAKE_CURRENT_LIST_DIR}/op_plugin.c)
+  target_include_directories(netrun-testplugin-${p} PRIVATE ${CMAKE_SOURCE_DIR}/include)
+  target_compile_definitions(netrun-testplugin-${p} PRIVATE PLUGIN_NAME="${p}" $<$<STREQUAL:${p},opshadow>:OP_SHADOW>
+    $<$<STREQUAL:${p},oldabi>:OLD_ABI> $<$<STREQUAL:${p},opbad>:OP_BAD>)
+  set_target_properties(netrun-testplugin-${p} PROPERTIES PREFIX "lib" OUTPUT_NAME netrun-${p}
+    C_VISIBILITY_PRESET hidden LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/test-op-plugins/${p})
+endforeach()

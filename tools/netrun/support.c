@@ -294,13 +294,19 @@ int cli_support_matrix(FILE *f, const char *format)
         }
         fprintf(f, "Cells: element types the backend's table states ('-' = not listed); * = unknown to the "
                    "runtime.\n\n");
-        fprintf(f, "%-28s", "OP");
+        int w = 28; /* the op column fits the longest name (plugins' ops: "com.microsoft:SkipLayerNormalization") */
+        for (int i = 0; i < m.n_ops; i++) {
+            op_label(label, sizeof(label), &m.ops[i]);
+            if ((int)strlen(label) > w)
+                w = (int)strlen(label);
+        }
+        fprintf(f, "%-*s", w, "OP");
         for (int b = 0; b < m.n_be; b++)
             fprintf(f, " %-34s", m.be[b].name);
         fputc('\n', f);
         for (int i = 0; i < m.n_ops; i++) {
             op_label(label, sizeof(label), &m.ops[i]);
-            fprintf(f, "%-28s", label);
+            fprintf(f, "%-*s", w, label);
             for (int b = 0; b < m.n_be; b++) {
                 const sm_cell *c = cell(&m, i, b);
                 char cellbuf[36];
