@@ -1,13 +1,14 @@
-/* QDQ fusion (see qdq_fuse.h and docs/design.md, "Graph passes").
+/* QDQ fusion (see qdq_fuse.h and docs/design.md, "QDQ models run in int8").
  *
  * What a group must look like to be rewritten (anything else is left as it is, and the float ops between the
  * DequantizeLinear and QuantizeLinear nodes still give the answer the model defines):
  *  - X: DequantizeLinear of an 8-bit tensor with one scale and one zero point (constants);
  *  - W: DequantizeLinear of an 8-bit constant, scale (and zero point) per tensor or per output channel
- *    (axis 0 for Conv; for MatMul per tensor, or per column of a 2-D B with axis 1);
- *  - bias (Conv): DequantizeLinear of an int32 constant whose scale is x_scale * w_scale (float32, bit for bit,
+ *    (axis 0 for Conv; for MatMul per tensor, or per column of a 2-D B with axis 1; for Gemm per column of
+ *    B, which becomes the output channel of a 1x1 QLinearConv over A's rows, with alpha = beta = 1, no transA);
+ *  - bias (Conv, Gemm): DequantizeLinear of an int32 constant whose scale is x_scale * w_scale (float32, bit for bit,
  *    as quantizers write it) and zero point 0, or a float constant that is an exact multiple of that scale;
- *  - the Conv / MatMul output read only by one QuantizeLinear (one scale and zero point, 8-bit output), or by
+ *  - the Conv / MatMul / Gemm output read only by one QuantizeLinear (one scale and zero point, 8-bit output), or by
  *    a Relu / Clip read only by that QuantizeLinear, when the activation cannot change the quantized result:
  *    Q is monotonic, so Q(Relu(v)) = max(Q(v), Q(0)) and Q(Clip(v, lo, hi)) = clamp(Q(v), Q(lo), Q(hi)), and
  *    when Q(lo) (Q(0) for Relu) is at or below the type's minimum and Q(hi) at or above its maximum, the
@@ -15,7 +16,10 @@
  * The DequantizeLinear nodes stay when something else reads their output (a residual Add, say).
  * QLinearConv then computes round((sum (x - x_zp)(w - w_zp) + b) * x_scale * w_scale / y_scale) + y_zp, which
  * is what DQ -> Conv -> Q computes up to the float rounding of the unfused Conv's sum and of the multiplier:
- * the two may differ by one unit of y_scale where the real value lies near a rounding tie. */
+ * the two may differ by one unit of y_scale where the real value lies near a rounding tie.
+ * Also: DQ -> Reshape / Transpose / Flatten / Squeeze / Unsqueeze / Concat -> Q with one scale and zero point
+ * runs the op on the 8-bit values (plan_move), and the 8-bit values between fused CPU convolutions stay NHWC
+ * (plan_nhwc). */
 #include "qdq_fuse.h"
 
 #include <math.h>
@@ -29,7 +33,7 @@
 
 enum { Q_NONE, Q_CONV, Q_MATMUL, Q_GEMM, Q_MOVE }; /* Q_GEMM: Reshape -> 1x1 QLinearConv -> Reshape; Q_MOVE: see plan_move */
 
-/* One planned group: the quantized node replacing node `node` (the Conv or MatMul). */
+/* One planned group: what replaces its node (the Conv, MatMul or Gemm; for Q_MOVE the op itself, on 8 bits). */
 typedef struct qdq_group {
     int kind;
     int x, xs, xz;       /* 8-bit input, its scale and zero point (-1: absent, a zero is added) */
