@@ -490,6 +490,8 @@ typedef struct qmm {
     double lo, hi;
     int64_t rows, m, bcount; /* rows of A (all batches), rows per matrix, elements of B */
     size_t b_bytes;          /* workspace for a uint8 B moved to int8 at run */
+    int integer;             /* MatMulInteger: the int32 sums are the output (B is input 1, not 3) */
+    int ao_at_run;           /* MatMulInteger: a_zero_point computed at run time (DynamicQuantizeLinear's) */
     qconv *conv;             /* a constant 2-D B: the product as a 1x1 int8 convolution over the rows of A (AMX) */
 } qmm;
 
@@ -658,20 +660,22 @@ static void qmm_range(void *arg, int64_t t0, int64_t t1) {
             j->st[t % 64] = st;
             continue;
         }
-        for (int64_t r = row; r < row + (r1 - r0); r++)
+        for (int64_t r = row; !s->integer && r < row + (r1 - r0); r++)
             requant(j->c + r * s->n, s->mult, s->per_col, s->yzp, (float)s->lo, (float)s->hi, j->y + r * s->n, s->n);
     }
 }
 
 netrun_status cpu_qmm_run(cpu_context *ctx, void *state, const netrun_kernel_args *args, int *done) {
     qmm *s = state;
-    const netrun_tensor *a = &args->inputs[0], *b = &args->inputs[3];
+    const netrun_tensor *a = &args->inputs[0], *b = &args->inputs[s->integer ? 1 : 3];
     *done = 0;
     int64_t rows = 1;
     for (int i = 0; i < a->rank - 1; i++) rows *= a->dims[i];
     if (rows != s->rows || a->dims[a->rank - 1] != s->k || cpu_count(b) != s->bcount) return NETRUN_OK;
-    if (!args->workspace || args->workspace_size < s->b_bytes + (size_t)(rows * s->n) * 4)
-        return cpu_host->error(NETRUN_ERR_BACKEND, "QLinearMatMul (oneDNN): workspace missing at run");
+    size_t need = s->conv ? s->conv->ws_bytes : s->b_bytes + (s->integer ? 0 : (size_t)(rows * s->n) * 4);
+    if (need && (!args->workspace || args->workspace_size < need))
+        return cpu_host->error(NETRUN_ERR_BACKEND, "%s (oneDNN): workspace missing at run",
+                               s->integer ? "MatMulInteger" : "QLinearMatMul");
     uint8_t *base = (uint8_t *)(((uintptr_t)args->workspace + 63) & ~(uintptr_t)63);
     if (s->conv) {
         netrun_status st = qconv_exec(ctx, s->conv, a->data, args->outputs[0].data, base);
@@ -683,12 +687,20 @@ netrun_status cpu_qmm_run(cpu_context *ctx, void *state, const netrun_kernel_arg
         for (int64_t i = 0; i < s->bcount; i++) ((int8_t *)base)[i] = (int8_t)(((const uint8_t *)b->data)[i] ^ 0x80);
         bq = (const int8_t *)base;
     }
+    qmm run_s;
+    if (s->ao_at_run) { /* one value, read now */
+        const netrun_tensor *z = &args->inputs[2];
+        if (cpu_count(z) != 1) return NETRUN_OK;
+        run_s = *s;
+        run_s.ao = zp_value(z->data, z->dtype);
+        s = &run_s;
+    }
     qmm_job j;
     memset(&j, 0, sizeof j);
     j.s = s;
     j.a = a->data;
     j.b = bq;
-    j.c = (int32_t *)(base + s->b_bytes);
+    j.c = s->integer ? args->outputs[0].data : (int32_t *)(base + s->b_bytes);
     j.y = args->outputs[0].data;
     j.mats = s->batched ? rows / s->m : 1;
     j.mrows = s->batched ? s->m : rows;
@@ -704,12 +716,73 @@ netrun_status cpu_qmm_run(cpu_context *ctx, void *state, const netrun_kernel_arg
     else qmm_range(&j, 0, tasks);
     omp_set_num_threads(prev);
     for (int k = 0; k < 64; k++)
-        if (j.st[k]) return cpu_host->error(NETRUN_ERR_BACKEND, "QLinearMatMul (oneDNN gemm): failed (status %d)", (int)j.st[k]);
+        if (j.st[k])
+            return cpu_host->error(NETRUN_ERR_BACKEND, "%s (oneDNN gemm): failed (status %d)",
+                                   s->integer ? "MatMulInteger" : "QLinearMatMul", (int)j.st[k]);
     *done = 1;
     return NETRUN_OK;
 }
 
+/* MatMulInteger: the same GEMM with the zero points as its offsets, the int32 sums straight into Y. */
+netrun_status cpu_mmi_create(cpu_context *ctx, const netrun_node_desc *nd, void **state, size_t *workspace) {
+    (void)ctx;
+    *state = NULL;
+    *workspace = 0;
+    if (!engine_ok() || nd->n_inputs < 2 || nd->n_outputs < 1) return NETRUN_OK;
+    const netrun_value_desc *a = &nd->inputs[0], *b = &nd->inputs[1];
+    if (a->rank < 2 || (b->rank != 2 && b->rank != a->rank)) return NETRUN_OK;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] < 0 || (i < b->rank && b->dims[i] < 0)) return NETRUN_OK;
+    int batched = b->rank > 2;
+    for (int i = 0; batched && i < a->rank - 2; i++)
+        if (a->dims[i] != b->dims[i]) return NETRUN_OK;
+    int64_t k = a->dims[a->rank - 1], n = b->dims[b->rank - 1], naz = 1, nbz = 1, nbq = 0;
+    if (b->dims[b->rank - 2] != k) return NETRUN_OK;
+    int has_az = nd->n_inputs > 2 && nd->inputs[2].rank >= 0, has_bz = nd->n_inputs > 3 && nd->inputs[3].rank >= 0;
+    const void *az = has_az ? const_in(nd, 2, &naz) : NULL, *bz = has_bz ? const_in(nd, 3, &nbz) : NULL;
+    int64_t az_count = 1;
+    for (int i = 0; has_az && i < nd->inputs[2].rank; i++) az_count *= nd->inputs[2].dims[i];
+    if ((has_az && az_count != 1) || (has_bz && (!bz || (nbz != 1 && nbz != n)))) return NETRUN_OK;
+    for (int64_t i = 1; bz && i < nbz; i++)
+        if (zp_value((const char *)bz + i, b->dtype) != zp_value(bz, b->dtype)) return NETRUN_OK;
+    const void *bq = const_in(nd, 1, &nbq);
+    qmm *s = cpu_alloc(sizeof *s);
+    if (!s) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "MatMulInteger: out of memory");
+    memset(s, 0, sizeof *s);
+    s->integer = 1;
+    s->ao_at_run = has_az && !az;
+    s->at = a->dtype, s->bt = b->dtype, s->yt = NETRUN_DTYPE_INT32;
+    s->k = k, s->n = n, s->batched = batched;
+    s->ao = az ? zp_value(az, a->dtype) : 0;
+    s->bo = (bz ? zp_value(bz, b->dtype) : 0) - (b->dtype == NETRUN_DTYPE_UINT8 ? 128 : 0);
+    int64_t rows = 1, bcount = k * n;
+    for (int i = 0; i < a->rank - 1; i++) rows *= a->dims[i];
+    for (int i = 0; batched && i < b->rank - 2; i++) bcount *= b->dims[i];
+    s->rows = rows;
+    s->m = a->dims[a->rank - 2];
+    s->bcount = bcount;
+    if (bq) {
+        if (!(s->bconst = cpu_alloc((size_t)bcount))) {
+            cpu_qmm_destroy(s);
+            return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "MatMulInteger: out of memory");
+        }
+        for (int64_t i = 0; i < bcount; i++)
+            s->bconst[i] = b->dtype == NETRUN_DTYPE_UINT8 ? (int8_t)(((const uint8_t *)bq)[i] ^ 0x80) : ((const int8_t *)bq)[i];
+    }
+    s->b_bytes = bq || b->dtype == NETRUN_DTYPE_INT8 ? 0 : round64((size_t)bcount);
+    *workspace = s->b_bytes ? s->b_bytes + 64 : 0;
+    *state = s;
+    return NETRUN_OK;
+}
+
 #else /* built without oneDNN: quantize.c's loops run everything */
+
+netrun_status cpu_mmi_create(cpu_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace) {
+    (void)ctx, (void)node;
+    *state = NULL;
+    *workspace = 0;
+    return NETRUN_OK;
+}
 
 netrun_status cpu_qconv_create(cpu_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace) {
     (void)ctx, (void)node;

@@ -14,6 +14,8 @@ void cpu_qconv_destroy(void *state);
 void cpu_qconv_describe_state(const void *state, char *buf, size_t size);
 
 netrun_status cpu_qmm_create(cpu_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace);
+/* MatMulInteger's fast kernel: its state runs through cpu_qmm_run / cpu_qmm_destroy too. */
+netrun_status cpu_mmi_create(cpu_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace);
 netrun_status cpu_qmm_run(cpu_context *ctx, void *state, const netrun_kernel_args *args, int *done);
 void cpu_qmm_destroy(void *state);
 void cpu_qmm_describe_state(const void *state, char *buf, size_t size);

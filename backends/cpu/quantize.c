@@ -334,7 +334,11 @@ static netrun_status qlmm_run(cpu_context *ctx, void *state, const netrun_kernel
 }
 
 static netrun_status mmi_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
-    (void)state;
+    int done = 0;
+    if (state) {
+        netrun_status st = cpu_qmm_run(ctx, state, args, &done);
+        if (st != NETRUN_OK || done) return st;
+    }
     return mm_common(ctx, args, 0);
 }
 
@@ -553,7 +557,9 @@ const cpu_op cpu_ops_quantize[] = {
      "zero points (b's per column allowed): a constant 2-D B as a oneDNN int8 1x1 convolution (VNNI/AMX), else "
      "oneDNN's integer GEMM; otherwise direct int32 loops", NULL, cpu_qmm_create, qlmm_run, cpu_qmm_destroy,
      NULL, cpu_qmm_describe_state},
-    {"MatMulInteger", "", INT8_MASK, "A, B of rank >= 2", NULL, NULL, mmi_run, NULL},
+    {"MatMulInteger", "", INT8_MASK, "A, B of rank >= 2; constant zero points (b's per column if all equal): "
+     "oneDNN's integer GEMM, else direct int32 loops", NULL, cpu_mmi_create, mmi_run, cpu_qmm_destroy, NULL,
+     cpu_qmm_describe_state},
     {"QLinearConv", "", INT8_MASK, "w_scale/w_zero_point per tensor or channel; 2-D with constant parameters and "
      "symmetric weights: oneDNN int8 (VNNI/AMX), else direct int32 convolution",
      NULL, cpu_qconv_create, qlconv_run, cpu_qconv_destroy, qlconv_describe, cpu_qconv_describe_state},

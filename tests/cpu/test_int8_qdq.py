@@ -16,6 +16,8 @@ weight zero point is not 0 or 128 take the direct int32 loops). Checked:
   attention MatMuls between two activations): outputs within 4 units of the output scale of onnxruntime's, 90% within one unit; and
   the same model with the pass off (graph.qdq_fuse=0: the float Conv between DQ and Q) within the same bound;
 - graph.int8_nhwc=0 (reorders inside each QLinearConv) gives the same bytes as the NHWC chain;
+- the BERT-like block quantized dynamically (quantize_dynamic: MatMulInteger on oneDNN's integer GEMM) within
+  1e-4 of the largest output of onnxruntime's;
 - QDQ Convs written by hand around what must not fuse (a Relu the quantization does not make redundant, the
   Conv's float output also a graph output, weights from a graph input, a bias scale that is not
   x_scale * w_scale) stay unfused and agree with onnxruntime without its fusions, within one unit; a Relu
@@ -247,6 +249,23 @@ def main():
                     du = np.abs(yu.astype(np.float64) - ref) / scale
                     print(f"{tag}: unfused max {du.max():.2f} units")
                     check(du.max() <= bound, f"{tag}: unfused max {du.max():.2f} units")
+    # dynamic quantization (quantize_dynamic: DynamicQuantizeLinear -> MatMulInteger -> float scales): the
+    # integer products are exact, so within float rounding of onnxruntime's
+    from onnxruntime.quantization import quantize_dynamic
+    with tempfile.TemporaryDirectory() as tmp:
+        m, shape = bert_block()
+        src, dst = os.path.join(tmp, "f.onnx"), os.path.join(tmp, "dyn.onnx")
+        onnx.save(m, src)
+        quantize_dynamic(src, dst, weight_type=QuantType.QInt8)
+        x = RNG.standard_normal(shape).astype(np.float32)
+        ref = ort_run(dst, x)
+        y, nodes = run(dst, x)
+        kernels = [n[3] for n in nodes if n[1] == "MatMulInteger"]
+        check(len(kernels) >= 5, f"dynamic: {len(kernels)} MatMulInteger")
+        check(all("oneDNN gemm" in k for k in kernels) or not kernels, f"dynamic: kernels {kernels}")
+        err = float(np.abs(y - ref).max() / np.abs(ref).max())
+        print(f"dynamic quantization (MatMulInteger): max error {err:.2e} of the largest output")
+        check(err < 1e-4, f"dynamic: max error {err:.2e}")
     # groups that must stay unfused (and still be right), against onnxruntime with its fusions off (the float
     # ops as written): within one unit of y_scale (the float Conv's sum order)
     with tempfile.TemporaryDirectory() as tmp:
