@@ -49,6 +49,31 @@ static void transpose8(cpu_context *ctx, const uint8_t *x, uint8_t *y, int64_t n
     else tr_range(&j, 0, tasks);
 }
 
+/* NHWC -> NCHW for ConvInteger's int32 Y */
+typedef struct tr32_job {
+    const int32_t *x;
+    int32_t *y;
+    int64_t c, hw, blocks;
+} tr32_job;
+
+static void tr32_range(void *arg, int64_t b, int64_t e) {
+    const tr32_job *j = arg;
+    for (int64_t t = b; t < e; t++) {
+        int64_t img = t / j->blocks, p0 = (t % j->blocks) * 64, p1 = p0 + 64 < j->hw ? p0 + 64 : j->hw;
+        const int32_t *x = j->x + img * j->c * j->hw;
+        int32_t *y = j->y + img * j->c * j->hw;
+        for (int64_t c = 0; c < j->c; c++)
+            for (int64_t p = p0; p < p1; p++) y[c * j->hw + p] = x[p * j->c + c];
+    }
+}
+
+static void transpose32(cpu_context *ctx, const int32_t *x, int32_t *y, int64_t n, int64_t c, int64_t hw) {
+    tr32_job j = {x, y, c, hw, (hw + 63) / 64};
+    int64_t tasks = n * j.blocks;
+    if (tasks > 1 && n * c * hw >= 4096) cpu_parallel_for(ctx, tasks, 1, tr32_range, &j);
+    else tr32_range(&j, 0, tasks);
+}
+
 void cpu_u8_to_nhwc(cpu_context *ctx, const uint8_t *x, uint8_t *y, int64_t n, int64_t c, int64_t hw) {
     transpose8(ctx, x, y, n, c, hw, 1);
 }
@@ -144,7 +169,7 @@ static dnnl_data_type_t dnnl_8(netrun_dtype t) { return t == NETRUN_DTYPE_INT8 ?
 typedef struct qband {
     dnnl_primitive_t conv;
     dnnl_stream_t stream;
-    dnnl_memory_t m_x, m_w, m_b, m_y, m_sp;
+    dnnl_memory_t m_x, m_w, m_b, m_y, m_sp, m_zp; /* m_zp: a run-time x_zero_point */
     void *w;                 /* the weights in the primitive's layout */
     size_t sp_off, sp_bytes; /* its scratchpad in the workspace (concurrent bands: never the library's own) */
     int64_t r0, r1, lo;      /* output rows [r0, r1); first input row read */
@@ -153,6 +178,8 @@ typedef struct qband {
 
 typedef struct qconv {
     int src_nhwc, dst_nhwc, n_bands;
+    int ysize; /* bytes per Y element: 1, or 4 for ConvInteger's int32 */
+    int xzp_at_run; /* ConvInteger: x_zero_point read from the inputs at each run */
     int flat; /* 1x1 kernel on 1x1 planes (a Gemm): the images are run as the columns of one [1, C, 1, n] image */
     int64_t n, c, h, w, m, ho, wo;
     size_t x_bytes, y_bytes, ws_bytes;
@@ -166,8 +193,8 @@ void cpu_qconv_destroy(void *state) {
     for (int k = 0; k < s->n_bands; k++) {
         qband *q = &s->b[k];
         if (q->conv) dnnl_primitive_destroy(q->conv);
-        dnnl_memory_t mems[] = {q->m_x, q->m_w, q->m_b, q->m_y, q->m_sp};
-        for (int i = 0; i < 5; i++)
+        dnnl_memory_t mems[] = {q->m_x, q->m_w, q->m_b, q->m_y, q->m_sp, q->m_zp};
+        for (int i = 0; i < 6; i++)
             if (mems[i]) dnnl_memory_destroy(mems[i]);
         if (q->stream) dnnl_stream_destroy(q->stream);
         cpu_free(q->w);
@@ -189,6 +216,7 @@ typedef struct qconv_desc {
     const float *scales;    /* per output channel */
     int32_t xzp, yzp;
     int64_t kh, kw;
+    int xzp_at_run;         /* ConvInteger: x_zero_point computed at run time (DynamicQuantizeLinear's) */
 } qconv_desc;
 
 /* AMX pays for its tile setup on large products only: small convs (MobileNetV2's, depthwise ones) ran faster
@@ -257,10 +285,13 @@ static int build_band(qconv *s, qband *q, const qconv_desc *d, netrun_status *rc
     }
     dnnl_dims_t pl = {lo - first, p->pads_begin[1]}, pr = {last - hi, p->pads_end[1]};
     dnnl_dims_t wd5 = {g, mg, cg, d->kh, d->kw}, wd4 = {s->m, cg, d->kh, d->kw};
-    dnnl_memory_desc_t xm, ym, wm, wany, bm;
+    dnnl_memory_desc_t xm, ym, wm, wany, bm, zm;
+    static const int32_t rt_zp = DNNL_RUNTIME_S32_VAL;
+    dnnl_dims_t zd = {1};
+    if (dnnl_memory_desc_init_by_tag(&zm, 1, zd, dnnl_s32, dnnl_a)) return 0;
     int grouped = g > 1;
     if (dnnl_memory_desc_init_by_tag(&xm, 4, xd, dnnl_8(d->xt), dnnl_acdb) ||
-        dnnl_memory_desc_init_by_tag(&ym, 4, yd, dnnl_8(d->yt), dnnl_acdb) ||
+        dnnl_memory_desc_init_by_tag(&ym, 4, yd, d->yt == NETRUN_DTYPE_INT32 ? dnnl_s32 : dnnl_8(d->yt), dnnl_acdb) ||
         dnnl_memory_desc_init_by_tag(&bm, 1, bd, dnnl_s32, dnnl_a) ||
         dnnl_memory_desc_init_by_tag(&wm, grouped ? 5 : 4, grouped ? wd5 : wd4, dnnl_s8, grouped ? dnnl_abcde : dnnl_abcd) ||
         dnnl_memory_desc_init_by_tag(&wany, grouped ? 5 : 4, grouped ? wd5 : wd4, dnnl_s8, dnnl_format_tag_any))
@@ -274,8 +305,9 @@ static int build_band(qconv *s, qband *q, const qconv_desc *d, netrun_status *rc
     const char *impl = "";
     int ok = 0;
     if (dnnl_primitive_attr_create(&attr) || dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) ||
-        dnnl_primitive_attr_set_output_scales(attr, s->m, 1 << 1, d->scales) ||
-        (d->xzp && dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &d->xzp)) ||
+        (d->scales && dnnl_primitive_attr_set_output_scales(attr, s->m, 1 << 1, d->scales)) ||
+        (d->xzp_at_run && dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &rt_zp)) ||
+        (d->xzp && !d->xzp_at_run && dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &d->xzp)) ||
         (d->yzp && dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_DST, 1, 0, &d->yzp)) ||
         !(pd = pick_impl(&cd, attr, band_macs(s, q, d) < amx_min_macs())) ||
         dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) || !strncmp(impl, "ref", 3))
@@ -292,6 +324,7 @@ static int build_band(qconv *s, qband *q, const qconv_desc *d, netrun_status *rc
         dnnl_memory_create(&q->m_x, &xm, g_engine, DNNL_MEMORY_NONE) ||
         dnnl_memory_create(&q->m_y, &ym, g_engine, DNNL_MEMORY_NONE) ||
         (q->sp_bytes && dnnl_memory_create(&q->m_sp, qsp, g_engine, DNNL_MEMORY_NONE)) ||
+        (d->xzp_at_run && dnnl_memory_create(&q->m_zp, &zm, g_engine, DNNL_MEMORY_NONE)) ||
         dnnl_memory_create(&q->m_w, qw, g_engine, q->w) ||
         (d->bias && dnnl_memory_create(&q->m_b, &bm, g_engine, (void *)d->bias)) ||
         dnnl_memory_create(&m_wp, &wm, g_engine, (void *)d->w) ||
@@ -349,7 +382,8 @@ static netrun_status qconv_build(cpu_context *ctx, const qconv_desc *d, const in
     }
     omp_set_num_threads(prev);
     s->x_bytes = s->src_nhwc ? 0 : round64((size_t)(s->n * s->c * s->h * s->w));
-    s->y_bytes = s->dst_nhwc ? 0 : round64((size_t)(s->n * s->m * s->ho * s->wo));
+    s->ysize = d->yt == NETRUN_DTYPE_INT32 ? 4 : 1;
+    s->y_bytes = s->dst_nhwc ? 0 : round64((size_t)(s->n * s->m * s->ho * s->wo * s->ysize));
     s->ws_bytes = s->x_bytes + s->y_bytes;
     for (int k = 0; k < s->n_bands; k++) {
         s->b[k].sp_off = s->ws_bytes;
@@ -415,6 +449,7 @@ typedef struct qconv_job {
     qconv *s;
     const uint8_t *x;
     uint8_t *y, *base;
+    int32_t xzp;             /* a run-time x_zero_point */
     dnnl_status_t st[64];
 } qconv_job;
 
@@ -427,12 +462,14 @@ static void band_range(void *arg, int64_t b, int64_t e) {
         dnnl_status_t st = dnnl_success;
         for (int64_t img = q->ni ? q->i0 : 0; img < (q->ni ? q->i0 + 1 : s->n) && !st; img++) {
             const uint8_t *x = j->x + (img * s->h + q->lo) * s->w * s->c;
-            uint8_t *y = j->y + (img * s->ho + q->r0) * s->wo * s->m;
+            uint8_t *y = j->y + (img * s->ho + q->r0) * s->wo * s->m * s->ysize;
             st = dnnl_memory_set_data_handle(q->m_x, (void *)x);
             if (!st) st = dnnl_memory_set_data_handle(q->m_y, y);
             if (!st && q->m_sp) st = dnnl_memory_set_data_handle(q->m_sp, j->base + q->sp_off);
-            dnnl_exec_arg_t a[5] = {{DNNL_ARG_SRC, q->m_x}, {DNNL_ARG_WEIGHTS, q->m_w}, {DNNL_ARG_DST, q->m_y}};
+            if (!st && q->m_zp) st = dnnl_memory_set_data_handle(q->m_zp, &j->xzp);
+            dnnl_exec_arg_t a[6] = {{DNNL_ARG_SRC, q->m_x}, {DNNL_ARG_WEIGHTS, q->m_w}, {DNNL_ARG_DST, q->m_y}};
             int na = 3;
+            if (q->m_zp) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, q->m_zp};
             if (q->m_b) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, q->m_b};
             if (q->m_sp) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, q->m_sp};
             if (!st) st = dnnl_primitive_execute(q->conv, q->stream, na, a);
@@ -443,8 +480,8 @@ static void band_range(void *arg, int64_t b, int64_t e) {
 }
 
 /* Run the bands of s on X (NCHW unless src_nhwc) into Y; base: the 64-aligned workspace. */
-static netrun_status qconv_exec(cpu_context *ctx, qconv *s, const uint8_t *x, uint8_t *y, uint8_t *base) {
-    qconv_job j = {s, x, s->dst_nhwc ? y : base + s->x_bytes, base, {0}};
+static netrun_status qconv_exec(cpu_context *ctx, qconv *s, const uint8_t *x, uint8_t *y, uint8_t *base, int32_t xzp) {
+    qconv_job j = {s, x, s->dst_nhwc ? y : base + s->x_bytes, base, xzp, {0}};
     if (!s->src_nhwc) {
         cpu_u8_to_nhwc(ctx, x, base, s->n, s->c, s->h * s->w);
         j.x = base;
@@ -458,7 +495,8 @@ static netrun_status qconv_exec(cpu_context *ctx, qconv *s, const uint8_t *x, ui
         if (j.st[k])
             return cpu_host->error(NETRUN_ERR_BACKEND, "QLinearConv (oneDNN %s): execution failed (status %d)", s->impl,
                                    (int)j.st[k]);
-    if (!s->dst_nhwc) cpu_u8_to_nchw(ctx, j.y, y, s->n, s->m, s->ho * s->wo);
+    if (!s->dst_nhwc && s->ysize == 4) transpose32(ctx, (const int32_t *)j.y, (int32_t *)y, s->n, s->m, s->ho * s->wo);
+    else if (!s->dst_nhwc) cpu_u8_to_nchw(ctx, j.y, y, s->n, s->m, s->ho * s->wo);
     return NETRUN_OK;
 }
 
@@ -473,7 +511,69 @@ netrun_status cpu_qconv_run(cpu_context *ctx, void *state, const netrun_kernel_a
     if (!args->workspace || args->workspace_size < s->ws_bytes)
         return cpu_host->error(NETRUN_ERR_BACKEND, "QLinearConv (oneDNN): workspace missing at run");
     uint8_t *base = (uint8_t *)(((uintptr_t)args->workspace + 63) & ~(uintptr_t)63);
-    netrun_status st = qconv_exec(ctx, s, x->data, y->data, base);
+    netrun_status st = qconv_exec(ctx, s, x->data, y->data, base, 0);
+    *done = st == NETRUN_OK;
+    return st;
+}
+
+/* ---- ConvInteger: the same convolution with an int32 Y, no multiplier ---- */
+netrun_status cpu_convi_create(cpu_context *ctx, const netrun_node_desc *nd, void **state, size_t *workspace) {
+    *state = NULL;
+    *workspace = 0;
+    const netrun_conv_params *p = nd->params;
+    if (!engine_ok() || !p || p->n_spatial != 2 || nd->n_inputs < 2 || nd->n_outputs < 1) return NETRUN_OK;
+    const netrun_value_desc *x = &nd->inputs[0], *w = &nd->inputs[1], *y = &nd->outputs[0];
+    if (x->rank != 4 || w->rank != 4 || y->rank != 4 || p->group < 1 || y->dtype != NETRUN_DTYPE_INT32) return NETRUN_OK;
+    for (int i = 0; i < 4; i++)
+        if (x->dims[i] < 1 || y->dims[i] < 1 || w->dims[i] < 1) return NETRUN_OK;
+    int64_t m = w->dims[0], nxz = 1, nwz = 1, nw = 0;
+    int has_xz = nd->n_inputs > 2 && nd->inputs[2].rank >= 0, has_wz = nd->n_inputs > 3 && nd->inputs[3].rank >= 0;
+    const void *xz = has_xz ? const_in(nd, 2, &nxz) : NULL, *wz = has_wz ? const_in(nd, 3, &nwz) : NULL;
+    const void *wq = const_in(nd, 1, &nw);
+    int64_t xz_count = 1;
+    for (int i = 0; has_xz && i < nd->inputs[2].rank; i++) xz_count *= nd->inputs[2].dims[i];
+    if (!wq || xz_count != 1 || (has_wz && (!wz || (nwz != 1 && nwz != m)))) return NETRUN_OK;
+    int w_u8 = w->dtype == NETRUN_DTYPE_UINT8; /* as int8 with zero point 0: uint8 needs zero points 128 */
+    if (w_u8 && !wz) return NETRUN_OK;
+    for (int64_t i = 0; wz && i < nwz; i++)
+        if (zp_value((const char *)wz + i, w->dtype) != (w_u8 ? 128 : 0)) return NETRUN_OK;
+    qconv_desc d = {p, x->dtype, NETRUN_DTYPE_INT32, wq, NULL, NULL, xz ? zp_value(xz, x->dtype) : 0, 0,
+                    w->dims[2], w->dims[3], has_xz && !xz};
+    int8_t *wshift = w_u8 ? cpu_alloc((size_t)nw) : NULL;
+    if (w_u8 && !wshift) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "ConvInteger: out of memory");
+    for (int64_t i = 0; w_u8 && i < nw; i++) wshift[i] = (int8_t)(((const uint8_t *)wq)[i] ^ 0x80);
+    if (w_u8) d.w = wshift;
+    int64_t dims[7] = {x->dims[0], x->dims[1], x->dims[2], x->dims[3], m, y->dims[2], y->dims[3]};
+    int flat = x->dims[2] * x->dims[3] == 1 && y->dims[2] * y->dims[3] == 1 && w->dims[2] * w->dims[3] == 1 &&
+               !p->pads_begin[0] && !p->pads_begin[1] && !p->pads_end[0] && !p->pads_end[1] && p->group == 1;
+    qconv *s = NULL;
+    netrun_status rc = qconv_build(ctx, &d, dims, flat, flat, flat, &s);
+    cpu_free(wshift);
+    if (!s) return rc;
+    s->xzp_at_run = d.xzp_at_run;
+    *state = s;
+    *workspace = s->ws_bytes;
+    return NETRUN_OK;
+}
+
+netrun_status cpu_convi_run(cpu_context *ctx, void *state, const netrun_kernel_args *args, int *done) {
+    qconv *s = state;
+    const netrun_tensor *x = &args->inputs[0];
+    netrun_tensor *y = &args->outputs[0];
+    *done = 0;
+    if (x->dims[0] != s->n || x->dims[1] != s->c || x->dims[2] != s->h || x->dims[3] != s->w ||
+        y->dims[2] != s->ho || y->dims[3] != s->wo)
+        return NETRUN_OK;
+    int32_t xzp = 0;
+    if (s->xzp_at_run) {
+        const netrun_tensor *z = &args->inputs[2];
+        if (cpu_count(z) != 1) return NETRUN_OK;
+        xzp = zp_value(z->data, z->dtype);
+    }
+    if (!args->workspace || args->workspace_size < s->ws_bytes)
+        return cpu_host->error(NETRUN_ERR_BACKEND, "ConvInteger (oneDNN): workspace missing at run");
+    uint8_t *base = (uint8_t *)(((uintptr_t)args->workspace + 63) & ~(uintptr_t)63);
+    netrun_status st = qconv_exec(ctx, s, x->data, y->data, base, xzp);
     *done = st == NETRUN_OK;
     return st;
 }
@@ -678,7 +778,7 @@ netrun_status cpu_qmm_run(cpu_context *ctx, void *state, const netrun_kernel_arg
                                s->integer ? "MatMulInteger" : "QLinearMatMul");
     uint8_t *base = (uint8_t *)(((uintptr_t)args->workspace + 63) & ~(uintptr_t)63);
     if (s->conv) {
-        netrun_status st = qconv_exec(ctx, s->conv, a->data, args->outputs[0].data, base);
+        netrun_status st = qconv_exec(ctx, s->conv, a->data, args->outputs[0].data, base, 0);
         *done = st == NETRUN_OK;
         return st;
     }
@@ -776,6 +876,18 @@ netrun_status cpu_mmi_create(cpu_context *ctx, const netrun_node_desc *nd, void 
 }
 
 #else /* built without oneDNN: quantize.c's loops run everything */
+
+netrun_status cpu_convi_create(cpu_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace) {
+    (void)ctx, (void)node;
+    *state = NULL;
+    *workspace = 0;
+    return NETRUN_OK;
+}
+netrun_status cpu_convi_run(cpu_context *ctx, void *state, const netrun_kernel_args *args, int *done) {
+    (void)ctx, (void)state, (void)args;
+    *done = 0;
+    return NETRUN_OK;
+}
 
 netrun_status cpu_mmi_create(cpu_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace) {
     (void)ctx, (void)node;

@@ -11,6 +11,9 @@ netrun_status cpu_qconv_create(cpu_context *ctx, const netrun_node_desc *node, v
 /* Run it; *done = 0 when the tensors at run time differ from those it was built for (the caller falls back). */
 netrun_status cpu_qconv_run(cpu_context *ctx, void *state, const netrun_kernel_args *args, int *done);
 void cpu_qconv_destroy(void *state);
+/* ConvInteger's: destroyed and described as QLinearConv's. */
+netrun_status cpu_convi_create(cpu_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace);
+netrun_status cpu_convi_run(cpu_context *ctx, void *state, const netrun_kernel_args *args, int *done);
 void cpu_qconv_describe_state(const void *state, char *buf, size_t size);
 
 netrun_status cpu_qmm_create(cpu_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace);

@@ -520,7 +520,11 @@ static netrun_status qlconv_run(cpu_context *ctx, void *state, const netrun_kern
 }
 
 static netrun_status convi_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
-    (void)state;
+    int done = 0;
+    if (state) {
+        netrun_status st = cpu_convi_run(ctx, state, args, &done);
+        if (st != NETRUN_OK || done) return st;
+    }
     return conv_common(ctx, args, 0);
 }
 
@@ -563,7 +567,9 @@ const cpu_op cpu_ops_quantize[] = {
     {"QLinearConv", "", INT8_MASK, "w_scale/w_zero_point per tensor or channel; 2-D with constant parameters and "
      "symmetric weights: oneDNN int8 (VNNI/AMX), else direct int32 convolution",
      NULL, cpu_qconv_create, qlconv_run, cpu_qconv_destroy, qlconv_describe, cpu_qconv_describe_state},
-    {"ConvInteger", "", INT8_MASK, "direct int32 convolution; x_zero_point one value", NULL, NULL, convi_run, NULL},
+    {"ConvInteger", "", INT8_MASK, "x_zero_point one value; 2-D with constant symmetric weights: oneDNN int8 "
+     "(VNNI/AMX), else direct int32 convolution", NULL, cpu_convi_create, convi_run, cpu_qconv_destroy, NULL,
+     cpu_qconv_describe_state},
     {"BitCast", "", BITCAST_IN, "same bit width", NULL, NULL, bitcast_run, NULL},
     {0},
 };

@@ -16,8 +16,9 @@ weight zero point is not 0 or 128 take the direct int32 loops). Checked:
   attention MatMuls between two activations): outputs within 4 units of the output scale of onnxruntime's, 90% within one unit; and
   the same model with the pass off (graph.qdq_fuse=0: the float Conv between DQ and Q) within the same bound;
 - graph.int8_nhwc=0 (reorders inside each QLinearConv) gives the same bytes as the NHWC chain;
-- the BERT-like block quantized dynamically (quantize_dynamic: MatMulInteger on oneDNN's integer GEMM) within
-  1e-4 of the largest output of onnxruntime's;
+- the BERT-like block and the conv net quantized dynamically (quantize_dynamic: MatMulInteger on oneDNN's
+  integer GEMM, ConvInteger on its int8 convolution, x_zero_point known at run time only) within 1e-4 of the
+  largest output of onnxruntime's;
 - QDQ Convs written by hand around what must not fuse (a Relu the quantization does not make redundant, the
   Conv's float output also a graph output, weights from a graph input, a bias scale that is not
   x_scale * w_scale) stay unfused and agree with onnxruntime without its fusions, within one unit; a Relu
@@ -266,6 +267,17 @@ def main():
         err = float(np.abs(y - ref).max() / np.abs(ref).max())
         print(f"dynamic quantization (MatMulInteger): max error {err:.2e} of the largest output")
         check(err < 1e-4, f"dynamic: max error {err:.2e}")
+        m, shape = convnet()  # ConvInteger, x_zero_point from DynamicQuantizeLinear at run time
+        onnx.save(m, src)
+        quantize_dynamic(src, dst, weight_type=QuantType.QInt8, op_types_to_quantize=["Conv"])
+        x = RNG.standard_normal(shape).astype(np.float32)
+        ref = ort_run(dst, x)
+        y, nodes = run(dst, x)
+        kernels = [n[3] for n in nodes if n[1] == "ConvInteger"]
+        check(len(kernels) >= 4 and all("oneDNN int8" in k for k in kernels), f"dynamic conv: kernels {kernels}")
+        err = float(np.abs(y - ref).max() / np.abs(ref).max())
+        print(f"dynamic quantization (ConvInteger): max error {err:.2e} of the largest output")
+        check(err < 1e-4, f"dynamic conv: max error {err:.2e}")
     # groups that must stay unfused (and still be right), against onnxruntime with its fusions off (the float
     # ops as written): within one unit of y_scale (the float Conv's sum order)
     with tempfile.TemporaryDirectory() as tmp:
