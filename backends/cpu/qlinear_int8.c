@@ -1,4 +1,4 @@
-/* CPU int8 QLinearConv and QLinearMatMul.
+/* CPU int8 kernels: QLinearConv, ConvInteger, QLinearMatMul, MatMulInteger, per-tensor Q/DQ.
  *
  * QLinearConv: oneDNN's int8 convolution (VNNI / AMX JIT kernels), which takes channels-last (NHWC) 8-bit
  * activations only (on NCHW it has reference loops alone). The zero points of X and Y and the per-channel
@@ -6,13 +6,16 @@
  * int32 sums before the multiplier (as QLinearConv defines), and the result is rounded half to even and
  * saturated by the primitive. X is reordered to NHWC and Y back to NCHW inside the node unless the QDQ pass
  * marked them NHWC already (netrun_conv_params.src_nhwc / dst_nhwc: the value is only read by int8 kernels
- * that know it). Threads: the output rows are cut into one band per thread, each band its own
- * single-threaded primitive (its padding at the top and bottom is the band's own), so X and Y are read and
- * written once and no OpenMP team runs.
+ * that know it). Threads: the output rows (or, for a batch, the images) are cut into one band per thread, each
+ * band its own single-threaded primitive (its padding at the top and bottom is the band's own) with its own
+ * scratchpad, so X and Y are read and written once and no OpenMP team runs. 1x1 convolutions on 1x1 planes
+ * (a Gemm rewritten by the QDQ pass) run the images as the pixels of one row. ConvInteger: the same with an
+ * int32 Y and no multiplier, the x zero point possibly given at run time.
  *
- * QLinearMatMul: oneDNN's integer GEMM (dnnl_gemm_u8s8s32 / s8s8s32, zero points as its offsets), rows cut
- * into one block per thread, then the int32 sums requantized per row while cached. A uint8 B is moved to
- * int8 (b - 128, zero point - 128: the same differences). */
+ * QLinearMatMul: a constant 2-D B runs as that 1x1 convolution over A's rows (W = B^T); otherwise oneDNN's
+ * integer GEMM (dnnl_gemm_u8s8s32 / s8s8s32, zero points as its offsets), rows cut into one block per thread,
+ * then the int32 sums requantized per row while cached. MatMulInteger: that GEMM, its sums the output. A uint8
+ * B is moved to int8 (b - 128, zero point - 128: the same differences). */
 #include "qlinear_int8.h"
 
 #include <stdio.h>
