@@ -313,7 +313,10 @@ static netrun_status qconv_common(nr_layer_ctx *c, netrun_conv_params *p, int xi
         return nr_layer_error(c, "weight w has rank %d but x has rank %d; they must match", w->rank, x->rank);
     int ns = x->rank - 2;
     int64_t group, kshape[NETRUN_MAX_SPATIAL], pads[2 * NETRUN_MAX_SPATIAL];
+    int src_nhwc = p->src_nhwc, dst_nhwc = p->dst_nhwc; /* the layout the QDQ pass chose (runtime/qdq_fuse.c) */
     memset(p, 0, sizeof *p);
+    p->src_nhwc = src_nhwc;
+    p->dst_nhwc = dst_nhwc;
     p->n_spatial = ns;
     TRY(nr_attr_int(c, "group", 1, &group));
     if (group < 1) return nr_layer_error(c, "group = %lld must be >= 1", (long long)group);

@@ -1,4 +1,5 @@
 /* Building and freeing the IR. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -231,3 +232,95 @@ int64_t nr_model_opset(const nr_model_ir *m, const char *domain) {
     }
     return 0;
 }
+
+/* ---- copies of a graph for the graph passes (their constants borrowed from the original) ---- */
+
+nr_tensor *nr_tensor_borrow(const nr_tensor *t) {
+    nr_tensor *c = nr_calloc(1, sizeof *c);
+    if (!c) return NULL;
+    *c = *t;
+    c->owns_data = 0; /* the original's data, kept alive by the copy's reference on it */
+    return c;
+}
+
+netrun_status nr_attr_copy_borrowed(nr_attr *d, const nr_attr *a) {
+    d->type = a->type;
+    d->i = a->i;
+    d->f = a->f;
+    d->n = a->n;
+    size_t n = a->n > 0 ? (size_t)a->n : 0;
+    if (!(d->name = nr_strdup(a->name ? a->name : ""))) goto oom;
+    if (a->s) {
+        if (!(d->s = nr_malloc(a->s_len + 1))) goto oom;
+        memcpy(d->s, a->s, a->s_len);
+        d->s[a->s_len] = 0;
+        d->s_len = a->s_len;
+    }
+    if (a->t && !(d->t = nr_tensor_borrow(a->t))) goto oom;
+    if (a->ints) {
+        if (!(d->ints = nr_calloc(n + 1, sizeof(int64_t)))) goto oom;
+        memcpy(d->ints, a->ints, n * sizeof(int64_t));
+    }
+    if (a->floats) {
+        if (!(d->floats = nr_calloc(n + 1, sizeof(float)))) goto oom;
+        memcpy(d->floats, a->floats, n * sizeof(float));
+    }
+    if (a->strings) {
+        if (!(d->strings = nr_calloc(n + 1, sizeof(char *)))) goto oom;
+        for (size_t i = 0; i < n; i++)
+            if (a->strings[i] && !(d->strings[i] = nr_strdup(a->strings[i]))) goto oom;
+    }
+    if (a->tensors) {
+        if (!(d->tensors = nr_calloc(n + 1, sizeof(nr_tensor *)))) goto oom;
+        for (size_t i = 0; i < n; i++)
+            if (a->tensors[i] && !(d->tensors[i] = nr_tensor_borrow(a->tensors[i]))) goto oom;
+    }
+    return NETRUN_OK;
+oom:
+    return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying attribute '%s'", a->name ? a->name : "");
+}
+
+netrun_status nr_graph_copy_values_borrowed(const nr_graph *g, nr_graph *ng) {
+    for (int v = 0; v < g->n_values; v++) {
+        const nr_value *a = &g->values[v];
+        int id = nr_graph_value(ng, a->name);
+        if (id != v) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying the graph's values");
+        nr_value *b = &ng->values[id];
+        b->dtype = a->dtype;
+        b->rank = a->rank;
+        memcpy(b->dims, a->dims, sizeof b->dims);
+        for (int d = 0; d < NETRUN_MAX_RANK; d++)
+            if (a->dim_names[d] && !(b->dim_names[d] = nr_strdup(a->dim_names[d])))
+                return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying the graph's values");
+        if ((a->constant && !(b->constant = nr_tensor_borrow(a->constant))) ||
+            (a->default_value && !(b->default_value = nr_tensor_borrow(a->default_value))))
+            return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying the graph's values");
+        b->is_graph_input = a->is_graph_input;
+    }
+    for (int i = 0; i < g->n_inputs; i++)
+        if (nr_graph_add_input(ng, g->inputs[i]) != NETRUN_OK) return NETRUN_ERR_OUT_OF_MEMORY;
+    for (int i = 0; i < g->n_outputs; i++)
+        if (nr_graph_add_output(ng, g->outputs[i]) != NETRUN_OK) return NETRUN_ERR_OUT_OF_MEMORY;
+    ng->n_formal_inputs = g->n_formal_inputs;
+    return NETRUN_OK;
+}
+
+int nr_graph_new_const(nr_graph *g, const char *base, const char *suffix, nr_tensor *t) {
+    if (!t) return -1;
+    char name[512];
+    snprintf(name, sizeof name, "%s%s", base, suffix);
+    for (int k = 2; nr_graph_find_value(g, name) >= 0; k++) snprintf(name, sizeof name, "%s%s%d", base, suffix, k);
+    int id = nr_graph_value(g, name);
+    if (id < 0) {
+        nr_tensor_free(t);
+        return -1;
+    }
+    nr_value *v = &g->values[id];
+    v->constant = t;
+    v->dtype = t->dtype;
+    v->rank = t->rank;
+    for (int d = 0; d < t->rank; d++) v->dims[d] = t->dims[d];
+    v->producer = -1;
+    return id;
+}
+

@@ -149,6 +149,16 @@ void nr_model_ir_free(nr_model_ir *m);
 /* The model's opset for a domain ("" and "ai.onnx" are the same), or 0 when not imported. */
 int64_t nr_model_opset(const nr_model_ir *m, const char *domain);
 
+/* For graph passes that build a rewritten copy of a graph (the original model, kept alive by the copy's
+ * reference on it, owns the data): a tensor header pointing at t's data (owns_data 0); a deep copy of an
+ * attribute whose tensors are borrowed; values of g copied into the empty ng with the same ids (constants and
+ * defaults borrowed), and its inputs and outputs; a new constant value named base + suffix (made unique) that
+ * takes t (freed on failure; returns -1). Each returns NETRUN_OK / an id, or records the error. */
+nr_tensor *nr_tensor_borrow(const nr_tensor *t);
+netrun_status nr_attr_copy_borrowed(nr_attr *d, const nr_attr *a);
+netrun_status nr_graph_copy_values_borrowed(const nr_graph *g, nr_graph *ng);
+int nr_graph_new_const(nr_graph *g, const char *base, const char *suffix, nr_tensor *t);
+
 /* Product of dims; -1 when any dim is negative; saturates at INT64_MAX on overflow. */
 int64_t nr_shape_count(int rank, const int64_t *dims);
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "optimize_internal.h"
+#include "qdq_fuse.h"
 
 /* The passes, in the order they run: (d) Identity/Dropout dropped and (e) SiLU pairs, then (a)-(c) the Conv fusions
  * (opt_fuse.c); the copy is built (opt_copy.c); (f) the nChw16c region (opt_nchw16c.c) and (g) the float16 NHWC
@@ -68,6 +69,9 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
             nr_attr_type t = g->nodes[n].attrs[a].type;
             if (t == NR_ATTR_GRAPH || t == NR_ATTR_GRAPHS) return NETRUN_OK; /* subgraphs capture by name */
         }
+    int n_qdq = 0; /* QDQ groups -> QLinearConv / QLinearMatMul first: the passes below run on that copy */
+    netrun_status qst = nr_qdq_fuse_session(s, cfg, out, &n_qdq);
+    if (qst != NETRUN_OK || *out) return qst;
     opt_state o = {.s = s, .g = g};
     size_t nv = (size_t)g->n_values + 1, nn = (size_t)g->n_nodes + 1;
     o.alias = nr_calloc(nv, sizeof(int));

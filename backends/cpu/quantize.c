@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "cpu_internal.h"
+#include "qlinear_int8.h"
 
 #define DT(x) NETRUN_DTYPE_BIT(NETRUN_DTYPE_##x)
 #define F8_MASK (DT(FLOAT8E4M3FN) | DT(FLOAT8E4M3FNUZ) | DT(FLOAT8E5M2) | DT(FLOAT8E5M2FNUZ))
@@ -73,6 +74,38 @@ static void dq_range(void *arg, int64_t b, int64_t e) {
     }
 }
 
+/* Per-tensor float32 <-> (u)int8 (QDQ models: every activation), vectorized in slices over the pool. */
+typedef struct qv_job {
+    const q_job *j;
+    float scale;
+    int32_t zp;
+    int quantize, s8;
+} qv_job;
+
+static void qv_range(void *arg, int64_t b, int64_t e) {
+    const qv_job *v = arg;
+    int64_t o = b * 4096, n = (e - b) * 4096, total = cpu_count(v->j->x);
+    if (o + n > total) n = total - o;
+    if (v->quantize) cpu_quantize_f32_8((const float *)v->j->x->data + o, (int8_t *)v->j->y->data + o, n, v->scale, v->zp, v->s8);
+    else cpu_dequantize_8_f32((const int8_t *)v->j->x->data + o, (float *)v->j->y->data + o, n, v->scale, v->zp, v->s8);
+}
+
+static int fast_per_tensor(cpu_context *ctx, const q_job *j, int quantize, int64_t n) {
+    netrun_dtype q8 = quantize ? j->y->dtype : j->x->dtype, f = quantize ? j->x->dtype : j->y->dtype;
+    if (j->p->mode != NETRUN_QUANT_PER_TENSOR || f != NETRUN_DTYPE_FLOAT || j->s->dtype != NETRUN_DTYPE_FLOAT ||
+        (q8 != NETRUN_DTYPE_UINT8 && q8 != NETRUN_DTYPE_INT8) || (j->z && j->z->dtype != q8) || n < 1)
+        return 0;
+    if (quantize && j->p->precision && j->p->precision != NETRUN_DTYPE_FLOAT) return 0;
+    qv_job v = {j, *(const float *)j->s->data, j->z ? (int32_t)ld_q8(j->z->data, q8, 0) : 0, quantize,
+                q8 == NETRUN_DTYPE_INT8};
+    if (quantize ? !cpu_quantize_f32_8(NULL, NULL, 0, 1.0f, 0, 0) : !cpu_dequantize_8_f32(NULL, NULL, 0, 1.0f, 0, 0))
+        return 0; /* no AVX-512 here */
+    int64_t chunks = (n + 4095) / 4096;
+    if (chunks >= 4) cpu_parallel_for(ctx, chunks, 2, qv_range, &v);
+    else qv_range(&v, 0, chunks);
+    return 1;
+}
+
 static netrun_status q_run_common(cpu_context *ctx, const netrun_kernel_args *args, int quantize) {
     const netrun_quantize_params *p = args->params;
     const netrun_tensor *x = &args->inputs[0];
@@ -89,6 +122,7 @@ static netrun_status q_run_common(cpu_context *ctx, const netrun_kernel_args *ar
             return cpu_host->error(NETRUN_ERR_INTERNAL, "quantize: block_size %lld", (long long)p->block_size);
     }
     int64_t n = cpu_count(x);
+    if (fast_per_tensor(ctx, &j, quantize, n)) return NETRUN_OK;
     cpu_range_fn fn = quantize ? q_range : dq_range;
     if (n >= 2 * GRAIN) cpu_parallel_for(ctx, n, GRAIN, fn, &j);
     else fn(&j, 0, n);
@@ -291,12 +325,20 @@ static netrun_status mm_common(cpu_context *ctx, const netrun_kernel_args *args,
 }
 
 static netrun_status qlmm_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
-    (void)state;
+    int done = 0;
+    if (state) {
+        netrun_status st = cpu_qmm_run(ctx, state, args, &done);
+        if (st != NETRUN_OK || done) return st;
+    }
     return mm_common(ctx, args, 1);
 }
 
 static netrun_status mmi_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
-    (void)state;
+    int done = 0;
+    if (state) {
+        netrun_status st = cpu_qmm_run(ctx, state, args, &done);
+        if (st != NETRUN_OK || done) return st;
+    }
     return mm_common(ctx, args, 0);
 }
 
@@ -433,13 +475,56 @@ static netrun_status conv_common(cpu_context *ctx, const netrun_kernel_args *arg
     return NETRUN_OK;
 }
 
+/* The direct loops on a QLinearConv whose X or Y the QDQ pass marked NHWC (when the oneDNN kernel declines):
+ * through NCHW copies. */
+static netrun_status qlconv_direct(cpu_context *ctx, const netrun_kernel_args *args) {
+    const netrun_conv_params *p = args->params;
+    if (!p || (!p->src_nhwc && !p->dst_nhwc)) return conv_common(ctx, args, 1);
+    const netrun_tensor *x = &args->inputs[0], *y = &args->outputs[0];
+    if (x->rank < 3 || y->rank != x->rank)
+        return cpu_host->error(NETRUN_ERR_INTERNAL, "cpu QLinearConv: NHWC needs the same rank >= 3 for X and Y");
+    int64_t xhw = cpu_count(x) / (x->dims[0] * x->dims[1]), yhw = cpu_count(y) / (y->dims[0] * y->dims[1]);
+    uint8_t *xt = p->src_nhwc ? cpu_alloc(x->nbytes) : NULL, *yt = p->dst_nhwc ? cpu_alloc(y->nbytes) : NULL;
+    if ((p->src_nhwc && !xt) || (p->dst_nhwc && !yt)) {
+        cpu_free(xt);
+        cpu_free(yt);
+        return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cpu QLinearConv: out of memory");
+    }
+    netrun_tensor in[9], out = *y;
+    netrun_kernel_args a = *args;
+    memcpy(in, args->inputs, sizeof(netrun_tensor) * (size_t)(args->n_inputs < 9 ? args->n_inputs : 9));
+    if (xt) cpu_u8_to_nchw(ctx, x->data, xt, x->dims[0], x->dims[1], xhw), in[0].data = xt;
+    if (yt) out.data = yt;
+    a.inputs = in;
+    a.outputs = &out;
+    netrun_status st = conv_common(ctx, &a, 1);
+    if (st == NETRUN_OK && yt) cpu_u8_to_nhwc(ctx, yt, y->data, y->dims[0], y->dims[1], yhw);
+    cpu_free(xt);
+    cpu_free(yt);
+    return st;
+}
+
+static void qlconv_describe(const netrun_node_desc *node, char *buf, size_t size) {
+    const netrun_conv_params *p = node->params;
+    snprintf(buf, size, "direct int32 convolution%s%s", p && p->src_nhwc ? " (NHWC in)" : "",
+             p && p->dst_nhwc ? " (NHWC out)" : "");
+}
+
 static netrun_status qlconv_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
-    (void)state;
-    return conv_common(ctx, args, 1);
+    int done = 0;
+    if (state) {
+        netrun_status st = cpu_qconv_run(ctx, state, args, &done);
+        if (st != NETRUN_OK || done) return st;
+    }
+    return qlconv_direct(ctx, args);
 }
 
 static netrun_status convi_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
-    (void)state;
+    int done = 0;
+    if (state) {
+        netrun_status st = cpu_convi_run(ctx, state, args, &done);
+        if (st != NETRUN_OK || done) return st;
+    }
     return conv_common(ctx, args, 0);
 }
 
@@ -472,11 +557,19 @@ const cpu_op cpu_ops_quantize[] = {
     {"DequantizeLinear", "", DEQUANT_IN, "per-tensor, per-axis and blocked; to float/float16/bfloat16; float8e8m0 scales",
      NULL, NULL, dequantize_run, NULL},
     {"DynamicQuantizeLinear", "", DT(FLOAT), "uint8 output", NULL, NULL, dynq_run, NULL},
-    {"QLinearMatMul", "", INT8_MASK, "A, B of rank >= 2; y_scale/y_zero_point one value", NULL, NULL, qlmm_run, NULL},
-    {"MatMulInteger", "", INT8_MASK, "A, B of rank >= 2", NULL, NULL, mmi_run, NULL},
-    {"QLinearConv", "", INT8_MASK, "direct int32 convolution; w_scale/w_zero_point per tensor or channel",
-     NULL, NULL, qlconv_run, NULL},
-    {"ConvInteger", "", INT8_MASK, "direct int32 convolution; x_zero_point one value", NULL, NULL, convi_run, NULL},
+    {"QLinearMatMul", "", INT8_MASK, "A, B of rank >= 2; y_scale/y_zero_point one value; constant float32 scales and "
+     "zero points (b's per column allowed): a constant 2-D B as a oneDNN int8 1x1 convolution (VNNI/AMX), else "
+     "oneDNN's integer GEMM; otherwise direct int32 loops", NULL, cpu_qmm_create, qlmm_run, cpu_qmm_destroy,
+     NULL, cpu_qmm_describe_state},
+    {"MatMulInteger", "", INT8_MASK, "A, B of rank >= 2; constant zero points (b's per column if all equal): "
+     "oneDNN's integer GEMM, else direct int32 loops", NULL, cpu_mmi_create, mmi_run, cpu_qmm_destroy, NULL,
+     cpu_qmm_describe_state},
+    {"QLinearConv", "", INT8_MASK, "w_scale/w_zero_point per tensor or channel; 2-D with constant parameters and "
+     "symmetric weights: oneDNN int8 (VNNI/AMX), else direct int32 convolution",
+     NULL, cpu_qconv_create, qlconv_run, cpu_qconv_destroy, qlconv_describe, cpu_qconv_describe_state},
+    {"ConvInteger", "", INT8_MASK, "x_zero_point one value; 2-D with constant symmetric weights: oneDNN int8 "
+     "(VNNI/AMX), else direct int32 convolution", NULL, cpu_convi_create, convi_run, cpu_qconv_destroy, NULL,
+     cpu_qconv_describe_state},
     {"BitCast", "", BITCAST_IN, "same bit width", NULL, NULL, bitcast_run, NULL},
     {0},
 };

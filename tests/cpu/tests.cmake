@@ -9,3 +9,6 @@ set_tests_properties(unit.cpu_threadpool PROPERTIES TIMEOUT 120)
 # their fast paths on and off (Python binding)
 netrun_binding_test(cpu.winograd ${CMAKE_CURRENT_LIST_DIR}/test_winograd.py)
 netrun_binding_test(cpu.blocked_kernels ${CMAKE_CURRENT_LIST_DIR}/test_blocked_kernels.py)
+# QDQ models (onnxruntime's quantize_static) against onnxruntime: the QDQ pass's QLinearConv / QLinearMatMul,
+# the oneDNN int8 kernels, the NHWC int8 chain, per tensor / per channel, uint8 / int8 activations
+netrun_binding_test(cpu.int8_qdq ${CMAKE_CURRENT_LIST_DIR}/test_int8_qdq.py)
