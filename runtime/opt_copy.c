@@ -10,69 +10,6 @@
 
 /* ---- building the copy ---- */
 
-static nr_tensor *borrow(const nr_tensor *t) {
-    nr_tensor *c = nr_calloc(1, sizeof *c);
-    if (!c) return NULL;
-    *c = *t;
-    c->owns_data = 0; /* data stays the original model's, kept alive by the copy's reference on it */
-    return c;
-}
-
-static netrun_status copy_attr(nr_attr *d, const nr_attr *a) {
-    d->type = a->type;
-    d->i = a->i;
-    d->f = a->f;
-    d->n = a->n;
-    if (!(d->name = nr_strdup(a->name ? a->name : ""))) goto oom;
-    if (a->s) {
-        if (!(d->s = nr_malloc(a->s_len + 1))) goto oom;
-        memcpy(d->s, a->s, a->s_len);
-        d->s[a->s_len] = 0;
-        d->s_len = a->s_len;
-    }
-    if (a->t && !(d->t = borrow(a->t))) goto oom;
-    size_t n = a->n > 0 ? (size_t)a->n : 0;
-    if (a->ints) {
-        if (!(d->ints = nr_calloc(n + 1, sizeof(int64_t)))) goto oom;
-        memcpy(d->ints, a->ints, n * sizeof(int64_t));
-    }
-    if (a->floats) {
-        if (!(d->floats = nr_calloc(n + 1, sizeof(float)))) goto oom;
-        memcpy(d->floats, a->floats, n * sizeof(float));
-    }
-    if (a->strings) {
-        if (!(d->strings = nr_calloc(n + 1, sizeof(char *)))) goto oom;
-        for (size_t i = 0; i < n; i++)
-            if (a->strings[i] && !(d->strings[i] = nr_strdup(a->strings[i]))) goto oom;
-    }
-    if (a->tensors) {
-        if (!(d->tensors = nr_calloc(n + 1, sizeof(nr_tensor *)))) goto oom;
-        for (size_t i = 0; i < n; i++)
-            if (a->tensors[i] && !(d->tensors[i] = borrow(a->tensors[i]))) goto oom;
-    }
-    return NETRUN_OK;
-oom:
-    return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying attribute '%s'", a->name ? a->name : "");
-}
-
-/* A new float constant value named after base (unique in g). */
-int opt_new_const(nr_graph *g, const char *base, const char *suffix, nr_tensor *t) {
-    char name[512];
-    snprintf(name, sizeof name, "%s%s", base, suffix);
-    for (int k = 2; nr_graph_find_value(g, name) >= 0; k++) snprintf(name, sizeof name, "%s%s%d", base, suffix, k);
-    int id = nr_graph_value(g, name);
-    if (id < 0) {
-        nr_tensor_free(t);
-        return -1;
-    }
-    nr_value *v = &g->values[id];
-    v->constant = t;
-    v->dtype = t->dtype;
-    v->rank = t->rank;
-    for (int d = 0; d < t->rank; d++) v->dims[d] = t->dims[d];
-    return id;
-}
-
 /* W' = W * s per output channel, B' = (B - mean) * s + beta, s = gamma / sqrt(var + eps). */
 static netrun_status fold_bn(const opt_state *o, nr_graph *ng, const nr_node *nd, const nr_node *bn, int *w_id,
                              int *b_id) {
@@ -115,36 +52,10 @@ static netrun_status fold_bn(const opt_state *o, nr_graph *ng, const nr_node *nd
     for (int64_t c = 0; c < m; c++)
         bias[c] = ((b ? ((const float *)b->data)[c] : 0.0f) - mean[c]) * scale[c] + beta[c];
     nr_free(scale);
-    *w_id = opt_new_const(ng, g->values[nd->inputs[1]].name, ".bn_folded", nw_t);
-    *b_id = *w_id < 0 ? -1 : opt_new_const(ng, bn->name, ".bias_folded", nb_t);
+    *w_id = nr_graph_new_const(ng, g->values[nd->inputs[1]].name, ".bn_folded", nw_t);
+    *b_id = *w_id < 0 ? -1 : nr_graph_new_const(ng, bn->name, ".bias_folded", nb_t);
     if (*w_id < 0 && nb_t) nr_tensor_free(nb_t);
     if (*w_id < 0 || *b_id < 0) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory adding folded weights");
-    return NETRUN_OK;
-}
-
-static netrun_status copy_values(const nr_graph *g, nr_graph *ng) {
-    for (int v = 0; v < g->n_values; v++) {
-        const nr_value *a = &g->values[v];
-        int id = nr_graph_value(ng, a->name);
-        if (id != v) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying the graph's values");
-        nr_value *b = &ng->values[id];
-        b->dtype = a->dtype;
-        b->rank = a->rank;
-        memcpy(b->dims, a->dims, sizeof b->dims);
-        for (int d = 0; d < NETRUN_MAX_RANK; d++)
-            if (a->dim_names[d] && !(b->dim_names[d] = nr_strdup(a->dim_names[d])))
-                return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying the graph's values");
-        if (a->constant && !(b->constant = borrow(a->constant)))
-            return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying the graph's values");
-        if (a->default_value && !(b->default_value = borrow(a->default_value)))
-            return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying the graph's values");
-        b->is_graph_input = a->is_graph_input;
-    }
-    for (int i = 0; i < g->n_inputs; i++)
-        if (nr_graph_add_input(ng, g->inputs[i]) != NETRUN_OK) return NETRUN_ERR_OUT_OF_MEMORY;
-    for (int i = 0; i < g->n_outputs; i++)
-        if (nr_graph_add_output(ng, g->outputs[i]) != NETRUN_OK) return NETRUN_ERR_OUT_OF_MEMORY;
-    ng->n_formal_inputs = g->n_formal_inputs;
     return NETRUN_OK;
 }
 
@@ -168,7 +79,7 @@ static void swish_name(const opt_state *o, int n, char *buf, size_t size) {
 
 netrun_status opt_build_copy(opt_state *o, nr_graph *ng, int **params_from) {
     const nr_graph *g = o->g;
-    netrun_status st = copy_values(g, ng);
+    netrun_status st = nr_graph_copy_values_borrowed(g, ng);
     if (st != NETRUN_OK) return st;
     int *from = nr_calloc((size_t)g->n_nodes + 1, sizeof(int)); /* new node -> original node */
     if (!from) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
@@ -212,7 +123,7 @@ netrun_status opt_build_copy(opt_state *o, nr_graph *ng, int **params_from) {
         for (int k = 0; k < nd->n_outputs; k++) nn->outputs[k] = nd->outputs[k];
         if (fused) nn->outputs[0] = p->out;
         for (int a = 0; a < nd->n_attrs; a++)
-            if ((st = copy_attr(&nn->attrs[a], &nd->attrs[a])) != NETRUN_OK) return st;
+            if ((st = nr_attr_copy_borrowed(&nn->attrs[a], &nd->attrs[a])) != NETRUN_OK) return st;
     }
     return NETRUN_OK;
 }

@@ -126,7 +126,7 @@ static int h_const(h_state *st, int v) {
     if (!h) return -1;
     uint16_t *dst = h->data;
     for (int64_t i = 0; i < cnt; i++) dst[i] = nr_float_to_half(src[i]);
-    int id = opt_new_const(st->ng, st->ng->values[v].name, ".fp16", h); /* frees h on failure */
+    int id = nr_graph_new_const(st->ng, st->ng->values[v].name, ".fp16", h); /* frees h on failure */
     return id < 0 ? -1 : (st->hval[v] = id);
 }
 

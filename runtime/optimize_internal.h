@@ -70,7 +70,6 @@ int opt_backend_accepts(const opt_state *o, const netrun_backend_config *cfg, in
 void opt_plan_conv(opt_state *o, const netrun_backend_config *cfg, int n);
 int opt_plan_silu(opt_state *o, const netrun_backend_config *cfg, int n);
 /* opt_copy.c: the session's private copy of the graph */
-int opt_new_const(nr_graph *g, const char *base, const char *suffix, nr_tensor *t);
 netrun_status opt_build_copy(opt_state *o, nr_graph *ng, int **params_from);
 int opt_like_value(nr_graph *ng, int v, const char *suffix);
 int opt_add_layout_node(nr_graph *ng, int from, int to, const char *op, const char *attr, int value,
