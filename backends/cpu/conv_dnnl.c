@@ -199,6 +199,18 @@ static int make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t
     return st == dnnl_success;
 }
 
+/* Winograd F(2x2, 3x3) saves 20 of the 36 FMAs of each (input channel, output channel) pair of a 2x2 tile, and
+ * pays per tile an input transform per input channel and an output transform per output channel (oneDNN's also
+ * pads both to 16 and reorders plain X and Y): savings grow as C x M, costs as C + M. It pays where
+ * C x M / (C + M) >= 24 (the harmonic mean of C and M at least 48). Single 3x3 convs + bias + Relu at 2 threads,
+ * batch 1, NCHW in and out, minimum over 15 runs, Winograd vs direct (tools/bench/conv_algo_bench.py):
+ * 3 -> 16 at 416x416 (YOLO's first conv) 42.1 vs 3.1 ms, 3 -> 64 at 224x224 (VGG's, U-Net's) 22.1 vs 2.6,
+ * 16 -> 16 at 112x112 0.65 vs 0.44, 32 -> 32 at 56x56 0.46 vs 0.38 (batch 8 also 1.26x slower), 48 -> 48 0.74 vs
+ * 0.75, 64 -> 64 1.33 vs 1.41, 128 -> 128 at 28x28 0.86 vs 1.33. */
+static int wino_pays(int64_t c, int64_t m) {
+    return c > 0 && m > 0 && c * m >= 24 * (c + m);
+}
+
 int cpu_dnnl_available(void) {
     pthread_once(&g_engine_once, engine_init);
     return g_engine_status == dnnl_success;
@@ -220,7 +232,8 @@ static int build_slice(cpu_dnnl_conv *s, dnnl_slice *q, const netrun_conv_params
      * of ResNet-50 at 1 thread 1.19 -> 0.85 ms (layer1), 1.10 -> 0.60 (layer2), 1.15 -> 0.75 (layer3); output
      * error vs onnxruntime 6.3e-5 -> 7.1e-5 on ResNet-50. cpu.winograd=0 turns it off. */
     int wino_fits = s->winograd && p->n_spatial == 2 && p->group == 1 && wd[2] == 3 && wd[3] == 3 &&
-                    p->strides[0] == 1 && p->strides[1] == 1 && p->dilations[0] == 1 && p->dilations[1] == 1;
+                    p->strides[0] == 1 && p->strides[1] == 1 && p->dilations[0] == 1 && p->dilations[1] == 1 &&
+                    wino_pays(wd[1], wd[0]);
     for (int wino = wino_fits; wino >= 0 && !pd; wino--)
     for (int blocked16 = 1; blocked16 >= s->per_image && !pd; blocked16--) {
         pd = make_pd(p, xd, wd, yd, q->mc, blocked16, s->per_image, s->has_bias, s->has_sum, wino, s->own_swish,

@@ -9,3 +9,5 @@ set_tests_properties(unit.cpu_threadpool PROPERTIES TIMEOUT 120)
 # their fast paths on and off (Python binding)
 netrun_binding_test(cpu.winograd ${CMAKE_CURRENT_LIST_DIR}/test_winograd.py)
 netrun_binding_test(cpu.blocked_kernels ${CMAKE_CURRENT_LIST_DIR}/test_blocked_kernels.py)
+# which 3x3 convs take oneDNN's Winograd (conv_dnnl.c's rule on channel counts), outputs against onnxruntime
+netrun_binding_test(cpu.conv_algo ${CMAKE_CURRENT_LIST_DIR}/test_conv_algo.py)
