@@ -31,6 +31,7 @@ import make_models  # noqa: E402
 
 LIGHT_DIR = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
 DETECTOR_SIZE = 320
+BIGGER = {"unet_small": (256, 256), "superres": (224, 224)}
 
 
 def light(path, seed=0):
@@ -128,34 +129,69 @@ def hardswish_mbv3_small(seed=0):
     return b.model("input", b.linear(x, 1024, 1000, name="classifier.3"))
 
 
-def vit_tiny(seed=0, depth=12, dim=192, heads=3, mlp=768, res=224, patch=16):
-    """A ViT-Tiny-shaped transformer as timm / torch export it: patch Conv, Flatten + Transpose, class token
-    (Expand to the batch), position embedding, pre-norm blocks (LayerNormalization, Q / K / V MatMuls, scaled
-    Softmax attention, Erf GELU MLP), head on the class token."""
-    rng = np.random.default_rng(seed)
-    nodes, inits, cnt = [], [], [0]
+class Tx:
+    """A transformer graph as torch / transformers export it: MatMul + Add linears, LayerNormalization, Q / K / V
+    MatMuls split into heads by Reshape + Transpose, scaled Softmax attention, Erf GELU."""
 
-    def c(arr, name=None):
-        cnt[0] += 1
-        name = name or f"c{cnt[0]}"
-        inits.append(numpy_helper.from_array(np.asarray(arr), name))
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+        self.nodes, self.inits, self.cnt = [], [], 0
+
+    def c(self, arr):
+        self.cnt += 1
+        name = f"c{self.cnt}"
+        self.inits.append(numpy_helper.from_array(np.asarray(arr), name))
         return name
 
-    def n(op, ins, **kw):
-        cnt[0] += 1
-        out = f"{op.lower()}_{cnt[0]}"
-        nodes.append(helper.make_node(op, ins, [out], name=out, **kw))
+    def n(self, op, ins, **kw):
+        self.cnt += 1
+        out = f"{op.lower()}_{self.cnt}"
+        self.nodes.append(helper.make_node(op, ins, [out], name=out, **kw))
         return out
 
-    def lin(x, cin, cout):
-        w = (rng.standard_normal((cin, cout)) / np.sqrt(cin)).astype(np.float32)
-        return n("Add", [n("MatMul", [x, c(w)]), c((rng.standard_normal(cout) * 0.02).astype(np.float32))])
+    def lin(self, x, cin, cout):
+        w = (self.rng.standard_normal((cin, cout)) / np.sqrt(cin)).astype(np.float32)
+        return self.n("Add", [self.n("MatMul", [x, self.c(w)]), self.c((self.rng.standard_normal(cout) * 0.02).astype(np.float32))])
 
-    def ln(x):
-        return n("LayerNormalization", [x, c(np.ones(dim, np.float32)), c(np.zeros(dim, np.float32))], axis=-1,
-                 epsilon=1e-6)
+    def ln(self, x, dim):
+        return self.n("LayerNormalization", [x, self.c(np.ones(dim, np.float32)), self.c(np.zeros(dim, np.float32))],
+                      axis=-1, epsilon=1e-6)
 
-    hd, tokens = dim // heads, (res // patch) ** 2 + 1
+    def block(self, x, dim, heads, mlp, pre_norm, mask=None):
+        """One encoder layer; pre_norm: ViT's LayerNorm before attention and MLP, else BERT's after the sums;
+        mask: an additive [B, 1, 1, T] attention mask."""
+        n, c, hd = self.n, self.c, dim // heads
+        split = c(np.array([0, 0, heads, hd], np.int64))
+        merge = c(np.array([0, 0, dim], np.int64))
+        h = self.ln(x, dim) if pre_norm else x
+        q, k, v = (n("Transpose", [n("Reshape", [self.lin(h, dim, dim), split])], perm=[0, 2, 1, 3]) for _ in range(3))
+        s = n("Mul", [n("MatMul", [q, n("Transpose", [k], perm=[0, 1, 3, 2])]), c(np.array(1 / np.sqrt(hd), np.float32))])
+        if mask is not None:
+            s = n("Add", [s, mask])
+        o = n("Reshape", [n("Transpose", [n("MatMul", [n("Softmax", [s], axis=-1), v])], perm=[0, 2, 1, 3]), merge])
+        x = n("Add", [x, self.lin(o, dim, dim)])
+        if not pre_norm:
+            x = self.ln(x, dim)
+        h = self.lin(self.ln(x, dim) if pre_norm else x, dim, mlp)
+        gelu = n("Mul", [n("Mul", [h, n("Add", [n("Erf", [n("Div", [h, c(np.array(np.sqrt(2), np.float32))])]),
+                                                 c(np.array(1.0, np.float32))])]), c(np.array(0.5, np.float32))])
+        x = n("Add", [x, self.lin(gelu, mlp, dim)])
+        return x if pre_norm else self.ln(x, dim)
+
+    def model(self, name, inputs, y, y_shape):
+        g = helper.make_graph(self.nodes, name, inputs, [helper.make_tensor_value_info(y, TensorProto.FLOAT, y_shape)],
+                              self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        m.ir_version = 8
+        return m
+
+
+def vit_tiny(seed=0, depth=12, dim=192, heads=3, mlp=768, res=224, patch=16):
+    """ViT-Tiny/16-shaped: patch Conv, Reshape + Transpose to tokens, class token Expanded to the batch, position
+    embedding, pre-norm blocks, head on the class token."""
+    t = Tx(seed)
+    n, c, rng = t.n, t.c, t.rng
+    tokens = (res // patch) ** 2 + 1
     w = (rng.standard_normal((dim, 3, patch, patch)) / np.sqrt(3 * patch * patch)).astype(np.float32)
     x = n("Conv", ["input", c(w), c(np.zeros(dim, np.float32))], kernel_shape=[patch, patch], strides=[patch, patch])
     x = n("Transpose", [n("Reshape", [x, c(np.array([0, dim, -1], np.int64))])], perm=[0, 2, 1])
@@ -163,26 +199,53 @@ def vit_tiny(seed=0, depth=12, dim=192, heads=3, mlp=768, res=224, patch=16):
                           c(np.array([1, dim], np.int64))], axis=0)
     cls = n("Expand", [c((rng.standard_normal((1, 1, dim)) * 0.02).astype(np.float32)), bshape])
     x = n("Add", [n("Concat", [cls, x], axis=1), c((rng.standard_normal((1, tokens, dim)) * 0.02).astype(np.float32))])
-    split_shape = c(np.array([0, tokens, heads, hd], np.int64))
-    merge_shape = c(np.array([0, tokens, dim], np.int64))
-    scale = c(np.array(1.0 / np.sqrt(hd), np.float32))
     for _ in range(depth):
-        h = ln(x)
-        q, k, v = (n("Transpose", [n("Reshape", [lin(h, dim, dim), split_shape])], perm=[0, 2, 1, 3]) for _ in range(3))
-        att = n("Softmax", [n("Mul", [n("MatMul", [q, n("Transpose", [k], perm=[0, 1, 3, 2])]), scale])], axis=-1)
-        o = n("Reshape", [n("Transpose", [n("MatMul", [att, v])], perm=[0, 2, 1, 3]), merge_shape])
-        x = n("Add", [x, lin(o, dim, dim)])
-        h = lin(ln(x), dim, mlp)
-        gelu = n("Mul", [n("Mul", [h, n("Add", [n("Erf", [n("Div", [h, c(np.array(np.sqrt(2), np.float32))])]),
-                                                 c(np.array(1.0, np.float32))])]), c(np.array(0.5, np.float32))])
-        x = n("Add", [x, lin(gelu, mlp, dim)])
-    x = n("Gather", [ln(x), c(np.array(0, np.int64))], axis=1)
-    y = lin(x, dim, 1000)
-    g = helper.make_graph(nodes, "vit_tiny", [helper.make_tensor_value_info("input", TensorProto.FLOAT,
-                                                                              ["batch", 3, res, res])],
-                          [helper.make_tensor_value_info(y, TensorProto.FLOAT, ["batch", 1000])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
+        x = t.block(x, dim, heads, mlp, pre_norm=True)
+    x = n("Gather", [t.ln(x, dim), c(np.array(0, np.int64))], axis=1)
+    return t.model("vit_tiny", [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 3, res, res])],
+                   t.lin(x, dim, 1000), ["batch", 1000])
+
+
+def bert_base(seed=0, depth=12, dim=768, heads=12, mlp=3072, vocab=30522, max_pos=512):
+    """BERT-base-shaped classifier as transformers exports it: word + position + token-type embeddings (Gather),
+    LayerNorm, an additive mask from attention_mask ((1 - mask) * -10000), post-norm layers, Tanh pooler on the
+    first token, 2-class head. The word embedding is cut to 4096 rows (the model file stays small; the Gather
+    costs the same)."""
+    t = Tx(seed)
+    n, c, rng = t.n, t.c, t.rng
+    vocab = min(vocab, 4096)
+    emb = lambda rows: c((rng.standard_normal((rows, dim)) * 0.02).astype(np.float32))  # noqa: E731
+    seq = n("Gather", [n("Shape", ["input_ids"]), c(np.array(1, np.int64))], axis=0)
+    pos = n("Unsqueeze", [n("Range", [c(np.array(0, np.int64)), seq, c(np.array(1, np.int64))]), c(np.array([0], np.int64))])
+    x = n("Add", [n("Add", [n("Gather", [emb(vocab), "input_ids"]), n("Gather", [emb(max_pos), pos])]),
+                  n("Gather", [emb(2), n("Mul", ["input_ids", c(np.array(0, np.int64))])])])
+    x = t.ln(x, dim)
+    m = n("Cast", [n("Unsqueeze", ["attention_mask", c(np.array([1, 2], np.int64))])], to=TensorProto.FLOAT)
+    mask = n("Mul", [n("Sub", [c(np.array(1.0, np.float32)), m]), c(np.array(-10000.0, np.float32))])
+    for _ in range(depth):
+        x = t.block(x, dim, heads, mlp, pre_norm=False, mask=mask)
+    pooled = n("Tanh", [t.lin(n("Gather", [x, c(np.array(0, np.int64))], axis=1), dim, dim)])
+    return t.model("bert_base", [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"]),
+                                 helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "seq"])],
+                   t.lin(pooled, dim, 2), ["batch", 2])
+
+
+def bert_feeds(seq=128, vocab=4096, seed=0):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, vocab, (1, seq)).astype(np.int64)
+    mask = np.ones((1, seq), np.int64)
+    mask[0, seq * 3 // 4:] = 0  # padded tail
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+def resize_image_input(m, h, w):
+    """A fully convolutional model at another input size: input H, W and the output's spatial dims made free."""
+    dims = m.graph.input[0].type.tensor_type.shape.dim
+    dims[2].dim_value, dims[3].dim_value = h, w
+    for o in m.graph.output:
+        for d in o.type.tensor_type.shape.dim[2:]:
+            d.dim_param = "s" + o.name
+    del m.graph.value_info[:]
     return m
 
 
@@ -239,7 +302,14 @@ def build_all(out, only=()):
         if only and name not in only:
             continue
         m, cases = build_models.MODELS[name]()
-        put(name, family, m, cases[""])
+        feeds, note = cases[""], ""
+        if name in BIGGER:  # fully convolutional test models at a real image size
+            h, w = BIGGER[name]
+            m = resize_image_input(m, h, w)
+            k = m.graph.input[0].name
+            feeds = {k: np.random.default_rng(0).uniform(0, 1, feeds[k].shape[:2] + (h, w)).astype(np.float32)}
+            note = f"{h}x{w}"
+        put(name, family, m, feeds, note)
     det_fam = {"det_ssd_if": "SSD + NMS", "det_yolo_nms": "YOLO + NMS", "det_face": "face detector + NMS",
                "det_two_stage": "Faster R-CNN-like (RoiAlign)"}
     for name, family in det_fam.items():
@@ -247,6 +317,8 @@ def build_all(out, only=()):
             continue
         m, cases = detectors.build(build_models.Graph, build_models.fvi, name, size=DETECTOR_SIZE, batch_inputs=1)
         put(name, family, m, cases[""], note=f"{DETECTOR_SIZE}x{DETECTOR_SIZE}")
+    if not only or "bert_base" in only:
+        put("bert_base", "BERT-base (seq 128)", bert_base(0), bert_feeds(), "seq 128")
     for name, family, fn in (("mobilenetv3_small", "MobileNetV3", hardswish_mbv3_small), ("vit_tiny", "ViT", vit_tiny)):
         if only and name not in only:
             continue
