@@ -26,10 +26,10 @@ static inline float gu_act(float x, const netrun_fused_activation *a) {
         float v = x / 6.0f + 0.5f;
         return x * (v < 0 ? 0.0f : (v > 1 ? 1.0f : v));
     }
-    case NETRUN_ACT_TANH: return tanhf(x);
+    case NETRUN_ACT_TANH: return cpu_tanhf(x);
     case NETRUN_ACT_AFFINE: return a->alpha * x + a->beta;
     case NETRUN_ACT_THRESHOLDED_RELU: return x > a->alpha ? x : 0.0f;
-    case NETRUN_ACT_SCALED_TANH: return a->alpha * tanhf(a->beta * x);
+    case NETRUN_ACT_SCALED_TANH: return a->alpha * cpu_tanhf(a->beta * x);
     case NETRUN_ACT_ELU: return x < 0 ? a->alpha * (expf(x) - 1.0f) : x;
     case NETRUN_ACT_SOFTSIGN: return x / (1.0f + fabsf(x));
     case NETRUN_ACT_SOFTPLUS: return x > 20.0f ? x : log1pf(expf(x));
