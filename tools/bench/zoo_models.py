@@ -74,7 +74,7 @@ def light(path, seed=0):
     g.ClearField("input")
     g.input.extend(ins)
     m.ir_version = max(m.ir_version, 7)  # initializers need not be listed as inputs
-    ins[0].type.tensor_type.shape.dim[0].dim_param = "batch"
+    g.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
     for o in g.output:
         o.type.tensor_type.shape.dim[0].dim_param = "batch"
     for n in keep:  # Reshape to [1, -1] or [1, C]: copy the batch (0) instead
