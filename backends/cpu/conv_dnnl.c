@@ -5,6 +5,11 @@
  * Threads: the output channels are cut into one slice per thread of netrun's pool, each slice its own
  * single-threaded primitive (see dnnl_slice). Scratch (blocked X and Y, the scratchpads) lives in the
  * runtime's workspace; nothing is allocated on the run path by this file. */
+/* gu_act_n's compare-and-select activations (gemm_util.h) vectorize only without trapping math: netrun never
+ * enables FP traps. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
 #include "conv_dnnl.h"
 
 #include <stdio.h>

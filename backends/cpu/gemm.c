@@ -2,6 +2,11 @@
  * (sgemm/dgemm; each single-threaded); the output is cut
  * into (batch, row block, column block) tasks run on netrun's pool. float16 is computed in float32; integer
  * MatMul uses a plain loop with wrap-around arithmetic. */
+/* gu_act_n's compare-and-select activations (gemm_util.h) vectorize only without trapping math: netrun never
+ * enables FP traps. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
 #include <cblas.h>
 #include <limits.h>
 #include <stdio.h>

@@ -1,6 +1,11 @@
 /* CPU kernels: norm. Rows or planes are processed in fixed chunks loaded into double scratch on the stack,
  * so float, float16, bfloat16 and double share one code path without extra buffers; statistics are summed
  * in double. Work is split over rows / planes. */
+/* gu_act_n's compare-and-select activations (gemm_util.h) vectorize only without trapping math: netrun never
+ * enables FP traps. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
 #include <stdio.h>
 
 #include "gemm_util.h"
