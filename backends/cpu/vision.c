@@ -184,6 +184,22 @@ static int nms_cmp(const void *a, const void *b) {
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+/* The candidates as a heap, best (nms_cmp's first) at the root: NMS takes them best first and usually stops after
+ * max_output_boxes_per_class kept, long before the end, so a heap (O(n) to build, O(log n) a pop) replaces sorting
+ * them all (YOLO-style NMS at 320x320, 4 classes of up to 6000 candidates: 0.95 ms of its 2.1). */
+static void nms_sift(nms_cand *h, int64_t n, int64_t i) {
+    for (;;) {
+        int64_t l = 2 * i + 1, r = l + 1, w = i;
+        if (l < n && nms_cmp(&h[l], &h[w]) < 0) w = l;
+        if (r < n && nms_cmp(&h[r], &h[w]) < 0) w = r;
+        if (w == i) return;
+        nms_cand t = h[i];
+        h[i] = h[w];
+        h[w] = t;
+        i = w;
+    }
+}
+
 static void nms_corners(const float *bx, int center, float *ymin, float *xmin, float *ymax, float *xmax) {
     if (center) {
         float hw = bx[2] / 2, hh = bx[3] / 2;
@@ -280,12 +296,15 @@ static netrun_status run_nms(cpu_context *ctx, void *state, const netrun_kernel_
             int64_t nc = 0;
             for (int64_t i = 0; i < NB; i++)
                 if (!has_score || s[i] > score_th) cand[nc++] = (nms_cand){s[i], i};
-            qsort(cand, (size_t)nc, sizeof(nms_cand), nms_cmp);
+            for (int64_t i = nc / 2 - 1; i >= 0; i--) nms_sift(cand, nc, i);
             kept.n = 0;
             int kept_nan = 0;
-            for (int64_t i = 0; i < nc && kept.n < per_class; i++) {
+            for (int64_t left = nc; left > 0 && kept.n < per_class;) {
+                const nms_cand top = cand[0];
+                cand[0] = cand[--left];
+                nms_sift(cand, left, 0);
                 float y0, x0, y1, x1;
-                nms_corners(bd + (b * NB + cand[i].idx) * 4, p->center_point_box, &y0, &x0, &y1, &x1);
+                nms_corners(bd + (b * NB + top.idx) * 4, p->center_point_box, &y0, &x0, &y1, &x1);
                 float area = (x1 - x0) * (y1 - y0);
                 int nan = y0 != y0 || x0 != x0 || y1 != y1 || x1 != x1;
                 int (*test)(NMS_ARGS) = nan || kept_nan ? nms_overlap_nan : fast;
@@ -299,7 +318,7 @@ static netrun_status run_nms(cpu_context *ctx, void *state, const netrun_kernel_
                 kept.area[kept.n++] = area;
                 res[3 * count] = b;
                 res[3 * count + 1] = c;
-                res[3 * count + 2] = cand[i].idx;
+                res[3 * count + 2] = top.idx;
                 count++;
             }
         }
