@@ -77,9 +77,10 @@ def light(path, seed=0):
     g.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
     for o in g.output:
         o.type.tensor_type.shape.dim[0].dim_param = "batch"
+    live = {t.name: t for t in g.initializer}
     for n in keep:  # Reshape to [1, -1] or [1, C]: copy the batch (0) instead
-        if n.op_type == "Reshape" and n.input[1] in inits:
-            t = inits[n.input[1]]
+        if n.op_type == "Reshape" and n.input[1] in live:
+            t = live[n.input[1]]
             s = numpy_helper.to_array(t).copy()
             if s.size and s[0] == 1:
                 s[0] = 0
