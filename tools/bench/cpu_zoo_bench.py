@@ -86,10 +86,12 @@ def main():
     ap.add_argument("--min-runs", type=int, default=3)
     ap.add_argument("--row-seconds", type=float, default=20.0, help="time budget of a row's timed rounds")
     ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--pause", type=float, default=10.0,
+    ap.add_argument("--pause", type=float, default=60.0,
                     help="milliseconds of sleep before each engine's run, so that the previous engine's spinning "
-                         "workers (onnxruntime's spin on for a while after Run returns; netrun's 2 ms) have gone to "
-                         "sleep and do not take the cores from the next one (0: none)")
+                         "workers have gone to sleep and do not take the cores from the next one (default 60: "
+                         "onnxruntime's spin about 50 ms after Run returns, netrun's 2 ms; with 10 ms, netrun's pool "
+                         "saw onnxruntime's spinning workers as another busy process, stopped spinning "
+                         "(cpu.spin_watch) and MobileNetV3-small at batch 8 took 18.8 ms instead of 7.8)")
     ap.add_argument("--netrun", action="append", help="NAME:key=value,... a netrun variant (first one is compared)")
     ap.add_argument("--no-opencv", action="store_true")
     ap.add_argument("--tol", type=float, default=1e-3)
