@@ -144,15 +144,24 @@ def main():
             except Exception as e:  # the model fixes its batch somewhere onnxruntime checks
                 print(f"{name:<18} batch {batch}: onnxruntime cannot run it ({str(e).splitlines()[0][:100]}); row skipped")
                 continue
+            failed = None
             for vname, vopts in variants:
-                s = nr.session(path, backends="cpu", threads=args.threads, options=vopts)
-                s.set_inputs(feeds)
-                s.prepare()
+                try:
+                    s = nr.session(path, backends="cpu", threads=args.threads, options=vopts)
+                    s.set_inputs(feeds)
+                    s.prepare()
+                except Exception as e:  # reported as a row, so that one model does not end the run
+                    failed = f"{vname}: {e}"
+                    break
 
                 def run_nr(s=s):
                     s.run_only()
                     return s.outputs()
                 engines.append((vname, run_nr, s))
+            if failed:
+                print(f"{name:<18} batch {batch}: netrun failed ({failed}); row skipped", flush=True)
+                rows.append({"model": name, "family": meta["family"], "batch": batch, "error": failed})
+                continue
             engines.append(("ORT", lambda: osess.run(None, feeds), None))
             if cv2:
                 run_cv, why = opencv_engine(cv2, path, feeds, out_names)
@@ -201,34 +210,39 @@ def main():
                     s.close()
     print("# geometric means of the paired ratios (below 1: netrun faster)")
     summary = {}
-    for label, sel in [(f"batch {b}", [r for r in rows if r["batch"] == b]) for b in batches] + [("all rows", rows)]:
+    failed_rows = [(r["model"], r["batch"]) for r in rows if "error" in r]
+    rows_ok = [r for r in rows if "error" not in r]
+    for label, sel in [(f"batch {b}", [r for r in rows_ok if r["batch"] == b]) for b in batches] + [("all rows", rows_ok)]:
         g_ort = geomean([r["paired_ratio"][first + "/ORT"] for r in sel])
         ocv = [r["paired_ratio"][first + "/OCV"] for r in sel if first + "/OCV" in r["paired_ratio"]]
         g_ocv = geomean(ocv)
         summary[label] = {"vs_ort": g_ort, "vs_ocv": g_ocv, "rows": len(sel), "ocv_rows": len(ocv)}
         print(f"#   {label}: {first}/ORT {g_ort:.2f} over {len(sel)} rows, {first}/OCV {g_ocv:.2f} over {len(ocv)} rows")
-    losing = [(r["model"], r["batch"], round(r["paired_ratio"][first + "/ORT"], 2)) for r in rows
+    losing = [(r["model"], r["batch"], round(r["paired_ratio"][first + "/ORT"], 2)) for r in rows_ok
               if r["paired_ratio"][first + "/ORT"] > 1.05]
+    if failed_rows:
+        print(f"# rows netrun could not run: {failed_rows}")
     print(f"# rows above 1.05x onnxruntime: {losing if losing else 'none'}")
-    bad = [(r["model"], r["batch"], k, v) for r in rows for k, v in r["err_vs_ort"].items() if v > args.tol]
+    bad = [(r["model"], r["batch"], k, v) for r in rows_ok for k, v in r["err_vs_ort"].items() if v > args.tol]
     print(f"# outputs beyond {args.tol} of onnxruntime's: {bad if bad else 'none'}")
     if args.md:
         with open(args.md, "w") as f:
             f.write(f"| model | family | batch | netrun ms | onnxruntime ms | OpenCV ms | netrun/ORT | netrun/OpenCV |\n")
             f.write("|---|---|---:|---:|---:|---:|---:|---:|\n")
-            for r in rows:
+            for r in rows_ok:
                 m, p = r["median_ms"], r["paired_ratio"]
                 fam = r["family"] + (f", {r['note']}" if r["note"] else "")
                 f.write(f"| {r['model']} | {fam} | {r['batch']} | {m[first]:.2f} | {m['ORT']:.2f} | " +
                         (f"{m['OCV']:.2f}" if "OCV" in m else "n/a") + f" | {p[first + '/ORT']:.2f} | " +
                         (f"{p[first + '/OCV']:.2f}" if first + "/OCV" in p else "n/a") + " |\n")
             for label, s in summary.items():
-                f.write(f"| **geometric mean, {label}** | | | | | | **{s['vs_ort']:.2f}** | **{s['vs_ocv']:.2f}** |\n")
+                ocv = f"**{s['vs_ocv']:.2f}**" if s["ocv_rows"] else "n/a"
+                f.write(f"| **geometric mean, {label}** | | | | | | **{s['vs_ort']:.2f}** | {ocv} |\n")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"meta": {"machine": f"{cpu_model()}, {os.cpu_count()} cores", "date": stamp, "load": load,
                                 "command": " ".join(sys.argv)}, "rows": rows, "summary": summary}, f, indent=1)
-    return 1 if bad else 0
+    return 1 if bad or failed_rows else 0
 
 
 if __name__ == "__main__":
