@@ -17,7 +17,7 @@
  * QLinearConv then computes round((sum (x - x_zp)(w - w_zp) + b) * x_scale * w_scale / y_scale) + y_zp, which
  * is what DQ -> Conv -> Q computes up to the float rounding of the unfused Conv's sum and of the multiplier:
  * the two may differ by one unit of y_scale where the real value lies near a rounding tie.
- * Also: DQ -> Reshape / Transpose / Flatten / Squeeze / Unsqueeze / Concat -> Q with one scale and zero point
+ * Also: DQ -> Reshape / Transpose / Flatten / Squeeze / Unsqueeze / Concat / MaxPool -> Q with one scale and zero point
  * runs the op on the 8-bit values (plan_move), and the 8-bit values between fused CPU convolutions stay NHWC
  * (plan_nhwc). */
 #include "qdq_fuse.h"
@@ -290,11 +290,10 @@ static int dwn_input(const qdq_state *o, int d) { return d >= 0 ? o->g->nodes[d]
 static int move_inputs(const nr_node *nd) {
     if (*nd->domain || nd->n_outputs != 1) return 0;
     if (is_op(nd, "Concat")) return nd->n_inputs;
-    /* MaxPool would be exact too, but the CPU's 8-bit MaxPool is a portable loop (ResNet-50's 64x112x112 pool:
-     * 8-11 ms against 0.2 ms for DQ + the AVX-512 float pool + Q), so it stays between its DQ and Q */
     if (is_op(nd, "Reshape") || is_op(nd, "Transpose") || is_op(nd, "Flatten") ||
         is_op(nd, "Squeeze") || is_op(nd, "Unsqueeze"))
         return 1;
+    if (is_op(nd, "MaxPool")) return 1; /* max commutes with a monotonic DQ (one output: no Indices) */
     return 0;
 }
 
@@ -305,7 +304,7 @@ static int same_scalar(const qdq_state *o, int a, int b) {
            !memcmp(x->data, y->data, netrun_dtype_size(x->dtype));
 }
 
-/* DQ -> Reshape | Transpose | Flatten | Squeeze | Unsqueeze | Concat -> Q with the same scale and zero point
+/* DQ -> Reshape | Transpose | Flatten | Squeeze | Unsqueeze | Concat | MaxPool -> Q with the same scale and zero point
  * on every side: the op runs on the 8-bit values (Q(DQ(q)) = q for one scale and zero point). */
 static int plan_move(qdq_state *o, const netrun_backend_config *cfg, int n) {
     const nr_node *nd = &o->g->nodes[n];
