@@ -28,7 +28,8 @@ weight zero point is not 0 or 128 take the direct int32 loops). Checked:
   within one unit of onnxruntime's (its QLinearConv + QLinearAdd) and at least 97% equal, also with
   graph.qdq_residual=0 (the float Add) and with inputs 3x the calibration's (the saturations); ResNet-like blocks (a downsample conv written after the main branch)
   within 4 units, 90% within one, the same bytes at 1 and 2 threads and with graph.int8_nhwc=0;
-- MaxPool between DQ and Q runs on the 8-bit values (no DequantizeLinear before it).
+- MaxPool between DQ and Q runs on the 8-bit values (no DequantizeLinear before it), and the 8-bit MaxPool
+  kernel gives onnx.reference's bytes (int8, uint8; strides, pads, dilations, ceil_mode; AVX-512 on and off).
 
     python3 tests/cpu/test_int8_qdq.py --lib build/lib/libnetrun.so
 """
@@ -371,6 +372,34 @@ def main():
                     check(np.array_equal(y, y1), f"{tag}: 1 thread differs from 2")
                     check(any("NHWC in" in n[3] and "NHWC out" in n[3] for n in res) or weight != QuantType.QInt8,
                           f"{tag}: no NHWC chain through a residual: {[n[3] for n in res]}")
+    # the 8-bit MaxPool kernel against onnx.reference: strides, dilations, pads, ceil_mode, with its AVX-512
+    # path and without (cpu.pool_avx512=0)
+    from onnx.reference import ReferenceEvaluator
+    with tempfile.TemporaryDirectory() as tmp:
+        geoms = [dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+                 dict(kernel_shape=[2, 2], strides=[1, 1]),
+                 dict(kernel_shape=[3, 2], strides=[3, 2], pads=[0, 1, 2, 0], ceil_mode=1),
+                 dict(kernel_shape=[3, 3], strides=[1, 2], dilations=[2, 2], pads=[2, 2, 2, 2]),
+                 dict(kernel_shape=[5, 5], strides=[4, 4], pads=[2, 2, 2, 2])]
+        for t, np_t in ((TensorProto.INT8, np.int8), (TensorProto.UINT8, np.uint8)):
+            for k, attrs in enumerate(geoms):
+                nd = helper.make_node("MaxPool", ["x"], ["y"], **attrs)
+                gr = helper.make_graph([nd], "pool", [helper.make_tensor_value_info("x", t, [2, 5, 23, 37])],
+                                       [helper.make_tensor_value_info("y", t, None)])
+                path = os.path.join(tmp, f"pool{k}.onnx")
+                onnx.save(helper.make_model(gr, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+                info = np.iinfo(np_t)
+                x = RNG.integers(info.min, info.max + 1, (2, 5, 23, 37)).astype(np_t)
+                fgr = helper.make_graph([nd], "pool", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+                                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+                fm = helper.make_model(fgr, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+                # onnx.reference pads integers with NaN (fails): its float MaxPool on the same (exact) values
+                want = ReferenceEvaluator(fm).run(None, {"x": x.astype(np.float32)})[0].astype(np_t)
+                for opt in ({}, {"cpu.pool_avx512": "0"}):
+                    with nr.session(path, backends="cpu", threads=2, options=opt) as sess:
+                        got = sess.run({"x": x})[0]
+                    check(got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want),
+                          f"MaxPool {np.dtype(np_t).name} {attrs} {opt}: differs from onnx.reference")
     print(f"{checks - len(failures)}/{checks} checks passed")
     return 1 if failures else 0
 
