@@ -250,8 +250,8 @@ void cpu_qconv_destroy(void *state) {
 
 void cpu_qconv_describe_state(const void *state, char *buf, size_t size) {
     const qconv *s = state;
-    snprintf(buf, size, "oneDNN int8 %s%s%s", s->impl, s->src_nhwc ? " (NHWC in)" : " (reorders X)",
-             s->dst_nhwc ? " (NHWC out)" : " (reorders Y)");
+    snprintf(buf, size, "oneDNN int8 %s%s%s%s", s->res ? "+ residual " : "", s->impl,
+             s->src_nhwc ? " (NHWC in)" : " (reorders X)", s->dst_nhwc ? " (NHWC out)" : " (reorders Y)");
 }
 
 typedef struct qconv_desc {

@@ -506,8 +506,8 @@ static netrun_status qlconv_direct(cpu_context *ctx, const netrun_kernel_args *a
 
 static void qlconv_describe(const netrun_node_desc *node, char *buf, size_t size) {
     const netrun_conv_params *p = node->params;
-    snprintf(buf, size, "direct int32 convolution%s%s", p && p->src_nhwc ? " (NHWC in)" : "",
-             p && p->dst_nhwc ? " (NHWC out)" : "");
+    snprintf(buf, size, "direct int32 convolution%s%s%s", p && p->has_sum ? " + residual" : "",
+             p && p->src_nhwc ? " (NHWC in)" : "", p && p->dst_nhwc ? " (NHWC out)" : "");
 }
 
 /* The residual form (layers/quantize.c) without the oneDNN kernel: q into Y (in q's type), then the Add. */
