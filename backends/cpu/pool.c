@@ -178,6 +178,55 @@ static void maxpool2d_f32(void *arg, int64_t p0, int64_t p1) {
         }
     }
 }
+/* float 2-D AveragePool (LpPool excluded) the same way: per output row, the sum of the window's input rows into a
+ * zero-padded row (vectorizes), then the sum along each window of that row, divided by the taps inside the input
+ * (or inside the padded extent with count_include_pad). Sums in float, as onnxruntime (the generic loop sums in
+ * double): Inception v2's 3x3/1 average pools were a third of its time in the generic loop. */
+static int avgpool2d_ok(const pool_job *j) {
+    return !j->is_max && !j->lp && j->in[0] == 1 && j->out[0] == 1 && j->k[0] == 1 && j->pb[2] >= 0 &&
+           maxpool2d_row(j) <= MAXROW;
+}
+static void avgpool2d_f32(void *arg, int64_t p0, int64_t p1) {
+    const pool_job *j = arg;
+    float buf[MAXROW];
+    const int64_t L = maxpool2d_row(j), iw = j->in[2], pw = j->pb[2], ow_n = j->out[2];
+    const int64_t sw = j->s[2], dw = j->d[2], kw_n = j->k[2];
+    for (int64_t i = 0; i < L; i++) buf[i] = 0.0f;
+    float *row = buf + pw;
+    for (int64_t pl = p0; pl < p1; pl++) {
+        const float *x = (const float *)j->x + pl * j->in_size;
+        float *y = (float *)j->y + pl * j->out_size;
+        for (int64_t oh = 0; oh < j->out[1]; oh++) {
+            int64_t h0 = oh * j->s[1] - j->pb[1], kh0, kh1;
+            pool_taps(h0, j->d[1], j->k[1], 0, j->in[1], &kh0, &kh1);
+            if (kh1 > kh0) {
+                const float *xr = x + (h0 + kh0 * j->d[1]) * iw;
+                for (int64_t i = 0; i < iw; i++) row[i] = xr[i];
+            } else {
+                for (int64_t i = 0; i < iw; i++) row[i] = 0.0f;
+            }
+            for (int64_t kh = kh0 + 1; kh < kh1; kh++) {
+                const float *xr = x + (h0 + kh * j->d[1]) * iw;
+                for (int64_t i = 0; i < iw; i++) row[i] += xr[i];
+            }
+            float *yr = y + oh * ow_n;
+            for (int64_t ow = 0; ow < ow_n; ow++) {
+                const float *w = buf + ow * sw;
+                float sum = 0.0f;
+                for (int64_t k = 0; k < kw_n; k++) sum += w[k * dw];
+                int64_t w0 = ow * sw - pw, kw0, kw1, div;
+                if (j->count_include_pad) {
+                    div = pool_padded_count(j, 0, h0, w0);
+                } else {
+                    pool_taps(w0, dw, kw_n, 0, iw, &kw0, &kw1);
+                    div = (kh1 - kh0) * (kw1 - kw0);
+                }
+                yr[ow] = div > 0 ? sum / (float)div : 0.0f;
+            }
+        }
+    }
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define POOL_AVX512 1
@@ -420,7 +469,7 @@ static netrun_status pool_run_common(cpu_context *ctx, const netrun_kernel_args 
         break;
     }
     default:
-        fn = maxpool2d_ok(&j) ? maxpool2d_f32 : pool_f32;
+        fn = maxpool2d_ok(&j) ? maxpool2d_f32 : avgpool2d_ok(&j) ? avgpool2d_f32 : pool_f32;
 #ifdef POOL_AVX512
         if (fn == maxpool2d_f32 && X->dtype == NETRUN_DTYPE_FLOAT && pool_use_avx512(ctx)) fn = maxpool2d_f32_512;
 #endif
