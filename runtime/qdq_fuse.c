@@ -49,9 +49,9 @@ typedef struct qdq_group {
     int trans_b;         /* Gemm: W is [N, K] (else [K, N], transposed into the 1x1 conv's [N, K, 1, 1]) */
     int64_t gm, gk, gn;  /* Gemm: A [gm, gk], Y [gm, gn] */
     int dx, dw, db, act, q; /* the nodes it absorbs (-1 when none) */
-    /* the residual (Q_CONV): Z, its scale and zero point, the Add's Q's scale, zero point and output; the DQ of
-     * q, the DQ of Z, the Add, its activation and Q */
-    int res, z, zs, zz, ss, sz, y2, rdq, rdz, radd, ract, rq;
+    /* the residual (Q_CONV): Z, its scale and zero point, the Add's Q's scale, zero point and output; the Add
+     * and its Q */
+    int res, z, zs, zz, ss, sz, y2, radd, rq;
 } qdq_group;
 
 typedef struct qdq_state {
@@ -459,7 +459,7 @@ static int plan_residual(qdq_state *o, const netrun_backend_config *cfg, int a) 
         gr.res = 1;
         gr.z = z, gr.zs = dzn->inputs[1], gr.zz = in_at(dzn, 2);
         gr.ss = out.ys, gr.sz = out.yz, gr.y2 = out.y;
-        gr.rdq = da, gr.rdz = dz, gr.radd = a, gr.ract = out.act, gr.rq = out.q;
+        gr.radd = a, gr.rq = out.q;
         if (!backend_takes(o, cfg, c, &gr)) return 0;
         o->grp[c] = gr;
         o->removed[da] = o->removed[a] = o->removed[out.q] = 1; /* DQ(q), the Add (its activation) and its Q go */
