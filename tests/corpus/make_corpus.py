@@ -195,6 +195,31 @@ def build():
     w4 = numpy_helper.from_array(np.ones((4, 1, 1, 1), np.float32), "w")
     add("conv_group_mismatch.onnx", model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv_g", group=3)],
                                           [vi("x", [1, 4, 3, 3])], [vi("y", None)], [w4]), {2}, ["conv_g", "group"])
+    # a group of 2^62 times W's dim 1 overflowed int64 in the channel check (UBSan, Conv / ConvTranspose /
+    # QLinearConv / ConvInteger; ConvTranspose with no input channels, where any group divides them)
+    add("conv_group_huge.onnx", model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv_gh", group=1 << 62)],
+                                      [vi("x", [1, 16, 3, 3])], [vi("y", None)], [w4]), {2}, ["conv_gh", "group"])
+    w04 = numpy_helper.from_array(np.ones((0, 4, 1, 1), np.float32), "w")
+    add("conv_transpose_group_huge.onnx",
+        model([helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="convt_gh", group=1 << 62)],
+              [vi("x", [1, 0, 3, 3])], [vi("y", None)], [w04]), {2}, ["convt_gh", "group"])
+    wq = numpy_helper.from_array(np.ones((4, 4, 1, 1), np.int8), "wq")
+    qs = [numpy_helper.from_array(np.array(0.1, np.float32), "qs"), numpy_helper.from_array(np.array(0, np.uint8), "qz"),
+          numpy_helper.from_array(np.array(0, np.int8), "wz")]
+    add("qlinearconv_group_huge.onnx",
+        model([helper.make_node("QLinearConv", ["x", "qs", "qz", "wq", "qs", "wz", "qs", "qz"], ["y"], name="qconv_gh",
+                                group=1 << 62)], [vi("x", [1, 16, 3, 3], TensorProto.UINT8)],
+              [vi("y", None, TensorProto.UINT8)], [wq] + qs), {2}, ["qconv_gh", "group"])
+    # sampling_ratio 2^16 (the old limit): 2^32 samples per output bin, minutes of work (fuzz.importer timeout)
+    add("roialign_sampling_huge.onnx",
+        model([helper.make_node("RoiAlign", ["x", "rois", "bi"], ["y"], name="roi_sr", sampling_ratio=1 << 16,
+                                output_height=2, output_width=5)],
+              [vi("x", [1, 1, 10, 10]), vi("rois", [3, 4]), vi("bi", [3], TensorProto.INT64)], [vi("y", None)]), {2},
+        ["roi_sr", "sampling_ratio"])
+    add("convinteger_group_huge.onnx",
+        model([helper.make_node("ConvInteger", ["x", "wq"], ["y"], name="convi_gh", group=1 << 62)],
+              [vi("x", [1, 16, 3, 3], TensorProto.UINT8)], [vi("y", None, TensorProto.INT32)], [wq]), {2},
+        ["convi_gh", "group"])
     # found by mutating attributes of the node tests: pads of 2^31 make the output dims ~2^32, whose
     # product overflows int64 in the CPU kernels (UB in conv.c; ConvInteger crashed)
     big = 1 << 31
