@@ -216,6 +216,12 @@ def build():
                                 output_height=2, output_width=5)],
               [vi("x", [1, 1, 10, 10]), vi("rois", [3, 4]), vi("bi", [3], TensorProto.INT64)], [vi("y", None)]), {2},
         ["roi_sr", "sampling_ratio"])
+    # max_skip_count 2^40 over rows of 65,535 tokens: 2 x 10^9 windows a row (fuzz.importer timeout); refused at run
+    add("tfidf_skip_huge.onnx",
+        model([helper.make_node("TfIdfVectorizer", ["x"], ["y"], name="tfidf_skip", mode="TF", min_gram_length=2,
+                                max_gram_length=2, max_skip_count=1 << 40, ngram_counts=[0, 0],
+                                ngram_indexes=[0, 1], pool_int64s=[2, 3, 5, 4])],
+              [vi("x", [2, 65535], TensorProto.INT32)], [vi("y", None)]), {1}, ["tfidf_skip", "max_skip_count"])
     add("convinteger_group_huge.onnx",
         model([helper.make_node("ConvInteger", ["x", "wq"], ["y"], name="convi_gh", group=1 << 62)],
               [vi("x", [1, 16, 3, 3], TensorProto.UINT8)], [vi("y", None, TensorProto.INT32)], [wq]), {2},
