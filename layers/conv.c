@@ -125,10 +125,10 @@ static netrun_status conv_common_infer(nr_layer_ctx *c, netrun_conv_params *p, c
     }
     int64_t cin = x->dims[1];
     if (!transpose) {
-        if (cin != w->dims[1] * a->group)
-            return nr_layer_error(c, "X has %lld channels but W expects %lld (W dim 1 = %lld x group %lld)",
-                                  (long long)cin, (long long)(w->dims[1] * a->group), (long long)w->dims[1],
-                                  (long long)a->group);
+        /* by division: W dim 1 times a huge group would overflow */
+        if (cin % a->group || cin / a->group != w->dims[1])
+            return nr_layer_error(c, "X has %lld channels but W expects W dim 1 (%lld) x group (%lld) of them",
+                                  (long long)cin, (long long)w->dims[1], (long long)a->group);
         if (w->dims[0] % a->group)
             return nr_layer_error(c, "W has %lld output channels, not a multiple of group %lld",
                                   (long long)w->dims[0], (long long)a->group);
@@ -139,6 +139,10 @@ static netrun_status conv_common_infer(nr_layer_ctx *c, netrun_conv_params *p, c
         if (cin % a->group)
             return nr_layer_error(c, "X has %lld channels, not a multiple of group %lld", (long long)cin,
                                   (long long)a->group);
+        /* the output channels, W dim 1 x group (group is not bounded by X's channels when there are none) */
+        if (w->dims[1] && a->group > NR_MAX_DIM / w->dims[1])
+            return nr_layer_error(c, "W dim 1 (%lld) x group (%lld) output channels is over the limit of %lld",
+                                  (long long)w->dims[1], (long long)a->group, (long long)NR_MAX_DIM);
     }
     int64_t m = transpose ? w->dims[1] * a->group : w->dims[0];
     p->has_bias = nr_in_count(c) > 2 && nr_in_present(c, 2);

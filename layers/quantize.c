@@ -330,10 +330,9 @@ static netrun_status qconv_common(nr_layer_ctx *c, netrun_conv_params *p, int xi
     int same_upper = !strcmp(ap, "SAME_UPPER"), same_lower = !strcmp(ap, "SAME_LOWER"), valid = !strcmp(ap, "VALID");
     if (!same_upper && !same_lower && !valid && strcmp(ap, "NOTSET"))
         return nr_layer_error(c, "auto_pad '%s' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", ap);
-    if (x->dims[1] != w->dims[1] * group)
-        return nr_layer_error(c, "x has %lld channels but w expects %lld (w dim 1 = %lld x group %lld)",
-                              (long long)x->dims[1], (long long)(w->dims[1] * group), (long long)w->dims[1],
-                              (long long)group);
+    if (x->dims[1] % group || x->dims[1] / group != w->dims[1]) /* by division: w dim 1 x a huge group overflows */
+        return nr_layer_error(c, "x has %lld channels but w expects w dim 1 (%lld) x group (%lld) of them",
+                              (long long)x->dims[1], (long long)w->dims[1], (long long)group);
     if (w->dims[0] % group)
         return nr_layer_error(c, "w has %lld output channels, not a multiple of group %lld", (long long)w->dims[0],
                               (long long)group);

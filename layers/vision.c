@@ -128,8 +128,11 @@ static netrun_status roi_align_parse(nr_layer_ctx *c, void *params) {
                                "output_half_pixel", ctm);
     if (p->output_height < 1 || p->output_width < 1 || p->output_height > INT32_MAX || p->output_width > INT32_MAX)
         return nr_layer_error(c, "output_height/output_width must be >= 1");
-    if (p->sampling_ratio < 0 || p->sampling_ratio > 1 << 16)
-        return nr_layer_error(c, "attribute 'sampling_ratio' = %lld is out of range", (long long)p->sampling_ratio);
+    /* sampling_ratio^2 samples per output bin: 2^16 per axis took minutes for 30 bins (fuzz.importer timeout).
+     * 256 is also where the kernels cap the adaptive count (ceil(roi size / bins)) */
+    if (p->sampling_ratio < 0 || p->sampling_ratio > 256)
+        return nr_layer_error(c, "attribute 'sampling_ratio' = %lld is out of range (0 to %d: netrun's limit, "
+                              "sampling_ratio^2 samples per output bin)", (long long)p->sampling_ratio, 256);
     return NETRUN_OK;
 }
 
@@ -389,7 +392,7 @@ static netrun_status deform_conv_infer(nr_layer_ctx *c, void *params) {
     ST(attr_ints_n(c, "pads", 4, 0, pads));
     int64_t C = x->dims[1], M = w->dims[0];
     if (p->group < 1 || p->offset_group < 1) return nr_layer_error(c, "group and offset_group must be >= 1");
-    if (C % p->group || M % p->group || w->dims[1] * p->group != C)
+    if (C % p->group || M % p->group || C / p->group != w->dims[1]) /* by division: no overflow of a huge group */
         return nr_layer_error(c, "W [%lld, %lld, ...] does not match C = %lld with group %lld", (long long)M,
                               (long long)w->dims[1], (long long)C, (long long)p->group);
     if (C % p->offset_group) return nr_layer_error(c, "C = %lld is not a multiple of offset_group %lld", (long long)C,

@@ -11,7 +11,7 @@ static inline void norm_rows(int f16, int rms, size_t rows, size_t cols, float e
                              void *yd, void *sumd, float *mean, float *inv) {
     for (size_t r = 0; r < rows; r++) {
         size_t base = r * cols;
-        size_t skip_base = skipd ? base % skip_n : 0; /* skip's rows repeat over the leading dims */
+        size_t skip_base = skipd && skip_n ? base % skip_n : 0; /* skip's rows repeat over the leading dims */
         /* the row's values (with skip and bias) are read again in each pass: no row buffer, and two passes
          * for the variance keep it exact where the mean is large */
 #define VALUE(j) (nrc_load(xd, f16, base + (j)) + (skipd ? nrc_load(skipd, f16, skip_base + (j)) : 0.0f) + \
@@ -46,9 +46,14 @@ netrun_status nrc_run_norm(nrc_op op, const nrc_norm_params *p, const netrun_ker
     size_t es = f16 ? 2 : 4, n = x->nbytes / es, cols = 1;
     if (p->axis < 0 || p->axis >= x->rank)
         return nrc_host->error(NETRUN_ERR_INTERNAL, NRC_NAME ": axis %d for a tensor of rank %d", (int)p->axis, x->rank);
-    for (int d = p->axis; d < x->rank; d++) cols *= (size_t)x->dims[d];
-    if (!cols || n % cols) return NETRUN_OK; /* an empty tensor: nothing to normalize */
-    size_t rows = n / cols;
+    size_t rows = 1;
+    for (int d = 0; d < x->rank; d++) {
+        if (d < p->axis) rows *= (size_t)x->dims[d];
+        else cols *= (size_t)x->dims[d];
+    }
+    /* no rows: nothing to write. Rows of no elements still have statistics (mean 0/0 and inv_std NaN, as numpy
+     * gives them), written by norm_rows: they were left unwritten (found by the fuzz sweep) */
+    if (!rows) return NETRUN_OK;
 #define INPUT(i) (a->n_inputs > (i) && a->inputs[i].rank >= 0 ? &a->inputs[i] : NULL)
     /* inputs: LayerNorm (X, scale, B?), Simplified (X, scale), SkipLayerNorm (x, skip, gamma, beta?, bias?),
      * SkipSimplified (x, skip, gamma, bias?) */
@@ -58,7 +63,7 @@ netrun_status nrc_run_norm(nrc_op op, const nrc_norm_params *p, const netrun_ker
 #undef INPUT
     size_t skip_n = skip ? skip->nbytes / es : 0;
     if (!scale || scale->nbytes / es != cols || (beta && beta->nbytes / es != cols) ||
-        (bias && bias->nbytes / es != cols) || (skip && (!skip_n || n % skip_n || skip_n % cols)))
+        (bias && bias->nbytes / es != cols) || (skip && cols && (!skip_n || n % skip_n || skip_n % cols)))
         return nrc_host->error(NETRUN_ERR_INTERNAL, NRC_NAME ": scale, bias or skip do not fit %zu rows of %zu", rows,
                                cols);
     /* outputs: Y; then LayerNorm (mean, inv_std), Simplified (inv_std), Skip forms (mean, inv_std, sum) */

@@ -417,6 +417,15 @@ static netrun_status run_tfidf(cpu_context *ctx, void *state, const netrun_kerne
     if (!p || (x->dtype != NETRUN_DTYPE_INT32 && x->dtype != NETRUN_DTYPE_INT64) || x->rank < 1)
         return cpu_host->error(NETRUN_ERR_INTERNAL, "tfidf: bad params");
     int64_t rows = x->rank == 2 ? x->dims[0] : 1, C = x->dims[x->rank - 1], out = p->output_size;
+    /* the windows of a row: one per start and skip distance, distances up to max_skip + 1 and (2+ items) below
+     * the row length. A huge max_skip_count over a long row makes that quadratic: 2 x 10^9 windows for a row of
+     * 65,535 tokens (fuzz.importer timeout), refused past 2^26 windows a row */
+    double dists = C > 1 ? (double)C - 1 : 1;
+    if ((double)p->max_skip + 1 < dists) dists = (double)p->max_skip + 1;
+    if (p->max_gram > 1 && dists * (double)C > (double)(1 << 26))
+        return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "TfIdfVectorizer: rows of %lld tokens with max_skip_count %lld "
+                               "make %.3g windows a row, over netrun's limit of 2^26 (lower max_skip_count)",
+                               (long long)C, (long long)p->max_skip, dists * (double)C);
     float *yv = y->data;
     memset(yv, 0, sizeof(float) * (size_t)(rows * out));
     for (int64_t r = 0; r < rows; r++) {

@@ -231,13 +231,13 @@ static void rows_range(void *arg, int64_t r0, int64_t r1) {
             load_chunk(j->dt, j->x, off + i, n, buf);
             for (int64_t k = 0; k < n; k++) sum += buf[k];
         }
-        double mean = j->d ? sum / (double)j->d : 0.0;
+        double mean = j->d ? sum / (double)j->d : NAN; /* a row of no elements: 0/0, as the reference */
         for (int64_t i = 0; i < j->d; i += CHUNK) {
             int64_t n = j->d - i < CHUNK ? j->d - i : CHUNK;
             load_chunk(j->dt, j->x, off + i, n, buf);
             for (int64_t k = 0; k < n; k++) sq += (buf[k] - mean) * (buf[k] - mean);
         }
-        double inv = 1.0 / sqrt((j->d ? sq / (double)j->d : 0.0) + j->eps);
+        double inv = j->d ? 1.0 / sqrt(sq / (double)j->d + j->eps) : NAN;
         store_stat(j->st_dt, j->mean, r, mean);
         store_stat(j->st_dt, j->inv, r, inv);
         double rs = 1, rb = 0;
@@ -304,8 +304,13 @@ static netrun_status ln_run(cpu_context *ctx, void *state, const netrun_kernel_a
         return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "LayerNormalization: axis %d out of range", p->axis);
     int64_t total = gu_count(X), d = 1;
     if (total < 0) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "LayerNormalization: X too large");
-    for (int i = p->axis; i < X->rank; i++) d *= X->dims[i];
-    if (total == 0) return NETRUN_OK;
+    int64_t rows = 1;
+    for (int i = 0; i < X->rank; i++) {
+        if (i < p->axis) rows *= X->dims[i];
+        else d *= X->dims[i];
+    }
+    /* rows of no elements (d = 0) still have Mean and InvStdDev (NaN): they were left unwritten */
+    if (rows == 0 || (total == 0 && args->n_outputs < 2)) return NETRUN_OK;
     int nr = X->rank - p->axis;
     double *sc = expand_param(S, nr, X->dims + p->axis, d);
     double *bi = B ? expand_param(B, nr, X->dims + p->axis, d) : NULL;
@@ -332,7 +337,7 @@ static netrun_status ln_run(cpu_context *ctx, void *state, const netrun_kernel_a
             j.inv = args->outputs[2].data;
             j.st_dt = args->outputs[2].dtype;
         }
-        cpu_parallel_for(ctx, total / d, d >= 4096 ? 1 : 4096 / d + 1, rows_range, &j);
+        cpu_parallel_for(ctx, rows, d >= 4096 ? 1 : 4096 / (d ? d : 1) + 1, rows_range, &j);
         gu_free(sf);
     }
     gu_free(sc);

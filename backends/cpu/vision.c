@@ -373,8 +373,8 @@ static void roi_geometry(const roi_job *j, int64_t r, roi_geom *g) {
     int64_t gw = p->sampling_ratio > 0 ? p->sampling_ratio : (int64_t)ceil(fround(rw / (double)PW, dbl));
     if (gh < 0) gh = 0;
     if (gw < 0) gw = 0;
-    if (gh > 1 << 16) gh = 1 << 16; /* guard runaway sample counts from huge rois */
-    if (gw > 1 << 16) gw = 1 << 16;
+    if (gh > 256) gh = 256; /* runaway sample counts from huge rois: 256 per axis, sampling_ratio's limit */
+    if (gw > 256) gw = 256;
     g->gh = gh, g->gw = gw;
 }
 

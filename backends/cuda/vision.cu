@@ -282,8 +282,8 @@ __global__ void roi_align_k(roi_args a, int64_t total) {
         int64_t gw = a.sampling_ratio > 0 ? a.sampling_ratio : (int64_t)ceil(fround(rw / (double)a.PW, dbl));
         if (gh < 0) gh = 0;
         if (gw < 0) gw = 0;
-        if (gh > 1 << 16) gh = 1 << 16; /* guard runaway sample counts from huge rois */
-        if (gw > 1 << 16) gw = 1 << 16;
+        if (gh > 256) gh = 256; /* runaway sample counts from huge rois: 256 per axis, sampling_ratio's limit */
+        if (gw > 256) gw = 256;
         double count = gh * gw > 1 ? (double)(gh * gw) : 1.0;
         int64_t xbase = (batch * a.C + c) * a.H * a.W, H = a.H, W = a.W;
         double acc = 0;

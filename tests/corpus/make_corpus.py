@@ -195,6 +195,37 @@ def build():
     w4 = numpy_helper.from_array(np.ones((4, 1, 1, 1), np.float32), "w")
     add("conv_group_mismatch.onnx", model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv_g", group=3)],
                                           [vi("x", [1, 4, 3, 3])], [vi("y", None)], [w4]), {2}, ["conv_g", "group"])
+    # a group of 2^62 times W's dim 1 overflowed int64 in the channel check (UBSan, Conv / ConvTranspose /
+    # QLinearConv / ConvInteger; ConvTranspose with no input channels, where any group divides them)
+    add("conv_group_huge.onnx", model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv_gh", group=1 << 62)],
+                                      [vi("x", [1, 16, 3, 3])], [vi("y", None)], [w4]), {2}, ["conv_gh", "group"])
+    w04 = numpy_helper.from_array(np.ones((0, 4, 1, 1), np.float32), "w")
+    add("conv_transpose_group_huge.onnx",
+        model([helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="convt_gh", group=1 << 62)],
+              [vi("x", [1, 0, 3, 3])], [vi("y", None)], [w04]), {2}, ["convt_gh", "group"])
+    wq = numpy_helper.from_array(np.ones((4, 4, 1, 1), np.int8), "wq")
+    qs = [numpy_helper.from_array(np.array(0.1, np.float32), "qs"), numpy_helper.from_array(np.array(0, np.uint8), "qz"),
+          numpy_helper.from_array(np.array(0, np.int8), "wz")]
+    add("qlinearconv_group_huge.onnx",
+        model([helper.make_node("QLinearConv", ["x", "qs", "qz", "wq", "qs", "wz", "qs", "qz"], ["y"], name="qconv_gh",
+                                group=1 << 62)], [vi("x", [1, 16, 3, 3], TensorProto.UINT8)],
+              [vi("y", None, TensorProto.UINT8)], [wq] + qs), {2}, ["qconv_gh", "group"])
+    # sampling_ratio 2^16 (the old limit): 2^32 samples per output bin, minutes of work (fuzz.importer timeout)
+    add("roialign_sampling_huge.onnx",
+        model([helper.make_node("RoiAlign", ["x", "rois", "bi"], ["y"], name="roi_sr", sampling_ratio=1 << 16,
+                                output_height=2, output_width=5)],
+              [vi("x", [1, 1, 10, 10]), vi("rois", [3, 4]), vi("bi", [3], TensorProto.INT64)], [vi("y", None)]), {2},
+        ["roi_sr", "sampling_ratio"])
+    # max_skip_count 2^40 over rows of 65,535 tokens: 2 x 10^9 windows a row (fuzz.importer timeout); refused at run
+    add("tfidf_skip_huge.onnx",
+        model([helper.make_node("TfIdfVectorizer", ["x"], ["y"], name="tfidf_skip", mode="TF", min_gram_length=2,
+                                max_gram_length=2, max_skip_count=1 << 40, ngram_counts=[0, 0],
+                                ngram_indexes=[0, 1], pool_int64s=[2, 3, 5, 4])],
+              [vi("x", [2, 65535], TensorProto.INT32)], [vi("y", None)]), {1}, ["tfidf_skip", "max_skip_count"])
+    add("convinteger_group_huge.onnx",
+        model([helper.make_node("ConvInteger", ["x", "wq"], ["y"], name="convi_gh", group=1 << 62)],
+              [vi("x", [1, 16, 3, 3], TensorProto.UINT8)], [vi("y", None, TensorProto.INT32)], [wq]), {2},
+        ["convi_gh", "group"])
     # found by mutating attributes of the node tests: pads of 2^31 make the output dims ~2^32, whose
     # product overflows int64 in the CPU kernels (UB in conv.c; ConvInteger crashed)
     big = 1 << 31
@@ -603,11 +634,29 @@ def valid_round_two():
                 [vi("x", [1, 3, 2, 2])], [vi("y", [1, 3, 2, 2])])
     return {"default_input": (default_input, np.array([10.0, 20.0, 30.0], np.float32)),
             "functions_nested": (functions, np.array([[1, -2, 3], [-4, 5, -6]], np.float32)),
-            "lrn_size_huge": (lrn, np.arange(-6, 6, dtype=np.float32).reshape(1, 3, 2, 2) / 4)}
+            "lrn_size_huge": (lrn, np.arange(-6, 6, dtype=np.float32).reshape(1, 3, 2, 2) / 4),
+            "layer_norm_empty_rows": (layer_norm_empty_rows(), np.zeros((3, 0), np.float32))}
+
+
+def layer_norm_empty_rows():
+    """LayerNormalization over no elements per row (X [3, 0], axis 1): Mean and InvStdDev of each row are 0/0,
+    NaN as onnx's reference gives them; the CPU kernel (ai.onnx) and the contrib plugin (com.microsoft) left them
+    unwritten (found by the fuzz sweep). y: IsNaN of the four statistics as float, all ones."""
+    g = numpy_helper.from_array(np.zeros((0,), np.float32), "g")
+    nodes = [helper.make_node("LayerNormalization", ["x", "g"], ["ln_y", "ln_m", "ln_i"], name="ln_cpu", axis=1),
+             helper.make_node("LayerNormalization", ["x", "g"], ["ms_y", "ms_m", "ms_i"], name="ln_contrib", axis=1,
+                              domain="com.microsoft")]
+    stats = ["ln_m", "ln_i", "ms_m", "ms_i"]
+    nodes += [helper.make_node("IsNaN", [v], [v + "_nan"], name=v + "_isnan") for v in stats]
+    nodes += [helper.make_node("Concat", [v + "_nan" for v in stats], ["nan"], name="all", axis=1),
+              helper.make_node("Cast", ["nan"], ["y"], name="as_float", to=TensorProto.FLOAT)]
+    return model(nodes, [vi("x", [3, 0])], [vi("y", [3, 4])], [g], domains=[("com.microsoft", 1)])
 
 
 def reference_output(name, m, x):
     """The expected output: numpy's LRN for the wide window (every channel in it), onnxruntime's otherwise."""
+    if name == "layer_norm_empty_rows":  # onnxruntime refuses a LayerNormalization over no elements
+        return np.ones((3, 4), np.float32)
     if name == "lrn_size_huge":
         xd = x.astype(np.float64)
         sq = (xd * xd).sum(axis=1, keepdims=True)

@@ -40,9 +40,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     netrun_options *o = NULL;
     netrun_session *s = NULL;
     /* limits low enough for the fuzzer's time and memory bounds (10 s, 4 GB): a run that reaches them must
-     * stop with an error, never exceed them */
+     * stop with an error, never exceed them. 64 MiB: at 256 MiB a ConvInteger writing 50 million int32 outputs
+     * (200 MB, allowed) took 27 s in this instrumented build (about 0.5 us an output) and timed out; the work
+     * itself was due, so the harness bounds it */
     if (netrun_options_create(&o) == NETRUN_OK && netrun_options_set_backends(o, "cpu") == NETRUN_OK &&
-        netrun_options_set_threads(o, 1) == NETRUN_OK && netrun_options_set_host_memory_budget(o, (size_t)256 << 20) == NETRUN_OK &&
+        netrun_options_set_threads(o, 1) == NETRUN_OK && netrun_options_set_host_memory_budget(o, (size_t)64 << 20) == NETRUN_OK &&
         netrun_options_set(o, "limits.max_loop_iterations", "10000") == NETRUN_OK &&
         netrun_session_create(m, o, &s) == NETRUN_OK) {
         /* Symbolic dims stay unset: prepare must either pick them up later or say why it cannot. */

@@ -38,6 +38,11 @@ def main():
     # graph-level names: attribute and field vocabulary the importer and the runtime react to
     attrs.update(["then_branch", "else_branch", "body", "value", "value_float", "value_ints", "location", "offset",
                   "length", "to", "axis", "axes", "perm", "keepdims", "ref_attr_name"])
+    # the contrib plugin's com.microsoft ops (backends/contrib: not in the onnx package's schemas)
+    ops.update(["FastGelu", "BiasGelu", "QuickGelu", "BiasAdd", "SkipLayerNormalization",
+                "SkipSimplifiedLayerNormalization", "SimplifiedLayerNormalization", "FusedMatMul", "Attention"])
+    attrs.update(["transBatchA", "transBatchB", "num_heads", "unidirectional", "qkv_hidden_sizes",
+                  "mask_filter_value", "do_rotary", "past_present_share_buffer", "scale"])
     entries = []
     for w in sorted(ops):
         entries.append(("op", w.encode()))

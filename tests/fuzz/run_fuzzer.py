@@ -4,7 +4,8 @@
 usage: run_fuzzer.py --fuzzer PATH --kind importer|tensor [--seconds 60] [--work DIR] [--hostile DIR]
                      [--dict tests/fuzz/onnx.dict] [-- extra libFuzzer flags]
 
-importer seeds: every model.onnx of the pinned onnx's node tests (--node-cache), plus the hostile corpus (--hostile).
+importer seeds: every model.onnx of the pinned onnx's node tests (--node-cache), contrib-op and quantized models
+                (seed_models.py), plus the hostile corpus (--hostile).
 tensor seeds:   the input/output .pb files of the node tests, plus a few .npy files written here.
 The fuzzer stops at the first crash, sanitizer report, leak, timeout (10 s an input) or RSS past 4 GB;
 this script then prints the reproducer's path and exits 1. New coverage is kept in DIR/corpus, so
@@ -44,6 +45,15 @@ def make_seeds(kind, seeds, hostile, node_cache=None):
                 for f in sorted(os.listdir(ds)) if os.path.isdir(ds) else []:
                     if f.endswith(".pb"):
                         shutil.copy(os.path.join(ds, f), os.path.join(seeds, f"{t}_{f}"))
+    if kind == "importer":  # contrib ops and quantized models (seed_models.py): the node tests have neither
+        import logging
+        logging.getLogger().setLevel(logging.ERROR)  # onnxruntime.quantization's advice on pre-processing
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        try:
+            import seed_models
+            print(f"{seed_models.extra_importer_seeds(seeds)} contrib and quantized seeds")
+        except ImportError as e:
+            print(f"no contrib or quantized seeds ({e})")
     if kind == "importer" and hostile and os.path.isdir(hostile):
         for f in os.listdir(hostile):
             if f.endswith(".onnx"):

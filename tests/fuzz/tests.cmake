@@ -31,7 +31,8 @@ if(_nr_fuzz_ok)
   include(ExternalProject)
   set(NR_FUZZ_DIR ${CMAKE_BINARY_DIR}/fuzz-build)
   set(NR_FUZZ_CFLAGS "-fsanitize=fuzzer-no-link -Wno-unknown-warning-option -gline-tables-only")
-  # Only the libraries the harnesses need, with 2 jobs (a nested build does not share the outer job count).
+  # Only the libraries the harnesses need (the contrib plugin too: a model with a com.microsoft op loads it, so
+  # fuzz_importer reaches its op definitions and kernels), with 2 jobs (a nested build does not share the outer job count).
   ExternalProject_Add(netrun-fuzz-libs
     SOURCE_DIR ${CMAKE_SOURCE_DIR}
     BINARY_DIR ${NR_FUZZ_DIR}
@@ -39,7 +40,7 @@ if(_nr_fuzz_ok)
       -DNETRUN_SANITIZE=ON -DNETRUN_BUILD_TESTS=OFF -DNETRUN_BUILD_FUZZERS=OFF -DNETRUN_FUZZ_LIBS=ON
       "-DCMAKE_C_FLAGS=${NR_FUZZ_CFLAGS}" -DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1
     BUILD_COMMAND ${CMAKE_COMMAND} -E env CMAKE_BUILD_PARALLEL_LEVEL=2
-      ${CMAKE_COMMAND} --build ${NR_FUZZ_DIR} --target netrun_testable netrun-cpu
+      ${CMAKE_COMMAND} --build ${NR_FUZZ_DIR} --target netrun_testable netrun-cpu netrun-contrib
     INSTALL_COMMAND ""
     BUILD_ALWAYS ON
     EXCLUDE_FROM_ALL ON

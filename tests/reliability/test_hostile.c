@@ -480,6 +480,7 @@ static void defaults_and_functions(void) {
     run_valid("functions_nested");
     /* LRN with size 2^62: the window covers every channel (numpy's output) */
     run_valid("lrn_size_huge");
+    run_valid("layer_norm_empty_rows");
 }
 
 int main(void) {
