@@ -286,6 +286,41 @@ static int from_3d(const opt_state *o, int v, int user, int ref, int a, int b, i
     return x;
 }
 
+/* A square bool constant of the original graph that is lower-triangular over its last two dims (leading dims 1). */
+static int tril_const(const opt_state *o, int v) {
+    const nr_tensor *t = v >= 0 ? o->g->values[v].constant : NULL;
+    if (!t || t->dtype != NETRUN_DTYPE_BOOL || !t->data || t->rank < 2) return 0;
+    int64_t L = t->dims[t->rank - 1];
+    if (t->dims[t->rank - 2] != L) return 0;
+    for (int i = 0; i < t->rank - 2; i++)
+        if (t->dims[i] != 1) return 0;
+    const uint8_t *c = t->data;
+    for (int64_t i = 0; i < L; i++)
+        for (int64_t j = 0; j < L; j++)
+            if ((c[i * L + j] != 0) != (j <= i)) return 0;
+    return 1;
+}
+
+/* The copy is prepared again when input shapes change, so the causal condition found lower-triangular at this
+ * shape must stay so at any length: a constant of the model (its shape cannot change), or Slices of a
+ * lower-triangular constant taken for Q and K of the same length (3-D Q and K made by one node: the sequence is
+ * the same, the slice [k - q : k, :k] is then the top-left block). */
+static int causal_for_any_length(const opt_state *o, int cond, int q3, int k3) {
+    if (o->g->values[cond].constant) return 1;
+    if (q3 < 0 || k3 < 0 || (q3 != k3 && (opt_producer(o, q3) < 0 || opt_producer(o, q3) != opt_producer(o, k3))))
+        return 0;
+    int v = cond;
+    for (int depth = 0; depth < 4; depth++) {
+        int pn = -1; /* from the graph: nodes folded at prepare are no producers in the session */
+        for (int k = 0; k < o->g->n_nodes && pn < 0; k++)
+            if (o->g->nodes[k].n_outputs > 0 && val(o, o->g->nodes[k].outputs[0]) == v) pn = k;
+        if (pn < 0 || !is_op(&o->g->nodes[pn], "Slice")) return 0;
+        v = in(o, pn, 0);
+        if (o->g->values[v].constant) return tril_const(o, v);
+    }
+    return 0;
+}
+
 static int plan_attention(opt_state *o, const netrun_backend_config *cfg, int n) {
     const nr_graph *g = o->g;
     if (!live(o, n, "MatMul", -1)) return 0; /* n: MatMul(P, V) */
@@ -297,7 +332,7 @@ static int plan_attention(opt_state *o, const netrun_backend_config *cfg, int n)
     pattern core = {.n = 0};
     pat_add(&core, sm);
     int cur = in(o, sm, 0), cur_user = sm;
-    int mask = -1, causal = 0;
+    int mask = -1, causal = 0, cond = -1;
     /* [+ mask]: an additive float mask broadcast (right-aligned) to the scores' shape */
     int ad = single(o, cur, "Add", cur_user, n);
     if (ad >= 0) {
@@ -343,6 +378,7 @@ static int plan_attention(opt_state *o, const netrun_backend_config *cfg, int n)
             for (int64_t j = 0; j < L; j++)
                 if ((c[i * L + j] != 0) != (j <= i)) return 0;
         causal = 1;
+        cond = cv;
         pat_add(&core, wh);
         cur = sv, cur_user = wh;
     }
@@ -424,6 +460,7 @@ static int plan_attention(opt_state *o, const netrun_backend_config *cfg, int n)
     else pat_add(p, n);
     int ins[4] = {three_d ? q3 : qv, three_d ? k3 : kq, three_d ? v3 : vv, mask};
     int out = three_d ? out0(o, orr) : out0(o, n), last = n;
+    if (causal && !causal_for_any_length(o, cond, three_d ? q3 : -1, three_d ? k3 : -1)) return 0;
     netrun_attention_params ap;
     memset(&ap, 0, sizeof ap);
     ap.q_num_heads = ap.kv_num_heads = (int)H;
@@ -441,7 +478,7 @@ static int plan_attention(opt_state *o, const netrun_backend_config *cfg, int n)
         }
     opt_repl r = {.kind = OPT_REPL_ATTENTION, .n_in = mask >= 0 ? 4 : 3, .in = {ins[0], ins[1], ins[2], ins[3]},
                   .out = out, .first = qk, .scale = scale, .is_causal = causal, .heads = three_d ? (int)H : 0,
-                  .extra_out = keep_ct ? out0(o, ot) : -1, .extra_dims = {B, Lq, H, Ev}};
+                  .extra_out = keep_ct ? out0(o, ot) : -1, .extra_dims = {0, 0, H, Ev}};
     return add_repl(o, p, &r) ? 1 : -1;
 }
 

@@ -115,15 +115,20 @@ class Builder:
         return self.op("Concat", parts, scope, axis=0)
 
     def attention(self, x, scope, H, NH, mask=None, causal=None):
-        """Self-attention as transformers exports it; causal: a bool [1, 1, P, P] buffer sliced to the lengths."""
+        """Self-attention as transformers exports it; causal: GPT-2's, one Q/K/V linear (c_attn) then Split, and
+        a bool [1, 1, P, P] buffer sliced to the length."""
         DH = H // NH
+        qkv = None
+        if causal is not None:
+            qkv = self.op("Split", [self.linear(x, f"{scope}/c_attn", H, 3 * H),
+                                    self.const(np.array([H, H, H], np.int64), scope)], scope, n_out=3, axis=2)
 
-        def heads(name, perm):
-            y = self.linear(x, f"{scope}/{name}", H, H)
+        def heads(i, name, perm):
+            y = qkv[i] if qkv else self.linear(x, f"{scope}/{name}", H, H)
             y = self.op("Reshape", [y, self.dyn_shape(y, scope, [NH, DH])], scope)
             return self.op("Transpose", [y], scope, perm=perm)
 
-        q, k, v = heads("query", [0, 2, 1, 3]), heads("key", [0, 2, 3, 1]), heads("value", [0, 2, 1, 3])
+        q, k, v = heads(0, "query", [0, 2, 1, 3]), heads(1, "key", [0, 2, 3, 1]), heads(2, "value", [0, 2, 1, 3])
         s = self.op("Div", [self.op("MatMul", [q, k], scope), self.const(np.float32(np.sqrt(DH)), scope)], scope)
         if causal is not None:
             n = self.op("Unsqueeze", [self.op("Gather", [self.op("Shape", [q], scope), self.const(np.int64(2), scope)],
