@@ -27,7 +27,7 @@ static void pat_add(pattern *p, int n) {
 
 /* Node n is a kept, placed, statically shaped node of op `op` on the same backend as node `ref`. */
 static int live(const opt_state *o, int n, const char *op, int ref) {
-    if (n < 0 || o->removed[n] || o->snode_of[n] < 0 || !is_op(&o->g->nodes[n], op)) return 0;
+    if (n < 0 || o->removed[n] || o->repl_of[n] >= 0 || o->snode_of[n] < 0 || !is_op(&o->g->nodes[n], op)) return 0;
     const nr_snode *sn = &o->s->snodes[o->snode_of[n]];
     if (sn->slot < 0 || sn->dynamic || o->g->nodes[n].n_outputs < 1 || o->g->nodes[n].outputs[0] < 0) return 0;
     return ref < 0 || opt_same_slot(o, n, ref);

@@ -133,7 +133,7 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     /* (e) SiLU pairs first, so that a Conv below can take the Swish as its activation */
     for (int k = 0; k < s->n_snodes; k++) {
         int n = s->snodes[k].node;
-        if (!o.removed[n] && opt_plan_silu(&o, cfg, n)) counts->swish_fused++;
+        if (!o.removed[n] && o.repl_of[n] < 0 && opt_plan_silu(&o, cfg, n)) counts->swish_fused++;
     }
     /* (a)-(c) around each Conv, in execution order; absorbed nodes are marked as they are planned */
     for (int k = 0; k < s->n_snodes; k++) {
