@@ -48,9 +48,10 @@ static int in(const opt_state *o, int n, int i) {
 }
 static int out0(const opt_state *o, int n) { return o->g->nodes[n].outputs[0]; }
 
-/* A float32 constant scalar (initializer, Constant, or folded at prepare). */
+/* A float32 constant scalar of the model (initializer or Constant). Not a value folded at prepare: the copy is
+ * prepared again when input shapes change, and a value computed from shapes could then differ. */
 static int const_scalar(const opt_state *o, int v, float *f) {
-    if (v < 0) return 0;
+    if (v < 0 || !o->g->values[v].constant) return 0;
     const netrun_value_desc *d = dsc(o, v);
     if (d->dtype != NETRUN_DTYPE_FLOAT || !d->const_data || d->const_nbytes != sizeof(float)) return 0;
     *f = *(const float *)d->const_data;
@@ -122,7 +123,7 @@ static int mean_last(const opt_state *o, int n) {
 
 /* A float constant of exactly d values (gamma / beta). */
 static int vec_const(const opt_state *o, int v, int64_t d) {
-    if (v < 0) return 0;
+    if (v < 0 || !o->g->values[v].constant) return 0;
     const netrun_value_desc *vd = dsc(o, v);
     return vd->dtype == NETRUN_DTYPE_FLOAT && vd->const_data && vd->rank == 1 && vd->dims[0] == d &&
            vd->const_nbytes == (size_t)d * sizeof(float);
