@@ -398,14 +398,39 @@ SIMD_f32 static void Gelu_tanh_f32(float *y, const float *x, int64_t n) {
         y[i] = 0.5f * v * (1.0f + ftanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
     }
 }
-static void Gelu_f32(void *y, const void *x, int64_t n, const netrun_unary_params *p) {
-    if (p->approximate_tanh) {
-        Gelu_tanh_f32(y, x, n);
-        return;
+/* The erf form as 0.5 x erfc(-x / sqrt 2), erfc from Numerical Recipes' Chebyshev fit (erfcc: relative error below
+ * 1.2e-7 over the whole line) through cpu_expf, so that it vectorizes (libm's erff is a scalar call, ~10 ns per
+ * element). For x < 0 it is also more accurate than 1 + erff(z), which cancels: measured against double
+ * precision over [-12, 12], relative error below 2e-5 (z*z rounded in float), absolute below 4e-7; below
+ * x = -12.7 it gives 0 for values under 1e-35 in magnitude. */
+SIMD_f32 static void Gelu_erf_f32(float *y, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        float v = x[i], z0 = fabsf(v) * 0.7071067811865476f;
+        /* z held at 9 (erfc(9) ~ 4e-37; the exact value would be a subnormal, which is slow): keep = 0 there */
+        uint32_t zb, m = 0u - (uint32_t)(z0 < 9.0f), nine = 0x41100000u; /* bit select: vectorizes */
+        memcpy(&zb, &z0, 4);
+        zb = (zb & m) | (nine & ~m);
+        float z, keep = (float)(z0 < 9.0f); /* inf and NaN take 9 and keep 0: x's own factor decides */
+        memcpy(&z, &zb, 4);
+        float t = 1.0f / (1.0f + 0.5f * z);
+        float q = 0.17087277f;
+        q = q * t - 0.82215223f;
+        q = q * t + 1.48851587f;
+        q = q * t - 1.13520398f;
+        q = q * t + 0.27886807f;
+        q = q * t - 0.18628806f;
+        q = q * t + 0.09678418f;
+        q = q * t + 0.37409196f;
+        q = q * t + 1.00002368f;
+        q = q * t - 1.26551223f;
+        float erfc = t * cpu_expf(q - z * z) * keep; /* erfc(|z|) */
+        float pos = (float)(v >= 0.0f);        /* 1 + erf(z) = 2 - erfc(z) for z >= 0, erfc(-z) below */
+        y[i] = 0.5f * v * (erfc + pos * (2.0f - 2.0f * erfc));
     }
-    const float *px = x;
-    float *py = y;
-    for (int64_t i = 0; i < n; i++) py[i] = 0.5f * px[i] * (1.0f + erff(px[i] * 0.7071067811865476f));
+}
+static void Gelu_f32(void *y, const void *x, int64_t n, const netrun_unary_params *p) {
+    if (p->approximate_tanh) Gelu_tanh_f32(y, x, n);
+    else Gelu_erf_f32(y, x, n);
 }
 UN_LOOP_A(Gelu_f64, double, double, U_GELU(double, F_f64), SIMD_f64)
 static const un_fn Gelu_tab[NDT] = {[NETRUN_DTYPE_FLOAT] = Gelu_f32, [NETRUN_DTYPE_DOUBLE] = Gelu_f64};
