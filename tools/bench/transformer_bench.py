@@ -285,33 +285,39 @@ def cpu_part(a):
                 fusions = (st.n_attention_fused, st.n_layernorm_fused, st.n_gelu_fused)
             runners[label] = s.run_only
         times = {k: [] for k in runners}
+        cpu = {k: [] for k in runners}  # process CPU time per run: moves less than wall time on a loaded machine
         for r in range(rounds):
             order = list(runners) if r % 2 == 0 else list(reversed(runners))
             for k in order:
                 runners[k]()  # warm
-                ts = []
+                ts, cs = [], []
                 for _ in range(iters):
-                    t0 = time.perf_counter()
+                    c0, t0 = time.process_time(), time.perf_counter()
                     runners[k]()
                     ts.append((time.perf_counter() - t0) * 1e3)
+                    cs.append((time.process_time() - c0) * 1e3)
                 times[k].append(statistics.median(ts))
+                cpu[k].append(statistics.median(cs))
         for s in sessions.values():
             s.close()
         med = {k: statistics.median(v) for k, v in times.items()}
-        rows.append(dict(model=name, batch=a.batch, seq=a.seq, threads=a.threads, ms=med, fusions=fusions,
-                         errors=errors))
+        cmed = {k: statistics.median(v) for k, v in cpu.items()}
+        rows.append(dict(model=name, batch=a.batch, seq=a.seq, threads=a.threads, ms=med, cpu_ms=cmed,
+                         fusions=fusions, errors=errors))
         o, f, u = med["onnxruntime"], med["netrun fused"], med["netrun unfused"]
         print(f"{name:11s} b{a.batch} s{a.seq}: onnxruntime {o:8.2f} ms  netrun fused {f:8.2f} ms  unfused {u:8.2f} ms"
-              f"  fused/ort {f / o:5.2f}  fused/unfused {f / u:5.2f}  fusions (attn, ln, gelu) {fusions}"
+              f"  fused/ort {f / o:5.2f}  fused/unfused {f / u:5.2f}  cpu ms/run ort {cmed['onnxruntime']:.0f} fused "
+              f"{cmed['netrun fused']:.0f} unfused {cmed['netrun unfused']:.0f}  fusions (attn, ln, gelu) {fusions}"
               + ("  " + "; ".join(errors) if errors else "  outputs ok"), flush=True)
-    print("\n| model | onnxruntime ms | netrun fused ms | netrun unfused ms | fused / ort | fused / unfused | "
-          "Attention, LayerNorm, Gelu fused |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n| model | threads | onnxruntime ms | netrun fused ms | netrun unfused ms | fused / ort | fused / unfused | "
+          "CPU ms per run: ort / fused / unfused | Attention, LayerNorm, Gelu fused |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        m = r["ms"]
-        print(f"| {r['model']} | {m['onnxruntime']:.2f} | {m['netrun fused']:.2f} | {m['netrun unfused']:.2f} | "
-              f"{m['netrun fused'] / m['onnxruntime']:.2f} | {m['netrun fused'] / m['netrun unfused']:.2f} | "
-              f"{r['fusions']} |")
+        m, c = r["ms"], r["cpu_ms"]
+        print(f"| {r['model']} | {r['threads']} | {m['onnxruntime']:.1f} | {m['netrun fused']:.1f} | "
+              f"{m['netrun unfused']:.1f} | {m['netrun fused'] / m['onnxruntime']:.2f} | "
+              f"{m['netrun fused'] / m['netrun unfused']:.2f} | {c['onnxruntime']:.0f} / {c['netrun fused']:.0f} / "
+              f"{c['netrun unfused']:.0f} | {r['fusions']} |")
     return rows, any(r["errors"] for r in rows)
 
 
