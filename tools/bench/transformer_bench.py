@@ -330,15 +330,22 @@ def gpu_models(batch_dims=True):
 
     seq = 128
     out = []
-    cfg = tf.BertConfig()
+
+    def eager(cfg):
+        # the attention modules' eager path exports as MatMul/Div/Add/Softmax/MatMul, the pattern netrun fuses
+        # (the scaled_dot_product_attention export computes its scale from shapes)
+        cfg._attn_implementation = "eager"
+        return cfg
+
+    cfg = eager(tf.BertConfig())
     out.append(("bert-base", tf.BertModel(cfg), (torch.randint(0, cfg.vocab_size, (1, seq)),
                                                  torch.ones(1, seq, dtype=torch.int64)),
                 ["input_ids", "attention_mask"], {"input_ids": {0: "batch", 1: "sequence"},
                                                   "attention_mask": {0: "batch", 1: "sequence"}}))
-    cfg = tf.GPT2Config(use_cache=False)
+    cfg = eager(tf.GPT2Config(use_cache=False))
     out.append(("gpt2-small", tf.GPT2LMHeadModel(cfg), (torch.randint(0, cfg.vocab_size, (1, seq)),),
                 ["input_ids"], {"input_ids": {0: "batch", 1: "sequence"}}))
-    cfg = tf.ViTConfig()
+    cfg = eager(tf.ViTConfig())
     out.append(("vit-b16", tf.ViTModel(cfg), (torch.randn(1, 3, 224, 224),), ["pixel_values"],
                 {"pixel_values": {0: "batch"}}))
     for nm, ctor in (("swin-t", torchvision.models.swin_t), ("convnext-t", torchvision.models.convnext_tiny)):
@@ -431,8 +438,11 @@ def gpu_part(a):
         model = model.eval()
         path = os.path.join(a.model_dir, f"{name}.onnx")
         if not os.path.exists(path):
-            torch.onnx.export(model, inputs, path, input_names=in_names, dynamic_axes=dyn, opset_version=17,
-                              dynamo=False)
+            kw = dict(input_names=in_names, dynamic_axes=dyn, opset_version=17)
+            try:
+                torch.onnx.export(model, inputs, path, dynamo=False, **kw)  # the TorchScript exporter
+            except TypeError:  # torch < 2.5 has no dynamo argument
+                torch.onnx.export(model, inputs, path, **kw)
         feeds = {n: t.numpy() for n, t in zip(in_names, inputs)}
         err = check_against_ort(a, path, feeds, "fp32")
         dims = {"sequence": 128} if "input_ids" in in_names else {}
