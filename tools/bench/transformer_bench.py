@@ -305,7 +305,9 @@ def cpu_part(a):
         rows.append(dict(model=name, batch=a.batch, seq=a.seq, threads=a.threads, ms=med, cpu_ms=cmed,
                          fusions=fusions, errors=errors))
         o, f, u = med["onnxruntime"], med["netrun fused"], med["netrun unfused"]
-        print(f"{name:11s} b{a.batch} s{a.seq}: onnxruntime {o:8.2f} ms  netrun fused {f:8.2f} ms  unfused {u:8.2f} ms"
+        tokens = (sizes[name]["IMG"] // sizes[name]["PATCH"]) ** 2 + 1 if "IMG" in sizes[name] else a.seq
+        rows[-1]["tokens"] = tokens
+        print(f"{name:11s} b{a.batch} {tokens} tokens: onnxruntime {o:8.2f} ms  netrun fused {f:8.2f} ms  unfused {u:8.2f} ms"
               f"  fused/ort {f / o:5.2f}  fused/unfused {f / u:5.2f}  cpu ms/run ort {cmed['onnxruntime']:.0f} fused "
               f"{cmed['netrun fused']:.0f} unfused {cmed['netrun unfused']:.0f}  fusions (attn, ln, gelu) {fusions}"
               + ("  " + "; ".join(errors) if errors else "  outputs ok"), flush=True)
