@@ -58,7 +58,8 @@ typedef struct netrun_conv_params {
     int64_t group;
     int has_bias;                          /* input B present */
     netrun_fused_activation activation;    /* fused activation (NONE unless a pass fused one) */
-    int has_sum;                           /* a pass fused "+ Z" (an extra last input) before activation */
+    int has_sum;                           /* a pass fused "+ Z" (an extra last input) before activation;
+                                            * QLinearConv: the QDQ pass's residual form (inputs 9 to 13) */
     /* Set by the CPU nChw16c pass only (0 otherwise): X (and Z) / Y are in oneDNN's nChw16c order, same dims
      * and bytes as NCHW (only 2-D, channel counts multiples of 16, so no padding). */
     int src_blocked, dst_blocked;

@@ -377,9 +377,17 @@ static netrun_status check_tensor_or_channel(nr_layer_ctx *c, int i, int64_t m, 
     return nr_layer_error(c, "%s must be a scalar", what);
 }
 
+/* The residual form the QDQ pass writes (runtime/qdq_fuse.c; attribute netrun.qdq_residual = 1, has_sum):
+ * inputs 9 to 13 are Z, z_scale, z_zero_point, sum_scale, sum_zero_point, and the output is
+ * saturate(round((q - y_zero_point) * y_scale / sum_scale + (Z - z_zero_point) * z_scale / sum_scale) +
+ * sum_zero_point) in sum_zero_point's type, q the QLinearConv's own output (saturated in y_zero_point's type):
+ * DQ(q), DQ(Z) -> Add -> Q(sum_scale, sum_zero_point) in one node. Input 8 (B) may be absent. */
+#define QLCONV_RESIDUAL "netrun.qdq_residual"
+
 static netrun_status qlconv_infer(nr_layer_ctx *c, void *pv) {
     netrun_conv_params *p = pv;
-    TRY(need_inputs(c, 8, 9));
+    int residual = nr_attr_has(c, QLCONV_RESIDUAL);
+    TRY(need_inputs(c, residual ? 14 : 8, residual ? 14 : 9));
     TRY(nr_check_dtype(c, 0, INT8_TYPES));
     TRY(nr_check_dtype(c, 3, INT8_TYPES));
     TRY(nr_check_dtype(c, 7, INT8_TYPES));
@@ -404,7 +412,22 @@ static netrun_status qlconv_infer(nr_layer_ctx *c, void *pv) {
         if (b->rank != 1 || b->dims[0] != m)
             return nr_layer_error(c, "bias B must be 1-D with %lld values (output channels)", (long long)m);
     }
-    nr_out_set(c, 0, nr_in(c, 7)->dtype, nr_in(c, 0)->rank, dims);
+    p->has_sum = residual;
+    if (residual) {
+        const netrun_value_desc *z = nr_in(c, 9);
+        TRY(nr_check_dtype(c, 9, INT8_TYPES));
+        TRY(nr_check_same_dtype(c, 9, 11));
+        TRY(nr_check_dtype(c, 13, INT8_TYPES));
+        TRY(nr_check_dtype(c, 10, DT(FLOAT)));
+        TRY(nr_check_dtype(c, 12, DT(FLOAT)));
+        TRY(check_tensor_or_channel(c, 10, m, 0, "z_scale"));
+        TRY(check_tensor_or_channel(c, 11, m, 0, "z_zero_point"));
+        TRY(check_tensor_or_channel(c, 12, m, 0, "sum_scale"));
+        TRY(check_tensor_or_channel(c, 13, m, 0, "sum_zero_point"));
+        if (z->rank != nr_in(c, 0)->rank || memcmp(z->dims, dims, sizeof(int64_t) * (size_t)z->rank))
+            return nr_layer_error(c, "the residual input Z must have the output's shape");
+    }
+    nr_out_set(c, 0, nr_in(c, residual ? 13 : 7)->dtype, nr_in(c, 0)->rank, dims);
     return NETRUN_OK;
 }
 

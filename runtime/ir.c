@@ -36,6 +36,7 @@ void nr_tensor_free(nr_tensor *t) {
 }
 
 void nr_attr_clear(nr_attr *a) {
+    if (a->borrowed_graphs) a->sub_model = NULL, a->g = NULL, a->graphs = NULL;
     netrun_model_release(a->sub_model);
     nr_free(a->name);
     nr_free(a->s);
@@ -274,6 +275,12 @@ netrun_status nr_attr_copy_borrowed(nr_attr *d, const nr_attr *a) {
         if (!(d->tensors = nr_calloc(n + 1, sizeof(nr_tensor *)))) goto oom;
         for (size_t i = 0; i < n; i++)
             if (a->tensors[i] && !(d->tensors[i] = nr_tensor_borrow(a->tensors[i]))) goto oom;
+    }
+    if (a->g || a->graphs || a->sub_model) { /* subgraphs (and their compiled models) are shared, not copied */
+        d->g = a->g;
+        d->graphs = a->graphs;
+        d->sub_model = a->sub_model;
+        d->borrowed_graphs = 1;
     }
     return NETRUN_OK;
 oom:

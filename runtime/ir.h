@@ -54,6 +54,8 @@ typedef struct nr_attr {
     nr_tensor **tensors;
     struct nr_graph **graphs;
     struct netrun_model *sub_model;      /* GRAPH attribute compiled into a model at load (control flow) */
+    int borrowed_graphs;                 /* g, graphs and sub_model belong to another graph's attribute (a pass's
+                                          * copy, which holds a reference on that graph's model) */
 } nr_attr;
 
 typedef struct nr_value {

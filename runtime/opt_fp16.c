@@ -269,7 +269,7 @@ netrun_status opt_plan_fp16(opt_state *o, const netrun_backend_config *cfg, nr_g
     /* float16 graph outputs: the node writes a new value, a conversion gives the output its float32 */
     for (int k = 0; k < n_copied && rc == NETRUN_OK; k++) {
         int out = ng->nodes[k].n_outputs > 0 ? ng->nodes[k].outputs[0] : -1;
-        if (out >= 0 && out < g->n_values && st.vh[out] && g->values[out].is_graph_output) {
+        if (out >= 0 && out < g->n_values && st.vh[out] && o->pinned[out]) {
             int id = opt_like_value(ng, out, ".fp16_nhwc");
             if (id < 0 || !add_convert(&st, id, out, 0)) {
                 rc = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the float16 region pass");

@@ -70,7 +70,7 @@ int opt_is_noop(const opt_state *o, int n) {
     const nr_graph *g = o->g;
     const nr_node *nd = &g->nodes[n];
     if (*nd->domain || nd->n_inputs < 1 || nd->inputs[0] < 0 || nd->n_outputs < 1 || nd->outputs[0] < 0) return 0;
-    if (g->values[nd->outputs[0]].is_graph_output) return 0; /* its name must stay an output */
+    if (o->pinned[nd->outputs[0]]) return 0; /* its name must keep this value (a graph output, a capture) */
     if (is_op(nd, "Identity")) return nd->n_outputs == 1;
     if (!is_op(nd, "Dropout")) return 0;
     if (nd->n_outputs > 1 && nd->outputs[1] >= 0) return 0; /* mask requested: keep the node */
@@ -88,7 +88,7 @@ int opt_is_noop(const opt_state *o, int n) {
 
 /* The single kept consumer of value v, or -1 (several users, a graph output, or none). */
 int opt_only_user(const opt_state *o, int v) {
-    if (v < 0 || o->users[v] != 1 || o->g->values[v].is_graph_output) return -1;
+    if (v < 0 || o->users[v] != 1 || o->pinned[v]) return -1;
     int u = o->user[v];
     if (o->removed[u] || (o->repl_of && o->repl_of[u] >= 0)) return -1; /* absorbed (Add of two Convs), or fused */
     return u;

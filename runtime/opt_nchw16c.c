@@ -290,7 +290,7 @@ netrun_status opt_plan_nchwc(opt_state *o, const netrun_backend_config *cfg, nr_
     /* rewire: every input in the layout its consumer reads; blocked graph outputs written under a new name */
     for (int k = 0; k < n_copied && rc == NETRUN_OK; k++) {
         int out = ng->nodes[k].n_outputs > 0 ? ng->nodes[k].outputs[0] : -1;
-        if (out >= 0 && out < g->n_values && st.vblk[out] && g->values[out].is_graph_output) {
+        if (out >= 0 && out < g->n_values && st.vblk[out] && o->pinned[out]) {
             int id = opt_like_value(ng, out, ".nchw16c");
             if (id < 0 || !add_reorder(&st, id, out, 0)) {
                 rc = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the nChw16c pass");

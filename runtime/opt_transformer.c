@@ -159,7 +159,7 @@ static int plan_layernorm(opt_state *o, const netrun_backend_config *cfg, int n)
         else
             continue;
         int sub = opt_producer(o, d);
-        if (!live(o, sub, "Sub", n) || o->users[d] != uses_d || o->g->values[d].is_graph_output) continue;
+        if (!live(o, sub, "Sub", n) || o->users[d] != uses_d || o->pinned[d]) continue;
         int x = in(o, sub, 0);
         int rm1 = single(o, in(o, sub, 1), "ReduceMean", sub, n);
         if (rm1 < 0 || in(o, rm1, 0) != x || !mean_last(o, rm1)) continue;
@@ -438,7 +438,7 @@ static int plan_attention(opt_state *o, const netrun_backend_config *cfg, int n)
      * output gives it back for them (a view, no copy) */
     int ot = opt_only_user(o, out0(o, n)), orr = -1;
     if (ot >= 0 && live(o, ot, "Transpose", n) && perm_is(&g->nodes[ot], 0, 2, 1, 3) &&
-        !g->values[out0(o, n)].is_graph_output) {
+        !o->pinned[out0(o, n)]) {
         int ctv = out0(o, ot);
         for (int k = o->snode_of[ot] + 1; k < o->s->n_snodes && orr < 0; k++) {
             int r = o->s->snodes[k].node;
@@ -448,7 +448,7 @@ static int plan_attention(opt_state *o, const netrun_backend_config *cfg, int n)
         }
     }
     int three_d = q3 >= 0 && k3 >= 0 && v3 >= 0 && orr >= 0;
-    int keep_ct = three_d && (o->users[out0(o, ot)] > 1 || g->values[out0(o, ot)].is_graph_output);
+    int keep_ct = three_d && (o->users[out0(o, ot)] > 1 || o->pinned[out0(o, ot)]);
     int kq = -1; /* the 4-D form needs K itself: K^T = Transpose(K, 0 1 3 2) */
     if (!three_d) {
         int t = opt_producer(o, ktv);

@@ -12,6 +12,7 @@
 
 #include "optimize_internal.h"
 #include "qdq_fuse.h"
+#include "subgraphs.h"
 
 /* The passes, in the order they run: (d) Identity/Dropout dropped and (e) SiLU pairs, then (a)-(c) the Conv fusions
  * (opt_fuse.c); the copy is built (opt_copy.c); (f) the nChw16c region (opt_nchw16c.c) and (g) the float16 NHWC
@@ -20,6 +21,7 @@
 
 static void free_state(opt_state *o) {
     nr_free(o->alias);
+    nr_free(o->pinned);
     nr_free(o->users);
     nr_free(o->user);
     nr_free(o->removed);
@@ -72,17 +74,21 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     if ((on && !strcmp(on, "0")) || s->keep_values || s->root) return NETRUN_OK;
     const nr_graph *g = s->model->ir->graph;
     if (g->n_nodes < 2 || g->parent || opt_find_attr(&g->nodes[0], MARK_ATTR)) return NETRUN_OK;
+    int has_subgraphs = 0;
     for (int n = 0; n < g->n_nodes; n++)
         for (int a = 0; a < g->nodes[n].n_attrs; a++) {
             nr_attr_type t = g->nodes[n].attrs[a].type;
-            if (t == NR_ATTR_GRAPH || t == NR_ATTR_GRAPHS) return NETRUN_OK; /* subgraphs capture by name */
+            has_subgraphs |= t == NR_ATTR_GRAPH || t == NR_ATTR_GRAPHS;
         }
-    int n_qdq = 0; /* QDQ groups -> QLinearConv / QLinearMatMul first: the passes below run on that copy */
-    netrun_status qst = nr_qdq_fuse_session(s, cfg, out, &n_qdq);
-    if (qst != NETRUN_OK || *out) return qst;
+    if (!has_subgraphs) { /* the QDQ pass does not track captures yet */
+        int n_qdq = 0; /* QDQ groups -> QLinearConv / QLinearMatMul first: the passes below run on that copy */
+        netrun_status qst = nr_qdq_fuse_session(s, cfg, out, &n_qdq);
+        if (qst != NETRUN_OK || *out) return qst;
+    }
     opt_state o = {.s = s, .g = g};
     size_t nv = (size_t)g->n_values + 1, nn = (size_t)g->n_nodes + 1;
     o.alias = nr_calloc(nv, sizeof(int));
+    o.pinned = nr_calloc(nv, 1);
     o.users = nr_calloc(nv, sizeof(int));
     o.user = nr_calloc(nv, sizeof(int));
     o.removed = nr_calloc(nn, sizeof(int));
@@ -92,12 +98,19 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     o.blk_conv = nr_calloc(nn, sizeof(int));
     o.h_conv = nr_calloc(nn, sizeof(int));
     o.repl_of = nr_calloc(nn, sizeof(int));
-    if (!o.alias || !o.users || !o.user || !o.removed || !o.snode_of || !o.plan || !o.swish_x || !o.blk_conv ||
+    if (!o.alias || !o.pinned || !o.users || !o.user || !o.removed || !o.snode_of || !o.plan || !o.swish_x || !o.blk_conv ||
         !o.h_conv || !o.repl_of) {
         free_state(&o);
         return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the graph passes");
     }
-    for (int v = 0; v < g->n_values; v++) o.alias[v] = v;
+    for (int v = 0; v < g->n_values; v++) o.alias[v] = v, o.pinned[v] = g->values[v].is_graph_output;
+    /* values the subgraphs of If / Loop / Scan read by name stay as written (bodies see the copy by name) and
+     * count as one more use, so no fusion absorbs them */
+    int caps[NR_MAX_CAPTURES];
+    for (int n = 0; has_subgraphs && n < g->n_nodes; n++) {
+        int nc = nr_node_captures(g, &g->nodes[n], caps, NR_MAX_CAPTURES);
+        for (int i = 0; i < nc; i++) o.pinned[caps[i]] = 1, o.users[caps[i]]++;
+    }
     for (int n = 0; n < g->n_nodes; n++) {
         o.plan[n].bn = o.plan[n].add = o.plan[n].act = o.plan[n].z = o.plan[n].mul = -1;
         o.snode_of[n] = o.swish_x[n] = o.repl_of[n] = -1;

@@ -44,6 +44,8 @@ typedef struct opt_state {
     netrun_session *s;
     const nr_graph *g;
     int *alias;        /* value -> value it stands for once Identity/Dropout are gone (itself otherwise) */
+    char *pinned;      /* value -> 1 when its name must keep its value as written: a graph output, or read by a
+                        * control-flow node's subgraph (captured by name) */
     int *users;        /* value -> number of uses by kept nodes (graph outputs count as one) */
     int *user;         /* value -> the (last) kept node using it */
     int *removed;      /* node -> 1 when dropped or absorbed */

@@ -17,7 +17,12 @@
  * QLinearConv then computes round((sum (x - x_zp)(w - w_zp) + b) * x_scale * w_scale / y_scale) + y_zp, which
  * is what DQ -> Conv -> Q computes up to the float rounding of the unfused Conv's sum and of the multiplier:
  * the two may differ by one unit of y_scale where the real value lies near a rounding tie.
- * Also: DQ -> Reshape / Transpose / Flatten / Squeeze / Unsqueeze / Concat -> Q with one scale and zero point
+ * A residual DQ(q), DQ(Z) -> Add (-> redundant Relu / Clip) -> Q whose q is a fused QLinearConv's output read
+ * by nothing else joins that QLinearConv (its residual form, layers/quantize.c: Z and the Add's scales as
+ * inputs 9 to 13): the conv's own Q (rounding, saturation) and the Add then run in its epilogue with
+ * onnxruntime's QLinearAdd formula, (q - q_zp) * q_scale / s + (Z - z_zp) * z_scale / s rounded, so the result
+ * matches the unfused graph but for float rounding at ties (one unit of s).
+ * Also: DQ -> Reshape / Transpose / Flatten / Squeeze / Unsqueeze / Concat / MaxPool -> Q with one scale and zero point
  * runs the op on the 8-bit values (plan_move), and the 8-bit values between fused CPU convolutions stay NHWC
  * (plan_nhwc). */
 #include "qdq_fuse.h"
@@ -44,6 +49,9 @@ typedef struct qdq_group {
     int trans_b;         /* Gemm: W is [N, K] (else [K, N], transposed into the 1x1 conv's [N, K, 1, 1]) */
     int64_t gm, gk, gn;  /* Gemm: A [gm, gk], Y [gm, gn] */
     int dx, dw, db, act, q; /* the nodes it absorbs (-1 when none) */
+    /* the residual (Q_CONV): Z, its scale and zero point, the Add's Q's scale, zero point and output; the Add
+     * and its Q */
+    int res, z, zs, zz, ss, sz, y2, radd, rq;
 } qdq_group;
 
 typedef struct qdq_state {
@@ -244,25 +252,32 @@ static int backend_takes(const qdq_state *o, const netrun_backend_config *cfg, i
     netrun_session *s = o->s;
     const nr_snode *sn = &s->snodes[o->snode_of[n]];
     if (sn->slot < 0) return 0;
-    netrun_value_desc in[9];
+    netrun_value_desc in[14];
     memset(in, 0, sizeof in);
-    int ids[9] = {gr->x, gr->xs, gr->xz, gr->w, gr->ws, gr->wz, gr->ys, gr->yz, gr->bias_src};
-    int qconv = gr->kind != Q_MATMUL, n_in = qconv && gr->bias_src >= 0 ? 9 : 8;
+    int ids[14] = {gr->x, gr->xs, gr->xz, gr->w, gr->ws, gr->wz, gr->ys, gr->yz, gr->bias_src,
+                   gr->z, gr->zs, gr->zz, gr->ss, gr->sz};
+    int qconv = gr->kind != Q_MATMUL, n_in = gr->res ? 14 : qconv && gr->bias_src >= 0 ? 9 : 8;
     for (int i = 0; i < n_in; i++) {
         if (ids[i] >= 0) {
             in[i] = s->values[ids[i]].desc;
             continue;
         }
+        if (i == 8) { /* no bias */
+            in[i].name = "";
+            in[i].rank = -1;
+            continue;
+        }
         in[i].name = "zero_point"; /* absent zero point: the rewrite adds a zero of the quantized type */
-        in[i].dtype = s->values[i == 2 ? gr->x : i == 5 ? gr->w : gr->y].desc.dtype;
+        in[i].dtype = s->values[i == 2 ? gr->x : i == 5 ? gr->w : i == 11 ? gr->z : i == 13 ? gr->y2 : gr->y].desc.dtype;
         in[i].rank = 0;
     }
-    if (n_in == 9) in[8].dtype = NETRUN_DTYPE_INT32;
+    if (n_in >= 9 && gr->bias_src >= 0) in[8].dtype = NETRUN_DTYPE_INT32;
     netrun_conv_params cp;
     memset(&cp, 0, sizeof cp);
     if (gr->kind == Q_CONV && sn->params) memcpy(&cp, sn->params, sizeof cp);
-    cp.has_bias = n_in == 9;
-    netrun_value_desc yd = s->values[gr->y].desc;
+    cp.has_bias = gr->bias_src >= 0 && qconv;
+    cp.has_sum = gr->res;
+    netrun_value_desc yd = s->values[gr->res ? gr->y2 : gr->y].desc;
     if (gr->kind == Q_GEMM) { /* the 1x1 conv over [M, K, 1, 1] the rewrite makes */
         cp.n_spatial = 2;
         cp.group = 1;
@@ -290,11 +305,10 @@ static int dwn_input(const qdq_state *o, int d) { return d >= 0 ? o->g->nodes[d]
 static int move_inputs(const nr_node *nd) {
     if (*nd->domain || nd->n_outputs != 1) return 0;
     if (is_op(nd, "Concat")) return nd->n_inputs;
-    /* MaxPool would be exact too, but the CPU's 8-bit MaxPool is a portable loop (ResNet-50's 64x112x112 pool:
-     * 8-11 ms against 0.2 ms for DQ + the AVX-512 float pool + Q), so it stays between its DQ and Q */
     if (is_op(nd, "Reshape") || is_op(nd, "Transpose") || is_op(nd, "Flatten") ||
         is_op(nd, "Squeeze") || is_op(nd, "Unsqueeze"))
         return 1;
+    if (is_op(nd, "MaxPool")) return 1; /* max commutes with a monotonic DQ (one output: no Indices) */
     return 0;
 }
 
@@ -305,7 +319,7 @@ static int same_scalar(const qdq_state *o, int a, int b) {
            !memcmp(x->data, y->data, netrun_dtype_size(x->dtype));
 }
 
-/* DQ -> Reshape | Transpose | Flatten | Squeeze | Unsqueeze | Concat -> Q with the same scale and zero point
+/* DQ -> Reshape | Transpose | Flatten | Squeeze | Unsqueeze | Concat | MaxPool -> Q with the same scale and zero point
  * on every side: the op runs on the 8-bit values (Q(DQ(q)) = q for one scale and zero point). */
 static int plan_move(qdq_state *o, const netrun_backend_config *cfg, int n) {
     const nr_node *nd = &o->g->nodes[n];
@@ -394,6 +408,69 @@ static int plan_group(qdq_state *o, const netrun_backend_config *cfg, int n) {
     return 1;
 }
 
+/* The group whose QuantizeLinear is node q, or -1. */
+static int group_of_q(const qdq_state *o, int q) {
+    for (int n = 0; q >= 0 && n < o->g->n_nodes; n++)
+        if (o->grp[n].kind != Q_NONE && o->grp[n].kind != Q_MOVE && o->grp[n].q == q) return n;
+    return -1;
+}
+
+/* Where the copy writes value v: the node of the group that absorbed its writer (a QuantizeLinear), else its
+ * writer (-1: a graph input). */
+static int written_at(const qdq_state *o, int v) {
+    int p = producer(o, v);
+    for (int n = 0; p >= 0 && n < o->g->n_nodes; n++)
+        if (o->grp[n].kind != Q_NONE && (o->grp[n].q == p || (o->grp[n].res && o->grp[n].rq == p))) return n;
+    return p;
+}
+
+static int same_desc(const netrun_value_desc *a, const netrun_value_desc *b) {
+    return a->rank == b->rank && !memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)(a->rank > 0 ? a->rank : 0));
+}
+
+/* Add node a: DQ(q), DQ(Z) -> Add -> Q (see the top comment) with q the output of a planned QLinearConv group
+ * (not a Gemm's) read only through that DQ, the Add only; Z written before the conv runs (its writer comes
+ * first in the node order). Sets the group's residual fields; 1 when planned. */
+static int plan_residual(qdq_state *o, const netrun_backend_config *cfg, int a) {
+    const nr_graph *g = o->g;
+    const nr_node *an = &g->nodes[a];
+    if (!is_op(an, "Add") || an->n_inputs != 2 || an->n_outputs != 1 || an->outputs[0] < 0 || o->snode_of[a] < 0)
+        return 0;
+    const netrun_value_desc *ad = &o->s->values[an->outputs[0]].desc;
+    for (int side = 1; side >= 0; side--) { /* the later input first: usually the main branch's last conv */
+        int da = producer(o, an->inputs[side]), dz = producer(o, an->inputs[1 - side]);
+        if (da == dz || !per_tensor_dq(o, da, 0) || !per_tensor_dq(o, dz, 0)) continue;
+        int q1 = g->nodes[da].inputs[0], c = group_of_q(o, producer(o, q1));
+        if (c < 0 || o->grp[c].kind != Q_CONV || o->grp[c].res || o->users[q1] != 1 || g->values[q1].is_graph_output ||
+            o->users[an->inputs[side]] != 1 || g->values[an->inputs[side]].is_graph_output)
+            continue;
+        int z = g->nodes[dz].inputs[0];
+        if (written_at(o, z) >= c || cst(o, z) || !same_desc(&o->s->values[an->inputs[0]].desc, ad) ||
+            !same_desc(&o->s->values[an->inputs[1]].desc, ad) || !same_desc(&o->s->values[q1].desc, ad))
+            continue;
+        qdq_group gr = o->grp[c], out;
+        memset(&out, 0, sizeof out);
+        if (!plan_output(o, an->outputs[0], &out)) return 0;
+        int sl = slot_of(o, c);
+        if (slot_of(o, a) != sl || slot_of(o, da) != sl || slot_of(o, dz) != sl || slot_of(o, out.q) != sl ||
+            (out.act >= 0 && slot_of(o, out.act) != sl))
+            return 0;
+        const nr_node *dzn = &g->nodes[dz];
+        gr.res = 1;
+        gr.z = z, gr.zs = dzn->inputs[1], gr.zz = in_at(dzn, 2);
+        gr.ss = out.ys, gr.sz = out.yz, gr.y2 = out.y;
+        gr.radd = a, gr.rq = out.q;
+        if (!backend_takes(o, cfg, c, &gr)) return 0;
+        o->grp[c] = gr;
+        o->removed[da] = o->removed[a] = o->removed[out.q] = 1; /* DQ(q), the Add (its activation) and its Q go */
+        if (out.act >= 0) o->removed[out.act] = 1;
+        if (--o->users[an->inputs[1 - side]] == 0 && !g->values[an->inputs[1 - side]].is_graph_output)
+            o->removed[dz] = 1; /* DQ(Z) too when nothing else reads it */
+        return 1;
+    }
+    return 0;
+}
+
 /* ---- the copy ---- */
 
 /* A zero point of type t (one value) for an absent one. */
@@ -451,12 +528,22 @@ static netrun_status add_group(const qdq_state *o, nr_graph *ng, int n, int firs
     char name[1024];
     snprintf(name, sizeof name, "%s+%s%s%s", nd->name, gr->act >= 0 ? o->g->nodes[gr->act].name : "",
              gr->act >= 0 ? "+" : "", o->g->nodes[gr->q].name);
-    int ids[9] = {gr->x, gr->xs, gr->xz, gemm ? gemm_weights(o, ng, gr) : gr->w, gr->ws, gr->wz, gr->ys, gr->yz, -1};
+    int ids[14] = {gr->x, gr->xs, gr->xz, gemm ? gemm_weights(o, ng, gr) : gr->w, gr->ws, gr->wz, gr->ys, gr->yz, -1,
+                   gr->z, gr->zs, gr->zz, gr->ss, gr->sz};
     if (ids[2] < 0) ids[2] = zero_const(o, ng, gr->x, o->s->values[gr->x].desc.dtype);
     if (ids[5] < 0) ids[5] = zero_const(o, ng, gr->w, o->s->values[gr->w].desc.dtype);
     if (ids[7] < 0) ids[7] = zero_const(o, ng, gr->y, o->s->values[gr->y].desc.dtype);
     if (n_in == 9) ids[8] = bias_value(o, ng, gr);
     int y = gr->y;
+    if (gr->res) { /* the residual form: 14 inputs, B possibly absent */
+        if (gr->bias_src >= 0 && (ids[8] = bias_value(o, ng, gr)) < 0)
+            return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory fusing '%s'", nd->name);
+        if (ids[11] < 0) ids[11] = zero_const(o, ng, gr->z, o->s->values[gr->z].desc.dtype);
+        if (ids[13] < 0) ids[13] = zero_const(o, ng, gr->y2, o->s->values[gr->y2].desc.dtype);
+        n_in = 14;
+        y = gr->y2;
+        snprintf(name + strlen(name), sizeof name - strlen(name), "+%s", o->g->nodes[gr->radd].name);
+    }
     static const int64_t to4[4] = {0, 0, 1, 1}, to2[2] = {0, 0}; /* 0: the dim as it is */
     if (gemm) { /* [M, K] -> [M, K, 1, 1] -> QLinearConv -> [M, N, 1, 1] -> [M, N] */
         int s4 = shape_const(ng, nd->name, ".to_nk11", 4, to4), s2 = shape_const(ng, nd->name, ".to_mn", 2, to2);
@@ -477,9 +564,10 @@ static netrun_status add_group(const qdq_state *o, nr_graph *ng, int n, int firs
         r2->outputs[0] = gr->y;
     }
     for (int i = 0; i < n_in; i++)
-        if (ids[i] < 0) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory fusing '%s'", nd->name);
+        if (ids[i] < 0 && i != 8) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory fusing '%s'", nd->name);
     int n_attrs = gr->kind == Q_CONV ? nd->n_attrs : 0;
-    nr_node *nn = nr_graph_add_node(ng, name, conv ? "QLinearConv" : "QLinearMatMul", "", n_in, 1, n_attrs + first);
+    nr_node *nn = nr_graph_add_node(ng, name, conv ? "QLinearConv" : "QLinearMatMul", "", n_in, 1,
+                                    n_attrs + gr->res + first);
     if (!nn) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory fusing '%s'", nd->name);
     *conv_node = conv ? ng->n_nodes - 1 : -1;
     memcpy(nn->inputs, ids, sizeof(int) * (size_t)n_in);
@@ -487,6 +575,12 @@ static netrun_status add_group(const qdq_state *o, nr_graph *ng, int n, int firs
     for (int a = 0; a < n_attrs; a++) {
         netrun_status st = nr_attr_copy_borrowed(&nn->attrs[a], &nd->attrs[a]);
         if (st != NETRUN_OK) return st;
+    }
+    if (gr->res) { /* before the pass's mark, which stays the last attribute of node 0 */
+        if (!(nn->attrs[n_attrs].name = nr_strdup("netrun.qdq_residual")))
+            return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory fusing '%s'", nd->name);
+        nn->attrs[n_attrs].type = NR_ATTR_INT;
+        nn->attrs[n_attrs].i = 1;
     }
     if (gemm) { /* the output Reshape after the conv: swap the last two nodes */
         nr_node tmp = ng->nodes[ng->n_nodes - 1];
@@ -511,7 +605,8 @@ static void free_state(qdq_state *o) {
  * src_nhwc / dst_nhwc), and elementwise nodes over one shape that do not care about the order (QuantizeLinear
  * and DequantizeLinear per tensor, Add / Sub / Mul without broadcasting, Relu, Clip with constant bounds),
  * whose other inputs and outputs are then NHWC too. Values seen by anything else (graph inputs and outputs,
- * other ops) stay NCHW, and the QLinearConvs at those borders reorder inside. */
+ * other ops) stay NCHW, and the QLinearConvs at those borders reorder inside. A residual QLinearConv's Z
+ * shares its Y's layout. */
 
 static int uf_find(int *par, int v) {
     while (par[v] != v) v = par[v] = par[par[v]];
@@ -559,6 +654,10 @@ static netrun_status plan_nhwc(const qdq_state *o, const nr_graph *ng, const int
     for (int n = 0; n < ng->n_nodes; n++) { /* join the values of agnostic nodes of one shape */
         const nr_node *nd = &ng->nodes[n];
         int k = agnostic_inputs(o, nd), y = nd->n_outputs ? nd->outputs[0] : -1;
+        if (cpu_conv[n] && nd->n_inputs == 14 && y >= 0) { /* a residual conv's Z has Y's layout (same shape) */
+            if (nd->inputs[9] >= 0 && nd->inputs[9] < nv) par[uf_find(par, nd->inputs[9])] = uf_find(par, y);
+            continue;
+        }
         if (k < 0 || nd->n_inputs < k || !desc4(o, y, d0)) continue;
         int same = 1;
         for (int i = 0; i < k && same; i++) same = desc4(o, nd->inputs[i], d1) && !memcmp(d0, d1, sizeof d0);
@@ -571,7 +670,8 @@ static netrun_status plan_nhwc(const qdq_state *o, const nr_graph *ng, const int
         if (cpu_conv[n]) {
             if (y >= 0 && desc4(o, y, d0)) conv[uf_find(par, y)] = 1;
             for (int i = 1; i < nd->n_inputs; i++)
-                if (nd->inputs[i] >= 0 && nd->inputs[i] < nv) bad[uf_find(par, nd->inputs[i])] = 1;
+                if (nd->inputs[i] >= 0 && nd->inputs[i] < nv && !(i == 9 && nd->n_inputs == 14))
+                    bad[uf_find(par, nd->inputs[i])] = 1;
             continue;
         }
         int joined = k >= 0 && y >= 0 && uf_find(par, y) != y ? 1 : k >= 0 && y >= 0;
@@ -729,14 +829,20 @@ netrun_status nr_qdq_fuse_session(netrun_session *s, const netrun_backend_config
             if (dq[i] >= 0 && --o.users[g->nodes[dq[i]].outputs[0]] == 0 && !g->values[g->nodes[dq[i]].outputs[0]].is_graph_output)
                 o.removed[dq[i]] = 1;
     }
+    int n_res = 0;
+    const char *ro = nr_options_get(&s->opts, "graph.qdq_residual");
+    for (int n = 0; *n_fused && !(ro && !strcmp(ro, "0")) && n < g->n_nodes; n++) {
+        if (!o.removed[n] && plan_residual(&o, cfg, n)) n_res++;
+    }
     netrun_status st = NETRUN_OK;
     if (*n_fused) {
         int n_nhwc = 0;
         st = build_model(&o, out, &n_nhwc);
         if (st == NETRUN_OK)
             nr_host_api()->log(NETRUN_LOG_INFO, "optimize", "QDQ fusion: %d groups rewritten to QLinearConv / "
-                               "QLinearMatMul; %d of their inputs and outputs kept NHWC (graph.int8_nhwc=0: none)",
-                               *n_fused, n_nhwc);
+                               "QLinearMatMul, %d residual Adds joined to their QLinearConv (graph.qdq_residual=0: "
+                               "none); %d of their inputs and outputs kept NHWC (graph.int8_nhwc=0: none)",
+                               *n_fused, n_res, n_nhwc);
     }
     free_state(&o);
     if (st != NETRUN_OK) *out = NULL, *n_fused = 0;

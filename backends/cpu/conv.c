@@ -287,8 +287,9 @@ static void conv_slot(void *arg, int64_t slot, int64_t t0, int64_t t1) {
             bm = col;
             ldb = (int)cw;
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g->mg, (int)cw, (int)ck, 1.0f,
-                    j->w + gi * g->mg * ck, (int)ck, bm, ldb, 0.0f, y, (int)out);
+        if (!cpu_dnnl_sgemm(0, 0, g->mg, cw, ck, 1.0f, j->w + gi * g->mg * ck, ck, bm, ldb, 0.0f, y, out))
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g->mg, (int)cw, (int)ck, 1.0f,
+                        j->w + gi * g->mg * ck, (int)ck, bm, ldb, 0.0f, y, (int)out);
         epilogue(j, y, j->z ? j->z + (n * g->m + gi * g->mg) * out + c0 : NULL, out, g->mg, cw,
                  j->b ? j->b + gi * g->mg : NULL);
     }
@@ -344,8 +345,9 @@ static void convt_slot(void *arg, int64_t slot, int64_t t0, int64_t t1) {
         int64_t m0 = b * pl->bsize, mc = g->mg - m0 < pl->bsize ? g->mg - m0 : pl->bsize;
         const float *x = j->x + (n * g->c + gi * g->cg) * in;
         const float *w = j->w + gi * g->cg * g->mg * K + m0 * K;
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(mc * K), (int)in, (int)g->cg, 1.0f, w,
-                    (int)(g->mg * K), x, (int)in, 0.0f, col, (int)in);
+        if (!cpu_dnnl_sgemm(1, 0, mc * K, in, g->cg, 1.0f, w, g->mg * K, x, in, 0.0f, col, in))
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(mc * K), (int)in, (int)g->cg, 1.0f, w,
+                        (int)(g->mg * K), x, (int)in, 0.0f, col, (int)in);
         for (int64_t m = 0; m < mc; m++) {
             int64_t oc = gi * g->mg + m0 + m;
             float *y = j->y + (n * g->m + oc) * out;

@@ -5,6 +5,11 @@
  * The other direction, nChw16c X -> plain Y (projections to 24/40 channels): tiles of 16 output channels x
  * 16 pixels, broadcasts of X 16 floats apart, then the 16 x 16 tile is transposed in registers so that each
  * output channel's 16 pixels are stored as one row of Y (the last block masked to M). */
+/* gu_act_n's compare-and-select activations (gemm_util.h) vectorize only without trapping math: netrun never
+ * enables FP traps. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
 #include "conv1x1_blk.h"
 
 #include <stdio.h>

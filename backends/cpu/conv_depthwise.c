@@ -4,6 +4,11 @@
  * activation applied before the single store. AVX-512 variant chosen at run time (__builtin_cpu_supports);
  * the portable variant is the same loops in plain C. Measured on MobileNetV2 shapes: 3-5x the per-tap
  * row-update kernel it replaces, and faster than oneDNN's blocked kernel plus its NCHW reorders. */
+/* gu_act_n's compare-and-select activations (gemm_util.h) vectorize only without trapping math: netrun never
+ * enables FP traps. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
 #include "conv_depthwise.h"
 
 #include <string.h>

@@ -8,6 +8,11 @@
  * above or below X are skipped per row.
  * Work: (image, block pair, output row) tasks handed out by the pool in chunks, rows of one block pair next
  * to each other, so a thread's chunk reads one pair's weights (C x 1.1 KB) from L2. */
+/* gu_act_n's compare-and-select activations (gemm_util.h) vectorize only without trapping math: netrun never
+ * enables FP traps. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
 #include "conv_direct_blk.h"
 
 #include <stdio.h>

@@ -5,6 +5,11 @@
  * Threads: the output channels are cut into one slice per thread of netrun's pool, each slice its own
  * single-threaded primitive (see dnnl_slice). Scratch (blocked X and Y, the scratchpads) lives in the
  * runtime's workspace; nothing is allocated on the run path by this file. */
+/* gu_act_n's compare-and-select activations (gemm_util.h) vectorize only without trapping math: netrun never
+ * enables FP traps. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
 #include "conv_dnnl.h"
 
 #include <stdio.h>
@@ -199,9 +204,30 @@ static int make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t
     return st == dnnl_success;
 }
 
+/* Winograd F(2x2, 3x3) saves 20 of the 36 FMAs of each (input channel, output channel) pair of a 2x2 tile, and
+ * pays per tile an input transform per input channel and an output transform per output channel (oneDNN's also
+ * pads both to 16 and reorders plain X and Y): savings grow as C x M, costs as C + M. It pays where
+ * C x M / (C + M) >= 24 (the harmonic mean of C and M at least 48). Single 3x3 convs + bias + Relu at 2 threads,
+ * batch 1, NCHW in and out, minimum over 15 runs, Winograd vs direct (tools/bench/conv_algo_bench.py):
+ * 3 -> 16 at 416x416 (YOLO's first conv) 42.1 vs 3.1 ms, 3 -> 64 at 224x224 (VGG's, U-Net's) 22.1 vs 2.6,
+ * 16 -> 16 at 112x112 0.65 vs 0.44, 32 -> 32 at 56x56 0.46 vs 0.38 (batch 8 also 1.26x slower), 48 -> 48 0.74 vs
+ * 0.75, 64 -> 64 1.33 vs 1.41, 128 -> 128 at 28x28 0.86 vs 1.33. */
+static int wino_pays(int64_t c, int64_t m) {
+    return c > 0 && m > 0 && c * m >= 24 * (c + m);
+}
+
 int cpu_dnnl_available(void) {
     pthread_once(&g_engine_once, engine_init);
     return g_engine_status == dnnl_success;
+}
+
+/* oneDNN's sgemm on the calling thread only (its JIT kernels ran MatMul 8-20% faster than OpenBLAS's sgemm at
+ * 1 thread on ViT / BERT shapes: 197x192x768 0.36 -> 0.31 ms, 128x768x768 0.98 -> 0.84). */
+int cpu_dnnl_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                   const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    if (!cpu_dnnl_available()) return 0;
+    if (omp_get_max_threads() != 1) omp_set_num_threads(1); /* a pool worker's own ICV; no OpenMP team */
+    return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) == dnnl_success;
 }
 
 void cpu_dnnl_conv_describe_state(const cpu_dnnl_conv *s, char *buf, size_t size) {
@@ -220,7 +246,8 @@ static int build_slice(cpu_dnnl_conv *s, dnnl_slice *q, const netrun_conv_params
      * of ResNet-50 at 1 thread 1.19 -> 0.85 ms (layer1), 1.10 -> 0.60 (layer2), 1.15 -> 0.75 (layer3); output
      * error vs onnxruntime 6.3e-5 -> 7.1e-5 on ResNet-50. cpu.winograd=0 turns it off. */
     int wino_fits = s->winograd && p->n_spatial == 2 && p->group == 1 && wd[2] == 3 && wd[3] == 3 &&
-                    p->strides[0] == 1 && p->strides[1] == 1 && p->dilations[0] == 1 && p->dilations[1] == 1;
+                    p->strides[0] == 1 && p->strides[1] == 1 && p->dilations[0] == 1 && p->dilations[1] == 1 &&
+                    wino_pays(wd[1], wd[0]);
     for (int wino = wino_fits; wino >= 0 && !pd; wino--)
     for (int blocked16 = 1; blocked16 >= s->per_image && !pd; blocked16--) {
         pd = make_pd(p, xd, wd, yd, q->mc, blocked16, s->per_image, s->has_bias, s->has_sum, wino, s->own_swish,
@@ -312,8 +339,11 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
     for (int i = 1; i < p->n_spatial + 2; i++) wbytes *= wd[i];
     for (int i = 2; i < p->n_spatial + 2; i++) plane *= yd[i];
     int uneven = m % (16 * threads) != 0, small_w = wbytes <= 256 * 1024 && plane >= 784;
-    int by_image = p->src_blocked && !dw && threads > 1 && !(bi && !strcmp(bi, "0")) && (uneven || small_w) &&
-                   yd[0] >= threads && (yd[0] % threads == 0 || yd[0] >= 3 * threads);
+    /* A plain-X stem writing nChw16c Y with fewer 16-channel slices than threads (MobileNetV3's 3 -> 16: one
+     * slice, so one thread busy) is cut by images too: batch 8 at 2 threads 6.2 -> 3.4 ms (min of 4 rounds). */
+    int idle = p->dst_blocked && !p->src_blocked && n_sl < threads;
+    int by_image = (p->src_blocked || idle) && !dw && threads > 1 && !(bi && !strcmp(bi, "0")) &&
+                   (uneven || small_w) && yd[0] >= threads && (yd[0] % threads == 0 || yd[0] >= 3 * threads);
     if (by_image) {
         n_sl = threads;
         per = m;
@@ -501,6 +531,12 @@ netrun_status cpu_dnnl_conv_run(cpu_context *ctx, cpu_dnnl_conv *s, const float 
 
 int cpu_dnnl_available(void) { return 0; }
 int cpu_dnnl_all(void) { return 0; }
+int cpu_dnnl_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                   const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb, (void)beta;
+    (void)c, (void)ldc;
+    return 0;
+}
 netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p, const int64_t *xd,
                                    const int64_t *wd, const int64_t *yd, const float *w, int has_bias,
                                    cpu_dnnl_conv **out, size_t *ws) {

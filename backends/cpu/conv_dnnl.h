@@ -11,6 +11,10 @@
 typedef struct cpu_dnnl_conv cpu_dnnl_conv;
 
 int cpu_dnnl_available(void);
+/* Row-major C = alpha op(A) op(B) + beta C by oneDNN's sgemm on the calling thread; 0 (nothing done) without
+ * oneDNN or when it fails, and the caller runs its BLAS instead. */
+int cpu_dnnl_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                   const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 /* NETRUN_CPU_DNNL=all: every conv oneDNN can do goes to it (measurements). */
 int cpu_dnnl_all(void);
 /* Build a primitive for these dims (xd, wd, yd: ranks n_spatial + 2; w: float weights in ONNX layout).

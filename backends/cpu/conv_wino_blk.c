@@ -9,6 +9,11 @@
  * Where U fits a core's L2 (CPU_CW_U_L2: ResNet's layer1, SqueezeNet's first fires) there are no bands: each thread
  * runs both phases on tasks of its own tiles, V in its slice of the workspace, with no barrier between them (as
  * bands, layer1 lost to oneDNN: two regions for every 120 tiles). */
+/* gu_act_n's compare-and-select activations (gemm_util.h) vectorize only without trapping math: netrun never
+ * enables FP traps. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
 #include "conv_wino_blk.h"
 
 #include <stdio.h>

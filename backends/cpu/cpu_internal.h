@@ -136,6 +136,76 @@ static inline float cpu_expf(float x) {
     memcpy(&s2, &b2, 4);
     return p * s1 * s2;
 }
+/* Select by mask (all ones or zero), branch-free so that loops calling these vectorize (see cpu_expf). */
+static inline float cpu_selectf(uint32_t mask, float a, float b) {
+    uint32_t ab, bb;
+    memcpy(&ab, &a, 4);
+    memcpy(&bb, &b, 4);
+    ab = (ab & mask) | (bb & ~mask);
+    memcpy(&a, &ab, 4);
+    return a;
+}
+/* tanhf that vectorizes (libm's is a scalar call: GPT's tanh GELU spent half its run there). |x| < 0.25: the odd
+ * Taylor series to x^11 (truncation below 1e-10 relative); else (1 - e) / (1 + e) with e = exp(-2|x|), |x| clamped
+ * to 9 (tanh(9) rounds to 1). Within 4 ulp of tanh over the floats (tests/cpu/test_fast_math.py); NaN stays NaN. */
+/* |x| clamped to hi (NaN passes through), and x's sign bit; cpu_signedf puts the sign back: tanh and erf are odd. */
+static inline float cpu_abs_clampf(float x, float hi, uint32_t *sign) {
+    uint32_t xb;
+    memcpy(&xb, &x, 4);
+    *sign = xb & 0x80000000u;
+    xb &= 0x7FFFFFFFu;
+    float ax;
+    memcpy(&ax, &xb, 4);
+    return cpu_selectf(0u - (uint32_t)(ax > hi), hi, ax);
+}
+static inline float cpu_signedf(float r, uint32_t sign) {
+    uint32_t rb;
+    memcpy(&rb, &r, 4);
+    rb |= sign;
+    memcpy(&r, &rb, 4);
+    return r;
+}
+static inline float cpu_tanhf(float x) {
+    uint32_t sign;
+    const float ax = cpu_abs_clampf(x, 9.0f, &sign);
+    const float e = cpu_expf(-2.0f * ax), big = (1.0f - e) / (1.0f + e);
+    const float x2 = ax * ax;
+    float p = -1382.0f / 155925.0f;
+    p = p * x2 + 62.0f / 2835.0f;
+    p = p * x2 - 17.0f / 315.0f;
+    p = p * x2 + 2.0f / 15.0f;
+    p = p * x2 - 1.0f / 3.0f;
+    const float small = ax + ax * x2 * p;
+    return cpu_signedf(cpu_selectf(0u - (uint32_t)(ax < 0.25f), small, big), sign);
+}
+/* erff that vectorizes (BERT's and ViT's Erf GELU). |x| < 1: the Taylor series to x^23 (truncation below 1e-10);
+ * else 1 - (a1 t + ... + a5 t^5) exp(-x^2), t = 1 / (1 + p|x|) (Abramowitz & Stegun 7.1.26, absolute error at most
+ * 1.5e-7 where erf >= 0.84), |x| clamped to 4 (erf(4) rounds to 1). NaN stays NaN. */
+static inline float cpu_erff(float x) {
+    uint32_t sign;
+    const float ax = cpu_abs_clampf(x, 4.0f, &sign);
+    const float t = 1.0f / (1.0f + 0.3275911f * ax);
+    float q = 1.061405429f;
+    q = q * t - 1.453152027f;
+    q = q * t + 1.421413741f;
+    q = q * t - 0.284496736f;
+    q = q * t + 0.254829592f;
+    const float big = 1.0f - q * t * cpu_expf(-ax * ax);
+    const float x2 = ax * ax; /* 2/sqrt(pi) * sum (-1)^n x^(2n+1) / (n! (2n+1)) */
+    float p = -1.0f / 918086400.0f;
+    p = p * x2 + 1.0f / 76204800.0f;
+    p = p * x2 - 1.0f / 6894720.0f;
+    p = p * x2 + 1.0f / 685440.0f;
+    p = p * x2 - 1.0f / 75600.0f;
+    p = p * x2 + 1.0f / 9360.0f;
+    p = p * x2 - 1.0f / 1320.0f;
+    p = p * x2 + 1.0f / 216.0f;
+    p = p * x2 - 1.0f / 42.0f;
+    p = p * x2 + 1.0f / 10.0f;
+    p = p * x2 - 1.0f / 3.0f;
+    const float small = 1.1283791670955126f * (ax + ax * x2 * p);
+    return cpu_signedf(cpu_selectf(0u - (uint32_t)(ax < 1.0f), small, big), sign);
+}
 /* Every dtype the byte-moving kernels (copies, gathers, pads...) serve. */
 #define CPU_ALL_DTYPES                                                                                          \
     (NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT8) |                              \

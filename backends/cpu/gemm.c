@@ -1,10 +1,17 @@
-/* CPU kernels: gemm. Gemm and MatMul go through OpenBLAS (sgemm/dgemm, single-threaded); the output is cut
+/* CPU kernels: gemm. Gemm and MatMul go through oneDNN's sgemm where the backend has oneDNN, else OpenBLAS
+ * (sgemm/dgemm; each single-threaded); the output is cut
  * into (batch, row block, column block) tasks run on netrun's pool. float16 is computed in float32; integer
  * MatMul uses a plain loop with wrap-around arithmetic. */
+/* gu_act_n's compare-and-select activations (gemm_util.h) vectorize only without trapping math: netrun never
+ * enables FP traps. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
 #include <cblas.h>
 #include <limits.h>
 #include <stdio.h>
 
+#include "conv_dnnl.h" /* cpu_dnnl_sgemm */
 #include "gemm_util.h"
 
 typedef struct mm_job {
@@ -114,7 +121,8 @@ static void mm_range(void *arg, int64_t t0, int64_t t1) {
                         cblas_sgemv(CblasRowMajor, CblasTrans, (int)j->k, (int)cols, j->alpha, (const float *)b,
                                     (int)j->ldb, (const float *)a, inca, 1.0f, (float *)y, 1);
                 }
-            } else {
+            } else if (!cpu_dnnl_sgemm(j->ta, j->tb, rows, cols, j->k, j->alpha, (const float *)a, j->lda,
+                                       (const float *)b, j->ldb, has_c ? 1.0f : 0.0f, (float *)y, j->ldc)) {
                 cblas_sgemm(CblasRowMajor, ta, tb, (int)rows, (int)cols, (int)j->k, j->alpha, (const float *)a,
                             (int)j->lda, (const float *)b, (int)j->ldb, has_c ? 1.0f : 0.0f, (float *)y, (int)j->ldc);
             }

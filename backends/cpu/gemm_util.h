@@ -26,10 +26,10 @@ static inline float gu_act(float x, const netrun_fused_activation *a) {
         float v = x / 6.0f + 0.5f;
         return x * (v < 0 ? 0.0f : (v > 1 ? 1.0f : v));
     }
-    case NETRUN_ACT_TANH: return tanhf(x);
+    case NETRUN_ACT_TANH: return cpu_tanhf(x);
     case NETRUN_ACT_AFFINE: return a->alpha * x + a->beta;
     case NETRUN_ACT_THRESHOLDED_RELU: return x > a->alpha ? x : 0.0f;
-    case NETRUN_ACT_SCALED_TANH: return a->alpha * tanhf(a->beta * x);
+    case NETRUN_ACT_SCALED_TANH: return a->alpha * cpu_tanhf(a->beta * x);
     case NETRUN_ACT_ELU: return x < 0 ? a->alpha * (expf(x) - 1.0f) : x;
     case NETRUN_ACT_SOFTSIGN: return x / (1.0f + fabsf(x));
     case NETRUN_ACT_SOFTPLUS: return x > 20.0f ? x : log1pf(expf(x));
@@ -77,6 +77,22 @@ static inline void gu_act_n(float *y, int64_t n, const netrun_fused_activation *
     }
     case NETRUN_ACT_SIGMOID: gu_sigmoid_n(y, n); return;
     case NETRUN_ACT_SWISH: gu_swish_n(y, n, 0.0f, a->alpha); return;
+    case NETRUN_ACT_HARD_SWISH: /* MobileNetV3: x * clamp(x / 6 + 1 / 2, 0, 1) (ONNX's alpha 1/6, beta 1/2) */
+        for (int64_t i = 0; i < n; i++) {
+            float v = y[i] * (1.0f / 6.0f) + 0.5f;
+            v = v < 0 ? 0.0f : v;
+            y[i] *= v > 1 ? 1.0f : v;
+        }
+        return;
+    case NETRUN_ACT_HARD_SIGMOID: {
+        const float al = a->alpha, be = a->beta;
+        for (int64_t i = 0; i < n; i++) {
+            float v = al * y[i] + be;
+            v = v < 0 ? 0.0f : v;
+            y[i] = v > 1 ? 1.0f : v;
+        }
+        return;
+    }
     default:
         for (int64_t i = 0; i < n; i++) y[i] = gu_act(y[i], a);
     }

@@ -178,6 +178,55 @@ static void maxpool2d_f32(void *arg, int64_t p0, int64_t p1) {
         }
     }
 }
+/* float 2-D AveragePool (LpPool excluded) the same way: per output row, the sum of the window's input rows into a
+ * zero-padded row (vectorizes), then the sum along each window of that row, divided by the taps inside the input
+ * (or inside the padded extent with count_include_pad). Sums in float, as onnxruntime (the generic loop sums in
+ * double): Inception v2's 3x3/1 average pools were a third of its time in the generic loop. */
+static int avgpool2d_ok(const pool_job *j) {
+    return !j->is_max && !j->lp && j->in[0] == 1 && j->out[0] == 1 && j->k[0] == 1 && j->pb[2] >= 0 &&
+           maxpool2d_row(j) <= MAXROW;
+}
+static void avgpool2d_f32(void *arg, int64_t p0, int64_t p1) {
+    const pool_job *j = arg;
+    float buf[MAXROW];
+    const int64_t L = maxpool2d_row(j), iw = j->in[2], pw = j->pb[2], ow_n = j->out[2];
+    const int64_t sw = j->s[2], dw = j->d[2], kw_n = j->k[2];
+    for (int64_t i = 0; i < L; i++) buf[i] = 0.0f;
+    float *row = buf + pw;
+    for (int64_t pl = p0; pl < p1; pl++) {
+        const float *x = (const float *)j->x + pl * j->in_size;
+        float *y = (float *)j->y + pl * j->out_size;
+        for (int64_t oh = 0; oh < j->out[1]; oh++) {
+            int64_t h0 = oh * j->s[1] - j->pb[1], kh0, kh1;
+            pool_taps(h0, j->d[1], j->k[1], 0, j->in[1], &kh0, &kh1);
+            if (kh1 > kh0) {
+                const float *xr = x + (h0 + kh0 * j->d[1]) * iw;
+                for (int64_t i = 0; i < iw; i++) row[i] = xr[i];
+            } else {
+                for (int64_t i = 0; i < iw; i++) row[i] = 0.0f;
+            }
+            for (int64_t kh = kh0 + 1; kh < kh1; kh++) {
+                const float *xr = x + (h0 + kh * j->d[1]) * iw;
+                for (int64_t i = 0; i < iw; i++) row[i] += xr[i];
+            }
+            float *yr = y + oh * ow_n;
+            for (int64_t ow = 0; ow < ow_n; ow++) {
+                const float *w = buf + ow * sw;
+                float sum = 0.0f;
+                for (int64_t k = 0; k < kw_n; k++) sum += w[k * dw];
+                int64_t w0 = ow * sw - pw, kw0, kw1, div;
+                if (j->count_include_pad) {
+                    div = pool_padded_count(j, 0, h0, w0);
+                } else {
+                    pool_taps(w0, dw, kw_n, 0, iw, &kw0, &kw1);
+                    div = (kh1 - kh0) * (kw1 - kw0);
+                }
+                yr[ow] = div > 0 ? sum / (float)div : 0.0f;
+            }
+        }
+    }
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define POOL_AVX512 1
@@ -236,6 +285,59 @@ __attribute__((target("avx512f"))) static void maxpool2d_f32_512(void *arg, int6
 POOL_PLANES(pool_f64, double, -DBL_MAX)
 POOL_PLANES(pool_i8, int8_t, INT8_MIN)
 POOL_PLANES(pool_u8, uint8_t, 0)
+
+/* 8-bit 2-D MaxPool without Indices (QDQ models run DQ -> MaxPool -> Q as MaxPool on the 8-bit values): the
+ * row-max scheme of maxpool2d_f32, the window step as one pass per tap over the output row so that both loops
+ * are byte max over contiguous (or stride-s) runs, which the compiler vectorizes (64 lanes with AVX-512BW).
+ * Padded taps hold the type's lowest value and never win, as in pool_i8 / pool_u8. ResNet-50's stem pool
+ * (64x112x112, 3x3/2): 8-11 ms in pool_i8, see docs/benchmarks.md for this one. */
+#define MAXPOOL2D_8(NAME, T, LOWEST, TARGET)                                                                 \
+    TARGET static void NAME(void *arg, int64_t p0, int64_t p1) {                                             \
+        const pool_job *j = arg;                                                                              \
+        T buf[MAXROW];                                                                                        \
+        const int64_t L = maxpool2d_row(j), iw = j->in[2], pw = j->pb[2], ow_n = j->out[2];                   \
+        const int64_t sw = j->s[2], dw = j->d[2], kw_n = j->k[2];                                             \
+        for (int64_t i = 0; i < L; i++) buf[i] = LOWEST;                                                      \
+        T *row = buf + pw;                                                                                    \
+        for (int64_t pl = p0; pl < p1; pl++) {                                                                \
+            const T *x = (const T *)j->x + pl * j->in_size;                                                   \
+            T *y = (T *)j->y + pl * j->out_size;                                                              \
+            for (int64_t oh = 0; oh < j->out[1]; oh++) {                                                      \
+                int64_t kh0, kh1;                                                                             \
+                pool_taps(oh * j->s[1] - j->pb[1], j->d[1], j->k[1], 0, j->in[1], &kh0, &kh1);                \
+                if (kh1 <= kh0)                                                                               \
+                    for (int64_t i = 0; i < iw; i++) row[i] = LOWEST;                                         \
+                for (int64_t kh = kh0; kh < kh1; kh++) {                                                      \
+                    const T *xr = x + (oh * j->s[1] - j->pb[1] + kh * j->d[1]) * iw;                          \
+                    if (kh == kh0)                                                                            \
+                        for (int64_t i = 0; i < iw; i++) row[i] = xr[i];                                      \
+                    else                                                                                      \
+                        for (int64_t i = 0; i < iw; i++) row[i] = xr[i] > row[i] ? xr[i] : row[i];            \
+                }                                                                                             \
+                T *yr = y + oh * ow_n;                                                                        \
+                if (sw == 1)                                                                                  \
+                    for (int64_t ow = 0; ow < ow_n; ow++) yr[ow] = buf[ow];                                   \
+                else                                                                                          \
+                    for (int64_t ow = 0; ow < ow_n; ow++) yr[ow] = buf[ow * sw];                              \
+                for (int64_t k = 1; k < kw_n; k++) {                                                          \
+                    const T *w = buf + k * dw;                                                                \
+                    if (sw == 1)                                                                              \
+                        for (int64_t ow = 0; ow < ow_n; ow++) yr[ow] = w[ow] > yr[ow] ? w[ow] : yr[ow];       \
+                    else if (sw == 2)                                                                         \
+                        for (int64_t ow = 0; ow < ow_n; ow++) yr[ow] = w[2 * ow] > yr[ow] ? w[2 * ow] : yr[ow]; \
+                    else                                                                                      \
+                        for (int64_t ow = 0; ow < ow_n; ow++)                                                 \
+                            yr[ow] = w[ow * sw] > yr[ow] ? w[ow * sw] : yr[ow];                               \
+                }                                                                                             \
+            }                                                                                                 \
+        }                                                                                                     \
+    }
+MAXPOOL2D_8(maxpool2d_i8, int8_t, INT8_MIN, )
+MAXPOOL2D_8(maxpool2d_u8, uint8_t, 0, )
+#ifdef POOL_AVX512
+MAXPOOL2D_8(maxpool2d_i8_512, int8_t, INT8_MIN, __attribute__((target("avx512f,avx512bw,avx512vl"))))
+MAXPOOL2D_8(maxpool2d_u8_512, uint8_t, 0, __attribute__((target("avx512f,avx512bw,avx512vl"))))
+#endif
 
 typedef struct global_job {
     const void *x;
@@ -357,10 +459,17 @@ static netrun_status pool_run_common(cpu_context *ctx, const netrun_kernel_args 
     cpu_range_fn fn;
     switch (X->dtype) {
     case NETRUN_DTYPE_DOUBLE: fn = pool_f64; break;
-    case NETRUN_DTYPE_INT8: fn = pool_i8; break;
-    case NETRUN_DTYPE_UINT8: fn = pool_u8; break;
+    case NETRUN_DTYPE_INT8:
+    case NETRUN_DTYPE_UINT8: {
+        int s8 = X->dtype == NETRUN_DTYPE_INT8;
+        fn = !maxpool2d_ok(&j) ? (s8 ? pool_i8 : pool_u8) : s8 ? maxpool2d_i8 : maxpool2d_u8;
+#ifdef POOL_AVX512
+        if (maxpool2d_ok(&j) && pool_use_avx512(ctx) && __builtin_cpu_supports("avx512bw")) fn = s8 ? maxpool2d_i8_512 : maxpool2d_u8_512;
+#endif
+        break;
+    }
     default:
-        fn = maxpool2d_ok(&j) ? maxpool2d_f32 : pool_f32;
+        fn = maxpool2d_ok(&j) ? maxpool2d_f32 : avgpool2d_ok(&j) ? avgpool2d_f32 : pool_f32;
 #ifdef POOL_AVX512
         if (fn == maxpool2d_f32 && X->dtype == NETRUN_DTYPE_FLOAT && pool_use_avx512(ctx)) fn = maxpool2d_f32_512;
 #endif

@@ -4,7 +4,11 @@
  * activations only (on NCHW it has reference loops alone). The zero points of X and Y and the per-channel
  * multiplier x_scale * w_scale / y_scale go to the primitive's attributes, the int32 bias is added to the
  * int32 sums before the multiplier (as QLinearConv defines), and the result is rounded half to even and
- * saturated by the primitive. X is reordered to NHWC and Y back to NCHW inside the node unless the QDQ pass
+ * saturated by the primitive. The residual form the QDQ pass writes (layers/quantize.c: DQ(q), DQ(Z) -> Add ->
+ * Q in the node) is the primitive's post-ops: round and clamp to q's type (q - y_zero_point, as the unfused
+ * Q computes it), times y_scale / sum_scale, minus z_zero_point * z_scale / sum_scale, plus Z times
+ * z_scale / sum_scale (the sum post-op over Z copied into Y first), then sum_zero_point, rounded and saturated:
+ * onnxruntime's QLinearAdd formula, so only float rounding at ties can differ (one unit). X is reordered to NHWC and Y back to NCHW inside the node unless the QDQ pass
  * marked them NHWC already (netrun_conv_params.src_nhwc / dst_nhwc: the value is only read by int8 kernels
  * that know it). Threads: the output rows (or, for a batch, the images) are cut into one band per thread, each
  * band its own single-threaded primitive (its padding at the top and bottom is the band's own) with its own
@@ -113,6 +117,42 @@ static void dequant_avx512(const void *x, float *y, int64_t n, float scale, int3
     }
 }
 
+/* y = saturate(round((a - za) * ra + (b - zb) * rb) + zy): the residual without oneDNN (same formula). */
+__attribute__((target("avx512f,avx512bw,avx512vl")))
+static void qadd_avx512(const void *a, int a8, int32_t za, float ra, const void *b, int b8, int32_t zb, float rb,
+                        void *y, int y8, int32_t zy, int64_t n) {
+    __m512 vra = _mm512_set1_ps(ra), vrb = _mm512_set1_ps(rb);
+    __m512 vlo = _mm512_set1_ps((y8 ? -128.0f : 0.0f) - (float)zy), vhi = _mm512_set1_ps((y8 ? 127.0f : 255.0f) - (float)zy);
+    __m512i vza = _mm512_set1_epi32(za), vzb = _mm512_set1_epi32(zb), vzy = _mm512_set1_epi32(zy);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m128i qa = _mm_maskz_loadu_epi8(k, (const int8_t *)a + i), qb = _mm_maskz_loadu_epi8(k, (const int8_t *)b + i);
+        __m512 fa = _mm512_cvtepi32_ps(_mm512_sub_epi32(a8 ? _mm512_cvtepi8_epi32(qa) : _mm512_cvtepu8_epi32(qa), vza));
+        __m512 fb = _mm512_cvtepi32_ps(_mm512_sub_epi32(b8 ? _mm512_cvtepi8_epi32(qb) : _mm512_cvtepu8_epi32(qb), vzb));
+        __m512 v = _mm512_add_ps(_mm512_mul_ps(fa, vra), _mm512_mul_ps(fb, vrb));
+        v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi);
+        _mm512_mask_cvtepi32_storeu_epi8((int8_t *)y + i, k, _mm512_add_epi32(_mm512_cvtps_epi32(v), vzy));
+    }
+}
+
+static int have_avx512bw(void);
+
+void cpu_qlinear_add(const void *a, int a8, int32_t za, float ra, const void *b, int b8, int32_t zb, float rb, void *y,
+                     int y8, int32_t zy, int64_t n) {
+    if (have_avx512bw()) {
+        qadd_avx512(a, a8, za, ra, b, b8, zb, rb, y, y8, zy, n);
+        return;
+    }
+    float lo = (y8 ? -128.0f : 0.0f) - (float)zy, hi = (y8 ? 127.0f : 255.0f) - (float)zy;
+    for (int64_t i = 0; i < n; i++) {
+        int32_t qa = a8 ? ((const int8_t *)a)[i] : ((const uint8_t *)a)[i];
+        int32_t qb = b8 ? ((const int8_t *)b)[i] : ((const uint8_t *)b)[i];
+        float v = (float)(qa - za) * ra + (float)(qb - zb) * rb;
+        v = v < lo ? lo : v > hi ? hi : v;
+        ((int8_t *)y)[i] = (int8_t)((int32_t)nearbyintf(v) + zy);
+    }
+}
+
 static int have_avx512bw(void) {
     static int v = -1;
     if (v < 0) v = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
@@ -186,6 +226,7 @@ typedef struct qconv {
     dnnl_memory_desc_t wmd; /* band 0's weight layout */
     int xzp_at_run; /* ConvInteger: x_zero_point read from the inputs at each run */
     int flat; /* 1x1 kernel on 1x1 planes (a Gemm): the images are run as the columns of one [1, C, 1, n] image */
+    int res;  /* the residual form: Z (input 9) copied into Y, the sum post-op adds it */
     int64_t n, c, h, w, m, ho, wo;
     size_t x_bytes, y_bytes, ws_bytes;
     char impl[64];
@@ -209,8 +250,8 @@ void cpu_qconv_destroy(void *state) {
 
 void cpu_qconv_describe_state(const void *state, char *buf, size_t size) {
     const qconv *s = state;
-    snprintf(buf, size, "oneDNN int8 %s%s%s", s->impl, s->src_nhwc ? " (NHWC in)" : " (reorders X)",
-             s->dst_nhwc ? " (NHWC out)" : " (reorders Y)");
+    snprintf(buf, size, "oneDNN int8 %s%s%s%s", s->res ? "+ residual " : "", s->impl,
+             s->src_nhwc ? " (NHWC in)" : " (reorders X)", s->dst_nhwc ? " (NHWC out)" : " (reorders Y)");
 }
 
 typedef struct qconv_desc {
@@ -222,6 +263,10 @@ typedef struct qconv_desc {
     int32_t xzp, yzp;
     int64_t kh, kw;
     int xzp_at_run;         /* ConvInteger: x_zero_point computed at run time (DynamicQuantizeLinear's) */
+    /* the residual form (res): q's bounds less y_zero_point, y_scale / sum_scale, z_scale / sum_scale, Z's type */
+    int res;
+    float q_lo, q_hi, ratio_q, ratio_z, beta;
+    netrun_dtype zt;
 } qconv_desc;
 
 /* AMX pays for its tile setup on large products only: small convs (MobileNetV2's, depthwise ones) ran faster
@@ -307,9 +352,17 @@ static int build_band(qconv *s, qband *q, const qconv_desc *d, netrun_status *rc
         return 0;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
+    dnnl_post_ops_t po = NULL;
     const char *impl = "";
     int ok = 0;
+    if (d->res && (dnnl_post_ops_create(&po) ||
+                   dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_round, 0.0f, 0.0f) ||
+                   dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, d->q_lo, d->q_hi) ||
+                   dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, d->ratio_q, d->beta) ||
+                   dnnl_post_ops_append_sum_v2(po, d->ratio_z, dnnl_8(d->zt))))
+        goto out;
     if (dnnl_primitive_attr_create(&attr) || dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) ||
+        (po && dnnl_primitive_attr_set_post_ops(attr, po)) ||
         (d->scales && dnnl_primitive_attr_set_output_scales(attr, s->m, 1 << 1, d->scales)) ||
         (d->xzp_at_run && dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &rt_zp)) ||
         (d->xzp && !d->xzp_at_run && dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &d->xzp)) ||
@@ -358,6 +411,7 @@ static int build_band(qconv *s, qband *q, const qconv_desc *d, netrun_status *rc
 out:
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (attr) dnnl_primitive_attr_destroy(attr);
+    if (po) dnnl_post_ops_destroy(po);
     return ok;
 }
 
@@ -376,6 +430,7 @@ static netrun_status qconv_build(cpu_context *ctx, const qconv_desc *d, const in
     if (!s) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "QLinearConv: out of memory");
     memset(s, 0, sizeof *s + (size_t)bands * sizeof(qband));
     s->flat = flat;
+    s->res = d->res;
     s->src_nhwc = src_nhwc;
     s->dst_nhwc = dst_nhwc;
     s->n = dims[0], s->c = dims[1], s->h = dims[2], s->w = dims[3], s->m = dims[4], s->ho = ho, s->wo = dims[6];
@@ -441,6 +496,27 @@ netrun_status cpu_qconv_create(cpu_context *ctx, const netrun_node_desc *nd, voi
         cpu_free(wshift);
         return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "QLinearConv: out of memory");
     }
+    if (p->has_sum) { /* the residual form: Y in sum_zero_point's type, q (y_scale, y_zero_point) inside */
+        int64_t nzs = 0, nzz = 0, nss = 0, nsz = 0;
+        const float *zs = const_in(nd, 10, &nzs), *ss = const_in(nd, 12, &nss);
+        const void *zz = const_in(nd, 11, &nzz), *sz = const_in(nd, 13, &nsz);
+        if (nd->n_inputs != 14 || !zs || !ss || !zz || !sz || nzs != 1 || nss != 1 || nzz != 1 || nsz != 1 ||
+            nd->inputs[10].dtype != NETRUN_DTYPE_FLOAT || nd->inputs[12].dtype != NETRUN_DTYPE_FLOAT) {
+            cpu_free(scales);
+            cpu_free(wshift);
+            return NETRUN_OK;
+        }
+        netrun_dtype qt = nd->inputs[7].dtype;
+        int32_t yzp = zp_value(yz, qt), zzp = zp_value(zz, nd->inputs[9].dtype);
+        d.res = 1;
+        d.zt = nd->inputs[9].dtype;
+        d.q_lo = (float)((qt == NETRUN_DTYPE_INT8 ? -128 : 0) - yzp);
+        d.q_hi = (float)((qt == NETRUN_DTYPE_INT8 ? 127 : 255) - yzp);
+        d.ratio_q = ys[0] / ss[0];
+        d.ratio_z = zs[0] / ss[0];
+        d.beta = -(float)zzp * d.ratio_z;
+        d.yzp = zp_value(sz, y->dtype);
+    }
     for (int64_t i = 0; i < m; i++) scales[i] = xs[0] * ws[nws == 1 ? 0 : i] / ys[0];
     for (int64_t i = 0; w_u8 && i < nw; i++) wshift[i] = (int8_t)(((const uint8_t *)wq)[i] ^ 0x80);
     if (w_u8) d.w = wshift;
@@ -450,7 +526,7 @@ netrun_status cpu_qconv_create(cpu_context *ctx, const netrun_node_desc *nd, voi
                !p->pads_begin[0] && !p->pads_begin[1] && !p->pads_end[0] && !p->pads_end[1] && p->group == 1;
     qconv *s = NULL;
     netrun_status rc = qconv_build(ctx, &d, dims, p->src_nhwc || x->dims[2] * x->dims[3] == 1, /* one pixel: */
-                                   p->dst_nhwc || y->dims[2] * y->dims[3] == 1, flat, &s); /* NCHW is NHWC */
+                                   p->dst_nhwc || y->dims[2] * y->dims[3] == 1, flat && !d.res, &s); /* NCHW is NHWC */
     cpu_free(scales);
     cpu_free(wshift);
     if (!s) return rc;
@@ -494,8 +570,13 @@ static void band_range(void *arg, int64_t b, int64_t e) {
 }
 
 /* Run the bands of s on X (NCHW unless src_nhwc) into Y; base: the 64-aligned workspace. */
-static netrun_status qconv_exec(cpu_context *ctx, qconv *s, const uint8_t *x, uint8_t *y, uint8_t *base, int32_t xzp) {
+static netrun_status qconv_exec(cpu_context *ctx, qconv *s, const uint8_t *x, uint8_t *y, uint8_t *base, int32_t xzp,
+                                const uint8_t *z) {
     qconv_job j = {s, x, s->dst_nhwc ? y : base + s->x_bytes, base, xzp, {0}};
+    if (s->res && s->dst_nhwc && z != j.y) /* the sum post-op adds what Y holds; Z has Y's layout */
+        memcpy(j.y, z, (size_t)(s->n * s->m * s->ho * s->wo));
+    else if (s->res && !s->dst_nhwc)
+        cpu_u8_to_nhwc(ctx, z, j.y, s->n, s->m, s->ho * s->wo);
     if (!s->src_nhwc) {
         cpu_u8_to_nhwc(ctx, x, base, s->n, s->c, s->h * s->w);
         j.x = base;
@@ -525,7 +606,8 @@ netrun_status cpu_qconv_run(cpu_context *ctx, void *state, const netrun_kernel_a
     if (!args->workspace || args->workspace_size < s->ws_bytes)
         return cpu_host->error(NETRUN_ERR_BACKEND, "QLinearConv (oneDNN): workspace missing at run");
     uint8_t *base = (uint8_t *)(((uintptr_t)args->workspace + 63) & ~(uintptr_t)63);
-    netrun_status st = qconv_exec(ctx, s, x->data, y->data, base, 0);
+    if (s->res && (args->n_inputs != 14 || cpu_count(&args->inputs[9]) != cpu_count(y))) return NETRUN_OK;
+    netrun_status st = qconv_exec(ctx, s, x->data, y->data, base, 0, s->res ? args->inputs[9].data : NULL);
     *done = st == NETRUN_OK;
     return st;
 }
@@ -587,7 +669,7 @@ netrun_status cpu_convi_run(cpu_context *ctx, void *state, const netrun_kernel_a
     if (!args->workspace || args->workspace_size < s->ws_bytes)
         return cpu_host->error(NETRUN_ERR_BACKEND, "ConvInteger (oneDNN): workspace missing at run");
     uint8_t *base = (uint8_t *)(((uintptr_t)args->workspace + 63) & ~(uintptr_t)63);
-    netrun_status st = qconv_exec(ctx, s, x->data, y->data, base, xzp);
+    netrun_status st = qconv_exec(ctx, s, x->data, y->data, base, xzp, NULL);
     *done = st == NETRUN_OK;
     return st;
 }
@@ -792,7 +874,7 @@ netrun_status cpu_qmm_run(cpu_context *ctx, void *state, const netrun_kernel_arg
                                s->integer ? "MatMulInteger" : "QLinearMatMul");
     uint8_t *base = (uint8_t *)(((uintptr_t)args->workspace + 63) & ~(uintptr_t)63);
     if (s->conv) {
-        netrun_status st = qconv_exec(ctx, s->conv, a->data, args->outputs[0].data, base, 0);
+        netrun_status st = qconv_exec(ctx, s->conv, a->data, args->outputs[0].data, base, 0, NULL);
         *done = st == NETRUN_OK;
         return st;
     }

@@ -31,5 +31,9 @@ void cpu_u8_to_nchw(cpu_context *ctx, const uint8_t *x, uint8_t *y, int64_t n, i
  * AVX-512 (the caller runs its own loop). */
 int cpu_quantize_f32_8(const float *x, void *y, int64_t n, float scale, int32_t zp, int s8);
 int cpu_dequantize_8_f32(const void *x, float *y, int64_t n, float scale, int32_t zp, int s8);
+/* y = saturate(round((a - za) * ra + (b - zb) * rb) + zy) over n 8-bit values (a8, b8, y8: int8, else uint8);
+ * y may be a or b. */
+void cpu_qlinear_add(const void *a, int a8, int32_t za, float ra, const void *b, int b8, int32_t zb, float rb, void *y,
+                     int y8, int32_t zy, int64_t n);
 
 #endif

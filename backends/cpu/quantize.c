@@ -506,8 +506,30 @@ static netrun_status qlconv_direct(cpu_context *ctx, const netrun_kernel_args *a
 
 static void qlconv_describe(const netrun_node_desc *node, char *buf, size_t size) {
     const netrun_conv_params *p = node->params;
-    snprintf(buf, size, "direct int32 convolution%s%s", p && p->src_nhwc ? " (NHWC in)" : "",
-             p && p->dst_nhwc ? " (NHWC out)" : "");
+    snprintf(buf, size, "direct int32 convolution%s%s%s", p && p->has_sum ? " + residual" : "",
+             p && p->src_nhwc ? " (NHWC in)" : "", p && p->dst_nhwc ? " (NHWC out)" : "");
+}
+
+/* The residual form (layers/quantize.c) without the oneDNN kernel: q into Y (in q's type), then the Add. */
+static netrun_status qlconv_residual_direct(cpu_context *ctx, const netrun_kernel_args *args) {
+    const netrun_tensor *in = args->inputs, *y = &args->outputs[0];
+    if (args->n_inputs != 14 || cpu_count(&in[9]) != cpu_count(y) || cpu_count(&in[6]) != 1 ||
+        cpu_count(&in[7]) != 1 || cpu_count(&in[10]) != 1 || cpu_count(&in[11]) != 1 || cpu_count(&in[12]) != 1 ||
+        cpu_count(&in[13]) != 1)
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cpu QLinearConv (residual form): needs 14 inputs, "
+                               "Z of Y's size and one value per scale and zero point");
+    netrun_tensor q = *y;
+    netrun_kernel_args a = *args;
+    q.dtype = in[7].dtype;
+    a.outputs = &q;
+    a.n_inputs = 9;
+    netrun_status st = qlconv_direct(ctx, &a);
+    if (st != NETRUN_OK) return st;
+    float ys = *(const float *)in[6].data, zs = *(const float *)in[10].data, ss = *(const float *)in[12].data;
+    cpu_qlinear_add(y->data, in[7].dtype == NETRUN_DTYPE_INT8, ld_q8(in[7].data, in[7].dtype, 0), ys / ss, in[9].data,
+                    in[9].dtype == NETRUN_DTYPE_INT8, ld_q8(in[11].data, in[11].dtype, 0), zs / ss, y->data,
+                    y->dtype == NETRUN_DTYPE_INT8, ld_q8(in[13].data, in[13].dtype, 0), cpu_count(y));
+    return NETRUN_OK;
 }
 
 static netrun_status qlconv_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
@@ -516,6 +538,8 @@ static netrun_status qlconv_run(cpu_context *ctx, void *state, const netrun_kern
         netrun_status st = cpu_qconv_run(ctx, state, args, &done);
         if (st != NETRUN_OK || done) return st;
     }
+    const netrun_conv_params *p = args->params;
+    if (p && p->has_sum) return qlconv_residual_direct(ctx, args);
     return qlconv_direct(ctx, args);
 }
 

@@ -31,6 +31,7 @@ typedef struct {
     size_t es;
     dim_taps taps[NETRUN_MAX_RANK];
     int64_t max_combos;
+    int last_outside; /* some output index of the last dim lies outside the input (tf_crop_and_resize) */
     int failed;
 } resize_job;
 
@@ -80,6 +81,7 @@ static void resize_rows(void *arg, int64_t b, int64_t e) {
         cpu_free(cw);
         return;
     }
+    int64_t prev_src = -1; /* nearest: the source row of the previous output row of this task, or -1 */
     for (int64_t row = b; row < e; row++) {
         /* the outer coordinates of this row */
         int64_t oc[NETRUN_MAX_RANK], rem = row;
@@ -110,10 +112,32 @@ static void resize_rows(void *arg, int64_t b, int64_t e) {
         }
         if (p->mode == NETRUN_RESIZE_NEAREST) { /* one combination, weight 1: copy by element size */
             const unsigned char *s = src + (size_t)coff[0] * es;
-            for (int64_t o = 0; o < w; o++) {
-                if (tl->outside[o]) store(dt, out, o, p->extrapolation_value);
-                else memcpy(out + (size_t)o * es, s + (size_t)tl->idx[o] * es, es);
+            if (j->last_outside) {
+                for (int64_t o = 0; o < w; o++) {
+                    if (tl->outside[o]) store(dt, out, o, p->extrapolation_value);
+                    else memcpy(out + (size_t)o * es, s + (size_t)tl->idx[o] * es, es);
+                }
+                continue;
             }
+            /* an upsampled row repeats the previous one (a 2x upsample writes each source row twice): copy it
+             * whole; else gather by element size, not by a memcpy call per element (YOLO's 2x nearest Resize
+             * at batch 8 was a quarter of its run) */
+            if (coff[0] == prev_src) {
+                memcpy(out, out - (size_t)w * es, (size_t)w * es);
+                continue;
+            }
+            prev_src = coff[0];
+#define NEAREST_GATHER(T)                                                                                   \
+    for (int64_t o = 0; o < w; o++) ((T *)out)[o] = ((const T *)s)[tl->idx[o]];
+            switch (es) {
+            case 1: NEAREST_GATHER(uint8_t) break;
+            case 2: NEAREST_GATHER(uint16_t) break;
+            case 4: NEAREST_GATHER(uint32_t) break;
+            case 8: NEAREST_GATHER(uint64_t) break;
+            default:
+                for (int64_t o = 0; o < w; o++) memcpy(out + (size_t)o * es, s + (size_t)tl->idx[o] * es, es);
+            }
+#undef NEAREST_GATHER
             continue;
         }
         int k = tl->k;
@@ -194,6 +218,7 @@ static netrun_status run_resize(cpu_context *ctx, void *state, const netrun_kern
         stride *= x->dims[d];
     }
     int64_t w = y->dims[x->rank - 1];
+    for (int64_t o = 0; o < w; o++) j.last_outside |= j.taps[x->rank - 1].outside[o];
     int64_t cost = w * (int64_t)j.taps[x->rank - 1].k * j.max_combos;
     cpu_parallel_for(ctx, n / w, 1 + (1 << 14) / (cost + 1), resize_rows, &j);
     cpu_free(mem);

@@ -184,6 +184,22 @@ static int nms_cmp(const void *a, const void *b) {
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+/* The candidates as a heap, best (nms_cmp's first) at the root: NMS takes them best first and usually stops after
+ * max_output_boxes_per_class kept, long before the end, so a heap (O(n) to build, O(log n) a pop) replaces sorting
+ * them all (YOLO-style NMS at 320x320, 4 classes of up to 6000 candidates: 0.95 ms of its 2.1). */
+static void nms_sift(nms_cand *h, int64_t n, int64_t i) {
+    for (;;) {
+        int64_t l = 2 * i + 1, r = l + 1, w = i;
+        if (l < n && nms_cmp(&h[l], &h[w]) < 0) w = l;
+        if (r < n && nms_cmp(&h[r], &h[w]) < 0) w = r;
+        if (w == i) return;
+        nms_cand t = h[i];
+        h[i] = h[w];
+        h[w] = t;
+        i = w;
+    }
+}
+
 static void nms_corners(const float *bx, int center, float *ymin, float *xmin, float *ymax, float *xmax) {
     if (center) {
         float hw = bx[2] / 2, hh = bx[3] / 2;
@@ -280,12 +296,15 @@ static netrun_status run_nms(cpu_context *ctx, void *state, const netrun_kernel_
             int64_t nc = 0;
             for (int64_t i = 0; i < NB; i++)
                 if (!has_score || s[i] > score_th) cand[nc++] = (nms_cand){s[i], i};
-            qsort(cand, (size_t)nc, sizeof(nms_cand), nms_cmp);
+            for (int64_t i = nc / 2 - 1; i >= 0; i--) nms_sift(cand, nc, i);
             kept.n = 0;
             int kept_nan = 0;
-            for (int64_t i = 0; i < nc && kept.n < per_class; i++) {
+            for (int64_t left = nc; left > 0 && kept.n < per_class;) {
+                const nms_cand top = cand[0];
+                cand[0] = cand[--left];
+                nms_sift(cand, left, 0);
                 float y0, x0, y1, x1;
-                nms_corners(bd + (b * NB + cand[i].idx) * 4, p->center_point_box, &y0, &x0, &y1, &x1);
+                nms_corners(bd + (b * NB + top.idx) * 4, p->center_point_box, &y0, &x0, &y1, &x1);
                 float area = (x1 - x0) * (y1 - y0);
                 int nan = y0 != y0 || x0 != x0 || y1 != y1 || x1 != x1;
                 int (*test)(NMS_ARGS) = nan || kept_nan ? nms_overlap_nan : fast;
@@ -299,7 +318,7 @@ static netrun_status run_nms(cpu_context *ctx, void *state, const netrun_kernel_
                 kept.area[kept.n++] = area;
                 res[3 * count] = b;
                 res[3 * count + 1] = c;
-                res[3 * count + 2] = cand[i].idx;
+                res[3 * count + 2] = top.idx;
                 count++;
             }
         }
@@ -316,76 +335,132 @@ typedef struct roi_job {
     const netrun_roi_align_params *p;
     const netrun_tensor *x, *rois, *bi;
     netrun_tensor *y;
+    int64_t cblk; /* channels per task */
 } roi_job;
 
+/* One bilinear sample: the offsets of its 4 corners in a channel plane and their weights (0 outside the map). */
+typedef struct roi_sample {
+    int64_t o[4];
+    double w[4];
+} roi_sample;
+
+#define ROI_TABLE_MAX 1024 /* samples per roi kept in a table (on the stack); larger rois compute them per channel */
+
+/* The geometry of roi r: start, bin size and sample grid, in the input's precision (float for float tensors), as
+ * onnxruntime: the adaptive sample count ceil(rh / PH) depends on that rounding. */
+typedef struct roi_geom {
+    double sw, sh, bw, bh;
+    int64_t gh, gw;
+} roi_geom;
+
+static void roi_geometry(const roi_job *j, int64_t r, roi_geom *g) {
+    const netrun_roi_align_params *p = j->p;
+    int64_t PH = p->output_height, PW = p->output_width;
+    int dbl = j->x->dtype == NETRUN_DTYPE_DOUBLE;
+    double off = p->half_pixel ? 0.5 : 0.0, ss = p->spatial_scale;
+    double sw = fround(fround(cpu_load_f(j->rois->data, j->rois->dtype, r * 4 + 0) * ss, dbl) - off, dbl);
+    double sh = fround(fround(cpu_load_f(j->rois->data, j->rois->dtype, r * 4 + 1) * ss, dbl) - off, dbl);
+    double ew = fround(fround(cpu_load_f(j->rois->data, j->rois->dtype, r * 4 + 2) * ss, dbl) - off, dbl);
+    double eh = fround(fround(cpu_load_f(j->rois->data, j->rois->dtype, r * 4 + 3) * ss, dbl) - off, dbl);
+    double rw = fround(ew - sw, dbl), rh = fround(eh - sh, dbl);
+    if (!p->half_pixel) { /* the legacy mode forces a roi of at least 1x1 */
+        rw = rw > 1 ? rw : 1;
+        rh = rh > 1 ? rh : 1;
+    }
+    g->sw = sw, g->sh = sh;
+    g->bh = fround(rh / (double)PH, dbl), g->bw = fround(rw / (double)PW, dbl);
+    int64_t gh = p->sampling_ratio > 0 ? p->sampling_ratio : (int64_t)ceil(fround(rh / (double)PH, dbl));
+    int64_t gw = p->sampling_ratio > 0 ? p->sampling_ratio : (int64_t)ceil(fround(rw / (double)PW, dbl));
+    if (gh < 0) gh = 0;
+    if (gw < 0) gw = 0;
+    if (gh > 1 << 16) gh = 1 << 16; /* guard runaway sample counts from huge rois */
+    if (gw > 1 << 16) gw = 1 << 16;
+    g->gh = gh, g->gw = gw;
+}
+
+/* Sample (ph, pw, iy, ix) of a roi: corners and weights; outside the map every corner is offset 0 with weight 0,
+ * as the reference. */
+static void roi_sample_at(const roi_geom *g, int64_t H, int64_t W, int64_t ph, int64_t pw, int64_t iy, int64_t ix,
+                          roi_sample *s) {
+    double yy = g->sh + (double)ph * g->bh + ((double)iy + 0.5) * g->bh / (double)g->gh;
+    double xx = g->sw + (double)pw * g->bw + ((double)ix + 0.5) * g->bw / (double)g->gw;
+    memset(s, 0, sizeof *s);
+    if (yy < -1.0 || yy > (double)H || xx < -1.0 || xx > (double)W) return;
+    double y = yy > 0 ? yy : 0, xq = xx > 0 ? xx : 0;
+    int64_t yl = (int64_t)y, xl = (int64_t)xq, yh, xh;
+    if (yl >= H - 1) { yh = yl = H - 1; y = (double)yl; } else yh = yl + 1;
+    if (xl >= W - 1) { xh = xl = W - 1; xq = (double)xl; } else xh = xl + 1;
+    double ly = y - (double)yl, lx = xq - (double)xl, hy = 1 - ly, hx = 1 - lx;
+    s->w[0] = hy * hx, s->w[1] = hy * lx, s->w[2] = ly * hx, s->w[3] = ly * lx;
+    s->o[0] = yl * W + xl, s->o[1] = yl * W + xh, s->o[2] = yh * W + xl, s->o[3] = yh * W + xh;
+}
+
+/* Output bin value from its gh x gw samples: the mean of the bilinear values, or the max of the weighted corners
+ * (onnxruntime's and the reference's rule). */
+#define ROI_BIN(LOAD, SAMPLE)                                                                                  \
+    do {                                                                                                       \
+        double acc = 0;                                                                                        \
+        for (int64_t k = 0; k < ns; k++) {                                                                     \
+            const roi_sample *sp = (SAMPLE);                                                                   \
+            double v1 = LOAD(sp->o[0]), v2 = LOAD(sp->o[1]), v3 = LOAD(sp->o[2]), v4 = LOAD(sp->o[3]);         \
+            if (!mode_max) {                                                                                   \
+                acc += sp->w[0] * v1 + sp->w[1] * v2 + sp->w[2] * v3 + sp->w[3] * v4;                          \
+            } else {                                                                                           \
+                double m = sp->w[0] * v1;                                                                      \
+                m = sp->w[1] * v2 > m ? sp->w[1] * v2 : m;                                                     \
+                m = sp->w[2] * v3 > m ? sp->w[2] * v3 : m;                                                     \
+                m = sp->w[3] * v4 > m ? sp->w[3] * v4 : m;                                                     \
+                if (k == 0 || m > acc) acc = m;                                                                \
+            }                                                                                                  \
+        }                                                                                                      \
+        out = mode_max ? acc : acc / count;                                                                    \
+    } while (0)
+
+/* Tasks are (roi, block of cblk channels): the samples of the roi are computed once into a table and serve every
+ * channel of the block (Faster R-CNN's box head pools 256 channels per proposal: the geometry was recomputed per
+ * channel before), read straight from float X. */
 static void roi_align_range(void *arg, int64_t b, int64_t e) {
     const roi_job *j = arg;
     const netrun_roi_align_params *p = j->p;
     const netrun_tensor *x = j->x;
     int64_t C = x->dims[1], H = x->dims[2], W = x->dims[3], PH = p->output_height, PW = p->output_width;
-    for (int64_t t = b; t < e; t++) { /* one (roi, channel) per step */
-        int64_t r = t / C, c = t % C;
+    int64_t nblk = (C + j->cblk - 1) / j->cblk;
+    const int mode_max = p->mode_max;
+    roi_sample table[ROI_TABLE_MAX];
+    for (int64_t t = b; t < e; t++) {
+        int64_t r = t / nblk, c0 = (t % nblk) * j->cblk, c1 = c0 + j->cblk < C ? c0 + j->cblk : C;
         int64_t batch = ld_index(j->bi->data, j->bi->dtype, r);
-        /* roi geometry in the input's precision (float for float tensors), as onnxruntime: the adaptive
-         * sample count ceil(rh / PH) depends on that rounding */
-        int dbl = x->dtype == NETRUN_DTYPE_DOUBLE;
-        double off = p->half_pixel ? 0.5 : 0.0, ss = p->spatial_scale;
-        double sw = fround(fround(cpu_load_f(j->rois->data, j->rois->dtype, r * 4 + 0) * ss, dbl) - off, dbl);
-        double sh = fround(fround(cpu_load_f(j->rois->data, j->rois->dtype, r * 4 + 1) * ss, dbl) - off, dbl);
-        double ew = fround(fround(cpu_load_f(j->rois->data, j->rois->dtype, r * 4 + 2) * ss, dbl) - off, dbl);
-        double eh = fround(fround(cpu_load_f(j->rois->data, j->rois->dtype, r * 4 + 3) * ss, dbl) - off, dbl);
-        double rw = fround(ew - sw, dbl), rh = fround(eh - sh, dbl);
-        if (!p->half_pixel) { /* the legacy mode forces a roi of at least 1x1 */
-            rw = rw > 1 ? rw : 1;
-            rh = rh > 1 ? rh : 1;
-        }
-        double bh = fround(rh / (double)PH, dbl), bw = fround(rw / (double)PW, dbl);
-        int64_t gh = p->sampling_ratio > 0 ? p->sampling_ratio : (int64_t)ceil(fround(rh / (double)PH, dbl));
-        int64_t gw = p->sampling_ratio > 0 ? p->sampling_ratio : (int64_t)ceil(fround(rw / (double)PW, dbl));
-        if (gh < 0) gh = 0;
-        if (gw < 0) gw = 0;
-        if (gh > 1 << 16) gh = 1 << 16; /* guard runaway sample counts from huge rois */
-        if (gw > 1 << 16) gw = 1 << 16;
-        double count = gh * gw > 1 ? (double)(gh * gw) : 1.0;
-        int64_t xbase = (batch * C + c) * H * W;
-        for (int64_t ph = 0; ph < PH; ph++)
-            for (int64_t pw = 0; pw < PW; pw++) {
-                double acc = 0;
-                int first = 1;
-                for (int64_t iy = 0; iy < gh; iy++) {
-                    double yy = sh + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gh;
-                    for (int64_t ix = 0; ix < gw; ix++) {
-                        double xx = sw + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gw;
-                        double v1 = 0, v2 = 0, v3 = 0, v4 = 0, w1 = 0, w2 = 0, w3 = 0, w4 = 0;
-                        if (!(yy < -1.0 || yy > (double)H || xx < -1.0 || xx > (double)W)) {
-                            double y = yy > 0 ? yy : 0, xq = xx > 0 ? xx : 0;
-                            int64_t yl = (int64_t)y, xl = (int64_t)xq, yh, xh;
-                            if (yl >= H - 1) { yh = yl = H - 1; y = (double)yl; } else yh = yl + 1;
-                            if (xl >= W - 1) { xh = xl = W - 1; xq = (double)xl; } else xh = xl + 1;
-                            double ly = y - (double)yl, lx = xq - (double)xl, hy = 1 - ly, hx = 1 - lx;
-                            w1 = hy * hx, w2 = hy * lx, w3 = ly * hx, w4 = ly * lx;
-                            v1 = cpu_load_f(x->data, x->dtype, xbase + yl * W + xl);
-                            v2 = cpu_load_f(x->data, x->dtype, xbase + yl * W + xh);
-                            v3 = cpu_load_f(x->data, x->dtype, xbase + yh * W + xl);
-                            v4 = cpu_load_f(x->data, x->dtype, xbase + yh * W + xh);
-                        } else if (H > 0 && W > 0) {
-                            v1 = v2 = v3 = v4 = cpu_load_f(x->data, x->dtype, xbase); /* weights 0, as the reference */
-                        }
-                        if (!p->mode_max) {
-                            acc += w1 * v1 + w2 * v2 + w3 * v3 + w4 * v4;
-                        } else { /* max of the weighted corners (onnxruntime's and the reference's rule) */
-                            double m = w1 * v1;
-                            m = w2 * v2 > m ? w2 * v2 : m;
-                            m = w3 * v3 > m ? w3 * v3 : m;
-                            m = w4 * v4 > m ? w4 * v4 : m;
-                            if (first || m > acc) acc = m;
-                            first = 0;
-                        }
-                    }
+        roi_geom g;
+        roi_geometry(j, r, &g);
+        int64_t ns = g.gh * g.gw;
+        double count = ns > 1 ? (double)ns : 1.0;
+        int tabled = PH * PW <= ROI_TABLE_MAX && ns <= ROI_TABLE_MAX / (PH * PW > 0 ? PH * PW : 1);
+        if (tabled)
+            for (int64_t ph = 0, k = 0; ph < PH; ph++)
+                for (int64_t pw = 0; pw < PW; pw++)
+                    for (int64_t iy = 0; iy < g.gh; iy++)
+                        for (int64_t ix = 0; ix < g.gw; ix++) roi_sample_at(&g, H, W, ph, pw, iy, ix, &table[k++]);
+        for (int64_t c = c0; c < c1; c++) {
+            int64_t xbase = (batch * C + c) * H * W;
+            const float *xf = x->dtype == NETRUN_DTYPE_FLOAT ? (const float *)x->data + xbase : NULL;
+            for (int64_t ph = 0; ph < PH; ph++)
+                for (int64_t pw = 0; pw < PW; pw++) {
+                    double out;
+                    roi_sample s1;
+#define ROI_LD_F(o) (double)xf[o]
+#define ROI_LD_ANY(o) cpu_load_f(x->data, x->dtype, xbase + (o))
+#define ROI_TAB (&table[(ph * PW + pw) * ns + k])
+#define ROI_ONE (roi_sample_at(&g, H, W, ph, pw, k / g.gw, k % g.gw, &s1), &s1)
+                    if (tabled && xf) ROI_BIN(ROI_LD_F, ROI_TAB);
+                    else if (tabled) ROI_BIN(ROI_LD_ANY, ROI_TAB);
+                    else ROI_BIN(ROI_LD_ANY, ROI_ONE);
+#undef ROI_LD_F
+#undef ROI_LD_ANY
+#undef ROI_TAB
+#undef ROI_ONE
+                    cpu_store_f(j->y->data, j->y->dtype, ((r * C + c) * PH + ph) * PW + pw, out);
                 }
-                if (!p->mode_max) acc /= count;
-                cpu_store_f(j->y->data, j->y->dtype, ((r * C + c) * PH + ph) * PW + pw, acc);
-            }
+        }
     }
 }
 
@@ -407,8 +482,11 @@ static netrun_status run_roi_align(cpu_context *ctx, void *state, const netrun_k
         memset(args->outputs[0].data, 0, args->outputs[0].nbytes);
         return NETRUN_OK;
     }
-    roi_job j = {.p = p, .x = x, .rois = rois, .bi = bi, .y = &args->outputs[0]};
-    cpu_parallel_for(ctx, R * C, 1, roi_align_range, &j);
+    /* blocks of 32 channels, fewer when there are few rois, so that every thread gets work */
+    int64_t threads = ctx->threads > 0 ? ctx->threads : 1, cblk = 32;
+    while (cblk > 1 && R * ((C + cblk - 1) / cblk) < 4 * threads) cblk /= 2;
+    roi_job j = {.p = p, .x = x, .rois = rois, .bi = bi, .y = &args->outputs[0], .cblk = cblk};
+    cpu_parallel_for(ctx, R * ((C + cblk - 1) / cblk), 1, roi_align_range, &j);
     return NETRUN_OK;
 }
 

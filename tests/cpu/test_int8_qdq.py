@@ -22,7 +22,15 @@ weight zero point is not 0 or 128 take the direct int32 loops). Checked:
 - QDQ Convs written by hand around what must not fuse (a Relu the quantization does not make redundant, the
   Conv's float output also a graph output, weights from a graph input, a bias scale that is not
   x_scale * w_scale) stay unfused and agree with onnxruntime without its fusions, within one unit; a Relu
-  before a Q with zero point 0 fuses.
+  before a Q with zero point 0 fuses;
+- residual Adds (DQ(q), DQ(Z) -> Add -> Q, q a fused conv's output): no Add left, the conv that wrote q runs
+  them (its node named ...+add, kernel "... + residual": oneDNN's post-ops, or the direct loops for uint8
+  weights); one conv + residual
+  within one unit of onnxruntime's (its QLinearConv + QLinearAdd) and at least 97% equal, also with
+  graph.qdq_residual=0 (the float Add) and with inputs 3x the calibration's (the saturations); ResNet-like blocks (a downsample conv written after the main branch)
+  within 4 units, 90% within one, the same bytes at 1 and 2 threads and with graph.int8_nhwc=0;
+- MaxPool between DQ and Q runs on the 8-bit values (no DequantizeLinear before it), and the 8-bit MaxPool
+  kernel gives onnx.reference's bytes (int8, uint8; strides, pads, dilations, ceil_mode; AVX-512 on and off).
 
     python3 tests/cpu/test_int8_qdq.py --lib build/lib/libnetrun.so
 """
@@ -94,6 +102,28 @@ def convnet(batch=1):
     w = RNG.standard_normal((10, 32)) * 0.3
     y = g.n("Gemm", [z, g.c("fc.w", w), g.c("fc.b", RNG.standard_normal(10) * 0.1)], "fc", transB=1)
     return g.model([batch, 3, 40, 40], y, "convnet"), [1, 3, 40, 40]
+
+
+def one_residual():
+    """conv(x) + conv1x1(x): the Add joins the 1x1 conv (written second), the 3x3 conv's output is Z."""
+    g = G()
+    y = g.n("Add", [g.conv("x", 8, 16, "c3", 3), g.conv("x", 8, 16, "c1", 1)], "add")
+    return g.model([1, 8, 10, 10], y, "one_residual"), [1, 8, 10, 10]
+
+
+def residual_net():
+    """Two ResNet blocks: conv -> conv + skip -> Relu, the second block's skip a strided 1x1 conv written after
+    the main branch (as torchvision exports the downsample)."""
+    g = G()
+    y = g.n("Relu", [g.conv("x", 8, 16, "stem", 3)], "stem.relu")
+    y = g.n("MaxPool", [y], "pool", kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
+    y = g.n("Relu", [g.conv(y, 16, 16, "b0", 1)], "b0.relu")
+    a = g.n("Relu", [g.conv(y, 16, 16, "b1.c1", 3)], "b1.c1.relu")
+    y = g.n("Relu", [g.n("Add", [g.conv(a, 16, 16, "b1.c2", 3), y], "b1.add")], "b1.relu")
+    a = g.n("Relu", [g.conv(y, 16, 24, "b2.c1", 3, 2)], "b2.c1.relu")
+    b = g.conv(a, 24, 24, "b2.c2", 1)
+    y = g.n("Relu", [g.n("Add", [b, g.conv(y, 16, 24, "b2.down", 1, 2)], "b2.add")], "b2.relu")
+    return g.model([1, 8, 14, 14], y, "residual_net"), [1, 8, 14, 14]
 
 
 def bert_block():
@@ -237,8 +267,9 @@ def main():
                 print(f"{tag}: max {diff.max():.2f} units of the output scale, {within:.1%} "
                       f"{'equal' if one_layer else 'within one unit'}")
                 check(diff.max() <= bound and within >= share, f"{tag}: max {diff.max():.2f} units, {within:.1%}")
-                if name.startswith("convnet"):  # Flatten on the 8-bit values: Q only at the input, MaxPool, Add, GAP
-                    check(ops.count("QuantizeLinear") <= 4, f"{tag}: {ops.count('QuantizeLinear')} QuantizeLinear: {ops}")
+                if name.startswith("convnet"):  # Flatten, MaxPool, Add on the 8-bit values: Q only at the input, GAP
+                    check(ops.count("QuantizeLinear") <= 2, f"{tag}: {ops.count('QuantizeLinear')} QuantizeLinear: {ops}")
+                    check("Add" not in ops and "MaxPool" in ops, f"{tag}: the residual Add or MaxPool left: {ops}")
                     check("NHWC in" in kernels and "NHWC out" in kernels, f"{tag}: no NHWC chain: {kernels}")
                     y2, _ = run(path, x, **{"graph.int8_nhwc": 0})
                     check(np.array_equal(y, y2), f"{tag}: graph.int8_nhwc=0 differs")
@@ -301,6 +332,77 @@ def main():
             check(d.max() <= 1.01, f"hand {kind}: max {d.max():.2f} units of y_scale")
             if kind == "shared":
                 check(np.allclose(got[1], ref[1], rtol=1e-4, atol=1e-4), "hand shared: the float Conv output differs")
+    # residual Adds joined to the conv that writes one of their inputs, MaxPool on 8 bits
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, make in (("one_residual", one_residual), ("residual_net", residual_net)):
+            m, shape = make()
+            for per_channel, act, weight in configs:
+                tag = f"{name} per_channel={per_channel} act={act.name} w={weight.name}"
+                path = quantize(m, shape, tmp, per_channel, act, weight)
+                x = RNG.standard_normal(shape).astype(np.float32)
+                ref, scale = ort_run(path, x), out_scale(path)
+                y, nodes = run(path, x)
+                ops = [n[1] for n in nodes]
+                res = [n for n in nodes if n[1] == "QLinearConv" and n[0].endswith("add") and "+ residual" in n[3]]
+                check("Add" not in ops and len(res) == ops.count("Add") + (1 if name == "one_residual" else 2),
+                      f"{tag}: residual not joined: {[n[:2] for n in nodes]}")
+                want = "oneDNN int8" if weight == QuantType.QInt8 else "direct"
+                check(all(want in n[3] for n in res), f"{tag}: residual kernels {[n[3] for n in res]}")
+                diff = np.abs(y.astype(np.float64) - ref) / scale
+                one = name == "one_residual"
+                bound, share = (1.01, 0.97) if one else (4.01, 0.90)
+                within = float(np.mean(diff <= (0.01 if one else 1.01)))
+                yu, nodes_u = run(path, x, **{"graph.qdq_residual": 0})
+                du = np.abs(yu.astype(np.float64) - ref) / scale
+                print(f"{tag}: max {diff.max():.2f} units of the output scale, {within:.1%} "
+                      f"{'equal' if one else 'within one unit'}; residual Add unfused: max {du.max():.2f}")
+                check(diff.max() <= bound and within >= share, f"{tag}: max {diff.max():.2f} units, {within:.1%}")
+                check("Add" in [n[1] for n in nodes_u] and du.max() <= bound, f"{tag}: graph.qdq_residual=0: max {du.max():.2f}")
+                if one:  # inputs 3x the calibration's: the conv's own Q and the Add's saturate, as unfused
+                    big = x * 3
+                    d3 = np.abs(run(path, big)[0].astype(np.float64) - ort_run(path, big)) / scale
+                    w3 = float(np.mean(d3 <= 0.01))
+                    print(f"{tag}: inputs x3: max {d3.max():.2f} units, {w3:.1%} equal")
+                    check(d3.max() <= 1.01 and w3 >= 0.97, f"{tag}: inputs x3: max {d3.max():.2f} units, {w3:.1%}")
+                if not one:
+                    check("MaxPool" in ops and ops.count("DequantizeLinear") == 1,
+                          f"{tag}: MaxPool not on 8 bits: {ops}")
+                    y2, _ = run(path, x, **{"graph.int8_nhwc": 0})
+                    check(np.array_equal(y, y2), f"{tag}: graph.int8_nhwc=0 differs")
+                    y1, _ = run(path, x, threads=1)
+                    check(np.array_equal(y, y1), f"{tag}: 1 thread differs from 2")
+                    # b1's residual output read NHWC by b2's first conv (the kernel column is cut at 63 characters)
+                    b2 = [n[3] for n in nodes if n[0].startswith("b2.c1+")]
+                    check(b2 and ("NHWC in" in b2[0] or weight != QuantType.QInt8),
+                          f"{tag}: no NHWC chain through a residual: {b2}")
+    # the 8-bit MaxPool kernel against onnx.reference: strides, dilations, pads, ceil_mode, with its AVX-512
+    # path and without (cpu.pool_avx512=0)
+    from onnx.reference import ReferenceEvaluator
+    with tempfile.TemporaryDirectory() as tmp:
+        geoms = [dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+                 dict(kernel_shape=[2, 2], strides=[1, 1]),
+                 dict(kernel_shape=[3, 2], strides=[3, 2], pads=[0, 1, 2, 0], ceil_mode=1),
+                 dict(kernel_shape=[3, 3], strides=[1, 2], dilations=[2, 2], pads=[2, 2, 2, 2]),
+                 dict(kernel_shape=[5, 5], strides=[4, 4], pads=[2, 2, 2, 2])]
+        for t, np_t in ((TensorProto.INT8, np.int8), (TensorProto.UINT8, np.uint8)):
+            for k, attrs in enumerate(geoms):
+                nd = helper.make_node("MaxPool", ["x"], ["y"], **attrs)
+                gr = helper.make_graph([nd], "pool", [helper.make_tensor_value_info("x", t, [2, 5, 23, 37])],
+                                       [helper.make_tensor_value_info("y", t, None)])
+                path = os.path.join(tmp, f"pool{k}.onnx")
+                onnx.save(helper.make_model(gr, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+                info = np.iinfo(np_t)
+                x = RNG.integers(info.min, info.max + 1, (2, 5, 23, 37)).astype(np_t)
+                fgr = helper.make_graph([nd], "pool", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+                                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+                fm = helper.make_model(fgr, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+                # onnx.reference pads integers with NaN (fails): its float MaxPool on the same (exact) values
+                want = ReferenceEvaluator(fm).run(None, {"x": x.astype(np.float32)})[0].astype(np_t)
+                for opt in ({}, {"cpu.pool_avx512": "0"}):
+                    with nr.session(path, backends="cpu", threads=2, options=opt) as sess:
+                        got = sess.run({"x": x})[0]
+                    check(got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want),
+                          f"MaxPool {np.dtype(np_t).name} {attrs} {opt}: differs from onnx.reference")
     print(f"{checks - len(failures)}/{checks} checks passed")
     return 1 if failures else 0
 

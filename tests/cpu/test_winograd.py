@@ -29,8 +29,10 @@ RNG = np.random.default_rng(7)
 
 
 def model(batch):
-    """x [B,32,20,20] -> conv3x3 64 + Relu -> conv3x3 64 + Add(a) + Relu -> conv3x3 stride 2 (direct) -> y;
-    plus an odd shape (48 -> 40 channels on 9x11) that oneDNN may or may not take on Winograd."""
+    """x [B,64,20,20] -> conv3x3 64 + Relu -> conv3x3 64 + Add(a) + Relu -> conv3x3 stride 2 (direct) -> y;
+    plus an odd shape (48 -> 40 channels on 9x11) that oneDNN may or may not take on Winograd. The first conv reads
+    plain X and so runs oneDNN's kernel: 64 input channels, enough for Winograd to pay (conv_dnnl.c's wino_pays;
+    tests/cpu/test_conv_algo.py checks that rule)."""
     inits, nodes = [], []
 
     def c(name, arr):
@@ -43,7 +45,7 @@ def model(batch):
                                       [name], name=name, pads=[1, 1, 1, 1], strides=[stride, stride]))
         return name
 
-    a = conv("x", 32, 64, "a")
+    a = conv("x", 64, 64, "a")
     nodes.append(helper.make_node("Relu", [a], ["a.relu"], name="a.relu"))
     b = conv("a.relu", 64, 64, "b")
     nodes.append(helper.make_node("Add", [b, "a.relu"], ["b.add"], name="b.add"))
@@ -51,7 +53,7 @@ def model(batch):
     conv("b.relu", 64, 64, "y", stride=2)
     conv("z_in", 48, 40, "z")
     g = helper.make_graph(nodes, "winograd",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 32, 20, 20]),
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 64, 20, 20]),
                            helper.make_tensor_value_info("z_in", TensorProto.FLOAT, [batch, 48, 9, 11])],
                           [helper.make_value_info(n, helper.make_tensor_type_proto(TensorProto.FLOAT, None))
                            for n in ("y", "z")], inits)
@@ -167,7 +169,7 @@ def main():
             m = model(batch)
             path = os.path.join(tmp, f"wino{batch}.onnx")
             onnx.save(m, path)
-            feeds = {"x": RNG.standard_normal((batch, 32, 20, 20)).astype(np.float32),
+            feeds = {"x": RNG.standard_normal((batch, 64, 20, 20)).astype(np.float32),
                      "z_in": RNG.standard_normal((batch, 48, 9, 11)).astype(np.float32)}
             ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
             for on in ("1", "0"):

@@ -12,3 +12,12 @@ netrun_binding_test(cpu.blocked_kernels ${CMAKE_CURRENT_LIST_DIR}/test_blocked_k
 # QDQ models (onnxruntime's quantize_static) against onnxruntime: the QDQ pass's QLinearConv / QLinearMatMul,
 # the oneDNN int8 kernels, the NHWC int8 chain, per tensor / per channel, uint8 / int8 activations
 netrun_binding_test(cpu.int8_qdq ${CMAKE_CURRENT_LIST_DIR}/test_int8_qdq.py)
+# which 3x3 convs take oneDNN's Winograd (conv_dnnl.c's rule on channel counts), outputs against onnxruntime
+netrun_binding_test(cpu.conv_algo ${CMAKE_CURRENT_LIST_DIR}/test_conv_algo.py)
+# the vectorizable tanhf / erff of cpu_internal.h against libm's double tanh / erf, in ulps
+add_executable(test_cpu_fast_math ${CMAKE_CURRENT_LIST_DIR}/test_fast_math.c)
+target_include_directories(test_cpu_fast_math PRIVATE ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/backends/cpu)
+target_link_libraries(test_cpu_fast_math PRIVATE m)
+set_target_properties(test_cpu_fast_math PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+add_test(NAME unit.cpu_fast_math COMMAND test_cpu_fast_math)
+set_tests_properties(unit.cpu_fast_math PROPERTIES TIMEOUT 300)

@@ -299,6 +299,57 @@ CASES = [case_conv_bn_relu, case_residual, case_activations, case_identity_dropo
          case_convtranspose_group_bn, case_silu]
 
 
+def case_control_flow_captures():
+    """A graph with an If whose branches read outer values by name (captures): the passes still run on it,
+    and keep every captured value as written. a = Relu(BN(Conv(x))) fuses (its output name stays); Conv b's own
+    output is captured, so its BN is not folded into it; c = Identity(a) is captured, so it is not dropped.
+    16 channels, so the CPU's nChw16c region runs too (a captured value is handed to the If in NCHW)."""
+    g = G()
+    a = g.n("Relu", [g.bn(g.conv("x", 16, 16, "a"), 16, "a.bn")], "a.relu")
+    b = g.conv(a, 16, 16, "b")
+    g.n("Relu", [g.bn(b, 16, "b.bn")], "b.relu")
+    g.n("Identity", [a], "c")
+    g.n("Greater", [g.n("ReduceSum", ["x"], "total", keepdims=0), g.c("zero", np.array(0, np.float32))], "cond")
+    out = lambda n: helper.make_value_info(n, helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+    then_g = helper.make_graph([helper.make_node("Add", ["b", "a.relu"], ["t"], name="then_add")], "then", [], [out("t")])
+    else_g = helper.make_graph([helper.make_node("Mul", ["c", "a.relu"], ["e"], name="else_mul")], "else", [], [out("e")])
+    g.n("If", ["cond"], "y", then_branch=then_g, else_branch=else_g)
+    return g.model([("x", [1, 16, 8, 8])], ["y", "b.relu"])
+
+
+def run_captures(nr, tmp):
+    """case_control_flow_captures on both branches (x and -x), passes on and off, against onnxruntime; the
+    fusion of a happened and b and c stayed."""
+    model = case_control_flow_captures()
+    path = os.path.join(tmp, "control_flow_captures.onnx")
+    onnx.save(model, path)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    x = np.abs(RNG.standard_normal((1, 16, 8, 8))).astype(np.float32)
+    errors = []
+    for sign in (1.0, -1.0):
+        feeds = {"x": (sign * x).astype(np.float32)}
+        ref = sess.run(None, feeds)
+        for opt in ("1", "0"):
+            with nr.session(path, backends="cpu", threads=2, options={"graph.optimize": opt}) as s:
+                outs = s.run(feeds)
+                for name, r, o in zip(["y", "b.relu"], ref, outs):
+                    d = float(np.max(np.abs(r - o)))
+                    if not d <= 1e-4 * max(1.0, float(np.max(np.abs(r)))):
+                        errors.append(f"x*{sign:+.0f} optimize={opt} {name}: max abs diff {d:.2e}")
+                nodes = [n[0] for n in s.nodes()]
+                counts = s.pass_counts()
+                if opt == "1":
+                    if counts[0] != 1 or counts[1] != 1 or counts[3] != 0:
+                        errors.append(f"pass counts {counts}: expected a's BN and Relu fused, nothing dropped")
+                    for nm in ("a+a.bn+a.relu", "b", "b.bn", "c", "y"):
+                        if nm not in nodes:
+                            errors.append(f"no node named '{nm}' (nodes: {nodes})")
+    print(("FAIL control_flow_captures: " + "; ".join(errors)) if errors else "ok   control_flow_captures")
+    return not errors
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
@@ -364,10 +415,11 @@ def main():
                     passed += 1
                 else:
                     failed += 1
-            if run_se_fold(nr, tmp):
-                passed += 1
-            else:
-                failed += 1
+            for run in (run_se_fold, run_captures):
+                if run(nr, tmp):
+                    passed += 1
+                else:
+                    failed += 1
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

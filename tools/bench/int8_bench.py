@@ -6,7 +6,8 @@ ResNet-50 with calibrated BatchNorm; here: a BERT-base-width encoder, MatMul-hea
 onnxruntime.quantization.quantize_static (QDQ format, per-channel int8 weights, int8 activations by default;
 after quant_pre_process, which folds BatchNorm into the convolutions; a calibration reader of random inputs).
 Rows, per model:
-  netrun int8   the QDQ model (the QDQ pass turns its groups into QLinearConv / QLinearMatMul)
+  netrun int8   the QDQ model (the QDQ pass turns its groups into QLinearConv / QLinearMatMul, residual Adds
+                join their QLinearConv, MaxPool runs on 8 bits)
   netrun fp32   the float model
   ort int8      onnxruntime on the same QDQ model (its own QDQ fusions)
 Each round runs every row `--iters` times, rows alternated, and the table shows the median over the rounds of
@@ -177,6 +178,7 @@ def main():
             r_f = o_f.run(None, {iname: x})[0]
             ops = [nd[1] for nd in s_q.nodes()]
             fused = ops.count("QLinearConv") + ops.count("QLinearMatMul")
+            residual = sum(1 for nd in s_q.nodes() if nd[1] == "QLinearConv" and "residual" in nd[3])
             rows = {"netrun int8": lambda: s_q.run({iname: x}), "netrun fp32": lambda: s_f.run({iname: x}),
                     "ort int8": lambda: o_q.run(None, {iname: x})}
             wall = {k: [] for k in rows}
@@ -202,7 +204,8 @@ def main():
             acc = (f"max |netrun int8 - ort int8| {d.max():.4g}" + (f" = {d.max() / step:.1f} output steps" if step else "") +
                    f"; int8 vs fp32 max {np.abs(y_q - y_f).max():.3g} (ort: {np.abs(r_q - r_f).max():.3g})")
             print(f"{name:14} ratios: netrun int8 / ort int8 {vs_ort:.2f}x wall, {vs_ort_cpu:.2f}x cpu; "
-                  f"netrun int8 / netrun fp32 {vs_fp:.2f}x; {fused} quantized nodes; {acc}")
+                  f"netrun int8 / netrun fp32 {vs_fp:.2f}x; {fused} quantized nodes ({residual} with a residual Add, "
+                  f"{ops.count('Add')} Add and {ops.count('DequantizeLinear')} DequantizeLinear left); {acc}")
             summary.append((name, vs_ort, vs_ort_cpu, vs_fp))
         finally:
             s_q.close()
