@@ -218,6 +218,10 @@ typedef struct netrun_session_stats {
     size_t host_memory_budget; /* the host memory budget in force (SIZE_MAX: none) */
     uint64_t profile_dropped; /* profile events dropped since profiling was switched on: the oldest go once
                                * profile.max_events are held */
+    /* graph passes: transformer subgraphs as one op (option "graph.fuse_transformer" = "0" turns them off) */
+    int n_attention_fused;    /* MatMul/Softmax/MatMul attention subgraphs run as one Attention node */
+    int n_layernorm_fused;    /* decomposed LayerNormalization subgraphs (ReduceMean ... Add) run as one node */
+    int n_gelu_fused;         /* erf / tanh Gelu subgraphs run as one Gelu node */
 } netrun_session_stats;
 
 /* Description of a backend plugin found on this machine. */

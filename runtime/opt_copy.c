@@ -86,6 +86,10 @@ netrun_status opt_build_copy(opt_state *o, nr_graph *ng, int **params_from) {
     *params_from = from;
     for (int n = 0; n < g->n_nodes; n++) {
         if (o->removed[n]) continue;
+        if (o->repl_of[n] >= 0) {
+            if ((st = opt_emit_repl(o, ng, n, from)) != NETRUN_OK) return st;
+            continue;
+        }
         const nr_node *nd = &g->nodes[n];
         const conv_plan *p = &o->plan[n];
         int fused = plan_absorbs(p);

@@ -89,7 +89,9 @@ int opt_is_noop(const opt_state *o, int n) {
 /* The single kept consumer of value v, or -1 (several users, a graph output, or none). */
 int opt_only_user(const opt_state *o, int v) {
     if (v < 0 || o->users[v] != 1 || o->pinned[v]) return -1;
-    return o->removed[o->user[v]] ? -1 : o->user[v]; /* already absorbed by another Conv (Add of two Convs) */
+    int u = o->user[v];
+    if (o->removed[u] || (o->repl_of && o->repl_of[u] >= 0)) return -1; /* absorbed (Add of two Convs), or fused */
+    return u;
 }
 
 int opt_same_slot(const opt_state *o, int a, int b) {

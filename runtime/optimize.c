@@ -16,7 +16,8 @@
 
 /* The passes, in the order they run: (d) Identity/Dropout dropped and (e) SiLU pairs, then (a)-(c) the Conv fusions
  * (opt_fuse.c); the copy is built (opt_copy.c); (f) the nChw16c region (opt_nchw16c.c) and (g) the float16 NHWC
- * region (opt_fp16.c) are planned on it for the backends that declare them (ABI 1.10 regions). */
+ * region (opt_fp16.c) are planned on it for the backends that declare them (ABI 1.10 regions). (h) the transformer
+ * fusions (opt_transformer.c) run first, on the original graph, right after (d). */
 
 static void free_state(opt_state *o) {
     nr_free(o->alias);
@@ -29,6 +30,8 @@ static void free_state(opt_state *o) {
     nr_free(o->swish_x);
     nr_free(o->blk_conv);
     nr_free(o->h_conv);
+    nr_free(o->repl_of);
+    nr_free(o->repls);
 }
 
 netrun_model *nr_optimize_original(const netrun_model *m) {
@@ -55,6 +58,11 @@ void nr_optimize_model_counts(const netrun_model *m, nr_optimize_counts *c) {
     if (a->n >= 9) {
         c->fp16_convs = (int)a->ints[7];
         c->fp16_converts = (int)a->ints[8];
+    }
+    if (a->n >= 12) {
+        c->attention_fused = (int)a->ints[9];
+        c->layernorm_fused = (int)a->ints[10];
+        c->gelu_fused = (int)a->ints[11];
     }
 }
 
@@ -89,8 +97,9 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     o.swish_x = nr_calloc(nn, sizeof(int));
     o.blk_conv = nr_calloc(nn, sizeof(int));
     o.h_conv = nr_calloc(nn, sizeof(int));
+    o.repl_of = nr_calloc(nn, sizeof(int));
     if (!o.alias || !o.pinned || !o.users || !o.user || !o.removed || !o.snode_of || !o.plan || !o.swish_x || !o.blk_conv ||
-        !o.h_conv) {
+        !o.h_conv || !o.repl_of) {
         free_state(&o);
         return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the graph passes");
     }
@@ -104,7 +113,7 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     }
     for (int n = 0; n < g->n_nodes; n++) {
         o.plan[n].bn = o.plan[n].add = o.plan[n].act = o.plan[n].z = o.plan[n].mul = -1;
-        o.snode_of[n] = o.swish_x[n] = -1;
+        o.snode_of[n] = o.swish_x[n] = o.repl_of[n] = -1;
     }
     for (int k = 0; k < s->n_snodes; k++) o.snode_of[s->snodes[k].node] = k;
     /* (d) Identity / inference Dropout: consumers read the input instead (topological order resolves chains).
@@ -126,10 +135,18 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
             o.user[v] = n;
         }
     }
+    /* (h) attention, LayerNormalization and Gelu subgraphs as the one op they compute (opt_transformer.c) */
+    netrun_status tst = opt_plan_transformer(&o, cfg, &counts->attention_fused, &counts->layernorm_fused,
+                                             &counts->gelu_fused);
+    if (tst != NETRUN_OK) {
+        free_state(&o);
+        memset(counts, 0, sizeof *counts);
+        return tst;
+    }
     /* (e) SiLU pairs first, so that a Conv below can take the Swish as its activation */
     for (int k = 0; k < s->n_snodes; k++) {
         int n = s->snodes[k].node;
-        if (!o.removed[n] && opt_plan_silu(&o, cfg, n)) counts->swish_fused++;
+        if (!o.removed[n] && o.repl_of[n] < 0 && opt_plan_silu(&o, cfg, n)) counts->swish_fused++;
     }
     /* (a)-(c) around each Conv, in execution order; absorbed nodes are marked as they are planned */
     for (int k = 0; k < s->n_snodes; k++) {
@@ -160,7 +177,7 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
         if (!o.removed[n] && (o.h_conv[n] = opt_plan_h_conv(&o, cfg, n))) n_h++;
     }
     if (!counts->bn_folded && !counts->act_fused && !counts->sum_fused && !counts->dropped && !counts->swish_fused &&
-        !n_blk && !n_h) {
+        !n_blk && !n_h && !o.n_repls) {
         free_state(&o);
         return NETRUN_OK;
     }
@@ -229,12 +246,12 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     /* the mark: counts, and the reference that keeps the borrowed constants alive */
     nr_node *first = &ir->graph->nodes[0];
     nr_attr *mark = &first->attrs[first->n_attrs - 1];
-    if (!(mark->name = nr_strdup(MARK_ATTR)) || !(mark->ints = nr_calloc(10, sizeof(int64_t)))) {
+    if (!(mark->name = nr_strdup(MARK_ATTR)) || !(mark->ints = nr_calloc(12, sizeof(int64_t)))) {
         st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the graph passes");
         goto fail;
     }
     mark->type = NR_ATTR_INTS;
-    mark->n = 9;
+    mark->n = 12;
     mark->ints[0] = counts->bn_folded;
     mark->ints[1] = counts->act_fused;
     mark->ints[2] = counts->sum_fused;
@@ -244,6 +261,9 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     mark->ints[6] = counts->nchwc_reorders;
     mark->ints[7] = counts->fp16_convs;
     mark->ints[8] = counts->fp16_converts;
+    mark->ints[9] = counts->attention_fused;
+    mark->ints[10] = counts->layernorm_fused;
+    mark->ints[11] = counts->gelu_fused;
     nr_model_retain(s->model);
     mark->sub_model = s->model;
     char source[1100];

@@ -17,6 +17,9 @@ typedef struct nr_optimize_counts {
     int nchwc_reorders; /* ReorderNCHWc nodes inserted at the edges of the blocked chains */
     int fp16_convs;     /* Convs inside float16 NHWC regions (a NETRUN_REGION_FP16_NHWC region; its option "0": none) */
     int fp16_converts;  /* ReorderNHWC conversions inserted at the borders of those regions */
+    int attention_fused; /* attention subgraphs rewritten to one Attention node (graph.fuse_transformer) */
+    int layernorm_fused; /* decomposed LayerNormalization subgraphs rewritten to one node */
+    int gelu_fused;      /* erf / tanh Gelu subgraphs rewritten to one Gelu node */
 } nr_optimize_counts;
 
 /* Called by prepare after placement (so that a fusion can be checked with supports() of the backend that

@@ -27,6 +27,19 @@ static inline int plan_out(const conv_plan *p, const nr_node *nd) {
     return plan_absorbs(p) ? p->out : nd->n_outputs ? nd->outputs[0] : -1; /* p->out is set by fusions only */
 }
 
+/* A pattern replaced by one ONNX op (opt_transformer.c); the node standing for it is the pattern's last. */
+enum { OPT_REPL_ATTENTION = 0, OPT_REPL_LAYERNORM, OPT_REPL_GELU };
+typedef struct opt_repl {
+    int kind;
+    int n_in, in[4];   /* values read (-1: absent) */
+    int out;           /* value written */
+    int first;         /* the pattern's first node (for the name) */
+    float scale, epsilon;
+    int is_causal, heads, axis, approx_tanh; /* heads: the 3-D form of Attention (0: 4-D) */
+    int extra_out;     /* Attention 3-D: the [B, L, H, Ev] value still read elsewhere, made by a Reshape (-1: none) */
+    int64_t extra_dims[4];
+} opt_repl;
+
 typedef struct opt_state {
     netrun_session *s;
     const nr_graph *g;
@@ -44,6 +57,9 @@ typedef struct opt_state {
     int *h_conv;       /* node -> 1 when its backend's kernel may run float16 NHWC (the float16 region pass, (g)) */
     int nhwc_query;    /* backend_accepts asks for float16 X/W/B/Z/Y with src_nhwc = dst_nhwc = 1 */
     const char *se_option; /* the option that turns squeeze-excite folding off (for the log) */
+    int *repl_of;      /* node -> index in repls when a fused op replaces it, else -1 */
+    opt_repl *repls;
+    int n_repls;
 } opt_state;
 
 static inline int val(const opt_state *o, int v) { return v >= 0 ? o->alias[v] : v; }
@@ -71,6 +87,10 @@ int opt_region_takes(const opt_state *o, const netrun_backend_config *cfg, const
 int opt_backend_accepts(const opt_state *o, const netrun_backend_config *cfg, int n, const conv_plan *p);
 void opt_plan_conv(opt_state *o, const netrun_backend_config *cfg, int n);
 int opt_plan_silu(opt_state *o, const netrun_backend_config *cfg, int n);
+/* opt_transformer.c: Attention, LayerNormalization and Gelu from their exported subgraphs */
+netrun_status opt_plan_transformer(opt_state *o, const netrun_backend_config *cfg, int *n_attn, int *n_ln,
+                                   int *n_gelu);
+netrun_status opt_emit_repl(const opt_state *o, nr_graph *ng, int n, int *from);
 /* opt_copy.c: the session's private copy of the graph */
 netrun_status opt_build_copy(opt_state *o, nr_graph *ng, int **params_from);
 int opt_like_value(nr_graph *ng, int v, const char *suffix);

@@ -553,6 +553,9 @@ static netrun_status prepare_once(netrun_session *s) {
         s->stats.n_nchwc_reorders = oc.nchwc_reorders;
         s->stats.n_fp16_convs = oc.fp16_convs;
         s->stats.n_fp16_converts = oc.fp16_converts;
+        s->stats.n_attention_fused = oc.attention_fused;
+        s->stats.n_layernorm_fused = oc.layernorm_fused;
+        s->stats.n_gelu_fused = oc.gelu_fused;
     }
     if (st == NETRUN_OK) st = nr_build_steps(s);
     if (st == NETRUN_OK) st = nr_plan_aliases(s);

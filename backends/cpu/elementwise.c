@@ -391,7 +391,22 @@ DEF_UN(Celu, T_FLT, OUT_SAME, U_CELU)
 DEF_UN(Softplus, T_FLT, OUT_SAME, U_SOFTPLUS)
 DEF_UN(Softsign, T_FLT, OUT_SAME, U_SOFTSIGN)
 DEF_UN(ThresholdedRelu, T_FLT, OUT_SAME, U_THRELU)
-DEF_UN(Gelu, T_FLT, OUT_SAME, U_GELU)
+/* Gelu: one float32 loop per form (a loop holding both forms computes both where it vectorizes). */
+SIMD_f32 static void Gelu_tanh_f32(float *y, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        float v = x[i];
+        y[i] = 0.5f * v * (1.0f + ftanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+    }
+}
+SIMD_f32 static void Gelu_erf_f32(float *y, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + ferff(x[i] * 0.7071067811865476f));
+}
+static void Gelu_f32(void *y, const void *x, int64_t n, const netrun_unary_params *p) {
+    if (p->approximate_tanh) Gelu_tanh_f32(y, x, n);
+    else Gelu_erf_f32(y, x, n);
+}
+UN_LOOP_A(Gelu_f64, double, double, U_GELU(double, F_f64), SIMD_f64)
+static const un_fn Gelu_tab[NDT] = {[NETRUN_DTYPE_FLOAT] = Gelu_f32, [NETRUN_DTYPE_DOUBLE] = Gelu_f64};
 DEF_UN(Mish, T_FLT, OUT_SAME, U_MISH)
 DEF_UN(Shrink, T_FLT, OUT_SAME, U_SHRINK)
 DEF_UN(IsNaN, T_FLT, OUT_BOOL, U_ISNAN)

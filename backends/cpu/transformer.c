@@ -204,6 +204,54 @@ static double flex_eval(const netrun_flex_prog *pr, double x, int64_t b, int64_t
 DEFINE_ATTN(f32, float, cblas_sgemm, cpu_expf, tanhf, sqrtf)
 DEFINE_ATTN(f64, double, cblas_dgemm, exp, tanh, sqrt)
 
+/* float32 fast path (no past, no padding lengths, no softcap, no qk output, float mask or none: what the graph
+ * passes make of exported attention): the GEMMs read Q, K, V and write Y in place through their leading
+ * dimensions (no gathers), the scale rides on alpha, and causal rows stop at the diagonal. Per slot only the
+ * score block [Lq, Lt] is used. */
+static void attn_range_fast(void *arg, int64_t slot, int64_t t0, int64_t t1) {
+    const attn_job *j = arg;
+    const netrun_attention_params *p = j->p;
+    const int64_t Hq = p->q_num_heads, Lq = p->q_len, Lt = p->total_len, E = p->head_size, Ev = p->v_head_size;
+    float *sb = (float *)j->ws + (size_t)slot * j->ws_elems;
+    const float *Q = j->q->data, *K = j->k->data, *V = j->v->data;
+    const float *M = j->mask ? j->mask->data : NULL;
+    float *Y = j->y->data;
+    for (int64_t task = t0; task < t1; task++) {
+        int64_t b = task / Hq, h = task % Hq, hk = h / j->group;
+        const float *qp = Q + b * j->qs[0] + h * j->qs[1], *kp = K + b * j->ks[0] + hk * j->ks[1];
+        const float *vp = V + b * j->vs[0] + hk * j->vs[1];
+        float *yp = Y + b * j->ys[0] + h * j->ys[1];
+        if (E) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)Lq, (int)Lt, (int)E, p->scale, qp,
+                           (int)j->qs[2], kp, (int)j->ks[2], 0, sb, (int)Lt);
+        else memset(sb, 0, (size_t)(Lq * Lt) * sizeof(float));
+        for (int64_t i = 0; i < Lq; i++) {
+            float *row = sb + i * Lt;
+            int64_t lim = Lt;
+            if (M && j->mlast < lim) lim = j->mlast;
+            if (p->is_causal && i + 1 < lim) lim = i + 1;
+            if (M) {
+                const float *mr = M + b * j->ms[0] + h * j->ms[1] + i * j->ms[2];
+                if (j->ms[3]) for (int64_t c = 0; c < lim; c++) row[c] += mr[c];
+                else for (int64_t c = 0; c < lim; c++) row[c] += mr[0];
+            }
+            float mx = -INFINITY, sum = 0;
+            for (int64_t c = 0; c < lim; c++) mx = row[c] > mx ? row[c] : mx;
+            for (int64_t c = 0; c < lim; c++) {
+                row[c] = cpu_expf(row[c] - mx);
+                sum += row[c];
+            }
+            float inv = lim > 0 ? 1.0f / sum : NAN; /* a row with every key masked: NaN, as the general path */
+            for (int64_t c = 0; c < lim; c++) row[c] *= inv;
+            for (int64_t c = lim; c < Lt; c++) row[c] = lim > 0 ? 0.0f : NAN;
+        }
+        if (Ev) {
+            if (Lt) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)Lq, (int)Ev, (int)Lt, 1, sb, (int)Lt,
+                                vp, (int)j->vs[2], 0, yp, (int)j->ys[2]);
+            else for (int64_t i = 0; i < Lq; i++) memset(yp + i * j->ys[2], 0, (size_t)Ev * sizeof(float));
+        }
+    }
+}
+
 /* present_key/value = concat(past, new) along the sequence, in the 4-D layout. */
 static void attn_present(const attn_job *j) {
     const netrun_attention_params *p = j->p;
@@ -290,6 +338,12 @@ static netrun_status attn_run(cpu_context *ctx, void *state, const netrun_kernel
     attn_present(&j);
     int64_t tasks = p->batch * Hq;
     if (tasks <= 0) return NETRUN_OK;
+    int fast = j.q->dtype == NETRUN_DTYPE_FLOAT && j.k->dtype == NETRUN_DTYPE_FLOAT && j.v->dtype == NETRUN_DTYPE_FLOAT &&
+               j.y->dtype == NETRUN_DTYPE_FLOAT && !p->is_flex && !j.qk && !(p->softcap > 0) && !p->has_past &&
+               !p->has_nonpad && p->past_len == 0 && p->softmax_precision != 11 &&
+               (!j.mask || (p->mask_kind == 2 && j.mask->dtype == NETRUN_DTYPE_FLOAT)) &&
+               j.qs[2] <= INT32_MAX && j.ks[2] <= INT32_MAX && j.vs[2] <= INT32_MAX && j.ys[2] <= INT32_MAX;
+    if (fast) per = Lq * Lt;
     int64_t slots = gu_slots(ctx, tasks);
     size_t esz = j.dbl ? sizeof(double) : sizeof(float);
     if ((uint64_t)per > SIZE_MAX / esz / (uint64_t)slots)
@@ -298,7 +352,7 @@ static netrun_status attn_run(cpu_context *ctx, void *state, const netrun_kernel
     j.ws = cpu_alloc((size_t)per * esz * (size_t)slots);
     if (!j.ws) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cpu Attention: out of memory for the workspace");
     gu_blas_single_thread();
-    gu_run_slots(ctx, tasks, slots, j.dbl ? attn_range_f64 : attn_range_f32, &j);
+    gu_run_slots(ctx, tasks, slots, fast ? attn_range_fast : j.dbl ? attn_range_f64 : attn_range_f32, &j);
     cpu_free(j.ws);
     return NETRUN_OK;
 }

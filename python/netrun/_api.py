@@ -354,6 +354,9 @@ class SessionStats:
     host_peak_bytes: int
     host_memory_budget: int
     profile_dropped: int
+    n_attention_fused: int
+    n_layernorm_fused: int
+    n_gelu_fused: int
 
 
 class Profile:

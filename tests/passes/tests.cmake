@@ -4,3 +4,5 @@ netrun_binding_test(passes.fusions ${CMAKE_CURRENT_LIST_DIR}/test_passes.py)
 netrun_binding_test(passes.act_extremes ${CMAKE_CURRENT_LIST_DIR}/test_act_extremes.py)
 # the CUDA float16 NHWC region pass: CPU reference kernels of its internal ops always; the regions on a GPU
 netrun_binding_test(passes.fp16_regions ${CMAKE_CURRENT_LIST_DIR}/test_fp16_regions.py)
+# the transformer fusions: exporter-shaped BERT / GPT-2 / ViT and attention / norm / Gelu variants that must not fuse
+netrun_binding_test(passes.transformer ${CMAKE_CURRENT_LIST_DIR}/test_transformer.py)

@@ -355,6 +355,11 @@ void cli_report_text(FILE *f, const cli_result *r)
                 "float16 NHWC regions with %d conversions (--no-optimize turns them off)\n", r->stats.n_bn_folded,
                 r->stats.n_act_fused, r->stats.n_sum_fused, r->stats.n_nodes_dropped, r->stats.n_swish_fused,
                 r->stats.n_nchwc_convs, r->stats.n_nchwc_reorders, r->stats.n_fp16_convs, r->stats.n_fp16_converts);
+    if (r->have_stats && o->verbose &&
+        (r->stats.n_attention_fused || r->stats.n_layernorm_fused || r->stats.n_gelu_fused))
+        fprintf(f, "  transformer fusions: %d Attention, %d LayerNormalization, %d Gelu subgraphs run as one node "
+                "(graph.fuse_transformer=0 keeps them)\n", r->stats.n_attention_fused, r->stats.n_layernorm_fused,
+                r->stats.n_gelu_fused);
     if (o->verbose && nodes > 0)
         text_node_table(f, r->session);
 

@@ -1,0 +1,564 @@
+/* Graph passes, the transformer fusions (docs/design.md, "Graph passes"): the subgraphs exporters write for
+ * attention, LayerNormalization and Gelu are rewritten to the one ONNX op they compute (Attention of opset 23,
+ * LayerNormalization of opset 17, Gelu of opset 20), so that a backend with a kernel for it runs one node.
+ *
+ * A pattern is taken only when it computes exactly what the op computes (constants checked, axes and shapes
+ * checked, intermediate values used by the pattern alone), all its nodes run on one backend, and that backend's
+ * supports() takes the fused node; otherwise nothing changes. The fused node stands where the pattern's last
+ * node stood; the nodes it replaces are marked removed (a node whose output is also read outside the pattern,
+ * e.g. by a Shape, is kept). Option graph.fuse_transformer=0 turns the pass off. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optimize_internal.h"
+
+#define MAXPAT 24
+
+typedef struct pattern {
+    int nodes[MAXPAT]; /* nodes that go (the last one is replaced by the fused node) */
+    int n;
+} pattern;
+
+static void pat_add(pattern *p, int n) {
+    if (p->n < MAXPAT) p->nodes[p->n++] = n;
+}
+
+/* Node n is a kept, placed, statically shaped node of op `op` on the same backend as node `ref`. */
+static int live(const opt_state *o, int n, const char *op, int ref) {
+    if (n < 0 || o->removed[n] || o->repl_of[n] >= 0 || o->snode_of[n] < 0 || !is_op(&o->g->nodes[n], op)) return 0;
+    const nr_snode *sn = &o->s->snodes[o->snode_of[n]];
+    if (sn->slot < 0 || sn->dynamic || o->g->nodes[n].n_outputs < 1 || o->g->nodes[n].outputs[0] < 0) return 0;
+    return ref < 0 || opt_same_slot(o, n, ref);
+}
+
+/* The producer of v when it is op `op` on ref's backend and v is read by `user` alone; else -1. */
+static int single(const opt_state *o, int v, const char *op, int user, int ref) {
+    int n = opt_producer(o, v);
+    if (!live(o, n, op, ref) || opt_only_user(o, v) != user || val(o, o->g->nodes[n].outputs[0]) != v) return -1;
+    return n;
+}
+
+static const netrun_value_desc *dsc(const opt_state *o, int v) { return &o->s->values[v].desc; }
+
+static int in(const opt_state *o, int n, int i) {
+    const nr_node *nd = &o->g->nodes[n];
+    return i < nd->n_inputs ? val(o, nd->inputs[i]) : -1;
+}
+static int out0(const opt_state *o, int n) { return o->g->nodes[n].outputs[0]; }
+
+/* A float32 constant scalar of the model (initializer or Constant). Not a value folded at prepare: the copy is
+ * prepared again when input shapes change, and a value computed from shapes could then differ. */
+static int const_scalar(const opt_state *o, int v, float *f) {
+    if (v < 0 || !o->g->values[v].constant) return 0;
+    const netrun_value_desc *d = dsc(o, v);
+    if (d->dtype != NETRUN_DTYPE_FLOAT || !d->const_data || d->const_nbytes != sizeof(float)) return 0;
+    *f = *(const float *)d->const_data;
+    return 1;
+}
+
+static int near(float a, double b) { return fabs((double)a - b) <= 1e-6 * fabs(b); }
+
+static int same_dims(const netrun_value_desc *a, const netrun_value_desc *b) {
+    if (a->rank != b->rank || a->rank < 0) return 0;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i] || a->dims[i] <= 0) return 0;
+    return 1;
+}
+
+static int perm_is(const nr_node *nd, int a, int b, int c, int d) {
+    const nr_attr *p = opt_find_attr(nd, "perm");
+    return p && p->type == NR_ATTR_INTS && p->n == 4 && p->ints[0] == a && p->ints[1] == b && p->ints[2] == c &&
+           p->ints[3] == d;
+}
+
+/* Binary node n with one input a constant scalar: the other input, and the constant in *c (-1 when not so).
+ * `side` 0: the constant may be on either side; 1: second input only (Div, Sub). */
+static int with_const(const opt_state *o, int n, int side, float *c) {
+    int a = in(o, n, 0), b = in(o, n, 1);
+    if (const_scalar(o, b, c)) return a;
+    if (!side && const_scalar(o, a, c)) return b;
+    return -1;
+}
+
+/* Ask node ref's backend whether it runs op (default domain) with these params, inputs and output. */
+static int backend_takes(const opt_state *o, const netrun_backend_config *cfg, int ref, const char *op, int opset,
+                         const void *params, size_t params_size, const int *ins, int n_in, int out) {
+    enum { MAXIN = 6 };
+    netrun_value_desc id[MAXIN];
+    if (n_in > MAXIN) return 0;
+    for (int i = 0; i < n_in; i++) id[i] = *dsc(o, ins[i]);
+    netrun_value_desc od = *dsc(o, out);
+    const nr_snode *sn = &o->s->snodes[o->snode_of[ref]];
+    netrun_node_desc d = {.struct_size = sizeof d, .name = o->g->nodes[ref].name, .op_type = op, .domain = "",
+                          .opset = opset, .params = params, .params_size = params_size, .n_inputs = n_in,
+                          .inputs = id, .n_outputs = 1, .outputs = &od};
+    char why[256] = "";
+    return o->s->slots[sn->slot].api->supports(cfg, &d, why, sizeof why);
+}
+
+static int add_repl(opt_state *o, const pattern *p, const opt_repl *r) {
+    opt_repl *rs = nr_realloc(o->repls, (size_t)(o->n_repls + 1) * sizeof *rs);
+    if (!rs) return 0;
+    o->repls = rs;
+    rs[o->n_repls] = *r;
+    int last = p->nodes[p->n - 1];
+    for (int i = 0; i < p->n; i++) o->removed[p->nodes[i]] = 1;
+    o->removed[last] = 0; /* stays, as the fused node */
+    o->repl_of[last] = o->n_repls++;
+    for (int i = 0; i < r->n_in; i++) /* the fused node reads its inputs (once each, as far as users go) */
+        if (r->in[i] >= 0) o->user[r->in[i]] = last;
+    return 1;
+}
+
+/* ---- LayerNormalization: ReduceMean, Sub, Pow(2) (or Mul(d, d)), ReduceMean, Add(eps), Sqrt, Div, Mul(gamma),
+ * Add(beta), over the last axis ---- */
+
+static int mean_last(const opt_state *o, int n) {
+    const netrun_reduce_params *rp = o->s->snodes[o->snode_of[n]].params;
+    int rank = dsc(o, in(o, n, 0))->rank;
+    return rp && !rp->noop && rp->n_axes == 1 && rp->axes[0] == rank - 1 && rp->keepdims;
+}
+
+/* A float constant of exactly d values (gamma / beta). */
+static int vec_const(const opt_state *o, int v, int64_t d) {
+    if (v < 0 || !o->g->values[v].constant) return 0;
+    const netrun_value_desc *vd = dsc(o, v);
+    return vd->dtype == NETRUN_DTYPE_FLOAT && vd->const_data && vd->rank == 1 && vd->dims[0] == d &&
+           vd->const_nbytes == (size_t)d * sizeof(float);
+}
+
+static int plan_layernorm(opt_state *o, const netrun_backend_config *cfg, int n) {
+    if (!live(o, n, "Add", -1) || o->g->nodes[n].n_inputs != 2) return 0;
+    pattern p = {.n = 0};
+    for (int side = 0; side < 2; side++) {
+        p.n = 0;
+        int beta = in(o, n, 1 - side), mg = single(o, in(o, n, side), "Mul", n, n);
+        if (mg < 0) continue;
+        int y1 = -1, gamma = -1;
+        for (int s2 = 0; s2 < 2 && y1 < 0; s2++) {
+            int dv = single(o, in(o, mg, s2), "Div", mg, n);
+            if (dv >= 0) y1 = dv, gamma = in(o, mg, 1 - s2);
+        }
+        if (y1 < 0) continue;
+        int sd = single(o, in(o, y1, 1), "Sqrt", y1, n);
+        int ae = sd >= 0 ? single(o, in(o, sd, 0), "Add", sd, n) : -1;
+        float eps = 0;
+        int var_v = ae >= 0 ? with_const(o, ae, 0, &eps) : -1;
+        int rm2 = single(o, var_v, "ReduceMean", ae, n);
+        if (rm2 < 0 || !mean_last(o, rm2)) continue;
+        int d = in(o, y1, 0), sq = opt_producer(o, in(o, rm2, 0));
+        float two = 0;
+        int uses_d; /* reads of d inside the pattern: Div + Pow, or Div + Mul(d, d) */
+        if (single(o, in(o, rm2, 0), "Pow", rm2, n) >= 0 && in(o, sq, 0) == d && const_scalar(o, in(o, sq, 1), &two) &&
+            two == 2.0f)
+            uses_d = 2;
+        else if (single(o, in(o, rm2, 0), "Mul", rm2, n) >= 0 && in(o, sq, 0) == d && in(o, sq, 1) == d)
+            uses_d = 3;
+        else
+            continue;
+        int sub = opt_producer(o, d);
+        if (!live(o, sub, "Sub", n) || o->users[d] != uses_d || o->pinned[d]) continue;
+        int x = in(o, sub, 0);
+        int rm1 = single(o, in(o, sub, 1), "ReduceMean", sub, n);
+        if (rm1 < 0 || in(o, rm1, 0) != x || !mean_last(o, rm1)) continue;
+        const netrun_value_desc *xd = dsc(o, x);
+        if (xd->dtype != NETRUN_DTYPE_FLOAT || !same_dims(xd, dsc(o, out0(o, n))) || xd->rank < 1) continue;
+        int64_t dlast = xd->dims[xd->rank - 1];
+        if (!vec_const(o, gamma, dlast) || !vec_const(o, beta, dlast)) continue;
+        netrun_norm_params np;
+        memset(&np, 0, sizeof np);
+        np.epsilon = eps;
+        np.axis = xd->rank - 1;
+        int ins[3] = {x, gamma, beta};
+        if (!backend_takes(o, cfg, n, "LayerNormalization", 17, &np, sizeof np, ins, 3, out0(o, n))) return 0;
+        int order[] = {rm1, sub, sq, rm2, ae, sd, y1, mg, n};
+        for (int i = 0; i < 9; i++) pat_add(&p, order[i]);
+        opt_repl r = {.kind = OPT_REPL_LAYERNORM, .extra_out = -1, .n_in = 3, .in = {x, gamma, beta}, .out = out0(o, n),
+                      .first = rm1, .epsilon = eps, .axis = -1};
+        return add_repl(o, &p, &r) ? 1 : -1;
+    }
+    return 0;
+}
+
+/* ---- Gelu: 0.5 * x * (1 + Erf(x / sqrt(2))) and 0.5 * x * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), the
+ * three factors in any grouping ---- */
+
+/* The Add(1, Erf(x / sqrt 2)) or Add(1, Tanh(...)) branch read by `user`: x, and *tanh; -1 when a is not one. */
+static int gelu_branch(const opt_state *o, int a, int user, int ref, int *tanh_form, pattern *p) {
+    int ad = single(o, a, "Add", user, ref);
+    float one = 0;
+    int e = ad >= 0 ? with_const(o, ad, 0, &one) : -1;
+    if (e < 0 || one != 1.0f) return -1;
+    int er = single(o, e, "Erf", ad, ref), th = single(o, e, "Tanh", ad, ref);
+    float c = 0;
+    if (er >= 0) { /* Erf(x / sqrt 2) or Erf(x * (1 / sqrt 2)) */
+        int dv = single(o, in(o, er, 0), "Div", er, ref), mu = single(o, in(o, er, 0), "Mul", er, ref);
+        int x = -1, t = -1;
+        if (dv >= 0 && (x = with_const(o, dv, 1, &c)) >= 0 && near(c, sqrt(2.0))) t = dv;
+        else if (mu >= 0 && (x = with_const(o, mu, 0, &c)) >= 0 && near(c, sqrt(0.5))) t = mu;
+        if (t < 0) return -1;
+        pat_add(p, t);
+        pat_add(p, er);
+        pat_add(p, ad);
+        *tanh_form = 0;
+        return x;
+    }
+    if (th < 0) return -1;
+    /* Tanh(sqrt(2/pi) * (x + 0.044715 * Pow(x, 3))) */
+    int m1 = single(o, in(o, th, 0), "Mul", th, ref);
+    int w = m1 >= 0 ? with_const(o, m1, 0, &c) : -1;
+    if (w < 0 || !near(c, sqrt(2.0 / M_PI))) return -1;
+    int a2 = single(o, w, "Add", m1, ref);
+    if (a2 < 0) return -1;
+    for (int side = 0; side < 2; side++) {
+        int x = in(o, a2, side);
+        int m2 = single(o, in(o, a2, 1 - side), "Mul", a2, ref);
+        float k = 0, three = 0;
+        int pv = m2 >= 0 ? with_const(o, m2, 0, &k) : -1;
+        int pw = pv >= 0 ? single(o, pv, "Pow", m2, ref) : -1;
+        if (pw < 0 || !near(k, 0.044715) || in(o, pw, 0) != x || !const_scalar(o, in(o, pw, 1), &three) ||
+            three != 3.0f)
+            continue;
+        int order[] = {pw, m2, a2, m1, th, ad};
+        for (int i = 0; i < 6; i++) pat_add(p, order[i]);
+        *tanh_form = 1;
+        return x;
+    }
+    return -1;
+}
+
+/* Factors {0.5, x, branch} of Mul n: three values, with one inner Mul (read by n alone) grouping two of them. */
+static int plan_gelu(opt_state *o, const netrun_backend_config *cfg, int n) {
+    if (!live(o, n, "Mul", -1) || o->g->nodes[n].n_inputs != 2) return 0;
+    for (int grp = 0; grp < 2; grp++) {
+        int inner = single(o, in(o, n, grp), "Mul", n, n);
+        if (inner < 0 || o->g->nodes[inner].n_inputs != 2) continue;
+        int f[3] = {in(o, inner, 0), in(o, inner, 1), in(o, n, 1 - grp)};
+        int fuser[3] = {inner, inner, n};
+        for (int h = 0; h < 3; h++) { /* f[h]: the constant 0.5 */
+            float half = 0;
+            if (!const_scalar(o, f[h], &half) || half != 0.5f) continue;
+            for (int b = 0; b < 3; b++) { /* f[b]: the branch; the remaining one is x */
+                if (b == h) continue;
+                int xi = 3 - h - b;
+                pattern p = {.n = 0};
+                int tanh_form = 0;
+                int x = gelu_branch(o, f[b], fuser[b], n, &tanh_form, &p);
+                if (x < 0 || x != f[xi]) continue;
+                const netrun_value_desc *xd = dsc(o, x);
+                if (xd->dtype != NETRUN_DTYPE_FLOAT || !same_dims(xd, dsc(o, out0(o, n)))) continue;
+                netrun_unary_params up;
+                memset(&up, 0, sizeof up);
+                up.approximate_tanh = tanh_form;
+                int ins[1] = {x};
+                if (!backend_takes(o, cfg, n, "Gelu", 20, &up, sizeof up, ins, 1, out0(o, n))) return 0;
+                pat_add(&p, inner);
+                pat_add(&p, n);
+                opt_repl r = {.kind = OPT_REPL_GELU, .extra_out = -1, .n_in = 1, .in = {x, -1, -1, -1}, .out = out0(o, n),
+                              .first = p.nodes[0], .approx_tanh = tanh_form};
+                return add_repl(o, &p, &r) ? 1 : -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- Attention: MatMul(Q, K^T) [* scale] [Where(causal)] [+ mask] -> Softmax(last) -> MatMul(., V), Q/K/V
+ * [B, H, L, E]; with Reshape/Transpose from and to [B, L, H * E] around it, the 3-D form of the op ---- */
+
+/* v = Transpose(Reshape(x3d [B, L, H*E] -> [B, L, H, E]), perm): x3d, else -1. Adds the nodes read only on the
+ * way to the pattern to p (they go with it). */
+static int from_3d(const opt_state *o, int v, int user, int ref, int a, int b, int c, int d, pattern *p) {
+    int tr = opt_producer(o, v);
+    if (!live(o, tr, "Transpose", -1) || !perm_is(&o->g->nodes[tr], a, b, c, d)) return -1;
+    int rs = opt_producer(o, in(o, tr, 0));
+    if (!live(o, rs, "Reshape", -1)) return -1;
+    int x = in(o, rs, 0);
+    const netrun_value_desc *xd = dsc(o, x), *rd = dsc(o, in(o, tr, 0));
+    if (xd->rank != 3 || rd->rank != 4 || xd->dtype != NETRUN_DTYPE_FLOAT || xd->dims[0] != rd->dims[0] ||
+        xd->dims[1] != rd->dims[1] || rd->dims[2] <= 0 || rd->dims[3] <= 0 || xd->dims[2] != rd->dims[2] * rd->dims[3])
+        return -1;
+    if (opt_only_user(o, v) == user && opt_same_slot(o, tr, ref)) {
+        pat_add(p, tr);
+        if (opt_only_user(o, in(o, tr, 0)) == tr && opt_same_slot(o, rs, ref)) pat_add(p, rs);
+    }
+    return x;
+}
+
+/* A square bool constant of the original graph that is lower-triangular over its last two dims (leading dims 1). */
+static int tril_const(const opt_state *o, int v) {
+    const nr_tensor *t = v >= 0 ? o->g->values[v].constant : NULL;
+    if (!t || t->dtype != NETRUN_DTYPE_BOOL || !t->data || t->rank < 2) return 0;
+    int64_t L = t->dims[t->rank - 1];
+    if (t->dims[t->rank - 2] != L) return 0;
+    for (int i = 0; i < t->rank - 2; i++)
+        if (t->dims[i] != 1) return 0;
+    const uint8_t *c = t->data;
+    for (int64_t i = 0; i < L; i++)
+        for (int64_t j = 0; j < L; j++)
+            if ((c[i * L + j] != 0) != (j <= i)) return 0;
+    return 1;
+}
+
+/* The copy is prepared again when input shapes change, so the causal condition found lower-triangular at this
+ * shape must stay so at any length: a constant of the model (its shape cannot change), or Slices of a
+ * lower-triangular constant taken for Q and K of the same length (3-D Q and K made by one node: the sequence is
+ * the same, the slice [k - q : k, :k] is then the top-left block). */
+static int causal_for_any_length(const opt_state *o, int cond, int q3, int k3) {
+    if (o->g->values[cond].constant) return 1;
+    if (q3 < 0 || k3 < 0 || (q3 != k3 && (opt_producer(o, q3) < 0 || opt_producer(o, q3) != opt_producer(o, k3))))
+        return 0;
+    int v = cond;
+    for (int depth = 0; depth < 4; depth++) {
+        int pn = -1; /* from the graph: nodes folded at prepare are no producers in the session */
+        for (int k = 0; k < o->g->n_nodes && pn < 0; k++)
+            if (o->g->nodes[k].n_outputs > 0 && val(o, o->g->nodes[k].outputs[0]) == v) pn = k;
+        if (pn < 0 || !is_op(&o->g->nodes[pn], "Slice")) return 0;
+        v = in(o, pn, 0);
+        if (o->g->values[v].constant) return tril_const(o, v);
+    }
+    return 0;
+}
+
+static int plan_attention(opt_state *o, const netrun_backend_config *cfg, int n) {
+    const nr_graph *g = o->g;
+    if (!live(o, n, "MatMul", -1)) return 0; /* n: MatMul(P, V) */
+    int sm = single(o, in(o, n, 0), "Softmax", n, n);
+    if (sm < 0) return 0;
+    const netrun_softmax_params *sp = o->s->snodes[o->snode_of[sm]].params;
+    int srank = dsc(o, out0(o, sm))->rank;
+    if (!sp || srank != 4 || sp->axis != 3) return 0;
+    pattern core = {.n = 0};
+    pat_add(&core, sm);
+    int cur = in(o, sm, 0), cur_user = sm;
+    int mask = -1, causal = 0, cond = -1;
+    /* [+ mask]: an additive float mask broadcast (right-aligned) to the scores' shape */
+    int ad = single(o, cur, "Add", cur_user, n);
+    if (ad >= 0) {
+        for (int side = 0; side < 2; side++) {
+            int sv = in(o, ad, side), mv = in(o, ad, 1 - side);
+            int sp2 = opt_producer(o, sv);
+            if (sp2 < 0 || !(is_op(&g->nodes[sp2], "Where") || is_op(&g->nodes[sp2], "Div") ||
+                             is_op(&g->nodes[sp2], "Mul") || is_op(&g->nodes[sp2], "MatMul")))
+                continue;
+            const netrun_value_desc *md = dsc(o, mv), *sd = dsc(o, sv);
+            if (md->dtype != NETRUN_DTYPE_FLOAT || md->rank < 1 || md->rank > 4 || !same_dims(sd, dsc(o, out0(o, ad))))
+                continue;
+            int ok = 1;
+            for (int i = 0; i < md->rank; i++) {
+                int64_t want = sd->dims[4 - md->rank + i];
+                ok = ok && (md->dims[i] == 1 || md->dims[i] == want);
+            }
+            if (!ok) continue;
+            mask = mv;
+            pat_add(&core, ad);
+            cur = sv, cur_user = ad;
+            break;
+        }
+        if (mask < 0) return 0;
+    }
+    /* [Where(causal, s, very negative)]: a constant lower-triangular bool condition over [L, L] */
+    int wh = single(o, cur, "Where", cur_user, n);
+    if (wh >= 0) {
+        float neg = 0;
+        int cv = in(o, wh, 0), sv = in(o, wh, 1);
+        const netrun_value_desc *cd = dsc(o, cv), *sd = dsc(o, sv);
+        if (!const_scalar(o, in(o, wh, 2), &neg) || !(neg <= -1e30f) || cd->dtype != NETRUN_DTYPE_BOOL ||
+            !cd->const_data || cd->rank < 2 || cd->rank > 4 || !same_dims(sd, dsc(o, out0(o, wh))) ||
+            sd->rank != 4 || sd->dims[2] != sd->dims[3])
+            return 0;
+        int64_t L = sd->dims[2];
+        for (int i = 0; i < cd->rank - 2; i++)
+            if (cd->dims[i] != 1) return 0;
+        if (cd->dims[cd->rank - 2] != L || cd->dims[cd->rank - 1] != L || cd->const_nbytes != (size_t)(L * L))
+            return 0;
+        const uint8_t *c = cd->const_data;
+        for (int64_t i = 0; i < L; i++)
+            for (int64_t j = 0; j < L; j++)
+                if ((c[i * L + j] != 0) != (j <= i)) return 0;
+        causal = 1;
+        cond = cv;
+        pat_add(&core, wh);
+        cur = sv, cur_user = wh;
+    }
+    /* [* scale | / scale] */
+    float scale = 1.0f, c = 0;
+    int dv = single(o, cur, "Div", cur_user, n), mu = single(o, cur, "Mul", cur_user, n);
+    int pre = -1;
+    if (dv >= 0 && (pre = with_const(o, dv, 1, &c)) >= 0 && c != 0) scale = 1.0f / c, pat_add(&core, dv);
+    else if (mu >= 0 && (pre = with_const(o, mu, 0, &c)) >= 0) scale = c, pat_add(&core, mu);
+    else pre = -1;
+    if (pre >= 0) cur = pre, cur_user = core.nodes[core.n - 1];
+    int qk = single(o, cur, "MatMul", cur_user, n);
+    if (qk < 0) return 0;
+    pat_add(&core, qk);
+    /* Q and K^T, each possibly pre-scaled by a constant (torch's scaled_dot_product_attention export) */
+    int qv = in(o, qk, 0), ktv = in(o, qk, 1), q_user = qk, kt_user = qk;
+    for (int side = 0; side < 2; side++) {
+        int *v = side ? &ktv : &qv, *u = side ? &kt_user : &q_user;
+        int m = single(o, *v, "Mul", qk, n);
+        int x = m >= 0 ? with_const(o, m, 0, &c) : -1;
+        if (x < 0 || !same_dims(dsc(o, x), dsc(o, *v))) continue;
+        scale *= c;
+        pat_add(&core, m);
+        *v = x, *u = m;
+    }
+    int vv = in(o, n, 1);
+    const netrun_value_desc *qd = dsc(o, qv), *ktd = dsc(o, ktv), *vd = dsc(o, vv), *yd = dsc(o, out0(o, n));
+    if (qd->rank != 4 || ktd->rank != 4 || vd->rank != 4 || qd->dtype != NETRUN_DTYPE_FLOAT ||
+        ktd->dtype != NETRUN_DTYPE_FLOAT || vd->dtype != NETRUN_DTYPE_FLOAT)
+        return 0;
+    int64_t B = qd->dims[0], H = qd->dims[1], Lq = qd->dims[2], E = qd->dims[3], Lk = ktd->dims[3], Ev = vd->dims[3];
+    if (B <= 0 || H <= 0 || Lq <= 0 || E <= 0 || Lk <= 0 || Ev <= 0 || ktd->dims[0] != B || ktd->dims[1] != H ||
+        ktd->dims[2] != E || vd->dims[0] != B || vd->dims[1] != H || vd->dims[2] != Lk || yd->rank != 4 ||
+        yd->dims[0] != B || yd->dims[1] != H || yd->dims[2] != Lq || yd->dims[3] != Ev)
+        return 0;
+    if (causal && Lq != Lk) return 0;
+    /* the 3-D form: Q, K, V from [B, L, H*E] and the output back to it (Transpose + Reshape, read by nothing else) */
+    pattern p3 = core;
+    int q3 = from_3d(o, qv, q_user, n, 0, 2, 1, 3, &p3);
+    int k3 = from_3d(o, ktv, kt_user, n, 0, 2, 3, 1, &p3);
+    if (k3 < 0) { /* Transpose(Transpose(Reshape(k), 0 2 1 3), 0 1 3 2) */
+        int t = opt_producer(o, ktv);
+        if (live(o, t, "Transpose", -1) && perm_is(&g->nodes[t], 0, 1, 3, 2)) {
+            pattern tmp = p3;
+            int take = opt_only_user(o, ktv) == kt_user && opt_same_slot(o, t, n);
+            k3 = from_3d(o, in(o, t, 0), take ? t : -2, n, 0, 2, 1, 3, &tmp);
+            if (k3 >= 0) {
+                p3 = tmp;
+                if (take) pat_add(&p3, t);
+            }
+        }
+    }
+    int v3 = from_3d(o, vv, n, n, 0, 2, 1, 3, &p3);
+    /* the output: Transpose(0 2 1 3) read by this MatMul alone, then a Reshape to [B, L, H*Ev]; the transposed
+     * value may have other readers (a Shape, as exporters write the Reshape's target): a Reshape of the fused
+     * output gives it back for them (a view, no copy) */
+    int ot = opt_only_user(o, out0(o, n)), orr = -1;
+    if (ot >= 0 && live(o, ot, "Transpose", n) && perm_is(&g->nodes[ot], 0, 2, 1, 3) &&
+        !o->pinned[out0(o, n)]) {
+        int ctv = out0(o, ot);
+        for (int k = o->snode_of[ot] + 1; k < o->s->n_snodes && orr < 0; k++) {
+            int r = o->s->snodes[k].node;
+            if (!live(o, r, "Reshape", n) || in(o, r, 0) != ctv) continue;
+            const netrun_value_desc *od = dsc(o, out0(o, r));
+            if (od->rank == 3 && od->dims[0] == B && od->dims[1] == Lq && od->dims[2] == H * Ev) orr = r;
+        }
+    }
+    int three_d = q3 >= 0 && k3 >= 0 && v3 >= 0 && orr >= 0;
+    int keep_ct = three_d && (o->users[out0(o, ot)] > 1 || o->pinned[out0(o, ot)]);
+    int kq = -1; /* the 4-D form needs K itself: K^T = Transpose(K, 0 1 3 2) */
+    if (!three_d) {
+        int t = opt_producer(o, ktv);
+        if (!live(o, t, "Transpose", -1) || !perm_is(&g->nodes[t], 0, 1, 3, 2)) return 0;
+        kq = in(o, t, 0);
+        if (opt_only_user(o, ktv) == kt_user && opt_same_slot(o, t, n)) pat_add(&core, t);
+    }
+    pattern *p = three_d ? &p3 : &core;
+    if (three_d) pat_add(p, n), pat_add(p, ot), pat_add(p, orr);
+    else pat_add(p, n);
+    int ins[4] = {three_d ? q3 : qv, three_d ? k3 : kq, three_d ? v3 : vv, mask};
+    int out = three_d ? out0(o, orr) : out0(o, n), last = n;
+    if (causal && !causal_for_any_length(o, cond, three_d ? q3 : -1, three_d ? k3 : -1)) return 0;
+    netrun_attention_params ap;
+    memset(&ap, 0, sizeof ap);
+    ap.q_num_heads = ap.kv_num_heads = (int)H;
+    ap.input_3d = three_d;
+    ap.is_causal = causal;
+    ap.scale = scale;
+    ap.mask_kind = mask >= 0 ? 2 : 0;
+    ap.batch = B, ap.q_len = Lq, ap.kv_len = Lk, ap.total_len = Lk, ap.head_size = E, ap.v_head_size = Ev;
+    if (!backend_takes(o, cfg, last, "Attention", 23, &ap, sizeof ap, ins, mask >= 0 ? 4 : 3, out)) return 0;
+    /* the replaced node must be the last in execution order: put it at the end of the list */
+    for (int i = 0; i < p->n; i++)
+        if (p->nodes[i] == last) {
+            p->nodes[i] = p->nodes[p->n - 1];
+            p->nodes[p->n - 1] = last;
+        }
+    opt_repl r = {.kind = OPT_REPL_ATTENTION, .n_in = mask >= 0 ? 4 : 3, .in = {ins[0], ins[1], ins[2], ins[3]},
+                  .out = out, .first = qk, .scale = scale, .is_causal = causal, .heads = three_d ? (int)H : 0,
+                  .extra_out = keep_ct ? out0(o, ot) : -1, .extra_dims = {0, 0, H, Ev}};
+    return add_repl(o, p, &r) ? 1 : -1;
+}
+
+netrun_status opt_plan_transformer(opt_state *o, const netrun_backend_config *cfg, int *n_attn, int *n_ln,
+                                   int *n_gelu) {
+    *n_attn = *n_ln = *n_gelu = 0;
+    const char *on = nr_options_get(&o->s->opts, "graph.fuse_transformer");
+    if (on && !strcmp(on, "0")) return NETRUN_OK;
+    for (int k = 0; k < o->s->n_snodes; k++) {
+        int n = o->s->snodes[k].node, r;
+        if (o->removed[n] || o->repl_of[n] >= 0) continue;
+        if ((r = plan_attention(o, cfg, n)) > 0) (*n_attn)++;
+        else if (!r && (r = plan_layernorm(o, cfg, n)) > 0) (*n_ln)++;
+        else if (!r && (r = plan_gelu(o, cfg, n)) > 0) (*n_gelu)++;
+        if (r < 0) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the transformer fusions");
+    }
+    if (*n_attn || *n_ln || *n_gelu)
+        nr_host_api()->log(NETRUN_LOG_INFO, "optimize", "transformer fusions: %d Attention, %d LayerNormalization, "
+                           "%d Gelu (graph.fuse_transformer=0 keeps the exported nodes)", *n_attn, *n_ln, *n_gelu);
+    return NETRUN_OK;
+}
+
+/* The copy's node for replacement r (standing for original node n). */
+netrun_status opt_emit_repl(const opt_state *o, nr_graph *ng, int n, int *from) {
+    const opt_repl *r = &o->repls[o->repl_of[n]];
+    const nr_graph *g = o->g;
+    static const char *const ops[] = {"Attention", "LayerNormalization", "Gelu"};
+    static const int opsets[] = {23, 17, 20};
+    int n_attrs = r->kind == OPT_REPL_ATTENTION ? 2 + (r->heads ? 2 : 0) : r->kind == OPT_REPL_LAYERNORM ? 2
+                                                                                                  : r->approx_tanh;
+    int first = ng->n_nodes == 0;
+    char name[1100];
+    snprintf(name, sizeof name, "%s..%s", g->nodes[r->first].name, g->nodes[n].name);
+    nr_node *nn = nr_graph_add_node(ng, name, ops[r->kind], "", r->n_in, 1, n_attrs + first);
+    if (!nn) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying node '%s'", g->nodes[n].name);
+    from[ng->n_nodes - 1] = n;
+    nn->opset = opsets[r->kind];
+    for (int i = 0; i < r->n_in; i++) nn->inputs[i] = r->in[i];
+    nn->outputs[0] = r->out;
+    if (r->extra_out >= 0) { /* the transposed [B, L, H, Ev] value other nodes read: Reshape of the output */
+        int64_t four = 4;
+        nr_tensor *t = nr_tensor_new(NETRUN_DTYPE_INT64, 1, &four);
+        if (!t) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying node '%s'", g->nodes[n].name);
+        memcpy(t->data, r->extra_dims, sizeof r->extra_dims);
+        int sh = nr_graph_new_const(ng, g->values[r->extra_out].name, ".shape", t);
+        if (sh < 0) {
+            nr_tensor_free(t);
+            return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying node '%s'", g->nodes[n].name);
+        }
+        char rname[1200];
+        snprintf(rname, sizeof rname, "%s.heads", name);
+        nr_node *rs = nr_graph_add_node(ng, rname, "Reshape", "", 2, 1, 0);
+        if (!rs) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying node '%s'", g->nodes[n].name);
+        from[ng->n_nodes - 1] = n;
+        rs->inputs[0] = r->out;
+        rs->inputs[1] = sh;
+        rs->outputs[0] = r->extra_out;
+        nn = &ng->nodes[ng->n_nodes - 2]; /* nr_graph_add_node may have moved the nodes */
+    }
+    int a = 0;
+#define ATTR_I(nm, v) (nn->attrs[a].type = NR_ATTR_INT, nn->attrs[a].i = (v), nn->attrs[a++].name = nr_strdup(nm))
+#define ATTR_F(nm, v) (nn->attrs[a].type = NR_ATTR_FLOAT, nn->attrs[a].f = (v), nn->attrs[a++].name = nr_strdup(nm))
+    if (r->kind == OPT_REPL_ATTENTION) {
+        ATTR_F("scale", r->scale);
+        ATTR_I("is_causal", r->is_causal);
+        if (r->heads) ATTR_I("q_num_heads", r->heads), ATTR_I("kv_num_heads", r->heads);
+    } else if (r->kind == OPT_REPL_LAYERNORM) {
+        ATTR_I("axis", r->axis);
+        ATTR_F("epsilon", r->epsilon);
+    } else if (r->approx_tanh) {
+        nn->attrs[a].type = NR_ATTR_STRING;
+        nn->attrs[a].s = nr_strdup("tanh");
+        nn->attrs[a].s_len = 4;
+        nn->attrs[a++].name = nr_strdup("approximate");
+    }
+#undef ATTR_I
+#undef ATTR_F
+    for (int i = 0; i < a; i++)
+        if (!nn->attrs[i].name || (nn->attrs[i].type == NR_ATTR_STRING && !nn->attrs[i].s))
+            return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying node '%s'", g->nodes[n].name);
+    return NETRUN_OK;
+}

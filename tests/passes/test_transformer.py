@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Transformer fusions (runtime/opt_transformer.c): attention, decomposed LayerNormalization and Gelu subgraphs,
+written as exporters write them, run as one Attention / LayerNormalization / Gelu node on the CPU, give
+onnxruntime's outputs with graph.fuse_transformer on and off; variants that do not compute exactly what the op
+computes (a scale from an input, softmax over another axis, a mask that is not causal, eps from an input, a
+Gelu constant off) are left alone.
+
+    python3 tests/passes/test_transformer.py --lib build/lib/libnetrun.so
+"""
+import argparse
+import os
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "tools", "bench"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
+import build_models  # noqa: E402
+import transformer_bench  # noqa: E402
+from netrun_ctypes import Netrun  # noqa: E402
+
+RNG = np.random.default_rng(11)
+
+
+def attention_4d(scale_from_input=False, softmax_axis=-1, mask="add", prescaled=False, causal=None):
+    """Q, K, V [1, 2, 8, 4] inputs; K^T = Transpose(K, 0 1 3 2). causal: a bool [8, 8] constant for Where."""
+    nodes, inits = [], []
+    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 2, 8, 4]) for n in ("q", "k", "v")]
+
+    def c(name, arr):
+        inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        return name
+
+    def n(op, i, o, **kw):
+        nodes.append(helper.make_node(op, i, [o], name=o, **kw))
+        return o
+
+    kt = n("Transpose", ["k"], "kt", perm=[0, 1, 3, 2])
+    if prescaled:  # torch's scaled_dot_product_attention export: sqrt(scale) on both sides
+        q = n("Mul", ["q", c("sq", np.float32(0.5 ** 0.5))], "qs")
+        kt = n("Mul", [kt, c("sk", np.float32(0.5 ** 0.5))], "ks")
+        s = n("MatMul", [q, kt], "qk")
+    else:
+        s = n("MatMul", ["q", kt], "qk")
+        if scale_from_input:
+            ins.append(helper.make_tensor_value_info("scale", TensorProto.FLOAT, [1]))
+            s = n("Div", [s, "scale"], "scaled")
+        else:
+            s = n("Div", [s, c("two", np.float32(2.0))], "scaled")
+    if causal is not None:
+        s = n("Where", [c("causal", causal), s, c("neg", np.float32(np.finfo(np.float32).min))], "causal_w")
+    if mask == "add":
+        ins.append(helper.make_tensor_value_info("mask", TensorProto.FLOAT, [1, 1, 1, 8]))
+        s = n("Add", [s, "mask"], "masked")
+    p = n("Softmax", [s], "sm", axis=softmax_axis)
+    n("MatMul", [p, "v"], "y")
+    g = helper.make_graph(nodes, "attn", ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    m.ir_version = 8
+    return m
+
+
+def norm_gelu(eps_from_input=False, gelu_half=0.5):
+    """A decomposed LayerNormalization then an erf Gelu (x * 0.5 after the product, as torch writes it)."""
+    b = transformer_bench.Builder(5)
+    x = "x"
+    ins = [helper.make_tensor_value_info(x, TensorProto.FLOAT, [2, 5, 16])]
+    if eps_from_input:
+        ins.append(helper.make_tensor_value_info("eps", TensorProto.FLOAT, [1]))
+        gamma = b.init("g", b.rng.uniform(0.8, 1.2, 16).astype(np.float32))
+        beta = b.init("b", b.w(16))
+        d = b.op("Sub", [x, b.op("ReduceMean", [x], axes=[-1], keepdims=1)])
+        var = b.op("ReduceMean", [b.op("Pow", [d, b.const(np.float32(2.0))])], axes=[-1], keepdims=1)
+        y = b.op("Div", [d, b.op("Sqrt", [b.op("Add", [var, "eps"])])])
+        h = b.op("Add", [b.op("Mul", [y, gamma]), beta])
+    else:
+        h = b.layernorm(x, "/ln", 16, 1e-5)
+    e = b.op("Erf", [b.op("Div", [h, b.const(np.float32(1.4142135623730951))])])
+    e = b.op("Add", [e, b.const(np.float32(1.0))])
+    b.op("Mul", [b.op("Mul", [h, e]), b.const(np.float32(gelu_half))])
+    out = b.nodes[-1].output[0]
+    return b.model("ng", ins, [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)])
+
+
+def feeds_for(model):
+    f = {}
+    for i in model.graph.input:
+        shape = [d.dim_value or 2 for d in i.type.tensor_type.shape.dim]
+        if i.name == "mask":
+            m = np.zeros(shape, np.float32)
+            m[..., -2:] = np.finfo(np.float32).min
+            f[i.name] = m
+        elif i.name in ("scale", "eps"):
+            f[i.name] = np.array([2.0 if i.name == "scale" else 1e-5], np.float32)
+        else:
+            f[i.name] = RNG.standard_normal(shape).astype(np.float32)
+    return f
+
+
+def cases():
+    """(name, model, list of feeds, expected (attention, layernorm, gelu) fused, op types the fused graph has)"""
+    out = []
+    m, cs = build_models.bert_class()
+    out.append(("bert_class", m, list(cs.values()), (2, 2, 2), {"Attention", "LayerNormalization", "Gelu"}))
+    m, cs = build_models.gpt_causal()
+    out.append(("gpt_causal", m, list(cs.values()), (2, 5, 2), {"Attention", "LayerNormalization", "Gelu"}))
+    sz = transformer_bench.TINY["vit-b16"]
+    m, mk = transformer_bench.build_vit(sz)
+    out.append(("vit_like", m, [mk(1, 0, RNG), mk(2, 0, RNG)], (2, 5, 2), {"Attention", "Gelu"}))
+    m, mk = transformer_bench.build_bert(transformer_bench.TINY["bert-base"])
+    out.append(("bert_bench_shape", m, [mk(2, 12, RNG), mk(1, 5, RNG)], (2, 5, 2), {"Attention"}))
+    m, mk = transformer_bench.build_gpt2(transformer_bench.TINY["gpt2-small"])
+    out.append(("gpt2_bench_shape", m, [mk(1, 9, RNG), mk(2, 4, RNG)], (2, 5, 2), {"Attention"}))
+    tril = np.tril(np.ones((8, 8), bool))
+    for name, m, want in [
+        ("attn_4d_mask", attention_4d(), (1, 0, 0)),
+        ("attn_4d_prescaled", attention_4d(prescaled=True), (1, 0, 0)),
+        ("attn_4d_causal", attention_4d(mask=None, causal=tril), (1, 0, 0)),
+        ("no_attn_scale_input", attention_4d(scale_from_input=True), (0, 0, 0)),
+        ("no_attn_softmax_axis2", attention_4d(softmax_axis=2), (0, 0, 0)),
+        ("no_attn_not_causal", attention_4d(mask=None, causal=np.triu(np.ones((8, 8), bool))), (0, 0, 0)),
+        ("norm_gelu", norm_gelu(), (0, 1, 1)),
+        ("no_norm_eps_input", norm_gelu(eps_from_input=True), (0, 0, 1)),
+        ("no_gelu_constant_off", norm_gelu(gelu_half=0.49), (0, 1, 0)),
+    ]:
+        out.append((name, m, [feeds_for(m)], want, set()))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    args = ap.parse_args()
+    nr = Netrun(args.lib)
+    passed = failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, model, feed_list, want, ops in cases():
+            path = os.path.join(tmp, name + ".onnx")
+            onnx.save(model, path)
+            so = ort.SessionOptions()
+            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            ref_s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+            errors = []
+            refs = [ref_s.run(None, feeds) for feeds in feed_list]
+            for opt in ("1", "0"):
+                # one session for every feed list: a new shape prepares the fused copy again
+                with nr.session(path, backends="cpu", threads=2, options={"graph.fuse_transformer": opt}) as s:
+                    for feeds, ref in zip(feed_list, refs):
+                        outs = s.run(feeds)
+                        for r, o in zip(ref, outs):
+                            d = float(np.max(np.abs(r - o)))
+                            if not d <= 1e-4 * max(1.0, float(np.max(np.abs(r)))):
+                                errors.append(f"fuse_transformer={opt}: max abs diff {d:.2e}")
+                        st = s.stats()
+                        got = (st.n_attention_fused, st.n_layernorm_fused, st.n_gelu_fused)
+                        have = {n[1] for n in s.nodes()}
+                        if opt == "1":
+                            if got != want:
+                                errors.append(f"fused (attention, layernorm, gelu) {got}, expected {want}")
+                            if not ops <= have:
+                                errors.append(f"no {sorted(ops - have)} node in the fused graph")
+                        elif got != (0, 0, 0) or ("Attention" in have) != any(
+                                n.op_type == "Attention" for n in model.graph.node):
+                            errors.append(f"graph.fuse_transformer=0 still fused: {got}")
+            if errors:
+                failed += 1
+                print(f"FAIL {name}: " + "; ".join(errors))
+            else:
+                passed += 1
+                print(f"ok   {name} {want}")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
