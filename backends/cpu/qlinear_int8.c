@@ -595,17 +595,26 @@ static netrun_status qconv_exec(cpu_context *ctx, qconv *s, const uint8_t *x, ui
     return NETRUN_OK;
 }
 
+/* Whether the run's X and Y have the shapes the convolution was built for (else the caller's direct loops run). */
+static int qconv_shapes_match(const qconv *s, const netrun_tensor *x, const netrun_tensor *y) {
+    return x->dims[0] == s->n && x->dims[1] == s->c && x->dims[2] == s->h && x->dims[3] == s->w &&
+           y->dims[2] == s->ho && y->dims[3] == s->wo;
+}
+
+/* The workspace at a 64-byte boundary (the runtime hands it out aligned, so this changes nothing there). */
+static uint8_t *ws_base(const netrun_kernel_args *args) {
+    return (uint8_t *)(((uintptr_t)args->workspace + 63) & ~(uintptr_t)63);
+}
+
 netrun_status cpu_qconv_run(cpu_context *ctx, void *state, const netrun_kernel_args *args, int *done) {
     qconv *s = state;
     const netrun_tensor *x = &args->inputs[0];
     netrun_tensor *y = &args->outputs[0];
     *done = 0;
-    if (x->dims[0] != s->n || x->dims[1] != s->c || x->dims[2] != s->h || x->dims[3] != s->w ||
-        y->dims[2] != s->ho || y->dims[3] != s->wo)
-        return NETRUN_OK;
+    if (!qconv_shapes_match(s, x, y)) return NETRUN_OK;
     if (!args->workspace || args->workspace_size < s->ws_bytes)
         return cpu_host->error(NETRUN_ERR_BACKEND, "QLinearConv (oneDNN): workspace missing at run");
-    uint8_t *base = (uint8_t *)(((uintptr_t)args->workspace + 63) & ~(uintptr_t)63);
+    uint8_t *base = ws_base(args);
     if (s->res && (args->n_inputs != 14 || cpu_count(&args->inputs[9]) != cpu_count(y))) return NETRUN_OK;
     netrun_status st = qconv_exec(ctx, s, x->data, y->data, base, 0, s->res ? args->inputs[9].data : NULL);
     *done = st == NETRUN_OK;
@@ -657,9 +666,7 @@ netrun_status cpu_convi_run(cpu_context *ctx, void *state, const netrun_kernel_a
     const netrun_tensor *x = &args->inputs[0];
     netrun_tensor *y = &args->outputs[0];
     *done = 0;
-    if (x->dims[0] != s->n || x->dims[1] != s->c || x->dims[2] != s->h || x->dims[3] != s->w ||
-        y->dims[2] != s->ho || y->dims[3] != s->wo)
-        return NETRUN_OK;
+    if (!qconv_shapes_match(s, x, y)) return NETRUN_OK;
     int32_t xzp = 0;
     if (s->xzp_at_run) {
         const netrun_tensor *z = &args->inputs[2];
@@ -668,7 +675,7 @@ netrun_status cpu_convi_run(cpu_context *ctx, void *state, const netrun_kernel_a
     }
     if (!args->workspace || args->workspace_size < s->ws_bytes)
         return cpu_host->error(NETRUN_ERR_BACKEND, "ConvInteger (oneDNN): workspace missing at run");
-    uint8_t *base = (uint8_t *)(((uintptr_t)args->workspace + 63) & ~(uintptr_t)63);
+    uint8_t *base = ws_base(args);
     netrun_status st = qconv_exec(ctx, s, x->data, y->data, base, xzp, NULL);
     *done = st == NETRUN_OK;
     return st;
@@ -872,7 +879,7 @@ netrun_status cpu_qmm_run(cpu_context *ctx, void *state, const netrun_kernel_arg
     if (need && (!args->workspace || args->workspace_size < need))
         return cpu_host->error(NETRUN_ERR_BACKEND, "%s (oneDNN): workspace missing at run",
                                s->integer ? "MatMulInteger" : "QLinearMatMul");
-    uint8_t *base = (uint8_t *)(((uintptr_t)args->workspace + 63) & ~(uintptr_t)63);
+    uint8_t *base = ws_base(args);
     if (s->conv) {
         netrun_status st = qconv_exec(ctx, s->conv, a->data, args->outputs[0].data, base, 0, NULL);
         *done = st == NETRUN_OK;
