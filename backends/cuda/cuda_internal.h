@@ -124,6 +124,12 @@ typedef struct cuda_context {
 
 extern const netrun_host_api *cuda_host; /* set by the entry point */
 
+/* Ops that read a value back cannot be recorded into a CUDA graph: the runtime then runs the segment eagerly. */
+static inline netrun_status cuda_refuse_capture(cuda_context *ctx, const char *op) {
+    if (ctx->capturing) return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda %s: not capturable in a CUDA graph", op);
+    return NETRUN_OK;
+}
+
 typedef struct cuda_op {
     const char *op_type;
     uint64_t dtypes;            /* element types accepted for input 0 (output 0 when no inputs) */

@@ -56,12 +56,6 @@ static void split_axis(const netrun_tensor *x, int axis, int64_t *outer, int64_t
 
 /* Invalid indices raise a device flag (cuda_flag, cuda_backend.c), read back after the launch. */
 
-/* Ops that read a value back cannot be recorded into a CUDA graph: the runtime then runs the segment eagerly. */
-static netrun_status refuse_capture(cuda_context *ctx, const char *op) {
-    if (ctx->capturing) return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda %s: not capturable in a CUDA graph", op);
-    return NETRUN_OK;
-}
-
 /* ---- ArgMax / ArgMin ---- */
 
 /* NaN is ArgMax's and ArgMin's pick, the first (or with select_last_index the last) one, as numpy's argmax */
@@ -349,7 +343,7 @@ static netrun_status revseq_run(cuda_context *ctx, void *state, const netrun_ker
     const netrun_reverse_sequence_params *p = (const netrun_reverse_sequence_params *)args->params;
     const netrun_tensor *X = &args->inputs[0], *L = &args->inputs[1];
     netrun_tensor *Y = &args->outputs[0];
-    netrun_status st = refuse_capture(ctx, "ReverseSequence");
+    netrun_status st = cuda_refuse_capture(ctx, "ReverseSequence");
     if (st != NETRUN_OK) return st;
     if (!p || X->rank < 2 || (p->time_axis != 0 && p->time_axis != 1) || p->batch_axis != 1 - p->time_axis)
         return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda ReverseSequence: bad params");
@@ -422,7 +416,7 @@ static netrun_status compress_run(cuda_context *ctx, void *state, const netrun_k
     const netrun_compress_params *p = (const netrun_compress_params *)args->params;
     compress_state *s = (compress_state *)state;
     const netrun_tensor *X = &args->inputs[0], *Cn = &args->inputs[1];
-    netrun_status st = refuse_capture(ctx, "Compress");
+    netrun_status st = cuda_refuse_capture(ctx, "Compress");
     if (st != NETRUN_OK) return st;
     if (!p || (p->has_axis && (p->axis < 0 || p->axis >= X->rank)))
         return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda Compress: bad params");
@@ -589,7 +583,7 @@ static void nonzero_destroy(cuda_context *ctx, void *state) {}
 
 static netrun_status nonzero_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
     const netrun_tensor *X = &args->inputs[0];
-    netrun_status st = refuse_capture(ctx, "NonZero");
+    netrun_status st = cuda_refuse_capture(ctx, "NonZero");
     if (st != NETRUN_OK) return st;
     int64_t n = cuda_count(X), nnz = 0;
     int64_t *counts = (int64_t *)cuda_workspace_address(args->workspace);
@@ -744,7 +738,7 @@ template <typename T> static void unique_launch_b(cuda_context *ctx, const void 
 static netrun_status unique_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
     const netrun_unique_params *p = (const netrun_unique_params *)args->params;
     const netrun_tensor *X = &args->inputs[0];
-    netrun_status st = refuse_capture(ctx, "Unique");
+    netrun_status st = cuda_refuse_capture(ctx, "Unique");
     if (st != NETRUN_OK) return st;
     if (!p || (p->has_axis && (p->axis < 0 || p->axis >= X->rank)))
         return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda Unique: bad params");
@@ -824,7 +818,7 @@ static netrun_status tscatter_run(cuda_context *ctx, void *state, const netrun_k
     const netrun_tensor *X = &args->inputs[0], *U = &args->inputs[1];
     const netrun_tensor *W = args->n_inputs > 2 && args->inputs[2].rank == 1 ? &args->inputs[2] : NULL;
     netrun_tensor *Y = &args->outputs[0];
-    netrun_status st = refuse_capture(ctx, "TensorScatter");
+    netrun_status st = cuda_refuse_capture(ctx, "TensorScatter");
     if (st != NETRUN_OK) return st;
     if (!p || p->axis < 1 || p->axis >= X->rank || U->rank != X->rank)
         return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda TensorScatter: bad params");
@@ -998,7 +992,7 @@ static netrun_status unpool_run(cuda_context *ctx, void *state, const netrun_ker
     const netrun_max_unpool_params *p = (const netrun_max_unpool_params *)args->params;
     const netrun_tensor *X = &args->inputs[0], *I = &args->inputs[1];
     netrun_tensor *Y = &args->outputs[0];
-    netrun_status st = refuse_capture(ctx, "MaxUnpool");
+    netrun_status st = cuda_refuse_capture(ctx, "MaxUnpool");
     if (st != NETRUN_OK) return st;
     if (!p || p->n_spatial < 1 || X->rank != p->n_spatial + 2 || Y->rank != X->rank || cuda_count(I) != cuda_count(X))
         return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda MaxUnpool: bad params");

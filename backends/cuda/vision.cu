@@ -1,4 +1,4 @@
-/* CUDA kernels: GridSample, AffineGrid and RoiAlign, ports of the CPU backend's (backends/cpu/vision.c): values
+/* CUDA kernels: GridSample, AffineGrid, RoiAlign and NonMaxSuppression, ports of the CPU backend's (backends/cpu/vision.c): values
  * in double, coordinates rounded to float where the CPU rounds them (the ONNX reference and onnxruntime
  * compute them in float), and the coordinate arithmetic written with explicit _rn operations so that nvcc's
  * multiply-add contraction cannot move a sample position across a pixel boundary the CPU does not cross. */
@@ -375,10 +375,324 @@ static netrun_status roi_align_run(cuda_context *ctx, void *state, const netrun_
     return cuda_check_launch("RoiAlign");
 }
 
+
+/* ================= NonMaxSuppression =================
+ * The CPU kernel's selection (backends/cpu/vision.c), in four data-parallel steps per (batch, class) segment:
+ *   1. rank: each candidate (score above the threshold) counts the candidates before it (higher score, or equal
+ *      score and lower box index: the CPU's sort order; NaN scores last) and writes its box index at that rank;
+ *   2. corners and areas of the candidates in rank order;
+ *   3. mask: for each candidate i, one bit per later candidate j whose IoU with i is above the threshold, as
+ *      64-bit words (rows of ceil(n / 64) words, the upper triangle only);
+ *   4. scan, one block per segment: 64 candidates at a time, the first thread keeps those no kept box removed
+ *      (their own chunk's words staged in shared memory), then all threads OR the kept rows into `removed`.
+ * The IoU arithmetic is the CPU's, with explicit round-to-nearest operations so that nvcc's multiply-add
+ * contraction cannot change a comparison: the same boxes are selected, in the same order. Memory is O(n^2 / 8)
+ * bytes a segment (supports() refuses more than NMS_MAX_BOXES boxes), kept in a buffer the kernel grows. */
+
+#define NMS_MAX_BOXES 65536
+#define NMS_SCAN_THREADS 512
+
+struct nms_state {
+    void *buf;          /* device scratch, grown on demand */
+    size_t cap;
+    int have_consts;    /* max_out / iou / score read from constant inputs at create */
+    int64_t max_out;
+    float iou, score;
+    int has_score;
+};
+
+__device__ __forceinline__ bool nms_before(float sj, int64_t j, float si, int64_t i) {
+    bool nj = sj != sj, ni = si != si;
+    if (nj || ni) return nj && ni ? j < i : ni; /* NaN scores rank after every number, by box index */
+    return sj > si || (sj == si && j < i);
+}
+
+__global__ void nms_rank_k(const float *scores, int64_t n, int has_score, float th, int *order, int *count) {
+    __shared__ float ts[256];
+    int64_t s = blockIdx.y, i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const float *sc = scores + s * n;
+    float si = i < n ? sc[i] : 0.f;
+    bool vi = i < n && (!has_score || si > th);
+    int64_t rank = 0;
+    for (int64_t t0 = 0; t0 < n; t0 += 256) {
+        int64_t j = t0 + threadIdx.x;
+        ts[threadIdx.x] = j < n ? sc[j] : 0.f;
+        __syncthreads();
+        if (vi) {
+            int64_t m = n - t0 < 256 ? n - t0 : 256;
+            for (int64_t k = 0; k < m; k++) {
+                float sj = ts[k];
+                if ((!has_score || sj > th) && nms_before(sj, t0 + k, si, i)) rank++;
+            }
+        }
+        __syncthreads();
+    }
+    if (vi) {
+        order[s * n + rank] = (int)i;
+        atomicAdd(&count[s], 1);
+    }
+}
+
+__global__ void nms_corners_k(const float *boxes, int64_t n, int64_t nc, int center, const int *order,
+                              const int *count, float *y0, float *x0, float *y1, float *x1, float *area) {
+    int64_t s = blockIdx.y, r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= count[s]) return;
+    const float *bx = boxes + ((s / nc) * n + order[s * n + r]) * 4;
+    float a, b, c, d; /* ymin, xmin, ymax, xmax */
+    if (center) {
+        float hw = __fdiv_rn(bx[2], 2.f), hh = __fdiv_rn(bx[3], 2.f);
+        b = __fsub_rn(bx[0], hw), d = __fadd_rn(bx[0], hw);
+        a = __fsub_rn(bx[1], hh), c = __fadd_rn(bx[1], hh);
+    } else {
+        a = fminf(bx[0], bx[2]), c = fmaxf(bx[0], bx[2]);
+        b = fminf(bx[1], bx[3]), d = fmaxf(bx[1], bx[3]);
+    }
+    int64_t o = s * n + r;
+    y0[o] = a, x0[o] = b, y1[o] = c, x1[o] = d;
+    area[o] = __fmul_rn(__fsub_rn(d, b), __fsub_rn(c, a));
+}
+
+/* IoU(i, j) above the threshold, as the CPU computes it (fmaxf/fminf keep the non-NaN operand, as its NaN path). */
+__device__ __forceinline__ bool nms_hit(float ay0, float ax0, float ay1, float ax1, float aa, float by0, float bx0,
+                                        float by1, float bx1, float ba, float th) {
+    float ix0 = fmaxf(ax0, bx0), ix1 = fminf(ax1, bx1), iy0 = fmaxf(ay0, by0), iy1 = fminf(ay1, by1);
+    float inter = __fmul_rn(__fsub_rn(ix1, ix0), __fsub_rn(iy1, iy0));
+    float uni = __fsub_rn(__fadd_rn(aa, ba), inter);
+    bool valid = ix1 > ix0 && iy1 > iy0 && aa > 0 && ba > 0 && inter > 0 && uni > 0;
+    return valid && __fdiv_rn(inter, uni) > th;
+}
+
+__global__ void nms_mask_k(int64_t n, int64_t words, const int *count, const float *y0, const float *x0,
+                           const float *y1, const float *x1, const float *area, float th, unsigned long long *mask) {
+    __shared__ float cb[5][64];
+    int64_t s = blockIdx.z, row = blockIdx.y, col = blockIdx.x;
+    int64_t cnt = count[s];
+    if (col < row || row * 64 >= cnt || col * 64 >= cnt) return;
+    int64_t base = s * n, j0 = col * 64;
+    if (threadIdx.x < 64 && j0 + threadIdx.x < cnt) {
+        int64_t j = base + j0 + threadIdx.x;
+        cb[0][threadIdx.x] = y0[j], cb[1][threadIdx.x] = x0[j], cb[2][threadIdx.x] = y1[j];
+        cb[3][threadIdx.x] = x1[j], cb[4][threadIdx.x] = area[j];
+    }
+    __syncthreads();
+    int64_t i = row * 64 + threadIdx.x;
+    if (i >= cnt) return;
+    float ay0 = y0[base + i], ax0 = x0[base + i], ay1 = y1[base + i], ax1 = x1[base + i], aa = area[base + i];
+    unsigned long long bits = 0;
+    int64_t m = cnt - j0 < 64 ? cnt - j0 : 64;
+    for (int64_t k = 0; k < m; k++)
+        if (j0 + k > i && nms_hit(cb[0][k], cb[1][k], cb[2][k], cb[3][k], cb[4][k], ay0, ax0, ay1, ax1, aa, th))
+            bits |= 1ull << k;
+    mask[(base + i) * words + col] = bits;
+}
+
+__global__ void nms_scan_k(int64_t n, int64_t words, int64_t per_class, const int *count, const int *order,
+                           const unsigned long long *mask, unsigned long long *removed, int *kept, int *kept_count) {
+    __shared__ unsigned long long diag[64];
+    __shared__ unsigned long long keep_bits;
+    __shared__ int nkept, done;
+    int64_t s = blockIdx.x, cnt = count[s], wc = (cnt + 63) / 64;
+    unsigned long long *rm = removed + s * words;
+    const unsigned long long *mk = mask + s * n * words;
+    for (int64_t w = threadIdx.x; w < wc; w += blockDim.x) rm[w] = 0;
+    if (threadIdx.x == 0) nkept = 0, done = 0;
+    __syncthreads();
+    for (int64_t ch = 0; ch < wc && !done; ch++) {
+        int64_t m = cnt - ch * 64 < 64 ? cnt - ch * 64 : 64;
+        if (threadIdx.x < m) diag[threadIdx.x] = mk[(ch * 64 + threadIdx.x) * words + ch];
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            unsigned long long word = rm[ch], kb = 0;
+            for (int k = 0; k < m; k++) {
+                if ((word >> k) & 1) continue;
+                kb |= 1ull << k;
+                word |= diag[k];
+                kept[s * per_class + nkept] = order[s * n + ch * 64 + k];
+                if (++nkept == per_class) {
+                    done = 1;
+                    break;
+                }
+            }
+            keep_bits = kb;
+        }
+        __syncthreads();
+        unsigned long long kb = keep_bits;
+        if (!done && kb)
+            for (int64_t w = ch + 1 + threadIdx.x; w < wc; w += blockDim.x) {
+                unsigned long long acc = rm[w];
+                for (unsigned long long b = kb; b; b &= b - 1)
+                    acc |= mk[(ch * 64 + __ffsll((long long)b) - 1) * words + w];
+                rm[w] = acc;
+            }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) kept_count[s] = nkept;
+}
+
+/* Exclusive sums of the segments' counts (offsets[S] is the total): one thread, S is batches x classes. */
+__global__ void nms_offsets_k(const int *kept_count, int64_t segs, int64_t *offsets) {
+    int64_t acc = 0;
+    for (int64_t s = 0; s < segs; s++) offsets[s] = acc, acc += kept_count[s];
+    offsets[segs] = acc;
+}
+
+__global__ void nms_write_k(int64_t segs, int64_t nc, int64_t per_class, const int *kept, const int *kept_count,
+                            const int64_t *offsets, int64_t *out) {
+    GRID_LOOP(t, segs * per_class) {
+        int64_t s = t / per_class, k = t % per_class;
+        if (k >= kept_count[s]) continue;
+        int64_t row = offsets[s] + k;
+        out[3 * row] = s / nc, out[3 * row + 1] = s % nc, out[3 * row + 2] = kept[t];
+    }
+}
+
+static int nms_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    if (node->n_inputs < 2 || node->n_outputs < 1 || !node->params)
+        return cuda_refuse(reason, size, "NonMaxSuppression without params");
+    if (node->inputs[0].dtype != NETRUN_DTYPE_FLOAT || node->inputs[1].dtype != NETRUN_DTYPE_FLOAT)
+        return cuda_refuse(reason, size, "NonMaxSuppression: boxes/scores of dtype %s (float only)",
+                           cuda_dtype_name(node->inputs[0].dtype));
+    if (node->inputs[0].rank == 3 && node->inputs[0].dims[1] > NMS_MAX_BOXES)
+        return cuda_refuse(reason, size, "NonMaxSuppression: %lld boxes (at most %d: quadratic memory)",
+                           (long long)node->inputs[0].dims[1], NMS_MAX_BOXES);
+    return 1;
+}
+
+/* The optional scalar inputs: from the constant when there is one, else read back from the device. */
+static netrun_status nms_scalar(cuda_context *ctx, const netrun_kernel_args *args, int i, void *dst, size_t es,
+                                int *present) {
+    *present = 0;
+    if (args->n_inputs <= i || args->inputs[i].rank < 0 || cuda_count(&args->inputs[i]) < 1) return NETRUN_OK;
+    cudaError_t e = cudaMemcpyAsync(dst, args->inputs[i].data, es, cudaMemcpyDeviceToHost, ctx->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->stream);
+    if (e != cudaSuccess) return cuda_fail(e, "NonMaxSuppression scalar input");
+    *present = 1;
+    return NETRUN_OK;
+}
+
+static netrun_status nms_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
+    (void)ctx;
+    *ws = 0;
+    nms_state *st = (nms_state *)calloc(1, sizeof *st);
+    if (!st) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda NonMaxSuppression: out of memory");
+    /* constants (the usual case: exporters write them as initializers) spare a read-back each run */
+    int all = 1;
+    for (int i = 2; i < 5; i++) {
+        const netrun_value_desc *d = i < node->n_inputs ? &node->inputs[i] : NULL;
+        if (!d || d->rank < 0) continue;
+        if (!d->const_data || d->const_nbytes < (i == 2 ? sizeof(int64_t) : sizeof(float))) {
+            all = 0;
+            continue;
+        }
+        if (i == 2) memcpy(&st->max_out, d->const_data, sizeof(int64_t));
+        if (i == 3) memcpy(&st->iou, d->const_data, sizeof(float));
+        if (i == 4) memcpy(&st->score, d->const_data, sizeof(float)), st->has_score = 1;
+    }
+    st->have_consts = all;
+    *state = st;
+    return NETRUN_OK;
+}
+
+static void nms_destroy(cuda_context *ctx, void *state) {
+    (void)ctx;
+    nms_state *st = (nms_state *)state;
+    if (st && st->buf) cudaFree(st->buf);
+    free(st);
+}
+
+static netrun_status nms_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    nms_state *st = (nms_state *)state;
+    const netrun_nms_params *p = (const netrun_nms_params *)args->params;
+    const netrun_tensor *boxes = &args->inputs[0], *scores = &args->inputs[1];
+    netrun_status rc = cuda_refuse_capture(ctx, "NonMaxSuppression");
+    if (rc != NETRUN_OK) return rc;
+    if (!st || !p || boxes->rank != 3 || scores->rank != 3 || boxes->dims[2] != 4)
+        return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda NonMaxSuppression: bad params or shapes");
+    int64_t max_out = st->max_out;
+    float iou = st->iou, score_th = st->score;
+    int has_score = st->has_score;
+    if (!st->have_consts) {
+        int present;
+        max_out = 0, iou = 0, score_th = 0;
+        if ((rc = nms_scalar(ctx, args, 2, &max_out, sizeof max_out, &present)) != NETRUN_OK) return rc;
+        if ((rc = nms_scalar(ctx, args, 3, &iou, sizeof iou, &present)) != NETRUN_OK) return rc;
+        if ((rc = nms_scalar(ctx, args, 4, &score_th, sizeof score_th, &has_score)) != NETRUN_OK) return rc;
+    }
+    if (iou < 0 || iou > 1)
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "NonMaxSuppression: iou_threshold %g not in [0, 1]",
+                                (double)iou);
+    int64_t B = boxes->dims[0], n = boxes->dims[1], nc = scores->dims[1], segs = B * nc;
+    if (scores->dims[0] != B || scores->dims[2] != n)
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda NonMaxSuppression: scores [%lld, %lld, %lld] do "
+                                "not match boxes [%lld, %lld, 4]", (long long)scores->dims[0],
+                                (long long)scores->dims[1], (long long)scores->dims[2], (long long)B, (long long)n);
+    if (max_out < 0) max_out = 0;
+    int64_t per_class = max_out < n ? max_out : n;
+    if (per_class == 0 || segs == 0) {
+        int64_t dims[2] = {0, 3};
+        return args->alloc_output(args->exec, 0, 2, dims);
+    }
+    if (n > NMS_MAX_BOXES)
+        return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda NonMaxSuppression: %lld boxes a class (at most %d)",
+                                (long long)n, NMS_MAX_BOXES);
+    if (segs > 65535)
+        return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda NonMaxSuppression: %lld batch x class segments (at "
+                                "most 65535)", (long long)segs);
+    int64_t words = (n + 63) / 64;
+    /* scratch: count, order, 5 corner arrays, mask, removed, kept, kept_count, offsets (256-byte aligned parts) */
+    size_t part[10] = {sizeof(int) * (size_t)segs, sizeof(int) * (size_t)(segs * n),
+                       sizeof(float) * 5 * (size_t)(segs * n), 8 * (size_t)(segs * n * words),
+                       8 * (size_t)(segs * words), sizeof(int) * (size_t)(segs * per_class),
+                       sizeof(int) * (size_t)segs, sizeof(int64_t) * (size_t)(segs + 1), 0, 0};
+    size_t off[10], total = 0;
+    for (int i = 0; i < 8; i++) off[i] = total, total += (part[i] + 255) & ~(size_t)255;
+    if (total > st->cap) {
+        if (st->buf) cudaStreamSynchronize(ctx->stream), cudaFree(st->buf), st->buf = NULL, st->cap = 0;
+        cudaError_t e = cudaMalloc(&st->buf, total);
+        if (e != cudaSuccess) {
+            st->buf = NULL;
+            cudaGetLastError();
+            return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda NonMaxSuppression: %zu bytes of scratch for %lld "
+                                    "boxes x %lld segments", total, (long long)n, (long long)segs);
+        }
+        st->cap = total;
+    }
+    char *b = (char *)st->buf;
+    int *count = (int *)(b + off[0]), *order = (int *)(b + off[1]);
+    float *cor = (float *)(b + off[2]);
+    float *y0 = cor, *x0 = cor + segs * n, *y1 = cor + 2 * segs * n, *x1 = cor + 3 * segs * n, *ar = cor + 4 * segs * n;
+    unsigned long long *mask = (unsigned long long *)(b + off[3]), *removed = (unsigned long long *)(b + off[4]);
+    int *kept = (int *)(b + off[5]), *kept_count = (int *)(b + off[6]);
+    int64_t *offsets = (int64_t *)(b + off[7]);
+    cudaError_t e = cudaMemsetAsync(count, 0, part[0], ctx->stream);
+    if (e != cudaSuccess) return cuda_fail(e, "NonMaxSuppression");
+    dim3 g1((unsigned)((n + 255) / 256), (unsigned)segs);
+    nms_rank_k<<<g1, 256, 0, ctx->stream>>>((const float *)scores->data, n, has_score, score_th, order, count);
+    nms_corners_k<<<g1, 256, 0, ctx->stream>>>((const float *)boxes->data, n, nc, p->center_point_box, order, count,
+                                               y0, x0, y1, x1, ar);
+    dim3 g3((unsigned)words, (unsigned)words, (unsigned)segs);
+    nms_mask_k<<<g3, 64, 0, ctx->stream>>>(n, words, count, y0, x0, y1, x1, ar, iou, mask);
+    nms_scan_k<<<(unsigned)segs, NMS_SCAN_THREADS, 0, ctx->stream>>>(n, words, per_class, count, order, mask, removed,
+                                                                     kept, kept_count);
+    nms_offsets_k<<<1, 1, 0, ctx->stream>>>(kept_count, segs, offsets);
+    if ((rc = cuda_check_launch("NonMaxSuppression")) != NETRUN_OK) return rc;
+    int64_t selected = 0;
+    e = cudaMemcpyAsync(&selected, offsets + segs, sizeof selected, cudaMemcpyDeviceToHost, ctx->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->stream);
+    if (e != cudaSuccess) return cuda_fail(e, "NonMaxSuppression count");
+    int64_t dims[2] = {selected, 3};
+    if ((rc = args->alloc_output(args->exec, 0, 2, dims)) != NETRUN_OK || selected == 0) return rc;
+    nms_write_k<<<cuda_blocks(segs * per_class), CUDA_THREADS, 0, ctx->stream>>>(
+        segs, nc, per_class, kept, kept_count, offsets, (int64_t *)args->outputs[0].data);
+    return cuda_check_launch("NonMaxSuppression write");
+}
+
 extern "C" const cuda_op cuda_ops_vision[] = {
     {"GridSample", VISION_FLOAT_DTYPES, "linear/nearest/cubic, zeros/border/reflection, 1-D to 3-D spatial",
      grid_sample_supports, NULL, grid_sample_run, NULL},
     {"AffineGrid", VISION_FLOAT_DTYPES, "2-D and 3-D", affine_grid_supports, NULL, affine_grid_run, NULL},
     {"RoiAlign", VISION_FLOAT_DTYPES, "avg/max, half_pixel/output_half_pixel; batch indices out of range give 0",
      roi_align_supports, NULL, roi_align_run, NULL},
+    {"NonMaxSuppression", CUDA_DT(FLOAT), "float boxes/scores; at most 65536 boxes a class (quadratic mask); reads "
+     "the selection's size on the host", nms_supports, nms_create, nms_run, nms_destroy},
     {NULL, 0, NULL, NULL, NULL, NULL, NULL}};

@@ -67,6 +67,10 @@ big_scores = rng.uniform(0, 1, (2, 2, n)).astype(np.float32)
 CASES.append(case("nms_batched_many", "NonMaxSuppression", [big.astype(np.float32), big_scores,
                                                              ("const", i64(5000)), ("const", f32(0.5)),
                                                              ("const", f32(0.05))], opset=11))
+# The per-class cap reached inside a 64-box chunk, with repeated scores across chunks (the order of ties)
+mid_scores = np.round(rng.uniform(0, 1, (1, 2, 500)), 2).astype(np.float32)
+CASES.append(case("nms_cap_mid_chunk", "NonMaxSuppression", [big[:1, :500].astype(np.float32), mid_scores,
+                                                              ("const", i64(100)), ("const", f32(0.3))], opset=11))
 
 # ---- RoiAlign ----
 xr = rand(2, 3, 12, 10, seed=9)
