@@ -24,7 +24,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from triton_server import SKIP, CannotStart, TritonServer, stop_on_sigterm  # noqa: E402
+from triton_server import SKIP, CannotStart, Cudart, TritonServer, stop_on_sigterm  # noqa: E402
 
 OPSET = 17
 
@@ -370,52 +370,6 @@ def test_unload_reload(checks, client, server):
     checks.ok(server.alive(), "server died on unload/reload")
 
 
-class _Cudart:
-    """The few CUDA runtime calls the CUDA shared-memory test needs, through ctypes (cupy is not on the GPU machine;
-    torch brings libcudart): whole allocations, because an IPC handle maps its allocation."""
-
-    def __init__(self):
-        import ctypes
-        import glob
-        names = ["libcudart.so", "libcudart.so.13", "libcudart.so.12"]
-        try:
-            import torch  # its nvidia wheels carry a libcudart
-            base = os.path.dirname(os.path.dirname(torch.__file__))
-            names = glob.glob(os.path.join(base, "nvidia", "*", "lib", "libcudart.so*")) + names
-        except ImportError:
-            pass
-        self.lib = None
-        for n in names:
-            try:
-                self.lib = ctypes.CDLL(n)
-                break
-            except OSError:
-                continue
-        if self.lib is None:
-            raise OSError("no libcudart")
-        self.c = ctypes
-
-    def _ok(self, rc, what):
-        if rc != 0:
-            raise RuntimeError(f"{what}: CUDA error {rc}")
-
-    def malloc(self, n):
-        p = self.c.c_void_p()
-        self._ok(self.lib.cudaMalloc(self.c.byref(p), self.c.c_size_t(n)), "cudaMalloc")
-        return p.value
-
-    def free(self, p):
-        self.lib.cudaFree(self.c.c_void_p(p))
-
-    def memcpy(self, dst, src, n, kind):
-        self._ok(self.lib.cudaMemcpy(self.c.c_void_p(dst), self.c.c_void_p(src), self.c.c_size_t(n), kind), "cudaMemcpy")
-
-    def ipc_handle(self, p):
-        buf = (self.c.c_char * 64)()
-        self._ok(self.lib.cudaIpcGetMemHandle(buf, self.c.c_void_p(p)), "cudaIpcGetMemHandle")
-        return bytes(buf)
-
-
 def test_cuda_shm(checks, client, repo):
     """GPU-resident request and response buffers (CUDA shared memory registered by the client): the numbers must be
     right whether the backend reads them in place (device inputs) or copies them."""
@@ -423,7 +377,7 @@ def test_cuda_shm(checks, client, repo):
 
     import tritonclient.http as th
     try:
-        rt = _Cudart()
+        rt = Cudart()
         probe = rt.malloc(16)
         rt.free(probe)
     except (OSError, RuntimeError) as e:
