@@ -530,16 +530,18 @@ int cli_feed_inputs(const cli_opts *o, netrun_model *m, netrun_session *s, cli_i
         }
         if (shape_of[idx] && in[idx].rank >= 1)
             batch = in[idx].dims[0];
-        int irc = cli_image_load(o, &ti, o->images[k].value, batch, &images[idx]);
+        int irc = o->device_preprocess ? cli_image_load_frame(o, &ti, o->images[k].value, batch, &images[idx])
+                                       : cli_image_load(o, &ti, o->images[k].value, batch, &images[idx]);
         if (irc) {
             rc = irc;
             goto done;
         }
         char origin[96];
         snprintf(origin, sizeof(origin), "image %.80s", o->images[k].value);
-        if (match_declared(&fs, &ti, images[idx].rank, images[idx].dims, origin) != 0)
+        /* a frame is not the model's declared input: the session's preprocessing checks it */
+        if (!o->device_preprocess && match_declared(&fs, &ti, images[idx].rank, images[idx].dims, origin) != 0)
             goto done;
-        if (shape_of[idx] && (in[idx].rank != images[idx].rank ||
+        if (shape_of[idx] && !o->device_preprocess && (in[idx].rank != images[idx].rank ||
                               memcmp(in[idx].dims, images[idx].dims, (size_t)in[idx].rank * sizeof(int64_t)) != 0)) {
             cli_error("--shape %s disagrees with the image's shape (check --size and --layout)", ti.name);
             goto done;
