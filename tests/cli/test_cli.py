@@ -960,6 +960,11 @@ def t_device_preprocess():
     stb = np.load(os.path.join(host2, "out.npy"))
     print(f"     stb_image_resize vs bilinear, 64x48 -> 24x20: max {np.abs(stb - got).max() / 0.25:.2f} levels, "
           f"mean {np.abs(stb - got).mean() / 0.25:.2f}")
+    # --set preprocess.* with random frames: --shape gives the frame's shape, the report shows the uint8 input
+    r = run([model2, "--set", "preprocess.input=data", "--shape", "data=1x30x50x3", "--iterations", "1"])
+    expect_rc(r, 0, "--set preprocess.input with --shape of the frames")
+    check(re.search(r"data\s+uint8\s+\[1, data_height=30, data_width=50, 3\]", r.stdout) is not None,
+          f"the report does not show the frame input:\n{r.stdout[:600]}")
     # errors: no image, two images, NHWC
     expect_rc(run([model, "--device-preprocess"]), 2, "--device-preprocess without --image")
     r = run([model, "--image", f"data={ppm}", "--device-preprocess", "--layout", "nhwc"])
