@@ -142,22 +142,26 @@ def letterbox_geometry(H, W, h, w):
     return rh, rw, (h - rh) // 2, (w - rw) // 2
 
 
-def torch_preprocess(frames, spec, dtype):
-    """frames: uint8 [N, H, W, 3] CUDA tensor -> [N, 3, h, w] as ImagePreprocess computes it."""
+def torch_preprocess_fn(spec, device):
+    """A function of uint8 [N, H, W, 3] frames on device -> [N, 3, h, w] as ImagePreprocess computes it. The constants
+    are made here, once: a tensor made from a Python list inside a CUDA graph capture would be a forbidden copy."""
     import torch
     import torch.nn.functional as F
 
     h, w, mode, mean, std, scale = spec
-    x = frames.permute(0, 3, 1, 2).float()
-    if mode == "letterbox":
-        rh, rw, top, left = letterbox_geometry(x.shape[2], x.shape[3], h, w)
-        x = F.interpolate(x, size=(rh, rw), mode="bilinear", align_corners=False, antialias=False)
-        x = F.pad(x, (left, w - rw - left, top, h - rh - top), value=114.0)
-    else:
-        x = F.interpolate(x, size=(h, w), mode="bilinear", align_corners=False, antialias=False)
-    k = torch.tensor([scale / (s if std else 1.0) for s in (std or (1, 1, 1))], device=x.device).view(1, 3, 1, 1)
-    m = torch.tensor(mean, device=x.device, dtype=torch.float32).view(1, 3, 1, 1)
-    return ((x - m) * k).to(dtype)
+    k = torch.tensor([scale / s for s in (std or (1.0, 1.0, 1.0))], dtype=torch.float32, device=device).view(1, 3, 1, 1)
+    m = torch.tensor(mean, dtype=torch.float32, device=device).view(1, 3, 1, 1)
+
+    def pre(frames, dtype):
+        x = frames.permute(0, 3, 1, 2).float()
+        if mode == "letterbox":
+            rh, rw, top, left = letterbox_geometry(x.shape[2], x.shape[3], h, w)
+            x = F.interpolate(x, size=(rh, rw), mode="bilinear", align_corners=False, antialias=False)
+            x = F.pad(x, (left, w - rw - left, top, h - rh - top), value=114.0)
+        else:
+            x = F.interpolate(x, size=(h, w), mode="bilinear", align_corners=False, antialias=False)
+        return ((x - m) * k).to(dtype)
+    return pre
 
 
 def bilinear_taps(n_out, n_in, step, off=0.0):
@@ -326,10 +330,11 @@ def bench_model(a, netrun, name, path, tmodel, batch, frames_np):
             torch.backends.cuda.matmul.allow_tf32 = a.precision == "tf32"
         dt = torch.float16 if a.precision == "fp16" else torch.float32
         mm = tmodel.to(dev, dt).eval()
+        torch_preprocess = torch_preprocess_fn(spec, dev)
 
         def eager():
             with torch.inference_mode():
-                return mm(torch_preprocess(frames_t, spec, dt))
+                return mm(torch_preprocess(frames_t, dt))
         row("torch eager", eager)
         with torch.inference_mode():
             y = eager()
@@ -341,11 +346,11 @@ def bench_model(a, netrun, name, path, tmodel, batch, frames_np):
             with torch.inference_mode():
                 with torch.cuda.stream(s):
                     for _ in range(3):
-                        mm(torch_preprocess(static, spec, dt))
+                        mm(torch_preprocess(static, dt))
                 torch.cuda.current_stream().wait_stream(s)
                 g = torch.cuda.CUDAGraph()
                 with torch.cuda.graph(g):
-                    mm(torch_preprocess(static, spec, dt))
+                    mm(torch_preprocess(static, dt))
 
             def graph():
                 static.copy_(frames_t)
