@@ -225,12 +225,26 @@ def device_io_runner(netrun, sess):
         params = inspect.signature(netrun.Session.run).parameters
     except (TypeError, ValueError):
         return None
+    run = None
     for kw, val in (("device_outputs", True), ("outputs_on", "device"), ("output_device", "cuda")):
         if kw in params:
-            return lambda feeds: sess.run(feeds, **{kw: val})
-    if hasattr(sess, "run_device"):
-        return sess.run_device
-    return None
+            run = (lambda k, v: lambda feeds: sess.run(feeds, **{k: v}))(kw, val)
+            break
+    if run is None and hasattr(sess, "run_device"):
+        run = sess.run_device
+    if run is None:
+        return None
+    import torch
+
+    # netrun queues on the producer's stream: on PyTorch's default (legacy) stream CUDA Graphs cannot be captured,
+    # so the device rows run on a stream of their own, as a pipeline would
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+
+    def on_side(feeds):
+        with torch.cuda.stream(side):
+            return run(feeds)
+    return on_side
 
 
 def as_torch(x):
