@@ -274,3 +274,34 @@ def test_input_errors():
 def test_no_option_no_change():
     s = netrun.Session(identity_model([1, 3, 4, 4]), backends="cpu")
     assert s.inputs[0].dtype == "float32"
+
+
+def conv_model(h, w):
+    """Conv -> Relu -> GlobalAveragePool on [1, 3, h, w]: a model a device backend runs whole."""
+    from onnx import numpy_helper
+    wts = numpy_helper.from_array((np.random.default_rng(1).standard_normal((4, 3, 3, 3)) * 0.1).astype(np.float32),
+                                  "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("GlobalAveragePool", ["r"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, h, w])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 1, 1])], initializer=[wts])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+@pytest.mark.skipif(not any(b.name == "opencl" and b.available for b in netrun.backends()),
+                    reason="no OpenCL device (PoCL) here")
+def test_on_a_device_backend():
+    """With a device backend (OpenCL, on PoCL in CI) the node runs there with the model: the frame crosses to the
+    device as its uint8 bytes, the only copy, and the outputs agree with the CPU's."""
+    opts = {"preprocess.input": "x", "preprocess.resize": "letterbox", "preprocess.pad": 114,
+            "preprocess.scale": 1 / 255}
+    fr = frames(1, 37, 61, 3, seed=9)
+    dev = netrun.Session(conv_model(24, 32), backends="opencl", strict=True, options=opts)
+    got = dev.run({"x": fr})[0]
+    placed = {n.op_type: n.backend for n in dev.placement}
+    assert placed["ImagePreprocess"] == "opencl", placed
+    st = dev.stats
+    # the copies between backends of a run: the frame's bytes in (outputs are read back apart from these)
+    assert st.n_copies == 1 and st.copy_bytes == fr.nbytes, (st.n_copies, st.copy_bytes)
+    cpu = netrun.Session(conv_model(24, 32), backends="cpu", options=opts)
+    np.testing.assert_allclose(got, cpu.run({"x": fr})[0], rtol=1e-4, atol=1e-5)
