@@ -305,3 +305,27 @@ def test_on_a_device_backend():
     assert st.n_copies == 1 and st.copy_bytes == fr.nbytes, (st.n_copies, st.copy_bytes)
     cpu = netrun.Session(conv_model(24, 32), backends="cpu", options=opts)
     np.testing.assert_allclose(got, cpu.run({"x": fr})[0], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("resize", ["stretch", "letterbox", "crop", "none"])
+@pytest.mark.parametrize("interp", ["linear", "nearest"])
+@pytest.mark.parametrize("swap", [0, 1])
+@pytest.mark.parametrize("C", [3, 4])
+@pytest.mark.parametrize("to", [TensorProto.FLOAT, TensorProto.FLOAT16])
+def test_every_attribute_combination(resize, interp, swap, C, to):
+    """The op on its own, every combination of its attributes, a frame wider than the output and one taller."""
+    for (H, W), (h, w) in [((13, 29), (7, 11)), ((31, 9), (10, 12))]:
+        attrs = dict(resize=resize, interpolation=interp, swap_rb=swap, to=to, mean=[10.0, 20.0, 30.0],
+                     std=[0.5, 2.0, 4.0], scale=0.25, pad_value=50.0)
+        if resize != "none":
+            attrs["size"] = [h, w]
+        node = helper.make_node("ImagePreprocess", ["f"], ["y"], domain="com.netrun", **attrs)
+        g = helper.make_graph([node], "g", [helper.make_tensor_value_info("f", TensorProto.UINT8, [2, H, W, C])],
+                              [helper.make_tensor_value_info("y", to, None)])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.netrun", 1)])
+        fr = frames(2, H, W, C, seed=H + W + C)
+        got = netrun.Session(m.SerializeToString(), backends="cpu").run({"f": fr})[0]
+        ref = reference(fr, h, w, resize, interp, bool(swap), (10, 20, 30), np.float32(0.25), (0.5, 2.0, 4.0), 50.0)
+        tol = 1e-2 if to == TensorProto.FLOAT16 else 1e-5
+        assert got.shape == ref.shape, (got.shape, ref.shape)
+        np.testing.assert_allclose(got.astype(np.float32), ref, rtol=tol, atol=tol)
