@@ -7,6 +7,7 @@
 #include "control_flow.h"
 #include "optimize.h"
 #include "place.h"
+#include "preprocess.h"
 #include "session.h"
 
 #define FAIL(s, code) nr_record((s)->error, (code))
@@ -46,6 +47,12 @@ netrun_status netrun_session_create(netrun_model *model, const netrun_options *o
     /* Check the backend list now so that a typo fails early; devices are touched only at prepare. */
     st = nr_session_choose_backends(s);
     if (st == NETRUN_OK) st = nr_options_check_keys(s);
+    netrun_model *pm = NULL; /* preprocess.*: the model with its frame input (the original kept alive by it) */
+    if (st == NETRUN_OK) st = nr_preprocess_model(model, &s->opts, &pm);
+    if (pm) {
+        netrun_model_release(s->model);
+        s->model = pm;
+    }
     if (st != NETRUN_OK) {
         netrun_session_destroy(s);
         return st;

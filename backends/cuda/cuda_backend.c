@@ -92,8 +92,10 @@ const char *cuda_dtype_name(netrun_dtype t) {
 static int default_domain(const char *d) { return !d || !*d || !strcmp(d, "ai.onnx"); }
 
 static const cuda_op *find_op(const char *domain, const char *op_type) {
-    if (domain && !strcmp(domain, "com.netrun")) { /* internal ops of the float16 region pass (conv.c) */
+    if (domain && !strcmp(domain, "com.netrun")) { /* the float16 region pass's (conv.c), ImagePreprocess */
         for (const cuda_op *o = cuda_ops_internal; o->op_type; o++)
+            if (!strcmp(o->op_type, op_type)) return o;
+        for (const cuda_op *o = cuda_ops_preprocess; o->op_type; o++)
             if (!strcmp(o->op_type, op_type)) return o;
         return NULL;
     }
@@ -705,6 +707,8 @@ static size_t build_op_table(void) {
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
         for (const cuda_op *o = families[f]; o->op_type && n < MAX_OPS; o++)
             op_table[n++] = (netrun_op_support){"", o->op_type, o->dtypes, o->constraints ? o->constraints : ""};
+    for (const cuda_op *o = cuda_ops_preprocess; o->op_type && n < MAX_OPS; o++) /* the com.netrun op users may name */
+        op_table[n++] = (netrun_op_support){"com.netrun", o->op_type, o->dtypes, o->constraints ? o->constraints : ""};
     return n;
 }
 

@@ -247,6 +247,8 @@ uint16_t cuda_half_bits(float f);
 
 /* Internal ops (domain com.netrun): ReorderNHWC, GlobalAveragePoolNHWC; find_op looks there for that domain. */
 extern const cuda_op cuda_ops_internal[];
+/* ImagePreprocess (com.netrun, preprocess.cu). */
+extern const cuda_op cuda_ops_preprocess[];
 /* In place on float16 y [rows, c] (channels last): act(y + bias[c]) with bias float16 (may be NULL). */
 netrun_status cuda_f16_nsc_bias_act(cuda_context *ctx, void *y, const void *bias, int64_t rows, int64_t c,
                                     const netrun_fused_activation *act);

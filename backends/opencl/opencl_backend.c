@@ -108,7 +108,14 @@ void ocl_broadcast_strides(int r, const int64_t *d, int out_rank, const int64_t 
 
 static int default_domain(const char *d) { return !d || !*d || !strcmp(d, "ai.onnx"); }
 
+extern const ocl_op ocl_ops_preprocess[]; /* ImagePreprocess, domain com.netrun (preprocess.c) */
+
 static const ocl_op *find_op(const char *domain, const char *op_type) {
+    if (domain && !strcmp(domain, "com.netrun")) {
+        for (const ocl_op *o = ocl_ops_preprocess; o->op_type; o++)
+            if (!strcmp(o->op_type, op_type)) return o;
+        return NULL;
+    }
     if (!default_domain(domain)) return NULL;
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
         for (const ocl_op *o = families[f]; o->op_type; o++)
@@ -841,6 +848,8 @@ static size_t build_op_table(void) {
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
         for (const ocl_op *o = families[f]; o->op_type && n < MAX_OPS; o++)
             op_table[n++] = (netrun_op_support){"", o->op_type, o->dtypes, o->constraints ? o->constraints : ""};
+    for (const ocl_op *o = ocl_ops_preprocess; o->op_type && n < MAX_OPS; o++)
+        op_table[n++] = (netrun_op_support){"com.netrun", o->op_type, o->dtypes, o->constraints ? o->constraints : ""};
     return n;
 }
 

@@ -16,6 +16,8 @@
 #                           --backend cpu (ZOO_MODELS, ZOO_PRECISIONS narrow it)
 #   cudart.log              stage cudart: probe cost, tests/cuda/test_cuda_runtime, 8-thread concurrency on cuda,
 #                           two processes on one GPU, CUDA Graphs on/off and pinned on/off timings and outputs
+#   pipeline.log            stage pipeline: tools/bench/pipeline_bench.py (1080p frames on the GPU -> ImagePreprocess ->
+#                           ResNet-50 / a YOLO-sized net; host round trip and PyTorch rows; PIPELINE_MODELS, _BATCHES)
 #   opencl.log              stage opencl: the OpenCL backend on the NVIDIA GPU (an ICD file for
 #                           libnvidia-opencl.so.1 in a vendors folder of our own): device listing, op cases vs cpu,
 #                           model tests, ResNet-50 batch 1 opencl vs cuda, first start vs cached second start
@@ -25,7 +27,7 @@
 # machine: git bundle create .gpu/head.bundle HEAD) into $BUILD/src and builds that commit: uncommitted changes
 # are not part of it, and the scripts of the tests then come from that clone too.
 # Environment: OUT (log folder), BUILD (default /tmp/netrun-build-gpu), JOBS (default nproc),
-#   STAGES (default "build compare conformance models zoo"; the build stage wipes $BUILD first; "ops" adds the serial, slow run_op_tests.py pass; "cudart"
+#   STAGES (default "build compare conformance models zoo"; the build stage wipes $BUILD first; "ops" adds the serial, slow run_op_tests.py pass; "pipeline" the pipeline benchmark; "cudart"
 #   the runtime-feature checks, CONC_RUNS runs per thread, BENCH_MODELS torchvision names), CONF_FILTER (regex for the conformance runs,
 #   default all tests), CONF_TIMEOUT_S (per conformance run, default 280), CONF_BACKENDS (default "cuda cuda,cpu"),
 #   COMPARE_TIMEOUT_S (default 1200), COMPARE_ARGS (more compare_backends.py
@@ -254,6 +256,16 @@ if has zoo; then
     --json "$OUT/zoo.json" >"$OUT/zoo.log" 2>&1
   say "zoo (cuda vs cpu) exit $? in $(( $(date +%s) - t0 )) s"
   cat "$OUT/zoo.log" | tee -a "$S" >/dev/null
+fi
+if has pipeline; then
+  # frames in GPU memory -> ImagePreprocess -> ResNet-50 / a YOLO-sized net -> outputs on the GPU, against host
+  # round trips and PyTorch (eager, CUDA graph); needs the Python package of the build ($BUILD/python)
+  t0=$(date +%s)
+  timeout "${PIPELINE_TIMEOUT_S:-900}" python3 "$REPO/tools/bench/pipeline_bench.py" --build "$BUILD" \
+    --models "${PIPELINE_MODELS:-resnet50,yolo}" --batches "${PIPELINE_BATCHES:-1,8}" \
+    --json "$BUILD/pipeline.json" >"$OUT/pipeline.log" 2>&1
+  say "pipeline exit $? in $(( $(date +%s) - t0 )) s"
+  grep -vE "Warning|warn\(" "$OUT/pipeline.log" | tail -n 60 | tee -a "$S" >/dev/null
 fi
 if has opencl; then
   L=$OUT/opencl.log

@@ -296,6 +296,8 @@ static void text_tensor_infos(FILE *f, const cli_result *r, int outputs)
             continue;
         int have_act = (outputs ? netrun_session_output_info(r->session, i, &act)
                                 : netrun_session_input_info(r->session, i, &act)) == NETRUN_OK;
+        if (have_act && !outputs && act.dtype != decl.dtype)
+            decl = act; /* preprocess.*: the session takes uint8 frames where the model declares floats */
         char shape[256];
         cli_format_info_shape(shape, sizeof(shape), &decl, have_act ? &act : NULL);
         fprintf(f, "    %-24s %-9s %s", str_or(decl.name, "?"), netrun_dtype_name(decl.dtype), shape);
