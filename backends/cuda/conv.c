@@ -1050,10 +1050,13 @@ static netrun_status conv_run(cuda_context *ctx, void *state, const netrun_kerne
     char *ws = cuda_workspace_address(args->workspace);
     if (need > args->workspace_size) {
         if (need > st->scratch_size) {
-            if (st->scratch) cudaFree(st->scratch);
+            /* stream-ordered: cudaFree/cudaMalloc here would wait for the whole device in the middle of a run */
+            netrun_status rc = cuda_refuse_capture(ctx, "Conv growing its workspace");
+            if (rc != NETRUN_OK) return rc;
+            if (st->scratch) cudaFreeAsync(st->scratch, ctx->stream);
             st->scratch = NULL;
             st->scratch_size = 0;
-            cudaError_t e = cudaMalloc(&st->scratch, need);
+            cudaError_t e = cudaMallocAsync(&st->scratch, need, ctx->stream);
             if (e != cudaSuccess) {
                 cudaGetLastError();
                 return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda conv: cannot allocate a %zu-byte workspace", need);

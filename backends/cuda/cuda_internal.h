@@ -120,6 +120,10 @@ typedef struct cuda_context {
      * prefetch_wait through the lane's event; created at the first prefetch */
     cudaStream_t copy_stream;
     cudaEvent_t fork_ev, lane_ev[2];
+    /* the caller's stream (ABI 1.11 set_stream): `stream` is the one all work goes on, own_stream the context's
+     * (destroyed with it; a caller's never is); switch_ev orders the new stream after the old at a switch */
+    cudaStream_t own_stream;
+    cudaEvent_t switch_ev;
 } cuda_context;
 
 extern const netrun_host_api *cuda_host; /* set by the entry point */
