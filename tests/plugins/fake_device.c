@@ -40,11 +40,13 @@ typedef struct fd_buffer {
 
 /* "Device memory" for tests: blocks of host memory this plugin hands out and remembers (process-wide, no lock:
  * the tests allocate from one thread). */
-#define FD_MAX_DEV_BLOCKS 64
+#define FD_MAX_DEV_BLOCKS 4096
 static void *dev_block[FD_MAX_DEV_BLOCKS];
 static size_t dev_block_size[FD_MAX_DEV_BLOCKS];
 static void *last_stream;
 
+/* Every block of "device memory", the caller's (fakedev_alloc) and the backend's own (buffer_alloc), so that
+ * memory_check takes a session's device output handed to another session (DLPack) as device memory. */
 NETRUN_BACKEND_EXPORT void *fakedev_alloc(size_t bytes) {
     for (int i = 0; i < FD_MAX_DEV_BLOCKS; i++)
         if (!dev_block[i]) {
@@ -174,15 +176,16 @@ static void fd_context_destroy(netrun_backend_context *c) {
 static netrun_status fd_buffer_alloc(netrun_backend_context *c, size_t bytes, void **buffer) {
     fd_context *ctx = (fd_context *)c;
     fd_buffer *b = host->alloc(sizeof *b, sizeof(void *));
-    unsigned char *d = host->alloc(bytes ? bytes : 1, 64);
+    unsigned char *d = fakedev_alloc(bytes);
     if (!b || !d) {
         host->free(b);
-        host->free(d);
+        fakedev_free(d);
         return host->error(NETRUN_ERR_OUT_OF_MEMORY, "fakedev: cannot allocate %zu bytes", bytes);
     }
     memset(d, 0xA5, bytes ? bytes : 1); /* garbage, as device memory: nothing may rely on zeros */
     b->bytes = bytes;
     b->data = d;
+    b->wrapped = 0;
     ctx->in_use += bytes;
     if (ctx->in_use > ctx->peak) ctx->peak = ctx->in_use;
     *buffer = b;
@@ -198,7 +201,7 @@ static void fd_buffer_free(netrun_backend_context *c, void *buffer) {
         return;
     }
     ctx->in_use -= b->bytes;
-    host->free(b->data);
+    fakedev_free(b->data);
     host->free(b);
 }
 
