@@ -3,3 +3,12 @@
 # device bytes, pointer changes under captured graphs, misuse errors, the 0.7 stats layout kept.
 netrun_binding_test(device_io.runtime ${CMAKE_CURRENT_LIST_DIR}/test_device_io.py
   --plugin $<TARGET_FILE:netrun-testplugin-fakedev>)
+
+# The device-memory example (examples/gpu-frames): built everywhere (it opens libcudart with dlopen), run as a test
+# that prints "SKIP: ..." and passes where there is no GPU.
+add_executable(gpu_frames ${CMAKE_SOURCE_DIR}/examples/gpu-frames/gpu_frames.c)
+target_link_libraries(gpu_frames PRIVATE netrun ${CMAKE_DL_LIBS} m)
+set_target_properties(gpu_frames PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+add_test(NAME examples.gpu_frames COMMAND gpu_frames ${CMAKE_SOURCE_DIR}/examples/tiny_cnn.onnx 16)
+set_tests_properties(examples.gpu_frames PROPERTIES TIMEOUT 300 SKIP_REGULAR_EXPRESSION "SKIP:"
+  ENVIRONMENT "NETRUN_BACKEND_PATH=${NETRUN_BACKEND_OUTPUT_DIR}")
