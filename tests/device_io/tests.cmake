@@ -12,3 +12,8 @@ set_target_properties(gpu_frames PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BIN
 add_test(NAME examples.gpu_frames COMMAND gpu_frames ${CMAKE_SOURCE_DIR}/examples/tiny_cnn.onnx 16)
 set_tests_properties(examples.gpu_frames PROPERTIES TIMEOUT 300 SKIP_REGULAR_EXPRESSION "SKIP:"
   ENVIRONMENT "NETRUN_BACKEND_PATH=${NETRUN_BACKEND_OUTPUT_DIR}")
+
+# The same on a real CUDA device (cudaMalloc memory through ctypes, a ResNet-like model): exit 77 (skipped) without a
+# GPU; the GPU stage "devio" of tools/gpu/run-gpu-tests.sh runs it.
+netrun_binding_test(device_io.cuda ${CMAKE_CURRENT_LIST_DIR}/test_device_io_cuda.py)
+set_tests_properties(device_io.cuda PROPERTIES SKIP_RETURN_CODE 77)
