@@ -668,7 +668,10 @@ static netrun_status cuda_graph_capture_begin(netrun_backend_context *c) {
     cudaSetDevice(ctx->device);
     /* thread-local mode: other threads' sessions may allocate or synchronize meanwhile */
     cudaError_t e = cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal);
-    if (e != cudaSuccess) return cuda_fail(e, "cudaStreamBeginCapture");
+    if (e != cudaSuccess) { /* e.g. the caller's stream is the legacy default stream: the segment runs eagerly */
+        cudaGetLastError(); /* not sticky: clear it, or the next launch check would report it */
+        return cuda_fail(e, "cudaStreamBeginCapture");
+    }
     ctx->capturing = 1;
     return NETRUN_OK;
 }
