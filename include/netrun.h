@@ -239,7 +239,7 @@ typedef struct netrun_session_stats {
 typedef enum netrun_memory_type {
     NETRUN_MEMORY_HOST = 0,   /* ordinary host memory */
     NETRUN_MEMORY_CUDA = 1,   /* CUDA device memory: data is a device pointer (cudaMalloc, torch/CuPy tensors) */
-    NETRUN_MEMORY_OPENCL = 2  /* an OpenCL buffer: data is a cl_mem, with a byte offset */
+    NETRUN_MEMORY_OPENCL = 2  /* an OpenCL buffer: data is a cl_mem of netrun's cl_context for the device (docs/device-io.md) */
 } netrun_memory_type;
 
 /* An output as it lies in memory of some type (netrun_session_output_device). */

@@ -553,11 +553,11 @@ static netrun_status impl_output_device(netrun_session *s, int index, netrun_dev
     uint32_t type = NR_API_FITS(sl->api, memory_type) ? sl->api->memory_type : 0;
     netrun_tensor t;
     nr_value_tensor(s, v, sv->home, &t);
-    if (t.data) view->data = t.data;
-    else if (NR_API_HAS(sl->api, buffer_native)) {
+    if (NR_API_HAS(sl->api, buffer_native)) { /* memory without addresses (OpenCL): the object and an offset */
         view->data = sl->api->buffer_native(sl->ctx, t.buffer);
         view->offset = t.offset;
-    }
+    } else
+        view->data = t.data;
     if (!type || !view->data) {
         nr_error(NETRUN_ERR_UNSUPPORTED, "output '%s' is in the memory of backend '%s', which does not expose it "
                  "(read it with netrun_session_output)", view->name, sl->be->name);

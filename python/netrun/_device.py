@@ -215,8 +215,10 @@ class DeviceArray:
         self.shape = tuple(int(view.dims[i]) for i in range(view.rank))
         self.dtype = dtype
         self.nbytes = int(view.nbytes)
-        self.ptr = int(view.data or 0) + int(view.offset)
         self.memory_type = int(view.memory_type)
+        # CUDA and host: the address of the first element; OpenCL: the cl_mem, with the tensor at `offset`
+        self.offset = int(view.offset)
+        self.ptr = int(view.data or 0) + (0 if self.memory_type == MEM_OPENCL else self.offset)
         self.device = int(view.device)
         self._code = code
 
@@ -244,8 +246,9 @@ class DeviceArray:
         shape = (C.c_int64 * max(1, len(self.shape)))(*self.shape)
         code, bits = _NR_TO_DL[self._code]
         dev = self.__dlpack_device__()
+        byte_offset = self.offset if self.memory_type == MEM_OPENCL else 0  # DLPack's cl_mem + byte offset
         mt.dl_tensor = _DLTensor(C.c_void_p(self.ptr), _DLDevice(dev[0], dev[1]), len(self.shape),
-                                 _DLDataType(code, bits, 1), shape, None, 0)
+                                 _DLDataType(code, bits, 1), shape, None, byte_offset)
         mt.deleter = _managed_deleter
         addr = C.addressof(mt)
         _live[addr] = (mt, shape, self)

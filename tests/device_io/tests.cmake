@@ -17,3 +17,8 @@ set_tests_properties(examples.gpu_frames PROPERTIES TIMEOUT 300 SKIP_REGULAR_EXP
 # GPU; the GPU stage "devio" of tools/gpu/run-gpu-tests.sh runs it.
 netrun_binding_test(device_io.cuda ${CMAKE_CURRENT_LIST_DIR}/test_device_io_cuda.py)
 set_tests_properties(device_io.cuda PROPERTIES SKIP_RETURN_CODE 77)
+
+# The same with OpenCL (cl_mem and the caller's command queue): on the CPU through PoCL in CI; exit 77 (skipped)
+# where no OpenCL device is available.
+netrun_binding_test(device_io.opencl ${CMAKE_CURRENT_LIST_DIR}/test_device_io_opencl.py)
+set_tests_properties(device_io.opencl PROPERTIES SKIP_RETURN_CODE 77)
