@@ -470,8 +470,8 @@ netrun_status netrun_session_cancel(netrun_session *s) {
     return NETRUN_OK;
 }
 
-static netrun_status impl_output(netrun_session *s, int index, netrun_tensor_view *out) {
-    if (!s || !out) return arg_error(s, "%s: NULL argument", "netrun_session_output");
+/* Output number index exists and a run has produced it. */
+static netrun_status output_readable(netrun_session *s, int index) {
     nr_graph *g = s->model->ir->graph;
     if (index < 0 || index >= g->n_outputs) {
         nr_error(NETRUN_ERR_INVALID_ARGUMENT, "output index %d out of range (the model has %d)", index,
@@ -482,13 +482,14 @@ static netrun_status impl_output(netrun_session *s, int index, netrun_tensor_vie
         nr_error(NETRUN_ERR_STATE, "no outputs yet: run the session first");
         return FAIL(s, NETRUN_ERR_STATE);
     }
+    return NETRUN_OK;
+}
+
+/* An output in host memory: the session's staging buffer, the host arena or a constant. */
+static void host_output_view(netrun_session *s, int index, netrun_tensor_view *out) {
+    nr_graph *g = s->model->ir->graph;
     int v = g->outputs[index];
     nr_svalue *sv = &s->values[v];
-    if (s->outputs[index].mem != NETRUN_MEMORY_HOST) {
-        nr_error(NETRUN_ERR_STATE, "output '%s' is delivered in %s (netrun_session_bind_output_device): read it with "
-                 "netrun_session_output_device", g->values[v].name, nr_memory_type_name(s->outputs[index].mem));
-        return FAIL(s, NETRUN_ERR_STATE);
-    }
     memset(out, 0, sizeof *out);
     out->name = g->values[v].name;
     out->dtype = sv->desc.dtype;
@@ -506,20 +507,27 @@ static netrun_status impl_output(netrun_session *s, int index, netrun_tensor_vie
         nr_value_tensor(s, v, NR_HOST_DOMAIN, &t);
         out->data = t.data;
     }
+}
+
+static netrun_status impl_output(netrun_session *s, int index, netrun_tensor_view *out) {
+    if (!s || !out) return arg_error(s, "%s: NULL argument", "netrun_session_output");
+    netrun_status st = output_readable(s, index);
+    if (st != NETRUN_OK) return st;
+    if (s->outputs[index].mem != NETRUN_MEMORY_HOST) {
+        nr_error(NETRUN_ERR_STATE, "output '%s' is delivered in %s (netrun_session_bind_output_device): read it with "
+                 "netrun_session_output_device", s->model->ir->graph->values[s->model->ir->graph->outputs[index]].name,
+                 nr_memory_type_name(s->outputs[index].mem));
+        return FAIL(s, NETRUN_ERR_STATE);
+    }
+    host_output_view(s, index, out);
     return NETRUN_OK;
 }
 
 static netrun_status impl_output_device(netrun_session *s, int index, netrun_device_view *view) {
     if (!view) return arg_error(s, "%s: NULL argument", "netrun_session_output_device");
+    netrun_status st = output_readable(s, index);
+    if (st != NETRUN_OK) return st;
     nr_graph *g = s->model->ir->graph;
-    if (index < 0 || index >= g->n_outputs) {
-        nr_error(NETRUN_ERR_INVALID_ARGUMENT, "output index %d out of range (the model has %d)", index, g->n_outputs);
-        return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
-    }
-    if (!s->prepared || !s->ran_since_prepare) {
-        nr_error(NETRUN_ERR_STATE, "no outputs yet: run the session first");
-        return FAIL(s, NETRUN_ERR_STATE);
-    }
     int v = g->outputs[index];
     nr_svalue *sv = &s->values[v];
     nr_output *out = &s->outputs[index];
@@ -537,11 +545,7 @@ static netrun_status impl_output_device(netrun_session *s, int index, netrun_dev
     }
     if (sv->is_const || sv->home == NR_HOST_DOMAIN || s->mb) { /* host memory: what netrun_session_output gives */
         netrun_tensor_view hv;
-        netrun_memory_type keep = out->mem;
-        out->mem = NETRUN_MEMORY_HOST;
-        netrun_status st = impl_output(s, index, &hv);
-        out->mem = keep;
-        if (st != NETRUN_OK) return st;
+        host_output_view(s, index, &hv);
         view->data = (void *)hv.data;
         view->rank = hv.rank;
         memcpy(view->dims, hv.dims, sizeof view->dims);

@@ -16,22 +16,11 @@ import tempfile
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper, save
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from devio_common import (DeviceView, ERR_ARG, ERR_STATE, ERR_UNSUPPORTED, MEM_CUDA, MEM_HOST, MEM_OPENCL, OK,
+                          check, device_api, session_error, session_stats, verdict)  # noqa: E402
+
 RNG = np.random.default_rng(11)
-failures = []
-MEM_HOST, MEM_CUDA, MEM_OPENCL = 0, 1, 2
-OK, ERR_ARG, ERR_UNSUPPORTED, ERR_STATE = 0, 1, 3, 7
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
-
-
-class DeviceView(C.Structure):
-    _fields_ = [("name", C.c_char_p), ("dtype", C.c_int), ("rank", C.c_int), ("dims", C.c_int64 * 8),
-                ("data", C.c_void_p), ("offset", C.c_size_t), ("nbytes", C.c_size_t), ("memory_type", C.c_int),
-                ("device", C.c_int)]
 
 
 def build(path, host_tail=False, two_outputs=False):
@@ -54,7 +43,8 @@ def build(path, host_tail=False, two_outputs=False):
 def build_host_input(path):
     """x -> Sigmoid (CPU only) -> MatMul W (fakedev) -> y: a device input read on the host."""
     w = (RNG.standard_normal((128, 96)) * 0.1).astype(np.float32)
-    nodes = [helper.make_node("Sigmoid", ["x"], ["s"], name="sig"), helper.make_node("MatMul", ["s", "W"], ["y"], name="mm")]
+    nodes = [helper.make_node("Sigmoid", ["x"], ["s"], name="sig"),
+             helper.make_node("MatMul", ["s", "W"], ["y"], name="mm")]
     g = helper.make_graph(nodes, "devio_host", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 128])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 96])],
                           [numpy_helper.from_array(w, "W")])
@@ -72,21 +62,8 @@ def main():
     from netrun_ctypes import Netrun, SessionStats
 
     nr = Netrun(a.lib)
-    lib = C.CDLL(os.path.abspath(a.lib))  # a handle of our own: the declarations below leave nr.lib's alone
-    vp, i64p = C.c_void_p, C.POINTER(C.c_int64)
-    lib.netrun_session_error.restype, lib.netrun_session_error.argtypes = C.c_char_p, [vp]
-    lib.netrun_session_run.restype, lib.netrun_session_run.argtypes = C.c_int, [vp]
-    for name, res, args in [
-            ("netrun_session_bind_input_device", C.c_int, [vp, C.c_char_p, C.c_int, C.c_int, i64p, C.c_int, C.c_int, vp,
-                                                           C.c_size_t]),
-            ("netrun_session_bind_output_device", C.c_int, [vp, C.c_char_p, C.c_int, C.c_int, vp, C.c_size_t]),
-            ("netrun_session_output_device", C.c_int, [vp, C.c_int, C.POINTER(DeviceView)]),
-            ("netrun_session_set_stream", C.c_int, [vp, C.c_int, vp]),
-            ("netrun_session_run_async", C.c_int, [vp]), ("netrun_session_wait", C.c_int, [vp]),
-            ("netrun_session_get_stats_ex", C.c_int, [vp, vp, C.c_size_t]),
-            ("netrun_session_get_stats", C.c_int, [vp, vp])]:
-        f = getattr(lib, name)
-        f.restype, f.argtypes = res, args
+    lib = device_api(a.lib)  # a handle of our own: nr.lib's declarations stay as they are
+    vp = C.c_void_p
     # the plugin as netrun loads it (same path: the same handle, so the same block table)
     fd = C.CDLL(os.path.join(a.plugin, "libnetrun-fakedev.so") if os.path.isdir(a.plugin) else a.plugin)
     fd.fakedev_alloc.restype, fd.fakedev_alloc.argtypes = vp, [C.c_size_t]
@@ -114,12 +91,10 @@ def main():
         return lib.netrun_session_bind_input_device(s.handle, b"x", 1, 2, d, mem, device, p, nbytes)
 
     def stats(s):
-        st = SessionStats()
-        nr.check(lib.netrun_session_get_stats_ex(s.handle, C.byref(st), C.sizeof(st)), "stats_ex")
-        return st
+        return session_stats(nr, lib, s, SessionStats)
 
     def err(s):
-        return (lib.netrun_session_error(s.handle) or b"").decode()
+        return session_error(lib, s)
 
     x1 = RNG.standard_normal((64, 128)).astype(np.float32)
     x2 = RNG.standard_normal((64, 128)).astype(np.float32)
@@ -138,7 +113,8 @@ def main():
             check(err1 < 1e-4 and st.h2d_bytes == 0 and st.d2h_bytes == 0 and st.d2d_bytes == 0 and
                   st.n_outputs_in_place == 1,
                   f"run {run + 1}: device in/out: output matches (err {err1:.1e}), 0 bytes host<->device "
-                  f"(h2d {st.h2d_bytes}, d2h {st.d2h_bytes}, d2d {st.d2d_bytes}), written in place ({st.n_outputs_in_place})")
+                  f"(h2d {st.h2d_bytes}, d2h {st.d2h_bytes}, d2d {st.d2d_bytes}), "
+                  f"written in place ({st.n_outputs_in_place})")
         check(st.n_graphs >= 1, f"a device graph was captured ({st.n_graphs})")
         # 2. new pointers between runs: the captured graph must not replay the old ones
         nr.check(bind_in(s, px2, x2.nbytes), "rebind x")
@@ -187,7 +163,6 @@ def main():
         check(dv.memory_type == MEM_CUDA and float(np.max(np.abs(got - want1))) < 1e-4 and st.d2h_bytes == 0,
               f"session-owned device output: right values, 0 bytes to the host ({st.d2h_bytes})")
         tv = (C.c_byte * 256)()
-        lib.netrun_session_output.restype, lib.netrun_session_output.argtypes = C.c_int, [vp, C.c_int, vp]
         rc = lib.netrun_session_output(s.handle, 0, C.cast(tv, vp))
         check(rc == ERR_STATE and "netrun_session_output_device" in err(s), f"host read of a device output: {err(s)}")
 
@@ -232,7 +207,8 @@ def main():
         check(bind_in(s, px1, x1.nbytes, mem=MEM_OPENCL) == ERR_UNSUPPORTED, "OpenCL memory on a CPU session")
     with nr.session(path, "fakedev,cpu", 1, {}) as s:
         rc = bind_in(s, x1.ctypes.data, x1.nbytes)
-        check(rc == ERR_ARG and "input 'x'" in err(s) and "host pointer" in err(s), f"host pointer as device memory: {err(s)}")
+        check(rc == ERR_ARG and "input 'x'" in err(s) and "host pointer" in err(s),
+              f"host pointer as device memory: {err(s)}")
         rc = bind_in(s, px1, x1.nbytes, device=1)
         check(rc == ERR_ARG and "device 1" in err(s), f"wrong device: {err(s)}")
         small = fd.fakedev_alloc(1024)
@@ -265,11 +241,7 @@ def main():
 
     for p in (px1, px2, py1, py2, ph):
         fd.fakedev_free(p)
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        return 1
-    print("all checks passed")
-    return 0
+    return verdict()
 
 
 if __name__ == "__main__":

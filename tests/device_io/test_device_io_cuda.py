@@ -20,15 +20,9 @@ import tempfile
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper, save
 
-failures = []
-MEM_HOST, MEM_CUDA = 0, 1
-OK, ERR_ARG = 0, 1
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from devio_common import (DeviceView, ERR_ARG, MEM_CUDA, check, device_api, session_error,  # noqa: E402
+                          session_stats, verdict)
 
 
 def cudart():
@@ -53,7 +47,8 @@ def resnet_like(path, n=4):
                       numpy_helper.from_array((1 + 0.1 * r.standard_normal(cout)).astype(np.float32), name + "_g"),
                       numpy_helper.from_array((0.1 * r.standard_normal(cout)).astype(np.float32), name + "_be"),
                       numpy_helper.from_array((0.1 * r.standard_normal(cout)).astype(np.float32), name + "_m"),
-                      numpy_helper.from_array((1 + 0.1 * np.abs(r.standard_normal(cout))).astype(np.float32), name + "_v")])
+                      numpy_helper.from_array((1 + 0.1 * np.abs(r.standard_normal(cout))).astype(np.float32),
+                                              name + "_v")])
         nodes.append(helper.make_node("Conv", [x, name + "_w", name + "_b"], [name + "_c"], pads=[1, 1, 1, 1]))
         nodes.append(helper.make_node("BatchNormalization", [name + "_c", name + "_g", name + "_be", name + "_m",
                                                              name + "_v"], [name + "_n"]))
@@ -92,19 +87,8 @@ def main():
     from netrun_ctypes import Netrun, SessionStats
 
     nr = Netrun(a.lib)
-    lib = C.CDLL(os.path.abspath(a.lib))
-    vp, i64p = C.c_void_p, C.POINTER(C.c_int64)
-    for name, res, args in [
-            ("netrun_session_bind_input_device", C.c_int, [vp, C.c_char_p, C.c_int, C.c_int, i64p, C.c_int, C.c_int, vp,
-                                                           C.c_size_t]),
-            ("netrun_session_bind_output_device", C.c_int, [vp, C.c_char_p, C.c_int, C.c_int, vp, C.c_size_t]),
-            ("netrun_session_output_device", C.c_int, [vp, C.c_int, vp]),
-            ("netrun_session_set_stream", C.c_int, [vp, C.c_int, vp]),
-            ("netrun_session_run_async", C.c_int, [vp]), ("netrun_session_wait", C.c_int, [vp]),
-            ("netrun_session_run", C.c_int, [vp]), ("netrun_session_error", C.c_char_p, [vp]),
-            ("netrun_session_get_stats_ex", C.c_int, [vp, vp, C.c_size_t])]:
-        f = getattr(lib, name)
-        f.restype, f.argtypes = res, args
+    lib = device_api(a.lib)  # a handle of our own: nr.lib's declarations stay as they are
+    vp = C.c_void_p
     cu.cudaMalloc.argtypes = [C.POINTER(vp), C.c_size_t]
     cu.cudaFree.argtypes = [vp]
     cu.cudaMemcpy.argtypes = [vp, vp, C.c_size_t, C.c_int]
@@ -131,12 +115,10 @@ def main():
         return out
 
     def stats(s):
-        st = SessionStats()
-        nr.check(lib.netrun_session_get_stats_ex(s.handle, C.byref(st), C.sizeof(st)), "stats")
-        return st
+        return session_stats(nr, lib, s, SessionStats)
 
     def err(s):
-        return (lib.netrun_session_error(s.handle) or b"").decode()
+        return session_error(lib, s)
 
     def bind_in(s, p, nbytes, dims, device=0):
         d = (C.c_int64 * len(dims))(*dims)
@@ -151,7 +133,8 @@ def main():
     with nr.session(path, "cuda", 1, {}) as h:
         wants = [h.run({"x": x})[0].copy() for x in xs]
         hst = h.stats()
-        print(f"host path: h2d {hst.h2d_bytes} B, d2h {hst.d2h_bytes} B per run (x {xs[0].nbytes} B, y {wants[0].nbytes} B)")
+        print(f"host path: h2d {hst.h2d_bytes} B, d2h {hst.d2h_bytes} B per run "
+              f"(x {xs[0].nbytes} B, y {wants[0].nbytes} B)")
         check(hst.h2d_bytes == xs[0].nbytes and hst.d2h_bytes == wants[0].nbytes,
               "host I/O: the input goes to the device and the output comes back, and the stats say so")
     dims = (N, 3, 32, 32)
@@ -176,7 +159,8 @@ def main():
         # pointer changes with CUDA Graphs on: every run new buffers
         for i in range(1, 4):
             nr.check(bind_in(s, px[i], xs[i].nbytes, dims), "rebind x")
-            nr.check(lib.netrun_session_bind_output_device(s.handle, b"y", MEM_CUDA, 0, py[i], wants[0].nbytes), "rebind y")
+            nr.check(lib.netrun_session_bind_output_device(s.handle, b"y", MEM_CUDA, 0, py[i], wants[0].nbytes),
+                     "rebind y")
             nr.check(lib.netrun_session_run(s.handle), "run")
             e = float(np.max(np.abs(download(py[i], wants[i].shape) - wants[i])))
             check(e < 1e-4, f"pointer change {i}: frame {i} right (err {e:.1e})")
@@ -187,9 +171,9 @@ def main():
         # session-owned device output
         nr.check(lib.netrun_session_bind_output_device(s.handle, b"y", MEM_CUDA, 0, None, 0), "y on device")
         nr.check(lib.netrun_session_run(s.handle), "run")
-        view = (C.c_ubyte * 256)()
-        nr.check(lib.netrun_session_output_device(s.handle, 0, C.cast(view, vp)), "output_device")
-        data = C.c_void_p.from_buffer(view, 8 + 4 + 4 + 8 * 8).value  # name, dtype, rank, dims[8], then data
+        view = DeviceView()
+        nr.check(lib.netrun_session_output_device(s.handle, 0, C.byref(view)), "output_device")
+        data = view.data
         e = float(np.max(np.abs(download(data, wants[3].shape) - wants[3])))
         check(e < 1e-4 and stats(s).d2h_bytes == 0, f"session-owned device output readable (err {e:.1e}), no D2H")
 
@@ -225,11 +209,7 @@ def main():
 
     for p in px + py:
         cu.cudaFree(p)
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        return 1
-    print("all checks passed")
-    return 0
+    return verdict()
 
 
 if __name__ == "__main__":

@@ -17,23 +17,12 @@ import tempfile
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper, save
 
-failures = []
-MEM_OPENCL = 2
-OK, ERR_ARG = 0, 1
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from devio_common import (DeviceView, ERR_ARG, MEM_OPENCL, check, device_api, session_error,  # noqa: E402
+                          session_stats, verdict)
+
 CL_MEM_CONTEXT, CL_MEM_SIZE, CL_CONTEXT_DEVICES = 0x1106, 0x1102, 0x1081
 CL_MEM_READ_WRITE = 1
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-
-
-class DeviceView(C.Structure):
-    _fields_ = [("name", C.c_char_p), ("dtype", C.c_int), ("rank", C.c_int), ("dims", C.c_int64 * 8),
-                ("data", C.c_void_p), ("offset", C.c_size_t), ("nbytes", C.c_size_t), ("memory_type", C.c_int),
-                ("device", C.c_int)]
 
 
 def main():
@@ -44,19 +33,8 @@ def main():
     from netrun_ctypes import Netrun, SessionStats
 
     nr = Netrun(a.lib)
-    lib = C.CDLL(os.path.abspath(a.lib))
-    vp, i64p = C.c_void_p, C.POINTER(C.c_int64)
-    for name, res, args in [
-            ("netrun_backend_find", C.c_int, [C.c_char_p, vp]),
-            ("netrun_session_bind_input_device", C.c_int, [vp, C.c_char_p, C.c_int, C.c_int, i64p, C.c_int, C.c_int, vp,
-                                                           C.c_size_t]),
-            ("netrun_session_bind_output_device", C.c_int, [vp, C.c_char_p, C.c_int, C.c_int, vp, C.c_size_t]),
-            ("netrun_session_output_device", C.c_int, [vp, C.c_int, C.POINTER(DeviceView)]),
-            ("netrun_session_set_stream", C.c_int, [vp, C.c_int, vp]),
-            ("netrun_session_run", C.c_int, [vp]), ("netrun_session_error", C.c_char_p, [vp]),
-            ("netrun_session_get_stats_ex", C.c_int, [vp, vp, C.c_size_t])]:
-        f = getattr(lib, name)
-        f.restype, f.argtypes = res, args
+    lib = device_api(a.lib)  # a handle of our own: nr.lib's declarations stay as they are
+    vp = C.c_void_p
     info = (C.c_char * 256)()
     idx = lib.netrun_backend_find(b"opencl", info)
     available = idx >= 0 and C.c_int.from_buffer(info, 16).value  # name, path, then int available
@@ -74,23 +52,23 @@ def main():
     cl.clCreateBuffer.restype, cl.clCreateBuffer.argtypes = vp, [vp, C.c_uint64, C.c_size_t, vp, C.POINTER(C.c_int)]
     cl.clEnqueueWriteBuffer.argtypes = [vp, vp, C.c_uint, C.c_size_t, C.c_size_t, vp, C.c_uint, vp, vp]
     cl.clEnqueueReadBuffer.argtypes = [vp, vp, C.c_uint, C.c_size_t, C.c_size_t, vp, C.c_uint, vp, vp]
-    cl.clCreateContext.restype, cl.clCreateContext.argtypes = vp, [vp, C.c_uint, C.POINTER(vp), vp, vp, C.POINTER(C.c_int)]
+    cl.clCreateContext.restype = vp
+    cl.clCreateContext.argtypes = [vp, C.c_uint, C.POINTER(vp), vp, vp, C.POINTER(C.c_int)]
     for f in ("clReleaseMemObject", "clReleaseCommandQueue", "clReleaseContext", "clFinish"):
         getattr(cl, f).argtypes = [vp]
 
     def stats(s):
-        st = SessionStats()
-        nr.check(lib.netrun_session_get_stats_ex(s.handle, C.byref(st), C.sizeof(st)), "stats")
-        return st
+        return session_stats(nr, lib, s, SessionStats)
 
     def err(s):
-        return (lib.netrun_session_error(s.handle) or b"").decode()
+        return session_error(lib, s)
 
     rng = np.random.default_rng(8)
     w = (rng.standard_normal((32, 24)) * 0.2).astype(np.float32)
     nodes = [helper.make_node("MatMul", ["x", "W"], ["h"]), helper.make_node("Relu", ["h"], ["y"])]
     g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, 32])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [16, 24])], [numpy_helper.from_array(w, "W")])
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [16, 24])],
+                          [numpy_helper.from_array(w, "W")])
     path = os.path.join(tempfile.mkdtemp(prefix="nr_devio_ocl_"), "mlp.onnx")
     save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
     x = rng.standard_normal((16, 32)).astype(np.float32)
@@ -121,7 +99,8 @@ def main():
         by = cl.clCreateBuffer(ctx, CL_MEM_READ_WRITE, want.nbytes, None, C.byref(e))
         assert cl.clEnqueueWriteBuffer(q, bx, 1, 0, x.nbytes, x.ctypes.data, 0, None, None) == 0
         nr.check(lib.netrun_session_set_stream(b.handle, MEM_OPENCL, q), "set_stream")
-        nr.check(lib.netrun_session_bind_input_device(b.handle, b"x", 1, 2, dims, MEM_OPENCL, 0, bx, x.nbytes), "bind x")
+        nr.check(lib.netrun_session_bind_input_device(b.handle, b"x", 1, 2, dims, MEM_OPENCL, 0, bx, x.nbytes),
+                 "bind x")
         nr.check(lib.netrun_session_bind_output_device(b.handle, b"y", MEM_OPENCL, 0, by, want.nbytes), "bind y")
         for run in range(2):
             nr.check(lib.netrun_session_run(b.handle), "run b")
@@ -153,11 +132,7 @@ def main():
         cl.clReleaseContext(ctx2)
         cl.clFinish(q)
     cl.clReleaseCommandQueue(q)
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        return 1
-    print("all checks passed")
-    return 0
+    return verdict()
 
 
 if __name__ == "__main__":
