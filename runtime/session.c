@@ -445,6 +445,7 @@ static netrun_status impl_bind_output_device(netrun_session *s, const char *name
         return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
     }
     if (out->dev_dom != dom) nr_devio_release_output(s, i);
+    if (s->prepared && s->mb) nr_session_unprepare(s); /* micro-batching is off with device outputs: plan again */
     out->mem = mem;
     out->mem_device = device;
     out->dev_dom = dom;
