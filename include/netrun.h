@@ -489,6 +489,8 @@ NETRUN_API int netrun_session_node_io(const netrun_session *session, int node, i
  * shape"; "" if it never did. Owned by the session. */
 NETRUN_API const char *netrun_session_prepare_note(const netrun_session *session);
 NETRUN_API size_t netrun_session_activity(const netrun_session *session, char *buf, size_t size);
+/* Stats as netrun 0.7 laid them out: writes the fields up to n_gelu_fused only (netrun_session_get_stats_ex gives
+ * them all), so that programs built against an older header keep working. */
 NETRUN_API netrun_status netrun_session_get_stats(const netrun_session *session, netrun_session_stats *stats);
 /* Micro-batching of the prepared session (option run.micro_batch: auto, 0, or images per run): returns a line that
  * says what was decided and why ("4 runs of 2 images ..." or "off: <reason>"), "" before prepare; *images (may be
