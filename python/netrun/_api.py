@@ -617,12 +617,15 @@ class Session:
             raise InvalidArgumentError(f"out: the model has no output {', '.join(repr(n) for n in bad)} "
                                        f"(outputs: {', '.join(self._out_names)})")
         S = _device.stream_handle(stream)
-        if S is None:  # the producer's stream: its pending work on the tensors is ordered before netrun's
-            for v in list(feeds.values()) + list(out.values()):
-                if type(v) is not np.ndarray and _device.is_device(v):
-                    S = _device.producer_stream(v)
-                    if S is not None:
-                        break
+        device_values = [(f"input '{n}'", v) for n, v in feeds.items()
+                         if type(v) is not np.ndarray and _device.is_device(v)]
+        device_values += [(f"output '{n}'", v) for n, v in out.items()]
+        for _, v in device_values if S is None else ():  # the producer's stream: its pending work comes first
+            S = _device.producer_stream(v)
+            if S is not None:
+                break
+        if S is None and device_values:  # a producer that names no stream: the legacy default stream
+            S = _device.CUDA_STREAM_LEGACY
         if S == 0:
             S = _device.CUDA_STREAM_LEGACY  # a cudaStream_t of 0; netrun's NULL means its own stream
         code_of = _CODE_OF.get
@@ -630,8 +633,11 @@ class Session:
         with self._lock:
             ptr = self._ptr()
             try:
-                if S is not None and S != self._stream:
-                    _check(lib.netrun_session_set_stream(ptr, _device.MEM_CUDA, S))
+                if S is not None and S != self._stream:  # before any capsule is taken: a CPU session says no here
+                    st = lib.netrun_session_set_stream(ptr, _device.MEM_CUDA, S)
+                    if st != 0:
+                        what = device_values[0][0] + ": " if device_values else ""
+                        raise error_for(st, what + _capi.last_error().replace("netrun_session_set_stream: ", ""))
                     self._stream = S
                 for name, v in feeds.items():
                     if type(v) is not np.ndarray and _device.is_device(v):
