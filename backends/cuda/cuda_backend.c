@@ -349,6 +349,25 @@ void *cuda_workspace_address(void *workspace) {
     return ((cuda_buffer *)workspace)->ptr;
 }
 
+cudaError_t cuda_scratch_alloc(cuda_context *ctx, void **p, size_t bytes) {
+    if (ctx->capturing) return cudaErrorStreamCaptureUnsupported;
+    cudaError_t e = cudaMallocAsync(p, bytes ? bytes : 1, ctx->stream);
+    if (e == cudaErrorNotSupported) { /* no memory pools on this device */
+        cudaGetLastError();
+        e = cudaMalloc(p, bytes ? bytes : 1);
+    }
+    return e;
+}
+
+void cuda_scratch_free(cuda_context *ctx, void *p) {
+    if (!p) return;
+    if (cudaFreeAsync(p, ctx->stream) != cudaSuccess) { /* memory from cudaMalloc (no pools), or an error */
+        cudaGetLastError();
+        cudaStreamSynchronize(ctx->stream);
+        cudaFree(p);
+    }
+}
+
 static netrun_status cuda_buffer_alloc(netrun_backend_context *c, size_t bytes, void **buffer) {
     cuda_context *ctx = (cuda_context *)c;
     size_t budget = ctx->config.device_memory_budget;

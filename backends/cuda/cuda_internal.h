@@ -194,6 +194,11 @@ netrun_dtype cuda_main_dtype(const netrun_node_desc *node);
 /* The device address of a kernel's workspace: args->workspace may be the runtime's buffer handle (the
  * host record of buffer_alloc) or already a device address. */
 void *cuda_workspace_address(void *workspace);
+/* Scratch a kernel (re)allocates while a run is in progress (run-time shapes): stream-ordered (cudaMallocAsync /
+ * cudaFreeAsync on the context's stream), since cudaMalloc/cudaFree would wait for the whole device; falls back to
+ * them where the device has no memory pools. Refused while a graph is captured (the caller's run is then eager). */
+cudaError_t cuda_scratch_alloc(cuda_context *ctx, void **p, size_t bytes);
+void cuda_scratch_free(cuda_context *ctx, void *p);
 
 /* Broadcasting: strides (in elements) of a tensor of rank r with dims d seen as an out_rank output, 0 where
  * broadcast. */
