@@ -25,6 +25,8 @@ static const netrun_option_spec runtime_options[] = {
     {"graph.qdq_residual", NETRUN_OPTION_BOOL, NULL, "a QDQ residual Add joins the QLinearConv that writes one of its inputs (default 1)"},
     {"graph.int8_nhwc", NETRUN_OPTION_BOOL, NULL, "int8 values between fused CPU QLinearConvs stay NHWC (default 1)"},
     {"memory.inplace", NETRUN_OPTION_BOOL, NULL, "in-place outputs and views (default 1)"},
+    {"memory.bound_in_place", NETRUN_OPTION_BOOL, NULL,
+     "outputs bound to a caller's device buffer are written there by their node (default 1; 0: copied at the end)"},
     {"memory.stream_weights", NETRUN_OPTION_ENUM, "auto|0|1", "stream device weights from host memory (default auto)"},
     {"memory.stream_min", NETRUN_OPTION_SIZE, NULL, "smallest constant that streams, in bytes"},
     {"memory.stream_overlap", NETRUN_OPTION_BOOL, NULL, "prefetch streamed weights during the previous node (default 1)"},

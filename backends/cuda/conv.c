@@ -511,7 +511,6 @@ static size_t variant_ws(const conv_state *st, int vi) {
 }
 
 static void conv_destroy(cuda_context *ctx, void *state) {
-    (void)ctx;
     conv_state *st = state;
     if (!st) return;
     for (int i = 0; i < N_VARIANTS; i++) {
@@ -523,7 +522,7 @@ static void conv_destroy(cuda_context *ctx, void *state) {
         if (v->cd) cudnnDestroyConvolutionDescriptor(v->cd);
     }
     if (st->act) cudnnDestroyActivationDescriptor(st->act);
-    if (st->scratch) cudaFree(st->scratch);
+    cuda_scratch_free(ctx, st->scratch);
     if (st->w16) cudaFree(st->w16);
     if (st->w16_nhwc) cudaFree(st->w16_nhwc);
     if (st->w16_dw) cudaFree(st->w16_dw);
@@ -1050,10 +1049,13 @@ static netrun_status conv_run(cuda_context *ctx, void *state, const netrun_kerne
     char *ws = cuda_workspace_address(args->workspace);
     if (need > args->workspace_size) {
         if (need > st->scratch_size) {
-            if (st->scratch) cudaFree(st->scratch);
+            /* stream-ordered: cudaFree/cudaMalloc here would wait for the whole device in the middle of a run */
+            netrun_status rc = cuda_refuse_capture(ctx, "Conv growing its workspace");
+            if (rc != NETRUN_OK) return rc;
+            cuda_scratch_free(ctx, st->scratch);
             st->scratch = NULL;
             st->scratch_size = 0;
-            cudaError_t e = cudaMalloc(&st->scratch, need);
+            cudaError_t e = cuda_scratch_alloc(ctx, &st->scratch, need);
             if (e != cudaSuccess) {
                 cudaGetLastError();
                 return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda conv: cannot allocate a %zu-byte workspace", need);

@@ -120,6 +120,10 @@ typedef struct cuda_context {
      * prefetch_wait through the lane's event; created at the first prefetch */
     cudaStream_t copy_stream;
     cudaEvent_t fork_ev, lane_ev[2];
+    /* the caller's stream (ABI 1.11 set_stream): `stream` is the one all work goes on, own_stream the context's
+     * (destroyed with it; a caller's never is); switch_ev orders the new stream after the old at a switch */
+    cudaStream_t own_stream;
+    cudaEvent_t switch_ev;
 } cuda_context;
 
 extern const netrun_host_api *cuda_host; /* set by the entry point */
@@ -190,6 +194,11 @@ netrun_dtype cuda_main_dtype(const netrun_node_desc *node);
 /* The device address of a kernel's workspace: args->workspace may be the runtime's buffer handle (the
  * host record of buffer_alloc) or already a device address. */
 void *cuda_workspace_address(void *workspace);
+/* Scratch a kernel (re)allocates while a run is in progress (run-time shapes): stream-ordered (cudaMallocAsync /
+ * cudaFreeAsync on the context's stream), since cudaMalloc/cudaFree would wait for the whole device; falls back to
+ * them where the device has no memory pools. Refused while a graph is captured (the caller's run is then eager). */
+cudaError_t cuda_scratch_alloc(cuda_context *ctx, void **p, size_t bytes);
+void cuda_scratch_free(cuda_context *ctx, void *p);
 
 /* Broadcasting: strides (in elements) of a tensor of rank r with dims d seen as an out_rank output, 0 where
  * broadcast. */

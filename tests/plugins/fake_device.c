@@ -8,10 +8,15 @@
  * fakedev.prefetch=late: at the latest, in prefetch_wait), so a runtime that overwrites a lane still being read,
  * or reads one it has not waited for, gets wrong results in one of the two. Tests of the runtime's device paths
  * (streamed weights, tests/memory/test_stream_weights.py) use it. fakedev.crash=kernel_create|kernel_run raises
- * SIGSEGV there, as a backend that crashes would (the CLI's crash report, tests/cli/test_cli.py crash_report). */
+ * SIGSEGV there, as a backend that crashes would (the CLI's crash report, tests/cli/test_cli.py crash_report).
+ * Device memory of the caller (ABI 1.11): it stands in for a CUDA device (memory_type NETRUN_MEMORY_CUDA, one
+ * device). Its "device memory" is host memory handed out by the exported fakedev_alloc/fakedev_free, so that
+ * memory_check can tell a host pointer (any other) from device memory, and a test can read and write it
+ * (tests/device_io/test_device_io.py). set_stream records the caller's stream; fakedev_last_stream tells it. */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "netrun_backend.h"
@@ -30,7 +35,39 @@ static const netrun_op_support op_table[] = {
 typedef struct fd_buffer {
     size_t bytes;
     unsigned char *data;
+    int wrapped; /* the caller's memory (buffer_wrap): buffer_free frees the handle only */
 } fd_buffer;
+
+/* "Device memory" for tests: blocks of host memory this plugin hands out and remembers (process-wide, no lock:
+ * the tests allocate from one thread). */
+#define FD_MAX_DEV_BLOCKS 4096
+static void *dev_block[FD_MAX_DEV_BLOCKS];
+static size_t dev_block_size[FD_MAX_DEV_BLOCKS];
+static void *last_stream;
+
+/* Every block of "device memory", the caller's (fakedev_alloc) and the backend's own (buffer_alloc), so that
+ * memory_check takes a session's device output handed to another session (DLPack) as device memory. */
+NETRUN_BACKEND_EXPORT void *fakedev_alloc(size_t bytes) {
+    for (int i = 0; i < FD_MAX_DEV_BLOCKS; i++)
+        if (!dev_block[i]) {
+            void *p = NULL; /* not host->alloc: a test may call this before netrun loaded the plugin */
+            if (posix_memalign(&p, 256, bytes ? bytes : 1)) return NULL;
+            dev_block[i] = p;
+            dev_block_size[i] = bytes;
+            return p;
+        }
+    return NULL;
+}
+
+NETRUN_BACKEND_EXPORT void fakedev_free(void *p) {
+    for (int i = 0; p && i < FD_MAX_DEV_BLOCKS; i++)
+        if (dev_block[i] == p) {
+            free(p);
+            dev_block[i] = NULL;
+        }
+}
+
+NETRUN_BACKEND_EXPORT void *fakedev_last_stream(void) { return last_stream; }
 
 typedef struct fd_kernel {
     int op;
@@ -139,15 +176,16 @@ static void fd_context_destroy(netrun_backend_context *c) {
 static netrun_status fd_buffer_alloc(netrun_backend_context *c, size_t bytes, void **buffer) {
     fd_context *ctx = (fd_context *)c;
     fd_buffer *b = host->alloc(sizeof *b, sizeof(void *));
-    unsigned char *d = host->alloc(bytes ? bytes : 1, 64);
+    unsigned char *d = fakedev_alloc(bytes);
     if (!b || !d) {
         host->free(b);
-        host->free(d);
+        fakedev_free(d);
         return host->error(NETRUN_ERR_OUT_OF_MEMORY, "fakedev: cannot allocate %zu bytes", bytes);
     }
     memset(d, 0xA5, bytes ? bytes : 1); /* garbage, as device memory: nothing may rely on zeros */
     b->bytes = bytes;
     b->data = d;
+    b->wrapped = 0;
     ctx->in_use += bytes;
     if (ctx->in_use > ctx->peak) ctx->peak = ctx->in_use;
     *buffer = b;
@@ -158,8 +196,12 @@ static void fd_buffer_free(netrun_backend_context *c, void *buffer) {
     fd_context *ctx = (fd_context *)c;
     fd_buffer *b = buffer;
     if (!b) return;
+    if (b->wrapped) {
+        host->free(b);
+        return;
+    }
     ctx->in_use -= b->bytes;
-    host->free(b->data);
+    fakedev_free(b->data);
     host->free(b);
 }
 
@@ -405,6 +447,48 @@ static void fd_host_free(netrun_backend_context *c, void *p) {
     host->free(p);
 }
 
+/* ---- the caller's device memory (ABI 1.11) ---- */
+static netrun_status fd_memory_check(const void *ptr, size_t bytes, int device) {
+    if (device != 0) return host->error(NETRUN_ERR_INVALID_ARGUMENT, "fakedev has one device (0), not %d", device);
+    for (int i = 0; i < FD_MAX_DEV_BLOCKS; i++) {
+        const char *b = dev_block[i];
+        if (!b || (const char *)ptr < b || (const char *)ptr >= b + (dev_block_size[i] ? dev_block_size[i] : 1)) continue;
+        size_t left = dev_block_size[i] - (size_t)((const char *)ptr - b);
+        if (bytes > left)
+            return host->error(NETRUN_ERR_INVALID_ARGUMENT, "the allocation holds %zu bytes from this pointer, %zu "
+                               "needed", left, bytes);
+        return NETRUN_OK;
+    }
+    return host->error(NETRUN_ERR_INVALID_ARGUMENT, "%p is a host pointer, not device memory", ptr);
+}
+
+static netrun_status fd_buffer_wrap(netrun_backend_context *c, void *ptr, size_t bytes, void **buffer) {
+    (void)c;
+    fd_buffer *b = host->alloc(sizeof *b, sizeof(void *));
+    if (!b) return host->error(NETRUN_ERR_OUT_OF_MEMORY, "fakedev: out of memory");
+    b->bytes = bytes;
+    b->data = ptr;
+    b->wrapped = 1;
+    *buffer = b;
+    return NETRUN_OK;
+}
+
+static netrun_status fd_set_stream(netrun_backend_context *c, void *stream) {
+    (void)c;
+    last_stream = stream;
+    return NETRUN_OK;
+}
+
+static netrun_status fd_copy_device(netrun_backend_context *c, void *dst, size_t dst_offset, const void *src,
+                                    size_t src_offset, size_t bytes) {
+    fd_buffer *d = dst;
+    const fd_buffer *sb = src;
+    if (!d || !sb || dst_offset > d->bytes || bytes > d->bytes - dst_offset || src_offset > sb->bytes ||
+        bytes > sb->bytes - src_offset)
+        return host->error(NETRUN_ERR_INTERNAL, "fakedev: device copy of %zu bytes outside a buffer", bytes);
+    return do_copy((fd_context *)c, d->data + dst_offset, sb->data + src_offset, bytes);
+}
+
 static const netrun_backend_api api = {
     .abi_version = NETRUN_ABI_VERSION,
     .struct_size = sizeof(netrun_backend_api),
@@ -435,6 +519,11 @@ static const netrun_backend_api api = {
     .host_free = fd_host_free,
     .prefetch_from_host = fd_prefetch_from_host,
     .prefetch_wait = fd_prefetch_wait,
+    .memory_type = NETRUN_MEMORY_CUDA,
+    .memory_check = fd_memory_check,
+    .buffer_wrap = fd_buffer_wrap,
+    .set_stream = fd_set_stream,
+    .copy_device = fd_copy_device,
 };
 
 NETRUN_BACKEND_EXPORT const netrun_backend_api *netrun_backend_entry(const netrun_host_api *h) {

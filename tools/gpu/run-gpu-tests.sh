@@ -18,6 +18,10 @@
 #                           two processes on one GPU, CUDA Graphs on/off and pinned on/off timings and outputs
 #   pipeline.log            stage pipeline: tools/bench/pipeline_bench.py (1080p frames on the GPU -> ImagePreprocess ->
 #                           ResNet-50 / a YOLO-sized net; host round trip and PyTorch rows; PIPELINE_MODELS, _BATCHES)
+#   devio.log               stage devio: device memory inputs/outputs and the caller's stream on cuda: the C API with
+#                           cudaMalloc memory (tests/device_io/test_device_io_cuda.py: PCIe bytes 0 on a ResNet-like
+#                           model, pointer changes under CUDA Graphs, misuse), the gpu_frames example, and the Python
+#                           package with torch CUDA tensors (tests/python/test_device_io.py, test_cuda.py)
 #   opencl.log              stage opencl: the OpenCL backend on the NVIDIA GPU (an ICD file for
 #                           libnvidia-opencl.so.1 in a vendors folder of our own): device listing, op cases vs cpu,
 #                           model tests, ResNet-50 batch 1 opencl vs cuda, first start vs cached second start
@@ -266,6 +270,24 @@ if has pipeline; then
     --json "$BUILD/pipeline.json" >"$OUT/pipeline.log" 2>&1
   say "pipeline exit $? in $(( $(date +%s) - t0 )) s"
   grep -vE "Warning|warn\(" "$OUT/pipeline.log" | tail -n 60 | tee -a "$S" >/dev/null
+fi
+if has devio; then
+  L=$OUT/devio.log
+  : >"$L"
+  t0=$(date +%s)
+  python3 "$REPO/tests/device_io/test_device_io_cuda.py" --lib "$BUILD/lib/libnetrun.so" >>"$L" 2>&1
+  say "devio C API on cuda exit $?"
+  NETRUN_BACKEND_PATH="$BUILD/lib/netrun/backends" "$BUILD/bin/gpu_frames" "$REPO/examples/tiny_cnn.onnx" 64 >>"$L" 2>&1
+  say "devio gpu_frames exit $?"
+  if [ -d "$BUILD/python/netrun" ]; then
+    PYTHONPATH="$BUILD/python" python3 -m pytest -q -p no:cacheprovider -rs "$REPO/tests/python/test_device_io.py" \
+      "$REPO/tests/python/test_cuda.py" >>"$L" 2>&1
+    say "devio python (torch) exit $?"
+  else
+    say "devio python: no $BUILD/python (Python headers missing at build time?)"
+  fi
+  say "devio stage in $(( $(date +%s) - t0 )) s"
+  grep -E "^FAIL|^E |SKIP|passed|failed" "$L" | head -30 | tee -a "$S"
 fi
 if has opencl; then
   L=$OUT/opencl.log

@@ -1186,7 +1186,7 @@ static int run_model(const cli_opts *o, const extra_opts *x)
     }
     compute_latency(times, (size_t)r.timed_runs, &r.latency);
 
-    r.have_stats = netrun_session_get_stats(r.session, &r.stats) == NETRUN_OK;
+    r.have_stats = netrun_session_get_stats_ex(r.session, &r.stats, sizeof r.stats) == NETRUN_OK;
     snprintf(r.prepare_note, sizeof r.prepare_note, "%s", netrun_session_prepare_note(r.session));
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0)

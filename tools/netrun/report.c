@@ -345,6 +345,11 @@ void cli_report_text(FILE *f, const cli_result *r)
     if (r->have_stats) {
         format_bytes(b1, sizeof(b1), (double)r->stats.copy_bytes);
         fprintf(f, "  copies between backends: %d (%s per run)\n", r->stats.n_copies, b1);
+        if (r->stats.h2d_bytes || r->stats.d2h_bytes || r->stats.device_peak_bytes) { /* a device took part */
+            format_bytes(b1, sizeof(b1), (double)r->stats.h2d_bytes);
+            format_bytes(b2, sizeof(b2), (double)r->stats.d2h_bytes);
+            fprintf(f, "  host <-> device (PCIe) per run: %s to the device, %s back\n", b1, b2);
+        }
     }
     if (r->have_stats) { /* micro-batching changes what the node shapes and profile times are: always said */
         int images = 0;
@@ -633,6 +638,8 @@ static void json_report(cli_json *j, const cli_result *r)
     json_begin_object(j, "transfers");
     json_int(j, "copies", r->have_stats ? r->stats.n_copies : 0);
     json_uint(j, "copy_bytes_per_run", r->have_stats ? r->stats.copy_bytes : 0);
+    json_uint(j, "h2d_bytes_per_run", r->have_stats ? r->stats.h2d_bytes : 0); /* host <-> device (PCIe) */
+    json_uint(j, "d2h_bytes_per_run", r->have_stats ? r->stats.d2h_bytes : 0);
     json_int(j, "folded_nodes", r->have_stats ? r->stats.n_folded : 0);
     json_end_object(j);
 
