@@ -33,7 +33,7 @@ def model(name, q, k, v, mask, attrs, dt):
         ins.append(helper.make_tensor_value_info("mask", t, mask))
         names.append("mask")
     node = helper.make_node("Attention", names, ["y"], **attrs)
-    g = helper.make_graph([node], name, ins, [helper.make_tensor_value_info("y", t, None)])
+    g = helper.make_graph([node], name, ins, [helper.make_tensor_value_info("y", t, q)])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)], producer_name="attention_check")
     m.ir_version = 10
     return m
