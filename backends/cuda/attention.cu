@@ -576,8 +576,16 @@ static netrun_status attn_run(cuda_context *ctx, void *state, const netrun_kerne
     }
     if (p->batch == 0 || a.Hq == 0 || a.Lq == 0) return NETRUN_OK;
     int done = 0;
-    netrun_status fst = attn_fast(ctx, (const attn_state *)state, args, p, a, PRK, PRV, &done);
-    if (fst != NETRUN_OK || done) return fst;
+    attn_state *ast = (attn_state *)state;
+    netrun_status fst = attn_fast(ctx, ast, args, p, a, PRK, PRV, &done);
+    if (fst == NETRUN_ERR_BACKEND && ast && !ctx->capturing) {
+        /* cuBLAS refused a call (a type combination or size this cuBLAS lacks): nothing of it ran, so the simple
+         * kernel computes the whole node, now and from now on */
+        cuda_host->log(NETRUN_LOG_WARN, "cuda", "Attention: cuBLAS path failed, simple kernel from now on");
+        ast->fast = 0;
+        snprintf(ast->desc, sizeof ast->desc, "simple kernel (the cuBLAS path failed at run time)");
+    } else if (fst != NETRUN_OK || done)
+        return fst;
     if (a.Lq > INT32_MAX || a.Hq > 65535 || p->batch > 65535)
         return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda Attention: grid too large");
     size_t smem = attn_smem(a.E, a.Lt);

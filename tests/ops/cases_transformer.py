@@ -101,6 +101,9 @@ CASES.append(case("attn_3d_past_mask_f16", A, qkv3(2, 4, 4, 8, 2, 32, 32, 66, np
                    rand(2, 2, 32, 32, seed=71, dtype=np.float16)], outputs=3, attrs=G, rtol=1e-2, atol=2e-3))
 CASES.append(case("attn_4d_softcap_qk3_big", A, qkv4(2, 64, 96, 8, 2, 32, 32, 72) + [rand(64, 96, seed=75)],
                   outputs=4, output_names=["y", "", "", "qk"], attrs={"softcap": 2.0, "qk_matmul_output_mode": 3}))
+# rows of more than 1024 keys: the softmax works the row in place instead of in registers
+CASES.append(case("attn_4d_long_rows_bool", A, qkv4(1, 3, 1100, 2, 2, 8, 8, 85) +
+                  [rand(1, 1, 3, 1100, dtype=np.bool_, seed=88) | np.eye(3, 1100, dtype=bool)]))
 # a 1 MiB cap on the score buffer: 16 heads of 256 x 256 scores (256 KiB each) run 3 (2 in float16) at a time
 for nm, dt, tol in [("", np.float32, {}), ("_f16", np.float16, {"rtol": 1e-2, "atol": 2e-3})]:
     c = case("attn_4d_chunked" + nm, A, qkv4(2, 256, 256, 8, 8, 32, 32, 76, dt), attrs={"is_causal": 1}, **tol)
