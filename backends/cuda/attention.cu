@@ -22,6 +22,32 @@ struct attn_args {
     int64_t ms[4], mlast;               /* mask strides over [B, Hq, Lq, Lm], Lm */
 };
 
+/* Score x of key c for query row i of pair (b, h) after softcap, mask, causal and nonpad, writing the
+ * qk_matmul_output of modes 0-2 on the way (A: attn_args or attn_sm_args, which name these fields alike). */
+template <typename A>
+__device__ __forceinline__ float attn_bias_score(const A &a, float x, int64_t b, int64_t h, int64_t i,
+                                                 int64_t c, int64_t qk0) {
+    if (a.qk && a.mode == 0) stx(a.qkt, a.qk, qk0 + c, x);
+    if (a.softcap > 0) x = a.softcap * tanhf(x / a.softcap);
+    if (a.qk && a.mode == 1) stx(a.qkt, a.qk, qk0 + c, x);
+    float bias = 0;
+    if (a.mask_kind) {
+        if (c >= a.mlast) bias = -INFINITY;
+        else {
+            int64_t off = b * a.ms[0] + h * a.ms[1] + i * a.ms[2] + c * a.ms[3];
+            if (a.mask_kind == 1) { if (!((const uint8_t *)a.mask)[off]) bias = -INFINITY; }
+            else bias = ldx(a.mt, a.mask, off);
+        }
+    }
+    if (bias != -INFINITY) {
+        if (a.is_causal && c > i + a.Lp) bias = -INFINITY;
+        if (a.has_nonpad && c >= a.nonpad[b]) bias = -INFINITY;
+    }
+    x += bias;
+    if (a.qk && a.mode == 2) stx(a.qkt, a.qk, qk0 + c, x);
+    return x;
+}
+
 __global__ void attn_k(attn_args a) {
     extern __shared__ float smem[];
     __shared__ float red[32];
@@ -39,24 +65,7 @@ __global__ void attn_k(attn_args a) {
         else { kp = a.k; kb = b * a.ks[0] + hk * a.ks[1] + (c - a.Lp) * a.ks[2]; }
         float x = 0;
         for (int64_t e = 0; e < a.E; e++) x += qr[e] * (ldx(a.kt, kp, kb + e) * a.sq);
-        if (a.qk && a.mode == 0) stx(a.qkt, a.qk, qk0 + c, x);
-        if (a.softcap > 0) x = a.softcap * tanhf(x / a.softcap);
-        if (a.qk && a.mode == 1) stx(a.qkt, a.qk, qk0 + c, x);
-        float bias = 0;
-        if (a.mask_kind) {
-            if (c >= a.mlast) bias = -INFINITY;
-            else {
-                int64_t off = b * a.ms[0] + h * a.ms[1] + i * a.ms[2] + c * a.ms[3];
-                if (a.mask_kind == 1) { if (!((const uint8_t *)a.mask)[off]) bias = -INFINITY; }
-                else bias = ldx(a.mt, a.mask, off);
-            }
-        }
-        if (bias != -INFINITY) {
-            if (a.is_causal && c > i + a.Lp) bias = -INFINITY;
-            if (a.has_nonpad && c >= a.nonpad[b]) bias = -INFINITY;
-        }
-        x += bias;
-        if (a.qk && a.mode == 2) stx(a.qkt, a.qk, qk0 + c, x);
+        x = attn_bias_score(a, x, b, h, i, c, qk0);
         sc[c] = x;
         mx = fmaxf(mx, x);
     }
@@ -169,31 +178,6 @@ struct attn_sm_args {
     int64_t pair0, Hq, Lq, Lt, Lp, sps, pps, rows;
     int64_t ms[4], mlast;
 };
-
-/* Score x of key c for query row i of pair (b, h), as attn_k computes it: softcap, mask, causal, nonpad, with
- * the qk_matmul_output of modes 0-2. */
-__device__ __forceinline__ float attn_bias_score(const attn_sm_args &a, float x, int64_t b, int64_t h, int64_t i,
-                                                 int64_t c, int64_t qk0) {
-    if (a.qk && a.mode == 0) stx(a.qkt, a.qk, qk0 + c, x);
-    if (a.softcap > 0) x = a.softcap * tanhf(x / a.softcap);
-    if (a.qk && a.mode == 1) stx(a.qkt, a.qk, qk0 + c, x);
-    float bias = 0;
-    if (a.mask_kind) {
-        if (c >= a.mlast) bias = -INFINITY;
-        else {
-            int64_t off = b * a.ms[0] + h * a.ms[1] + i * a.ms[2] + c * a.ms[3];
-            if (a.mask_kind == 1) { if (!((const uint8_t *)a.mask)[off]) bias = -INFINITY; }
-            else bias = ldx(a.mt, a.mask, off);
-        }
-    }
-    if (bias != -INFINITY) {
-        if (a.is_causal && c > i + a.Lp) bias = -INFINITY;
-        if (a.has_nonpad && c >= a.nonpad[b]) bias = -INFINITY;
-    }
-    x += bias;
-    if (a.qk && a.mode == 2) stx(a.qkt, a.qk, qk0 + c, x);
-    return x;
-}
 
 /* One warp per score row. PER > 0: the row (at most 32 * PER keys) stays in registers; 0: worked in place. */
 template <int PER> __global__ void attn_softmax_k(attn_sm_args a) {
