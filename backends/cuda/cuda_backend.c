@@ -252,7 +252,7 @@ static const char *get_opt(const netrun_backend_config *c, const char *key) {
 }
 
 /* Backend options: cuda.algo_search (heuristic|timed), cuda.pinned, cuda.fp16_regions, cuda.fp16_lt, cuda.fp16_dw
- * (0|1), cuda.fail_alloc_after (test hook). */
+ * (0|1), cuda.attention_workspace_mb (MiB), cuda.fail_alloc_after (test hook). */
 static netrun_status read_options(cuda_context *ctx, const netrun_backend_config *c) {
     const char *v = get_opt(c, "cuda.algo_search");
     ctx->algo_search = CUDA_ALGO_HEURISTIC;
@@ -269,6 +269,16 @@ static netrun_status read_options(cuda_context *ctx, const netrun_backend_config
         if (end == v || *end || n < 0)
             return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda.fail_alloc_after: '%s' is not a count", v);
         ctx->fail_alloc_after = n;
+    }
+    ctx->attn_ws_cap = (size_t)256 << 20;
+    v = get_opt(c, "cuda.attention_workspace_mb");
+    if (v) {
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (end == v || *end || n < 0 || n > (1L << 20))
+            return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT,
+                                    "cuda.attention_workspace_mb: '%s' is not a size in MiB (0 to 1048576)", v);
+        ctx->attn_ws_cap = (size_t)n << 20;
     }
     return NETRUN_OK;
 }
@@ -747,6 +757,19 @@ static int op_in(const cuda_op *op, const cuda_op *table) {
     return 0;
 }
 
+netrun_status cuda_cublas_handle(cuda_context *ctx) {
+    if (ctx->cublas) return NETRUN_OK;
+    netrun_status st = cuda_load_cublas();
+    if (st != NETRUN_OK) return st;
+    cublasStatus_t bs = cublasCreate(&ctx->cublas);
+    if (bs != CUBLAS_STATUS_SUCCESS) {
+        ctx->cublas = NULL;
+        return cublas_fail(bs, "cublasCreate");
+    }
+    if ((bs = cublasSetStream(ctx->cublas, ctx->stream)) != CUBLAS_STATUS_SUCCESS) return cublas_fail(bs, "cublasSetStream");
+    return NETRUN_OK;
+}
+
 /* The library handles an op family uses, created (and the library loaded) on first need. */
 static netrun_status ensure_handles(cuda_context *ctx, const cuda_op *op) {
     netrun_status st;
@@ -759,16 +782,7 @@ static netrun_status ensure_handles(cuda_context *ctx, const cuda_op *op) {
         }
         if ((ds = cudnnSetStream(ctx->cudnn, ctx->stream)) != CUDNN_STATUS_SUCCESS) return cudnn_fail(ds, "cudnnSetStream");
     }
-    if (!ctx->cublas && op_in(op, cuda_ops_gemm)) {
-        if ((st = cuda_load_cublas()) != NETRUN_OK) return st;
-        cublasStatus_t bs = cublasCreate(&ctx->cublas);
-        if (bs != CUBLAS_STATUS_SUCCESS) {
-            ctx->cublas = NULL;
-            return cublas_fail(bs, "cublasCreate");
-        }
-        if ((bs = cublasSetStream(ctx->cublas, ctx->stream)) != CUBLAS_STATUS_SUCCESS)
-            return cublas_fail(bs, "cublasSetStream");
-    }
+    if (!ctx->cublas && op_in(op, cuda_ops_gemm) && (st = cuda_cublas_handle(ctx)) != NETRUN_OK) return st;
     return NETRUN_OK;
 }
 
@@ -855,6 +869,8 @@ static const netrun_option_spec cuda_options[] = {
     {"cuda.fp16_paths", NETRUN_OPTION_STRING, NULL, "float16 conv paths that may be timed (default nchw,nhwc)"},
     {"cuda.fp16_lt", NETRUN_OPTION_BOOL, NULL, "cuBLASLt for float16 1x1 convs (default 1)"},
     {"cuda.fp16_dw", NETRUN_OPTION_BOOL, NULL, "own float16 NHWC depthwise kernel (default 1)"},
+    {"cuda.attention_workspace_mb", NETRUN_OPTION_INT, NULL,
+     "cap on Attention's score buffer in MiB (default 256; 0 = simple kernel only)"},
     {"cuda.fail_alloc_after", NETRUN_OPTION_INT, NULL, "test hook: fail device allocations after N"},
     {NULL, 0, NULL, NULL},
 };

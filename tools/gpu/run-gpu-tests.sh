@@ -22,6 +22,9 @@
 #                           cudaMalloc memory (tests/device_io/test_device_io_cuda.py: PCIe bytes 0 on a ResNet-like
 #                           model, pointer changes under CUDA Graphs, misuse), the gpu_frames example, and the Python
 #                           package with torch CUDA tensors (tests/python/test_device_io.py, test_cuda.py)
+#   attention.log           stage attention: the transformer op cases cuda vs cpu (tests/ops/compare_backends.py
+#                           --family transformer) and tools/gpu/attention_check.py (Attention's cuBLAS path against
+#                           the simple kernel: latency and output difference on BERT-sized, GQA and long models)
 #   opencl.log              stage opencl: the OpenCL backend on the NVIDIA GPU (an ICD file for
 #                           libnvidia-opencl.so.1 in a vendors folder of our own): device listing, op cases vs cpu,
 #                           model tests, ResNet-50 batch 1 opencl vs cuda, first start vs cached second start
@@ -31,7 +34,7 @@
 # machine: git bundle create .gpu/head.bundle HEAD) into $BUILD/src and builds that commit: uncommitted changes
 # are not part of it, and the scripts of the tests then come from that clone too.
 # Environment: OUT (log folder), BUILD (default /tmp/netrun-build-gpu), JOBS (default nproc),
-#   STAGES (default "build compare conformance models zoo"; the build stage wipes $BUILD first; "ops" adds the serial, slow run_op_tests.py pass; "pipeline" the pipeline benchmark; "cudart"
+#   STAGES (default "build compare conformance models zoo"; the build stage wipes $BUILD first; "ops" adds the serial, slow run_op_tests.py pass; "pipeline" the pipeline benchmark; "attention" the Attention checks (attention.log); "cudart"
 #   the runtime-feature checks, CONC_RUNS runs per thread, BENCH_MODELS torchvision names), CONF_FILTER (regex for the conformance runs,
 #   default all tests), CONF_TIMEOUT_S (per conformance run, default 280), CONF_BACKENDS (default "cuda cuda,cpu"),
 #   COMPARE_TIMEOUT_S (default 1200), COMPARE_ARGS (more compare_backends.py
@@ -288,6 +291,19 @@ if has devio; then
   fi
   say "devio stage in $(( $(date +%s) - t0 )) s"
   grep -E "^FAIL|^E |SKIP|passed|failed" "$L" | head -30 | tee -a "$S"
+fi
+if has attention; then
+  L=$OUT/attention.log
+  t0=$(date +%s)
+  python3 "$REPO/tests/ops/compare_backends.py" --netrun "$NETRUN" --backend cuda --family transformer --jobs "$JOBS" \
+    --require-device >"$L" 2>&1
+  say "attention: transformer op cases (cuda vs cpu) exit $?"
+  grep -E "^FAIL" "$L" | head -20 | tee -a "$S"
+  tailto "attention cases" "$L" 1
+  python3 "$REPO/tools/gpu/attention_check.py" --netrun "$NETRUN" >>"$L" 2>&1
+  rc=$?
+  say "attention: cuBLAS path vs simple kernel exit $rc in $(( $(date +%s) - t0 )) s"
+  tailto "attention check" "$L" 18
 fi
 if has opencl; then
   L=$OUT/opencl.log
