@@ -253,7 +253,14 @@ typedef enum netrun_region_kind {
     /* float16 values in channels-last order (logical NCHW dims) between the backend's nodes.
      * Conv params src_nhwc/dst_nhwc with float16 descs and constant weights, Max/AveragePool params.nhwc;
      * ops ReorderNHWC, GlobalAveragePoolNHWC, MulChannelNHWC, ConcatNHWC. */
-    NETRUN_REGION_FP16_NHWC = 2
+    NETRUN_REGION_FP16_NHWC = 2,
+    /* (ABI 1.11) float16 values in their own layout between the backend's nodes of the ops listed (MatMul, Gemm,
+     * Attention and the ops between them in a transformer), planned where a connected group holds one of MatMul,
+     * Gemm or Attention. Every float32 input and the output of such a node become float16 (constants converted
+     * once, finite values beyond float16's range saturated); an ONNX Cast converts at each border. `keeps` (or
+     * supports()) is asked with the float16 descs; params may be NULL for nodes the passes made (Attention,
+     * LayerNormalization, Gelu). No com.netrun op. */
+    NETRUN_REGION_FP16 = 3
 } netrun_region_kind;
 
 enum {

@@ -866,6 +866,8 @@ static const netrun_option_spec cuda_options[] = {
     {"cuda.algo_search", NETRUN_OPTION_ENUM, "heuristic|timed", "cuDNN algorithm choice (default heuristic)"},
     {"cuda.pinned", NETRUN_OPTION_BOOL, NULL, "page-locked staging and inputs (default 1)"},
     {"cuda.fp16_regions", NETRUN_OPTION_BOOL, NULL, "float16 NHWC regions under --precision fp16 (default 1)"},
+    {"cuda.fp16_plain", NETRUN_OPTION_BOOL, NULL,
+     "plain float16 regions (transformers: GEMMs, attention, norms) under --precision fp16 (default 1)"},
     {"cuda.fp16_paths", NETRUN_OPTION_STRING, NULL, "float16 conv paths that may be timed (default nchw,nhwc)"},
     {"cuda.fp16_lt", NETRUN_OPTION_BOOL, NULL, "cuBLASLt for float16 1x1 convs (default 1)"},
     {"cuda.fp16_dw", NETRUN_OPTION_BOOL, NULL, "own float16 NHWC depthwise kernel (default 1)"},
@@ -883,9 +885,25 @@ static const netrun_option_spec cuda_options[] = {
 static const char *const fp16_region_ops[] = {"Relu", "Sigmoid", "Tanh", "Swish", "LeakyRelu", "HardSwish",
                                               "HardSigmoid", "Elu", "Softplus", "Clip", "Add", "Sub", "Mul", "Max",
                                               "Min", "Concat", "MaxPool", "AveragePool", "GlobalAveragePool", NULL};
+/* Under --precision fp16, also plain float16 values between the GEMMs of a transformer and the ops around them
+ * (runtime/opt_half.c plans them; every kernel below takes float16 and computes in float). Nodes the transformer
+ * pass made (Attention, LayerNormalization, Gelu) come without params: those ops take float16 whole. */
+static const char *const fp16_plain_ops[] = {"MatMul", "Gemm", "Attention", "Add", "Sub", "Mul", "Div",
+                                             "LayerNormalization", "Gelu", "Softmax", "Reshape", "Transpose",
+                                             "Squeeze", "Unsqueeze", "Flatten", "Relu", "Tanh", "Erf", "Sigmoid",
+                                             "Concat", "Slice", "Gather", "Where", "Expand", "Neg", NULL};
+static int fp16_plain_keeps(const netrun_backend_config *config, const netrun_node_desc *node) {
+    if (!node->params)
+        return !strcmp(node->op_type, "Attention") || !strcmp(node->op_type, "LayerNormalization") ||
+               !strcmp(node->op_type, "Gelu");
+    char why[256];
+    return cuda_supports(config, node, why, sizeof why);
+}
 static const netrun_region_spec cuda_regions[] = {
     {.kind = NETRUN_REGION_FP16_NHWC, .conditions = NETRUN_REGION_IF_FP16, .option = "cuda.fp16_regions",
      .ops = fp16_region_ops},
+    {.kind = NETRUN_REGION_FP16, .conditions = NETRUN_REGION_IF_FP16, .option = "cuda.fp16_plain",
+     .ops = fp16_plain_ops, .keeps = fp16_plain_keeps},
     {.kind = NETRUN_REGION_END},
 };
 
