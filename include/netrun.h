@@ -232,6 +232,9 @@ typedef struct netrun_session_stats {
     size_t d2d_bytes;         /* device -> device: outputs bound to a caller's buffer that were not written in place */
     int n_outputs_in_place;   /* outputs of the last run written by their node straight into a caller's device buffer */
     uint64_t graph_recaptures; /* device graphs captured again because a bound device pointer changed */
+    int n_fp16_nodes;         /* nodes kept in float16 by plain float16 regions (--precision fp16: a transformer's
+                               * GEMMs, attention, norms and the ops between them; cuda.fp16_plain=0: none) */
+    int n_fp16_casts;         /* Casts at the borders of those regions */
 } netrun_session_stats;
 
 /* Kinds of memory a tensor of the API may live in. Device kinds are served by whichever loaded backend declares

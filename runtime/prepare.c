@@ -556,6 +556,8 @@ static netrun_status prepare_once(netrun_session *s) {
         s->stats.n_nchwc_reorders = oc.nchwc_reorders;
         s->stats.n_fp16_convs = oc.fp16_convs;
         s->stats.n_fp16_converts = oc.fp16_converts;
+        s->stats.n_fp16_nodes = oc.fp16_nodes;
+        s->stats.n_fp16_casts = oc.fp16_casts;
         s->stats.n_attention_fused = oc.attention_fused;
         s->stats.n_layernorm_fused = oc.layernorm_fused;
         s->stats.n_gelu_fused = oc.gelu_fused;

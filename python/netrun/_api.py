@@ -362,6 +362,8 @@ class SessionStats:
     d2d_bytes: int = 0           # device -> device copies into bound output buffers
     n_outputs_in_place: int = 0  # outputs written by their node straight into a caller's device buffer
     graph_recaptures: int = 0    # device graphs captured again because a bound device pointer changed
+    n_fp16_nodes: int = 0        # nodes kept in float16 by plain float16 regions (--precision fp16, transformers)
+    n_fp16_casts: int = 0        # Casts at the borders of those regions
 
 
 class Profile:

@@ -50,7 +50,8 @@ class SessionStats(C.Structure):
                 ("host_peak_bytes", C.c_size_t), ("host_memory_budget", C.c_size_t), ("profile_dropped", C.c_uint64),
                 ("n_attention_fused", C.c_int), ("n_layernorm_fused", C.c_int), ("n_gelu_fused", C.c_int),
                 ("h2d_bytes", C.c_size_t), ("d2h_bytes", C.c_size_t), ("d2d_bytes", C.c_size_t),
-                ("n_outputs_in_place", C.c_int), ("graph_recaptures", C.c_uint64)]
+                ("n_outputs_in_place", C.c_int), ("graph_recaptures", C.c_uint64),
+                ("n_fp16_nodes", C.c_int), ("n_fp16_casts", C.c_int)]
 
 
 class DeviceView(C.Structure):

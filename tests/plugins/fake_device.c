@@ -20,16 +20,27 @@
 #include <string.h>
 
 #include "netrun_backend.h"
+#include "../../backends/common/dtype_convert.h" /* float <-> IEEE half for the float16 kernels */
 
 static const netrun_host_api *host;
 
-enum { FD_MATMUL, FD_ADD, FD_RELU };
+enum { FD_MATMUL, FD_ADD, FD_RELU, FD_CAST };
 #define FD_MAX_IN 2
 
+#define FD_DTYPES (NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16))
 static const netrun_op_support op_table[] = {
-    {"", "MatMul", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT), "2-D only"},
-    {"", "Add", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT), "identical shapes"},
-    {"", "Relu", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT), ""},
+    {"", "MatMul", FD_DTYPES, "2-D only"},
+    {"", "Add", FD_DTYPES, "identical shapes"},
+    {"", "Relu", FD_DTYPES, ""},
+    {"", "Cast", FD_DTYPES, "float32 <-> float16"},
+};
+
+/* A plain float16 region (NETRUN_REGION_FP16) across its three ops under --precision fp16, so that CI tests the
+ * region planner (runtime/opt_half.c) without a GPU; fakedev.fp16_plain=0 turns it off. */
+static const char *const fd_half_ops[] = {"MatMul", "Add", "Relu", NULL};
+static const netrun_region_spec fd_regions[] = {
+    {.kind = NETRUN_REGION_FP16, .conditions = NETRUN_REGION_IF_FP16, .option = "fakedev.fp16_plain", .ops = fd_half_ops},
+    {.kind = NETRUN_REGION_END},
 };
 
 typedef struct fd_buffer {
@@ -71,6 +82,7 @@ NETRUN_BACKEND_EXPORT void *fakedev_last_stream(void) { return last_stream; }
 
 typedef struct fd_kernel {
     int op;
+    netrun_dtype in_type, out_type; /* float32 or float16 (computed in float) */
 } fd_kernel;
 
 /* One recorded step of a captured graph. */
@@ -118,6 +130,7 @@ static int op_of(const char *domain, const char *op) {
     if (!strcmp(op, "MatMul")) return FD_MATMUL;
     if (!strcmp(op, "Add")) return FD_ADD;
     if (!strcmp(op, "Relu")) return FD_RELU;
+    if (!strcmp(op, "Cast")) return FD_CAST;
     return -1;
 }
 
@@ -132,16 +145,22 @@ static int fd_supports(const netrun_backend_config *config, const netrun_node_de
                        size_t reason_size) {
     (void)config;
     int op = op_of(node->domain, node->op_type);
-    int want = op == FD_RELU ? 1 : 2;
+    int want = op == FD_RELU || op == FD_CAST ? 1 : 2;
     if (op < 0 || node->n_inputs != want || node->n_outputs != 1) {
-        snprintf(reason, reason_size, "fakedev runs MatMul, Add and Relu only");
+        snprintf(reason, reason_size, "fakedev runs MatMul, Add, Relu and Cast only");
         return 0;
     }
+    netrun_dtype t = node->inputs[0].dtype, to = node->outputs[0].dtype;
     for (int i = 0; i < node->n_inputs; i++)
-        if (node->inputs[i].dtype != NETRUN_DTYPE_FLOAT || node->inputs[i].rank < 0) {
-            snprintf(reason, reason_size, "float32 only");
+        if ((node->inputs[i].dtype != NETRUN_DTYPE_FLOAT && node->inputs[i].dtype != NETRUN_DTYPE_FLOAT16) ||
+            node->inputs[i].dtype != t || node->inputs[i].rank < 0) {
+            snprintf(reason, reason_size, "float32 or float16 inputs of one type only");
             return 0;
         }
+    if (op == FD_CAST ? (to != NETRUN_DTYPE_FLOAT && to != NETRUN_DTYPE_FLOAT16) || to == t : to != t) {
+        snprintf(reason, reason_size, op == FD_CAST ? "Cast between float32 and float16 only" : "output type differs");
+        return 0;
+    }
     const netrun_value_desc *a = &node->inputs[0], *b = &node->inputs[want - 1];
     if (op == FD_MATMUL && (a->rank != 2 || b->rank != 2)) {
         snprintf(reason, reason_size, "MatMul of 2-D tensors only");
@@ -307,6 +326,8 @@ static netrun_status fd_kernel_create(netrun_backend_context *c, const netrun_no
     fd_kernel *k = host->alloc(sizeof *k, sizeof(void *));
     if (!k) return host->error(NETRUN_ERR_OUT_OF_MEMORY, "fakedev: out of memory");
     k->op = op;
+    k->in_type = node->inputs[0].dtype;
+    k->out_type = node->outputs[0].dtype;
     *workspace_bytes = 0;
     *out = (netrun_kernel *)k;
     return NETRUN_OK;
@@ -318,7 +339,42 @@ static size_t count(const netrun_tensor *t) {
     return n;
 }
 
+static float load(const netrun_tensor *t, size_t i) {
+    return t->dtype == NETRUN_DTYPE_FLOAT16 ? nr_half_to_float(((const uint16_t *)t->data)[i]) : ((const float *)t->data)[i];
+}
+
+/* float16 kernels: the inputs widened to float32 scratch, the float32 kernel, the result rounded to float16 */
+static netrun_status execute_f32(const fd_kernel *k, const netrun_tensor *in, const netrun_tensor *out);
+
 static netrun_status execute(const fd_kernel *k, const netrun_tensor *in, const netrun_tensor *out) {
+    if (k->op != FD_CAST && k->in_type == NETRUN_DTYPE_FLOAT) return execute_f32(k, in, out);
+    int n_in = k->op == FD_RELU || k->op == FD_CAST ? 1 : 2;
+    netrun_tensor w[FD_MAX_IN], wo = *out;
+    size_t n_out = count(out);
+    netrun_status st = NETRUN_OK;
+    float *buf[FD_MAX_IN + 1] = {0};
+    for (int i = 0; i < n_in; i++) {
+        size_t n = count(&in[i]);
+        w[i] = in[i];
+        if (!(buf[i] = host->alloc(n * sizeof(float) + 1, 64))) st = NETRUN_ERR_OUT_OF_MEMORY;
+        for (size_t j = 0; buf[i] && j < n; j++) buf[i][j] = load(&in[i], j);
+        w[i].data = buf[i], w[i].dtype = NETRUN_DTYPE_FLOAT, w[i].nbytes = n * sizeof(float);
+    }
+    if (!(buf[FD_MAX_IN] = host->alloc(n_out * sizeof(float) + 1, 64))) st = NETRUN_ERR_OUT_OF_MEMORY;
+    wo.data = buf[FD_MAX_IN], wo.dtype = NETRUN_DTYPE_FLOAT, wo.nbytes = n_out * sizeof(float);
+    if (st == NETRUN_OK && k->op == FD_CAST) memcpy(wo.data, w[0].data, n_out * sizeof(float));
+    else if (st == NETRUN_OK) st = execute_f32(k, w, &wo);
+    if (st == NETRUN_OK && n_out * (out->dtype == NETRUN_DTYPE_FLOAT16 ? 2 : 4) > out->nbytes)
+        st = host->error(NETRUN_ERR_INTERNAL, "fakedev: output too small");
+    for (size_t j = 0; st == NETRUN_OK && j < n_out; j++) {
+        if (out->dtype == NETRUN_DTYPE_FLOAT16) ((uint16_t *)out->data)[j] = nr_float_to_half(buf[FD_MAX_IN][j]);
+        else ((float *)out->data)[j] = buf[FD_MAX_IN][j];
+    }
+    for (int i = 0; i <= FD_MAX_IN; i++) host->free(buf[i]);
+    return st == NETRUN_ERR_OUT_OF_MEMORY ? host->error(st, "fakedev: out of memory") : st;
+}
+
+static netrun_status execute_f32(const fd_kernel *k, const netrun_tensor *in, const netrun_tensor *out) {
     const float *a = in[0].data;
     float *y = out->data;
     size_t n = count(out);
@@ -347,7 +403,7 @@ static netrun_status fd_kernel_run(netrun_backend_context *c, netrun_kernel *ker
     fd_context *ctx = (fd_context *)c;
     if (ctx->crash == 2) raise(SIGSEGV);
     const fd_kernel *k = (const fd_kernel *)kernel;
-    int want = k->op == FD_RELU ? 1 : 2;
+    int want = k->op == FD_RELU || k->op == FD_CAST ? 1 : 2;
     if (args->n_inputs != want || args->n_outputs != 1)
         return host->error(NETRUN_ERR_INTERNAL, "fakedev: %d inputs, %d outputs", args->n_inputs, args->n_outputs);
     if (ctx->capturing) { /* the tensors (addresses) are recorded; the data is read when the graph replays */
@@ -497,6 +553,7 @@ static const netrun_backend_api api = {
     .flags = 0,
     .op_table = op_table,
     .op_table_len = sizeof op_table / sizeof op_table[0],
+    .regions = fd_regions,
     .probe = fd_probe,
     .device_count = fd_device_count,
     .supports = fd_supports,

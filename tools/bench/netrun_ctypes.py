@@ -41,6 +41,7 @@ class SessionStats(C.Structure):
                 ("n_attention_fused", C.c_int), ("n_layernorm_fused", C.c_int), ("n_gelu_fused", C.c_int),
                 ("h2d_bytes", C.c_size_t), ("d2h_bytes", C.c_size_t), ("d2d_bytes", C.c_size_t),
                 ("n_outputs_in_place", C.c_int), ("graph_recaptures", C.c_uint64),
+                ("n_fp16_nodes", C.c_int), ("n_fp16_casts", C.c_int),
                 ("_reserve", C.c_char * 256)]
 
 

@@ -367,6 +367,9 @@ void cli_report_text(FILE *f, const cli_result *r)
         fprintf(f, "  transformer fusions: %d Attention, %d LayerNormalization, %d Gelu subgraphs run as one node "
                 "(graph.fuse_transformer=0 keeps them)\n", r->stats.n_attention_fused, r->stats.n_layernorm_fused,
                 r->stats.n_gelu_fused);
+    if (r->have_stats && o->verbose && r->stats.n_fp16_nodes)
+        fprintf(f, "  float16 regions: %d nodes kept in float16 between %d Casts (cuda.fp16_plain=0 turns them off)\n",
+                r->stats.n_fp16_nodes, r->stats.n_fp16_casts);
     if (o->verbose && nodes > 0)
         text_node_table(f, r->session);
 
