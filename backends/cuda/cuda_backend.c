@@ -893,10 +893,10 @@ static const char *const fp16_plain_ops[] = {"MatMul", "Gemm", "Attention", "Add
                                              "Squeeze", "Unsqueeze", "Flatten", "Relu", "Tanh", "Erf", "Sigmoid",
                                              "Concat", "Slice", "Gather", "Where", "Expand", "Neg", NULL};
 static int fp16_plain_keeps(const netrun_backend_config *config, const netrun_node_desc *node) {
-    if (!node->params)
-        return !strcmp(node->op_type, "Attention") || !strcmp(node->op_type, "LayerNormalization") ||
-               !strcmp(node->op_type, "Gelu");
-    char why[256];
+    if (!node->params && (!strcmp(node->op_type, "Attention") || !strcmp(node->op_type, "LayerNormalization") ||
+                          !strcmp(node->op_type, "Gelu")))
+        return 1; /* made by the transformer pass: its params exist once the copy is loaded */
+    char why[256]; /* everything else as placement asks (MatMul, Transpose... have no params at all) */
     return cuda_supports(config, node, why, sizeof why);
 }
 static const netrun_region_spec cuda_regions[] = {

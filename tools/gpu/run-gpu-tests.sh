@@ -239,11 +239,13 @@ if has models; then
   t0=$(date +%s)
   python3 "$REPO/tests/models/build_models.py" "$BUILD/test-models" >"$OUT/models.log" 2>&1
   # fp32 as tight as the CPU's tests; tf32 and fp16 round the inputs of every product (10 bits of mantissa)
-  for pt in "fp32 1e-3 1e-3" "tf32 2e-2 2e-2" "fp16 5e-2 5e-2"; do
+  # detectors keep the boxes whose scores pass a threshold and NMS: under tf32 / fp16 the scores move by a few
+  # 1e-3 and another box may survive (a different answer, not a wrong one), so they are compared in float32 only
+  for pt in "fp32 1e-3 1e-3" "tf32 2e-2 2e-2 det_" "fp16 5e-2 5e-2 det_"; do
     set -- $pt
     echo "== tests/models --backend cuda,cpu --precision $1 (rtol $2, atol $3)" >>"$OUT/models.log"
     python3 "$REPO/tests/models/run_model_tests.py" --netrun "$NETRUN" --models "$BUILD/test-models" \
-      --backend cuda,cpu --rtol "$2" --atol "$3" --arg=--precision --arg="$1" >>"$OUT/models.log" 2>&1
+      --backend cuda,cpu --rtol "$2" --atol "$3" --skip "${4:-}" --arg=--precision --arg="$1" >>"$OUT/models.log" 2>&1
     say "models (cuda,cpu, $1) exit $? in $(( $(date +%s) - t0 )) s: $(tail -1 "$OUT/models.log")"
   done
   grep -E "^FAIL" "$OUT/models.log" | head -20 | tee -a "$S"
