@@ -173,7 +173,9 @@ typedef enum netrun_cast_round_mode {
 
 typedef struct netrun_cast_params {
     int to;                                /* netrun_dtype */
-    int saturate;
+    int saturate;                          /* 1/0: the ONNX attribute (float8 targets); 2: netrun's own Casts at
+                                            * the borders of float16 regions (attribute "netrun.finite" = 1): float32
+                                            * -> float16 clamps finite values to +-65504 instead of overflowing */
     int round_mode;                        /* netrun_cast_round_mode */
 } netrun_cast_params;
 

@@ -58,13 +58,20 @@ typedef struct half_state {
 static int add_cast(half_state *st, int from, int to, int to_type) {
     char name[640];
     snprintf(name, sizeof name, "%s.%s", st->ng->values[to].name, to_type == NETRUN_DTYPE_FLOAT16 ? "to_fp16" : "to_fp32");
-    nr_node *c = nr_graph_add_node(st->ng, name, "Cast", "", 1, 1, 1);
+    int half = to_type == NETRUN_DTYPE_FLOAT16;
+    nr_node *c = nr_graph_add_node(st->ng, name, "Cast", "", 1, 1, half ? 2 : 1);
     if (!c) return 0;
     c->inputs[0] = from;
     c->outputs[0] = to;
     c->attrs[0].type = NR_ATTR_INT;
     c->attrs[0].i = to_type; /* netrun_dtype follows ONNX's TensorProto numbering */
     st->casts++;
+    if (half) { /* finite values stay finite, as the region's constants do: a mask's float32 lowest value read
+                 * from an input becomes -65504, not -inf (a row masked whole would give NaN from softmax) */
+        c->attrs[1].type = NR_ATTR_INT;
+        c->attrs[1].i = 1;
+        if (!(c->attrs[1].name = nr_strdup("netrun.finite"))) return 0;
+    }
     return (c->attrs[0].name = nr_strdup("to")) != NULL;
 }
 

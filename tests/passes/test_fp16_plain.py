@@ -2,9 +2,10 @@
 """The plain float16 region planner (runtime/opt_half.c) without a GPU: the fake device backend of tests/plugins
 declares NETRUN_REGION_FP16 over its MatMul, Add and Relu (float16 kernels computing in float) and runs Cast.
 
-Model: x -> MatMul(W1) -> Add(MatMul(x, W2)) -> Relu (also a graph output) -> MatMul(W3) -> Sigmoid (CPU only) -> y.
-W1's first row is -1e30: x's first column is 0, so float32 computes 0 * -1e30 = 0, and only a saturated float16
-copy of W1 (-65504, not -inf) keeps 0 * w from becoming NaN.
+Model: x -> MatMul(W1) -> Add(MatMul(x, W2)) -> Relu (also a graph output) -> Add(m) -> MatMul(W3) -> Sigmoid (CPU
+only) -> y. W1's first row is -1e30: x's first column is 0, so float32 computes 0 * -1e30 = 0, and only a saturated
+float16 copy of W1 (-65504, not -inf) keeps 0 * w from becoming NaN. The same for the input m (an additive mask:
+-1e30 in its first column, which W3's zero first row then multiplies): the border Cast keeps it finite.
 
 Checks, on fakedev,cpu under --precision fp16:
   - the MatMuls, Add and Relu run on fakedev between Casts named *.to_fp16 / *.to_fp32 (no Cast inside the group);
@@ -42,21 +43,23 @@ def build(path, with_matmul=True):
     w1[0, :] = -1e30  # read only by x's first column, which is 0
     w2 = (RNG.standard_normal((32, 32)) * 0.1).astype(np.float32)
     w3 = (RNG.standard_normal((32, 32)) * 0.1).astype(np.float32)
+    w3[0, :] = 0.0  # multiplies m's -1e30 column
     if with_matmul:
         nodes = [helper.make_node("MatMul", ["x", "W1"], ["a"], name="mm1"),
                  helper.make_node("MatMul", ["x", "W2"], ["b"], name="mm2"),
                  helper.make_node("Add", ["a", "b"], ["s"], name="add"),
                  helper.make_node("Relu", ["s"], ["r"], name="relu"),
-                 helper.make_node("MatMul", ["r", "W3"], ["h"], name="mm3"),
+                 helper.make_node("Add", ["r", "m"], ["rm"], name="mask"),
+                 helper.make_node("MatMul", ["rm", "W3"], ["h"], name="mm3"),
                  helper.make_node("Sigmoid", ["h"], ["y"], name="sig")]
-        outs = ["y", "r"]
+        outs, ins = ["y", "r"], ["x", "m"]
         inits = [numpy_helper.from_array(w1, "W1"), numpy_helper.from_array(w2, "W2"), numpy_helper.from_array(w3, "W3")]
     else:
         nodes = [helper.make_node("Add", ["x", "x"], ["s"], name="add"),
                  helper.make_node("Relu", ["s"], ["r"], name="relu"),
                  helper.make_node("Sigmoid", ["r"], ["y"], name="sig")]
-        outs, inits = ["y"], []
-    g = helper.make_graph(nodes, "half", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, 32])],
+        outs, inits, ins = ["y"], [], ["x"]
+    g = helper.make_graph(nodes, "half", [helper.make_tensor_value_info(i, TensorProto.FLOAT, [16, 32]) for i in ins],
                           [helper.make_tensor_value_info(o, TensorProto.FLOAT, [16, 32]) for o in outs], inits)
     save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
 
@@ -76,14 +79,18 @@ def main():
     build(path)
     x = RNG.standard_normal((16, 32)).astype(np.float32)
     x[:, 0] = 0.0
+    m = np.zeros((16, 32), np.float32)
+    m[:, 0] = -1e30
+    feeds = {"x": x, "m": m}
     with nr.session(path, "cpu", 1) as s:
-        ref = [o.copy() for o in s.run({"x": x})]
+        ref = [o.copy() for o in s.run(feeds)]
     check(all(np.isfinite(r).all() for r in ref), "the CPU's float32 outputs are finite")
 
     def run(opts, precision, p=path):
         with PSession(nr, p, "fakedev,cpu", opts, precision) as s:
-            first = [o.copy() for o in s.run({"x": x})]
-            second = [o.copy() for o in s.run({"x": x})]
+            f = feeds if p == path else {"x": x}
+            first = [o.copy() for o in s.run(f)]
+            second = [o.copy() for o in s.run(f)]
             st = s.stats()
             run.counts = (st.n_fp16_nodes, st.n_fp16_casts)
             return first, second, s.nodes()
@@ -93,14 +100,16 @@ def main():
     to32 = [n for n in nodes if n[1] == "Cast" and n[0].endswith(".to_fp32")]
     on_dev = sorted(n[1] for n in nodes if n[2] == "fakedev" and n[1] != "Cast")
     print("nodes:", [(n[0], n[1], n[2]) for n in nodes])
-    check(on_dev == ["Add", "MatMul", "MatMul", "MatMul", "Relu"], f"MatMuls, Add and Relu on fakedev ({on_dev})")
-    check(len(to16) == 1 and to16[0][2] == "fakedev", f"one Cast to float16 (x), on fakedev ({[n[0] for n in to16]})")
+    check(on_dev == ["Add", "Add", "MatMul", "MatMul", "MatMul", "Relu"], f"MatMuls, Adds and Relu on fakedev ({on_dev})")
+    check(len(to16) == 2 and all(n[2] == "fakedev" for n in to16),
+          f"two Casts to float16 (x and m), on fakedev ({[n[0] for n in to16]})")
     check(len(to32) == 2, f"two Casts to float32: r as a graph output and h for the CPU's Sigmoid ({[n[0] for n in to32]})")
-    check(run.counts == (5, 3), f"stats: 5 nodes in float16, 3 Casts ({run.counts})")
+    check(run.counts == (6, 4), f"stats: 6 nodes in float16, 4 Casts ({run.counts})")
     for name, got, want in zip(("y", "r"), first, ref):
         err = float(np.abs(got.astype(np.float64) - want).max() / max(1.0, float(np.abs(want).max())))
         check(got.dtype == np.float32 and np.isfinite(got).all() and err < 1e-2,
-              f"{name}: float32, finite (the saturated -1e30 weight), within float16 rounding of the CPU (rel {err:.1e})")
+              f"{name}: float32, finite (the saturated -1e30 weight and mask), within float16 rounding of the CPU "
+              f"(rel {err:.1e})")
     check(all(np.array_equal(p, q) for p, q in zip(first, second)), "a second run gives the same outputs")
 
     for label, opts, prec, p in (("fakedev.fp16_plain=0", {"fakedev.fp16_plain": "0"}, "fp16", path),

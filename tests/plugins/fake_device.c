@@ -83,6 +83,7 @@ NETRUN_BACKEND_EXPORT void *fakedev_last_stream(void) { return last_stream; }
 typedef struct fd_kernel {
     int op;
     netrun_dtype in_type, out_type; /* float32 or float16 (computed in float) */
+    int finite;                     /* Cast to float16 keeping finite values finite (netrun_cast_params.saturate 2) */
 } fd_kernel;
 
 /* One recorded step of a captured graph. */
@@ -328,6 +329,8 @@ static netrun_status fd_kernel_create(netrun_backend_context *c, const netrun_no
     k->op = op;
     k->in_type = node->inputs[0].dtype;
     k->out_type = node->outputs[0].dtype;
+    const netrun_cast_params *cp = op == FD_CAST ? node->params : NULL;
+    k->finite = cp && node->params_size >= sizeof *cp && cp->saturate == 2;
     *workspace_bytes = 0;
     *out = (netrun_kernel *)k;
     return NETRUN_OK;
@@ -367,7 +370,10 @@ static netrun_status execute(const fd_kernel *k, const netrun_tensor *in, const 
     if (st == NETRUN_OK && n_out * (out->dtype == NETRUN_DTYPE_FLOAT16 ? 2 : 4) > out->nbytes)
         st = host->error(NETRUN_ERR_INTERNAL, "fakedev: output too small");
     for (size_t j = 0; st == NETRUN_OK && j < n_out; j++) {
-        if (out->dtype == NETRUN_DTYPE_FLOAT16) ((uint16_t *)out->data)[j] = nr_float_to_half(buf[FD_MAX_IN][j]);
+        float v = buf[FD_MAX_IN][j];
+        if (k->finite && v - v == 0) /* finite (inf - inf and NaN - NaN are NaN): clamped into float16's range */
+            v = v < -65504.0f ? -65504.0f : v > 65504.0f ? 65504.0f : v;
+        if (out->dtype == NETRUN_DTYPE_FLOAT16) ((uint16_t *)out->data)[j] = nr_float_to_half(v);
         else ((float *)out->data)[j] = buf[FD_MAX_IN][j];
     }
     for (int i = 0; i <= FD_MAX_IN; i++) host->free(buf[i]);
