@@ -381,9 +381,19 @@ def bench_model(a, netrun, name, path, tmodel, batch, frames_np):
     for k in ("netrun_pre", "netrun_device", "torch"):
         if k in outs and ref is not None and outs[k].shape == ref.shape:
             diffs[k] = float(np.abs(outs[k].astype(np.float32) - ref.astype(np.float32)).max())
+    # what each session did in its last run: device graphs replayed, host <-> device bytes (a copy left shows here)
+    sessions = {}
+    for label, sess in (("compute-only", s_plain), ("preprocess in the graph", s_pre)):
+        try:
+            st = sess.stats
+            sessions[label] = {"device_graphs": st.n_graphs, "segments": st.n_segments, "h2d_bytes": st.h2d_bytes,
+                               "d2h_bytes": st.d2h_bytes, "recaptures": st.graph_recaptures}
+        except Exception as e:  # an older package: no stats
+            sessions[label] = {"error": str(e)[:100]}
     s_pre.close()
     s_plain.close()
-    return {"model": name, "batch": batch, "rows": rows, "max_abs_diff_vs_compute_only": diffs, "placement": placed}
+    return {"model": name, "batch": batch, "rows": rows, "max_abs_diff_vs_compute_only": diffs, "placement": placed,
+            "sessions": sessions}
 
 
 def print_result(r):
@@ -409,6 +419,8 @@ def print_result(r):
         q = dev["per_frame_ms"] / tg
         print(f"  target device I/O below torch graph: {q:.3f}x {'met' if q < 1 else 'NOT met'}")
     print(f"  placement: {r['placement']}")
+    for label, st in r.get("sessions", {}).items():
+        print(f"  last run of the {label} session: {st}")
     if r["max_abs_diff_vs_compute_only"]:
         print("  max |output - compute-only output|: " +
               ", ".join(f"{k} {v:.3g}" for k, v in r["max_abs_diff_vs_compute_only"].items()))
