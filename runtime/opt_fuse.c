@@ -27,6 +27,24 @@ const nr_tensor *opt_const_f32(const nr_graph *g, int v) {
     return t->dtype == NETRUN_DTYPE_FLOAT && t->data ? t : NULL;
 }
 
+const nr_tensor *opt_value_f32(const opt_state *o, int v) {
+    const nr_tensor *t = opt_const_f32(o->g, v);
+    if (t || v < 0) return t;
+    t = o->s->values[v].folded;
+    return t && t->dtype == NETRUN_DTYPE_FLOAT && t->data ? t : NULL;
+}
+
+/* Whether constant t broadcast against a [N, M, ...] output of `rank` dims gives one value per output channel
+ * (dims of 1 except M or 1 at the channel axis): a Mul or Add by it can be folded into the Conv's W and B. */
+static int per_channel(const nr_tensor *t, int rank, int64_t m) {
+    if (!t || t->rank > rank) return 0;
+    for (int i = 0; i < t->rank; i++) {
+        int axis = rank - t->rank + i;
+        if (t->dims[i] != 1 && !(axis == 1 && t->dims[i] == m)) return 0;
+    }
+    return 1;
+}
+
 /* Scalar float constant input, or def when the input is absent; returns 0 when present but not constant. */
 static int scalar_input(const nr_graph *g, const nr_node *nd, int i, float def, float *out) {
     if (i >= nd->n_inputs || nd->inputs[i] < 0) {
@@ -177,7 +195,7 @@ int opt_backend_accepts(const opt_state *o, const netrun_backend_config *cfg, in
         in[2].name = "";
         n_in = 3;
     }
-    if (p->bn >= 0) { /* a folded BN gives a bias of M values */
+    if (plan_folds(p)) { /* a folded BN (or Mul / Add) gives a bias of M values */
         cp.has_bias = 1;
         in[2].name = "bias";
         in[2].dtype = in[1].dtype;
@@ -253,10 +271,37 @@ void opt_plan_conv(opt_state *o, const netrun_backend_config *cfg, int n) {
             }
         }
     }
-    /* (c) + Z: an Add of the (folded) Conv output and another value of the same shape, same backend */
+    /* (a') Mul and Add by per-output-channel constants, after the BN or alone: Caffe2's exports write an affine
+     * BatchNorm (or the BN's scale and shift) as Mul + Add, their constants through Unsqueeze (folded at
+     * prepare). Folded into W and B as a BN is: (conv + b) s + c = conv(W s) + (b s + c). */
+    int wb_const = opt_const_f32(g, val(o, nd->inputs[1])) != NULL &&
+                   (nd->n_inputs < 3 || nd->inputs[2] < 0 || opt_const_f32(g, val(o, nd->inputs[2])));
+    while (wb_const && p->n_aff < OPT_MAX_AFFINE) {
+        int u = opt_only_user(o, out);
+        if (u < 0) break;
+        const nr_node *ud = &g->nodes[u];
+        if ((!is_op(ud, "Mul") && !is_op(ud, "Add")) || ud->n_inputs != 2 || ud->n_outputs != 1 ||
+            ud->outputs[0] < 0 || o->swish_x[u] >= 0 || !opt_same_slot(o, n, u))
+            break;
+        int i0 = val(o, ud->inputs[0]), i1 = val(o, ud->inputs[1]);
+        if ((i0 == out) == (i1 == out)) break;
+        const nr_tensor *c = opt_value_f32(o, i0 == out ? i1 : i0);
+        if (!per_channel(c, sn->out_desc[0].rank, sn->out_desc[0].dims[1])) break;
+        p->aff[p->n_aff++] = u;
+        int prev = p->out;
+        p->out = ud->outputs[0];
+        if (!opt_backend_accepts(o, cfg, n, p)) {
+            p->n_aff--;
+            p->out = prev;
+            break;
+        }
+        out = p->out;
+    }
+    /* (c) + Z: an Add (or a Sum of two) of the (folded) Conv output and another value of the same shape, same
+     * backend (Caffe2's ResNets write their residual Adds as Sum) */
     int a = opt_only_user(o, out);
-    if (a >= 0 && is_op(&g->nodes[a], "Add") && g->nodes[a].n_inputs == 2 && g->nodes[a].outputs[0] >= 0 &&
-        opt_same_slot(o, n, a)) {
+    if (a >= 0 && (is_op(&g->nodes[a], "Add") || is_op(&g->nodes[a], "Sum")) && g->nodes[a].n_inputs == 2 &&
+        g->nodes[a].outputs[0] >= 0 && opt_same_slot(o, n, a)) {
         const nr_node *ad = &g->nodes[a];
         int i0 = val(o, ad->inputs[0]), i1 = val(o, ad->inputs[1]);
         int z = i0 == out ? i1 : i0;

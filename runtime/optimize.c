@@ -156,6 +156,7 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
         opt_plan_conv(&o, cfg, n);
         conv_plan *p = &o.plan[n];
         if (p->bn >= 0) o.removed[p->bn] = 1, counts->bn_folded++;
+        for (int i = 0; i < p->n_aff; i++) o.removed[p->aff[i]] = 1, counts->bn_folded++;
         if (p->add >= 0) o.removed[p->add] = 1, counts->sum_fused++;
         if (p->act >= 0) o.removed[p->act] = 1, counts->act_fused++;
     }

@@ -295,8 +295,43 @@ def run_nchwc(nr, tmp, case):
     return 1
 
 
+def case_caffe2_affine():
+    """Caffe2's exports: BN then its scale and shift again as Mul + Add of Unsqueezed per-channel constants (folded
+    at prepare), all folded into the Conv; Mul / Add alone, operands either way round, constants [1, C, 1, 1],
+    [C, 1, 1] and a scalar; a ConvTranspose. Not folded: a Mul by a constant that varies over the plane, and a Mul
+    by a per-channel value computed at run time."""
+    g = G()
+    ax = g.c("axes12", np.array([1, 2], np.int64))
+    y = g.bn(g.conv("x", 4, 8, "c1"), 8, "b1")
+    y = g.n("Mul", [y, g.n("Unsqueeze", [g.c("s1", w(8)), ax], "us1")], "m1")
+    y = g.n("Add", [y, g.n("Unsqueeze", [g.c("t1", w(8)), ax], "ut1")], "a1")
+    y = g.n("Relu", [y], "r1")
+    y = g.conv(y, 8, 8, "c2", bias=False)
+    y = g.n("Mul", [g.c("s2", w(1, 8, 1, 1)), y], "m2")
+    y = g.n("Add", [g.c("t2", w(8, 1, 1)), y], "a2")
+    y = g.n("Clip", [y, g.c("lo", np.array(-0.5, np.float32)), g.c("hi", np.array(0.5, np.float32))], "k2")
+    y = g.n("Add", [g.conv(y, 8, 8, "c3"), g.c("t3", w(1))], "a3")
+    y = g.n("Mul", [g.conv(y, 8, 8, "ct4", transpose=True, group=2), g.c("s4", w(8, 1, 1))], "m4")
+    y = g.n("Mul", [g.conv(y, 8, 8, "c5"), g.c("s5", w(1, 8, 20, 20))], "m5")            # varies over the plane
+    sc = g.n("Sigmoid", [g.n("GlobalAveragePool", [y], "gap6")], "sg6")
+    g.n("Mul", [g.conv(y, 8, 8, "c6"), sc], "m6")                                      # computed at run time
+    return g.model([("x", [1, 4, 10, 10])], ["m6"]), {"bn": 7, "act": 2, "sum": 0, "drop": 0}, \
+        ["c1+b1+m1+a1+r1", "c2+m2+a2+k2", "c3+a3", "ct4+m4", "c5", "m5", "c6", "m6"]
+
+
+def case_sum_residual():
+    """Caffe2's ResNets write the residual Add as Sum: a Sum of two fuses as "+ Z" (then the Relu); a Sum of three
+    stays."""
+    g = G()
+    y = g.n("Relu", [g.bn(g.conv("x", 8, 8, "c1"), 8, "b1")], "r1")
+    y = g.n("Relu", [g.n("Sum", [g.bn(g.conv(y, 8, 8, "c2"), 8, "b2"), "x"], "sum2")], "r2")
+    g.n("Sum", [g.conv(y, 8, 8, "c3"), y, "x"], "sum3")
+    return g.model([("x", [2, 8, 9, 9])], ["sum3"]), {"bn": 2, "act": 2, "sum": 1, "drop": 0}, \
+        ["c1+b1+r1", "c2+b2+sum2+r2", "c3", "sum3"]
+
+
 CASES = [case_conv_bn_relu, case_residual, case_activations, case_identity_dropout_and_shared,
-         case_convtranspose_group_bn, case_silu]
+         case_convtranspose_group_bn, case_silu, case_caffe2_affine, case_sum_residual]
 
 
 def case_control_flow_captures():
