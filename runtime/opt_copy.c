@@ -92,6 +92,51 @@ static netrun_status fold_into_conv(const opt_state *o, nr_graph *ng, const nr_n
     return NETRUN_OK;
 }
 
+/* A BatchNormalization followed by per-channel Mul (s) / Add (t): gamma' = gamma s, beta' = beta s + t. */
+static netrun_status fold_into_bn(const opt_state *o, nr_graph *ng, const nr_node *bn, const conv_plan *p,
+                                  int *gamma_id, int *beta_id) {
+    const nr_graph *g = o->g;
+    const nr_tensor *gt = opt_const_f32(g, val(o, bn->inputs[1])), *bt = opt_const_f32(g, val(o, bn->inputs[2]));
+    const nr_node *last = &g->nodes[p->aff[p->n_aff - 1]];
+    int64_t m = gt ? nr_tensor_count(gt) : 0;
+    if (!gt || !bt || m <= 0 || nr_tensor_count(bt) != m)
+        return nr_error(NETRUN_ERR_INTERNAL, "node '%s': folding '%s' needs constant statistics", bn->name, last->name);
+    nr_tensor *ngt = nr_tensor_new(NETRUN_DTYPE_FLOAT, gt->rank, gt->dims);
+    nr_tensor *nbt = nr_tensor_new(NETRUN_DTYPE_FLOAT, bt->rank, bt->dims);
+    if (!ngt || !nbt) {
+        nr_tensor_free(ngt);
+        nr_tensor_free(nbt);
+        return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory folding '%s' into '%s'", last->name, bn->name);
+    }
+    float *gamma = ngt->data, *beta = nbt->data;
+    memcpy(gamma, gt->data, (size_t)m * sizeof(float));
+    memcpy(beta, bt->data, (size_t)m * sizeof(float));
+    for (int i = 0; i < p->n_aff; i++) {
+        const nr_node *ad = &g->nodes[p->aff[i]];
+        int y = i ? g->nodes[p->aff[i - 1]].outputs[0] : bn->outputs[0];
+        const nr_tensor *ct = opt_value_f32(o, val(o, ad->inputs[0]) == y ? val(o, ad->inputs[1]) : val(o, ad->inputs[0]));
+        if (!ct) {
+            nr_tensor_free(ngt);
+            nr_tensor_free(nbt);
+            return nr_error(NETRUN_ERR_INTERNAL, "node '%s': '%s' lost its constant", bn->name, ad->name);
+        }
+        const float *cd = ct->data;
+        int per = nr_tensor_count(ct) == m && m > 1, mul = is_op(ad, "Mul");
+        for (int64_t c = 0; c < m; c++) {
+            float k = cd[per ? c : 0];
+            if (mul)
+                gamma[c] *= k, beta[c] *= k;
+            else
+                beta[c] += k;
+        }
+    }
+    *gamma_id = nr_graph_new_const(ng, g->values[bn->inputs[1]].name, ".folded", ngt);
+    *beta_id = *gamma_id < 0 ? -1 : nr_graph_new_const(ng, g->values[bn->inputs[2]].name, ".folded", nbt);
+    if (*gamma_id < 0) nr_tensor_free(nbt);
+    if (*gamma_id < 0 || *beta_id < 0) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory adding folded constants");
+    return NETRUN_OK;
+}
+
 /* Name of the node that stands for node n: "<sigmoid>+<mul>" for a SiLU pair, else n's own. */
 static void swish_name(const opt_state *o, int n, char *buf, size_t size) {
     const nr_graph *g = o->g;
@@ -144,12 +189,14 @@ netrun_status opt_build_copy(opt_state *o, nr_graph *ng, int **params_from) {
             continue;
         }
         int w_id = -1, b_id = -1;
-        if (plan_folds(p) && (st = fold_into_conv(o, ng, nd, p, o->s->snodes[o->snode_of[n]].out_desc[0].dims[1],
+        int bn_aff = p->n_aff && is_op(nd, "BatchNormalization"); /* keeps its 5 inputs, two of them new */
+        if (bn_aff && (st = fold_into_bn(o, ng, nd, p, &w_id, &b_id)) != NETRUN_OK) return st;
+        if (!bn_aff && plan_folds(p) && (st = fold_into_conv(o, ng, nd, p, o->s->snodes[o->snode_of[n]].out_desc[0].dims[1],
                                                   &w_id, &b_id)) != NETRUN_OK)
             return st;
         int n_in = nd->n_inputs;
         int zi = 3 + (p->mul >= 0); /* Z's index: after S when a scale is folded in */
-        if (fused) {
+        if (fused && !bn_aff) {
             n_in = zi + (p->add >= 0);
             if (p->add < 0 && !plan_folds(p) && p->mul < 0 && nd->n_inputs < 3) n_in = nd->n_inputs;
         }

@@ -236,6 +236,58 @@ int opt_backend_accepts(const opt_state *o, const netrun_backend_config *cfg, in
     return sl->api->supports(cfg, &d, why, sizeof why);
 }
 
+/* Mul / Add nodes by per-channel constants after node n (Conv or BatchNormalization) whose output, so far, is
+ * *out: added to n's plan while each is the only user of the value before it (at most OPT_MAX_AFFINE), on n's
+ * backend; conv: ask the backend whether it runs the Conv with the folded bias. */
+static void plan_affine(opt_state *o, const netrun_backend_config *cfg, int n, int *out, int conv) {
+    const nr_graph *g = o->g;
+    conv_plan *p = &o->plan[n];
+    const nr_snode *sn = &o->s->snodes[o->snode_of[n]];
+    while (p->n_aff < OPT_MAX_AFFINE) {
+        int u = opt_only_user(o, *out);
+        if (u < 0) break;
+        const nr_node *ud = &g->nodes[u];
+        if ((!is_op(ud, "Mul") && !is_op(ud, "Add")) || *ud->domain || ud->n_inputs != 2 || ud->n_outputs != 1 ||
+            ud->outputs[0] < 0 || o->swish_x[u] >= 0 || o->snode_of[u] < 0 || !opt_same_slot(o, n, u))
+            break;
+        int i0 = val(o, ud->inputs[0]), i1 = val(o, ud->inputs[1]);
+        if ((i0 == *out) == (i1 == *out)) break;
+        const nr_tensor *c = opt_value_f32(o, i0 == *out ? i1 : i0);
+        if (!per_channel(c, sn->out_desc[0].rank, sn->out_desc[0].dims[1])) break;
+        p->aff[p->n_aff++] = u;
+        int prev = p->out;
+        p->out = ud->outputs[0];
+        if (conv && !opt_backend_accepts(o, cfg, n, p)) {
+            p->n_aff--;
+            p->out = prev;
+            break;
+        }
+        *out = p->out;
+    }
+}
+
+/* (a'') A BatchNormalization with constant statistics that no Conv absorbed (DenseNet's pre-activation BNs), then
+ * Mul / Add by per-channel constants: one BatchNormalization with gamma s and beta s + t. */
+void opt_plan_bn_affine(opt_state *o, const netrun_backend_config *cfg, int n) {
+    const nr_graph *g = o->g;
+    const nr_node *nd = &g->nodes[n];
+    const nr_snode *sn = &o->s->snodes[o->snode_of[n]];
+    if (sn->slot < 0 || sn->dynamic || !is_op(nd, "BatchNormalization") || nd->n_inputs != 5 || nd->n_outputs < 1 ||
+        nd->outputs[0] < 0 || sn->out_desc[0].dtype != NETRUN_DTYPE_FLOAT || sn->out_desc[0].rank < 2)
+        return;
+    for (int k = 1; k < nd->n_outputs; k++)
+        if (nd->outputs[k] >= 0) return; /* training outputs */
+    const nr_attr *tm = opt_find_attr(nd, "training_mode");
+    if (tm && tm->i) return;
+    int64_t m = sn->out_desc[0].dims[1];
+    for (int i = 1; i < 5; i++) {
+        const nr_tensor *t = opt_const_f32(g, val(o, nd->inputs[i]));
+        if (!t || nr_tensor_count(t) != m) return;
+    }
+    int out = nd->outputs[0];
+    plan_affine(o, cfg, n, &out, 0);
+}
+
 /* Plan the fusions around Conv node n. */
 void opt_plan_conv(opt_state *o, const netrun_backend_config *cfg, int n) {
     const nr_graph *g = o->g;
@@ -276,27 +328,7 @@ void opt_plan_conv(opt_state *o, const netrun_backend_config *cfg, int n) {
      * prepare). Folded into W and B as a BN is: (conv + b) s + c = conv(W s) + (b s + c). */
     int wb_const = opt_const_f32(g, val(o, nd->inputs[1])) != NULL &&
                    (nd->n_inputs < 3 || nd->inputs[2] < 0 || opt_const_f32(g, val(o, nd->inputs[2])));
-    while (wb_const && p->n_aff < OPT_MAX_AFFINE) {
-        int u = opt_only_user(o, out);
-        if (u < 0) break;
-        const nr_node *ud = &g->nodes[u];
-        if ((!is_op(ud, "Mul") && !is_op(ud, "Add")) || ud->n_inputs != 2 || ud->n_outputs != 1 ||
-            ud->outputs[0] < 0 || o->swish_x[u] >= 0 || !opt_same_slot(o, n, u))
-            break;
-        int i0 = val(o, ud->inputs[0]), i1 = val(o, ud->inputs[1]);
-        if ((i0 == out) == (i1 == out)) break;
-        const nr_tensor *c = opt_value_f32(o, i0 == out ? i1 : i0);
-        if (!per_channel(c, sn->out_desc[0].rank, sn->out_desc[0].dims[1])) break;
-        p->aff[p->n_aff++] = u;
-        int prev = p->out;
-        p->out = ud->outputs[0];
-        if (!opt_backend_accepts(o, cfg, n, p)) {
-            p->n_aff--;
-            p->out = prev;
-            break;
-        }
-        out = p->out;
-    }
+    if (wb_const) plan_affine(o, cfg, n, &out, 1);
     /* (c) + Z: an Add (or a Sum of two) of the (folded) Conv output and another value of the same shape, same
      * backend (Caffe2's ResNets write their residual Adds as Sum) */
     int a = opt_only_user(o, out);

@@ -160,6 +160,13 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
         if (p->add >= 0) o.removed[p->add] = 1, counts->sum_fused++;
         if (p->act >= 0) o.removed[p->act] = 1, counts->act_fused++;
     }
+    /* (a'') per-channel Mul / Add after a BatchNormalization no Conv took */
+    for (int k = 0; k < s->n_snodes; k++) {
+        int n = s->snodes[k].node;
+        if (o.removed[n] || o.repl_of[n] >= 0 || !is_op(&g->nodes[n], "BatchNormalization")) continue;
+        opt_plan_bn_affine(&o, cfg, n);
+        for (int i = 0; i < o.plan[n].n_aff; i++) o.removed[o.plan[n].aff[i]] = 1, counts->bn_folded++;
+    }
     /* (f) which Convs could run nChw16c (decided on the copy below) */
     int n_blk = 0;
     for (int k = 0; k < s->n_snodes; k++) {

@@ -330,8 +330,26 @@ def case_sum_residual():
         ["c1+b1+r1", "c2+b2+sum2+r2", "c3", "sum3"]
 
 
+def case_bn_affine():
+    """DenseNet's pre-activation (Caffe2): BN (after a pool, no Conv to fold into) then Mul + Add of Unsqueezed
+    per-channel constants: one BN with the scale and shift folded into gamma and beta. A BN whose Mul reads a
+    per-plane constant keeps it."""
+    g = G()
+    ax = g.c("axes12", np.array([1, 2], np.int64))
+    y = g.bn(g.n("MaxPool", ["x"], "pool", kernel_shape=[2, 2], strides=[2, 2]), 8, "bn1")
+    y = g.n("Mul", [y, g.n("Unsqueeze", [g.c("s1", w(8)), ax], "us1")], "m1")
+    y = g.n("Add", [g.n("Unsqueeze", [g.c("t1", w(8)), ax], "ut1"), y], "a1")
+    y = g.n("Relu", [y], "r1")
+    y = g.conv(y, 8, 8, "c2")
+    y = g.bn(g.n("Relu", [y], "r2"), 8, "bn3")
+    g.n("Mul", [y, g.c("s3", w(1, 1, 5, 5))], "m3")
+    return g.model([("x", [2, 8, 10, 10])], ["m3"]), {"bn": 2, "act": 1, "sum": 0, "drop": 0}, \
+        ["bn1+m1+a1", "r1", "c2+r2", "bn3", "m3"]
+
+
 CASES = [case_conv_bn_relu, case_residual, case_activations, case_identity_dropout_and_shared,
-         case_convtranspose_group_bn, case_silu, case_caffe2_affine, case_sum_residual]
+         case_convtranspose_group_bn, case_silu, case_caffe2_affine, case_sum_residual,
+         case_bn_affine]
 
 
 def case_control_flow_captures():
