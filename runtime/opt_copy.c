@@ -189,14 +189,15 @@ netrun_status opt_build_copy(opt_state *o, nr_graph *ng, int **params_from) {
             continue;
         }
         int w_id = -1, b_id = -1;
-        int bn_aff = p->n_aff && is_op(nd, "BatchNormalization"); /* keeps its 5 inputs, two of them new */
-        if (bn_aff && (st = fold_into_bn(o, ng, nd, p, &w_id, &b_id)) != NETRUN_OK) return st;
-        if (!bn_aff && plan_folds(p) && (st = fold_into_conv(o, ng, nd, p, o->s->snodes[o->snode_of[n]].out_desc[0].dims[1],
+        /* a BatchNormalization (opt_plan_bn) keeps its 5 inputs, gamma and beta new when Mul / Add fold in */
+        int bn_fused = fused && is_op(nd, "BatchNormalization");
+        if (bn_fused && p->n_aff && (st = fold_into_bn(o, ng, nd, p, &w_id, &b_id)) != NETRUN_OK) return st;
+        if (!bn_fused && plan_folds(p) && (st = fold_into_conv(o, ng, nd, p, o->s->snodes[o->snode_of[n]].out_desc[0].dims[1],
                                                   &w_id, &b_id)) != NETRUN_OK)
             return st;
         int n_in = nd->n_inputs;
         int zi = 3 + (p->mul >= 0); /* Z's index: after S when a scale is folded in */
-        if (fused && !bn_aff) {
+        if (fused && !bn_fused) {
             n_in = zi + (p->add >= 0);
             if (p->add < 0 && !plan_folds(p) && p->mul < 0 && nd->n_inputs < 3) n_in = nd->n_inputs;
         }

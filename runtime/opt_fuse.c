@@ -266,9 +266,26 @@ static void plan_affine(opt_state *o, const netrun_backend_config *cfg, int n, i
     }
 }
 
+/* Whether the backend of BatchNormalization node n runs it with activation fa fused. */
+static int bn_backend_accepts(const opt_state *o, const netrun_backend_config *cfg, int n,
+                              const netrun_fused_activation *fa) {
+    const nr_node *nd = &o->g->nodes[n];
+    const nr_snode *sn = &o->s->snodes[o->snode_of[n]];
+    if (sn->slot < 0 || !sn->params || !nd->layer || nd->layer->params_size < sizeof(netrun_norm_params)) return 0;
+    netrun_norm_params np;
+    memcpy(&np, sn->params, sizeof np);
+    np.activation = *fa;
+    netrun_node_desc d = {.struct_size = sizeof d, .name = nd->name, .op_type = nd->op_type, .domain = nd->domain,
+                          .opset = nd->opset, .params = &np, .params_size = nd->layer->params_size,
+                          .n_inputs = nd->n_inputs, .inputs = sn->in_desc, .n_outputs = 1, .outputs = sn->out_desc};
+    char why[256] = "";
+    return o->s->slots[sn->slot].api->supports(cfg, &d, why, sizeof why);
+}
+
 /* (a'') A BatchNormalization with constant statistics that no Conv absorbed (DenseNet's pre-activation BNs), then
- * Mul / Add by per-channel constants: one BatchNormalization with gamma s and beta s + t. */
-void opt_plan_bn_affine(opt_state *o, const netrun_backend_config *cfg, int n) {
+ * Mul / Add by per-channel constants: one BatchNormalization with gamma s and beta s + t; then the activation
+ * after it, where its backend takes one (BN, Mul, Add, Relu: four passes over the activations become one). */
+void opt_plan_bn(opt_state *o, const netrun_backend_config *cfg, int n) {
     const nr_graph *g = o->g;
     const nr_node *nd = &g->nodes[n];
     const nr_snode *sn = &o->s->snodes[o->snode_of[n]];
@@ -285,7 +302,17 @@ void opt_plan_bn_affine(opt_state *o, const netrun_backend_config *cfg, int n) {
         if (!t || nr_tensor_count(t) != m) return;
     }
     int out = nd->outputs[0];
+    conv_plan *p = &o->plan[n];
     plan_affine(o, cfg, n, &out, 0);
+    int u = opt_only_user(o, out);
+    netrun_fused_activation fa;
+    if (u >= 0 && o->swish_x[u] < 0 && activation_of(g, &g->nodes[u], &fa) && val(o, g->nodes[u].inputs[0]) == out &&
+        g->nodes[u].outputs[0] >= 0 && o->snode_of[u] >= 0 && opt_same_slot(o, n, u) &&
+        bn_backend_accepts(o, cfg, n, &fa)) {
+        p->act = u;
+        p->fa = fa;
+        p->out = g->nodes[u].outputs[0];
+    }
 }
 
 /* Plan the fusions around Conv node n. */

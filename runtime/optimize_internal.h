@@ -96,7 +96,7 @@ int opt_region_takes(const opt_state *o, const netrun_backend_config *cfg, const
                      const nr_graph *ng, int k, int n, const void *params, size_t params_size, int f16);
 int opt_backend_accepts(const opt_state *o, const netrun_backend_config *cfg, int n, const conv_plan *p);
 void opt_plan_conv(opt_state *o, const netrun_backend_config *cfg, int n);
-void opt_plan_bn_affine(opt_state *o, const netrun_backend_config *cfg, int n);
+void opt_plan_bn(opt_state *o, const netrun_backend_config *cfg, int n);
 int opt_plan_silu(opt_state *o, const netrun_backend_config *cfg, int n);
 /* opt_transformer.c: Attention, LayerNormalization and Gelu from their exported subgraphs */
 netrun_status opt_plan_transformer(opt_state *o, const netrun_backend_config *cfg, int *n_attn, int *n_ln,

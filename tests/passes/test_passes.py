@@ -332,8 +332,8 @@ def case_sum_residual():
 
 def case_bn_affine():
     """DenseNet's pre-activation (Caffe2): BN (after a pool, no Conv to fold into) then Mul + Add of Unsqueezed
-    per-channel constants: one BN with the scale and shift folded into gamma and beta. A BN whose Mul reads a
-    per-plane constant keeps it."""
+    per-channel constants: one BN with the scale and shift folded into gamma and beta, and the Relu after it
+    fused. A BN whose Mul reads a per-plane constant keeps it; a BN alone takes its activation."""
     g = G()
     ax = g.c("axes12", np.array([1, 2], np.int64))
     y = g.bn(g.n("MaxPool", ["x"], "pool", kernel_shape=[2, 2], strides=[2, 2]), 8, "bn1")
@@ -342,9 +342,10 @@ def case_bn_affine():
     y = g.n("Relu", [y], "r1")
     y = g.conv(y, 8, 8, "c2")
     y = g.bn(g.n("Relu", [y], "r2"), 8, "bn3")
-    g.n("Mul", [y, g.c("s3", w(1, 1, 5, 5))], "m3")
-    return g.model([("x", [2, 8, 10, 10])], ["m3"]), {"bn": 2, "act": 1, "sum": 0, "drop": 0}, \
-        ["bn1+m1+a1", "r1", "c2+r2", "bn3", "m3"]
+    y = g.n("Mul", [y, g.c("s3", w(1, 1, 5, 5))], "m3")
+    g.n("LeakyRelu", [g.bn(y, 8, "bn4")], "lr4", alpha=0.1)
+    return g.model([("x", [2, 8, 10, 10])], ["lr4"]), {"bn": 2, "act": 3, "sum": 0, "drop": 0}, \
+        ["bn1+m1+a1+r1", "c2+r2", "bn3", "m3", "bn4+lr4"]
 
 
 CASES = [case_conv_bn_relu, case_residual, case_activations, case_identity_dropout_and_shared,
@@ -355,7 +356,8 @@ CASES = [case_conv_bn_relu, case_residual, case_activations, case_identity_dropo
 def case_control_flow_captures():
     """A graph with an If whose branches read outer values by name (captures): the passes still run on it,
     and keep every captured value as written. a = Relu(BN(Conv(x))) fuses (its output name stays); Conv b's own
-    output is captured, so its BN is not folded into it; c = Identity(a) is captured, so it is not dropped.
+    output is captured, so its BN is not folded into it (the BN takes the Relu after it instead); c = Identity(a)
+    is captured, so it is not dropped.
     16 channels, so the CPU's nChw16c region runs too (a captured value is handed to the If in NCHW)."""
     g = G()
     a = g.n("Relu", [g.bn(g.conv("x", 16, 16, "a"), 16, "a.bn")], "a.relu")
@@ -394,9 +396,10 @@ def run_captures(nr, tmp):
                 nodes = [n[0] for n in s.nodes()]
                 counts = s.pass_counts()
                 if opt == "1":
-                    if counts[0] != 1 or counts[1] != 1 or counts[3] != 0:
-                        errors.append(f"pass counts {counts}: expected a's BN and Relu fused, nothing dropped")
-                    for nm in ("a+a.bn+a.relu", "b", "b.bn", "c", "y"):
+                    if counts[0] != 1 or counts[1] != 2 or counts[3] != 0:
+                        errors.append(f"pass counts {counts}: expected a's BN and Relu fused, b.bn's Relu, "
+                                      "nothing dropped")
+                    for nm in ("a+a.bn+a.relu", "b", "b.bn+b.relu", "c", "y"):
                         if nm not in nodes:
                             errors.append(f"no node named '{nm}' (nodes: {nodes})")
     print(("FAIL control_flow_captures: " + "; ".join(errors)) if errors else "ok   control_flow_captures")
