@@ -287,7 +287,8 @@ size_t cpu_dnnl_mm_bytes(const cpu_dnnl_mm *s) {
 }
 
 void cpu_dnnl_mm_describe(const cpu_dnnl_mm *s, char *buf, size_t size) {
-    snprintf(buf, size, "oneDNN matmul %s, B packed (%d slice%s)", s->impl, s->n_slices, s->n_slices > 1 ? "s" : "");
+    snprintf(buf, size, "oneDNN matmul %s, B packed (%d slice%s, %.1f MB)", s->impl, s->n_slices,
+             s->n_slices > 1 ? "s" : "", (double)cpu_dnnl_mm_bytes(s) / 1e6);
 }
 
 #else /* built without oneDNN */

@@ -30,7 +30,7 @@ int cpu_dnnl_mm_exec_slice(cpu_dnnl_mm *s, int slice, int64_t m, const float *a,
                            int accumulate, float *y, int64_t ldy);
 /* Bytes of packed weights held. */
 size_t cpu_dnnl_mm_bytes(const cpu_dnnl_mm *s);
-/* "oneDNN matmul <impl>, B packed" for the profile's kernel column. */
+/* "oneDNN matmul <impl>, B packed (N slices, MB held)" for the profile's kernel column. */
 void cpu_dnnl_mm_describe(const cpu_dnnl_mm *s, char *buf, size_t size);
 
 #endif
