@@ -100,8 +100,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "mm.onnx")
         # does this build run MatMul on oneDNN at all? (a plain packable case)
-        mo, feeds, _ = CASES[0][1], CASES[0][2], None
-        onnx.save(mo, path)
+        onnx.save(CASES[0][1], path)
         with nr.session(path, backends="cpu", threads=1) as s:
             onednn = any("oneDNN" in k for _, _, _, k in s.nodes())
         if not onednn:
