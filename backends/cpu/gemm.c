@@ -181,8 +181,13 @@ typedef struct mm_state {
 } mm_state;
 
 /* B packs when it is a constant float matrix (MatMul: one matrix, any leading dims of 1; Gemm without transA)
- * and A has rows to share it: a vector A (M = 1) stays on gu_gemv, which reads B once anyway. cpu.pack_matmul=0
- * keeps every MatMul on sgemm (measurements). */
+ * and A has a few rows: 2 to MM_PACK_MAX_ROWS. sgemm packs B on every call, which costs as much as the product
+ * when A has few rows and B is large: a batch-8 classifier's FC layers (AlexNet's 8x4096x4096 at 1 thread 30.0 ->
+ * 16.4 ms, 8x9216x4096 at 2 threads 67.8 -> 40.3), 32x768x3072 1.59 -> 1.25 ms. From 64 rows on, the packing is
+ * amortized and the packed kernel was no faster (1 thread: 0.98-1.08x sgemm's time on 64..1576-row transformer
+ * shapes; 2 threads 1.02-1.25x, the slices' copies into Y included). A vector A (M = 1) stays on gu_gemv, which
+ * reads B once anyway. cpu.pack_matmul=0 keeps every MatMul on sgemm (measurements). */
+#define MM_PACK_MAX_ROWS 48
 static int64_t pack_rows_hint(const netrun_value_desc *a, int is_gemm, int trans_a) {
     if (a->rank < 1) return 0;
     if (is_gemm) return a->dims[trans_a ? 1 : 0];
@@ -211,7 +216,8 @@ static netrun_status mm_create(cpu_context *ctx, const netrun_node_desc *node, v
     int64_t r = B->dims[B->rank - 2], c = B->dims[B->rank - 1];
     int tb = is_gemm && p->trans_b;
     int64_t k = tb ? c : r, n = tb ? r : c, m = pack_rows_hint(A, is_gemm, 0);
-    if (lead != 1 || k <= 0 || n <= 0 || m == 1 || B->const_nbytes < (size_t)(r * c) * sizeof(float))
+    if (lead != 1 || k <= 0 || n <= 0 || m == 1 || m > MM_PACK_MAX_ROWS ||
+        B->const_nbytes < (size_t)(r * c) * sizeof(float))
         return NETRUN_OK;
     cpu_dnnl_mm *packed = NULL;
     netrun_status rc = cpu_dnnl_mm_create(ctx->threads, k, n, tb, B->const_data, c, m, &packed);
@@ -270,7 +276,8 @@ static void packed_slot(void *arg, int64_t slot, int64_t t0, int64_t t1) {
 
 /* The packed path when it applies: 1 done, 0 not taken (the caller runs sgemm), -1 a oneDNN error. */
 static int mm_packed(cpu_context *ctx, const mm_state *st, mm_job *j, netrun_dtype dt) {
-    if (!st || !st->packed || dt != NETRUN_DTYPE_FLOAT || j->ta || j->nbatch != 1 || j->m < 2 || j->k <= 0)
+    if (!st || !st->packed || dt != NETRUN_DTYPE_FLOAT || j->ta || j->nbatch != 1 || j->m < 2 ||
+        j->m > MM_PACK_MAX_ROWS || j->k <= 0)
         return 0;
     if (!cpu_dnnl_mm_prepare(st->packed, j->m, j->k, j->n, j->lda, j->ldc, j->alpha, j->c && j->beta != 0.0f)) return 0;
     packed_job pj = {j, st->packed, 0};

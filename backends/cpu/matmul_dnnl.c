@@ -141,10 +141,11 @@ netrun_status cpu_dnnl_mm_create(int threads, int64_t k, int64_t n, int tb, cons
                                  int64_t m_hint, cpu_dnnl_mm **out) {
     *out = NULL;
     if (!cpu_dnnl_available() || k <= 0 || n <= 0 || !b) return NETRUN_OK;
-    /* slices of whole 64-column blocks (the brgemm kernel's N block on AVX-512) where N allows */
-    int64_t blk = n >= 64 * (int64_t)threads ? 64 : 16;
-    int64_t nblk = (n + blk - 1) / blk;
+    /* slices of whole 64-column blocks (the brgemm kernel's N block on AVX-512) where they share out evenly,
+     * else of 16 columns (ViT-Tiny's N = 192 at 2 threads: 64 + 128 columns left one thread half idle) */
     int ns = threads < 1 ? 1 : threads;
+    int64_t blk = (n % 64 == 0 && (n / 64) % ns == 0) || n >= 64 * 8 * (int64_t)ns ? 64 : 16;
+    int64_t nblk = (n + blk - 1) / blk;
     if (ns > nblk) ns = (int)nblk;
     cpu_dnnl_mm *s = cpu_alloc(sizeof *s + (size_t)ns * sizeof(mm_slice));
     if (!s) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "MatMul: out of memory packing B");
@@ -152,7 +153,7 @@ netrun_status cpu_dnnl_mm_create(int threads, int64_t k, int64_t n, int tb, cons
     s->k = k;
     s->n = n;
     s->n_slices = ns;
-    int64_t m = m_hint > 0 ? m_hint : 128;
+    int64_t m = m_hint > 0 ? m_hint : 16;
     for (int i = 0; i < ns; i++) {
         mm_slice *q = &s->sl[i];
         int64_t b0 = nblk * i / ns, b1 = nblk * (i + 1) / ns;
