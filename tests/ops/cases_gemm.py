@@ -73,9 +73,8 @@ add("mm_empty", "MatMul", [np.zeros((0, 3), np.float32), rand(3, 4, seed=82)])
 add("mm_opset7", "MatMul", [rand(2, 3, 4, seed=83), rand(4, 2, seed=84)], opset=7)
 
 # A constant float B is packed once for oneDNN's matmul (backends/cpu/matmul_dnnl.c) where A has 2 to 48 rows:
-# transposed B, alpha with
-# beta * C of each broadcast form, B with leading dims of 1, N neither a multiple of 16 nor of the 64-column
-# slices, two rows (the smallest M that packs), and a fused-activation-free Gemm whose C is an input.
+# transposed B, alpha with beta * C of each broadcast form, B with leading dims of 1, N neither a multiple of 16
+# nor of the 64-column slices, two rows (the smallest M that packs), and a Gemm whose C is an input.
 add("gemm_packed_transB_alpha_beta_full_c", "Gemm", [rand(20, 96, seed=150), ("const", rand(150, 96, seed=151)),
                                                      rand(20, 150, seed=152)], transB=1, alpha=0.5, beta=-1.5,
     rtol=1e-3, atol=1e-4)
