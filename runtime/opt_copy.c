@@ -10,6 +10,28 @@
 
 /* ---- building the copy ---- */
 
+/* y s + t per channel, then the plan's Mul (s *= c, t *= c) and Add (t += c) nodes by per-channel constants in
+ * turn; y0: the value the first of them reads. -1 done, else the node whose constant is gone. */
+static int compose_affine(const opt_state *o, const conv_plan *p, int y0, int64_t m, float *scale, float *shift) {
+    const nr_graph *g = o->g;
+    for (int i = 0; i < p->n_aff; i++) {
+        const nr_node *ad = &g->nodes[p->aff[i]];
+        int y = i ? g->nodes[p->aff[i - 1]].outputs[0] : y0;
+        const nr_tensor *ct = opt_value_f32(o, val(o, ad->inputs[0]) == y ? val(o, ad->inputs[1]) : val(o, ad->inputs[0]));
+        if (!ct) return p->aff[i];
+        const float *cd = ct->data;
+        int per = nr_tensor_count(ct) == m && m > 1, mul = is_op(ad, "Mul"); /* else one value for every channel */
+        for (int64_t c = 0; c < m; c++) {
+            float k = cd[per ? c : 0];
+            if (mul)
+                scale[c] *= k, shift[c] *= k;
+            else
+                shift[c] += k;
+        }
+    }
+    return -1;
+}
+
 /* The plan's folds into Conv node nd of M output channels: y s + t per channel, from the BatchNormalization
  * (s = gamma / sqrt(var + eps), t = beta - mean s) and then each Mul (s *= c, t *= c) and Add (t += c) by
  * per-channel constants; W' = W s per output channel, B' = B s + t. */
@@ -50,27 +72,12 @@ static netrun_status fold_into_conv(const opt_state *o, nr_graph *ng, const nr_n
             shift[c] = beta[c] - mean[c] * scale[c];
         }
     }
-    for (int i = 0; i < p->n_aff; i++) {
-        const nr_node *ad = &g->nodes[p->aff[i]];
-        int y = i ? g->nodes[p->aff[i - 1]].outputs[0] : p->bn >= 0 ? g->nodes[p->bn].outputs[0] : nd->outputs[0];
-        int cv = val(o, ad->inputs[0]) == y ? val(o, ad->inputs[1]) : val(o, ad->inputs[0]);
-        const nr_tensor *ct = opt_value_f32(o, cv);
-        if (!ct) {
-            nr_free(scale);
-            nr_tensor_free(nw_t);
-            nr_tensor_free(nb_t);
-            return nr_error(NETRUN_ERR_INTERNAL, "node '%s': '%s' lost its constant", nd->name, ad->name);
-        }
-        const float *cd = ct->data;
-        int per = nr_tensor_count(ct) == m && m > 1; /* else one value for every channel */
-        int mul = is_op(ad, "Mul");
-        for (int64_t c = 0; c < m; c++) {
-            float k = cd[per ? c : 0];
-            if (mul)
-                scale[c] *= k, shift[c] *= k;
-            else
-                shift[c] += k;
-        }
+    int bad = compose_affine(o, p, p->bn >= 0 ? g->nodes[p->bn].outputs[0] : nd->outputs[0], m, scale, shift);
+    if (bad >= 0) {
+        nr_free(scale);
+        nr_tensor_free(nw_t);
+        nr_tensor_free(nb_t);
+        return nr_error(NETRUN_ERR_INTERNAL, "node '%s': '%s' lost its constant", nd->name, g->nodes[bad].name);
     }
     const float *src = w->data;
     float *dst = nw_t->data, *bias = nb_t->data;
@@ -111,24 +118,11 @@ static netrun_status fold_into_bn(const opt_state *o, nr_graph *ng, const nr_nod
     float *gamma = ngt->data, *beta = nbt->data;
     memcpy(gamma, gt->data, (size_t)m * sizeof(float));
     memcpy(beta, bt->data, (size_t)m * sizeof(float));
-    for (int i = 0; i < p->n_aff; i++) {
-        const nr_node *ad = &g->nodes[p->aff[i]];
-        int y = i ? g->nodes[p->aff[i - 1]].outputs[0] : bn->outputs[0];
-        const nr_tensor *ct = opt_value_f32(o, val(o, ad->inputs[0]) == y ? val(o, ad->inputs[1]) : val(o, ad->inputs[0]));
-        if (!ct) {
-            nr_tensor_free(ngt);
-            nr_tensor_free(nbt);
-            return nr_error(NETRUN_ERR_INTERNAL, "node '%s': '%s' lost its constant", bn->name, ad->name);
-        }
-        const float *cd = ct->data;
-        int per = nr_tensor_count(ct) == m && m > 1, mul = is_op(ad, "Mul");
-        for (int64_t c = 0; c < m; c++) {
-            float k = cd[per ? c : 0];
-            if (mul)
-                gamma[c] *= k, beta[c] *= k;
-            else
-                beta[c] += k;
-        }
+    int bad = compose_affine(o, p, bn->outputs[0], m, gamma, beta);
+    if (bad >= 0) {
+        nr_tensor_free(ngt);
+        nr_tensor_free(nbt);
+        return nr_error(NETRUN_ERR_INTERNAL, "node '%s': '%s' lost its constant", bn->name, g->nodes[bad].name);
     }
     *gamma_id = nr_graph_new_const(ng, g->values[bn->inputs[1]].name, ".folded", ngt);
     *beta_id = *gamma_id < 0 ? -1 : nr_graph_new_const(ng, g->values[bn->inputs[2]].name, ".folded", nbt);
