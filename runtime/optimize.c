@@ -283,7 +283,7 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     if (st != NETRUN_OK) goto fail;
     /* the fused fields are no ONNX attributes: set them on the copy's parsed params */
     for (int n = 0; n < n_copied && n < m->ir->graph->n_nodes; n++) {
-        if (conv_blk && conv_blk[n] == 4) { /* MaxPool */
+        if (conv_blk && conv_blk[n] == 4) { /* MaxPool, AveragePool */
             netrun_pool_params *pp = m->ir->graph->nodes[n].params;
             if (pp) pp->blocked = 1;
         } else if (conv_blk && conv_blk[n]) {

@@ -272,7 +272,7 @@ static const netrun_option_spec cpu_options[] = {
  * blocked convs (supports() with src_blocked/dst_blocked), across these ops (docs/design.md, "nChw16c"). */
 static const char *const nchwc_ops[] = {"Relu", "Sigmoid", "Tanh", "Swish", "LeakyRelu", "HardSwish", "HardSigmoid",
                                         "Clip", "Elu", "Abs", "Neg", "Exp", "Softplus", "Add", "Sub", "Mul", "Max",
-                                        "Min", "Concat", "MaxPool", "GlobalAveragePool", NULL};
+                                        "Min", "Concat", "MaxPool", "AveragePool", "GlobalAveragePool", NULL};
 static const netrun_region_spec cpu_regions[] = {
     {.kind = NETRUN_REGION_NCHW16C, .option = "cpu.nchwc", .fold_scale_option = "cpu.se_fold", .ops = nchwc_ops},
     {.kind = NETRUN_REGION_END},

@@ -201,6 +201,42 @@ def case_nchwc_stem():
     return g.model([("x", [2, 3, 13, 13])], ["r", "s.sig"]), 1, 0
 
 
+def case_nchwc_avgpool():
+    """Blocked AveragePools between blocked Convs (3x3/1 pads 1 without count_include_pad, as Inception v2's;
+    3x3/2 ceil_mode with count_include_pad and end pads), and one whose output also goes to a plain op (Softmax),
+    which stays plain (so the Conv before it writes NCHW). No reorder: the graph outputs are written plain."""
+    g = G()
+    y = g.n("Relu", [g.conv("x", 16, 32, "a")], "a.relu")
+    y = g.n("AveragePool", [y], "ap1", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    y = g.n("Relu", [g.conv(y, 32, 32, "b")], "b.relu")
+    y = g.n("AveragePool", [y], "ap2", kernel_shape=[3, 3], strides=[2, 2], pads=[0, 0, 1, 1], ceil_mode=1,
+            count_include_pad=1)
+    y = g.conv(y, 32, 32, "c")
+    y = g.n("AveragePool", [y], "ap3", kernel_shape=[2, 2], strides=[1, 1])
+    g.n("Softmax", [y], "sm", axis=1)
+    g.conv(y, 32, 16, "d")
+    return g.model([("x", [2, 16, 11, 11])], ["d", "sm"]), 0, 0
+
+
+def run_nchwc_avgpool(nr, tmp):
+    """case_nchwc_avgpool against onnxruntime (nChw16c on and off, 1 and 2 threads); which pools ran blocked."""
+    model, _, _ = case_nchwc_avgpool()
+    path = os.path.join(tmp, "nchwc_avgpool.onnx")
+    onnx.save(model, path)
+    feeds = {"x": RNG.standard_normal((2, 16, 11, 11)).astype(np.float32)}
+
+    def check(s, on, threads):
+        kern = {n[0]: n[3] for n in s.nodes()}
+        want = {"ap1": on == "1", "ap2": on == "1", "ap3": False}
+        got = {k: "nChw16c" in kern.get(k, "") for k in want}
+        if not any(n[1] == "AveragePool" for n in s.nodes()):
+            return [f"no AveragePool nodes: {list(kern)}"]
+        return [f"cpu.nchwc={on}: blocked pools {got}, expected {want}"] if got != want else []
+    errors = on_off_runs(nr, path, model, feeds, "cpu.nchwc", check)
+    print(("FAIL nchwc_avgpool: " + "; ".join(errors)) if errors else "ok   nchwc_avgpool")
+    return not errors
+
+
 def on_off_runs(nr, path, model, feeds, key, check):
     """The model on the CPU with option key 1 and 0, at 1 and 2 threads, against onnxruntime (its graph
     optimizations off); check(session, on, threads) adds its own error strings."""
@@ -471,7 +507,7 @@ def main():
                     passed += 1
                 else:
                     failed += 1
-            for run in (run_se_fold, run_captures):
+            for run in (run_se_fold, run_captures, run_nchwc_avgpool):
                 if run(nr, tmp):
                     passed += 1
                 else:
