@@ -39,7 +39,7 @@ extern "C" {
 #endif
 
 #define NETRUN_VERSION_MAJOR 0
-#define NETRUN_VERSION_MINOR 7
+#define NETRUN_VERSION_MINOR 8
 #define NETRUN_VERSION_PATCH 0
 
 /* Most dimensions a tensor may have. */
@@ -223,7 +223,41 @@ typedef struct netrun_session_stats {
     int n_attention_fused;    /* MatMul/Softmax/MatMul attention subgraphs run as one Attention node */
     int n_layernorm_fused;    /* decomposed LayerNormalization subgraphs (ReduceMean ... Add) run as one node */
     int n_gelu_fused;         /* erf / tanh Gelu subgraphs run as one Gelu node */
+    /* ---- netrun 0.8: read these with netrun_session_get_stats_ex (netrun_session_get_stats stops before them) ----
+     * Copies of the last run between host memory and device memory (over PCIe on a discrete GPU): inputs to the
+     * devices, outputs back, values crossing between host and device nodes, streamed weights. With inputs and
+     * outputs in device memory (netrun_session_bind_input_device, netrun_session_bind_output_device) and every
+     * node on the device they are 0. */
+    size_t h2d_bytes;         /* host -> device */
+    size_t d2h_bytes;         /* device -> host */
+    size_t d2d_bytes;         /* device -> device: outputs bound to a caller's buffer that were not written in place */
+    int n_outputs_in_place;   /* outputs of the last run written by their node straight into a caller's device buffer */
+    uint64_t graph_recaptures; /* device graphs captured again because a bound device pointer changed */
+    int n_fp16_nodes;         /* nodes kept in float16 by plain float16 regions (--precision fp16: a transformer's
+                               * GEMMs, attention, norms and the ops between them; cuda.fp16_plain=0: none) */
+    int n_fp16_casts;         /* Casts at the borders of those regions */
 } netrun_session_stats;
+
+/* Kinds of memory a tensor of the API may live in. Device kinds are served by whichever loaded backend declares
+ * its buffers to be of that kind (netrun never picks a backend by name for it). */
+typedef enum netrun_memory_type {
+    NETRUN_MEMORY_HOST = 0,   /* ordinary host memory */
+    NETRUN_MEMORY_CUDA = 1,   /* CUDA device memory: data is a device pointer (cudaMalloc, torch/CuPy tensors) */
+    NETRUN_MEMORY_OPENCL = 2  /* an OpenCL buffer: data is a cl_mem of netrun's cl_context for the device (docs/device-io.md) */
+} netrun_memory_type;
+
+/* An output as it lies in memory of some type (netrun_session_output_device). */
+typedef struct netrun_device_view {
+    const char *name;
+    netrun_dtype dtype;
+    int rank;
+    int64_t dims[NETRUN_MAX_RANK];
+    void *data;                     /* CUDA: device address of the first element; OpenCL: the cl_mem; host: address */
+    size_t offset;                  /* OpenCL: byte offset of the tensor in the cl_mem; 0 otherwise */
+    size_t nbytes;
+    netrun_memory_type memory_type;
+    int device;                     /* device index of that memory (0 for host memory) */
+} netrun_device_view;
 
 /* Description of a backend plugin found on this machine. */
 typedef struct netrun_backend_info {
@@ -459,12 +493,72 @@ NETRUN_API int netrun_session_node_io(const netrun_session *session, int node, i
  * shape"; "" if it never did. Owned by the session. */
 NETRUN_API const char *netrun_session_prepare_note(const netrun_session *session);
 NETRUN_API size_t netrun_session_activity(const netrun_session *session, char *buf, size_t size);
+/* Stats as netrun 0.7 laid them out: writes the fields up to n_gelu_fused only (netrun_session_get_stats_ex gives
+ * them all), so that programs built against an older header keep working. */
 NETRUN_API netrun_status netrun_session_get_stats(const netrun_session *session, netrun_session_stats *stats);
 /* Micro-batching of the prepared session (option run.micro_batch: auto, 0, or images per run): returns a line that
  * says what was decided and why ("4 runs of 2 images ..." or "off: <reason>"), "" before prepare; *images (may be
  * NULL) gets the images per run, 0 when off. Node shapes (netrun_session_node_io, profiles) are those of one run;
  * inputs and outputs keep the whole batch. */
 NETRUN_API const char *netrun_session_micro_batch(const netrun_session *session, int *images);
+
+/* ---- netrun 0.8: device memory and streams (docs/device-io.md) ----
+ * Inputs and outputs may live in device memory, and the session may queue its work on the caller's stream.
+ * Rules:
+ *   - Memory type: a device type is served by a loaded backend of the session whose buffers are of that type
+ *     (the CUDA backend for NETRUN_MEMORY_CUDA); none: NETRUN_ERR_UNSUPPORTED naming the input. The device index
+ *     must be the session's (netrun_options_set_device); the pointer is checked by that backend (a host pointer
+ *     given as CUDA memory, memory of another device, a buffer smaller than the tensor: NETRUN_ERR_INVALID_ARGUMENT
+ *     naming the input or output and what is wrong).
+ *   - Lifetime: bound memory is read (inputs) or written (outputs) by every run until the binding is replaced, the
+ *     input is set from the host, or the session is destroyed; it must stay valid and must not be freed while a
+ *     run is in flight. netrun never frees it.
+ *   - Ordering: netrun's work is queued on the session's stream (netrun_session_set_stream, else the backend's own).
+ *     Inputs must be ready on that stream when the run starts (write them on it, or make it wait for your event);
+ *     outputs are ready on it when the run returns (run_async: queued on it, complete after netrun_session_wait
+ *     or once the stream reaches that point). netrun never synchronises the whole device.
+ *   - Pointer changes: binding another pointer between runs is allowed and cheap: device graphs (CUDA Graphs) that
+ *     captured the old pointer are captured again on the next run (stats.graph_recaptures); a stale pointer is
+ *     never used. Changing between host and device memory for an input prepares the session again.
+ *   - Nodes of another backend (a CPU fallback) that read a device input get a copy, counted in stats.h2d_bytes /
+ *     d2h_bytes; device nodes read the caller's memory in place. */
+
+/* Bind an input to device memory: runs read it in place (no copy to the device). dims as for set_input; data is a
+ * device pointer (CUDA) or a cl_mem (OpenCL, the tensor at byte 0); nbytes the bytes the tensor takes (the buffer
+ * may be larger). */
+NETRUN_API netrun_status netrun_session_bind_input_device(netrun_session *session, const char *name, netrun_dtype dtype,
+                                                          int rank, const int64_t *dims, netrun_memory_type memory_type,
+                                                          int device, void *data, size_t nbytes);
+/* Where output `name` goes. memory_type NETRUN_MEMORY_HOST (data NULL): the default, host memory of the session
+ * (netrun_session_output). A device type with data: written into the caller's buffer of `capacity` bytes on every
+ * run, by the node that produces it where the memory plan allows (stats.n_outputs_in_place), else by one
+ * device-to-device copy at the end of the run (stats.d2d_bytes); a buffer smaller than the output fails the run.
+ * A device type with data NULL: the output stays in the session's device memory, read with
+ * netrun_session_output_device (no copy to the host). A device-bound output is not readable with
+ * netrun_session_output (NETRUN_ERR_STATE). */
+NETRUN_API netrun_status netrun_session_bind_output_device(netrun_session *session, const char *name,
+                                                           netrun_memory_type memory_type, int device, void *data,
+                                                           size_t capacity);
+/* Output number index after a run, where it lies: the caller's buffer when bound, else the session's memory of the
+ * backend that produced it (device memory stays valid until the next run, set_dim, prepare or destroy), or host
+ * memory (memory_type NETRUN_MEMORY_HOST). NETRUN_ERR_UNSUPPORTED when its backend does not expose its memory. */
+NETRUN_API netrun_status netrun_session_output_device(netrun_session *session, int index, netrun_device_view *out);
+/* Queue the session's work on the caller's stream of that memory type (cudaStream_t for NETRUN_MEMORY_CUDA,
+ * cl_command_queue for NETRUN_MEMORY_OPENCL; NULL: the backend's own stream again). Kept across prepares; the
+ * stream must outlive the session or be replaced first. Not while a run is in flight. */
+NETRUN_API netrun_status netrun_session_set_stream(netrun_session *session, netrun_memory_type memory_type, void *stream);
+/* Start a run and return once its device work is queued. Where the plan needs the host in the middle (a node on
+ * the CPU, a shape computed from device data), it waits there as a synchronous run does. Until
+ * netrun_session_wait, the only calls allowed on the session are wait, cancel, get_stats(_ex), error and activity
+ * (others: NETRUN_ERR_STATE); inputs and bound buffers must stay untouched. */
+NETRUN_API netrun_status netrun_session_run_async(netrun_session *session);
+/* Wait for the run started by netrun_session_run_async and return its status; host outputs are valid after it.
+ * NETRUN_OK when no run is in flight. */
+NETRUN_API netrun_status netrun_session_wait(netrun_session *session);
+/* Stats, writing at most stats_size bytes (pass sizeof(netrun_session_stats)): callers built against an older
+ * header get the fields they know. netrun_session_get_stats writes the fields up to n_gelu_fused only. */
+NETRUN_API netrun_status netrun_session_get_stats_ex(const netrun_session *session, netrun_session_stats *stats,
+                                                     size_t stats_size);
 
 #ifdef __cplusplus
 }

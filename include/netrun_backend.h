@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define NETRUN_ABI_MAJOR 1
-#define NETRUN_ABI_MINOR 10
+#define NETRUN_ABI_MINOR 11
 #define NETRUN_ABI_VERSION ((uint32_t)((NETRUN_ABI_MAJOR << 16) | NETRUN_ABI_MINOR))
 #define NETRUN_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 
@@ -253,7 +253,14 @@ typedef enum netrun_region_kind {
     /* float16 values in channels-last order (logical NCHW dims) between the backend's nodes.
      * Conv params src_nhwc/dst_nhwc with float16 descs and constant weights, Max/AveragePool params.nhwc;
      * ops ReorderNHWC, GlobalAveragePoolNHWC, MulChannelNHWC, ConcatNHWC. */
-    NETRUN_REGION_FP16_NHWC = 2
+    NETRUN_REGION_FP16_NHWC = 2,
+    /* (ABI 1.11) float16 values in their own layout between the backend's nodes of the ops listed (MatMul, Gemm,
+     * Attention and the ops between them in a transformer), planned where a connected group holds one of MatMul,
+     * Gemm or Attention. Every float32 input and the output of such a node become float16 (constants converted
+     * once, finite values beyond float16's range saturated); an ONNX Cast converts at each border. `keeps` (or
+     * supports()) is asked with the float16 descs; params may be NULL for nodes the passes made (Attention,
+     * LayerNormalization, Gelu). No com.netrun op. */
+    NETRUN_REGION_FP16 = 3
 } netrun_region_kind;
 
 enum {
@@ -387,6 +394,35 @@ typedef struct netrun_backend_api {
      * NETRUN_REGION_END (see netrun_region_spec). The roles are flags (NETRUN_BACKEND_FOLDS_CONSTANTS,
      * NETRUN_BACKEND_FALLBACK); a plugin of an older minor declares none. */
     const netrun_region_spec *regions;
+
+    /* ---- ABI 1.11 (optional; outside struct_size or memory_type 0: the caller cannot hand this backend its own
+     * memory) ----
+     * Device memory of the caller (netrun_session_bind_input_device / bind_output_device / set_stream, netrun.h).
+     * memory_type: the netrun_memory_type of this backend's buffers (NETRUN_MEMORY_CUDA for device pointers,
+     * NETRUN_MEMORY_OPENCL for cl_mem); 0: not declared. The runtime serves a memory type by the session's backend
+     * that declares it, and otherwise never looks at it. */
+    uint32_t memory_type;
+    /* Check, without a context or lasting state, that [ptr, ptr + bytes) is memory of this type on `device`;
+     * else return NETRUN_ERR_INVALID_ARGUMENT through host->error with the reason ("a host pointer, not CUDA device
+     * memory", "memory of device 1, the session uses device 0", "the allocation holds 1024 bytes from ptr, 4096
+     * needed"). NULL: pointers are taken as they are given. */
+    netrun_status (*memory_check)(const void *ptr, size_t bytes, int device);
+    /* A buffer handle for the caller's memory (no copy, not owned), usable wherever a buffer_alloc buffer is
+     * (kernel tensors, copies, buffer_address). buffer_free of a wrapped buffer releases the handle only, never the
+     * caller's memory. Required for binding. */
+    netrun_status (*buffer_wrap)(netrun_backend_context *ctx, void *ptr, size_t bytes, void **buffer);
+    /* Queue all later work of this context (kernels, copies, graph launches and captures) on the caller's stream or
+     * queue (cudaStream_t, cl_command_queue); NULL: the backend's own again. Called between runs only, with
+     * nothing queued of this context's that the caller has not waited for. synchronize() then waits for that
+     * stream only (never the whole device). Never destroy the caller's stream. */
+    netrun_status (*set_stream)(netrun_backend_context *ctx, void *stream);
+    /* Optional: queue a copy of bytes between two buffers of this context (device to device, no host wait). NULL:
+     * the runtime copies through the host (and counts it). */
+    netrun_status (*copy_device)(netrun_backend_context *ctx, void *dst, size_t dst_offset, const void *src,
+                                 size_t src_offset, size_t bytes);
+    /* Optional, for memory that buffer_address cannot give (OpenCL): the object the caller sees for a buffer (the
+     * cl_mem), for netrun_session_output_device. */
+    void *(*buffer_native)(netrun_backend_context *ctx, void *buffer);
 } netrun_backend_api;
 
 typedef const netrun_backend_api *(*netrun_backend_entry_fn)(const netrun_host_api *host);

@@ -173,7 +173,9 @@ typedef enum netrun_cast_round_mode {
 
 typedef struct netrun_cast_params {
     int to;                                /* netrun_dtype */
-    int saturate;
+    int saturate;                          /* 1/0: the ONNX attribute (float8 targets); 2: netrun's own Casts at
+                                            * the borders of float16 regions (attribute "netrun.finite" = 1): float32
+                                            * -> float16 clamps finite values to +-65504 instead of overflowing */
     int round_mode;                        /* netrun_cast_round_mode */
 } netrun_cast_params;
 
@@ -592,6 +594,38 @@ typedef struct netrun_reorder_nchwc_params {
 typedef struct netrun_reorder_nhwc_params {
     int to_nhwc;
 } netrun_reorder_nhwc_params;
+
+/* ImagePreprocess (domain "com.netrun", ABI 1.11): what a detector or classifier needs from a camera frame, OpenCV
+ * blobFromImage's arithmetic. X: uint8 [N, H, W, C] frames (C = 3 or 4; a 4th channel, alpha, is ignored);
+ * Y: float32 or float16 [N, 3, out_h, out_w]:
+ *   Y[n, c, i, j] = (R(n, i, j, ch(c)) - mean[c]) * k[c],   k[c] = scale / std[c] (float32),
+ * ch(c) = 2 - c when swap_rb, else c; R is the frame resized to the output (below), in float32, never rounded to
+ * uint8; outside the letterbox's box R = pad_value. Resize (resize): STRETCH to out_h x out_w; LETTERBOX: keep
+ * the aspect, f = min(out_h / H, out_w / W), the frame resized to round(H f) x round(W f) (round half to even)
+ * centred at ((out_h - rh) / 2, (out_w - rw) / 2) (integer division), pad around it; CROP (blobFromImage
+ * crop=true): f = max(out_w / W, out_h / H) in float32, the frame resized by f (source step 1 / f) to
+ * round(H f) x round(W f) and the centre out_h x out_w taken, offset ((rh - out_h) / 2, (rw - out_w) / 2);
+ * NONE: the frame's own size. Interpolation LINEAR is cv2.resize INTER_LINEAR (half-pixel centres, source
+ * coordinate s = (i + off + 0.5) * step - 0.5 in float32, clamped to the edges) = torch interpolate
+ * bilinear, align_corners=False, no antialias; NEAREST is cv2 INTER_NEAREST (s = floor((i + off) * step)).
+ * Fields from `geometry` on are resolved by infer from the frame's H and W (backends read them as they are). */
+enum { NETRUN_PREP_STRETCH = 0, NETRUN_PREP_LETTERBOX = 1, NETRUN_PREP_CROP = 2, NETRUN_PREP_NONE = 3 };
+enum { NETRUN_PREP_LINEAR = 0, NETRUN_PREP_NEAREST = 1 };
+typedef struct netrun_image_preprocess_params {
+    int resize;                            /* NETRUN_PREP_STRETCH ... */
+    int interpolation;                     /* NETRUN_PREP_LINEAR or NEAREST */
+    int swap_rb;                           /* output channel c reads frame channel 2 - c */
+    int64_t size[2];                       /* attribute: output height, width (0: the frame's, resize NONE) */
+    float mean[3], std[3], scale, pad_value;
+    netrun_dtype to;                       /* FLOAT or FLOAT16 */
+    /* resolved by infer */
+    int64_t in_h, in_w, channels;          /* the frame's H, W, C */
+    int64_t out_h, out_w;
+    int64_t box[4];                        /* y0, x0, y1, x1: the output pixels that show the frame */
+    double step_y, step_x;                 /* source pixels per output pixel */
+    double off_y, off_x;                   /* output index offset: s = (i + off + 0.5) * step - 0.5 */
+    float k[3];                            /* scale / std[c] */
+} netrun_image_preprocess_params;
 
 #ifdef __cplusplus
 }

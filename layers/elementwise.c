@@ -314,7 +314,11 @@ static netrun_status parse_cast(nr_layer_ctx *c, void *pv) {
     TRY(nr_attr_int(c, "to", 0, &to));
     if (!valid_dtype(to)) return nr_layer_error(c, "attribute to = %lld is not a known element type", (long long)to);
     p->to = (int)to;
-    return parse_saturate(c, p);
+    TRY(parse_saturate(c, p));
+    int64_t finite = 0; /* netrun's border Casts of float16 regions (runtime/opt_half.c), not an ONNX attribute */
+    TRY(nr_attr_int(c, "netrun.finite", 0, &finite));
+    if (finite && p->to == NETRUN_DTYPE_FLOAT16) p->saturate = 2;
+    return NETRUN_OK;
 }
 
 static netrun_status infer_cast(nr_layer_ctx *c, void *pv) {

@@ -5,7 +5,7 @@
 
 #define FAMILIES(X) X(conv) X(gemm) X(norm) X(pool) X(elementwise) X(shape_ops) X(data_movement) \
     X(resize) X(reduce) X(softmax) X(rnn) X(transformer) X(loss) X(quantize) X(vision) X(signal) X(index_ops) \
-    X(control_flow) X(nchwc)
+    X(control_flow) X(nchwc) X(preprocess)
 
 #define DECLARE(f) extern const nr_layer nr_layers_##f[];
 FAMILIES(DECLARE)

@@ -78,6 +78,7 @@ netrun_status nr_host_value(netrun_session *s, int v) {
         netrun_status st = sl->api->synchronize(sl->ctx);
         if (st != NETRUN_OK) return st;
     }
+    s->stats.d2h_bytes += sv->nbytes;
     return sl->api->copy_to_host(sl->ctx, sv->host_copy, t.buffer, t.offset, sv->nbytes);
 }
 
@@ -207,6 +208,7 @@ static netrun_status run_copy(netrun_session *s, const nr_step *step) {
     if (!sv->nbytes) return NETRUN_OK;
     if (step->from == NR_HOST_DOMAIN) {
         nr_slot *sl = &s->slots[s->domain_slot[step->to]];
+        s->stats.h2d_bytes += sv->nbytes;
         return sl->api->copy_from_host(sl->ctx, dst.buffer, dst.offset, src.data, sv->nbytes);
     }
     nr_slot *from = &s->slots[s->domain_slot[step->from]];
@@ -214,11 +216,15 @@ static netrun_status run_copy(netrun_session *s, const nr_step *step) {
         netrun_status st = from->api->synchronize(from->ctx);
         if (st != NETRUN_OK) return st;
     }
-    if (step->to == NR_HOST_DOMAIN) return from->api->copy_to_host(from->ctx, dst.data, src.buffer, src.offset, sv->nbytes);
+    if (step->to == NR_HOST_DOMAIN) {
+        s->stats.d2h_bytes += sv->nbytes;
+        return from->api->copy_to_host(from->ctx, dst.data, src.buffer, src.offset, sv->nbytes);
+    }
     /* device to another device: through the host */
     netrun_status st = nr_host_value(s, step->value);
     if (st != NETRUN_OK) return st;
     nr_slot *to = &s->slots[s->domain_slot[step->to]];
+    s->stats.h2d_bytes += sv->nbytes;
     return to->api->copy_from_host(to->ctx, dst.buffer, dst.offset, sv->host_copy, sv->nbytes);
 }
 
@@ -350,9 +356,9 @@ void nr_exec_memory_stats(netrun_session *s) {
 }
 
 static netrun_status run_steps(netrun_session *s, double run_start);
-static netrun_status finish_run(netrun_session *s);
+static netrun_status finish_outputs(netrun_session *s);
 
-netrun_status nr_session_execute(netrun_session *s) {
+netrun_status nr_session_execute(netrun_session *s, int async) {
     nr_graph *g = s->model->ir->graph;
     int chunks = s->mb ? (int)(s->mb_n / s->mb) : 1; /* micro-batching: runs of the plan per run */
     /* inputs may change shape between runs of a dynamic session */
@@ -373,13 +379,21 @@ netrun_status nr_session_execute(netrun_session *s) {
         netrun_status st = build_segments(s);
         if (st != NETRUN_OK) return st;
     }
+    /* host <-> device bytes of this run: streamed weights are copied in by every run (also inside graphs) */
+    s->stats.h2d_bytes = s->stats.stream_bytes;
+    s->stats.d2h_bytes = s->stats.d2d_bytes = 0;
+    netrun_status dst = nr_devio_begin_run(s); /* the caller's device pointers of this run (device_io.c) */
+    if (dst != NETRUN_OK) return dst;
     for (s->mb_chunk = 0; s->mb_chunk < chunks; s->mb_chunk++) {
         netrun_status st = run_steps(s, run_start);
         if (st == NETRUN_OK && s->mb) st = nr_micro_batch_gather(s);
         if (st != NETRUN_OK) return st;
     }
     s->mb_chunk = 0;
-    return finish_run(s);
+    if (s->profiling) s->prof_runs++;
+    netrun_status st = finish_outputs(s);
+    if (st != NETRUN_OK || async) return st;
+    return nr_session_finish(s);
 }
 
 netrun_status nr_check_cancel(netrun_session *s) {
@@ -413,9 +427,46 @@ static netrun_status run_steps(netrun_session *s, double run_start) {
 }
 
 
-static netrun_status finish_run(netrun_session *s) {
+/* Outputs bound to a caller's device buffer that their node did not write in place (device_io.c): one queued copy
+ * into it, device to device where the backend can (else through the host), from the host for host outputs. */
+static netrun_status finish_outputs(netrun_session *s) {
     nr_graph *g = s->model->ir->graph;
-    if (s->profiling) s->prof_runs++;
+    for (int i = 0; i < g->n_outputs; i++) {
+        nr_output *out = &s->outputs[i];
+        if (out->mem == NETRUN_MEMORY_HOST || !out->dev_ptr || out->in_place) continue;
+        int v = g->outputs[i];
+        nr_svalue *sv = &s->values[v];
+        if (sv->nbytes > out->dev_cap)
+            return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "output '%s' needs %zu bytes; the buffer bound to it holds %zu",
+                            g->values[v].name, sv->nbytes, out->dev_cap);
+        if (!sv->nbytes) continue;
+        nr_slot *to = &s->slots[s->domain_slot[out->dev_dom]];
+        netrun_status st;
+        if (sv->is_const || sv->home == NR_HOST_DOMAIN) {
+            netrun_tensor t;
+            nr_value_tensor(s, v, NR_HOST_DOMAIN, &t);
+            s->stats.h2d_bytes += sv->nbytes;
+            st = to->api->copy_from_host(to->ctx, out->wrapped, 0, t.data, sv->nbytes);
+        } else if (sv->home == out->dev_dom && NR_API_HAS(to->api, copy_device)) {
+            netrun_tensor t;
+            nr_value_tensor(s, v, sv->home, &t);
+            s->stats.d2d_bytes += sv->nbytes;
+            st = to->api->copy_device(to->ctx, out->wrapped, 0, t.buffer, t.offset, sv->nbytes);
+        } else {
+            st = nr_host_value(s, v);
+            s->stats.h2d_bytes += sv->nbytes;
+            if (st == NETRUN_OK) st = to->api->copy_from_host(to->ctx, out->wrapped, 0, sv->host_copy, sv->nbytes);
+        }
+        if (st != NETRUN_OK) {
+            nr_error_prefix("output '%s' into the buffer bound to it: ", g->values[v].name);
+            return st;
+        }
+    }
+    return NETRUN_OK;
+}
+
+netrun_status nr_session_finish(netrun_session *s) {
+    nr_graph *g = s->model->ir->graph;
     for (int i = 0; i < s->n_slots; i++)
         if (s->slots[i].ctx && s->slots[i].api->synchronize) {
             netrun_status st = s->slots[i].api->synchronize(s->slots[i].ctx);
@@ -424,13 +475,14 @@ static netrun_status finish_run(netrun_session *s) {
     /* outputs produced on a device come back to host staging buffers */
     for (int i = 0; i < g->n_outputs; i++) {
         nr_svalue *sv = &s->values[g->outputs[i]];
-        if (sv->is_const || sv->home == NR_HOST_DOMAIN) continue;
         nr_output *out = &s->outputs[i];
+        if (sv->is_const || sv->home == NR_HOST_DOMAIN || out->mem != NETRUN_MEMORY_HOST) continue; /* device-bound */
         netrun_status st = nr_output_reserve(s, out, sv->nbytes, sv->desc.name);
         if (st != NETRUN_OK) return st;
         netrun_tensor t;
         nr_value_tensor(s, g->outputs[i], sv->home, &t);
         nr_slot *sl = &s->slots[s->domain_slot[sv->home]];
+        s->stats.d2h_bytes += sv->nbytes;
         st = sl->api->copy_to_host(sl->ctx, out->host, t.buffer, t.offset, sv->nbytes);
         if (st != NETRUN_OK) return st;
     }

@@ -4,8 +4,10 @@
 
 #include "session.h"
 
-/* One run of the prepared steps. */
-netrun_status nr_session_execute(netrun_session *s);
+/* One run of the prepared steps. async: return once the device work is queued (copies into bound device outputs
+ * included); nr_session_finish then waits and brings host outputs back. */
+netrun_status nr_session_execute(netrun_session *s, int async);
+netrun_status nr_session_finish(netrun_session *s);
 /* The run stops here when netrun_session_cancel was called on the top session (sub-sessions of control flow
  * answer to their root's flag): takes the request and records the error. */
 netrun_status nr_check_cancel(netrun_session *s);

@@ -288,9 +288,16 @@ oom:
 }
 
 netrun_status nr_graph_copy_values_borrowed(const nr_graph *g, nr_graph *ng) {
+    return nr_graph_copy_values_renamed(g, ng, -1, NULL);
+}
+
+netrun_status nr_graph_copy_values_renamed(const nr_graph *g, nr_graph *ng, int renamed, const char *new_name) {
     for (int v = 0; v < g->n_values; v++) {
         const nr_value *a = &g->values[v];
-        int id = nr_graph_value(ng, a->name);
+        const char *name = v == renamed ? new_name : a->name;
+        if (v == renamed && nr_graph_find_value(g, new_name) >= 0)
+            return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "the graph already has a value named '%s'", new_name);
+        int id = nr_graph_value(ng, name);
         if (id != v) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying the graph's values");
         nr_value *b = &ng->values[id];
         b->dtype = a->dtype;

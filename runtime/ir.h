@@ -159,6 +159,8 @@ int64_t nr_model_opset(const nr_model_ir *m, const char *domain);
 nr_tensor *nr_tensor_borrow(const nr_tensor *t);
 netrun_status nr_attr_copy_borrowed(nr_attr *d, const nr_attr *a);
 netrun_status nr_graph_copy_values_borrowed(const nr_graph *g, nr_graph *ng);
+/* The same with value `renamed` (-1: none) named new_name in the copy (an error when g has that name already). */
+netrun_status nr_graph_copy_values_renamed(const nr_graph *g, nr_graph *ng, int renamed, const char *new_name);
 int nr_graph_new_const(nr_graph *g, const char *base, const char *suffix, nr_tensor *t);
 
 /* Product of dims; -1 when any dim is negative; saturates at INT64_MAX on overflow. */

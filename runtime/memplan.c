@@ -38,7 +38,13 @@ netrun_status nr_build_steps(netrun_session *s) {
     int cap = 0;
     for (int v = 0; v < g->n_values; v++) {
         nr_svalue *sv = &s->values[v];
-        if (sv->graph_input >= 0) use(&sv->place[NR_HOST_DOMAIN], -1);
+        if (sv->graph_input < 0) continue;
+        /* an input bound to device memory is at home in the domain of the backend serving that memory (read in
+         * place there; other domains get a copy from it), else in host memory */
+        const nr_input *in = &s->inputs[sv->graph_input];
+        sv->home = in->mem != NETRUN_MEMORY_HOST ? in->dev_dom : NR_HOST_DOMAIN;
+        if (sv->home < 0) return nr_error(NETRUN_ERR_INTERNAL, "input '%s': no domain for its device memory", sv->desc.name);
+        use(&sv->place[sv->home], -1);
     }
     for (int k = 0; k < s->n_snodes; k++) {
         nr_snode *sn = &s->snodes[k];
@@ -277,7 +283,7 @@ netrun_status nr_plan_domain(netrun_session *s, int dom, size_t *arena_size) {
         nr_svalue *sv = &s->values[v];
         nr_place *p = &sv->place[dom];
         if (!p->present || sv->is_const || sv->dynamic) continue;
-        if (dom == NR_HOST_DOMAIN && sv->graph_input >= 0) continue; /* lives in the input buffer */
+        if (sv->graph_input >= 0 && dom == sv->home) continue; /* lives in the input buffer (host or the caller's) */
         p->in_arena = 1;
         if (sv->alias_root >= 0 && dom == sv->home) continue; /* in its root's item, placed below */
         int set = sv->alias_members && dom == sv->home;

@@ -213,6 +213,10 @@ netrun_status nr_micro_batch_choose(netrun_session *s, int *images, char *why, s
             return NETRUN_OK;
         }
     }
+    if (nr_devio_any(s)) { /* slices of the caller's device memory: not worth it on a device */
+        snprintf(why, n, "off: inputs or outputs are in device memory");
+        return NETRUN_OK;
+    }
     int defaults = 0;
     for (int i = 0; i < g->n_inputs; i++) defaults |= s->values[g->inputs[i]].graph_input < 0;
     if (defaults) {

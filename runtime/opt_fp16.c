@@ -103,11 +103,14 @@ static int h_layout_of(h_state *st, int v, int want_h) {
     return *slot = id;
 }
 
-/* A float16 copy of float32 constant v of ng (cached in hval); -1 on OOM or when v is no float32 constant. */
-static int h_const(h_state *st, int v) {
-    if (v < 0 || v >= st->nv0) return -1;
-    if (st->hval[v] >= 0) return st->hval[v];
-    const nr_tensor *t = st->ng->values[v].constant;
+/* A float16 copy of float32 constant v of ng, cached in cache[v] (values of ng before the pass); -1 on OOM or when
+ * v is no float32 constant. Finite values beyond float16's range become its largest finite value, not infinities:
+ * masks written as x * -3.4e38 (0 * -inf would be NaN) and biases of -1e9 keep their meaning. Shared with the
+ * plain float16 region (opt_half.c). */
+int opt_half_const(const opt_state *o, nr_graph *ng, int v, int nv0, int *cache) {
+    if (v < 0 || v >= nv0) return -1;
+    if (cache[v] >= 0) return cache[v];
+    const nr_tensor *t = ng->values[v].constant;
     const float *src = NULL;
     int64_t cnt = 0;
     int rank;
@@ -117,18 +120,25 @@ static int h_const(h_state *st, int v) {
         cnt = nr_tensor_count(t);
         rank = t->rank;
         dims = t->dims;
-    } else if (v < st->o->g->n_values && (src = const_data_f32(st->o, v, &cnt))) { /* folded at prepare */
-        rank = st->o->s->values[v].desc.rank;
-        dims = st->o->s->values[v].desc.dims;
+    } else if (v < o->g->n_values && (src = const_data_f32(o, v, &cnt))) { /* folded at prepare */
+        rank = o->s->values[v].desc.rank;
+        dims = o->s->values[v].desc.dims;
     } else
         return -1;
     nr_tensor *h = nr_tensor_new(NETRUN_DTYPE_FLOAT16, rank, dims);
     if (!h) return -1;
     uint16_t *dst = h->data;
-    for (int64_t i = 0; i < cnt; i++) dst[i] = nr_float_to_half(src[i]);
-    int id = nr_graph_new_const(st->ng, st->ng->values[v].name, ".fp16", h); /* frees h on failure */
-    return id < 0 ? -1 : (st->hval[v] = id);
+    for (int64_t i = 0; i < cnt; i++) {
+        float x = src[i];
+        if (x > 65504.0f && x < INFINITY) x = 65504.0f;
+        else if (x < -65504.0f && x > -INFINITY) x = -65504.0f;
+        dst[i] = nr_float_to_half(x);
+    }
+    int id = nr_graph_new_const(ng, ng->values[v].name, ".fp16", h); /* frees h on failure */
+    return id < 0 ? -1 : (cache[v] = id);
 }
+
+static int h_const(h_state *st, int v) { return opt_half_const(st->o, st->ng, v, st->nv0, st->hval); }
 
 /* Elementwise ops a float16 region crosses: unary ones with no other input (Clip's bound inputs would stay
  * float32), binary ones without broadcast (checked by the caller). */

@@ -64,6 +64,10 @@ void nr_optimize_model_counts(const netrun_model *m, nr_optimize_counts *c) {
         c->layernorm_fused = (int)a->ints[10];
         c->gelu_fused = (int)a->ints[11];
     }
+    if (a->n >= 14) {
+        c->fp16_nodes = (int)a->ints[12];
+        c->fp16_casts = (int)a->ints[13];
+    }
 }
 
 netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config *cfg, netrun_model **out,
@@ -185,8 +189,10 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
         int n = s->snodes[k].node;
         if (!o.removed[n] && (o.h_conv[n] = opt_plan_h_conv(&o, cfg, n))) n_h++;
     }
+    /* (i) whether a plain float16 region could form (planned on the copy, after (g)) */
+    int n_half = opt_half_seeds(&o, cfg);
     if (!counts->bn_folded && !counts->act_fused && !counts->sum_fused && !counts->dropped && !counts->swish_fused &&
-        !n_blk && !n_h && !o.n_repls) {
+        !n_blk && !n_h && !o.n_repls && !n_half) {
         free_state(&o);
         return NETRUN_OK;
     }
@@ -238,6 +244,9 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
             NETRUN_OK)
             goto fail;
     }
+    if (n_half && (st = opt_plan_half(&o, cfg, ir->graph, from, n_copied, hkind, &counts->fp16_nodes,
+                                      &counts->fp16_casts)) != NETRUN_OK)
+        goto fail;
     if (n_blk || n_h) { /* the internal ops' domain */
         nr_opset_import *ops = nr_realloc(ir->opsets, (size_t)(ir->n_opsets + 1) * sizeof *ops);
         if (!ops) {
@@ -255,12 +264,12 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     /* the mark: counts, and the reference that keeps the borrowed constants alive */
     nr_node *first = &ir->graph->nodes[0];
     nr_attr *mark = &first->attrs[first->n_attrs - 1];
-    if (!(mark->name = nr_strdup(MARK_ATTR)) || !(mark->ints = nr_calloc(12, sizeof(int64_t)))) {
+    if (!(mark->name = nr_strdup(MARK_ATTR)) || !(mark->ints = nr_calloc(14, sizeof(int64_t)))) {
         st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the graph passes");
         goto fail;
     }
     mark->type = NR_ATTR_INTS;
-    mark->n = 12;
+    mark->n = 14;
     mark->ints[0] = counts->bn_folded;
     mark->ints[1] = counts->act_fused;
     mark->ints[2] = counts->sum_fused;
@@ -273,6 +282,8 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     mark->ints[9] = counts->attention_fused;
     mark->ints[10] = counts->layernorm_fused;
     mark->ints[11] = counts->gelu_fused;
+    mark->ints[12] = counts->fp16_nodes;
+    mark->ints[13] = counts->fp16_casts;
     nr_model_retain(s->model);
     mark->sub_model = s->model;
     char source[1100];
@@ -313,6 +324,9 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     if (counts->fp16_convs || counts->fp16_converts)
         nr_host_api()->log(NETRUN_LOG_INFO, "optimize", "float16 NHWC regions: %d Convs, %d border conversions",
                            counts->fp16_convs, counts->fp16_converts);
+    if (counts->fp16_nodes)
+        nr_host_api()->log(NETRUN_LOG_INFO, "optimize", "float16 regions: %d nodes kept in float16, %d border Casts",
+                           counts->fp16_nodes, counts->fp16_casts);
     *out = m;
     nr_free(from);
     nr_free(conv_blk);

@@ -20,6 +20,8 @@ typedef struct nr_optimize_counts {
     int attention_fused; /* attention subgraphs rewritten to one Attention node (graph.fuse_transformer) */
     int layernorm_fused; /* decomposed LayerNormalization subgraphs rewritten to one node */
     int gelu_fused;      /* erf / tanh Gelu subgraphs rewritten to one Gelu node */
+    int fp16_nodes;      /* nodes inside plain float16 regions (a NETRUN_REGION_FP16 region: transformer-style) */
+    int fp16_casts;      /* Casts inserted at the borders of those regions */
 } nr_optimize_counts;
 
 /* Called by prepare after placement (so that a fusion can be checked with supports() of the backend that

@@ -116,5 +116,10 @@ netrun_status opt_plan_nchwc(opt_state *o, const netrun_backend_config *cfg, nr_
 int opt_plan_h_conv(opt_state *o, const netrun_backend_config *cfg, int n);
 netrun_status opt_plan_fp16(opt_state *o, const netrun_backend_config *cfg, nr_graph *ng, const int *from,
                             int n_copied, char *kind, int *n_convs, int *n_converts);
+int opt_half_const(const opt_state *o, nr_graph *ng, int v, int nv0, int *cache);
+/* opt_half.c: the plain float16 region (transformer-style nodes, layout unchanged) */
+int opt_half_seeds(const opt_state *o, const netrun_backend_config *cfg);
+netrun_status opt_plan_half(opt_state *o, const netrun_backend_config *cfg, nr_graph *ng, const int *from,
+                            int n_copied, const char *hkind, int *n_nodes, int *n_casts);
 
 #endif

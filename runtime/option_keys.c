@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "preprocess.h"
 #include "session.h"
 
 /* The keys the runtime reads itself (prepare.c, place.c, optimize.c, micro_batch.c, control_flow.c, execute.c). A new
@@ -24,6 +25,8 @@ static const netrun_option_spec runtime_options[] = {
     {"graph.qdq_residual", NETRUN_OPTION_BOOL, NULL, "a QDQ residual Add joins the QLinearConv that writes one of its inputs (default 1)"},
     {"graph.int8_nhwc", NETRUN_OPTION_BOOL, NULL, "int8 values between fused CPU QLinearConvs stay NHWC (default 1)"},
     {"memory.inplace", NETRUN_OPTION_BOOL, NULL, "in-place outputs and views (default 1)"},
+    {"memory.bound_in_place", NETRUN_OPTION_BOOL, NULL,
+     "outputs bound to a caller's device buffer are written there by their node (default 1; 0: copied at the end)"},
     {"memory.stream_weights", NETRUN_OPTION_ENUM, "auto|0|1", "stream device weights from host memory (default auto)"},
     {"memory.stream_min", NETRUN_OPTION_SIZE, NULL, "smallest constant that streams, in bytes"},
     {"memory.stream_overlap", NETRUN_OPTION_BOOL, NULL, "prefetch streamed weights during the previous node (default 1)"},
@@ -33,6 +36,16 @@ static const netrun_option_spec runtime_options[] = {
     {"profile.max_events", NETRUN_OPTION_INT, NULL, "profile events held before the oldest runs' go (default 100000)"},
     {"placement.transfer_aware", NETRUN_OPTION_BOOL, NULL, "move nodes off the greedy placement where that saves copies (default 1)"},
     {"debug.keep_values", NETRUN_OPTION_BOOL, NULL, "keep every intermediate value readable (default 0)"},
+    {"preprocess.input", NETRUN_OPTION_STRING, "NAME", "take this float [N,3,H,W] model input as uint8 [N,H,W,C] frames, converted in the graph (ImagePreprocess) by the backend that runs the model"},
+    {"preprocess.format", NETRUN_OPTION_ENUM, "rgb|bgr|rgba|bgra", "the frames' channel order (default rgb); a 4th channel is ignored"},
+    {"preprocess.order", NETRUN_OPTION_ENUM, "rgb|bgr", "the model's channel order (default rgb): R and B are swapped when it is not the frames'"},
+    {"preprocess.resize", NETRUN_OPTION_ENUM, "stretch|letterbox|crop|none", "frame to model size: stretch (default), letterbox (keep the aspect, pad), crop (cover, centre crop: blobFromImage crop=true), none"},
+    {"preprocess.interpolation", NETRUN_OPTION_ENUM, "linear|nearest", "cv2.resize INTER_LINEAR (default) or INTER_NEAREST"},
+    {"preprocess.size", NETRUN_OPTION_STRING, "WxH", "the model input's size when its height and width are not fixed"},
+    {"preprocess.mean", NETRUN_OPTION_STRING, "R,G,B", "subtracted from the pixel values (0-255), in the model's channel order (default 0)"},
+    {"preprocess.scale", NETRUN_OPTION_DOUBLE, NULL, "multiplies (pixel - mean) (default 1; 0.00392157 for 1/255)"},
+    {"preprocess.std", NETRUN_OPTION_STRING, "R,G,B", "divides (pixel - mean) * scale per channel (default 1)"},
+    {"preprocess.pad", NETRUN_OPTION_DOUBLE, NULL, "letterbox fill, as a pixel value before mean and scale (default 0; YOLO uses 114)"},
     {NULL, 0, NULL, NULL},
 };
 
@@ -140,6 +153,8 @@ static netrun_status spec_check_value(const netrun_option_spec *t, const char *v
         if (runtime && !strcmp(t->key, "run.micro_batch"))
             ok = !strcmp(value, "auto") || !strcmp(value, "0") || positive(value, INT32_MAX),
             says = "auto, 0 (off) or a number of images per run";
+        else if (runtime && !strncmp(t->key, "preprocess.", 11))
+            ok = nr_preprocess_value_ok(t->key, value, &says);
         else if (runtime && !strcmp(t->key, "limits.host_memory"))
             ok = !strcmp(value, "auto") || !strcmp(value, "none") || (nr_parse_bytes(value, &bytes) && bytes > 0),
             says = "auto, none or a size in bytes (e.g. 512M, 4G)";

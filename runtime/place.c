@@ -270,7 +270,11 @@ static int copies_of(const place_model *pm, int v, unsigned *mask) {
     *mask = 0;
     if (sv->is_const || (sv->producer >= 0 && !runs(&pm->s->snodes[sv->producer]))) return 0;
     int anchor = pm->s->slots[0].domain;
-    int home = sv->producer >= 0 ? pm->dom[sv->producer] : anchor, n = 0;
+    const nr_input *in = sv->graph_input >= 0 ? &pm->s->inputs[sv->graph_input] : NULL;
+    int home = sv->producer >= 0                       ? pm->dom[sv->producer]
+               : in && in->mem != NETRUN_MEMORY_HOST ? in->dev_dom /* in the caller's device memory */
+                                                       : anchor,
+        n = 0;
     for (int u = pm->use_start[v]; u < pm->use_start[v + 1]; u++) {
         int d = pm->dom[pm->uses[u]];
         if (d != home && !(*mask >> d & 1u)) *mask |= 1u << d, n++;

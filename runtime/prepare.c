@@ -110,6 +110,7 @@ static void unpin_inputs(netrun_session *s) {
 void nr_session_unprepare(netrun_session *s) {
     nr_graph *g = s->model ? s->model->ir->graph : NULL;
     nr_exec_release(s); /* device graphs reference the buffers freed below */
+    nr_devio_release(s); /* the handles of the caller's device memory: made again at the next run */
     nr_profile_clear(s); /* profile events name the plan's nodes */
     unpin_inputs(s);
     if (s->snodes)
@@ -175,7 +176,9 @@ static netrun_status init_backends(netrun_session *s) {
         int domain_used = 0;
         for (int j = 0; j < s->n_slots; j++)
             domain_used |= s->slots[j].domain == sl->domain && s->slots[j].n_nodes > 0;
-        int needed = sl->n_nodes > 0 || (sl->domain != NR_HOST_DOMAIN && s->domain_slot[sl->domain] == i && domain_used);
+        int owner = sl->domain != NR_HOST_DOMAIN && s->domain_slot[sl->domain] == i;
+        /* ... or when the caller's device memory of its domain is bound to an input or output (device_io.c) */
+        int needed = sl->n_nodes > 0 || (owner && (domain_used || nr_devio_uses_domain(s, sl->domain)));
         if (!needed || sl->ctx) continue;
         nr_activity_set(s, NR_ACT_INIT_BACKEND, -1, i);
         netrun_status st = sl->api->context_create(&cfg, &sl->ctx);
@@ -188,7 +191,7 @@ static netrun_status init_backends(netrun_session *s) {
         }
     }
     s->stats.init_ms = nr_now_ms() - t0;
-    return NETRUN_OK;
+    return nr_devio_apply_streams(s); /* before weights are uploaded and kernels made: all on the caller's stream */
 }
 
 /* Before anything is allocated on a device: do its weights and activation arena fit the device memory budget
@@ -553,6 +556,8 @@ static netrun_status prepare_once(netrun_session *s) {
         s->stats.n_nchwc_reorders = oc.nchwc_reorders;
         s->stats.n_fp16_convs = oc.fp16_convs;
         s->stats.n_fp16_converts = oc.fp16_converts;
+        s->stats.n_fp16_nodes = oc.fp16_nodes;
+        s->stats.n_fp16_casts = oc.fp16_casts;
         s->stats.n_attention_fused = oc.attention_fused;
         s->stats.n_layernorm_fused = oc.layernorm_fused;
         s->stats.n_gelu_fused = oc.gelu_fused;

@@ -1,4 +1,5 @@
 /* The session API: create, inputs, run, outputs, placement and stats. Prepare and execute live apart. */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 #include "control_flow.h"
 #include "optimize.h"
 #include "place.h"
+#include "preprocess.h"
 #include "session.h"
 
 #define FAIL(s, code) nr_record((s)->error, (code))
@@ -46,6 +48,12 @@ netrun_status netrun_session_create(netrun_model *model, const netrun_options *o
     /* Check the backend list now so that a typo fails early; devices are touched only at prepare. */
     st = nr_session_choose_backends(s);
     if (st == NETRUN_OK) st = nr_options_check_keys(s);
+    netrun_model *pm = NULL; /* preprocess.*: the model with its frame input (the original kept alive by it) */
+    if (st == NETRUN_OK) st = nr_preprocess_model(model, &s->opts, &pm);
+    if (pm) {
+        netrun_model_release(s->model);
+        s->model = pm;
+    }
     if (st != NETRUN_OK) {
         netrun_session_destroy(s);
         return st;
@@ -56,6 +64,8 @@ netrun_status netrun_session_create(netrun_model *model, const netrun_options *o
 
 void netrun_session_destroy(netrun_session *s) {
     if (!s) return;
+    for (int i = 0; s->pending && i < s->n_slots; i++) /* an asynchronous run nobody waited for: its work ends first */
+        if (s->slots[i].ctx && s->slots[i].api->synchronize) s->slots[i].api->synchronize(s->slots[i].ctx);
     nr_session_unprepare(s);
     for (int i = 0; i < s->n_slots; i++)
         if (s->slots[i].ctx) s->slots[i].api->context_destroy(s->slots[i].ctx);
@@ -168,8 +178,26 @@ oom:
     return FAIL(s, NETRUN_ERR_OUT_OF_MEMORY);
 }
 
+/* The caller's device memory for `what` (an input or output): the session's device, and the pointer as the backend
+ * serving domain dom sees it (memory_check: a host pointer, another device, a short allocation). */
+static netrun_status check_device_memory(netrun_session *s, int dom, const char *what, const void *data, size_t bytes,
+                                         int device) {
+    if (!data) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "%s: the device pointer is NULL", what);
+    if (device != s->opts.device)
+        return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "%s: memory of device %d, but the session runs on device %d "
+                        "(netrun_options_set_device)", what, device, s->opts.device);
+    const nr_slot *sl = &s->slots[s->domain_slot[dom]];
+    if (!NR_API_HAS(sl->api, memory_check)) return NETRUN_OK;
+    netrun_status st = sl->api->memory_check(data, bytes, device);
+    if (st != NETRUN_OK) nr_error_prefix("%s: ", what);
+    return st;
+}
+
+/* bind: 0 = copy from the host, 1 = read the caller's host memory in place, 2 = the caller's device memory of type
+ * mem on device `device` (device_io.c) */
 static netrun_status impl_set_input(netrun_session *s, const char *name, netrun_dtype dtype, int rank,
-                                       const int64_t *dims, const void *data, size_t nbytes, int bind) {
+                                       const int64_t *dims, const void *data, size_t nbytes, int bind,
+                                       netrun_memory_type mem, int device) {
     if (!s || !name) return arg_error(s, "%s: NULL session or name", "netrun_session_set_input");
     nr_graph *g = s->model->ir->graph;
     int index = -1;
@@ -224,6 +252,27 @@ static netrun_status impl_set_input(netrun_session *s, const char *name, netrun_
         return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
     }
     nr_input *in = &s->inputs[index];
+    int dev_dom = -1;
+    if (bind == 2) { /* checked before anything changes: a refused binding leaves the input as it was */
+        char what[160];
+        snprintf(what, sizeof what, "input '%.120s'", name);
+        if (mem != NETRUN_MEMORY_CUDA && mem != NETRUN_MEMORY_OPENCL) {
+            nr_error(NETRUN_ERR_INVALID_ARGUMENT, "%s: memory type %d is not a device memory type (host memory: "
+                     "netrun_session_set_input or netrun_session_bind_input)", what, (int)mem);
+            return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
+        }
+        if ((dev_dom = nr_devio_domain(s, mem, what)) < 0) return FAIL(s, NETRUN_ERR_UNSUPPORTED);
+        netrun_status st = check_device_memory(s, dev_dom, what, data, need, device);
+        if (st != NETRUN_OK) return FAIL(s, st);
+    }
+    /* host <-> device memory moves the input's home domain: plan again */
+    if (s->prepared && (in->mem != NETRUN_MEMORY_HOST) != (bind == 2)) nr_session_unprepare(s);
+    if (bind != 2 && in->mem != NETRUN_MEMORY_HOST) {
+        nr_devio_release_input(s, index);
+        in->mem = NETRUN_MEMORY_HOST;
+        in->dev_ptr = NULL;
+        in->dev_dom = -1;
+    }
     /* A shape the plan was not built for invalidates it (shapes, memory, algorithms), unless the dims that differ
      * are left to run time. A control-flow body, whose inputs follow the data, leaves them to run time from now
      * on: it is prepared once more, and then not again for those dims. */
@@ -255,9 +304,18 @@ static netrun_status impl_set_input(netrun_session *s, const char *name, netrun_
             v = &g->values[g->inputs[index]];
         }
     }
+    if (bind == 2) { /* the caller's device memory: no host copy at all */
+        nr_input_free_data(s, in);
+        in->cap = 0;
+        in->external = 0;
+        in->mem = mem;
+        in->mem_device = device;
+        in->dev_dom = dev_dom;
+        in->dev_ptr = (void *)data;
+    }
     /* read in place: no copy, nothing charged to the budget. Kernels read activations with unaligned vector loads
      * (aligned ones only on their own packed weights), so the element's alignment is all that is asked. */
-    if (bind && need && !((uintptr_t)data % esize)) {
+    else if (bind && need && !((uintptr_t)data % esize)) {
         nr_input_free_data(s, in);
         in->data = (void *)data;
         in->cap = 0;
@@ -273,7 +331,7 @@ static netrun_status impl_set_input(netrun_session *s, const char *name, netrun_
         in->data = p;
         in->cap = need ? need : 1;
     }
-    if (need && !in->external) memcpy(in->data, data, need);
+    if (need && !in->external && bind != 2) memcpy(in->data, data, need);
     in->nbytes = need;
     if (new_dtype && s->prepared) nr_session_unprepare(s);
     in->dtype = dtype;
@@ -290,7 +348,19 @@ static netrun_status impl_prepare(netrun_session *s) {
     return st == NETRUN_OK ? NETRUN_OK : FAIL(s, st);
 }
 
-static netrun_status impl_run(netrun_session *s) {
+static netrun_status run_done(netrun_session *s, netrun_status st, double t0) {
+    double ms = nr_now_ms() - t0;
+    if (st != NETRUN_OK) return FAIL(s, st);
+    if (!s->ran_since_prepare) s->stats.first_run_ms = ms;
+    s->ran_since_prepare = 1;
+    s->stats.last_run_ms = ms;
+    s->stats.runs++;
+    return NETRUN_OK;
+}
+
+/* A run: everything (async 0), or up to the point where its device work is queued (async 1: finished by
+ * impl_wait). */
+static netrun_status run_start(netrun_session *s, int async) {
     nr_graph *g = s->model->ir->graph;
     for (int i = 0; i < g->n_inputs; i++)
         if (!s->inputs[i].set && !g->values[g->inputs[i]].default_value) {
@@ -305,15 +375,101 @@ static netrun_status impl_run(netrun_session *s) {
     }
     if (!s->root) s->loop_iterations = 0;
     double t0 = nr_now_ms();
-    netrun_status st = nr_session_execute(s);
+    netrun_status st = nr_session_execute(s, async);
     nr_activity_set(s, NR_ACT_IDLE, -1, -1);
-    double ms = nr_now_ms() - t0;
-    if (st != NETRUN_OK) return FAIL(s, st);
-    if (!s->ran_since_prepare) s->stats.first_run_ms = ms;
-    s->ran_since_prepare = 1;
-    s->stats.last_run_ms = ms;
-    s->stats.runs++;
+    if (async && st == NETRUN_OK) {
+        s->pending = 1;
+        s->pending_t0 = t0;
+        return NETRUN_OK;
+    }
+    if (async) { /* queued work of a failed start is waited for: the caller may free its buffers after this */
+        for (int i = 0; i < s->n_slots; i++)
+            if (s->slots[i].ctx && s->slots[i].api->synchronize) s->slots[i].api->synchronize(s->slots[i].ctx);
+    }
+    return run_done(s, st, t0);
+}
+
+static netrun_status impl_run(netrun_session *s) { return run_start(s, 0); }
+static netrun_status impl_run_async(netrun_session *s) { return run_start(s, 1); }
+
+static netrun_status impl_wait(netrun_session *s) {
+    if (!s->pending) return NETRUN_OK;
+    s->pending = 0;
+    netrun_status st = nr_session_finish(s);
+    nr_activity_set(s, NR_ACT_IDLE, -1, -1);
+    return run_done(s, st, s->pending_t0);
+}
+
+static int output_index(netrun_session *s, const char *name) {
+    nr_graph *g = s->model->ir->graph;
+    for (int i = 0; name && i < g->n_outputs; i++)
+        if (!strcmp(g->values[g->outputs[i]].name, name)) return i;
+    nr_error(NETRUN_ERR_INVALID_ARGUMENT, "the model has no output '%s'", name ? name : "(null)");
+    return -1;
+}
+
+static netrun_status impl_bind_output_device(netrun_session *s, const char *name, netrun_memory_type mem, int device,
+                                             void *data, size_t capacity) {
+    int i = output_index(s, name);
+    if (i < 0) return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
+    nr_output *out = &s->outputs[i];
+    char what[160];
+    snprintf(what, sizeof what, "output '%.120s'", name);
+    if (mem == NETRUN_MEMORY_HOST) {
+        if (data) {
+            nr_error(NETRUN_ERR_INVALID_ARGUMENT, "%s: host outputs live in the session's memory (data must be NULL "
+                     "with NETRUN_MEMORY_HOST)", what);
+            return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
+        }
+        nr_devio_release_output(s, i);
+        out->mem = NETRUN_MEMORY_HOST;
+        out->dev_ptr = NULL;
+        out->dev_cap = 0;
+        return NETRUN_OK;
+    }
+    if (mem != NETRUN_MEMORY_CUDA && mem != NETRUN_MEMORY_OPENCL) {
+        nr_error(NETRUN_ERR_INVALID_ARGUMENT, "%s: memory type %d is not known", what, (int)mem);
+        return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
+    }
+    int dom = nr_devio_domain(s, mem, what);
+    if (dom < 0) return FAIL(s, NETRUN_ERR_UNSUPPORTED);
+    if (data) {
+        if (!capacity) {
+            nr_error(NETRUN_ERR_INVALID_ARGUMENT, "%s: the buffer bound has a capacity of 0 bytes", what);
+            return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
+        }
+        netrun_status st = check_device_memory(s, dom, what, data, capacity, device);
+        if (st != NETRUN_OK) return FAIL(s, st);
+        /* a prepared static shape is checked now; others when the run knows the size */
+        const nr_svalue *sv = s->prepared ? &s->values[s->model->ir->graph->outputs[i]] : NULL;
+        if (sv && !sv->dynamic && sv->nbytes > capacity) {
+            nr_error(NETRUN_ERR_INVALID_ARGUMENT, "%s needs %zu bytes; the buffer holds %zu", what, sv->nbytes, capacity);
+            return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
+        }
+    } else if (device != s->opts.device) {
+        nr_error(NETRUN_ERR_INVALID_ARGUMENT, "%s: device %d, but the session runs on device %d", what, device,
+                 s->opts.device);
+        return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
+    }
+    if (out->dev_dom != dom) nr_devio_release_output(s, i);
+    if (s->prepared && s->mb) nr_session_unprepare(s); /* micro-batching is off with device outputs: plan again */
+    out->mem = mem;
+    out->mem_device = device;
+    out->dev_dom = dom;
+    out->dev_ptr = data;
+    out->dev_cap = data ? capacity : 0;
     return NETRUN_OK;
+}
+
+static netrun_status impl_set_stream(netrun_session *s, netrun_memory_type mem, void *stream) {
+    if (mem != NETRUN_MEMORY_CUDA && mem != NETRUN_MEMORY_OPENCL) {
+        nr_error(NETRUN_ERR_INVALID_ARGUMENT, "netrun_session_set_stream: memory type %d has no streams", (int)mem);
+        return FAIL(s, NETRUN_ERR_INVALID_ARGUMENT);
+    }
+    if (nr_devio_domain(s, mem, "netrun_session_set_stream") < 0) return FAIL(s, NETRUN_ERR_UNSUPPORTED);
+    s->streams[mem] = stream;
+    netrun_status st = nr_devio_apply_streams(s); /* contexts made already; the others get it when they are made */
+    return st == NETRUN_OK ? NETRUN_OK : FAIL(s, st);
 }
 
 netrun_status netrun_session_cancel(netrun_session *s) {
@@ -322,8 +478,8 @@ netrun_status netrun_session_cancel(netrun_session *s) {
     return NETRUN_OK;
 }
 
-static netrun_status impl_output(netrun_session *s, int index, netrun_tensor_view *out) {
-    if (!s || !out) return arg_error(s, "%s: NULL argument", "netrun_session_output");
+/* Output number index exists and a run has produced it. */
+static netrun_status output_readable(netrun_session *s, int index) {
     nr_graph *g = s->model->ir->graph;
     if (index < 0 || index >= g->n_outputs) {
         nr_error(NETRUN_ERR_INVALID_ARGUMENT, "output index %d out of range (the model has %d)", index,
@@ -334,6 +490,12 @@ static netrun_status impl_output(netrun_session *s, int index, netrun_tensor_vie
         nr_error(NETRUN_ERR_STATE, "no outputs yet: run the session first");
         return FAIL(s, NETRUN_ERR_STATE);
     }
+    return NETRUN_OK;
+}
+
+/* An output in host memory: the session's staging buffer, the host arena or a constant. */
+static void host_output_view(netrun_session *s, int index, netrun_tensor_view *out) {
+    nr_graph *g = s->model->ir->graph;
     int v = g->outputs[index];
     nr_svalue *sv = &s->values[v];
     memset(out, 0, sizeof *out);
@@ -353,6 +515,68 @@ static netrun_status impl_output(netrun_session *s, int index, netrun_tensor_vie
         nr_value_tensor(s, v, NR_HOST_DOMAIN, &t);
         out->data = t.data;
     }
+}
+
+static netrun_status impl_output(netrun_session *s, int index, netrun_tensor_view *out) {
+    if (!s || !out) return arg_error(s, "%s: NULL argument", "netrun_session_output");
+    netrun_status st = output_readable(s, index);
+    if (st != NETRUN_OK) return st;
+    if (s->outputs[index].mem != NETRUN_MEMORY_HOST) {
+        nr_error(NETRUN_ERR_STATE, "output '%s' is delivered in %s (netrun_session_bind_output_device): read it with "
+                 "netrun_session_output_device", s->model->ir->graph->values[s->model->ir->graph->outputs[index]].name,
+                 nr_memory_type_name(s->outputs[index].mem));
+        return FAIL(s, NETRUN_ERR_STATE);
+    }
+    host_output_view(s, index, out);
+    return NETRUN_OK;
+}
+
+static netrun_status impl_output_device(netrun_session *s, int index, netrun_device_view *view) {
+    if (!view) return arg_error(s, "%s: NULL argument", "netrun_session_output_device");
+    netrun_status st = output_readable(s, index);
+    if (st != NETRUN_OK) return st;
+    nr_graph *g = s->model->ir->graph;
+    int v = g->outputs[index];
+    nr_svalue *sv = &s->values[v];
+    nr_output *out = &s->outputs[index];
+    memset(view, 0, sizeof *view);
+    view->name = g->values[v].name;
+    view->dtype = sv->desc.dtype;
+    view->rank = sv->desc.rank;
+    memcpy(view->dims, sv->desc.dims, sizeof view->dims);
+    view->nbytes = sv->nbytes;
+    if (out->mem != NETRUN_MEMORY_HOST && out->dev_ptr) { /* the caller's buffer */
+        view->data = out->dev_ptr;
+        view->memory_type = out->mem;
+        view->device = out->mem_device;
+        return NETRUN_OK;
+    }
+    if (sv->is_const || sv->home == NR_HOST_DOMAIN || s->mb) { /* host memory: what netrun_session_output gives */
+        netrun_tensor_view hv;
+        host_output_view(s, index, &hv);
+        view->data = (void *)hv.data;
+        view->rank = hv.rank;
+        memcpy(view->dims, hv.dims, sizeof view->dims);
+        view->nbytes = hv.nbytes;
+        view->memory_type = NETRUN_MEMORY_HOST;
+        return NETRUN_OK;
+    }
+    nr_slot *sl = &s->slots[s->domain_slot[sv->home]];
+    uint32_t type = NR_API_FITS(sl->api, memory_type) ? sl->api->memory_type : 0;
+    netrun_tensor t;
+    nr_value_tensor(s, v, sv->home, &t);
+    if (NR_API_HAS(sl->api, buffer_native)) { /* memory without addresses (OpenCL): the object and an offset */
+        view->data = sl->api->buffer_native(sl->ctx, t.buffer);
+        view->offset = t.offset;
+    } else
+        view->data = t.data;
+    if (!type || !view->data) {
+        nr_error(NETRUN_ERR_UNSUPPORTED, "output '%s' is in the memory of backend '%s', which does not expose it "
+                 "(read it with netrun_session_output)", view->name, sl->be->name);
+        return FAIL(s, NETRUN_ERR_UNSUPPORTED);
+    }
+    view->memory_type = (netrun_memory_type)type;
+    view->device = s->opts.device;
     return NETRUN_OK;
 }
 
@@ -389,12 +613,13 @@ static netrun_status impl_node_info(netrun_session *s, int index, netrun_node_in
     return NETRUN_OK;
 }
 
-static netrun_status impl_get_stats(netrun_session *s, netrun_session_stats *stats) {
-    if (!stats) return arg_error(s, "%s: stats is NULL", "netrun_session_get_stats");
-    *stats = s->stats;
-    stats->prepares = nr_session_prepares(s);
-    stats->host_memory_budget = nr_host_budget(s);
-    stats->profile_dropped = s->prof_dropped;
+static netrun_status impl_get_stats(netrun_session *s, netrun_session_stats *stats, size_t size) {
+    if (!stats || !size) return arg_error(s, "%s: stats is NULL or its size 0", "netrun_session_get_stats");
+    netrun_session_stats all = s->stats;
+    all.prepares = nr_session_prepares(s);
+    all.host_memory_budget = nr_host_budget(s);
+    all.profile_dropped = s->prof_dropped;
+    memcpy(stats, &all, size < sizeof all ? size : sizeof all); /* a caller of an older header gets what it knows */
     return NETRUN_OK;
 }
 
@@ -578,6 +803,23 @@ static void leave(const netrun_session *s) { atomic_store(&((netrun_session *)s)
         return st_;                                                                                             \
     } while (0)
 
+/* The calls that would touch what an asynchronous run in flight uses (inputs, outputs, the plan): refused until
+ * netrun_session_wait. */
+#define GUARDED_IDLE(fn, call)                                                                                  \
+    do {                                                                                                        \
+        if (!s) return nr_error(NETRUN_ERR_INVALID_ARGUMENT, "%s: session is NULL", fn);                        \
+        if (!enter(s, fn)) return NETRUN_ERR_STATE;                                                             \
+        netrun_status st_;                                                                                      \
+        if (s->pending) {                                                                                       \
+            nr_error(NETRUN_ERR_STATE, "%s: a run started by netrun_session_run_async is in flight: call "        \
+                     "netrun_session_wait first", fn);                                                          \
+            st_ = FAIL(s, NETRUN_ERR_STATE);                                                                    \
+        } else                                                                                                  \
+            st_ = (call);                                                                                       \
+        leave(s);                                                                                               \
+        return st_;                                                                                             \
+    } while (0)
+
 /* For the calls that return a count or a string: the value when the session is NULL or busy. */
 #define GUARDED_VALUE(fn, call, none)                                                                          \
     do {                                                                                                        \
@@ -594,26 +836,26 @@ netrun_status netrun_session_output_info(netrun_session *s, int index, netrun_te
     GUARDED("netrun_session_output_info", impl_output_info(s, index, info));
 }
 netrun_status netrun_session_set_dim(netrun_session *s, const char *name, int64_t value) {
-    GUARDED("netrun_session_set_dim", impl_set_dim(s, name, value));
+    GUARDED_IDLE("netrun_session_set_dim", impl_set_dim(s, name, value));
 }
 netrun_status netrun_session_set_input(netrun_session *s, const char *name, netrun_dtype dtype, int rank,
                                        const int64_t *dims, const void *data, size_t nbytes) {
-    GUARDED("netrun_session_set_input", impl_set_input(s, name, dtype, rank, dims, data, nbytes, 0));
+    GUARDED_IDLE("netrun_session_set_input", impl_set_input(s, name, dtype, rank, dims, data, nbytes, 0, 0, 0));
 }
 netrun_status netrun_session_bind_input(netrun_session *s, const char *name, netrun_dtype dtype, int rank,
                                         const int64_t *dims, const void *data, size_t nbytes) {
-    GUARDED("netrun_session_bind_input", impl_set_input(s, name, dtype, rank, dims, data, nbytes, 1));
+    GUARDED_IDLE("netrun_session_bind_input", impl_set_input(s, name, dtype, rank, dims, data, nbytes, 1, 0, 0));
 }
-netrun_status netrun_session_prepare(netrun_session *s) { GUARDED("netrun_session_prepare", impl_prepare(s)); }
-netrun_status netrun_session_run(netrun_session *s) { GUARDED("netrun_session_run", impl_run(s)); }
+netrun_status netrun_session_prepare(netrun_session *s) { GUARDED_IDLE("netrun_session_prepare", impl_prepare(s)); }
+netrun_status netrun_session_run(netrun_session *s) { GUARDED_IDLE("netrun_session_run", impl_run(s)); }
 netrun_status netrun_session_output(netrun_session *s, int index, netrun_tensor_view *out) {
-    GUARDED("netrun_session_output", impl_output(s, index, out));
+    GUARDED_IDLE("netrun_session_output", impl_output(s, index, out));
 }
 netrun_status netrun_session_output_by_name(netrun_session *s, const char *name, netrun_tensor_view *out) {
-    GUARDED("netrun_session_output_by_name", impl_output_by_name(s, name, out));
+    GUARDED_IDLE("netrun_session_output_by_name", impl_output_by_name(s, name, out));
 }
 netrun_status netrun_session_value(netrun_session *s, const char *name, netrun_tensor_view *out) {
-    GUARDED("netrun_session_value", impl_value(s, name, out));
+    GUARDED_IDLE("netrun_session_value", impl_value(s, name, out));
 }
 netrun_status netrun_session_node_info(const netrun_session *cs, int index, netrun_node_info *info) {
     netrun_session *s = (netrun_session *)cs;
@@ -621,10 +863,34 @@ netrun_status netrun_session_node_info(const netrun_session *cs, int index, netr
 }
 netrun_status netrun_session_get_stats(const netrun_session *cs, netrun_session_stats *stats) {
     netrun_session *s = (netrun_session *)cs;
-    GUARDED("netrun_session_get_stats", impl_get_stats(s, stats));
+    /* the struct as netrun 0.7 laid it out: callers built against that header pass a smaller one */
+    GUARDED("netrun_session_get_stats", impl_get_stats(s, stats, offsetof(netrun_session_stats, h2d_bytes)));
 }
+netrun_status netrun_session_get_stats_ex(const netrun_session *cs, netrun_session_stats *stats, size_t size) {
+    netrun_session *s = (netrun_session *)cs;
+    GUARDED("netrun_session_get_stats_ex", impl_get_stats(s, stats, size));
+}
+netrun_status netrun_session_bind_input_device(netrun_session *s, const char *name, netrun_dtype dtype, int rank,
+                                               const int64_t *dims, netrun_memory_type memory_type, int device,
+                                               void *data, size_t nbytes) {
+    GUARDED_IDLE("netrun_session_bind_input_device",
+                 impl_set_input(s, name, dtype, rank, dims, data, nbytes, 2, memory_type, device));
+}
+netrun_status netrun_session_bind_output_device(netrun_session *s, const char *name, netrun_memory_type memory_type,
+                                                int device, void *data, size_t capacity) {
+    GUARDED_IDLE("netrun_session_bind_output_device",
+                 impl_bind_output_device(s, name, memory_type, device, data, capacity));
+}
+netrun_status netrun_session_output_device(netrun_session *s, int index, netrun_device_view *out) {
+    GUARDED_IDLE("netrun_session_output_device", impl_output_device(s, index, out));
+}
+netrun_status netrun_session_set_stream(netrun_session *s, netrun_memory_type memory_type, void *stream) {
+    GUARDED_IDLE("netrun_session_set_stream", impl_set_stream(s, memory_type, stream));
+}
+netrun_status netrun_session_run_async(netrun_session *s) { GUARDED_IDLE("netrun_session_run_async", impl_run_async(s)); }
+netrun_status netrun_session_wait(netrun_session *s) { GUARDED("netrun_session_wait", impl_wait(s)); }
 netrun_status netrun_session_set_profiling(netrun_session *s, int on) {
-    GUARDED("netrun_session_set_profiling", impl_set_profiling(s, on));
+    GUARDED_IDLE("netrun_session_set_profiling", impl_set_profiling(s, on));
 }
 netrun_status netrun_session_profile_get(const netrun_session *cs, int index, netrun_profile_event *event) {
     netrun_session *s = (netrun_session *)cs;
@@ -652,7 +918,7 @@ const char *netrun_session_micro_batch(const netrun_session *cs, int *images) {
 
 static netrun_status body_set_input(netrun_session *s, const char *name, netrun_dtype dtype, int rank,
                                     const int64_t *dims, const void *data, size_t nbytes) {
-    return impl_set_input(s, name, dtype, rank, dims, data, nbytes, 0);
+    return impl_set_input(s, name, dtype, rank, dims, data, nbytes, 0, 0, 0);
 }
 
 static const nr_body_ops body_ops = {

@@ -62,6 +62,7 @@ typedef struct nr_slot {
     int n_nodes;
     char unavailable_reason[256];  /* set when named but unavailable */
     int failed;                    /* context_create failed: not used again by this session */
+    void *caller_stream;           /* the caller's stream its context queues on (device_io.c); NULL: its own */
     char failed_reason[256];
 } nr_slot;
 
@@ -178,11 +179,28 @@ typedef struct nr_input {
     int plan_rank;
     int64_t plan_dims[NETRUN_MAX_RANK];
     unsigned run_time_dims;
+    /* device_io.c: bound to device memory of this type (0: host). The plan reads it in place in the domain of the
+     * backend serving the type (dev_dom); wrapped is that backend's handle for dev_ptr, made at the run (wrapped_ptr:
+     * the pointer it wraps, to see a change) */
+    netrun_memory_type mem;
+    int mem_device;
+    void *dev_ptr;
+    int dev_dom;
+    void *wrapped, *wrapped_ptr;
 } nr_input;
 
 typedef struct nr_output {
     void *host;                    /* staging copy when the value lives on a device */
     size_t cap;
+    /* device_io.c: delivered in memory of this type (0: host): into the caller's dev_ptr of dev_cap bytes, or left
+     * in the session's device memory (dev_ptr NULL). in_place: this run's producer writes straight into it */
+    netrun_memory_type mem;
+    int mem_device;
+    void *dev_ptr;
+    size_t dev_cap;
+    int dev_dom;
+    void *wrapped, *wrapped_ptr;
+    int in_place;
 } nr_output;
 
 struct netrun_session {
@@ -266,6 +284,11 @@ struct netrun_session {
     char mb_note[256];
     int noted_unused;              /* option_keys.c: settings without effect were reported */
     atomic_int cancel;             /* netrun_session_cancel: set by any thread, taken by the run that stops */
+    /* device_io.c: the caller's stream per memory type (NULL: the backends' own), an asynchronous run in flight
+     * (netrun_session_run_async: its status is given by netrun_session_wait), and when it started */
+    void *streams[3];
+    int pending;
+    double pending_t0;
 };
 
 
@@ -307,6 +330,25 @@ void nr_profile_clear(netrun_session *s);
 nr_prof_event *nr_profile_push(netrun_session *s);
 /* text kept until the profile is cleared, one copy per distinct text; NULL: out of memory */
 const char *nr_profile_label(netrun_session *s, const char *text);
+
+/* device_io.c (plan layer): inputs and outputs in the caller's device memory, and the caller's stream.
+ * nr_devio_domain: the memory domain whose backend serves a memory type on the session's device, or -1 (why in the
+ * error); nr_devio_apply_streams: hand the streams to the contexts (after they are created); nr_devio_release:
+ * free the wrapped handles (before the contexts go); nr_devio_begin_run: wrap this run's pointers, check sizes and
+ * drop device graphs that captured changed ones; nr_devio_finish_outputs: queue the copies into bound buffers that
+ * were not written in place; nr_devio_bound_buffer: the wrapped buffer a value lives in during a run (graph input
+ * or in-place output in its home domain), else NULL. */
+int nr_devio_domain(netrun_session *s, netrun_memory_type type, const char *what);
+int nr_devio_any(const netrun_session *s);
+int nr_devio_uses_domain(const netrun_session *s, int dom);
+void nr_devio_release_input(netrun_session *s, int i);
+void nr_devio_release_output(netrun_session *s, int i);
+netrun_status nr_devio_apply_streams(netrun_session *s);
+void nr_devio_release(netrun_session *s);
+netrun_status nr_devio_begin_run(netrun_session *s);
+netrun_status nr_devio_finish_outputs(netrun_session *s);
+void *nr_devio_bound_buffer(const netrun_session *s, int value, int dom);
+const char *nr_memory_type_name(netrun_memory_type type);
 
 typedef enum {
     NR_ACT_IDLE = 0,

@@ -18,7 +18,7 @@ void nr_value_tensor(netrun_session *s, int v, int dom, netrun_tensor *t) {
     nr_place *p = &sv->place[dom];
     if (dom == NR_HOST_DOMAIN) {
         if (sv->is_const) t->buffer = (void *)sv->desc.const_data;
-        else if (sv->graph_input >= 0) /* micro-batching: this run's slice */
+        else if (sv->graph_input >= 0 && sv->home == NR_HOST_DOMAIN) /* micro-batching: this run's slice */
             t->buffer = (char *)s->inputs[sv->graph_input].data + (s->mb ? (size_t)s->mb_chunk * sv->nbytes : 0);
         else if (p->dyn_buffer) t->buffer = p->dyn_buffer;
         else if (p->in_arena) t->buffer = (char *)s->host_arena + p->offset;
@@ -26,7 +26,11 @@ void nr_value_tensor(netrun_session *s, int v, int dom, netrun_tensor *t) {
         return;
     }
     nr_slot *sl = &s->slots[s->domain_slot[dom]];
-    if (p->dyn_buffer) {
+    void *bound = nr_devio_bound_buffer(s, v, dom); /* the caller's device memory (device_io.c) */
+    if (bound) {
+        t->buffer = bound;
+        t->offset = 0;
+    } else if (p->dyn_buffer) {
         t->buffer = p->dyn_buffer;
         t->offset = 0;
     } else {

@@ -38,7 +38,8 @@ LAYERS = {
     3: ["runtime/session.h", "runtime/session_state.c", "runtime/options.c", "runtime/option_keys.c",
         "runtime/host_memory.c", "runtime/plan.h", "runtime/infer.c", "runtime/place.h", "runtime/place.c",
         "runtime/optimize.h", "runtime/optimize_internal.h", "runtime/optimize.c", "runtime/opt_*.c",
-        "runtime/qdq_fuse.h", "runtime/qdq_fuse.c", "runtime/memplan.c", "runtime/micro_batch.h", "runtime/micro_batch.c", "runtime/prepare.c"],
+        "runtime/qdq_fuse.h", "runtime/qdq_fuse.c", "runtime/memplan.c", "runtime/micro_batch.h", "runtime/micro_batch.c", "runtime/prepare.c",
+        "runtime/preprocess.h", "runtime/preprocess.c", "runtime/device_io.c"],
     4: ["runtime/execute.h", "runtime/execute.c", "runtime/control_flow.h", "runtime/control_flow.c"],
     5: ["runtime/session.c", "runtime/api_backends.c"],
 }

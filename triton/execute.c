@@ -110,8 +110,8 @@ static TRITONSERVER_Error *read_input(const nt_in *x, char *dst) {
         TRITONSERVER_Error *e = TRITONBACKEND_InputBuffer(x->in, k, &buf, &size, &mt, &mid);
         if (e) return e;
         if (done + size > x->bytes) return nt_error(TRITONSERVER_ERROR_INVALID_ARG, "input buffers exceed the input");
-        /* netrun takes host inputs: a GPU buffer (CUDA shared memory from the client) is copied to the host here,
-         * until netrun's sessions take device inputs */
+        /* a GPU buffer that is not read in place (batched requests, several buffers, another device): copied to
+         * the host and gathered */
         if ((e = nt_copy(dst + done, 0, buf, mt == TRITONSERVER_MEMORY_GPU, (size_t)size))) return e;
         done += size;
     }
@@ -141,13 +141,31 @@ static netrun_session *run_group(nt_instance *in, nt_req *qs, nt_in *ins, uint32
             if (!members) first = r;
             members++;
         }
-    int64_t key[64 * (NETRUN_MAX_RANK + 1)];
+    int64_t key[64 * (NETRUN_MAX_RANK + 1) + 1]; /* + the mask of inputs read in GPU memory */
     int key_len = 0;
     if (m->n_inputs > 64) {
         *err = nt_error(TRITONSERVER_ERROR_UNSUPPORTED, "model '%s': more than 64 inputs", m->name);
         return NULL;
     }
     const nt_in *x0 = &ins[(size_t)first * (size_t)m->n_inputs];
+    /* A lone request whose input is one buffer of GPU memory on this instance's device (a client's CUDA shared
+     * memory): netrun reads it in place when the session has a backend for CUDA memory. Such sessions are cached
+     * apart (a mask of those inputs ends the key), since switching an input between host and device memory
+     * prepares a session again. */
+    const void *dev_buf[64] = {0};
+    int64_t dev_mask = 0;
+    for (int i = 0; members == 1 && in->kind == TRITONSERVER_INSTANCEGROUPKIND_GPU && i < m->n_inputs; i++) {
+        const void *buf = NULL;
+        uint64_t size = 0;
+        TRITONSERVER_MemoryType mt = TRITONSERVER_MEMORY_CPU;
+        int64_t mid = 0;
+        if (x0[i].n_buffers != 1) continue;
+        if ((*err = TRITONBACKEND_InputBuffer(x0[i].in, 0, &buf, &size, &mt, &mid))) return NULL;
+        if (mt == TRITONSERVER_MEMORY_GPU && mid == in->device && size == x0[i].bytes && !(in->no_device_io >> i & 1)) {
+            dev_buf[i] = buf;
+            dev_mask |= (int64_t)1 << i;
+        }
+    }
     for (int i = 0; i < m->n_inputs; i++) { /* netrun's shape of input i: [total] + rest, or the reshape */
         const nt_tensor *t = &m->inputs[i];
         int rank = t->reshape_rank >= 0 ? t->reshape_rank + b : (int)x0[i].rank;
@@ -156,6 +174,7 @@ static netrun_session *run_group(nt_instance *in, nt_req *qs, nt_in *ins, uint32
         if (t->reshape_rank >= 0) for (int d = 0; d < t->reshape_rank; d++) key[key_len++] = t->reshape[d];
         else for (uint32_t d = (uint32_t)b; d < x0[i].rank; d++) key[key_len++] = x0[i].shape[d];
     }
+    if (dev_mask) key[key_len++] = dev_mask;
     netrun_session *s = NULL;
     if ((*err = nt_instance_session(in, key, key_len, &s))) return NULL;
     int k = 0;
@@ -165,6 +184,21 @@ static netrun_session *run_group(nt_instance *in, nt_req *qs, nt_in *ins, uint32
         const int64_t *dims = &key[k + 1];
         k += 1 + rank;
         size_t bytes = (size_t)count_of(dims, rank) * netrun_dtype_size(t->dtype);
+        if (dev_buf[i]) {
+            netrun_status st = netrun_session_bind_input_device(s, t->name, t->dtype, rank, dims, NETRUN_MEMORY_CUDA,
+                                                                in->device, (void *)dev_buf[i], bytes);
+            if (st == NETRUN_OK) continue;
+            if (st != NETRUN_ERR_UNSUPPORTED) {
+                *err = nt_error(code_of(st), "model '%s': %s", m->name, netrun_session_error(s));
+                nt_instance_drop_session(in, s);
+                return NULL;
+            }
+            /* no backend of the session takes CUDA memory (e.g. backends "cpu" on a GPU instance): copy, as for
+             * host requests, and do not try again for this input */
+            nt_log(TRITONSERVER_LOG_VERBOSE, __LINE__, "instance '%s': input '%s' in GPU memory is copied: %s",
+                   in->name, t->name, netrun_session_error(s));
+            in->no_device_io |= (int64_t)1 << i;
+        }
         const void *data;
         TRITONSERVER_MemoryType mt = TRITONSERVER_MEMORY_CPU;
         const void *buf = NULL;
@@ -253,7 +287,7 @@ static TRITONSERVER_Error *write_outputs(const nt_model *m, netrun_session *s, c
         int64_t mid = 0;
         if ((e = TRITONBACKEND_OutputBuffer(out, &buf, bytes, &mt, &mid))) return e;
         /* Triton may hand GPU memory (the client asked for CUDA shared memory): copied from netrun's host output
-         * until sessions write device outputs */
+         * (outputs are small next to the inputs of the models served; the input side is read in place) */
         if ((e = nt_copy(buf, mt == TRITONSERVER_MEMORY_GPU, (const char *)v.data + row * (size_t)q->offset, 0,
                          bytes)))
             return e;

@@ -56,7 +56,8 @@ typedef struct nt_model {
 
 typedef struct nt_session_slot {
     netrun_session *s;
-    int64_t *key;             /* rank + dims of every input, in config order */
+    int64_t *key;             /* rank + dims of every input, in config order; then, for sessions that read inputs
+                               * in GPU memory in place, the mask of those inputs */
     int key_len;
     uint64_t last_use;
 } nt_session_slot;
@@ -73,6 +74,7 @@ typedef struct nt_instance {
     int n_stage;
     void **stage;             /* per input: gathered batch (host) */
     size_t *stage_cap;
+    int64_t no_device_io;     /* inputs whose GPU buffers are copied: the sessions have no backend for CUDA memory */
 } nt_instance;
 
 /* backend.c */

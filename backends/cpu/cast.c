@@ -279,6 +279,12 @@ netrun_status cpu_cast_run(cpu_context *ctx, void *state, const netrun_kernel_ar
     int sat = p ? p->saturate != 0 : 1, rm = p ? p->round_mode : NETRUN_CAST_ROUND_UP;
     int special = x->dtype != y->dtype && ((!sat && is_f8(y->dtype)) ||
                                            (y->dtype == NETRUN_DTYPE_FLOAT8E8M0 && (!sat || rm != NETRUN_CAST_ROUND_UP)));
+    if (p && p->saturate == 2 && x->dtype == NETRUN_DTYPE_FLOAT && y->dtype == NETRUN_DTYPE_FLOAT16) {
+        const float *s = x->data; /* a float16 region's border Cast: finite values stay finite (layers/elementwise.c) */
+        uint16_t *d = y->data;
+        for (int64_t i = 0; i < n; i++) d[i] = nr_float_to_half(!isfinite(s[i]) ? s[i] : fminf(fmaxf(s[i], -65504.0f), 65504.0f));
+        return NETRUN_OK;
+    }
     cast_job j = {x->data, y->data, x->dtype, y->dtype, elem_size(x->dtype), elem_size(y->dtype), special, sat, rm};
     if (n >= 2 * CAST_GRAIN) cpu_parallel_for(ctx, n, CAST_GRAIN, cast_range, &j);
     else cast_range(&j, 0, n);

@@ -6,7 +6,7 @@
 #include "cpu_internal.h"
 
 #define FAMILIES(X) X(conv) X(gemm) X(norm) X(pool) X(elementwise) X(shape_ops) X(data_movement) \
-    X(resize) X(reduce) X(softmax) X(rnn) X(transformer) X(loss) X(quantize) X(vision) X(signal) X(index_ops) X(nchwc)
+    X(resize) X(reduce) X(softmax) X(rnn) X(transformer) X(loss) X(quantize) X(vision) X(signal) X(index_ops) X(nchwc) X(preprocess)
 
 #define DECLARE(f) extern const cpu_op cpu_ops_##f[];
 FAMILIES(DECLARE)

@@ -409,6 +409,62 @@ static int64_t tok(const netrun_tensor *x, int64_t i) {
     return x->dtype == NETRUN_DTYPE_INT32 ? ((const int32_t *)x->data)[i] : ((const int64_t *)x->data)[i];
 }
 
+/* Pool n-grams by content: an open-addressing table of gram indices (the later of two equal n-grams wins, as the
+ * spec's map does), so each window costs one hash and one compare instead of a scan of the pool. */
+typedef struct {
+    int64_t *slot; /* gram index or -1 */
+    int64_t mask;
+} tfidf_table;
+
+static uint64_t tfidf_mix(uint64_t h, int64_t v) {
+    h ^= (uint64_t)v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t tfidf_hash_pool(const netrun_tfidf_params *p, const int64_t *gr) {
+    uint64_t h = (uint64_t)gr[0];
+    for (int64_t k = 0; k < gr[0]; k++) h = tfidf_mix(h, p->pool[gr[1] + k]);
+    return h;
+}
+
+static int tfidf_same_pool(const netrun_tfidf_params *p, const int64_t *a, const int64_t *b) {
+    if (a[0] != b[0]) return 0;
+    for (int64_t k = 0; k < a[0]; k++)
+        if (p->pool[a[1] + k] != p->pool[b[1] + k]) return 0;
+    return 1;
+}
+
+static netrun_status tfidf_table_build(const netrun_tfidf_params *p, tfidf_table *t) {
+    int64_t size = 16;
+    while (size < 2 * p->n_grams) size *= 2;
+    t->mask = size - 1;
+    t->slot = malloc(sizeof(int64_t) * (size_t)size);
+    if (!t->slot) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "TfIdfVectorizer: %lld n-grams", (long long)p->n_grams);
+    for (int64_t i = 0; i < size; i++) t->slot[i] = -1;
+    for (int64_t g = 0; g < p->n_grams; g++) {
+        const int64_t *gr = p->grams + 3 * g;
+        int64_t i = (int64_t)(tfidf_hash_pool(p, gr) & (uint64_t)t->mask);
+        while (t->slot[i] >= 0 && !tfidf_same_pool(p, p->grams + 3 * t->slot[i], gr)) i = (i + 1) & t->mask;
+        t->slot[i] = g;
+    }
+    return NETRUN_OK;
+}
+
+/* The column of the pool n-gram equal to the n tokens at base, base+d, ..., or -1. */
+static int64_t tfidf_find(const netrun_tfidf_params *p, const tfidf_table *t, const netrun_tensor *x, int64_t base,
+                          int64_t d, int64_t n) {
+    uint64_t h = (uint64_t)n;
+    for (int64_t k = 0; k < n; k++) h = tfidf_mix(h, tok(x, base + k * d));
+    for (int64_t i = (int64_t)(h & (uint64_t)t->mask); t->slot[i] >= 0; i = (i + 1) & t->mask) {
+        const int64_t *gr = p->grams + 3 * t->slot[i];
+        if (gr[0] != n) continue;
+        int64_t k = 0;
+        while (k < n && tok(x, base + k * d) == p->pool[gr[1] + k]) k++;
+        if (k == n) return gr[2];
+    }
+    return -1;
+}
+
 static netrun_status run_tfidf(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
     (void)ctx, (void)state;
     const netrun_tfidf_params *p = args->params;
@@ -417,40 +473,45 @@ static netrun_status run_tfidf(cpu_context *ctx, void *state, const netrun_kerne
     if (!p || (x->dtype != NETRUN_DTYPE_INT32 && x->dtype != NETRUN_DTYPE_INT64) || x->rank < 1)
         return cpu_host->error(NETRUN_ERR_INTERNAL, "tfidf: bad params");
     int64_t rows = x->rank == 2 ? x->dims[0] : 1, C = x->dims[x->rank - 1], out = p->output_size;
-    /* the windows of a row: one per start and skip distance, distances up to max_skip + 1 and (2+ items) below
-     * the row length. A huge max_skip_count over a long row makes that quadratic: 2 x 10^9 windows for a row of
-     * 65,535 tokens (fuzz.importer timeout), refused past 2^26 windows a row */
-    double dists = C > 1 ? (double)C - 1 : 1;
-    if ((double)p->max_skip + 1 < dists) dists = (double)p->max_skip + 1;
-    if (p->max_gram > 1 && dists * (double)C > (double)(1 << 26))
-        return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "TfIdfVectorizer: rows of %lld tokens with max_skip_count %lld "
-                               "make %.3g windows a row, over netrun's limit of 2^26 (lower max_skip_count)",
-                               (long long)C, (long long)p->max_skip, dists * (double)C);
     float *yv = y->data;
     memset(yv, 0, sizeof(float) * (size_t)(rows * out));
-    for (int64_t r = 0; r < rows; r++) {
-        float *f = yv + r * out;
-        int64_t base = r * C, start_size = p->min_gram;
-        for (int64_t d = 1; d - 1 <= p->max_skip; d++) {
-            /* no n-gram of 2+ items fits once the distance spans the row (bounds a huge max_skip_count) */
-            if (start_size > 1 && d * (start_size - 1) >= C) break;
-            for (int64_t s0 = 0; s0 + d * (start_size - 1) < C; s0++)
-                for (int64_t n = start_size; n <= p->max_gram && s0 + d * (n - 1) < C; n++) {
-                    int64_t col = -1;
-                    for (int64_t g = 0; g < p->n_grams; g++) { /* the last equal n-gram of the pool wins */
-                        const int64_t *gr = p->grams + 3 * g;
-                        if (gr[0] != n) continue;
-                        int64_t k = 0;
-                        while (k < n && tok(x, base + s0 + k * d) == p->pool[gr[1] + k]) k++;
-                        if (k == n) col = gr[2];
+    /* n-gram lengths that can match: the layer clamps max_gram to the pool's longest, so an empty pool leaves
+     * none, and then there is nothing to count (a loop over the windows regardless took 50 s on a fuzzed model) */
+    const int64_t lo = p->min_gram, hi = p->max_gram;
+    if (hi >= lo && p->n_grams > 0) {
+        /* windows: one per start, skip distance and length; distances up to max_skip + 1 and (2+ items) within
+         * the row. A huge max_skip_count over long rows makes that quadratic: refused past 2^28 windows in all */
+        double dists = hi > 1 ? (C > 1 ? (double)C - 1 : 1) : 1;
+        if (hi > 1 && (double)p->max_skip + 1 < dists) dists = (double)p->max_skip + 1;
+        double windows = (double)rows * (double)C * dists * (double)(hi - lo + 1);
+        if (dists > 1 && windows > (double)(1 << 28))
+            return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "TfIdfVectorizer: %lld rows of %lld tokens with "
+                                   "max_skip_count %lld make %.3g windows, over netrun's limit of 2^28 (lower "
+                                   "max_skip_count)", (long long)rows, (long long)C, (long long)p->max_skip, windows);
+        tfidf_table t;
+        netrun_status st = tfidf_table_build(p, &t);
+        if (st != NETRUN_OK) return st;
+        for (int64_t r = 0; r < rows; r++) {
+            float *f = yv + r * out;
+            int64_t base = r * C, start_size = lo;
+            for (int64_t d = 1; d - 1 <= p->max_skip; d++) {
+                /* no n-gram of 2+ items fits once the distance spans the row (bounds a huge max_skip_count) */
+                if (start_size > 1 && d * (start_size - 1) >= C) break;
+                for (int64_t s0 = 0; s0 + d * (start_size - 1) < C; s0++)
+                    for (int64_t n = start_size; n <= hi && s0 + d * (n - 1) < C; n++) {
+                        int64_t col = tfidf_find(p, &t, x, base + s0, d, n);
+                        if (col >= 0 && col < out) f[col] += 1;
                     }
-                    if (col >= 0 && col < out) f[col] += 1;
+                if (start_size == 1) { /* unigrams count once, not once per skip distance */
+                    start_size = 2;
+                    if (start_size > hi) break;
                 }
-            if (start_size == 1) { /* unigrams count once, not once per skip distance */
-                start_size = 2;
-                if (start_size > p->max_gram) break;
             }
         }
+        free(t.slot);
+    }
+    for (int64_t r = 0; r < rows; r++) {
+        float *f = yv + r * out;
         for (int64_t i = 0; i < out; i++) {
             if (p->mode == 1) f[i] = f[i] > 0 ? (p->weights ? p->weights[i] : 1.0f) : 0.0f;
             else if (p->mode == 2 && p->weights) f[i] *= p->weights[i];

@@ -1,8 +1,11 @@
 /* CUDA kernels: Attention (opset 23/24), RotaryEmbedding, LinearAttention and CausalConvWithState, float32 and
  * float16 computed in float, after the CPU kernels in backends/cpu/transformer.c.
- * Attention: one block per (query row, q head, batch); the block keeps the scaled query row and the row of
- * scores in shared memory: scores (one thread per key), softmax (block max / sum), then the weighted sum of V
- * (one thread per output column). Straightforward rather than fast: no tiling over keys. */
+ * Attention runs through cuBLAS (see "the cuBLAS path" below: batched GEMMs for Q K^T and P V around a softmax
+ * kernel, scores in the workspace). attn_k is the general fallback for what that path does not take (mixed
+ * Q/K/V/Y dtypes, past K/V without present outputs, option cuda.attention_workspace_mb=0, a workspace too small
+ * for one head): one block per (query row, q head, batch) keeps the scaled query row and the row of scores in
+ * shared memory: scores (one thread per key), softmax (block max / sum), then the weighted sum of V (one thread
+ * per output column). Straightforward rather than fast: no tiling over keys. */
 #include "nlp_common.cuh"
 
 /* ================================ Attention ================================ */
@@ -18,6 +21,32 @@ struct attn_args {
     int64_t qs[3], ks[3], vs[3], ys[3]; /* element strides (batch, head, seq) */
     int64_t ms[4], mlast;               /* mask strides over [B, Hq, Lq, Lm], Lm */
 };
+
+/* Score x of key c for query row i of pair (b, h) after softcap, mask, causal and nonpad, writing the
+ * qk_matmul_output of modes 0-2 on the way (A: attn_args or attn_sm_args, which name these fields alike). */
+template <typename A>
+__device__ __forceinline__ float attn_bias_score(const A &a, float x, int64_t b, int64_t h, int64_t i,
+                                                 int64_t c, int64_t qk0) {
+    if (a.qk && a.mode == 0) stx(a.qkt, a.qk, qk0 + c, x);
+    if (a.softcap > 0) x = a.softcap * tanhf(x / a.softcap);
+    if (a.qk && a.mode == 1) stx(a.qkt, a.qk, qk0 + c, x);
+    float bias = 0;
+    if (a.mask_kind) {
+        if (c >= a.mlast) bias = -INFINITY;
+        else {
+            int64_t off = b * a.ms[0] + h * a.ms[1] + i * a.ms[2] + c * a.ms[3];
+            if (a.mask_kind == 1) { if (!((const uint8_t *)a.mask)[off]) bias = -INFINITY; }
+            else bias = ldx(a.mt, a.mask, off);
+        }
+    }
+    if (bias != -INFINITY) {
+        if (a.is_causal && c > i + a.Lp) bias = -INFINITY;
+        if (a.has_nonpad && c >= a.nonpad[b]) bias = -INFINITY;
+    }
+    x += bias;
+    if (a.qk && a.mode == 2) stx(a.qkt, a.qk, qk0 + c, x);
+    return x;
+}
 
 __global__ void attn_k(attn_args a) {
     extern __shared__ float smem[];
@@ -36,24 +65,7 @@ __global__ void attn_k(attn_args a) {
         else { kp = a.k; kb = b * a.ks[0] + hk * a.ks[1] + (c - a.Lp) * a.ks[2]; }
         float x = 0;
         for (int64_t e = 0; e < a.E; e++) x += qr[e] * (ldx(a.kt, kp, kb + e) * a.sq);
-        if (a.qk && a.mode == 0) stx(a.qkt, a.qk, qk0 + c, x);
-        if (a.softcap > 0) x = a.softcap * tanhf(x / a.softcap);
-        if (a.qk && a.mode == 1) stx(a.qkt, a.qk, qk0 + c, x);
-        float bias = 0;
-        if (a.mask_kind) {
-            if (c >= a.mlast) bias = -INFINITY;
-            else {
-                int64_t off = b * a.ms[0] + h * a.ms[1] + i * a.ms[2] + c * a.ms[3];
-                if (a.mask_kind == 1) { if (!((const uint8_t *)a.mask)[off]) bias = -INFINITY; }
-                else bias = ldx(a.mt, a.mask, off);
-            }
-        }
-        if (bias != -INFINITY) {
-            if (a.is_causal && c > i + a.Lp) bias = -INFINITY;
-            if (a.has_nonpad && c >= a.nonpad[b]) bias = -INFINITY;
-        }
-        x += bias;
-        if (a.qk && a.mode == 2) stx(a.qkt, a.qk, qk0 + c, x);
+        x = attn_bias_score(a, x, b, h, i, c, qk0);
         sc[c] = x;
         mx = fmaxf(mx, x);
     }
@@ -98,6 +110,358 @@ static void layout_strides(int is3d, int64_t heads, int64_t len, int64_t e, int6
     else { s[0] = heads * len * e; s[1] = len * e; s[2] = e; }
 }
 
+/* ---- the cuBLAS path ----
+ * Per chunk of (batch, q head) pairs: S = scale * Q K^T (batched GEMM, float32 scores in the workspace), one warp
+ * per score row for softcap, mask, causal, nonpad and the softmax (float32; P in V's dtype: in place over S for
+ * float32, a float16 copy beside it for float16), then Y = P V (batched GEMM into Y's own layout). The batching
+ * follows the layouts: one strided call when every operand steps evenly over the pairs (4-D without GQA), else
+ * one pointer-array call (3-D, GQA) when every address is 16-byte aligned, else a strided call per run of evenly
+ * stepping pairs. attn_k stays for what this does not cover (see attn_fast_refusal). */
+
+/* Scores of a chunk: pair j's matrix starts at j * sps floats (P16 at j * pps halves), padded to 16 bytes. */
+static int64_t attn_sps(int64_t Lq, int64_t Lt) { return (Lq * Lt + 3) / 4 * 4; }
+static int64_t attn_pps(int64_t Lq, int64_t Lt) { return (Lq * Lt + 7) / 8 * 8; }
+static size_t al256(size_t x) { return (x + 255) & ~(size_t)255; }
+
+/* Workspace bytes for a chunk of n pairs (SIZE_MAX when beyond size_t): 3n GEMM pointers, scores, float16 P. */
+static size_t attn_ws_bytes(int64_t n, int64_t Lq, int64_t Lt, int p16) {
+    double d = 24.0 * n + 4.0 * n * attn_sps(Lq, Lt) + (p16 ? 2.0 * n * attn_pps(Lq, Lt) : 0.0) + 768.0;
+    if (d > (double)(SIZE_MAX / 2)) return SIZE_MAX;
+    return al256((size_t)n * 24) + al256((size_t)n * attn_sps(Lq, Lt) * 4) +
+           (p16 ? al256((size_t)n * attn_pps(Lq, Lt) * 2) : 0);
+}
+
+/* The most pairs whose chunk fits `bytes` (at most total). */
+static int64_t attn_chunk_pairs(size_t bytes, int64_t total, int64_t Lq, int64_t Lt, int p16) {
+    if (bytes <= 768 || total <= 0) return 0;
+    double per = 24.0 + 4.0 * attn_sps(Lq, Lt) + (p16 ? 2.0 * attn_pps(Lq, Lt) : 0.0);
+    double n = (double)(bytes - 768) / per;
+    int64_t c = n >= (double)total ? total : (int64_t)n;
+    while (c > 0 && attn_ws_bytes(c, Lq, Lt, p16) > bytes) c--;
+    return c;
+}
+
+/* One GEMM operand: element offset of pair g (chunk index j) = b * s0 + head * s1, head = h or its kv head h /
+ * group; local (the chunk's S or P): j * s0. */
+struct attn_mat {
+    char *base;
+    int64_t es, s0, s1;
+    int kv, local;
+};
+
+__host__ __device__ static inline int64_t attn_off(const attn_mat &m, int64_t g, int64_t j, int64_t Hq, int64_t group) {
+    if (m.local) return j * m.s0;
+    int64_t b = g / Hq, h = g % Hq;
+    return b * m.s0 + (m.kv ? h / group : h) * m.s1;
+}
+
+struct attn_ptr_args {
+    attn_mat m[3];
+    int64_t p0, n, Hq, group;
+    void **out; /* {A_j}, {B_j}, {Y_j} */
+};
+
+__global__ void attn_ptrs_k(attn_ptr_args a) {
+    GRID_LOOP(j, a.n) {
+        for (int t = 0; t < 3; t++) a.out[t * a.n + j] = a.m[t].base + attn_off(a.m[t], a.p0 + j, j, a.Hq, a.group) * a.m[t].es;
+    }
+}
+
+struct attn_sm_args {
+    float *s;           /* the chunk's scores, row (j, i) at s + j * sps + i * Lt; P too when p16 is NULL */
+    __half *p16;        /* float16 P (V float16), row (j, i) at p16 + j * pps + i * Lt */
+    const void *mask;
+    const int64_t *nonpad;
+    void *qk;
+    int mt, qkt, mask_kind, mode, is_causal, has_nonpad;
+    float softcap;
+    int64_t pair0, Hq, Lq, Lt, Lp, sps, pps, rows;
+    int64_t ms[4], mlast;
+};
+
+/* One warp per score row. PER > 0: the row (at most 32 * PER keys) stays in registers; 0: worked in place. */
+template <int PER> __global__ void attn_softmax_k(attn_sm_args a) {
+    const int64_t row = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (row >= a.rows) return; /* whole warps leave: the shuffles below see full warps */
+    const int lane = threadIdx.x & 31;
+    const int64_t j = row / a.Lq, i = row % a.Lq, g = a.pair0 + j, b = g / a.Hq, h = g % a.Hq;
+    float *sr = a.s + j * a.sps + i * a.Lt;
+    __half *pr = a.p16 ? a.p16 + j * a.pps + i * a.Lt : NULL;
+    const int64_t qk0 = (g * a.Lq + i) * a.Lt;
+    float v[PER > 0 ? PER : 1];
+    float mx = -INFINITY;
+    if (PER > 0) {
+#pragma unroll
+        for (int t = 0; t < PER; t++) {
+            int64_t c = lane + 32 * t;
+            v[t] = c < a.Lt ? attn_bias_score(a, sr[c], b, h, i, c, qk0) : -INFINITY;
+            mx = fmaxf(mx, v[t]);
+        }
+    } else {
+        for (int64_t c = lane; c < a.Lt; c += 32) {
+            float x = attn_bias_score(a, sr[c], b, h, i, c, qk0);
+            sr[c] = x;
+            mx = fmaxf(mx, x);
+        }
+    }
+    mx = warp_max(mx);
+    float sum = 0;
+    if (PER > 0) {
+#pragma unroll
+        for (int t = 0; t < PER; t++)
+            if (lane + 32 * t < a.Lt) {
+                v[t] = expf(v[t] - mx);
+                sum += v[t];
+            }
+    } else {
+        for (int64_t c = lane; c < a.Lt; c += 32) {
+            float e = expf(sr[c] - mx);
+            sr[c] = e;
+            sum += e;
+        }
+    }
+    sum = warp_sum(sum);
+    const float inv = 1.0f / sum;
+    if (PER > 0) {
+#pragma unroll
+        for (int t = 0; t < PER; t++) {
+            int64_t c = lane + 32 * t;
+            if (c >= a.Lt) continue;
+            float pv = v[t] * inv;
+            if (a.qk && a.mode == 3) stx(a.qkt, a.qk, qk0 + c, pv);
+            if (pr) pr[c] = __float2half_rn(pv);
+            else sr[c] = pv;
+        }
+    } else {
+        for (int64_t c = lane; c < a.Lt; c += 32) {
+            float pv = sr[c] * inv;
+            if (a.qk && a.mode == 3) stx(a.qkt, a.qk, qk0 + c, pv);
+            if (pr) pr[c] = __float2half_rn(pv);
+            else sr[c] = pv;
+        }
+    }
+}
+
+static netrun_status attn_softmax(cuda_context *ctx, const attn_sm_args &s) {
+    const int warps = 4;
+    int64_t blocks = (s.rows + warps - 1) / warps;
+    if (blocks > INT32_MAX) return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda Attention: too many score rows");
+    dim3 grid((unsigned)blocks), block(32 * warps);
+    if (s.Lt <= 32 * 4) attn_softmax_k<4><<<grid, block, 0, ctx->stream>>>(s);
+    else if (s.Lt <= 32 * 16) attn_softmax_k<16><<<grid, block, 0, ctx->stream>>>(s);
+    else if (s.Lt <= 32 * 32) attn_softmax_k<32><<<grid, block, 0, ctx->stream>>>(s);
+    else attn_softmax_k<0><<<grid, block, 0, ctx->stream>>>(s);
+    return cuda_check_launch("Attention softmax");
+}
+
+/* The geometry of one GEMM over a chunk [p0, p0 + n) of pairs. */
+struct attn_gemm_args {
+    attn_mat m[3]; /* A, B, Y */
+    netrun_dtype in, out;
+    int tb;
+    int64_t M, N, K, lda, ldb, ldy;
+    float alpha;
+};
+
+/* The length of the run of pairs from chunk index j0 whose operands step evenly, and the steps. */
+static int64_t attn_even_run(const attn_gemm_args &ga, int64_t p0, int64_t j0, int64_t n, int64_t Hq, int64_t group,
+                             int64_t step[3]) {
+    for (int t = 0; t < 3; t++) step[t] = 0;
+    if (j0 + 1 >= n) return n - j0;
+    int64_t prev[3];
+    for (int t = 0; t < 3; t++) {
+        prev[t] = attn_off(ga.m[t], p0 + j0 + 1, j0 + 1, Hq, group);
+        step[t] = prev[t] - attn_off(ga.m[t], p0 + j0, j0, Hq, group);
+    }
+    int64_t j = j0 + 2;
+    for (; j < n; j++) {
+        int even = 1;
+        for (int t = 0; t < 3 && even; t++) {
+            int64_t o = attn_off(ga.m[t], p0 + j, j, Hq, group);
+            even = o - prev[t] == step[t];
+            prev[t] = o;
+        }
+        if (!even) break;
+    }
+    return j - j0;
+}
+
+static int attn_aligned(const attn_mat &m) {
+    return (uintptr_t)m.base % 16 == 0 && (m.s0 * m.es) % 16 == 0 && (m.local || (m.s1 * m.es) % 16 == 0);
+}
+
+static netrun_status attn_gemm(cuda_context *ctx, const attn_gemm_args &ga, int64_t p0, int64_t n, int64_t Hq,
+                               int64_t group, void **ptrs) {
+    int64_t step[3];
+    int64_t len = attn_even_run(ga, p0, 0, n, Hq, group, step);
+    const void *a0 = ga.m[0].base + attn_off(ga.m[0], p0, 0, Hq, group) * ga.m[0].es;
+    const void *b0 = ga.m[1].base + attn_off(ga.m[1], p0, 0, Hq, group) * ga.m[1].es;
+    void *y0 = ga.m[2].base + attn_off(ga.m[2], p0, 0, Hq, group) * ga.m[2].es;
+    if (len == n) {
+        return cuda_gemm_rows_batched(ctx, ga.in, ga.out, 0, ga.tb, ga.M, ga.N, ga.K, ga.alpha, a0, ga.lda, step[0], b0,
+                                      ga.ldb, step[1], y0, ga.ldy, step[2], n, NULL);
+    }
+    if (attn_aligned(ga.m[0]) && attn_aligned(ga.m[1]) && attn_aligned(ga.m[2])) {
+        attn_ptr_args pa;
+        for (int t = 0; t < 3; t++) pa.m[t] = ga.m[t];
+        pa.p0 = p0; pa.n = n; pa.Hq = Hq; pa.group = group; pa.out = ptrs;
+        attn_ptrs_k<<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(pa);
+        netrun_status st = cuda_check_launch("Attention pointers");
+        if (st != NETRUN_OK) return st;
+        return cuda_gemm_rows_batched(ctx, ga.in, ga.out, 0, ga.tb, ga.M, ga.N, ga.K, ga.alpha, NULL, ga.lda, 0, NULL,
+                                      ga.ldb, 0, NULL, ga.ldy, 0, n, ptrs);
+    }
+    for (int64_t j = 0; j < n; j += len) {
+        len = attn_even_run(ga, p0, j, n, Hq, group, step);
+        const void *a = ga.m[0].base + attn_off(ga.m[0], p0 + j, j, Hq, group) * ga.m[0].es;
+        const void *b = ga.m[1].base + attn_off(ga.m[1], p0 + j, j, Hq, group) * ga.m[1].es;
+        void *y = ga.m[2].base + attn_off(ga.m[2], p0 + j, j, Hq, group) * ga.m[2].es;
+        netrun_status st = cuda_gemm_rows_batched(ctx, ga.in, ga.out, 0, ga.tb, ga.M, ga.N, ga.K, ga.alpha, a, ga.lda,
+                                                  step[0], b, ga.ldb, step[1], y, ga.ldy, step[2], len, NULL);
+        if (st != NETRUN_OK) return st;
+    }
+    return NETRUN_OK;
+}
+
+typedef struct attn_state {
+    int fast;          /* cuBLAS is there and the cap is not 0 */
+    size_t cap;        /* bytes of workspace the path may use */
+    char desc[160];
+} attn_state;
+
+/* Why the cuBLAS path does not take these tensors (NULL: it does). */
+static const char *attn_fast_refusal(const attn_state *st, int qt, int kt, int vt, int yt, int has_past,
+                                     int has_present, int64_t E, int64_t Ev, int64_t Lt) {
+    if (!st || !st->fast) return "cuBLAS path off";
+    if (qt != kt || qt != vt || qt != yt) return "mixed Q/K/V/Y dtypes";
+    if (has_past && !has_present) return "past K/V without present outputs";
+    if (E == 0 || Ev == 0 || Lt == 0) return "empty head or sequence";
+    return NULL;
+}
+
+/* Runs Attention through cuBLAS when attn_fast_refusal lets it and the workspace holds at least one pair (*done
+ * = 1); otherwise leaves it to attn_k (*done = 0). Present outputs are already written. */
+static netrun_status attn_fast(cuda_context *ctx, const attn_state *st, const netrun_kernel_args *args,
+                               const netrun_attention_params *p, const attn_args &a, const netrun_tensor *PRK,
+                               const netrun_tensor *PRV, int *done) {
+    *done = 0;
+    if (attn_fast_refusal(st, a.qt, a.kt, a.vt, a.yt, p->has_past, PRK && PRV, a.E, a.Ev, a.Lt)) return NETRUN_OK;
+    const int p16 = a.vt == NETRUN_DTYPE_FLOAT16;
+    const int64_t total = p->batch * a.Hq;
+    size_t bytes = args->workspace_size < st->cap ? args->workspace_size : st->cap;
+    char *ws = (char *)cuda_workspace_address(args->workspace);
+    int64_t nc = ws ? attn_chunk_pairs(bytes, total, a.Lq, a.Lt, p16) : 0;
+    if (nc < 1) return NETRUN_OK;
+    const int64_t sps = attn_sps(a.Lq, a.Lt), pps = attn_pps(a.Lq, a.Lt), es = (int64_t)cuda_esize((netrun_dtype)a.qt);
+    void **ptrs = (void **)ws;
+    float *S = (float *)(ws + al256((size_t)nc * 24));
+    __half *P16 = p16 ? (__half *)((char *)S + al256((size_t)nc * sps * 4)) : NULL;
+    /* K and V: the present buffers [B, Hk, Lt, E] when there is a past, else the inputs in their layout */
+    const char *kb = (const char *)a.k, *vb = (const char *)a.v;
+    int64_t ks[3] = {a.ks[0], a.ks[1], a.ks[2]}, vs[3] = {a.vs[0], a.vs[1], a.vs[2]};
+    if (p->has_past) {
+        kb = (const char *)PRK->data;
+        vb = (const char *)PRV->data;
+        layout_strides(0, a.Hk, a.Lt, a.E, ks);
+        layout_strides(0, a.Hk, a.Lt, a.Ev, vs);
+    }
+    attn_gemm_args g1, g2;
+    memset(&g1, 0, sizeof g1);
+    memset(&g2, 0, sizeof g2);
+    /* S[Lq, Lt] = scale * Q[Lq, E] K[Lt, E]^T */
+    g1.m[0] = {(char *)a.q, es, a.qs[0], a.qs[1], 0, 0};
+    g1.m[1] = {(char *)kb, es, ks[0], ks[1], 1, 0};
+    g1.m[2] = {(char *)S, 4, sps, 0, 0, 1};
+    g1.in = (netrun_dtype)a.qt; g1.out = NETRUN_DTYPE_FLOAT; g1.tb = 1;
+    g1.M = a.Lq; g1.N = a.Lt; g1.K = a.E; g1.lda = a.qs[2]; g1.ldb = ks[2]; g1.ldy = a.Lt;
+    g1.alpha = p->scale;
+    /* Y[Lq, Ev] = P[Lq, Lt] V[Lt, Ev] */
+    g2.m[0] = p16 ? attn_mat{(char *)P16, 2, pps, 0, 0, 1} : attn_mat{(char *)S, 4, sps, 0, 0, 1};
+    g2.m[1] = {(char *)vb, es, vs[0], vs[1], 1, 0};
+    g2.m[2] = {(char *)a.y, es, a.ys[0], a.ys[1], 0, 0};
+    g2.in = (netrun_dtype)a.vt; g2.out = (netrun_dtype)a.yt; g2.tb = 0;
+    g2.M = a.Lq; g2.N = a.Ev; g2.K = a.Lt; g2.lda = a.Lt; g2.ldb = vs[2]; g2.ldy = a.ys[2];
+    g2.alpha = 1.0f;
+    attn_sm_args sm;
+    memset(&sm, 0, sizeof sm);
+    sm.s = S; sm.p16 = P16;
+    sm.mask = a.mask; sm.mt = a.mt; sm.mask_kind = a.mask_kind;
+    for (int d = 0; d < 4; d++) sm.ms[d] = a.ms[d];
+    sm.mlast = a.mlast;
+    sm.nonpad = a.nonpad; sm.has_nonpad = a.has_nonpad;
+    sm.qk = a.qk; sm.qkt = a.qkt; sm.mode = a.mode;
+    sm.is_causal = a.is_causal; sm.softcap = a.softcap;
+    sm.Hq = a.Hq; sm.Lq = a.Lq; sm.Lt = a.Lt; sm.Lp = a.Lp; sm.sps = sps; sm.pps = pps;
+    for (int64_t p0 = 0; p0 < total; p0 += nc) {
+        int64_t n = total - p0 < nc ? total - p0 : nc;
+        netrun_status s = attn_gemm(ctx, g1, p0, n, a.Hq, a.group, ptrs);
+        if (s != NETRUN_OK) return s;
+        sm.pair0 = p0;
+        sm.rows = n * a.Lq;
+        if ((s = attn_softmax(ctx, sm)) != NETRUN_OK) return s;
+        if ((s = attn_gemm(ctx, g2, p0, n, a.Hq, a.group, ptrs)) != NETRUN_OK) return s;
+    }
+    *done = 1;
+    return NETRUN_OK;
+}
+
+static netrun_status attn_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace) {
+    *workspace = 0;
+    *state = NULL;
+    attn_state *st = (attn_state *)cuda_host->alloc(sizeof *st, 16);
+    if (!st) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda Attention: out of memory");
+    memset(st, 0, sizeof *st);
+    *state = st;
+    const netrun_attention_params *p = (const netrun_attention_params *)node->params;
+    st->cap = ctx->attn_ws_cap;
+    if (ctx->config.workspace_limit && ctx->config.workspace_limit < st->cap) st->cap = ctx->config.workspace_limit;
+    /* no cuBLAS (or no handle): the simple kernel serves every node, as before this path existed */
+    st->fast = st->cap > 0 && cuda_cublas_handle(ctx) == NETRUN_OK;
+    if (!p || node->n_inputs < 3 || node->n_outputs < 1) {
+        snprintf(st->desc, sizeof st->desc, "simple kernel");
+        return NETRUN_OK;
+    }
+    const netrun_value_desc *prk = nlp_desc_out(node, 1), *prv = nlp_desc_out(node, 2);
+    const char *why = attn_fast_refusal(st, node->inputs[0].dtype, node->inputs[1].dtype, node->inputs[2].dtype,
+                                        node->outputs[0].dtype, p->has_past, prk && prv, p->head_size,
+                                        p->v_head_size, p->total_len);
+    if (why) {
+        snprintf(st->desc, sizeof st->desc, "simple kernel (%s)", why);
+        return NETRUN_OK;
+    }
+    int p16 = node->inputs[2].dtype == NETRUN_DTYPE_FLOAT16;
+    if (p->batch < 0 || p->q_len < 0 || p->total_len < 0 || p->q_num_heads < 1) { /* shapes known at run only */
+        *workspace = st->cap;
+        snprintf(st->desc, sizeof st->desc, "cuBLAS batched GEMMs + warp softmax (dynamic shapes: %zu MiB workspace)",
+                 st->cap >> 20);
+        return NETRUN_OK;
+    }
+    int64_t total = p->batch * p->q_num_heads;
+    int64_t nc = attn_chunk_pairs(st->cap, total, p->q_len, p->total_len, p16);
+    if (total == 0 || p->q_len == 0) {
+        snprintf(st->desc, sizeof st->desc, "cuBLAS batched GEMMs + warp softmax (empty)");
+        return NETRUN_OK;
+    }
+    if (nc < 1) {
+        snprintf(st->desc, sizeof st->desc, "simple kernel (one head's scores exceed the %zu MiB cap)", st->cap >> 20);
+        return NETRUN_OK;
+    }
+    *workspace = attn_ws_bytes(nc, p->q_len, p->total_len, p16);
+    snprintf(st->desc, sizeof st->desc, "cuBLAS batched GEMMs + warp softmax (%lld heads per pass of %lld, %.1f MiB)",
+             (long long)nc, (long long)total, (double)*workspace / (1 << 20));
+    return NETRUN_OK;
+}
+
+static void attn_destroy(cuda_context *ctx, void *state) {
+    (void)ctx;
+    if (state) cuda_host->free(state);
+}
+
+extern "C" void cuda_attention_describe(void *state, char *buf, size_t size) {
+    const attn_state *st = (const attn_state *)state;
+    snprintf(buf, size, "%s", st ? st->desc : "");
+}
+
 static size_t attn_smem(int64_t E, int64_t Lt) { return (size_t)(E + Lt) * sizeof(float); }
 
 static int attn_supports(const netrun_node_desc *node, char *reason, size_t size) {
@@ -122,7 +486,6 @@ static int attn_supports(const netrun_node_desc *node, char *reason, size_t size
 }
 
 static netrun_status attn_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
-    (void)state;
     const netrun_attention_params *p = (const netrun_attention_params *)args->params;
     if (!p || args->n_inputs < 3) return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda Attention: missing params or inputs");
     const netrun_tensor *Q = &args->inputs[0], *K = &args->inputs[1], *V = &args->inputs[2];
@@ -196,6 +559,17 @@ static netrun_status attn_run(cuda_context *ctx, void *state, const netrun_kerne
         if (st != NETRUN_OK) return st;
     }
     if (p->batch == 0 || a.Hq == 0 || a.Lq == 0) return NETRUN_OK;
+    int done = 0;
+    attn_state *ast = (attn_state *)state;
+    netrun_status fst = attn_fast(ctx, ast, args, p, a, PRK, PRV, &done);
+    if (fst == NETRUN_ERR_BACKEND && ast && !ctx->capturing) {
+        /* cuBLAS refused a call (a type combination or size this cuBLAS lacks): nothing of it ran, so the simple
+         * kernel computes the whole node, now and from now on */
+        cuda_host->log(NETRUN_LOG_WARN, "cuda", "Attention: cuBLAS path failed, simple kernel from now on");
+        ast->fast = 0;
+        snprintf(ast->desc, sizeof ast->desc, "simple kernel (the cuBLAS path failed at run time)");
+    } else if (fst != NETRUN_OK || done)
+        return fst;
     if (a.Lq > INT32_MAX || a.Hq > 65535 || p->batch > 65535)
         return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda Attention: grid too large");
     size_t smem = attn_smem(a.E, a.Lt);
@@ -459,8 +833,9 @@ static netrun_status cc_run(cuda_context *ctx, void *state, const netrun_kernel_
 extern "C" const cuda_op cuda_ops_attention[] = {
     {"Attention", CUDA_FLOAT_DTYPES,
      "3-D or 4-D; GQA; bool/float masks; past/present; softcap; qk output modes 0-3; softmax in float; "
-     "score row (head_size + total_len floats) in shared memory",
-     attn_supports, NULL, attn_run, NULL},
+     "cuBLAS batched GEMMs + softmax with scores in the workspace (cuda.attention_workspace_mb), else (mixed "
+     "dtypes, past without present outputs, cap 0) one block per query row with the score row in shared memory",
+     attn_supports, attn_create, attn_run, attn_destroy},
     {"RotaryEmbedding", CUDA_FLOAT_DTYPES, "position ids outside the cache give NaN rows", rope_supports, NULL, rope_run,
      NULL},
     {"LinearAttention", CUDA_FLOAT_DTYPES, "computed in float; state in shared memory", la_supports, NULL, la_run, NULL},

@@ -91,6 +91,9 @@ __global__ void cast_any_k(const void *x, int tx, void *y, int ty, int64_t n, in
 __global__ void cast_f32_f16_k(const float *x, uint16_t *y, int64_t n) {
     GRID_LOOP(i, n) y[i] = nr_float_to_half(x[i]);
 }
+__global__ void cast_f32_f16_finite_k(const float *x, uint16_t *y, int64_t n) {
+    GRID_LOOP(i, n) y[i] = nr_float_to_half(!isfinite(x[i]) ? x[i] : fminf(fmaxf(x[i], -65504.0f), 65504.0f));
+}
 __global__ void cast_f16_f32_k(const uint16_t *x, float *y, int64_t n) {
     GRID_LOOP(i, n) y[i] = nr_half_to_float(x[i]);
 }
@@ -127,7 +130,9 @@ static netrun_status cast_run(cuda_context *ctx, void *state, const netrun_kerne
     const netrun_cast_params *p = (const netrun_cast_params *)args->params;
     int sat = p ? p->saturate != 0 : 1, rm = p ? p->round_mode : NETRUN_CAST_ROUND_UP;
     unsigned blocks = cuda_blocks(n);
-    if (X->dtype == NETRUN_DTYPE_FLOAT && Y->dtype == NETRUN_DTYPE_FLOAT16)
+    if (X->dtype == NETRUN_DTYPE_FLOAT && Y->dtype == NETRUN_DTYPE_FLOAT16 && p && p->saturate == 2)
+        cast_f32_f16_finite_k<<<blocks, CUDA_THREADS, 0, ctx->stream>>>((const float *)X->data, (uint16_t *)Y->data, n);
+    else if (X->dtype == NETRUN_DTYPE_FLOAT && Y->dtype == NETRUN_DTYPE_FLOAT16)
         cast_f32_f16_k<<<blocks, CUDA_THREADS, 0, ctx->stream>>>((const float *)X->data, (uint16_t *)Y->data, n);
     else if (X->dtype == NETRUN_DTYPE_FLOAT16 && Y->dtype == NETRUN_DTYPE_FLOAT)
         cast_f16_f32_k<<<blocks, CUDA_THREADS, 0, ctx->stream>>>((const uint16_t *)X->data, (float *)Y->data, n);

@@ -360,20 +360,6 @@ static netrun_status variant_setup(cuda_context *ctx, conv_state *st, conv_varia
     return NETRUN_OK;
 }
 
-/* The cuBLAS handle (the gemm family creates it too; whoever comes first). */
-static netrun_status conv_cublas(cuda_context *ctx) {
-    if (ctx->cublas) return NETRUN_OK;
-    netrun_status st = cuda_load_cublas();
-    if (st != NETRUN_OK) return st;
-    cublasStatus_t bs = cublasCreate(&ctx->cublas);
-    if (bs != CUBLAS_STATUS_SUCCESS) {
-        ctx->cublas = NULL;
-        return cublas_fail(bs, "cublasCreate");
-    }
-    if ((bs = cublasSetStream(ctx->cublas, ctx->stream)) != CUBLAS_STATUS_SUCCESS) return cublas_fail(bs, "cublasSetStream");
-    return NETRUN_OK;
-}
-
 /* Build the native variant for these shapes (and, when fp16 is on, the float16 ones) under cap. */
 static netrun_status conv_setup(cuda_context *ctx, conv_state *st, int xrank, const int64_t *xdims,
                                 const int64_t *wdims, const int64_t *ydims, size_t cap, int timed, int with_f16) {
@@ -443,7 +429,7 @@ static netrun_status conv_setup(cuda_context *ctx, conv_state *st, int xrank, co
         int pw = nd == 4 && p->group == 1 && wd[2] == 1 && wd[3] == 1 && xd[2] == yd[2] && xd[3] == yd[3] &&
                  (int64_t)xd[0] * xd[2] * xd[3] <= INT32_MAX;
         for (int i = 0; pw && i < 2; i++) pw = pads[i] == 0 && strides[i] == 1;
-        if (pw && conv_cublas(ctx) == NETRUN_OK) gm->ok = 1;
+        if (pw && cuda_cublas_handle(ctx) == NETRUN_OK) gm->ok = 1; /* the gemm family may have made it */
         else if (pw) cuda_host->log(NETRUN_LOG_DEBUG, "cuda", "conv: cuBLAS unavailable for a pointwise region Conv");
         /* the same GEMM through cuBLASLt with bias + ReLU + Z in its epilogue (option cuda.fp16_lt=0: off) */
         conv_variant *lv = &st->v[V_LT];
@@ -511,7 +497,6 @@ static size_t variant_ws(const conv_state *st, int vi) {
 }
 
 static void conv_destroy(cuda_context *ctx, void *state) {
-    (void)ctx;
     conv_state *st = state;
     if (!st) return;
     for (int i = 0; i < N_VARIANTS; i++) {
@@ -523,7 +508,7 @@ static void conv_destroy(cuda_context *ctx, void *state) {
         if (v->cd) cudnnDestroyConvolutionDescriptor(v->cd);
     }
     if (st->act) cudnnDestroyActivationDescriptor(st->act);
-    if (st->scratch) cudaFree(st->scratch);
+    cuda_scratch_free(ctx, st->scratch);
     if (st->w16) cudaFree(st->w16);
     if (st->w16_nhwc) cudaFree(st->w16_nhwc);
     if (st->w16_dw) cudaFree(st->w16_dw);
@@ -1050,10 +1035,13 @@ static netrun_status conv_run(cuda_context *ctx, void *state, const netrun_kerne
     char *ws = cuda_workspace_address(args->workspace);
     if (need > args->workspace_size) {
         if (need > st->scratch_size) {
-            if (st->scratch) cudaFree(st->scratch);
+            /* stream-ordered: cudaFree/cudaMalloc here would wait for the whole device in the middle of a run */
+            netrun_status rc = cuda_refuse_capture(ctx, "Conv growing its workspace");
+            if (rc != NETRUN_OK) return rc;
+            cuda_scratch_free(ctx, st->scratch);
             st->scratch = NULL;
             st->scratch_size = 0;
-            cudaError_t e = cudaMalloc(&st->scratch, need);
+            cudaError_t e = cuda_scratch_alloc(ctx, &st->scratch, need);
             if (e != cudaSuccess) {
                 cudaGetLastError();
                 return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda conv: cannot allocate a %zu-byte workspace", need);
@@ -1082,6 +1070,7 @@ void cuda_op_describe(const cuda_op *op, void *state, char *buf, size_t size) {
     if (!op || !state) return;
     if (op->destroy == conv_destroy) snprintf(buf, size, "%s", ((conv_state *)state)->desc);
     else if (!strcmp(op->op_type, "Gemm") || !strcmp(op->op_type, "MatMul")) cuda_gemm_describe(state, buf, size);
+    else if (!strcmp(op->op_type, "Attention")) cuda_attention_describe(state, buf, size);
 }
 
 /* ---- ReorderNHWC (com.netrun): the float16 region pass's border conversion, one kernel each way ---- */

@@ -92,8 +92,10 @@ const char *cuda_dtype_name(netrun_dtype t) {
 static int default_domain(const char *d) { return !d || !*d || !strcmp(d, "ai.onnx"); }
 
 static const cuda_op *find_op(const char *domain, const char *op_type) {
-    if (domain && !strcmp(domain, "com.netrun")) { /* internal ops of the float16 region pass (conv.c) */
+    if (domain && !strcmp(domain, "com.netrun")) { /* the float16 region pass's (conv.c), ImagePreprocess */
         for (const cuda_op *o = cuda_ops_internal; o->op_type; o++)
+            if (!strcmp(o->op_type, op_type)) return o;
+        for (const cuda_op *o = cuda_ops_preprocess; o->op_type; o++)
             if (!strcmp(o->op_type, op_type)) return o;
         return NULL;
     }
@@ -250,7 +252,7 @@ static const char *get_opt(const netrun_backend_config *c, const char *key) {
 }
 
 /* Backend options: cuda.algo_search (heuristic|timed), cuda.pinned, cuda.fp16_regions, cuda.fp16_lt, cuda.fp16_dw
- * (0|1), cuda.fail_alloc_after (test hook). */
+ * (0|1), cuda.attention_workspace_mb (MiB), cuda.fail_alloc_after (test hook). */
 static netrun_status read_options(cuda_context *ctx, const netrun_backend_config *c) {
     const char *v = get_opt(c, "cuda.algo_search");
     ctx->algo_search = CUDA_ALGO_HEURISTIC;
@@ -267,6 +269,16 @@ static netrun_status read_options(cuda_context *ctx, const netrun_backend_config
         if (end == v || *end || n < 0)
             return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda.fail_alloc_after: '%s' is not a count", v);
         ctx->fail_alloc_after = n;
+    }
+    ctx->attn_ws_cap = (size_t)256 << 20;
+    v = get_opt(c, "cuda.attention_workspace_mb");
+    if (v) {
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (end == v || *end || n < 0 || n > (1L << 20))
+            return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT,
+                                    "cuda.attention_workspace_mb: '%s' is not a size in MiB (0 to 1048576)", v);
+        ctx->attn_ws_cap = (size_t)n << 20;
     }
     return NETRUN_OK;
 }
@@ -295,6 +307,7 @@ static netrun_status cuda_context_create(const netrun_backend_config *config, ne
     else if ((e = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking)) != cudaSuccess)
         st = cuda_fail(e, "cudaStreamCreate");
     if (st == NETRUN_OK) {
+        ctx->own_stream = ctx->stream;
         ctx->total_memory = p.totalGlobalMem;
         ctx->sm_count = p.multiProcessorCount;
         /* cuBLAS/cuDNN handles come with the first kernel that needs them (ensure_handles): creating them costs
@@ -326,7 +339,8 @@ static void cuda_context_destroy(netrun_backend_context *c) {
     if (ctx->stage) cudaFreeHost(ctx->stage);
     if (ctx->cudnn) cudnnDestroy(ctx->cudnn);
     if (ctx->cublas) cublasDestroy(ctx->cublas);
-    if (ctx->stream) cudaStreamDestroy(ctx->stream);
+    if (ctx->switch_ev) cudaEventDestroy(ctx->switch_ev);
+    if (ctx->own_stream) cudaStreamDestroy(ctx->own_stream); /* never the caller's */
     cuda_host->free(ctx);
 }
 
@@ -336,6 +350,7 @@ static void cuda_context_destroy(netrun_backend_context *c) {
 typedef struct cuda_buffer {
     void *ptr;
     size_t bytes;
+    int wrapped; /* the caller's memory (buffer_wrap): never freed here, not counted in `allocated` */
 } cuda_buffer;
 
 void *cuda_workspace_address(void *workspace) {
@@ -344,6 +359,25 @@ void *cuda_workspace_address(void *workspace) {
     if (cudaPointerGetAttributes(&a, workspace) == cudaSuccess && a.type == cudaMemoryTypeDevice) return workspace;
     cudaGetLastError(); /* host memory is not an error to keep */
     return ((cuda_buffer *)workspace)->ptr;
+}
+
+cudaError_t cuda_scratch_alloc(cuda_context *ctx, void **p, size_t bytes) {
+    if (ctx->capturing) return cudaErrorStreamCaptureUnsupported;
+    cudaError_t e = cudaMallocAsync(p, bytes ? bytes : 1, ctx->stream);
+    if (e == cudaErrorNotSupported) { /* no memory pools on this device */
+        cudaGetLastError();
+        e = cudaMalloc(p, bytes ? bytes : 1);
+    }
+    return e;
+}
+
+void cuda_scratch_free(cuda_context *ctx, void *p) {
+    if (!p) return;
+    if (cudaFreeAsync(p, ctx->stream) != cudaSuccess) { /* memory from cudaMalloc (no pools), or an error */
+        cudaGetLastError();
+        cudaStreamSynchronize(ctx->stream);
+        cudaFree(p);
+    }
 }
 
 static netrun_status cuda_buffer_alloc(netrun_backend_context *c, size_t bytes, void **buffer) {
@@ -359,6 +393,7 @@ static netrun_status cuda_buffer_alloc(netrun_backend_context *c, size_t bytes, 
     cuda_buffer *b = cuda_host->alloc(sizeof *b, 16);
     if (!b) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda: out of host memory");
     b->bytes = bytes ? bytes : 1;
+    b->wrapped = 0;
     cudaSetDevice(ctx->device);
     /* test hook: one injected failure, as cudaMalloc reports it */
     cudaError_t e = ctx->fail_alloc_after >= 0 && call == ctx->fail_alloc_after ? cudaErrorMemoryAllocation
@@ -386,6 +421,10 @@ static void cuda_buffer_free(netrun_backend_context *c, void *buffer) {
     cuda_context *ctx = (cuda_context *)c;
     cuda_buffer *b = buffer;
     if (!b) return;
+    if (b->wrapped) {
+        cuda_host->free(b);
+        return;
+    }
     cudaFree(b->ptr);
     ctx->allocated -= b->bytes < ctx->allocated ? b->bytes : ctx->allocated;
     cuda_host->free(b);
@@ -551,6 +590,108 @@ static netrun_status cuda_synchronize(netrun_backend_context *c) {
     return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, "stream synchronize (a kernel failed)");
 }
 
+/* ---- the caller's device memory and stream (ABI 1.11) ---- */
+
+/* cuMemGetAddressRange through the runtime's driver entry points: the plugin does not link libcuda. NULL when the
+ * driver does not give it (the size is then not checked). */
+typedef int (*cu_mem_range_fn)(unsigned long long *base, size_t *size, unsigned long long ptr);
+static cu_mem_range_fn mem_range_fn(void) {
+    static cu_mem_range_fn fn;
+    static int looked;
+    if (!looked) { /* a benign race: every thread finds the same pointer */
+        void *p = NULL;
+        enum cudaDriverEntryPointQueryResult q;
+#if CUDART_VERSION >= 12050
+        cudaError_t e = cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &p, 12000, cudaEnableDefault, &q);
+#else
+        cudaError_t e = cudaGetDriverEntryPoint("cuMemGetAddressRange", &p, cudaEnableDefault, &q);
+#endif
+        if (e != cudaSuccess || q != cudaDriverEntryPointSuccess) {
+            cudaGetLastError();
+            p = NULL;
+        }
+        fn = (cu_mem_range_fn)p;
+        looked = 1;
+    }
+    return fn;
+}
+
+static netrun_status cuda_memory_check(const void *ptr, size_t bytes, int device) {
+    struct cudaPointerAttributes a;
+    memset(&a, 0, sizeof a);
+    cudaError_t e = cudaPointerGetAttributes(&a, ptr);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%p is not CUDA memory (%s)", ptr, cudaGetErrorString(e));
+    }
+    if (a.type == cudaMemoryTypeUnregistered)
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%p is a host pointer, not CUDA device memory", ptr);
+    if (a.type == cudaMemoryTypeHost)
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%p is page-locked host memory, not CUDA device memory",
+                                ptr);
+    if (a.type == cudaMemoryTypeDevice && a.device != device)
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%p is memory of CUDA device %d, the session runs on "
+                                "device %d", ptr, a.device, device);
+    cu_mem_range_fn range = mem_range_fn();
+    unsigned long long base = 0;
+    size_t size = 0;
+    if (range && range(&base, &size, (unsigned long long)(uintptr_t)ptr) == 0) {
+        size_t left = size - (size_t)((unsigned long long)(uintptr_t)ptr - base);
+        if (bytes > left)
+            return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "the CUDA allocation holds %zu bytes from %p, %zu "
+                                    "needed", left, ptr, bytes);
+    }
+    return NETRUN_OK;
+}
+
+static netrun_status cuda_buffer_wrap(netrun_backend_context *c, void *ptr, size_t bytes, void **buffer) {
+    (void)c;
+    cuda_buffer *b = cuda_host->alloc(sizeof *b, 16);
+    if (!b) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda: out of host memory");
+    b->ptr = ptr;
+    b->bytes = bytes;
+    b->wrapped = 1;
+    *buffer = b;
+    return NETRUN_OK;
+}
+
+/* The new stream waits for what was queued on the old one (an event, no host wait); cuDNN and cuBLAS follow. */
+static netrun_status cuda_set_stream(netrun_backend_context *c, void *stream) {
+    cuda_context *ctx = (cuda_context *)c;
+    cudaStream_t next = stream ? (cudaStream_t)stream : ctx->own_stream;
+    if (next == ctx->stream) return NETRUN_OK;
+    if (ctx->capturing) return cuda_host->error(NETRUN_ERR_STATE, "cuda: stream change during graph capture");
+    cudaSetDevice(ctx->device);
+    cudaError_t e = ctx->switch_ev ? cudaSuccess : cudaEventCreateWithFlags(&ctx->switch_ev, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventRecord(ctx->switch_ev, ctx->stream);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(next, ctx->switch_ev, 0);
+    if (e != cudaSuccess) return cuda_fail(e, "switching to the caller's stream");
+    ctx->stream = next;
+    if (ctx->cudnn) {
+        cudnnStatus_t ds = cudnnSetStream(ctx->cudnn, next);
+        if (ds != CUDNN_STATUS_SUCCESS) return cudnn_fail(ds, "cudnnSetStream");
+    }
+    if (ctx->cublas) {
+        cublasStatus_t bs = cublasSetStream(ctx->cublas, next);
+        if (bs != CUBLAS_STATUS_SUCCESS) return cublas_fail(bs, "cublasSetStream");
+    }
+    return NETRUN_OK;
+}
+
+static netrun_status cuda_copy_device(netrun_backend_context *c, void *dst, size_t dst_offset, const void *src,
+                                      size_t src_offset, size_t bytes) {
+    cuda_context *ctx = (cuda_context *)c;
+    cuda_buffer *d = dst;
+    const cuda_buffer *sb = src;
+    if (!bytes) return NETRUN_OK;
+    if (!d || !sb || dst_offset > d->bytes || bytes > d->bytes - dst_offset || src_offset > sb->bytes ||
+        bytes > sb->bytes - src_offset)
+        return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda: device copy of %zu bytes outside a buffer", bytes);
+    cudaError_t e = cudaMemcpyAsync((char *)d->ptr + dst_offset, (const char *)sb->ptr + src_offset, bytes,
+                                    cudaMemcpyDeviceToDevice, ctx->stream);
+    return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, "device to device copy");
+}
+
 /* ---- CUDA Graphs: the runtime captures a segment of kernel_run calls on the context's stream ---- */
 
 static netrun_status cuda_graph_capture_begin(netrun_backend_context *c) {
@@ -558,7 +699,10 @@ static netrun_status cuda_graph_capture_begin(netrun_backend_context *c) {
     cudaSetDevice(ctx->device);
     /* thread-local mode: other threads' sessions may allocate or synchronize meanwhile */
     cudaError_t e = cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal);
-    if (e != cudaSuccess) return cuda_fail(e, "cudaStreamBeginCapture");
+    if (e != cudaSuccess) { /* e.g. the caller's stream is the legacy default stream: the segment runs eagerly */
+        cudaGetLastError(); /* not sticky: clear it, or the next launch check would report it */
+        return cuda_fail(e, "cudaStreamBeginCapture");
+    }
     ctx->capturing = 1;
     return NETRUN_OK;
 }
@@ -613,6 +757,19 @@ static int op_in(const cuda_op *op, const cuda_op *table) {
     return 0;
 }
 
+netrun_status cuda_cublas_handle(cuda_context *ctx) {
+    if (ctx->cublas) return NETRUN_OK;
+    netrun_status st = cuda_load_cublas();
+    if (st != NETRUN_OK) return st;
+    cublasStatus_t bs = cublasCreate(&ctx->cublas);
+    if (bs != CUBLAS_STATUS_SUCCESS) {
+        ctx->cublas = NULL;
+        return cublas_fail(bs, "cublasCreate");
+    }
+    if ((bs = cublasSetStream(ctx->cublas, ctx->stream)) != CUBLAS_STATUS_SUCCESS) return cublas_fail(bs, "cublasSetStream");
+    return NETRUN_OK;
+}
+
 /* The library handles an op family uses, created (and the library loaded) on first need. */
 static netrun_status ensure_handles(cuda_context *ctx, const cuda_op *op) {
     netrun_status st;
@@ -625,16 +782,7 @@ static netrun_status ensure_handles(cuda_context *ctx, const cuda_op *op) {
         }
         if ((ds = cudnnSetStream(ctx->cudnn, ctx->stream)) != CUDNN_STATUS_SUCCESS) return cudnn_fail(ds, "cudnnSetStream");
     }
-    if (!ctx->cublas && op_in(op, cuda_ops_gemm)) {
-        if ((st = cuda_load_cublas()) != NETRUN_OK) return st;
-        cublasStatus_t bs = cublasCreate(&ctx->cublas);
-        if (bs != CUBLAS_STATUS_SUCCESS) {
-            ctx->cublas = NULL;
-            return cublas_fail(bs, "cublasCreate");
-        }
-        if ((bs = cublasSetStream(ctx->cublas, ctx->stream)) != CUBLAS_STATUS_SUCCESS)
-            return cublas_fail(bs, "cublasSetStream");
-    }
+    if (!ctx->cublas && op_in(op, cuda_ops_gemm) && (st = cuda_cublas_handle(ctx)) != NETRUN_OK) return st;
     return NETRUN_OK;
 }
 
@@ -705,6 +853,8 @@ static size_t build_op_table(void) {
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
         for (const cuda_op *o = families[f]; o->op_type && n < MAX_OPS; o++)
             op_table[n++] = (netrun_op_support){"", o->op_type, o->dtypes, o->constraints ? o->constraints : ""};
+    for (const cuda_op *o = cuda_ops_preprocess; o->op_type && n < MAX_OPS; o++) /* the com.netrun op users may name */
+        op_table[n++] = (netrun_op_support){"com.netrun", o->op_type, o->dtypes, o->constraints ? o->constraints : ""};
     return n;
 }
 
@@ -716,9 +866,13 @@ static const netrun_option_spec cuda_options[] = {
     {"cuda.algo_search", NETRUN_OPTION_ENUM, "heuristic|timed", "cuDNN algorithm choice (default heuristic)"},
     {"cuda.pinned", NETRUN_OPTION_BOOL, NULL, "page-locked staging and inputs (default 1)"},
     {"cuda.fp16_regions", NETRUN_OPTION_BOOL, NULL, "float16 NHWC regions under --precision fp16 (default 1)"},
+    {"cuda.fp16_plain", NETRUN_OPTION_BOOL, NULL,
+     "plain float16 regions (transformers: GEMMs, attention, norms) under --precision fp16 (default 1)"},
     {"cuda.fp16_paths", NETRUN_OPTION_STRING, NULL, "float16 conv paths that may be timed (default nchw,nhwc)"},
     {"cuda.fp16_lt", NETRUN_OPTION_BOOL, NULL, "cuBLASLt for float16 1x1 convs (default 1)"},
     {"cuda.fp16_dw", NETRUN_OPTION_BOOL, NULL, "own float16 NHWC depthwise kernel (default 1)"},
+    {"cuda.attention_workspace_mb", NETRUN_OPTION_INT, NULL,
+     "cap on Attention's score buffer in MiB (default 256; 0 = simple kernel only)"},
     {"cuda.fail_alloc_after", NETRUN_OPTION_INT, NULL, "test hook: fail device allocations after N"},
     {NULL, 0, NULL, NULL},
 };
@@ -731,9 +885,25 @@ static const netrun_option_spec cuda_options[] = {
 static const char *const fp16_region_ops[] = {"Relu", "Sigmoid", "Tanh", "Swish", "LeakyRelu", "HardSwish",
                                               "HardSigmoid", "Elu", "Softplus", "Clip", "Add", "Sub", "Mul", "Max",
                                               "Min", "Concat", "MaxPool", "AveragePool", "GlobalAveragePool", NULL};
+/* Under --precision fp16, also plain float16 values between the GEMMs of a transformer and the ops around them
+ * (runtime/opt_half.c plans them; every kernel below takes float16 and computes in float). Nodes the transformer
+ * pass made (Attention, LayerNormalization, Gelu) come without params: those ops take float16 whole. */
+static const char *const fp16_plain_ops[] = {"MatMul", "Gemm", "Attention", "Add", "Sub", "Mul", "Div",
+                                             "LayerNormalization", "Gelu", "Softmax", "Reshape", "Transpose",
+                                             "Squeeze", "Unsqueeze", "Flatten", "Relu", "Tanh", "Erf", "Sigmoid",
+                                             "Concat", "Slice", "Gather", "Where", "Expand", "Neg", NULL};
+static int fp16_plain_keeps(const netrun_backend_config *config, const netrun_node_desc *node) {
+    if (!node->params && (!strcmp(node->op_type, "Attention") || !strcmp(node->op_type, "LayerNormalization") ||
+                          !strcmp(node->op_type, "Gelu")))
+        return 1; /* made by the transformer pass: its params exist once the copy is loaded */
+    char why[256]; /* everything else as placement asks (MatMul, Transpose... have no params at all) */
+    return cuda_supports(config, node, why, sizeof why);
+}
 static const netrun_region_spec cuda_regions[] = {
     {.kind = NETRUN_REGION_FP16_NHWC, .conditions = NETRUN_REGION_IF_FP16, .option = "cuda.fp16_regions",
      .ops = fp16_region_ops},
+    {.kind = NETRUN_REGION_FP16, .conditions = NETRUN_REGION_IF_FP16, .option = "cuda.fp16_plain",
+     .ops = fp16_plain_ops, .keeps = fp16_plain_keeps},
     {.kind = NETRUN_REGION_END},
 };
 
@@ -773,6 +943,11 @@ static netrun_backend_api api = {
     .uses = NETRUN_USES_DECLARED | NETRUN_USES_PRECISION | NETRUN_USES_WORKSPACE | NETRUN_USES_DEVICE |
             NETRUN_USES_DEVICE_MEMORY,
     .regions = cuda_regions,
+    .memory_type = NETRUN_MEMORY_CUDA,
+    .memory_check = cuda_memory_check,
+    .buffer_wrap = cuda_buffer_wrap,
+    .set_stream = cuda_set_stream,
+    .copy_device = cuda_copy_device,
 };
 
 NETRUN_BACKEND_EXPORT const netrun_backend_api *netrun_backend_entry(const netrun_host_api *host) {

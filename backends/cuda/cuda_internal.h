@@ -40,7 +40,7 @@ extern "C" {
     X(cudnnCreateActivationDescriptor) X(cudnnSetActivationDescriptor) X(cudnnDestroyActivationDescriptor)
 #define CUDA_CUBLAS_FUNCS(X)                                                                                     \
     X(cublasCreate_v2) X(cublasDestroy_v2) X(cublasSetStream_v2) X(cublasGetStatusString)                         \
-    X(cublasGetCudartVersion) X(cublasGemmStridedBatchedEx)
+    X(cublasGetCudartVersion) X(cublasGemmStridedBatchedEx) X(cublasGemmBatchedEx)
 /* C only: C++ sees overloads of some of these; the .cu files call neither library. */
 #ifndef __cplusplus
 #define CUDA_LAZY_DECLARE(f) extern __typeof__(f) *cuda_p_##f;
@@ -80,6 +80,7 @@ CUDA_CUBLAS_FUNCS(CUDA_LAZY_DECLARE)
 #define cublasGetStatusString (*cuda_p_cublasGetStatusString)
 #define cublasGetCudartVersion (*cuda_p_cublasGetCudartVersion)
 #define cublasGemmStridedBatchedEx (*cuda_p_cublasGemmStridedBatchedEx)
+#define cublasGemmBatchedEx (*cuda_p_cublasGemmBatchedEx)
 #endif /* !__cplusplus */
 /* Load cuBLAS and cuDNN once per process (thread-safe) and check their versions; NETRUN_OK or an error that
  * says which library is missing or mismatched and what to do. */
@@ -112,6 +113,8 @@ typedef struct cuda_context {
     size_t peak;              /* highest `allocated` since context_create */
     long fail_alloc_after;    /* test hook cuda.fail_alloc_after=N: buffer_alloc call N+1 fails once; -1 = off */
     long n_allocs;            /* buffer_alloc calls so far */
+    size_t attn_ws_cap;       /* cuda.attention_workspace_mb in bytes: the scores buffer of Attention's cuBLAS path;
+                               * 0 = always the simple kernel (attention.cu) */
     int capturing;            /* between graph_capture_begin and graph_capture_end */
     int pinned;               /* stage host<->device copies through pinned memory (cuda.pinned, default 1) */
     void *stage;              /* pinned staging buffer (cudaHostAlloc) */
@@ -120,6 +123,10 @@ typedef struct cuda_context {
      * prefetch_wait through the lane's event; created at the first prefetch */
     cudaStream_t copy_stream;
     cudaEvent_t fork_ev, lane_ev[2];
+    /* the caller's stream (ABI 1.11 set_stream): `stream` is the one all work goes on, own_stream the context's
+     * (destroyed with it; a caller's never is); switch_ev orders the new stream after the old at a switch */
+    cudaStream_t own_stream;
+    cudaEvent_t switch_ev;
 } cuda_context;
 
 extern const netrun_host_api *cuda_host; /* set by the entry point */
@@ -190,6 +197,11 @@ netrun_dtype cuda_main_dtype(const netrun_node_desc *node);
 /* The device address of a kernel's workspace: args->workspace may be the runtime's buffer handle (the
  * host record of buffer_alloc) or already a device address. */
 void *cuda_workspace_address(void *workspace);
+/* Scratch a kernel (re)allocates while a run is in progress (run-time shapes): stream-ordered (cudaMallocAsync /
+ * cudaFreeAsync on the context's stream), since cudaMalloc/cudaFree would wait for the whole device; falls back to
+ * them where the device has no memory pools. Refused while a graph is captured (the caller's run is then eager). */
+cudaError_t cuda_scratch_alloc(cuda_context *ctx, void **p, size_t bytes);
+void cuda_scratch_free(cuda_context *ctx, void *p);
 
 /* Broadcasting: strides (in elements) of a tensor of rank r with dims d seen as an out_rank output, 0 where
  * broadcast. */
@@ -205,6 +217,22 @@ netrun_status cuda_flag_create(cuda_context *ctx, const netrun_node_desc *node, 
 void cuda_flag_destroy(cuda_context *ctx, void *state);
 /* NETRUN_OK, or (the flag was raised: it is cleared) an error "cuda <op>: <msg>". */
 netrun_status cuda_flag_check(cuda_context *ctx, cuda_flag *f, const char *op, const char *msg);
+
+/* Create ctx->cublas (loading cuBLAS) when absent (cuda_backend.c): the gemm family gets it at kernel creation,
+ * other kernels that use cuBLAS (Attention) ask for it in their create. */
+netrun_status cuda_cublas_handle(cuda_context *ctx);
+/* Row-major batched GEMM (gemm.c): for j < batch, Y_j[m x n] = alpha * op(A_j)[m x k] op(B_j)[k x n], where op(X)
+ * is X or, with ta / tb, X^T of the stored matrix; lda / ldb / ldy are row strides in elements. A and B have
+ * dtype `in` (float32 or float16), Y dtype `out` (float32, or float16 with float16 in); float accumulation, TF32
+ * for float32 only when the session's precision is not fp32 (as MatMul). The matrices are A + j * sa, B + j * sb,
+ * Y + j * sy (element strides, 0 = shared) when ptrs is NULL, else the device array ptrs holds the 3 * batch
+ * addresses {A_0 .. A_batch-1, B_0 .., Y_0 ..}, each aligned to 16 bytes. */
+netrun_status cuda_gemm_rows_batched(cuda_context *ctx, netrun_dtype in, netrun_dtype out, int ta, int tb, int64_t m,
+                                     int64_t n, int64_t k, float alpha, const void *A, int64_t lda, int64_t sa,
+                                     const void *B, int64_t ldb, int64_t sb, void *Y, int64_t ldy, int64_t sy,
+                                     int64_t batch, void *const *ptrs);
+/* What Attention chose (attention.cu), for kernel_describe. */
+void cuda_attention_describe(void *state, char *buf, size_t size);
 
 /* ---- launchers shared between families (defined in .cu files) ---- */
 
@@ -247,6 +275,8 @@ uint16_t cuda_half_bits(float f);
 
 /* Internal ops (domain com.netrun): ReorderNHWC, GlobalAveragePoolNHWC; find_op looks there for that domain. */
 extern const cuda_op cuda_ops_internal[];
+/* ImagePreprocess (com.netrun, preprocess.cu). */
+extern const cuda_op cuda_ops_preprocess[];
 /* In place on float16 y [rows, c] (channels last): act(y + bias[c]) with bias float16 (may be NULL). */
 netrun_status cuda_f16_nsc_bias_act(cuda_context *ctx, void *y, const void *bias, int64_t rows, int64_t c,
                                     const netrun_fused_activation *act);

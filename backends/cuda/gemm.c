@@ -48,6 +48,31 @@ static netrun_status row_gemm(cuda_context *ctx, netrun_dtype dt, int ta, int tb
     return row_gemm_ex(ctx, dt, 0, ta, tb, m, n, k, alpha, A, sa, B, sb, beta, Y, sy, batch);
 }
 
+netrun_status cuda_gemm_rows_batched(cuda_context *ctx, netrun_dtype in, netrun_dtype out, int ta, int tb, int64_t m,
+                                     int64_t n, int64_t k, float alpha, const void *A, int64_t lda, int64_t sa,
+                                     const void *B, int64_t ldb, int64_t sb, void *Y, int64_t ldy, int64_t sy,
+                                     int64_t batch, void *const *ptrs) {
+    if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || lda > INT32_MAX || ldb > INT32_MAX || ldy > INT32_MAX ||
+        batch > INT32_MAX)
+        return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda batched gemm: dims beyond int32");
+    if (!ctx->cublas) return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda batched gemm: no cuBLAS handle");
+    cudaDataType_t ti = in == NETRUN_DTYPE_FLOAT16 ? CUDA_R_16F : CUDA_R_32F;
+    cudaDataType_t to = out == NETRUN_DTYPE_FLOAT16 ? CUDA_R_16F : CUDA_R_32F;
+    cublasComputeType_t ct = in == NETRUN_DTYPE_FLOAT16 ? CUBLAS_COMPUTE_32F : compute_type(ctx, NETRUN_DTYPE_FLOAT);
+    cublasOperation_t ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N, oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const float beta = 0.0f;
+    cublasStatus_t s;
+    /* column-major: Y^T = op(B)^T op(A)^T */
+    if (!ptrs)
+        s = cublasGemmStridedBatchedEx(ctx->cublas, ob, oa, (int)n, (int)m, (int)k, &alpha, B, ti, (int)ldb, sb, A, ti,
+                                       (int)lda, sa, &beta, Y, to, (int)ldy, sy, (int)batch, ct, CUBLAS_GEMM_DEFAULT);
+    else
+        s = cublasGemmBatchedEx(ctx->cublas, ob, oa, (int)n, (int)m, (int)k, &alpha, (const void *const *)ptrs + batch,
+                                ti, (int)ldb, (const void *const *)ptrs, ti, (int)lda, &beta, ptrs + 2 * batch, to,
+                                (int)ldy, (int)batch, ct, CUBLAS_GEMM_DEFAULT);
+    return s == CUBLAS_STATUS_SUCCESS ? NETRUN_OK : cublas_fail(s, ptrs ? "cublasGemmBatchedEx" : "cublasGemmStridedBatchedEx");
+}
+
 /* --precision fp16 on a float32 Gemm / MatMul whose B is a constant matrix: B is converted to float16 once; the
  * float32 (TF32) product and the float16 one (A converted per run, float32 output straight from cuBLAS) are
  * timed at kernel creation on the real shapes and the faster kept. */

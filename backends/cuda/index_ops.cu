@@ -183,6 +183,34 @@ __global__ void topk_k(const T *x, T *vals, int64_t *idx, int64_t n, int64_t R, 
     }
 }
 
+/* The same ranking with one block per line, the line's keys in shared memory: a line of a few thousand scores
+ * (a detector's per-class TopK) otherwise ran as a dozen blocks each thread reading the line from global memory,
+ * 0.36 ms a call on SSD-lite (90 calls a run); from shared memory every read is a broadcast. */
+template <typename T>
+__global__ void topk_line_k(const T *x, T *vals, int64_t *idx, int64_t R, int64_t inner, int64_t k, int largest) {
+    typedef typename num<T>::c C;
+    extern __shared__ unsigned char topk_smem[];
+    C *key = (C *)topk_smem;
+    const int64_t line = blockIdx.x, o = line / inner, in = line - o * inner;
+    const T *p = x + o * R * inner + in;
+    for (int64_t r = threadIdx.x; r < R; r += blockDim.x) key[r] = topk_key(num<T>::get(p[r * inner]), largest);
+    __syncthreads();
+    for (int64_t r = threadIdx.x; r < R; r += blockDim.x) {
+        const C a = key[r];
+        int64_t rank = 0;
+        for (int64_t s = 0; s < R && rank < k; s++) {
+            const C b = key[s];
+            bool before = largest ? b > a : b < a;
+            if (before || (b == a && s < r)) rank++;
+        }
+        if (rank < k) {
+            int64_t oi = (o * k + rank) * inner + in;
+            if (vals) vals[oi] = p[r * inner];
+            if (idx) idx[oi] = r;
+        }
+    }
+}
+
 static netrun_status topk_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
     const netrun_topk_params *p = (const netrun_topk_params *)args->params;
     const netrun_tensor *X = &args->inputs[0];
@@ -196,8 +224,21 @@ static netrun_status topk_run(cuda_context *ctx, void *state, const netrun_kerne
     if (p->k == 0 || n == 0) return NETRUN_OK;
     void *vals = args->n_outputs > 0 && args->outputs[0].rank >= 0 ? args->outputs[0].data : NULL;
     int64_t *idx = args->n_outputs > 1 && args->outputs[1].rank >= 0 ? (int64_t *)args->outputs[1].data : NULL;
-    DISPATCH_NUM(X->dtype, "TopK", (topk_k<T><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(
-                                       (const T *)X->data, (T *)vals, idx, n, R, inner, p->k, p->largest)));
+    /* a line per block where its keys fit the default 48 KB of shared memory and lines are few enough that one
+     * thread per element would leave the GPU mostly idle anyway */
+    const int64_t lines = outer * inner;
+    const size_t key_bytes = X->dtype == NETRUN_DTYPE_DOUBLE || X->dtype == NETRUN_DTYPE_INT64 ||
+                                     X->dtype == NETRUN_DTYPE_UINT64 || X->dtype == NETRUN_DTYPE_UINT32
+                                 ? 8 : 4;
+    if (R >= 256 && (size_t)R * key_bytes <= 48 * 1024 && lines <= 65535) {
+        const int threads = R >= 1024 ? 1024 : 256;
+        DISPATCH_NUM(X->dtype, "TopK", (topk_line_k<T><<<(unsigned)lines, threads, (size_t)R * sizeof(typename num<T>::c),
+                                                         ctx->stream>>>((const T *)X->data, (T *)vals, idx, R, inner,
+                                                                         p->k, p->largest)));
+    } else {
+        DISPATCH_NUM(X->dtype, "TopK", (topk_k<T><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(
+                                           (const T *)X->data, (T *)vals, idx, n, R, inner, p->k, p->largest)));
+    }
     return cuda_check_launch("TopK");
 }
 
@@ -1120,7 +1161,7 @@ static int bytes_supports(const netrun_node_desc *node, char *reason, size_t siz
 extern "C" const cuda_op cuda_ops_index_ops[] = {
     {"ArgMax", ARG_DTYPES, "keepdims, select_last_index", NULL, arg_create, arg_run, NULL},
     {"ArgMin", ARG_DTYPES, "keepdims, select_last_index", NULL, arg_create, arg_run, NULL},
-    {"TopK", NUM_DTYPES, "always sorted; O(axis length) per element", NULL, NULL, topk_run, NULL},
+    {"TopK", NUM_DTYPES, "always sorted; O(axis length) per element (a line per block from shared memory for lines of 256+)", NULL, NULL, topk_run, NULL},
     {"CumSum", CUM_DTYPES, "exclusive, reverse", NULL, cum_create, cum_run, NULL},
     {"CumProd", CUM_DTYPES, "exclusive, reverse", NULL, cum_create, cum_run, NULL},
     {"OneHot", NUM_DTYPES, "", onehot_supports, NULL, onehot_run, NULL},

@@ -102,9 +102,9 @@ static int resize_supports(const netrun_node_desc *node, char *reason, size_t si
 static void resize_destroy(cuda_context *ctx, void *state) {
     resize_state *s = (resize_state *)state;
     if (!s) return;
-    cudaFree(s->d_idx);
-    cudaFree(s->d_w);
-    cudaFree(s->d_outside);
+    cuda_scratch_free(ctx, s->d_idx);
+    cuda_scratch_free(ctx, s->d_w);
+    cuda_scratch_free(ctx, s->d_outside);
     free(s->h_idx);
     free(s->h_w);
     free(s->h_outside);
@@ -126,9 +126,12 @@ static netrun_status resize_plan(cuda_context *ctx, resize_state *s, const netru
         taps += Y->dims[d] * 4;
         outs += Y->dims[d];
     }
-    cudaFree(s->d_idx);
-    cudaFree(s->d_w);
-    cudaFree(s->d_outside);
+    /* planned at the first run and when shapes change: stream-ordered, never a device-wide wait in a run */
+    netrun_status rc = cuda_refuse_capture(ctx, "Resize planning its tables");
+    if (rc != NETRUN_OK) return rc;
+    cuda_scratch_free(ctx, s->d_idx);
+    cuda_scratch_free(ctx, s->d_w);
+    cuda_scratch_free(ctx, s->d_outside);
     s->d_idx = NULL;
     s->d_w = NULL;
     s->d_outside = NULL;
@@ -157,9 +160,9 @@ static netrun_status resize_plan(cuda_context *ctx, resize_state *s, const netru
         combos *= g.k[d];
     }
     if (combos > MAX_COMBOS) return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda Resize: %lld tap combinations", (long long)combos);
-    cudaError_t e = cudaMalloc((void **)&s->d_idx, (size_t)(t_at + 1) * sizeof(int64_t));
-    if (e == cudaSuccess) e = cudaMalloc((void **)&s->d_w, (size_t)(t_at + 1) * sizeof(float));
-    if (e == cudaSuccess) e = cudaMalloc((void **)&s->d_outside, (size_t)(o_at + 1));
+    cudaError_t e = cuda_scratch_alloc(ctx, (void **)&s->d_idx, (size_t)(t_at + 1) * sizeof(int64_t));
+    if (e == cudaSuccess) e = cuda_scratch_alloc(ctx, (void **)&s->d_w, (size_t)(t_at + 1) * sizeof(float));
+    if (e == cudaSuccess) e = cuda_scratch_alloc(ctx, (void **)&s->d_outside, (size_t)(o_at + 1));
     if (e == cudaSuccess) e = cudaMemcpyAsync(s->d_idx, s->h_idx, (size_t)t_at * sizeof(int64_t), cudaMemcpyHostToDevice, ctx->stream);
     if (e == cudaSuccess) e = cudaMemcpyAsync(s->d_w, s->h_w, (size_t)t_at * sizeof(float), cudaMemcpyHostToDevice, ctx->stream);
     if (e == cudaSuccess) e = cudaMemcpyAsync(s->d_outside, s->h_outside, (size_t)o_at, cudaMemcpyHostToDevice, ctx->stream);

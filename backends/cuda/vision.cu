@@ -594,9 +594,8 @@ static netrun_status nms_create(cuda_context *ctx, const netrun_node_desc *node,
 }
 
 static void nms_destroy(cuda_context *ctx, void *state) {
-    (void)ctx;
     nms_state *st = (nms_state *)state;
-    if (st && st->buf) cudaFree(st->buf);
+    if (st) cuda_scratch_free(ctx, st->buf);
     free(st);
 }
 
@@ -647,8 +646,10 @@ static netrun_status nms_run(cuda_context *ctx, void *state, const netrun_kernel
     size_t off[10], total = 0;
     for (int i = 0; i < 8; i++) off[i] = total, total += (part[i] + 255) & ~(size_t)255;
     if (total > st->cap) {
-        if (st->buf) cudaStreamSynchronize(ctx->stream), cudaFree(st->buf), st->buf = NULL, st->cap = 0;
-        cudaError_t e = cudaMalloc(&st->buf, total);
+        cuda_scratch_free(ctx, st->buf); /* stream-ordered: after the kernels that used it */
+        st->buf = NULL;
+        st->cap = 0;
+        cudaError_t e = cuda_scratch_alloc(ctx, &st->buf, total);
         if (e != cudaSuccess) {
             st->buf = NULL;
             cudaGetLastError();

@@ -108,7 +108,14 @@ void ocl_broadcast_strides(int r, const int64_t *d, int out_rank, const int64_t 
 
 static int default_domain(const char *d) { return !d || !*d || !strcmp(d, "ai.onnx"); }
 
+extern const ocl_op ocl_ops_preprocess[]; /* ImagePreprocess, domain com.netrun (preprocess.c) */
+
 static const ocl_op *find_op(const char *domain, const char *op_type) {
+    if (domain && !strcmp(domain, "com.netrun")) {
+        for (const ocl_op *o = ocl_ops_preprocess; o->op_type; o++)
+            if (!strcmp(o->op_type, op_type)) return o;
+        return NULL;
+    }
     if (!default_domain(domain)) return NULL;
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
         for (const ocl_op *o = families[f]; o->op_type; o++)
@@ -662,6 +669,7 @@ static netrun_status ocl_context_create(const netrun_backend_config *config, net
         ocl_host->free(ctx);
         return ocl_fail(e, "clCreateCommandQueue");
     }
+    ctx->own_queue = ctx->queue;
     *out = (netrun_backend_context *)ctx;
     return NETRUN_OK;
 }
@@ -678,7 +686,7 @@ static void ocl_context_destroy(netrun_backend_context *c) {
         ocl_host->free(ctx->kernels[i].name);
     }
     ocl_host->free(ctx->kernels);
-    if (ctx->queue) clReleaseCommandQueue(ctx->queue); /* the cl_context is the process's (shared_dev) */
+    if (ctx->own_queue) clReleaseCommandQueue(ctx->own_queue); /* the cl_context is the process's (shared_dev) */
     ocl_host->free(ctx);
 }
 
@@ -698,6 +706,7 @@ static netrun_status ocl_buffer_alloc(netrun_backend_context *c, size_t bytes, v
     ocl_buffer *b = ocl_host->alloc(sizeof *b, 16);
     if (!b) return ocl_host->error(NETRUN_ERR_OUT_OF_MEMORY, "opencl: out of host memory");
     b->bytes = bytes ? bytes : 1;
+    b->wrapped = 0;
     cl_int e;
     b->mem = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, b->bytes, NULL, &e);
     if (e != CL_SUCCESS) {
@@ -714,8 +723,8 @@ static void ocl_buffer_free(netrun_backend_context *c, void *buffer) {
     ocl_context *ctx = (ocl_context *)c;
     ocl_buffer *b = buffer;
     if (!b) return;
-    clReleaseMemObject(b->mem);
-    ctx->allocated -= b->bytes < ctx->allocated ? b->bytes : ctx->allocated;
+    clReleaseMemObject(b->mem); /* a wrapped cl_mem: our reference only (the caller keeps its own) */
+    if (!b->wrapped) ctx->allocated -= b->bytes < ctx->allocated ? b->bytes : ctx->allocated;
     ocl_host->free(b);
 }
 
@@ -780,6 +789,103 @@ netrun_status ocl_copy(ocl_context *ctx, cl_mem dst, size_t dst_off, cl_mem src,
     return e == CL_SUCCESS ? NETRUN_OK : ocl_fail(e, "clEnqueueCopyBuffer");
 }
 
+/* ---- the caller's cl_mem and command queue (ABI 1.11) ----
+ * OpenCL memory belongs to a cl_context: the caller's buffers and queue must be of netrun's context for the
+ * device (one per process and device, see shared_dev), which a caller gets from a cl_mem netrun hands out
+ * (netrun_session_output_device, then clGetMemObjectInfo(CL_MEM_CONTEXT)). docs/device-io.md. */
+
+static netrun_status ocl_memory_check(const void *ptr, size_t bytes, int device) {
+    if (device < 0 || device >= MAX_DEVICES)
+        return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl: device %d does not exist", device);
+    pthread_once(&shared_once, shared_init);
+    pthread_mutex_lock(&shared[device].mu);
+    cl_context cl = shared[device].cl;
+    pthread_mutex_unlock(&shared[device].mu);
+    if (!cl)
+        return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "netrun has no OpenCL context on device %d yet, so no "
+                               "cl_mem can be of it: prepare a session on the device first, and make your buffers "
+                               "in its context", device);
+    /* cl_khr_icd: every object of a platform starts with the same dispatch table pointer. A pointer that does not
+     * is no OpenCL object of this platform (host memory); reading it is what the ICD loader would do anyway. */
+    if (!ptr || *(void *const *)ptr != *(void *const *)cl)
+        return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%p is not an OpenCL memory object (host memory?)", ptr);
+    cl_context mc = NULL;
+    size_t size = 0;
+    cl_int e = clGetMemObjectInfo((cl_mem)ptr, CL_MEM_CONTEXT, sizeof mc, &mc, NULL);
+    if (e == CL_SUCCESS) e = clGetMemObjectInfo((cl_mem)ptr, CL_MEM_SIZE, sizeof size, &size, NULL);
+    if (e != CL_SUCCESS)
+        return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%p is not a valid cl_mem: %s", ptr, ocl_error_name(e));
+    if (mc != cl)
+        return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "the cl_mem belongs to another cl_context than netrun's "
+                               "for device %d (get it with clGetMemObjectInfo(CL_MEM_CONTEXT) of a cl_mem from "
+                               "netrun_session_output_device)", device);
+    if (bytes > size)
+        return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "the cl_mem holds %zu bytes, %zu needed", size, bytes);
+    return NETRUN_OK;
+}
+
+static netrun_status ocl_buffer_wrap(netrun_backend_context *c, void *ptr, size_t bytes, void **buffer) {
+    ocl_context *ctx = (ocl_context *)c;
+    cl_context mc = NULL;
+    cl_int e = clGetMemObjectInfo((cl_mem)ptr, CL_MEM_CONTEXT, sizeof mc, &mc, NULL);
+    if (e != CL_SUCCESS || mc != ctx->cl)
+        return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl: the cl_mem is not of netrun's context");
+    ocl_buffer *b = ocl_host->alloc(sizeof *b, 16);
+    if (!b) return ocl_host->error(NETRUN_ERR_OUT_OF_MEMORY, "opencl: out of host memory");
+    clRetainMemObject((cl_mem)ptr);
+    b->mem = (cl_mem)ptr;
+    b->bytes = bytes;
+    b->wrapped = 1;
+    *buffer = b;
+    return NETRUN_OK;
+}
+
+/* The caller's in-order queue of netrun's context and device; a marker on the old queue orders it first. */
+static netrun_status ocl_set_stream(netrun_backend_context *c, void *stream) {
+    ocl_context *ctx = (ocl_context *)c;
+    cl_command_queue next = stream ? (cl_command_queue)stream : ctx->own_queue;
+    if (next == ctx->queue) return NETRUN_OK;
+    if (stream) {
+        cl_context qc = NULL;
+        cl_device_id qd = NULL;
+        cl_command_queue_properties props = 0;
+        cl_int e = clGetCommandQueueInfo(next, CL_QUEUE_CONTEXT, sizeof qc, &qc, NULL);
+        if (e == CL_SUCCESS) e = clGetCommandQueueInfo(next, CL_QUEUE_DEVICE, sizeof qd, &qd, NULL);
+        if (e == CL_SUCCESS) e = clGetCommandQueueInfo(next, CL_QUEUE_PROPERTIES, sizeof props, &props, NULL);
+        if (e != CL_SUCCESS)
+            return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl: not a valid cl_command_queue: %s",
+                                   ocl_error_name(e));
+        if (qc != ctx->cl || qd != ctx->device)
+            return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl: the command queue is of another context or "
+                                   "device than netrun's for device %d", ctx->device_index);
+        if (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
+            return ocl_host->error(NETRUN_ERR_INVALID_ARGUMENT, "opencl: the command queue runs out of order; "
+                                   "netrun needs an in-order queue");
+    }
+    cl_event ev = NULL;
+    cl_int e = clEnqueueMarkerWithWaitList(ctx->queue, 0, NULL, &ev);
+    if (e == CL_SUCCESS) e = clEnqueueBarrierWithWaitList(next, 1, &ev, NULL);
+    if (ev) clReleaseEvent(ev);
+    if (e != CL_SUCCESS) return ocl_fail(e, "ordering the caller's queue after netrun's");
+    clFlush(ctx->queue);
+    ctx->queue = next;
+    return NETRUN_OK;
+}
+
+static netrun_status ocl_copy_device(netrun_backend_context *c, void *dst, size_t dst_offset, const void *src,
+                                     size_t src_offset, size_t bytes) {
+    const ocl_buffer *d = dst, *sb = src;
+    if (!d || !sb || dst_offset > d->bytes || bytes > d->bytes - dst_offset || src_offset > sb->bytes ||
+        bytes > sb->bytes - src_offset)
+        return ocl_host->error(NETRUN_ERR_INTERNAL, "opencl: device copy of %zu bytes outside a buffer", bytes);
+    return ocl_copy((ocl_context *)c, d->mem, dst_offset, sb->mem, src_offset, bytes);
+}
+
+static void *ocl_buffer_native(netrun_backend_context *c, void *buffer) {
+    (void)c;
+    return buffer ? ((ocl_buffer *)buffer)->mem : NULL;
+}
+
 /* ---- kernels ---- */
 
 typedef struct ocl_kernel {
@@ -841,6 +947,8 @@ static size_t build_op_table(void) {
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
         for (const ocl_op *o = families[f]; o->op_type && n < MAX_OPS; o++)
             op_table[n++] = (netrun_op_support){"", o->op_type, o->dtypes, o->constraints ? o->constraints : ""};
+    for (const ocl_op *o = ocl_ops_preprocess; o->op_type && n < MAX_OPS; o++)
+        op_table[n++] = (netrun_op_support){"com.netrun", o->op_type, o->dtypes, o->constraints ? o->constraints : ""};
     return n;
 }
 
@@ -903,6 +1011,12 @@ static netrun_backend_api api = {
     .may_alias = ocl_may_alias,
     .options = ocl_options,
     .uses = NETRUN_USES_DECLARED | NETRUN_USES_DEVICE | NETRUN_USES_WORKSPACE | NETRUN_USES_DEVICE_MEMORY,
+    .memory_type = NETRUN_MEMORY_OPENCL,
+    .memory_check = ocl_memory_check,
+    .buffer_wrap = ocl_buffer_wrap,
+    .set_stream = ocl_set_stream,
+    .copy_device = ocl_copy_device,
+    .buffer_native = ocl_buffer_native,
 };
 
 NETRUN_BACKEND_EXPORT const netrun_backend_api *netrun_backend_entry(const netrun_host_api *host) {

@@ -57,7 +57,8 @@ typedef struct ocl_context {
     cl_device_id device;
     int device_index;        /* in the plugin's device list */
     cl_context cl;           /* shared by all contexts on this device in the process */
-    cl_command_queue queue;  /* this context's own, in order */
+    cl_command_queue queue;  /* where all work goes, in order: own_queue, or the caller's (ABI 1.11 set_stream) */
+    cl_command_queue own_queue; /* this context's own (released with it; a caller's never is) */
     int is_gpu;              /* CL_DEVICE_TYPE_GPU (or accelerator) */
     int fp16;                /* cl_khr_fp16 */
     size_t max_wg;           /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
@@ -104,6 +105,7 @@ typedef struct ocl_op {
 typedef struct ocl_buffer {
     cl_mem mem;
     size_t bytes;
+    int wrapped; /* the caller's cl_mem (buffer_wrap): this handle holds one reference of it, not counted in allocated */
 } ocl_buffer;
 
 static inline cl_mem ocl_mem(const netrun_tensor *t) { return t->buffer ? ((const ocl_buffer *)t->buffer)->mem : NULL; }

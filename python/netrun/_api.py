@@ -9,7 +9,7 @@ from typing import Any, Iterator, Mapping, NamedTuple, Sequence, Union
 
 import numpy as np
 
-from . import _capi, _native
+from . import _capi, _device, _native
 from ._errors import BY_STATUS, Error, InvalidArgumentError, StateError, UnsupportedError, error_for
 
 lib = _capi.lib
@@ -357,6 +357,13 @@ class SessionStats:
     n_attention_fused: int
     n_layernorm_fused: int
     n_gelu_fused: int
+    h2d_bytes: int = 0           # host -> device bytes of the last run (PCIe on a discrete GPU)
+    d2h_bytes: int = 0           # device -> host bytes of the last run
+    d2d_bytes: int = 0           # device -> device copies into bound output buffers
+    n_outputs_in_place: int = 0  # outputs written by their node straight into a caller's device buffer
+    graph_recaptures: int = 0    # device graphs captured again because a bound device pointer changed
+    n_fp16_nodes: int = 0        # nodes kept in float16 by plain float16 regions (--precision fp16, transformers)
+    n_fp16_casts: int = 0        # Casts at the borders of those regions
 
 
 class Profile:
@@ -454,6 +461,9 @@ class Session:
         self._out_names = tuple(o.name for o in m.outputs)
         self._out_index = {n: i for i, n in enumerate(self._out_names)}
         self._normalize_fn = self._normalize
+        self._device = device
+        self._stream: Union[int, None] = None  # the stream last handed to netrun (device runs)
+        self._dev_bound = False                # outputs were bound to device memory by a device run
 
     # -- state --
     def _ptr(self) -> int:
@@ -558,7 +568,8 @@ class Session:
                                        f"(outputs: {', '.join(self._out_names)})") from None
 
     def run(self, feeds: Mapping[str, Any], outputs: Union[Sequence[str], None] = None, *,
-            copy: bool = True) -> Outputs:
+            copy: bool = True, out: Union[Mapping[str, Any], None] = None, device_outputs: bool = False,
+            stream: Any = None) -> Outputs:
         """Run the model on feeds {input name: array} and return the outputs (all, or those named in outputs,
         in that order) as an Outputs tuple that also answers by name.
 
@@ -566,7 +577,14 @@ class Session:
         non-native byte order are copied first); any object with __dlpack__ on the host is read in place;
         lists and scalars take the input's declared dtype. The dtype must be the model's (no silent casts).
         Outputs: copy=True (default) gives new writable arrays that are yours; copy=False gives read-only
-        views of the session's memory, valid until the next run, set_dim or prepare of this session."""
+        views of the session's memory, valid until the next run, set_dim or prepare of this session.
+
+        Device memory (docs/python.md, "Device memory"): CUDA tensors (PyTorch, CuPy: __cuda_array_interface__ or
+        __dlpack__) are read in place, never copied; out={"name": tensor} has netrun write those outputs into your
+        device tensors (returned as given); device_outputs=True returns the other outputs as DeviceArray objects
+        in the session's device memory (valid until the next run). stream: the cudaStream_t (int,
+        torch.cuda.Stream, CuPy stream) netrun queues on; by default the producer's (PyTorch's or CuPy's current
+        stream). The run returns when its work is done."""
         if type(feeds) is not dict:
             if not isinstance(feeds, Mapping):
                 raise InvalidArgumentError(f"run() takes a mapping of input name -> array, not {type(feeds).__name__}")
@@ -579,12 +597,92 @@ class Session:
             idx, names = None, self._out_names
         else:
             idx, names = self._select(outputs)
+        if out is not None or device_outputs or stream is not None or any(
+                type(v) is not np.ndarray and _device.is_device(v) for v in feeds.values()):
+            return self._run_device(feeds, idx, names, copy, out or {}, device_outputs, stream)
         with self._lock:
             h = self._h
             if h is None:
                 raise StateError("the session is closed")
+            if self._dev_bound:  # back to host outputs after a device run
+                for n in self._out_names:
+                    _check(lib.netrun_session_bind_output_device(h.ptr, n.encode(), _device.MEM_HOST, 0, None, 0))
+                self._dev_bound = False
             arrays = h.run(feeds, idx, copy, self._normalize_fn)
         return Outputs(arrays, names)
+
+    def _run_device(self, feeds: Mapping[str, Any], idx: Union[tuple[int, ...], None], names: tuple[str, ...],
+                    copy: bool, out: Mapping[str, Any], device_outputs: bool, stream: Any) -> Outputs:
+        """run() with device tensors in feeds or out, or device_outputs: through the C API's device calls."""
+        bad = [n for n in out if n not in self._out_index]
+        if bad:
+            raise InvalidArgumentError(f"out: the model has no output {', '.join(repr(n) for n in bad)} "
+                                       f"(outputs: {', '.join(self._out_names)})")
+        S = _device.stream_handle(stream)
+        device_values = [(f"input '{n}'", v) for n, v in feeds.items()
+                         if type(v) is not np.ndarray and _device.is_device(v)]
+        device_values += [(f"output '{n}'", v) for n, v in out.items()]
+        for _, v in device_values if S is None else ():  # the producer's stream: its pending work comes first
+            S = _device.producer_stream(v)
+            if S is not None:
+                break
+        if S is None and device_values:  # a producer that names no stream: the legacy default stream
+            S = _device.CUDA_STREAM_LEGACY
+        if S == 0:
+            S = _device.CUDA_STREAM_LEGACY  # a cudaStream_t of 0; netrun's NULL means its own stream
+        code_of = _CODE_OF.get
+        held: list[Any] = []
+        with self._lock:
+            ptr = self._ptr()
+            try:
+                if S is not None and S != self._stream:  # before any capsule is taken: a CPU session says no here
+                    st = lib.netrun_session_set_stream(ptr, _device.MEM_CUDA, S)
+                    if st != 0:
+                        what = device_values[0][0] + ": " if device_values else ""
+                        raise error_for(st, what + _capi.last_error().replace("netrun_session_set_stream: ", ""))
+                    self._stream = S
+                for name, v in feeds.items():
+                    if type(v) is not np.ndarray and _device.is_device(v):
+                        t = _device.device_tensor(name, v, S, self._device, code_of)
+                        held.append(t)
+                        dims = (C.c_int64 * max(1, len(t.shape)))(*t.shape)
+                        _check(lib.netrun_session_bind_input_device(ptr, name.encode(), t.code, len(t.shape), dims,
+                                                                    _device.MEM_CUDA, t.device, t.ptr, t.nbytes))
+                    else:
+                        arr = self._normalize(name, v)
+                        dims = (C.c_int64 * max(1, arr.ndim))(*arr.shape)
+                        _check(lib.netrun_session_set_input(ptr, name.encode(), _CODE_OF[arr.dtype], arr.ndim, dims,
+                                                            arr.ctypes.data, arr.nbytes))
+                for n in self._out_names:
+                    if n in out:
+                        t = _device.device_tensor(n, out[n], S, self._device, code_of)
+                        held.append(t)
+                        _check(lib.netrun_session_bind_output_device(ptr, n.encode(), _device.MEM_CUDA, t.device,
+                                                                     t.ptr, t.nbytes))
+                    elif device_outputs:
+                        _check(lib.netrun_session_bind_output_device(ptr, n.encode(), _device.MEM_CUDA, self._device,
+                                                                     None, 0))
+                    else:
+                        _check(lib.netrun_session_bind_output_device(ptr, n.encode(), _device.MEM_HOST, 0, None, 0))
+                self._dev_bound = bool(out) or device_outputs
+                _check(lib.netrun_session_run(ptr))
+                results: list[Any] = []
+                for i in (idx if idx is not None else range(len(self._out_names))):
+                    n = self._out_names[i]
+                    if n in out:
+                        results.append(out[n])
+                    elif device_outputs:
+                        dv = _capi.DeviceView()
+                        _check(lib.netrun_session_output_device(ptr, i, C.byref(dv)))
+                        results.append(_device.DeviceArray(dv, _DTYPE_OF[dv.dtype], dv.dtype))
+                    else:
+                        tv = _capi.TensorView()
+                        _check(lib.netrun_session_output(ptr, i, C.byref(tv)))
+                        results.append(_view_to_array(tv))  # a copy: the staging buffer is reused
+            finally:
+                for t in held:
+                    t.release()
+        return Outputs(results, names)
 
     def value(self, name: str) -> np.ndarray:
         """Any value of the graph after a run, as a copy: inputs, outputs and constants always; intermediate
@@ -624,7 +722,7 @@ class Session:
     def stats(self) -> SessionStats:
         with self._lock:
             st = _capi.SessionStats()
-            _check(lib.netrun_session_get_stats(self._ptr(), C.byref(st)))
+            _check(lib.netrun_session_get_stats_ex(self._ptr(), C.byref(st), C.sizeof(st)))
             return SessionStats(**{f: getattr(st, f) for f, _ in _capi.SessionStats._fields_})
 
     @property
@@ -692,5 +790,7 @@ def _from_dlpack(name: str, value: Any) -> np.ndarray:
         raise InvalidArgumentError(f"input '{name}': numpy cannot read this DLPack tensor ({e})") from None
 
 
-__all__ = ["Error", "Model", "Session", "Outputs", "TensorInfo", "NodePlacement", "ProfileEvent", "Profile",
+DeviceArray = _device.DeviceArray
+
+__all__ = ["Error", "Model", "Session", "DeviceArray", "Outputs", "TensorInfo", "NodePlacement", "ProfileEvent", "Profile",
            "SessionStats", "BackendInfo", "OpSupport", "backends", "ops", "read_tensor", "version"]

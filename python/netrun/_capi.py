@@ -48,7 +48,16 @@ class SessionStats(C.Structure):
                 ("n_views", C.c_int), ("n_fp16_convs", C.c_int), ("n_fp16_converts", C.c_int),
                 ("stream_bytes", C.c_size_t), ("micro_batch", C.c_int), ("prepares", C.c_uint64),
                 ("host_peak_bytes", C.c_size_t), ("host_memory_budget", C.c_size_t), ("profile_dropped", C.c_uint64),
-                ("n_attention_fused", C.c_int), ("n_layernorm_fused", C.c_int), ("n_gelu_fused", C.c_int)]
+                ("n_attention_fused", C.c_int), ("n_layernorm_fused", C.c_int), ("n_gelu_fused", C.c_int),
+                ("h2d_bytes", C.c_size_t), ("d2h_bytes", C.c_size_t), ("d2d_bytes", C.c_size_t),
+                ("n_outputs_in_place", C.c_int), ("graph_recaptures", C.c_uint64),
+                ("n_fp16_nodes", C.c_int), ("n_fp16_casts", C.c_int)]
+
+
+class DeviceView(C.Structure):
+    _fields_ = [("name", c_str), ("dtype", C.c_int), ("rank", C.c_int), ("dims", C.c_int64 * MAX_RANK),
+                ("data", vp), ("offset", C.c_size_t), ("nbytes", C.c_size_t), ("memory_type", C.c_int),
+                ("device", C.c_int)]
 
 
 class BackendInfo(C.Structure):
@@ -62,7 +71,7 @@ class LoadLimits(C.Structure):
 
 STRUCTS = {"tensor_info": TensorInfo, "tensor_view": TensorView, "node_info": NodeInfo,
            "profile_event": ProfileEvent, "op_support_info": OpSupportInfo, "session_stats": SessionStats,
-           "backend_info": BackendInfo, "load_limits": LoadLimits}
+           "backend_info": BackendInfo, "load_limits": LoadLimits, "device_view": DeviceView}
 
 _P = C.POINTER
 _SIGNATURES = [
@@ -114,7 +123,15 @@ _SIGNATURES = [
     ("netrun_session_set_profiling", C.c_int, [vp, C.c_int]),
     ("netrun_session_profile_count", C.c_int, [vp]),
     ("netrun_session_profile_get", C.c_int, [vp, C.c_int, _P(ProfileEvent)]),
-    ("netrun_session_get_stats", C.c_int, [vp, _P(SessionStats)]),
+    ("netrun_session_get_stats_ex", C.c_int, [vp, _P(SessionStats), C.c_size_t]),
+    ("netrun_session_set_input", C.c_int, [vp, c_str, C.c_int, C.c_int, _P(C.c_int64), vp, C.c_size_t]),
+    ("netrun_session_bind_input_device", C.c_int, [vp, c_str, C.c_int, C.c_int, _P(C.c_int64), C.c_int, C.c_int, vp,
+                                                   C.c_size_t]),
+    ("netrun_session_bind_output_device", C.c_int, [vp, c_str, C.c_int, C.c_int, vp, C.c_size_t]),
+    ("netrun_session_output_device", C.c_int, [vp, C.c_int, _P(DeviceView)]),
+    ("netrun_session_set_stream", C.c_int, [vp, C.c_int, vp]),
+    ("netrun_session_run", C.c_int, [vp]),
+    ("netrun_session_output", C.c_int, [vp, C.c_int, _P(TensorView)]),
     ("netrun_session_micro_batch", c_str, [vp, _P(C.c_int)]),
     ("netrun_session_activity", C.c_size_t, [vp, C.c_char_p, C.c_size_t]),
     ("netrun_session_prepare_note", c_str, [vp]),

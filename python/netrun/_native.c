@@ -337,12 +337,13 @@ static PyObject *mod_library_path(PyObject *mod, PyObject *unused) {
 
 /* sizeof of the public structs, so that a test can check _capi.py's ctypes layouts against the header. */
 static PyObject *mod_struct_sizes(PyObject *mod, PyObject *unused) {
-    return Py_BuildValue("{s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:n}", "tensor_info", (Py_ssize_t)sizeof(netrun_tensor_info),
+    return Py_BuildValue("{s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:n}", "tensor_info", (Py_ssize_t)sizeof(netrun_tensor_info),
                          "tensor_view", (Py_ssize_t)sizeof(netrun_tensor_view), "node_info",
                          (Py_ssize_t)sizeof(netrun_node_info), "profile_event", (Py_ssize_t)sizeof(netrun_profile_event),
                          "op_support_info", (Py_ssize_t)sizeof(netrun_op_support_info), "session_stats",
                          (Py_ssize_t)sizeof(netrun_session_stats), "backend_info",
-                         (Py_ssize_t)sizeof(netrun_backend_info), "load_limits", (Py_ssize_t)sizeof(netrun_load_limits));
+                         (Py_ssize_t)sizeof(netrun_backend_info), "load_limits", (Py_ssize_t)sizeof(netrun_load_limits),
+                         "device_view", (Py_ssize_t)sizeof(netrun_device_view));
 }
 
 static PyMethodDef mod_methods[] = {

@@ -897,6 +897,84 @@ def t_image():
         expect_rc(run([model, "--image", f"data={ppm}"] + args), 2, f"--image {args}")
 
 
+def bilinear(img, h, w):
+    """cv2.resize INTER_LINEAR of an HWC image in float32 (the documented ImagePreprocess arithmetic)."""
+    H, W = img.shape[:2]
+
+    def taps(n, N):
+        f = ((np.arange(n) + 0.5) * (N / n) - 0.5).astype(np.float32)
+        s = np.floor(f).astype(np.int64)
+        t = (f - s).astype(np.float32)
+        t[s < 0], s[s < 0] = 0, 0
+        hi = s >= N - 1
+        s[hi], t[hi] = N - 1, 0
+        return s, np.minimum(s + 1, N - 1), t
+    y0, y1, wy = taps(h, H)
+    x0, x1, wx = taps(w, W)
+    f = img.astype(np.float32)
+    wy, wx = wy[:, None, None], wx[None, :, None]
+    r0 = f[y0][:, x0] * (1 - wx) + f[y0][:, x1] * wx
+    r1 = f[y1][:, x0] * (1 - wx) + f[y1][:, x1] * wx
+    return r0 * (1 - wy) + r1 * wy
+
+
+def t_device_preprocess():
+    """--device-preprocess: the same --image flags converted in the graph (ImagePreprocess on the CPU here)."""
+    nodes = [helper.make_node("Identity", ["data"], ["out"], name="id")]
+    m = make_model(nodes, [helper.make_tensor_value_info("data", TensorProto.FLOAT, ["N", 3, 4, 4])],
+                   [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["N", 3, 4, 4])])
+    model = save_model(m, "img_nchw.onnx")
+    img = (np.arange(4 * 8 * 3) * 7 % 256).astype(np.uint8).reshape(4, 8, 3)  # h 4, w 8
+    ppm = os.path.join(WORK, "img.ppm")
+    write_ppm(ppm, img)
+    flags = ["--crop", "--mean", "10,20,30", "--scale", "0.5", "--swap-rb", "--batch", "2", "--iterations", "1"]
+    host, dev = tmpdir("host"), tmpdir("dev")
+    expect_rc(run([model, "--image", f"data={ppm}", "--output-dir", host] + flags), 0, "--image (host)")
+    r = run([model, "--image", f"data={ppm}", "--output-dir", dev, "--device-preprocess", "-v"] + flags)
+    expect_rc(r, 0, "--image --device-preprocess")
+    a, b = np.load(os.path.join(host, "out.npy")), np.load(os.path.join(dev, "out.npy"))
+    check(a.shape == b.shape == (2, 3, 4, 4), f"shapes {a.shape} {b.shape}")
+    # no resampling here (crop of a covering image at scale 1): both paths give the same numbers
+    check(np.array_equal(a, b), f"--device-preprocess differs from the host path:\n{a[0]}\nvs\n{b[0]}")
+    check("ImagePreprocess" in r.stdout, "the placement does not show the ImagePreprocess node")
+    # a resize: the graph's bilinear (cv2.resize INTER_LINEAR) against a numpy one; the host path resizes with
+    # stb_image_resize's filters, so it is only reported (docs/usage.md gives the numbers)
+    rng = np.random.default_rng(3)
+    yy, xx = np.mgrid[0:48, 0:64]
+    big = np.clip(np.stack([xx * 4, yy * 5, (xx + yy) * 2], -1) + rng.integers(-20, 21, (48, 64, 3)), 0, 255)
+    big = big.astype(np.uint8)
+    ppm2 = os.path.join(WORK, "big.ppm")
+    write_ppm(ppm2, big)
+    m2 = make_model(nodes, [helper.make_tensor_value_info("data", TensorProto.FLOAT, [1, 3, 20, 24])],
+                    [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 3, 20, 24])])
+    model2 = save_model(m2, "img_20x24.onnx")
+    host2, dev2 = tmpdir("host2"), tmpdir("dev2")
+    common = ["--mean", "1,2,3", "--scale", "0.25", "--iterations", "1", "-q"]
+    expect_rc(run([model2, "--image", f"data={ppm2}", "--output-dir", host2] + common), 0, "--image resize (host)")
+    expect_rc(run([model2, "--image", f"data={ppm2}", "--output-dir", dev2, "--device-preprocess"] + common), 0,
+              "--image resize --device-preprocess")
+    want = ((bilinear(big, 20, 24) - np.array([1, 2, 3], np.float32)) * np.float32(0.25)).transpose(2, 0, 1)[None]
+    got = np.load(os.path.join(dev2, "out.npy"))
+    err = np.abs(got - want).max()
+    check(err < 1e-4, f"--device-preprocess resize off the bilinear reference by {err}")
+    stb = np.load(os.path.join(host2, "out.npy"))
+    print(f"     stb_image_resize vs bilinear, 64x48 -> 24x20: max {np.abs(stb - got).max() / 0.25:.2f} levels, "
+          f"mean {np.abs(stb - got).mean() / 0.25:.2f}")
+    # --set preprocess.* with random frames: --shape gives the frame's shape, the report shows the uint8 input
+    r = run([model2, "--set", "preprocess.input=data", "--shape", "data=1x30x50x3", "--iterations", "1"])
+    expect_rc(r, 0, "--set preprocess.input with --shape of the frames")
+    check(re.search(r"data\s+uint8\s+\[1, data_height=30, data_width=50, 3\]", r.stdout) is not None,
+          f"the report does not show the frame input:\n{r.stdout[:600]}")
+    # errors: no image, two images, NHWC
+    expect_rc(run([model, "--device-preprocess"]), 2, "--device-preprocess without --image")
+    r = run([model, "--image", f"data={ppm}", "--device-preprocess", "--layout", "nhwc"])
+    expect_rc(r, 2, "--device-preprocess --layout nhwc")
+    check("NCHW" in r.stderr, f"the message does not say why: {r.stderr!r}")
+    r = run([model, "--image", f"data={ppm}", "--device-preprocess", "--mean", "1,2,3", "--set", "preprocess.std=1,0,1"])
+    expect_rc(r, 2, "a bad preprocess.std")
+    check("preprocess.std" in r.stderr, f"the message does not name the option: {r.stderr!r}")
+
+
 def t_compare():
     model, _ = mlp_model()
     second = "template+cpu" if "template" in backends_available() else "cpu"
@@ -1031,6 +1109,7 @@ SCENARIOS = {
     "explain": t_explain,
     "dot": t_dot,
     "image": t_image,
+    "device_preprocess": t_device_preprocess,
     "compare": t_compare,
     "duration_batch": t_duration_batch,
     "load_limits": t_load_limits,

@@ -222,6 +222,13 @@ def build():
                                 max_gram_length=2, max_skip_count=1 << 40, ngram_counts=[0, 0],
                                 ngram_indexes=[0, 1], pool_int64s=[2, 3, 5, 4])],
               [vi("x", [2, 65535], TensorProto.INT32)], [vi("y", None)]), {1}, ["tfidf_skip", "max_skip_count"])
+    # no ngram_counts (so no pool n-gram) with max_skip_count 2^31 over rows of 65,535 tokens: nothing can match,
+    # but the kernel still walked 2 x 10^9 windows (50 s in the fuzz build: fuzz.importer timeout). Runs: zeros
+    add("tfidf_empty_pool_skip.onnx",
+        model([helper.make_node("TfIdfVectorizer", ["x"], ["y"], name="tfidf_empty", mode="TF", min_gram_length=2,
+                                max_gram_length=2, max_skip_count=1 << 31, ngram_indexes=[0, 1],
+                                pool_int64s=[2, 3, 5, 4])],
+              [vi("x", [2, 65535], TensorProto.INT32)], [vi("y", None)]), {0}, [])
     add("convinteger_group_huge.onnx",
         model([helper.make_node("ConvInteger", ["x", "wq"], ["y"], name="convi_gh", group=1 << 62)],
               [vi("x", [1, 16, 3, 3], TensorProto.UINT8)], [vi("y", None, TensorProto.INT32)], [wq]), {2},
@@ -632,7 +639,24 @@ def valid_round_two():
     # size 2^62 overflowed the kernel's work estimate)
     lrn = model([helper.make_node("LRN", ["x"], ["y"], name="wide_lrn", size=1 << 62, alpha=1e18, bias=2.0)],
                 [vi("x", [1, 3, 2, 2])], [vi("y", [1, 3, 2, 2])])
+    # TfIdfVectorizer with skips over a pool of distinct uni-, bi- and trigrams (onnxruntime refuses repeats): the
+    # kernel finds pool n-grams by hash; onnxruntime's counts
+    rng = np.random.default_rng(7)
+    grams = {1: [], 2: [], 3: []}
+    for n, want in ((1, 6), (2, 40), (3, 30)):
+        while len(grams[n]) < want:
+            g = tuple(int(t) for t in rng.integers(0, 12, n))
+            if g not in grams[n]:
+                grams[n].append(g)
+    pool = [t for n in (1, 2, 3) for g in grams[n] for t in g]
+    n_grams = 6 + 40 + 30
+    tfidf = model([helper.make_node("TfIdfVectorizer", ["x"], ["y"], name="tfidf_pool", mode="TFIDF",
+                                    min_gram_length=1, max_gram_length=3, max_skip_count=3,
+                                    ngram_counts=[0, 6, 86], ngram_indexes=list(range(n_grams)), pool_int64s=pool,
+                                    weights=(rng.random(n_grams) + 0.5).astype(np.float32).tolist())],
+                  [vi("x", [3, 300], TensorProto.INT64)], [vi("y", None)])
     return {"default_input": (default_input, np.array([10.0, 20.0, 30.0], np.float32)),
+            "tfidf_pool_skip": (tfidf, rng.integers(0, 12, (3, 300)).astype(np.int64)),
             "functions_nested": (functions, np.array([[1, -2, 3], [-4, 5, -6]], np.float32)),
             "lrn_size_huge": (lrn, np.arange(-6, 6, dtype=np.float32).reshape(1, 3, 2, 2) / 4),
             "layer_norm_empty_rows": (layer_norm_empty_rows(), np.zeros((3, 0), np.float32))}

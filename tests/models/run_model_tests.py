@@ -108,6 +108,7 @@ def main():
     ap.add_argument("--rtol", type=float, default=1e-4)
     ap.add_argument("--atol", type=float, default=1e-4)
     ap.add_argument("--timeout", type=int, default=300, help="seconds per netrun run")
+    ap.add_argument("--skip", default="", help="comma-separated: leave out models whose name starts with one of these")
     ap.add_argument("--arg", action="append", default=[], metavar="ARG",
                     help="extra argument for netrun, repeatable (e.g. --arg=--threads --arg=1)")
     a = ap.parse_args()
@@ -116,6 +117,11 @@ def main():
                     if os.path.isfile(os.path.join(d, "model.onnx")) and a.filter in os.path.basename(d))
     exact = [d for d in models if os.path.basename(d) == a.filter]
     models = exact or models  # --filter superres means superres, not also superres_init_inputs
+    skip = tuple(p for p in a.skip.split(",") if p)
+    if skip:
+        left = [d for d in models if os.path.basename(d).startswith(skip)]
+        models = [d for d in models if d not in left]
+        print(f"left out (--skip): {', '.join(os.path.basename(d) for d in left) or 'none'}")
     if not models:
         print(f"no models matching '{a.filter}' under {a.models}")
         print("0 passed, 1 failed")

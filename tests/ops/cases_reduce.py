@@ -114,6 +114,16 @@ CASES.append(case("TopK_k0", "TopK", [xt, ("const", np.array([0], np.int64))], o
                   attrs={"axis": 1}, opset=11))
 CASES.append(case("TopK_long", "TopK", [rand(8, 500, seed=23), ("const", np.array([7], np.int64))], outputs=2,
                   opset=11))
+# lines of 256+ take a block each with the line in shared memory on CUDA: a detector's per-class scores (k 300
+# of 3234), ties, a middle axis (inner > 1), int64 and float16 keys, the smallest k
+CASES.append(case("TopK_line_detector", "TopK", [rand(1, 3234, seed=25), ("const", np.array([300], np.int64))],
+                  outputs=2, opset=11))
+CASES.append(case("TopK_line_ties_inner", "TopK",
+                  [rand(2, 700, 3, dtype=np.int64, low=0, high=9, seed=26), ("const", np.array([40], np.int64))],
+                  outputs=2, attrs={"axis": 1, "largest": 0}, opset=11))
+CASES.append(case("TopK_line_float16_all", "TopK",
+                  [rand(3, 1500, dtype=np.float16, seed=27), ("const", np.array([1500], np.int64))], outputs=2,
+                  opset=11))
 for dt in [np.float16, np.float64, np.int32, np.int64]:
     CASES.append(case(f"TopK_{np.dtype(dt).name}", "TopK",
                       [rand(4, 9, dtype=dt, low=-50, high=50, seed=24), ("const", np.array([3], np.int64))],

@@ -58,6 +58,62 @@ CASES.append(case("attn_4d_long", A, [rand(1, 2, 64, 32, seed=11), rand(1, 2, 96
 CASES.append(case("attn_4d_f16", A, [q4(dt=np.float16), q4(Hk, Lk, E, 2, dt=np.float16), q4(Hk, Lk, Ev, 3, dt=np.float16)],
                   rtol=1e-2, atol=2e-3))
 
+# The CUDA backend runs these through cuBLAS batched GEMMs around a softmax kernel (backends/cuda/attention.cu):
+# BERT-sized heads, 3-D and 4-D layouts, GQA 8/2, masks broadcast over batch, heads or rows, causal with
+# Lq != Lk, past/present, float16 (P in float16), and chunks of heads when the score buffer is capped.
+def qkv3(b, lq, lk, hq, hk, e, ev, seed, dt=np.float32):
+    return [rand(b, lq, hq * e, seed=seed, dtype=dt), rand(b, lk, hk * e, seed=seed + 1, dtype=dt),
+            rand(b, lk, hk * ev, seed=seed + 2, dtype=dt)]
+
+
+def qkv4(b, lq, lk, hq, hk, e, ev, seed, dt=np.float32):
+    return [rand(b, hq, lq, e, seed=seed, dtype=dt), rand(b, hk, lk, e, seed=seed + 1, dtype=dt),
+            rand(b, hk, lk, ev, seed=seed + 2, dtype=dt)]
+
+
+def pad_mask(b, lq, lk):
+    """BERT's additive padding mask, repeated over the query rows (onnxruntime wants them): [B, 1, Lq, Lk], 0 for
+    kept keys, -10000 for the last keys of each sequence."""
+    m = np.zeros((b, 1, lq, lk), np.float32)
+    for i in range(b):
+        m[i, ..., lk - 3 * (i + 1):] = -10000.0
+    return m
+
+
+H3 = {"q_num_heads": 12, "kv_num_heads": 12}
+CASES.append(case("attn_bert_3d", A, qkv3(2, 128, 128, 12, 12, 64, 64, 41) + [pad_mask(2, 128, 128)], attrs=H3))
+CASES.append(case("attn_bert_4d", A, qkv4(2, 128, 128, 12, 12, 64, 64, 44) + [pad_mask(2, 128, 128)]))
+CASES.append(case("attn_bert_3d_f16", A, qkv3(2, 128, 128, 12, 12, 64, 64, 41, np.float16) +
+                  [pad_mask(2, 128, 128).astype(np.float16)], attrs=H3, rtol=1e-2, atol=2e-3))
+c = case("attn_bert_3d_simple", A, qkv3(2, 128, 128, 12, 12, 64, 64, 41) + [pad_mask(2, 128, 128)], attrs=H3)
+c.settings = {"cuda.attention_workspace_mb": "0"}  # the simple kernel (no cuBLAS path) on the same case
+CASES.append(c)
+G = {"q_num_heads": 8, "kv_num_heads": 2}
+CASES.append(case("attn_3d_gqa8_2_bool_rows", A, qkv3(2, 24, 40, 8, 2, 32, 16, 47) +
+                  [rand(24, 40, dtype=np.bool_, seed=50) | np.eye(24, 40, dtype=bool)], attrs=G))
+CASES.append(case("attn_4d_gqa8_2_mask_heads", A, qkv4(2, 24, 40, 8, 2, 32, 32, 51) + [rand(1, 8, 24, 40, seed=54)]))
+CASES.append(case("attn_3d_gqa8_2_causal_lq_lt_lk", A, qkv3(2, 16, 48, 8, 2, 16, 16, 55), attrs=dict(G, is_causal=1)))
+CASES.append(case("attn_4d_causal_lq_gt_lk", A, qkv4(2, 40, 24, 4, 4, 16, 16, 58), attrs={"is_causal": 1}))
+CASES.append(case("attn_4d_gqa8_2_past_causal", A, qkv4(2, 6, 6, 8, 2, 32, 32, 61) +
+                  [None, rand(2, 2, 50, 32, seed=64), rand(2, 2, 50, 32, seed=65)], outputs=3, attrs={"is_causal": 1}))
+CASES.append(case("attn_3d_past_mask_f16", A, qkv3(2, 4, 4, 8, 2, 32, 32, 66, np.float16) +
+                  [rand(2, 1, 4, 36, seed=69, dtype=np.float16), rand(2, 2, 32, 32, seed=70, dtype=np.float16),
+                   rand(2, 2, 32, 32, seed=71, dtype=np.float16)], outputs=3, attrs=G, rtol=1e-2, atol=2e-3))
+CASES.append(case("attn_4d_softcap_qk3_big", A, qkv4(2, 64, 96, 8, 2, 32, 32, 72) + [rand(64, 96, seed=75)],
+                  outputs=4, output_names=["y", "", "", "qk"], attrs={"softcap": 2.0, "qk_matmul_output_mode": 3}))
+# rows of more than 1024 keys: the softmax works the row in place instead of in registers
+CASES.append(case("attn_4d_long_rows_bool", A, qkv4(1, 3, 1100, 2, 2, 8, 8, 85) +
+                  [rand(1, 1, 3, 1100, dtype=np.bool_, seed=88) | np.eye(3, 1100, dtype=bool)]))
+# a 1 MiB cap on the score buffer: 16 heads of 256 x 256 scores (256 KiB each) run 3 (2 in float16) at a time
+for nm, dt, tol in [("", np.float32, {}), ("_f16", np.float16, {"rtol": 1e-2, "atol": 2e-3})]:
+    c = case("attn_4d_chunked" + nm, A, qkv4(2, 256, 256, 8, 8, 32, 32, 76, dt), attrs={"is_causal": 1}, **tol)
+    c.settings = {"cuda.attention_workspace_mb": "1"}
+    CASES.append(c)
+    c = case("attn_3d_gqa_chunked" + nm, A, qkv3(2, 256, 256, 8, 2, 32, 32, 79, dt) +
+             [rand(2, 1, 256, 256, seed=82, dtype=dt)], attrs=G, **tol)
+    c.settings = {"cuda.attention_workspace_mb": "1"}
+    CASES.append(c)
+
 # ---- RMSNormalization ----
 R = "RMSNormalization"
 x4 = rand(2, 3, 4, 5, low=-3, high=3, seed=21)

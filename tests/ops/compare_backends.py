@@ -31,6 +31,7 @@ import onnx
 HERE = os.path.dirname(os.path.abspath(__file__))
 OPS = os.path.join(os.path.dirname(HERE), "ops")
 sys.path.insert(0, OPS)
+import optest  # noqa: E402  (settings_args)
 import run_op_tests  # noqa: E402  (load_family, compare)
 
 
@@ -46,9 +47,9 @@ def backend_status(netrun, backend):
     return None
 
 
-def run_netrun(netrun, model, inputs, out_dir, backend, strict):
+def run_netrun(netrun, model, inputs, out_dir, backend, strict, extra=()):
     cmd = [netrun, model, "--backend", backend, "--warmup", "0", "--iterations", "1", "--quiet",
-           "--output-dir", out_dir] + (["--strict"] if strict else [])
+           "--output-dir", out_dir] + (["--strict"] if strict else []) + list(extra)
     for nm, path in inputs.items():
         cmd += ["--input", f"{nm}={path}"]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -65,7 +66,8 @@ def run_case(case, netrun, workdir, rtol, atol, backend):
         p = os.path.join(d, f"in_{nm}.npy")
         np.save(p, arr)
         inputs[nm] = p
-    r = run_netrun(netrun, mpath, inputs, os.path.join(d, "dev"), backend, True)
+    r = run_netrun(netrun, mpath, inputs, os.path.join(d, "dev"), backend, True,
+                   optest.settings_args(case, backend))
     if r.returncode != 0:
         err = (r.stderr or r.stdout).strip()
         if "strict mode" in err or "no backend supports" in err:

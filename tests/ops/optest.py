@@ -18,6 +18,7 @@ class Case:
         self.rtol = rtol
         self.atol = atol
         self.outputs = outputs    # None = compare every graph output
+        self.settings = {}        # backend settings {"cuda.key": "value"}: passed as --set to runs on that backend
 
 
 def np_to_elem(dtype):
@@ -76,3 +77,13 @@ def rand(*shape, dtype=np.float32, low=-1.0, high=1.0, seed=None):
     if dtype == np.bool_:
         return rng.random(shape) > 0.5
     return rng.uniform(low, high, size=shape).astype(dtype)
+
+
+def settings_args(case, backends):
+    """--set arguments for the case's settings whose backend (the key's prefix) is among backends ("cuda,cpu")."""
+    names = set(b.strip() for b in backends.split(","))
+    args = []
+    for k, v in sorted(getattr(case, "settings", {}).items()):
+        if k.split(".", 1)[0] in names:
+            args += ["--set", f"{k}={v}"]
+    return args

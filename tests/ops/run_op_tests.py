@@ -17,6 +17,8 @@ import onnx
 import onnxruntime as ort
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import optest  # noqa: E402  (settings_args)
 
 
 def load_family(path):
@@ -67,7 +69,7 @@ def run_case(case, netrun, backend, workdir):
     out_names = [o.name for o in sess.get_outputs()]
     want = dict(zip(out_names, sess.run(None, case.inputs)))
     cmd = [netrun, mpath, "--backend", backend, "--warmup", "0", "--iterations", "1", "--quiet",
-           "--output-dir", os.path.join(d, "out")]
+           "--output-dir", os.path.join(d, "out")] + optest.settings_args(case, backend)
     for nm, arr in case.inputs.items():
         p = os.path.join(d, f"in_{nm}.npy")
         np.save(p, arr)

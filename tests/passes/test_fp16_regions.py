@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The CUDA float16 NHWC region pass (runtime/optimize.c, pass (g)) and its internal ops.
+"""The CUDA float16 NHWC region pass (runtime/optimize.c, pass (g)) and its internal ops; the plain float16
+region (runtime/opt_half.c) on transformer models.
 
 1. Always (CPU): the reference CPU kernels of the internal ops ReorderNHWC, GlobalAveragePoolNHWC, MulChannelNHWC,
    ConcatNHWC
@@ -33,6 +34,7 @@ from netrun_ctypes import Netrun, NetrunError, Session  # noqa: E402
 
 RNG = np.random.default_rng(7)
 TOL = 2e-2
+TOL_PLAIN = 3e-2  # a transformer in float16 end to end: LayerNorm and softmax still compute in float32
 PRECISION = {"fp32": 0, "tf32": 1, "fp16": 2}
 
 
@@ -199,6 +201,43 @@ def check_regions(nr, tmp):
     return ok
 
 
+def check_plain(nr, tmp):
+    """The plain float16 region (runtime/opt_half.c) on the transformer pass's models: under --precision fp16 the
+    GEMMs, attention, norms and the ops between them run float16 on cuda (Casts named *.to_fp16 at the borders), the
+    outputs match the CPU's float32 within TOL_PLAIN, with no NaN from masks of float32's lowest value;
+    cuda.fp16_plain=0 and fp32 leave no such Cast."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import test_transformer  # its models: BERT / GPT-2 / ViT shapes, attention variants, norm + Gelu
+    ok = True
+    for name, m, feeds_list, _, _ in test_transformer.cases():
+        path = save(m, tmp, f"plain_{name}.onnx")
+        feeds = feeds_list[0]
+        with nr.session(path, backends="cpu", threads=2) as s:
+            ref = s.run(feeds)
+        has_gemm = any(n.op_type in ("MatMul", "Gemm") for n in m.graph.node)
+        for label, prec, opts, want in [("fp16", "fp16", {}, has_gemm),
+                                        ("fp16, cuda.fp16_plain=0", "fp16", {"cuda.fp16_plain": "0"}, False),
+                                        ("fp32", "fp32", {}, False)]:
+            with PSession(nr, path, "cuda,cpu", opts, prec) as s:
+                outs = s.run(feeds)
+                nodes = s.nodes()
+            casts = [n for n in nodes if n[1] == "Cast" and n[0].endswith(".to_fp16")]
+            half_gemms = [n for n in nodes if n[1] in ("MatMul", "Gemm", "Attention") and n[2] == "cuda"]
+            diffs = [float(np.abs(o.astype(np.float64) - r).max() / max(1.0, float(np.abs(r).max())))
+                     for o, r in zip(outs, ref)]
+            good = all(np.isfinite(o).all() == np.isfinite(r).all() for o, r in zip(outs, ref))
+            good = good and all(d <= (TOL_PLAIN if prec == "fp16" else 1e-3) for d in diffs)
+            good = good and all(o.dtype == r.dtype for o, r in zip(outs, ref))
+            good = good and (bool(casts) and bool(half_gemms) if want else not casts)
+            ok = ok and good
+            print(f"{'ok' if good else 'FAIL'}  plain fp16 {name}, {label}: relative max diffs "
+                  f"{['%.2e' % d for d in diffs]}; {len(casts)} Casts to float16, {len(half_gemms)} GEMM/attention on cuda")
+            if not good:
+                for n in nodes:
+                    print("      ", n)
+    return ok
+
+
 def cuda_available(nr):
     lib = nr.lib
     lib.netrun_backend_count.restype = C.c_int
@@ -227,6 +266,7 @@ def main():
             if cuda_available(nr):
                 ok = check_internal_ops(nr, tmp, "cuda") and ok
                 ok = check_regions(nr, tmp) and ok
+                ok = check_plain(nr, tmp) and ok
             else:
                 print("skip  region checks: no CUDA device (the CPU reference kernels were checked)")
         except NetrunError as e:

@@ -6,3 +6,6 @@ netrun_binding_test(passes.act_extremes ${CMAKE_CURRENT_LIST_DIR}/test_act_extre
 netrun_binding_test(passes.fp16_regions ${CMAKE_CURRENT_LIST_DIR}/test_fp16_regions.py)
 # the transformer fusions: exporter-shaped BERT / GPT-2 / ViT and attention / norm / Gelu variants that must not fuse
 netrun_binding_test(passes.transformer ${CMAKE_CURRENT_LIST_DIR}/test_transformer.py)
+# the plain float16 region planner (runtime/opt_half.c) on the fake device backend, which declares the region
+netrun_binding_test(passes.fp16_plain ${CMAKE_CURRENT_LIST_DIR}/test_fp16_plain.py
+  --plugin $<TARGET_FILE:netrun-testplugin-fakedev>)

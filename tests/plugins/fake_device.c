@@ -8,32 +8,82 @@
  * fakedev.prefetch=late: at the latest, in prefetch_wait), so a runtime that overwrites a lane still being read,
  * or reads one it has not waited for, gets wrong results in one of the two. Tests of the runtime's device paths
  * (streamed weights, tests/memory/test_stream_weights.py) use it. fakedev.crash=kernel_create|kernel_run raises
- * SIGSEGV there, as a backend that crashes would (the CLI's crash report, tests/cli/test_cli.py crash_report). */
+ * SIGSEGV there, as a backend that crashes would (the CLI's crash report, tests/cli/test_cli.py crash_report).
+ * Device memory of the caller (ABI 1.11): it stands in for a CUDA device (memory_type NETRUN_MEMORY_CUDA, one
+ * device). Its "device memory" is host memory handed out by the exported fakedev_alloc/fakedev_free, so that
+ * memory_check can tell a host pointer (any other) from device memory, and a test can read and write it
+ * (tests/device_io/test_device_io.py). set_stream records the caller's stream; fakedev_last_stream tells it. */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "netrun_backend.h"
+#include "../../backends/common/dtype_convert.h" /* float <-> IEEE half for the float16 kernels */
 
 static const netrun_host_api *host;
 
-enum { FD_MATMUL, FD_ADD, FD_RELU };
+enum { FD_MATMUL, FD_ADD, FD_RELU, FD_CAST };
 #define FD_MAX_IN 2
 
+#define FD_DTYPES (NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16))
 static const netrun_op_support op_table[] = {
-    {"", "MatMul", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT), "2-D only"},
-    {"", "Add", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT), "identical shapes"},
-    {"", "Relu", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT), ""},
+    {"", "MatMul", FD_DTYPES, "2-D only"},
+    {"", "Add", FD_DTYPES, "identical shapes"},
+    {"", "Relu", FD_DTYPES, ""},
+    {"", "Cast", FD_DTYPES, "float32 <-> float16"},
+};
+
+/* A plain float16 region (NETRUN_REGION_FP16) across its three ops under --precision fp16, so that CI tests the
+ * region planner (runtime/opt_half.c) without a GPU; fakedev.fp16_plain=0 turns it off. */
+static const char *const fd_half_ops[] = {"MatMul", "Add", "Relu", NULL};
+static const netrun_region_spec fd_regions[] = {
+    {.kind = NETRUN_REGION_FP16, .conditions = NETRUN_REGION_IF_FP16, .option = "fakedev.fp16_plain", .ops = fd_half_ops},
+    {.kind = NETRUN_REGION_END},
 };
 
 typedef struct fd_buffer {
     size_t bytes;
     unsigned char *data;
+    int wrapped; /* the caller's memory (buffer_wrap): buffer_free frees the handle only */
 } fd_buffer;
+
+/* "Device memory" for tests: blocks of host memory this plugin hands out and remembers (process-wide, no lock:
+ * the tests allocate from one thread). */
+#define FD_MAX_DEV_BLOCKS 4096
+static void *dev_block[FD_MAX_DEV_BLOCKS];
+static size_t dev_block_size[FD_MAX_DEV_BLOCKS];
+static void *last_stream;
+
+/* Every block of "device memory", the caller's (fakedev_alloc) and the backend's own (buffer_alloc), so that
+ * memory_check takes a session's device output handed to another session (DLPack) as device memory. */
+NETRUN_BACKEND_EXPORT void *fakedev_alloc(size_t bytes) {
+    for (int i = 0; i < FD_MAX_DEV_BLOCKS; i++)
+        if (!dev_block[i]) {
+            void *p = NULL; /* not host->alloc: a test may call this before netrun loaded the plugin */
+            if (posix_memalign(&p, 256, bytes ? bytes : 1)) return NULL;
+            dev_block[i] = p;
+            dev_block_size[i] = bytes;
+            return p;
+        }
+    return NULL;
+}
+
+NETRUN_BACKEND_EXPORT void fakedev_free(void *p) {
+    for (int i = 0; p && i < FD_MAX_DEV_BLOCKS; i++)
+        if (dev_block[i] == p) {
+            free(p);
+            dev_block[i] = NULL;
+        }
+}
+
+NETRUN_BACKEND_EXPORT void *fakedev_last_stream(void) { return last_stream; }
 
 typedef struct fd_kernel {
     int op;
+    netrun_dtype in_type, out_type; /* float32 or float16 (computed in float) */
+    int finite;                     /* Cast to float16 keeping finite values finite (netrun_cast_params.saturate 2) */
 } fd_kernel;
 
 /* One recorded step of a captured graph. */
@@ -81,6 +131,7 @@ static int op_of(const char *domain, const char *op) {
     if (!strcmp(op, "MatMul")) return FD_MATMUL;
     if (!strcmp(op, "Add")) return FD_ADD;
     if (!strcmp(op, "Relu")) return FD_RELU;
+    if (!strcmp(op, "Cast")) return FD_CAST;
     return -1;
 }
 
@@ -95,16 +146,22 @@ static int fd_supports(const netrun_backend_config *config, const netrun_node_de
                        size_t reason_size) {
     (void)config;
     int op = op_of(node->domain, node->op_type);
-    int want = op == FD_RELU ? 1 : 2;
+    int want = op == FD_RELU || op == FD_CAST ? 1 : 2;
     if (op < 0 || node->n_inputs != want || node->n_outputs != 1) {
-        snprintf(reason, reason_size, "fakedev runs MatMul, Add and Relu only");
+        snprintf(reason, reason_size, "fakedev runs MatMul, Add, Relu and Cast only");
         return 0;
     }
+    netrun_dtype t = node->inputs[0].dtype, to = node->outputs[0].dtype;
     for (int i = 0; i < node->n_inputs; i++)
-        if (node->inputs[i].dtype != NETRUN_DTYPE_FLOAT || node->inputs[i].rank < 0) {
-            snprintf(reason, reason_size, "float32 only");
+        if ((node->inputs[i].dtype != NETRUN_DTYPE_FLOAT && node->inputs[i].dtype != NETRUN_DTYPE_FLOAT16) ||
+            node->inputs[i].dtype != t || node->inputs[i].rank < 0) {
+            snprintf(reason, reason_size, "float32 or float16 inputs of one type only");
             return 0;
         }
+    if (op == FD_CAST ? (to != NETRUN_DTYPE_FLOAT && to != NETRUN_DTYPE_FLOAT16) || to == t : to != t) {
+        snprintf(reason, reason_size, op == FD_CAST ? "Cast between float32 and float16 only" : "output type differs");
+        return 0;
+    }
     const netrun_value_desc *a = &node->inputs[0], *b = &node->inputs[want - 1];
     if (op == FD_MATMUL && (a->rank != 2 || b->rank != 2)) {
         snprintf(reason, reason_size, "MatMul of 2-D tensors only");
@@ -139,15 +196,16 @@ static void fd_context_destroy(netrun_backend_context *c) {
 static netrun_status fd_buffer_alloc(netrun_backend_context *c, size_t bytes, void **buffer) {
     fd_context *ctx = (fd_context *)c;
     fd_buffer *b = host->alloc(sizeof *b, sizeof(void *));
-    unsigned char *d = host->alloc(bytes ? bytes : 1, 64);
+    unsigned char *d = fakedev_alloc(bytes);
     if (!b || !d) {
         host->free(b);
-        host->free(d);
+        fakedev_free(d);
         return host->error(NETRUN_ERR_OUT_OF_MEMORY, "fakedev: cannot allocate %zu bytes", bytes);
     }
     memset(d, 0xA5, bytes ? bytes : 1); /* garbage, as device memory: nothing may rely on zeros */
     b->bytes = bytes;
     b->data = d;
+    b->wrapped = 0;
     ctx->in_use += bytes;
     if (ctx->in_use > ctx->peak) ctx->peak = ctx->in_use;
     *buffer = b;
@@ -158,8 +216,12 @@ static void fd_buffer_free(netrun_backend_context *c, void *buffer) {
     fd_context *ctx = (fd_context *)c;
     fd_buffer *b = buffer;
     if (!b) return;
+    if (b->wrapped) {
+        host->free(b);
+        return;
+    }
     ctx->in_use -= b->bytes;
-    host->free(b->data);
+    fakedev_free(b->data);
     host->free(b);
 }
 
@@ -265,6 +327,10 @@ static netrun_status fd_kernel_create(netrun_backend_context *c, const netrun_no
     fd_kernel *k = host->alloc(sizeof *k, sizeof(void *));
     if (!k) return host->error(NETRUN_ERR_OUT_OF_MEMORY, "fakedev: out of memory");
     k->op = op;
+    k->in_type = node->inputs[0].dtype;
+    k->out_type = node->outputs[0].dtype;
+    const netrun_cast_params *cp = op == FD_CAST ? node->params : NULL;
+    k->finite = cp && node->params_size >= sizeof *cp && cp->saturate == 2;
     *workspace_bytes = 0;
     *out = (netrun_kernel *)k;
     return NETRUN_OK;
@@ -276,7 +342,45 @@ static size_t count(const netrun_tensor *t) {
     return n;
 }
 
+static float load(const netrun_tensor *t, size_t i) {
+    return t->dtype == NETRUN_DTYPE_FLOAT16 ? nr_half_to_float(((const uint16_t *)t->data)[i]) : ((const float *)t->data)[i];
+}
+
+/* float16 kernels: the inputs widened to float32 scratch, the float32 kernel, the result rounded to float16 */
+static netrun_status execute_f32(const fd_kernel *k, const netrun_tensor *in, const netrun_tensor *out);
+
 static netrun_status execute(const fd_kernel *k, const netrun_tensor *in, const netrun_tensor *out) {
+    if (k->op != FD_CAST && k->in_type == NETRUN_DTYPE_FLOAT) return execute_f32(k, in, out);
+    int n_in = k->op == FD_RELU || k->op == FD_CAST ? 1 : 2;
+    netrun_tensor w[FD_MAX_IN], wo = *out;
+    size_t n_out = count(out);
+    netrun_status st = NETRUN_OK;
+    float *buf[FD_MAX_IN + 1] = {0};
+    for (int i = 0; i < n_in; i++) {
+        size_t n = count(&in[i]);
+        w[i] = in[i];
+        if (!(buf[i] = host->alloc(n * sizeof(float) + 1, 64))) st = NETRUN_ERR_OUT_OF_MEMORY;
+        for (size_t j = 0; buf[i] && j < n; j++) buf[i][j] = load(&in[i], j);
+        w[i].data = buf[i], w[i].dtype = NETRUN_DTYPE_FLOAT, w[i].nbytes = n * sizeof(float);
+    }
+    if (!(buf[FD_MAX_IN] = host->alloc(n_out * sizeof(float) + 1, 64))) st = NETRUN_ERR_OUT_OF_MEMORY;
+    wo.data = buf[FD_MAX_IN], wo.dtype = NETRUN_DTYPE_FLOAT, wo.nbytes = n_out * sizeof(float);
+    if (st == NETRUN_OK && k->op == FD_CAST) memcpy(wo.data, w[0].data, n_out * sizeof(float));
+    else if (st == NETRUN_OK) st = execute_f32(k, w, &wo);
+    if (st == NETRUN_OK && n_out * (out->dtype == NETRUN_DTYPE_FLOAT16 ? 2 : 4) > out->nbytes)
+        st = host->error(NETRUN_ERR_INTERNAL, "fakedev: output too small");
+    for (size_t j = 0; st == NETRUN_OK && j < n_out; j++) {
+        float v = buf[FD_MAX_IN][j];
+        if (k->finite && v - v == 0) /* finite (inf - inf and NaN - NaN are NaN): clamped into float16's range */
+            v = v < -65504.0f ? -65504.0f : v > 65504.0f ? 65504.0f : v;
+        if (out->dtype == NETRUN_DTYPE_FLOAT16) ((uint16_t *)out->data)[j] = nr_float_to_half(v);
+        else ((float *)out->data)[j] = buf[FD_MAX_IN][j];
+    }
+    for (int i = 0; i <= FD_MAX_IN; i++) host->free(buf[i]);
+    return st == NETRUN_ERR_OUT_OF_MEMORY ? host->error(st, "fakedev: out of memory") : st;
+}
+
+static netrun_status execute_f32(const fd_kernel *k, const netrun_tensor *in, const netrun_tensor *out) {
     const float *a = in[0].data;
     float *y = out->data;
     size_t n = count(out);
@@ -305,7 +409,7 @@ static netrun_status fd_kernel_run(netrun_backend_context *c, netrun_kernel *ker
     fd_context *ctx = (fd_context *)c;
     if (ctx->crash == 2) raise(SIGSEGV);
     const fd_kernel *k = (const fd_kernel *)kernel;
-    int want = k->op == FD_RELU ? 1 : 2;
+    int want = k->op == FD_RELU || k->op == FD_CAST ? 1 : 2;
     if (args->n_inputs != want || args->n_outputs != 1)
         return host->error(NETRUN_ERR_INTERNAL, "fakedev: %d inputs, %d outputs", args->n_inputs, args->n_outputs);
     if (ctx->capturing) { /* the tensors (addresses) are recorded; the data is read when the graph replays */
@@ -405,6 +509,48 @@ static void fd_host_free(netrun_backend_context *c, void *p) {
     host->free(p);
 }
 
+/* ---- the caller's device memory (ABI 1.11) ---- */
+static netrun_status fd_memory_check(const void *ptr, size_t bytes, int device) {
+    if (device != 0) return host->error(NETRUN_ERR_INVALID_ARGUMENT, "fakedev has one device (0), not %d", device);
+    for (int i = 0; i < FD_MAX_DEV_BLOCKS; i++) {
+        const char *b = dev_block[i];
+        if (!b || (const char *)ptr < b || (const char *)ptr >= b + (dev_block_size[i] ? dev_block_size[i] : 1)) continue;
+        size_t left = dev_block_size[i] - (size_t)((const char *)ptr - b);
+        if (bytes > left)
+            return host->error(NETRUN_ERR_INVALID_ARGUMENT, "the allocation holds %zu bytes from this pointer, %zu "
+                               "needed", left, bytes);
+        return NETRUN_OK;
+    }
+    return host->error(NETRUN_ERR_INVALID_ARGUMENT, "%p is a host pointer, not device memory", ptr);
+}
+
+static netrun_status fd_buffer_wrap(netrun_backend_context *c, void *ptr, size_t bytes, void **buffer) {
+    (void)c;
+    fd_buffer *b = host->alloc(sizeof *b, sizeof(void *));
+    if (!b) return host->error(NETRUN_ERR_OUT_OF_MEMORY, "fakedev: out of memory");
+    b->bytes = bytes;
+    b->data = ptr;
+    b->wrapped = 1;
+    *buffer = b;
+    return NETRUN_OK;
+}
+
+static netrun_status fd_set_stream(netrun_backend_context *c, void *stream) {
+    (void)c;
+    last_stream = stream;
+    return NETRUN_OK;
+}
+
+static netrun_status fd_copy_device(netrun_backend_context *c, void *dst, size_t dst_offset, const void *src,
+                                    size_t src_offset, size_t bytes) {
+    fd_buffer *d = dst;
+    const fd_buffer *sb = src;
+    if (!d || !sb || dst_offset > d->bytes || bytes > d->bytes - dst_offset || src_offset > sb->bytes ||
+        bytes > sb->bytes - src_offset)
+        return host->error(NETRUN_ERR_INTERNAL, "fakedev: device copy of %zu bytes outside a buffer", bytes);
+    return do_copy((fd_context *)c, d->data + dst_offset, sb->data + src_offset, bytes);
+}
+
 static const netrun_backend_api api = {
     .abi_version = NETRUN_ABI_VERSION,
     .struct_size = sizeof(netrun_backend_api),
@@ -413,6 +559,7 @@ static const netrun_backend_api api = {
     .flags = 0,
     .op_table = op_table,
     .op_table_len = sizeof op_table / sizeof op_table[0],
+    .regions = fd_regions,
     .probe = fd_probe,
     .device_count = fd_device_count,
     .supports = fd_supports,
@@ -435,6 +582,11 @@ static const netrun_backend_api api = {
     .host_free = fd_host_free,
     .prefetch_from_host = fd_prefetch_from_host,
     .prefetch_wait = fd_prefetch_wait,
+    .memory_type = NETRUN_MEMORY_CUDA,
+    .memory_check = fd_memory_check,
+    .buffer_wrap = fd_buffer_wrap,
+    .set_stream = fd_set_stream,
+    .copy_device = fd_copy_device,
 };
 
 NETRUN_BACKEND_EXPORT const netrun_backend_api *netrun_backend_entry(const netrun_host_api *h) {

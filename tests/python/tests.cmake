@@ -6,7 +6,7 @@ if(TARGET netrun_python AND Python3_Interpreter_FOUND)
   execute_process(COMMAND ${Python3_EXECUTABLE} -c "import pytest" RESULT_VARIABLE _nr_no_pytest OUTPUT_QUIET ERROR_QUIET)
   set(_nr_py_env "PYTHONPATH=${CMAKE_BINARY_DIR}/python" "NETRUN_TEST_MODELS=${CMAKE_BINARY_DIR}/test-models"
     ${NETRUN_PY_TEST_ENV})
-  foreach(t api errors threads memory cli models cuda)
+  foreach(t api errors threads memory cli models cuda device_io)
     if(_nr_no_pytest)
       add_test(NAME python.${t} COMMAND sh -c "echo 'SKIP: pytest not installed (tests/requirements.txt)'; exit 77")
     else()
@@ -16,6 +16,10 @@ if(TARGET netrun_python AND Python3_Interpreter_FOUND)
     set_tests_properties(python.${t} PROPERTIES TIMEOUT 300 ENVIRONMENT "${_nr_py_env}" LABELS python
       SKIP_RETURN_CODE 77)
   endforeach()
+  if(TARGET netrun-testplugin-fakedev)  # the fake device that serves "CUDA memory" on machines without one
+    set_tests_properties(python.device_io PROPERTIES ENVIRONMENT
+      "${_nr_py_env};NETRUN_TEST_FAKEDEV=$<TARGET_FILE:netrun-testplugin-fakedev>")
+  endif()
   if(TEST models.build)
     set_tests_properties(python.models PROPERTIES FIXTURES_REQUIRED netrun_test_models)
   endif()

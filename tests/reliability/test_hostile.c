@@ -481,6 +481,7 @@ static void defaults_and_functions(void) {
     /* LRN with size 2^62: the window covers every channel (numpy's output) */
     run_valid("lrn_size_huge");
     run_valid("layer_norm_empty_rows");
+    run_valid("tfidf_pool_skip");
 }
 
 int main(void) {

@@ -171,3 +171,50 @@ class TritonServer:
         self.stop()
         self.cleanup()
         return False
+
+
+class Cudart:
+    """The few CUDA runtime calls that CUDA shared memory needs (the test and tools/bench/triton_bench.py), through
+    ctypes: cupy is not on the GPU machine, torch brings a libcudart. Whole allocations, because an IPC handle maps
+    its allocation."""
+
+    def __init__(self):
+        import ctypes
+        import glob
+        names = ["libcudart.so", "libcudart.so.13", "libcudart.so.12"]
+        try:
+            import torch  # its nvidia wheels carry a libcudart
+            base = os.path.dirname(os.path.dirname(torch.__file__))
+            names = glob.glob(os.path.join(base, "nvidia", "*", "lib", "libcudart.so*")) + names
+        except ImportError:
+            pass
+        self.lib = None
+        for n in names:
+            try:
+                self.lib = ctypes.CDLL(n)
+                break
+            except OSError:
+                continue
+        if self.lib is None:
+            raise OSError("no libcudart")
+        self.c = ctypes
+
+    def _ok(self, rc, what):
+        if rc != 0:
+            raise RuntimeError(f"{what}: CUDA error {rc}")
+
+    def malloc(self, n):
+        p = self.c.c_void_p()
+        self._ok(self.lib.cudaMalloc(self.c.byref(p), self.c.c_size_t(n)), "cudaMalloc")
+        return p.value
+
+    def free(self, p):
+        self.lib.cudaFree(self.c.c_void_p(p))
+
+    def memcpy(self, dst, src, n, kind):
+        self._ok(self.lib.cudaMemcpy(self.c.c_void_p(dst), self.c.c_void_p(src), self.c.c_size_t(n), kind), "cudaMemcpy")
+
+    def ipc_handle(self, p):
+        buf = (self.c.c_char * 64)()
+        self._ok(self.lib.cudaIpcGetMemHandle(buf, self.c.c_void_p(p)), "cudaIpcGetMemHandle")
+        return bytes(buf)

@@ -574,8 +574,8 @@ static void test_declared_roles(void) {
         const nr_backend *b = nr_backends_get(i);
         if (!b || !b->api || !NR_API_HAS(b->api, regions)) continue;
         for (const netrun_region_spec *r = b->api->regions; r->kind != NETRUN_REGION_END; r++, regions++) {
-            CHECK(r->kind == NETRUN_REGION_NCHW16C || r->kind == NETRUN_REGION_FP16_NHWC, "%s: region kind %d", b->name,
-                  (int)r->kind);
+            CHECK(r->kind == NETRUN_REGION_NCHW16C || r->kind == NETRUN_REGION_FP16_NHWC || r->kind == NETRUN_REGION_FP16,
+                  "%s: region kind %d", b->name, (int)r->kind);
             const char *keys[2] = {r->option, r->fold_scale_option};
             for (int k = 0; k < 2; k++) {
                 if (!keys[k]) continue;

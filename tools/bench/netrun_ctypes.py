@@ -39,6 +39,9 @@ class SessionStats(C.Structure):
                 ("stream_bytes", C.c_size_t), ("micro_batch", C.c_int), ("prepares", C.c_uint64),
                 ("host_peak_bytes", C.c_size_t), ("host_memory_budget", C.c_size_t), ("profile_dropped", C.c_uint64),
                 ("n_attention_fused", C.c_int), ("n_layernorm_fused", C.c_int), ("n_gelu_fused", C.c_int),
+                ("h2d_bytes", C.c_size_t), ("d2h_bytes", C.c_size_t), ("d2d_bytes", C.c_size_t),
+                ("n_outputs_in_place", C.c_int), ("graph_recaptures", C.c_uint64),
+                ("n_fp16_nodes", C.c_int), ("n_fp16_casts", C.c_int),
                 ("_reserve", C.c_char * 256)]
 
 
@@ -73,7 +76,10 @@ class Netrun:
             ("netrun_session_node_info", C.c_int, [vp, C.c_int, C.POINTER(NodeInfo)]),
             ("netrun_session_get_stats", C.c_int, [vp, C.POINTER(SessionStats)]),
             ("netrun_session_micro_batch", C.c_char_p, [vp, C.POINTER(C.c_int)]),
+            ("netrun_session_get_stats_ex", C.c_int, [vp, C.POINTER(SessionStats), C.c_size_t]),
         ]:
+            if not hasattr(lib, name):  # a library older than this binding (get_stats_ex: 0.8)
+                continue
             f = getattr(lib, name)
             f.restype = res
             f.argtypes = args
@@ -161,7 +167,11 @@ class Session:
 
     def stats(self):
         st = SessionStats()
-        self.nr.check(self.nr.lib.netrun_session_get_stats(self.handle, C.byref(st)), "stats")
+        lib = self.nr.lib
+        if hasattr(lib, "netrun_session_get_stats_ex"):  # the whole struct (0.8); get_stats stops at the 0.7 fields
+            self.nr.check(lib.netrun_session_get_stats_ex(self.handle, C.byref(st), C.sizeof(st)), "stats")
+        else:
+            self.nr.check(lib.netrun_session_get_stats(self.handle, C.byref(st)), "stats")
         return st
 
     def micro_batch(self):

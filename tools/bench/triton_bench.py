@@ -46,7 +46,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "triton"))
-from triton_server import TritonServer, stop_on_sigterm  # noqa: E402
+from triton_server import Cudart, TritonServer, stop_on_sigterm  # noqa: E402
 
 MAX_BATCH = 8
 
@@ -281,20 +281,81 @@ def direct_netrun(lib, onnx_path, feeds, threads, n, backends):
     return {"throughput": 1e3 / statistics.mean(lat), "p50": percentile(lat, 50), "p99": percentile(lat, 99), "n": n}
 
 
-def paired(lib, url, model, onnx_path, feeds, threads, n, backends, out_names):
+def paired(lib, url, model, onnx_path, feeds, threads, n, backends, out_names, out_shapes=None, cuda=False):
     """netrun direct and Triton + netrun (concurrency 1) alternated request by request, so that both see the same
-    load from whatever else runs on the machine: the fairest measure of what serving adds to one inference."""
+    load from whatever else runs on the machine: the fairest measure of what serving adds to one inference.
+    out_shapes given: tensors travel through system shared memory (Triton's protocol for a client on the same
+    host) instead of the HTTP body, inputs and outputs alike; the client still reads the outputs back. cuda: the
+    same in CUDA shared memory (GPU buffers of the client: with netrun's device inputs the backend reads the input
+    where it lies); the client copies the outputs to the host."""
     import tritonclient.http as th
     from tritonclient.utils import np_to_triton_dtype
 
     from netrun_ctypes import Netrun
     cl = th.InferenceServerClient(url, network_timeout=300)
-    ins = []
-    for k, v in feeds.items():
-        t = th.InferInput(k, list(v.shape), np_to_triton_dtype(v.dtype))
-        t.set_data_from_numpy(v, binary_data=True)
-        ins.append(t)
-    outs = [th.InferRequestedOutput(o, binary_data=True) for o in out_names]
+    ins, regions, read_back = [], [], None
+    if out_shapes is None and not cuda:
+        for k, v in feeds.items():
+            t = th.InferInput(k, list(v.shape), np_to_triton_dtype(v.dtype))
+            t.set_data_from_numpy(v, binary_data=True)
+            ins.append(t)
+        outs = [th.InferRequestedOutput(o, binary_data=True) for o in out_names]
+    elif cuda:
+        import base64
+        rt = Cudart()
+        in_bytes = sum(v.nbytes for v in feeds.values())
+        out_sizes = [int(np.prod(out_shapes[o])) * 4 for o in out_names]
+        d_in, d_out = rt.malloc(in_bytes), rt.malloc(sum(out_sizes))
+        regions = [("cuda", rt, d_in), ("cuda", rt, d_out)]
+        off = 0
+        for k, v in feeds.items():
+            v = np.ascontiguousarray(v)
+            rt.memcpy(d_in + off, v.ctypes.data, v.nbytes, 1)
+            t = th.InferInput(k, list(v.shape), np_to_triton_dtype(v.dtype))
+            t.set_shared_memory("nr_bench_cin", v.nbytes, offset=off)
+            ins.append(t)
+            off += v.nbytes
+        cl.register_cuda_shared_memory("nr_bench_cin", base64.b64encode(rt.ipc_handle(d_in)).decode(), 0, in_bytes)
+        cl.register_cuda_shared_memory("nr_bench_cout", base64.b64encode(rt.ipc_handle(d_out)).decode(), 0,
+                                       sum(out_sizes))
+        outs, off = [], 0
+        for o, size in zip(out_names, out_sizes):
+            r = th.InferRequestedOutput(o, binary_data=True)
+            r.set_shared_memory("nr_bench_cout", size, offset=off)
+            outs.append(r)
+            off += size
+        host_out = np.empty(sum(out_sizes) // 4, np.float32)
+
+        def read_back():
+            rt.memcpy(host_out.ctypes.data, d_out, host_out.nbytes, 2)
+    else:
+        import tritonclient.utils.shared_memory as shm
+        in_bytes = sum(v.nbytes for v in feeds.values())
+        out_sizes = [int(np.prod(out_shapes[o])) * 4 for o in out_names]  # float32 outputs
+        h_in = shm.create_shared_memory_region("nr_bench_in", "/nr_bench_in", in_bytes)
+        h_out = shm.create_shared_memory_region("nr_bench_out", "/nr_bench_out", sum(out_sizes))
+        regions = [("nr_bench_in", h_in), ("nr_bench_out", h_out)]
+        shm.set_shared_memory_region(h_in, list(feeds.values()))
+        cl.register_system_shared_memory("nr_bench_in", "/nr_bench_in", in_bytes)
+        cl.register_system_shared_memory("nr_bench_out", "/nr_bench_out", sum(out_sizes))
+        off = 0
+        for k, v in feeds.items():
+            t = th.InferInput(k, list(v.shape), np_to_triton_dtype(v.dtype))
+            t.set_shared_memory("nr_bench_in", v.nbytes, offset=off)
+            ins.append(t)
+            off += v.nbytes
+        outs, off = [], 0
+        for o, size in zip(out_names, out_sizes):
+            r = th.InferRequestedOutput(o, binary_data=True)
+            r.set_shared_memory("nr_bench_out", size, offset=off)
+            outs.append(r)
+            off += size
+
+        def read_back():
+            o = 0
+            for name, size in zip(out_names, out_sizes):
+                shm.get_contents_as_numpy(h_out, np.float32, out_shapes[name], offset=o).copy()
+                o += size
     d, t = [], []
 
     def stats():
@@ -311,10 +372,21 @@ def paired(lib, url, model, onnx_path, feeds, threads, n, backends, out_names):
             s.run(feeds)
             t1 = time.perf_counter()
             cl.infer(model, ins, outputs=outs)
+            if read_back:
+                read_back()
             t2 = time.perf_counter()
             d.append((t1 - t0) * 1e3)
             t.append((t2 - t1) * 1e3)
         st1 = stats()
+    if regions and regions[0][0] == "cuda":
+        cl.unregister_cuda_shared_memory()
+        for _, rt, ptr in regions:
+            rt.free(ptr)
+    elif regions:
+        import tritonclient.utils.shared_memory as shm
+        for name, h in regions:
+            cl.unregister_system_shared_memory(name)
+            shm.destroy_shared_memory_region(h)
     cl.close()
     # the server's own split of those requests (means, ms): compute_infer is netrun_session_run inside the backend
     server = {k: (st1[k][1] - st0[k][1]) / max(1, st1[k][0] - st0[k][0]) / 1e6 for k in st1 if k in st0}
@@ -446,6 +518,18 @@ def main():
                     print(f"{name}: paired, median of alternated requests: netrun direct {pd:.2f} ms, Triton + netrun "
                           f"{pt:.2f} ms, ratio {pt / pd:.3f}; server means (ms): "
                           + ", ".join(f"{k} {v:.2f}" for k, v in sv.items()), flush=True)
+                    shapes = {o: [1] + list(s) for o, s in outputs.items()}
+                    pd, pt, sv = paired(lib, srv.url, names[("netrun", False)], path, feeds, a.threads,
+                                        max(a.requests, 20), backends, list(outputs), out_shapes=shapes)
+                    results[(name, "paired_shm", None, 1)] = (pd, pt, sv)
+                    print(f"{name}: paired over shared memory: netrun direct {pd:.2f} ms, Triton + netrun {pt:.2f} ms, "
+                          f"ratio {pt / pd:.3f}", flush=True)
+                    if a.gpu:
+                        pd, pt, sv = paired(lib, srv.url, names[("netrun", False)], path, feeds, a.threads,
+                                            max(a.requests, 20), backends, list(outputs), out_shapes=shapes, cuda=True)
+                        results[(name, "paired_cuda", None, 1)] = (pd, pt, sv)
+                        print(f"{name}: paired over CUDA shared memory: netrun direct {pd:.2f} ms, Triton + netrun "
+                              f"{pt:.2f} ms, ratio {pt / pd:.3f}", flush=True)
                 if ("netrun_x", False) in names:
                     c = max(concs)
                     r = None
@@ -483,6 +567,17 @@ def main():
             ratio = pr[1] / pr[0]
             lines.append(f"| {name} | Triton+netrun / netrun direct, concurrency 1, requests alternated one by one "
                          f"(medians {pr[1]:.2f} / {pr[0]:.2f} ms) | {ratio:.3f} | <= 1.10 "
+                         f"{'met' if ratio <= 1.10 else 'NOT met'} |")
+        ps = results.get((name, "paired_shm", None, 1))
+        if ps:
+            ratio = ps[1] / ps[0]
+            lines.append(f"| {name} | the same with tensors in system shared memory (client on the same host; medians "
+                         f"{ps[1]:.2f} / {ps[0]:.2f} ms) | {ratio:.3f} | <= 1.10 {'met' if ratio <= 1.10 else 'NOT met'} |")
+        pc = results.get((name, "paired_cuda", None, 1))
+        if pc:
+            ratio = pc[1] / pc[0]
+            lines.append(f"| {name} | the same with tensors in CUDA shared memory (GPU buffers; medians {pc[1]:.2f} / "
+                         f"{pc[0]:.2f} ms; netrun direct with host tensors) | {ratio:.3f} | <= 1.10 "
                          f"{'met' if ratio <= 1.10 else 'NOT met'} |")
         if pr and pr[2].get("compute_infer"):
             sv = pr[2]

@@ -65,6 +65,7 @@ typedef struct cli_opts {
     double mean[3];          /* --mean R,G,B: subtracted before scaling */
     double scale;            /* --scale S (default 1) */
     int swap_rb, crop;
+    int device_preprocess;   /* --device-preprocess: --image feeds uint8 frames, converted in the graph */
     int layout;              /* CLI_LAYOUT_* */
     int color_out, color_err; /* colour on stdout / stderr (TTY and no NO_COLOR) */
     int progress;            /* progress line on stderr (TTY and not quiet) */
@@ -160,6 +161,9 @@ typedef struct cli_image {
 } cli_image;
 int cli_image_load(const cli_opts *o, const netrun_tensor_info *ti, const char *path, int64_t batch,
                    cli_image *out);
+/* --device-preprocess: the decoded image as uint8 [batch, H, W, 3] RGB frames, unresized (the session converts). */
+int cli_image_load_frame(const cli_opts *o, const netrun_tensor_info *ti, const char *path, int64_t batch,
+                         cli_image *out);
 /* Whether this build can decode images. */
 int cli_image_supported(void);
 

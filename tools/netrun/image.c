@@ -155,7 +155,51 @@ int cli_image_load(const cli_opts *o, const netrun_tensor_info *ti, const char *
     return 0;
 }
 
+/* --device-preprocess: the decoded RGB pixels as uint8 [batch, h, w, 3] frames, not resized; the session's
+ * ImagePreprocess node (preprocess.* options set from --size, --crop, --mean, --scale, --swap-rb) converts them. */
+int cli_image_load_frame(const cli_opts *o, const netrun_tensor_info *ti, const char *path, int64_t batch,
+                         cli_image *out)
+{
+    (void)o;
+    memset(out, 0, sizeof(*out));
+    int w, h, comp;
+    unsigned char *px = stbi_load(path, &w, &h, &comp, 3);
+    if (!px) {
+        cli_error("--image %s: cannot decode %s: %s", ti->name, path, stbi_failure_reason());
+        return CLI_EXIT_USAGE;
+    }
+    size_t per = (size_t)w * (size_t)h * 3;
+    if (batch < 1 || (uint64_t)batch > SIZE_MAX / per) {
+        stbi_image_free(px);
+        cli_error("--image %s: batch %lld too large", ti->name, (long long)batch);
+        return CLI_EXIT_USAGE;
+    }
+    out->nbytes = (size_t)batch * per;
+    out->data = malloc(out->nbytes);
+    if (!out->data) {
+        stbi_image_free(px);
+        cli_error("out of memory for image input '%s'", ti->name);
+        return CLI_EXIT_RUNTIME;
+    }
+    for (int64_t b = 0; b < batch; b++)
+        memcpy((char *)out->data + (size_t)b * per, px, per);
+    stbi_image_free(px);
+    out->dtype = NETRUN_DTYPE_UINT8;
+    out->rank = 4;
+    out->dims[0] = batch;
+    out->dims[1] = h;
+    out->dims[2] = w;
+    out->dims[3] = 3;
+    return 0;
+}
+
 #else
+
+int cli_image_load_frame(const cli_opts *o, const netrun_tensor_info *ti, const char *path, int64_t batch,
+                         cli_image *out)
+{
+    return cli_image_load(o, ti, path, batch, out);
+}
 
 int cli_image_supported(void)
 {

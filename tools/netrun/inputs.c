@@ -307,12 +307,19 @@ static int bind_dim(feed_state *fs, const char *name, int64_t value, const char 
     return 0;
 }
 
-static int find_input(netrun_model *m, const char *name, netrun_tensor_info *info)
+/* An input as the session takes it (with preprocess.*, uint8 frames where the model declares floats), else as the
+ * model declares it. */
+static netrun_status in_info(netrun_model *m, netrun_session *s, int i, netrun_tensor_info *ti)
+{
+    return s ? netrun_session_input_info(s, i, ti) : netrun_model_input_info(m, i, ti);
+}
+
+static int find_input(netrun_model *m, netrun_session *s, const char *name, netrun_tensor_info *info)
 {
     int n = netrun_model_input_count(m);
     for (int i = 0; i < n; i++) {
         netrun_tensor_info ti;
-        if (netrun_model_input_info(m, i, &ti) == NETRUN_OK && ti.name && strcmp(ti.name, name) == 0) {
+        if (in_info(m, s, i, &ti) == NETRUN_OK && ti.name && strcmp(ti.name, name) == 0) {
             if (info)
                 *info = ti;
             return i;
@@ -321,14 +328,14 @@ static int find_input(netrun_model *m, const char *name, netrun_tensor_info *inf
     return -1;
 }
 
-static void list_inputs(netrun_model *m, char *buf, size_t size)
+static void list_inputs(netrun_model *m, netrun_session *s, char *buf, size_t size)
 {
     size_t used = 0;
     buf[0] = '\0';
     int n = netrun_model_input_count(m);
     for (int i = 0; i < n && used < size; i++) {
         netrun_tensor_info ti;
-        if (netrun_model_input_info(m, i, &ti) != NETRUN_OK)
+        if (in_info(m, s, i, &ti) != NETRUN_OK)
             continue;
         int w = snprintf(buf + used, size - used, "%s%s", used ? ", " : "", ti.name ? ti.name : "?");
         if (w < 0)
@@ -395,7 +402,7 @@ int cli_feed_inputs(const cli_opts *o, netrun_model *m, netrun_session *s, cli_i
     }
     for (int i = 0; i < n; i++) {
         netrun_tensor_info ti;
-        if (netrun_model_input_info(m, i, &ti) != NETRUN_OK) {
+        if (in_info(m, s, i, &ti) != NETRUN_OK) {
             cli_error("cannot describe input %d: %s", i, netrun_model_error(m));
             goto done;
         }
@@ -422,7 +429,7 @@ int cli_feed_inputs(const cli_opts *o, netrun_model *m, netrun_session *s, cli_i
         int bound = 0, fixed_ok = 0;
         for (int i = 0; i < n; i++) {
             netrun_tensor_info ti;
-            if (netrun_model_input_info(m, i, &ti) != NETRUN_OK || ti.rank < 1)
+            if (in_info(m, s, i, &ti) != NETRUN_OK || ti.rank < 1)
                 continue;
             if (ti.dim_names && ti.dim_names[0]) {
                 if (bind_dim(&fs, ti.dim_names[0], o->batch, "--batch") != 0)
@@ -441,9 +448,9 @@ int cli_feed_inputs(const cli_opts *o, netrun_model *m, netrun_session *s, cli_i
     /* --shape NAME=AxBxC */
     for (int k = 0; k < o->n_shapes; k++) {
         netrun_tensor_info ti;
-        int idx = find_input(m, o->shapes[k].name, &ti);
+        int idx = find_input(m, s, o->shapes[k].name, &ti);
         if (idx < 0) {
-            list_inputs(m, names, sizeof(names));
+            list_inputs(m, s, names, sizeof(names));
             cli_error("--shape: the model has no input '%s' (inputs: %s)", o->shapes[k].name, names);
             goto done;
         }
@@ -470,9 +477,9 @@ int cli_feed_inputs(const cli_opts *o, netrun_model *m, netrun_session *s, cli_i
     /* --input NAME=FILE */
     for (int k = 0; k < o->n_inputs; k++) {
         netrun_tensor_info ti;
-        int idx = find_input(m, o->inputs[k].name, &ti);
+        int idx = find_input(m, s, o->inputs[k].name, &ti);
         if (idx < 0) {
-            list_inputs(m, names, sizeof(names));
+            list_inputs(m, s, names, sizeof(names));
             cli_error("--input: the model has no input '%s' (inputs: %s)", o->inputs[k].name, names);
             goto done;
         }
@@ -510,9 +517,9 @@ int cli_feed_inputs(const cli_opts *o, netrun_model *m, netrun_session *s, cli_i
     /* --image NAME=FILE: after the files, so that a batch they set is the image's batch too. */
     for (int k = 0; k < o->n_images; k++) {
         netrun_tensor_info ti;
-        int idx = find_input(m, o->images[k].name, &ti);
+        int idx = find_input(m, s, o->images[k].name, &ti);
         if (idx < 0) {
-            list_inputs(m, names, sizeof(names));
+            list_inputs(m, s, names, sizeof(names));
             cli_error("--image: the model has no input '%s' (inputs: %s)", o->images[k].name, names);
             goto done;
         }
@@ -530,16 +537,18 @@ int cli_feed_inputs(const cli_opts *o, netrun_model *m, netrun_session *s, cli_i
         }
         if (shape_of[idx] && in[idx].rank >= 1)
             batch = in[idx].dims[0];
-        int irc = cli_image_load(o, &ti, o->images[k].value, batch, &images[idx]);
+        int irc = o->device_preprocess ? cli_image_load_frame(o, &ti, o->images[k].value, batch, &images[idx])
+                                       : cli_image_load(o, &ti, o->images[k].value, batch, &images[idx]);
         if (irc) {
             rc = irc;
             goto done;
         }
         char origin[96];
         snprintf(origin, sizeof(origin), "image %.80s", o->images[k].value);
-        if (match_declared(&fs, &ti, images[idx].rank, images[idx].dims, origin) != 0)
+        /* a frame is not the model's declared input: the session's preprocessing checks it */
+        if (!o->device_preprocess && match_declared(&fs, &ti, images[idx].rank, images[idx].dims, origin) != 0)
             goto done;
-        if (shape_of[idx] && (in[idx].rank != images[idx].rank ||
+        if (shape_of[idx] && !o->device_preprocess && (in[idx].rank != images[idx].rank ||
                               memcmp(in[idx].dims, images[idx].dims, (size_t)in[idx].rank * sizeof(int64_t)) != 0)) {
             cli_error("--shape %s disagrees with the image's shape (check --size and --layout)", ti.name);
             goto done;
@@ -559,7 +568,7 @@ int cli_feed_inputs(const cli_opts *o, netrun_model *m, netrun_session *s, cli_i
             continue;
         }
         netrun_tensor_info ti;
-        if (netrun_model_input_info(m, i, &ti) != NETRUN_OK)
+        if (in_info(m, s, i, &ti) != NETRUN_OK)
             continue;
         if (ti.rank < 0) {
             cli_error("input '%s' has no declared shape: give --shape %s=... or --input %s=FILE", ti.name,
@@ -613,7 +622,7 @@ int cli_feed_inputs(const cli_opts *o, netrun_model *m, netrun_session *s, cli_i
             st = netrun_session_set_input(s, in[i].name, t->dtype, t->rank, t->dims, t->data, t->nbytes);
         } else if (in[i].source && !strcmp(in[i].source, "default")) {
             netrun_tensor_info ti; /* the default's shape, for the report */
-            if (netrun_model_input_info(m, i, &ti) == NETRUN_OK && ti.rank >= 0 && ti.rank <= NETRUN_MAX_RANK) {
+            if (in_info(m, s, i, &ti) == NETRUN_OK && ti.rank >= 0 && ti.rank <= NETRUN_MAX_RANK) {
                 in[i].rank = ti.rank;
                 for (int d = 0; d < ti.rank; d++)
                     in[i].dims[d] = ti.dims[d];

@@ -71,6 +71,9 @@ static const char help_image[] =
         "  --scale S                 multiply after the mean (default 1; e.g. 0.00392 for [0, 1])\n"
         "  --swap-rb                 feed BGR instead of RGB\n"
         "  --layout nchw|nhwc        layout of the input (default: guessed from where the 1/3/4 channels are)\n"
+        "  --device-preprocess       feed the image as uint8 frames and convert them in the graph, on the backend\n"
+        "                            that runs the model (--size, --crop, --mean, --scale, --swap-rb become the\n"
+        "                            preprocess.* options; bilinear as cv2.resize, NCHW only)\n"
         "\n";
 
 static void print_help(FILE *f)
@@ -306,7 +309,7 @@ static int parse_args(int argc, char **argv, cli_opts *o, extra_opts *x)
         /* Flags. */
         static const char *const flags[] = {"-h", "--help", "--version", "--backends", "--strict", "--allow-fallback",
                                             "-q", "--quiet", "-v", "--verbose", "--profile", "--explain",
-                                            "--support-matrix", "--swap-rb", "--crop", "--no-cuda-graph",
+                                            "--support-matrix", "--swap-rb", "--crop", "--device-preprocess", "--no-cuda-graph",
                                             "--no-optimize"};
         int is_flag = 0;
         for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++)
@@ -335,13 +338,16 @@ static int parse_args(int argc, char **argv, cli_opts *o, extra_opts *x)
                 o->explain = 1;
             else if (!strcmp(name, "--support-matrix"))
                 o->support_matrix = 1;
-            else if ((!strcmp(name, "--swap-rb") || !strcmp(name, "--crop")) && !cli_image_supported()) {
+            else if ((!strcmp(name, "--swap-rb") || !strcmp(name, "--crop") || !strcmp(name, "--device-preprocess")) &&
+                     !cli_image_supported()) {
                 cli_error("%s: this netrun was built without image support (stb_image, Debian libstb-dev)", name);
                 return CLI_EXIT_USAGE;
             } else if (!strcmp(name, "--swap-rb"))
                 o->swap_rb = 1;
             else if (!strcmp(name, "--crop"))
                 o->crop = 1;
+            else if (!strcmp(name, "--device-preprocess"))
+                o->device_preprocess = 1;
             else if (!strcmp(name, "--no-cuda-graph")) {
                 if (add_cuda_kv(name, "cuda.graphs=0", x))
                     return CLI_EXIT_USAGE;
@@ -965,6 +971,28 @@ static int apply_options(const cli_opts *o, const extra_opts *x, netrun_options 
         TRY(netrun_options_set_workspace(no, o->workspace_policy, o->workspace_limit), "--workspace-*");
     if (x->device_memory)
         TRY(netrun_options_set_device_memory_budget(no, x->device_memory), "--device-memory");
+    if (o->device_preprocess) { /* the --image flags as preprocess.* options (docs/usage.md) */
+        if (o->n_images != 1) {
+            cli_error("--device-preprocess: give exactly one --image (it converts one input)");
+            return CLI_EXIT_USAGE;
+        }
+        char mean[96], scale[40], size[40];
+        snprintf(mean, sizeof mean, "%.9g,%.9g,%.9g", o->mean[0], o->mean[1], o->mean[2]);
+        snprintf(scale, sizeof scale, "%.9g", o->scale);
+        snprintf(size, sizeof size, "%dx%d", o->size_w, o->size_h);
+        TRY(netrun_options_set(no, "preprocess.input", o->images[0].name), "--device-preprocess");
+        TRY(netrun_options_set(no, "preprocess.format", "rgb"), "--device-preprocess");
+        TRY(netrun_options_set(no, "preprocess.order", o->swap_rb ? "bgr" : "rgb"), "--swap-rb");
+        TRY(netrun_options_set(no, "preprocess.resize", o->crop ? "crop" : "stretch"), "--crop");
+        TRY(netrun_options_set(no, "preprocess.mean", mean), "--mean");
+        TRY(netrun_options_set(no, "preprocess.scale", scale), "--scale");
+        if (o->size_w)
+            TRY(netrun_options_set(no, "preprocess.size", size), "--size");
+        if (o->layout == CLI_LAYOUT_NHWC) {
+            cli_error("--device-preprocess: the preprocessing writes NCHW inputs (--layout nhwc is not taken)");
+            return CLI_EXIT_USAGE;
+        }
+    }
     for (int i = 0; i < x->n_settings && st == NETRUN_OK; i++)
         TRY(netrun_options_set(no, x->settings[i].name, x->settings[i].value), "--set");
 #undef TRY
@@ -1158,7 +1186,7 @@ static int run_model(const cli_opts *o, const extra_opts *x)
     }
     compute_latency(times, (size_t)r.timed_runs, &r.latency);
 
-    r.have_stats = netrun_session_get_stats(r.session, &r.stats) == NETRUN_OK;
+    r.have_stats = netrun_session_get_stats_ex(r.session, &r.stats, sizeof r.stats) == NETRUN_OK;
     snprintf(r.prepare_note, sizeof r.prepare_note, "%s", netrun_session_prepare_note(r.session));
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0)

@@ -296,6 +296,8 @@ static void text_tensor_infos(FILE *f, const cli_result *r, int outputs)
             continue;
         int have_act = (outputs ? netrun_session_output_info(r->session, i, &act)
                                 : netrun_session_input_info(r->session, i, &act)) == NETRUN_OK;
+        if (have_act && !outputs && act.dtype != decl.dtype)
+            decl = act; /* preprocess.*: the session takes uint8 frames where the model declares floats */
         char shape[256];
         cli_format_info_shape(shape, sizeof(shape), &decl, have_act ? &act : NULL);
         fprintf(f, "    %-24s %-9s %s", str_or(decl.name, "?"), netrun_dtype_name(decl.dtype), shape);
@@ -343,6 +345,11 @@ void cli_report_text(FILE *f, const cli_result *r)
     if (r->have_stats) {
         format_bytes(b1, sizeof(b1), (double)r->stats.copy_bytes);
         fprintf(f, "  copies between backends: %d (%s per run)\n", r->stats.n_copies, b1);
+        if (r->stats.h2d_bytes || r->stats.d2h_bytes || r->stats.device_peak_bytes) { /* a device took part */
+            format_bytes(b1, sizeof(b1), (double)r->stats.h2d_bytes);
+            format_bytes(b2, sizeof(b2), (double)r->stats.d2h_bytes);
+            fprintf(f, "  host <-> device (PCIe) per run: %s to the device, %s back\n", b1, b2);
+        }
     }
     if (r->have_stats) { /* micro-batching changes what the node shapes and profile times are: always said */
         int images = 0;
@@ -360,6 +367,9 @@ void cli_report_text(FILE *f, const cli_result *r)
         fprintf(f, "  transformer fusions: %d Attention, %d LayerNormalization, %d Gelu subgraphs run as one node "
                 "(graph.fuse_transformer=0 keeps them)\n", r->stats.n_attention_fused, r->stats.n_layernorm_fused,
                 r->stats.n_gelu_fused);
+    if (r->have_stats && o->verbose && r->stats.n_fp16_nodes)
+        fprintf(f, "  float16 regions: %d nodes kept in float16 between %d Casts (cuda.fp16_plain=0 turns them off)\n",
+                r->stats.n_fp16_nodes, r->stats.n_fp16_casts);
     if (o->verbose && nodes > 0)
         text_node_table(f, r->session);
 
@@ -631,6 +641,8 @@ static void json_report(cli_json *j, const cli_result *r)
     json_begin_object(j, "transfers");
     json_int(j, "copies", r->have_stats ? r->stats.n_copies : 0);
     json_uint(j, "copy_bytes_per_run", r->have_stats ? r->stats.copy_bytes : 0);
+    json_uint(j, "h2d_bytes_per_run", r->have_stats ? r->stats.h2d_bytes : 0); /* host <-> device (PCIe) */
+    json_uint(j, "d2h_bytes_per_run", r->have_stats ? r->stats.d2h_bytes : 0);
     json_int(j, "folded_nodes", r->have_stats ? r->stats.n_folded : 0);
     json_end_object(j);
 

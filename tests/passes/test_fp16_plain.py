@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""The plain float16 region planner (runtime/opt_half.c) without a GPU: the fake device backend of tests/plugins
+declares NETRUN_REGION_FP16 over its MatMul, Add and Relu (float16 kernels computing in float) and runs Cast.
+
+Model: x -> MatMul(W1) -> Add(MatMul(x, W2)) -> Relu (also a graph output) -> Add(m) -> MatMul(W3) -> Sigmoid (CPU
+only) -> y. W1's first row is -1e30: x's first column is 0, so float32 computes 0 * -1e30 = 0, and only a saturated
+float16 copy of W1 (-65504, not -inf) keeps 0 * w from becoming NaN. The same for the input m (an additive mask:
+-1e30 in its first column, which W3's zero first row then multiplies): the border Cast keeps it finite.
+
+Checks, on fakedev,cpu under --precision fp16:
+  - the MatMuls, Add and Relu run on fakedev between Casts named *.to_fp16 / *.to_fp32 (no Cast inside the group);
+  - y and the inner output "r" (a graph output inside the region: float32 under its name) match the CPU's float32
+    within float16 rounding, with no NaN;
+  - a second run (device graph replay) gives the same outputs;
+  - fakedev.fp16_plain=0, --precision fp32 and a group without a MatMul (Add -> Relu) leave no float16 Cast.
+
+    python3 tests/passes/test_fp16_plain.py --lib build/lib/libnetrun.so --plugin build/test-device-plugin/libnetrun-fakedev.so
+"""
+import argparse
+import os
+import sys
+import tempfile
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper, save
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "bench"))
+sys.path.insert(0, HERE)
+
+RNG = np.random.default_rng(5)
+failures = []
+
+
+def check(cond, what):
+    print(("ok    " if cond else "FAIL  ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def build(path, with_matmul=True):
+    w1 = (RNG.standard_normal((32, 32)) * 0.1).astype(np.float32)
+    w1[0, :] = -1e30  # read only by x's first column, which is 0
+    w2 = (RNG.standard_normal((32, 32)) * 0.1).astype(np.float32)
+    w3 = (RNG.standard_normal((32, 32)) * 0.1).astype(np.float32)
+    w3[0, :] = 0.0  # multiplies m's -1e30 column
+    if with_matmul:
+        nodes = [helper.make_node("MatMul", ["x", "W1"], ["a"], name="mm1"),
+                 helper.make_node("MatMul", ["x", "W2"], ["b"], name="mm2"),
+                 helper.make_node("Add", ["a", "b"], ["s"], name="add"),
+                 helper.make_node("Relu", ["s"], ["r"], name="relu"),
+                 helper.make_node("Add", ["r", "m"], ["rm"], name="mask"),
+                 helper.make_node("MatMul", ["rm", "W3"], ["h"], name="mm3"),
+                 helper.make_node("Sigmoid", ["h"], ["y"], name="sig")]
+        outs, ins = ["y", "r"], ["x", "m"]
+        inits = [numpy_helper.from_array(w1, "W1"), numpy_helper.from_array(w2, "W2"), numpy_helper.from_array(w3, "W3")]
+    else:
+        nodes = [helper.make_node("Add", ["x", "x"], ["s"], name="add"),
+                 helper.make_node("Relu", ["s"], ["r"], name="relu"),
+                 helper.make_node("Sigmoid", ["r"], ["y"], name="sig")]
+        outs, inits, ins = ["y"], [], ["x"]
+    g = helper.make_graph(nodes, "half", [helper.make_tensor_value_info(i, TensorProto.FLOAT, [16, 32]) for i in ins],
+                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, [16, 32]) for o in outs], inits)
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--plugin", required=True)
+    a = ap.parse_args()
+    os.environ["NETRUN_BACKEND_PATH"] = ":".join(p for p in (os.environ.get("NETRUN_BACKEND_PATH"), a.plugin) if p)
+    from netrun_ctypes import Netrun
+    from test_fp16_regions import PSession
+
+    nr = Netrun(a.lib)
+    tmp = tempfile.mkdtemp(prefix="nr_half_")
+    path = os.path.join(tmp, "half.onnx")
+    build(path)
+    x = RNG.standard_normal((16, 32)).astype(np.float32)
+    x[:, 0] = 0.0
+    m = np.zeros((16, 32), np.float32)
+    m[:, 0] = -1e30
+    feeds = {"x": x, "m": m}
+    with nr.session(path, "cpu", 1) as s:
+        ref = [o.copy() for o in s.run(feeds)]
+    check(all(np.isfinite(r).all() for r in ref), "the CPU's float32 outputs are finite")
+
+    def run(opts, precision, p=path):
+        with PSession(nr, p, "fakedev,cpu", opts, precision) as s:
+            f = feeds if p == path else {"x": x}
+            first = [o.copy() for o in s.run(f)]
+            second = [o.copy() for o in s.run(f)]
+            st = s.stats()
+            run.counts = (st.n_fp16_nodes, st.n_fp16_casts)
+            return first, second, s.nodes()
+
+    first, second, nodes = run({}, "fp16")
+    to16 = [n for n in nodes if n[1] == "Cast" and n[0].endswith(".to_fp16")]
+    to32 = [n for n in nodes if n[1] == "Cast" and n[0].endswith(".to_fp32")]
+    on_dev = sorted(n[1] for n in nodes if n[2] == "fakedev" and n[1] != "Cast")
+    print("nodes:", [(n[0], n[1], n[2]) for n in nodes])
+    check(on_dev == ["Add", "Add", "MatMul", "MatMul", "MatMul", "Relu"], f"MatMuls, Adds and Relu on fakedev ({on_dev})")
+    check(len(to16) == 2 and all(n[2] == "fakedev" for n in to16),
+          f"two Casts to float16 (x and m), on fakedev ({[n[0] for n in to16]})")
+    check(len(to32) == 2, f"two Casts to float32: r as a graph output and h for the CPU's Sigmoid ({[n[0] for n in to32]})")
+    check(run.counts == (6, 4), f"stats: 6 nodes in float16, 4 Casts ({run.counts})")
+    for name, got, want in zip(("y", "r"), first, ref):
+        err = float(np.abs(got.astype(np.float64) - want).max() / max(1.0, float(np.abs(want).max())))
+        check(got.dtype == np.float32 and np.isfinite(got).all() and err < 1e-2,
+              f"{name}: float32, finite (the saturated -1e30 weight and mask), within float16 rounding of the CPU "
+              f"(rel {err:.1e})")
+    check(all(np.array_equal(p, q) for p, q in zip(first, second)), "a second run gives the same outputs")
+
+    for label, opts, prec, p in (("fakedev.fp16_plain=0", {"fakedev.fp16_plain": "0"}, "fp16", path),
+                                 ("--precision fp32", {}, "fp32", path)):
+        outs, _, nodes = run(opts, prec, p)
+        casts = [n[0] for n in nodes if n[1] == "Cast"]
+        err = max(float(np.abs(o - r).max()) for o, r in zip(outs, ref))
+        check(not casts and err < 1e-4, f"{label}: no Cast, float32 outputs (max err {err:.1e})")
+    no_mm = os.path.join(tmp, "no_matmul.onnx")
+    build(no_mm, with_matmul=False)
+    _, _, nodes = run({}, "fp16", no_mm)
+    check(not [n for n in nodes if n[1] == "Cast"], "a group without MatMul stays float32 (two Casts would gain nothing)")
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        return 1
+    print("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
