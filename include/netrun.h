@@ -187,9 +187,10 @@ typedef struct netrun_session_stats {
     int n_graphs;             /* device graphs captured (CUDA Graphs) and replayed by runs */
     int n_segments;           /* runs of consecutive kernels of one device backend (graph candidates) */
     /* graph passes at prepare (option "graph.optimize" = "0" turns them off) */
-    int n_bn_folded;          /* BatchNormalization nodes folded into Conv weights */
-    int n_act_fused;          /* activations fused into a Conv */
-    int n_sum_fused;          /* Add nodes fused into a Conv as "+ Z" */
+    int n_bn_folded;          /* BatchNormalization, and per-channel Mul / Add, nodes folded into Conv weights
+                               * (or into a BatchNormalization) */
+    int n_act_fused;          /* activations fused into a Conv (or a BatchNormalization) */
+    int n_sum_fused;          /* Add (or two-input Sum) nodes fused into a Conv as "+ Z" */
     int n_nodes_dropped;      /* Identity / inference Dropout nodes removed */
     /* ---- netrun 0.3 ---- */
     int n_swish_fused;        /* Mul(x, Sigmoid(x)) pairs rewritten to one Swish node */

@@ -91,7 +91,7 @@ typedef struct netrun_pool_params {
     int count_include_pad;                 /* AveragePool */
     int storage_order;                     /* MaxPool Indices output: 0 row major, 1 column major */
     int64_t p;                             /* LpPool */
-    int blocked;                           /* MaxPool, set by the CPU nChw16c pass only: X and Y nChw16c
+    int blocked;                           /* MaxPool, AveragePool, set by the CPU nChw16c pass only: X and Y nChw16c
                                             * (2-D, float32, C % 16 == 0, no Indices) */
     int nhwc;                              /* MaxPool/AveragePool, set by the CUDA float16 region pass only: X and
                                             * Y float16 NHWC (2-D, no Indices; dims stay the NCHW ones) */

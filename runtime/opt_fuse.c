@@ -27,6 +27,24 @@ const nr_tensor *opt_const_f32(const nr_graph *g, int v) {
     return t->dtype == NETRUN_DTYPE_FLOAT && t->data ? t : NULL;
 }
 
+const nr_tensor *opt_value_f32(const opt_state *o, int v) {
+    const nr_tensor *t = opt_const_f32(o->g, v);
+    if (t || v < 0) return t;
+    t = o->s->values[v].folded;
+    return t && t->dtype == NETRUN_DTYPE_FLOAT && t->data ? t : NULL;
+}
+
+/* Whether constant t broadcast against a [N, M, ...] output of `rank` dims gives one value per output channel
+ * (dims of 1 except M or 1 at the channel axis): a Mul or Add by it can be folded into the Conv's W and B. */
+static int per_channel(const nr_tensor *t, int rank, int64_t m) {
+    if (!t || t->rank > rank) return 0;
+    for (int i = 0; i < t->rank; i++) {
+        int axis = rank - t->rank + i;
+        if (t->dims[i] != 1 && !(axis == 1 && t->dims[i] == m)) return 0;
+    }
+    return 1;
+}
+
 /* Scalar float constant input, or def when the input is absent; returns 0 when present but not constant. */
 static int scalar_input(const nr_graph *g, const nr_node *nd, int i, float def, float *out) {
     if (i >= nd->n_inputs || nd->inputs[i] < 0) {
@@ -177,7 +195,7 @@ int opt_backend_accepts(const opt_state *o, const netrun_backend_config *cfg, in
         in[2].name = "";
         n_in = 3;
     }
-    if (p->bn >= 0) { /* a folded BN gives a bias of M values */
+    if (plan_folds(p)) { /* a folded BN (or Mul / Add) gives a bias of M values */
         cp.has_bias = 1;
         in[2].name = "bias";
         in[2].dtype = in[1].dtype;
@@ -218,6 +236,85 @@ int opt_backend_accepts(const opt_state *o, const netrun_backend_config *cfg, in
     return sl->api->supports(cfg, &d, why, sizeof why);
 }
 
+/* Mul / Add nodes by per-channel constants after node n (Conv or BatchNormalization) whose output, so far, is
+ * *out: added to n's plan while each is the only user of the value before it (at most OPT_MAX_AFFINE), on n's
+ * backend; conv: ask the backend whether it runs the Conv with the folded bias. */
+static void plan_affine(opt_state *o, const netrun_backend_config *cfg, int n, int *out, int conv) {
+    const nr_graph *g = o->g;
+    conv_plan *p = &o->plan[n];
+    const nr_snode *sn = &o->s->snodes[o->snode_of[n]];
+    while (p->n_aff < OPT_MAX_AFFINE) {
+        int u = opt_only_user(o, *out);
+        if (u < 0) break;
+        const nr_node *ud = &g->nodes[u];
+        if ((!is_op(ud, "Mul") && !is_op(ud, "Add")) || *ud->domain || ud->n_inputs != 2 || ud->n_outputs != 1 ||
+            ud->outputs[0] < 0 || o->swish_x[u] >= 0 || o->snode_of[u] < 0 || !opt_same_slot(o, n, u))
+            break;
+        int i0 = val(o, ud->inputs[0]), i1 = val(o, ud->inputs[1]);
+        if ((i0 == *out) == (i1 == *out)) break;
+        const nr_tensor *c = opt_value_f32(o, i0 == *out ? i1 : i0);
+        if (!per_channel(c, sn->out_desc[0].rank, sn->out_desc[0].dims[1])) break;
+        p->aff[p->n_aff++] = u;
+        int prev = p->out;
+        p->out = ud->outputs[0];
+        if (conv && !opt_backend_accepts(o, cfg, n, p)) {
+            p->n_aff--;
+            p->out = prev;
+            break;
+        }
+        *out = p->out;
+    }
+}
+
+/* Whether the backend of BatchNormalization node n runs it with activation fa fused. */
+static int bn_backend_accepts(const opt_state *o, const netrun_backend_config *cfg, int n,
+                              const netrun_fused_activation *fa) {
+    const nr_node *nd = &o->g->nodes[n];
+    const nr_snode *sn = &o->s->snodes[o->snode_of[n]];
+    if (sn->slot < 0 || !sn->params || !nd->layer || nd->layer->params_size < sizeof(netrun_norm_params)) return 0;
+    netrun_norm_params np;
+    memcpy(&np, sn->params, sizeof np);
+    np.activation = *fa;
+    netrun_node_desc d = {.struct_size = sizeof d, .name = nd->name, .op_type = nd->op_type, .domain = nd->domain,
+                          .opset = nd->opset, .params = &np, .params_size = nd->layer->params_size,
+                          .n_inputs = nd->n_inputs, .inputs = sn->in_desc, .n_outputs = 1, .outputs = sn->out_desc};
+    char why[256] = "";
+    return o->s->slots[sn->slot].api->supports(cfg, &d, why, sizeof why);
+}
+
+/* (a'') A BatchNormalization with constant statistics that no Conv absorbed (DenseNet's pre-activation BNs), then
+ * Mul / Add by per-channel constants: one BatchNormalization with gamma s and beta s + t; then the activation
+ * after it, where its backend takes one (BN, Mul, Add, Relu: four passes over the activations become one). */
+void opt_plan_bn(opt_state *o, const netrun_backend_config *cfg, int n) {
+    const nr_graph *g = o->g;
+    const nr_node *nd = &g->nodes[n];
+    const nr_snode *sn = &o->s->snodes[o->snode_of[n]];
+    if (sn->slot < 0 || sn->dynamic || !is_op(nd, "BatchNormalization") || nd->n_inputs != 5 || nd->n_outputs < 1 ||
+        nd->outputs[0] < 0 || sn->out_desc[0].dtype != NETRUN_DTYPE_FLOAT || sn->out_desc[0].rank < 2)
+        return;
+    for (int k = 1; k < nd->n_outputs; k++)
+        if (nd->outputs[k] >= 0) return; /* training outputs */
+    const nr_attr *tm = opt_find_attr(nd, "training_mode");
+    if (tm && tm->i) return;
+    int64_t m = sn->out_desc[0].dims[1];
+    for (int i = 1; i < 5; i++) {
+        const nr_tensor *t = opt_const_f32(g, val(o, nd->inputs[i]));
+        if (!t || nr_tensor_count(t) != m) return;
+    }
+    int out = nd->outputs[0];
+    conv_plan *p = &o->plan[n];
+    plan_affine(o, cfg, n, &out, 0);
+    int u = opt_only_user(o, out);
+    netrun_fused_activation fa;
+    if (u >= 0 && o->swish_x[u] < 0 && activation_of(g, &g->nodes[u], &fa) && val(o, g->nodes[u].inputs[0]) == out &&
+        g->nodes[u].outputs[0] >= 0 && o->snode_of[u] >= 0 && opt_same_slot(o, n, u) &&
+        bn_backend_accepts(o, cfg, n, &fa)) {
+        p->act = u;
+        p->fa = fa;
+        p->out = g->nodes[u].outputs[0];
+    }
+}
+
 /* Plan the fusions around Conv node n. */
 void opt_plan_conv(opt_state *o, const netrun_backend_config *cfg, int n) {
     const nr_graph *g = o->g;
@@ -253,10 +350,17 @@ void opt_plan_conv(opt_state *o, const netrun_backend_config *cfg, int n) {
             }
         }
     }
-    /* (c) + Z: an Add of the (folded) Conv output and another value of the same shape, same backend */
+    /* (a') Mul and Add by per-output-channel constants, after the BN or alone: Caffe2's exports write an affine
+     * BatchNorm (or the BN's scale and shift) as Mul + Add, their constants through Unsqueeze (folded at
+     * prepare). Folded into W and B as a BN is: (conv + b) s + c = conv(W s) + (b s + c). */
+    int wb_const = opt_const_f32(g, val(o, nd->inputs[1])) != NULL &&
+                   (nd->n_inputs < 3 || nd->inputs[2] < 0 || opt_const_f32(g, val(o, nd->inputs[2])));
+    if (wb_const) plan_affine(o, cfg, n, &out, 1);
+    /* (c) + Z: an Add (or a Sum of two) of the (folded) Conv output and another value of the same shape, same
+     * backend (Caffe2's ResNets write their residual Adds as Sum) */
     int a = opt_only_user(o, out);
-    if (a >= 0 && is_op(&g->nodes[a], "Add") && g->nodes[a].n_inputs == 2 && g->nodes[a].outputs[0] >= 0 &&
-        opt_same_slot(o, n, a)) {
+    if (a >= 0 && (is_op(&g->nodes[a], "Add") || is_op(&g->nodes[a], "Sum")) && g->nodes[a].n_inputs == 2 &&
+        g->nodes[a].outputs[0] >= 0 && opt_same_slot(o, n, a)) {
         const nr_node *ad = &g->nodes[a];
         int i0 = val(o, ad->inputs[0]), i1 = val(o, ad->inputs[1]);
         int z = i0 == out ? i1 : i0;

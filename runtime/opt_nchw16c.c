@@ -130,11 +130,12 @@ int opt_agnostic_op(const nr_node *nd) {
 
 enum { NK_PLAIN = 0, NK_CONV, NK_AGN, NK_GAP, NK_POOL, NK_MULCH };
 
-/* MaxPool node n (no Indices) runs on nChw16c on its backend (its supports() with params.blocked = 1). */
+/* MaxPool (no Indices) or AveragePool node n runs on nChw16c on its backend (its supports() with params.blocked
+ * = 1). */
 static int pool_accepts_blocked(const opt_state *o, const netrun_backend_config *cfg, int n) {
     netrun_session *s = o->s;
     const nr_node *nd = &o->g->nodes[n];
-    if (!is_op(nd, "MaxPool") || nd->n_inputs != 1 || nd->n_outputs < 1 || nd->outputs[0] < 0 ||
+    if ((!is_op(nd, "MaxPool") && !is_op(nd, "AveragePool")) || nd->n_inputs != 1 || nd->n_outputs < 1 || nd->outputs[0] < 0 ||
         (nd->n_outputs > 1 && nd->outputs[1] >= 0) || !nd->layer || nd->layer->params_size < sizeof(netrun_pool_params))
         return 0;
     const nr_snode *sn = &s->snodes[o->snode_of[n]];
@@ -148,6 +149,24 @@ static int pool_accepts_blocked(const opt_state *o, const netrun_backend_config 
                           .outputs = &s->values[nd->outputs[0]].desc};
     char why[256] = "";
     return s->slots[sn->slot].api->supports(cfg, &d, why, sizeof why);
+}
+
+/* Every kept reader of value v (original graph) reads nChw16c: a Conv the pass runs blocked, or an op the region
+ * crosses. An AveragePool whose output also goes to a plain op stays plain: DenseNet's transition pools feed a
+ * BatchNormalization and the next block's Concats, which would then all run blocked and reorder for every BN. */
+static int users_read_blocked(const opt_state *o, const netrun_backend_config *cfg, int v) {
+    const nr_graph *g = o->g;
+    if (o->pinned[v]) return 0;
+    for (int u = 0; u < g->n_nodes; u++) {
+        if (o->removed[u]) continue;
+        const nr_node *ud = &g->nodes[u];
+        for (int i = 0; i < ud->n_inputs; i++) {
+            if (ud->inputs[i] < 0 || val(o, ud->inputs[i]) != v) continue;
+            const netrun_region_spec *r = opt_region_on(o, cfg, u, NETRUN_REGION_NCHW16C);
+            if (!o->blk_conv[u] && !opt_region_crosses(r, ud, ud->op_type)) return 0;
+        }
+    }
+    return 1;
 }
 
 typedef struct nchwc_state {
@@ -242,8 +261,9 @@ netrun_status opt_plan_nchwc(opt_state *o, const netrun_backend_config *cfg, nr_
             if (opt_region_crosses(r, nd, "GlobalAveragePool")) kind[k] = NK_GAP;
             continue;
         }
-        if (is_op(nd, "MaxPool")) {
-            if (opt_region_crosses(r, nd, "MaxPool") && pool_accepts_blocked(o, cfg, n)) {
+        if (is_op(nd, "MaxPool") || is_op(nd, "AveragePool")) {
+            if (opt_region_crosses(r, nd, nd->op_type) && pool_accepts_blocked(o, cfg, n) &&
+                (is_op(nd, "MaxPool") || users_read_blocked(o, cfg, out))) {
                 kind[k] = NK_POOL;
                 st.vblk[out] = 1;
             }

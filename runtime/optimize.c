@@ -160,8 +160,17 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
         opt_plan_conv(&o, cfg, n);
         conv_plan *p = &o.plan[n];
         if (p->bn >= 0) o.removed[p->bn] = 1, counts->bn_folded++;
+        for (int i = 0; i < p->n_aff; i++) o.removed[p->aff[i]] = 1, counts->bn_folded++;
         if (p->add >= 0) o.removed[p->add] = 1, counts->sum_fused++;
         if (p->act >= 0) o.removed[p->act] = 1, counts->act_fused++;
+    }
+    /* (a'') per-channel Mul / Add and an activation after a BatchNormalization no Conv took */
+    for (int k = 0; k < s->n_snodes; k++) {
+        int n = s->snodes[k].node;
+        if (o.removed[n] || o.repl_of[n] >= 0 || !is_op(&g->nodes[n], "BatchNormalization")) continue;
+        opt_plan_bn(&o, cfg, n);
+        for (int i = 0; i < o.plan[n].n_aff; i++) o.removed[o.plan[n].aff[i]] = 1, counts->bn_folded++;
+        if (o.plan[n].act >= 0) o.removed[o.plan[n].act] = 1, counts->act_fused++;
     }
     /* (f) which Convs could run nChw16c (decided on the copy below) */
     int n_blk = 0;
@@ -285,7 +294,7 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     if (st != NETRUN_OK) goto fail;
     /* the fused fields are no ONNX attributes: set them on the copy's parsed params */
     for (int n = 0; n < n_copied && n < m->ir->graph->n_nodes; n++) {
-        if (conv_blk && conv_blk[n] == 4) { /* MaxPool */
+        if (conv_blk && conv_blk[n] == 4) { /* MaxPool, AveragePool */
             netrun_pool_params *pp = m->ir->graph->nodes[n].params;
             if (pp) pp->blocked = 1;
         } else if (conv_blk && conv_blk[n]) {
@@ -301,6 +310,11 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
         }
         if (o.swish_x[from[n]] >= 0) m->ir->graph->nodes[n].opset = 24; /* Swish is an opset-24 op */
         const conv_plan *p = &o.plan[from[n]];
+        if (is_op(&m->ir->graph->nodes[n], "BatchNormalization")) { /* opt_plan_bn: an activation at most */
+            netrun_norm_params *np = m->ir->graph->nodes[n].params;
+            if (np && p->act >= 0) np->activation = p->fa;
+            continue;
+        }
         netrun_conv_params *cp = m->ir->graph->nodes[n].params;
         if (!cp || !plan_absorbs(p)) continue;
         if (p->mul >= 0) cp->src_scale = 1;

@@ -11,8 +11,12 @@
 #define MARK_ATTR "netrun.optimized_from" /* on node 0 of a copy: counts (ints) + the original (sub_model) */
 
 /* One planned rewrite per Conv: the nodes it absorbs and what its node becomes. */
+#define OPT_MAX_AFFINE 4 /* Mul / Add nodes of per-channel constants folded into one Conv */
+
 typedef struct conv_plan {
     int bn;            /* BatchNormalization node folded into it, or -1 */
+    int aff[OPT_MAX_AFFINE]; /* then Mul / Add by per-output-channel constants folded like it, in order */
+    int n_aff;
     int add;           /* Add node fused as "+ Z", or -1 */
     int z;             /* Z value */
     int act;           /* activation node, or -1 */
@@ -22,7 +26,11 @@ typedef struct conv_plan {
 } conv_plan;
 
 /* Whether the plan absorbs any node, and the value the (fused) node then writes. */
-static inline int plan_absorbs(const conv_plan *p) { return p->bn >= 0 || p->add >= 0 || p->act >= 0 || p->mul >= 0; }
+static inline int plan_absorbs(const conv_plan *p) {
+    return p->bn >= 0 || p->n_aff > 0 || p->add >= 0 || p->act >= 0 || p->mul >= 0;
+}
+/* Whether the plan folds constants into W and B (a BatchNormalization, per-channel Mul / Add). */
+static inline int plan_folds(const conv_plan *p) { return p->bn >= 0 || p->n_aff > 0; }
 static inline int plan_out(const conv_plan *p, const nr_node *nd) {
     return plan_absorbs(p) ? p->out : nd->n_outputs ? nd->outputs[0] : -1; /* p->out is set by fusions only */
 }
@@ -75,6 +83,8 @@ enum { HK_PLAIN = 0, HK_CONV, HK_AGN, HK_POOL, HK_GAP, HK_MULCH, HK_CONCAT };
 const nr_attr *opt_find_attr(const nr_node *nd, const char *name);
 float opt_attr_f(const nr_node *nd, const char *name, float def);
 const nr_tensor *opt_const_f32(const nr_graph *g, int v);
+/* As opt_const_f32, or a float32 value computed at prepare (a constant's Unsqueeze), or NULL. */
+const nr_tensor *opt_value_f32(const opt_state *o, int v);
 int opt_is_noop(const opt_state *o, int n);
 int opt_only_user(const opt_state *o, int v);
 int opt_same_slot(const opt_state *o, int a, int b);
@@ -86,6 +96,7 @@ int opt_region_takes(const opt_state *o, const netrun_backend_config *cfg, const
                      const nr_graph *ng, int k, int n, const void *params, size_t params_size, int f16);
 int opt_backend_accepts(const opt_state *o, const netrun_backend_config *cfg, int n, const conv_plan *p);
 void opt_plan_conv(opt_state *o, const netrun_backend_config *cfg, int n);
+void opt_plan_bn(opt_state *o, const netrun_backend_config *cfg, int n);
 int opt_plan_silu(opt_state *o, const netrun_backend_config *cfg, int n);
 /* opt_transformer.c: Attention, LayerNormalization and Gelu from their exported subgraphs */
 netrun_status opt_plan_transformer(opt_state *o, const netrun_backend_config *cfg, int *n_attn, int *n_ln,

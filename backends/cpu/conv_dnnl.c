@@ -221,6 +221,8 @@ int cpu_dnnl_available(void) {
     return g_engine_status == dnnl_success;
 }
 
+dnnl_engine_t cpu_dnnl_engine(void) { return cpu_dnnl_available() ? g_engine : NULL; }
+
 /* oneDNN's sgemm on the calling thread only (its JIT kernels ran MatMul 8-20% faster than OpenBLAS's sgemm at
  * 1 thread on ViT / BERT shapes: 197x192x768 0.36 -> 0.31 ms, 128x768x768 0.98 -> 0.84). */
 int cpu_dnnl_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,

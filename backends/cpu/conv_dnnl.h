@@ -11,6 +11,11 @@
 typedef struct cpu_dnnl_conv cpu_dnnl_conv;
 
 int cpu_dnnl_available(void);
+#ifdef NETRUN_CPU_DNNL
+#include <dnnl.h>
+/* The CPU engine every oneDNN primitive of the backend uses (NULL when cpu_dnnl_available() is 0). */
+dnnl_engine_t cpu_dnnl_engine(void);
+#endif
 /* Row-major C = alpha op(A) op(B) + beta C by oneDNN's sgemm on the calling thread; 0 (nothing done) without
  * oneDNN or when it fails, and the caller runs its BLAS instead. */
 int cpu_dnnl_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,

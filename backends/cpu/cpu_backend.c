@@ -257,6 +257,7 @@ static const netrun_option_spec cpu_options[] = {
     {"cpu.conv_gemv", NETRUN_OPTION_BOOL, NULL, "GEMV for 1x1 convs on 1x1 planes (default 1)"},
     {"cpu.dnnl_images", NETRUN_OPTION_BOOL, NULL, "oneDNN convs handed out by image at large batch (default 1)"},
     {"cpu.dnnl_swish", NETRUN_OPTION_BOOL, NULL, "oneDNN's swish post-op instead of own (default 0)"},
+    {"cpu.pack_matmul", NETRUN_OPTION_BOOL, NULL, "constant MatMul/Gemm weights packed once for oneDNN (default 1)"},
     {"cpu.dw_tiled", NETRUN_OPTION_BOOL, NULL, "tiled depthwise kernel (default 1)"},
     {"cpu.dw_split", NETRUN_OPTION_BOOL, NULL, "even/odd split rows for stride-2 depthwise (default 1)"},
     {"cpu.pool_avx512", NETRUN_OPTION_BOOL, NULL, "AVX-512 MaxPool on nChw16c (default 1)"},
@@ -271,7 +272,7 @@ static const netrun_option_spec cpu_options[] = {
  * blocked convs (supports() with src_blocked/dst_blocked), across these ops (docs/design.md, "nChw16c"). */
 static const char *const nchwc_ops[] = {"Relu", "Sigmoid", "Tanh", "Swish", "LeakyRelu", "HardSwish", "HardSigmoid",
                                         "Clip", "Elu", "Abs", "Neg", "Exp", "Softplus", "Add", "Sub", "Mul", "Max",
-                                        "Min", "Concat", "MaxPool", "GlobalAveragePool", NULL};
+                                        "Min", "Concat", "MaxPool", "AveragePool", "GlobalAveragePool", NULL};
 static const netrun_region_spec cpu_regions[] = {
     {.kind = NETRUN_REGION_NCHW16C, .option = "cpu.nchwc", .fold_scale_option = "cpu.se_fold", .ops = nchwc_ops},
     {.kind = NETRUN_REGION_END},

@@ -21,3 +21,6 @@ target_link_libraries(test_cpu_fast_math PRIVATE m)
 set_target_properties(test_cpu_fast_math PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
 add_test(NAME unit.cpu_fast_math COMMAND test_cpu_fast_math)
 set_tests_properties(unit.cpu_fast_math PROPERTIES TIMEOUT 300)
+# MatMul / Gemm on constant B packed once for oneDNN's matmul (matmul_dnnl.c) against onnxruntime: 1-3 threads
+# (column slices), cpu.pack_matmul on and off, alpha / beta / C / fused Relu, changing row counts
+netrun_binding_test(cpu.packed_matmul ${CMAKE_CURRENT_LIST_DIR}/test_packed_matmul.py)

@@ -71,3 +71,22 @@ add("mm_int64", "MatMul", [rand(3, 4, dtype=np.int64, low=-9, high=9, seed=80),
                            rand(2, 4, 2, dtype=np.int64, low=-9, high=9, seed=81)])
 add("mm_empty", "MatMul", [np.zeros((0, 3), np.float32), rand(3, 4, seed=82)])
 add("mm_opset7", "MatMul", [rand(2, 3, 4, seed=83), rand(4, 2, seed=84)], opset=7)
+
+# A constant float B is packed once for oneDNN's matmul (backends/cpu/matmul_dnnl.c) where A has 2 to 48 rows:
+# transposed B, alpha with beta * C of each broadcast form, B with leading dims of 1, N neither a multiple of 16
+# nor of the 64-column slices, two rows (the smallest M that packs), and a Gemm whose C is an input.
+add("gemm_packed_transB_alpha_beta_full_c", "Gemm", [rand(20, 96, seed=150), ("const", rand(150, 96, seed=151)),
+                                                     rand(20, 150, seed=152)], transB=1, alpha=0.5, beta=-1.5,
+    rtol=1e-3, atol=1e-4)
+add("gemm_packed_c_col", "Gemm", [rand(33, 70, seed=153), ("const", rand(70, 129, seed=154)),
+                                  ("const", rand(33, 1, seed=155))], beta=2.0, rtol=1e-3, atol=1e-4)
+add("gemm_packed_c_scalar_beta0", "Gemm", [rand(9, 40, seed=156), ("const", rand(40, 17, seed=157)),
+                                           ("const", rand(1, seed=158))], beta=0.0)
+add("gemm_packed_no_c", "Gemm", [rand(5, 300, seed=159), ("const", rand(300, 260, seed=160))], opset=13,
+    rtol=1e-3, atol=1e-4)
+add("mm_packed_3d", "MatMul", [rand(2, 19, 64, seed=161), ("const", rand(64, 200, seed=162))], rtol=1e-3)
+add("mm_packed_m2", "MatMul", [rand(2, 64, seed=163), ("const", rand(64, 64, seed=164))])
+add("mm_packed_narrow", "MatMul", [rand(16, 8, seed=165), ("const", rand(8, 3, seed=166))])
+add("mm_packed_b_lead1", "MatMul", [rand(2, 3, 5, 48, seed=167), ("const", rand(1, 48, 130, seed=168))], rtol=1e-3)
+add("mm_packed_b_batched", "MatMul", [rand(3, 5, 48, seed=169), ("const", rand(3, 48, 20, seed=170))])
+add("mm_packed_a_1row_3d", "MatMul", [rand(1, 1, 96, seed=171), ("const", rand(96, 40, seed=172))])

@@ -201,6 +201,42 @@ def case_nchwc_stem():
     return g.model([("x", [2, 3, 13, 13])], ["r", "s.sig"]), 1, 0
 
 
+def case_nchwc_avgpool():
+    """Blocked AveragePools between blocked Convs (3x3/1 pads 1 without count_include_pad, as Inception v2's;
+    3x3/2 ceil_mode with count_include_pad and end pads), and one whose output also goes to a plain op (Softmax),
+    which stays plain (so the Conv before it writes NCHW). No reorder: the graph outputs are written plain."""
+    g = G()
+    y = g.n("Relu", [g.conv("x", 16, 32, "a")], "a.relu")
+    y = g.n("AveragePool", [y], "ap1", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    y = g.n("Relu", [g.conv(y, 32, 32, "b")], "b.relu")
+    y = g.n("AveragePool", [y], "ap2", kernel_shape=[3, 3], strides=[2, 2], pads=[0, 0, 1, 1], ceil_mode=1,
+            count_include_pad=1)
+    y = g.conv(y, 32, 32, "c")
+    y = g.n("AveragePool", [y], "ap3", kernel_shape=[2, 2], strides=[1, 1])
+    g.n("Softmax", [y], "sm", axis=1)
+    g.conv(y, 32, 16, "d")
+    return g.model([("x", [2, 16, 11, 11])], ["d", "sm"]), 0, 0
+
+
+def run_nchwc_avgpool(nr, tmp):
+    """case_nchwc_avgpool against onnxruntime (nChw16c on and off, 1 and 2 threads); which pools ran blocked."""
+    model, _, _ = case_nchwc_avgpool()
+    path = os.path.join(tmp, "nchwc_avgpool.onnx")
+    onnx.save(model, path)
+    feeds = {"x": RNG.standard_normal((2, 16, 11, 11)).astype(np.float32)}
+
+    def check(s, on, threads):
+        kern = {n[0]: n[3] for n in s.nodes()}
+        want = {"ap1": on == "1", "ap2": on == "1", "ap3": False}
+        got = {k: "nChw16c" in kern.get(k, "") for k in want}
+        if not any(n[1] == "AveragePool" for n in s.nodes()):
+            return [f"no AveragePool nodes: {list(kern)}"]
+        return [f"cpu.nchwc={on}: blocked pools {got}, expected {want}"] if got != want else []
+    errors = on_off_runs(nr, path, model, feeds, "cpu.nchwc", check)
+    print(("FAIL nchwc_avgpool: " + "; ".join(errors)) if errors else "ok   nchwc_avgpool")
+    return not errors
+
+
 def on_off_runs(nr, path, model, feeds, key, check):
     """The model on the CPU with option key 1 and 0, at 1 and 2 threads, against onnxruntime (its graph
     optimizations off); check(session, on, threads) adds its own error strings."""
@@ -295,14 +331,69 @@ def run_nchwc(nr, tmp, case):
     return 1
 
 
+def case_caffe2_affine():
+    """Caffe2's exports: BN then its scale and shift again as Mul + Add of Unsqueezed per-channel constants (folded
+    at prepare), all folded into the Conv; Mul / Add alone, operands either way round, constants [1, C, 1, 1],
+    [C, 1, 1] and a scalar; a ConvTranspose. Not folded: a Mul by a constant that varies over the plane, and a Mul
+    by a per-channel value computed at run time."""
+    g = G()
+    ax = g.c("axes12", np.array([1, 2], np.int64))
+    y = g.bn(g.conv("x", 4, 8, "c1"), 8, "b1")
+    y = g.n("Mul", [y, g.n("Unsqueeze", [g.c("s1", w(8)), ax], "us1")], "m1")
+    y = g.n("Add", [y, g.n("Unsqueeze", [g.c("t1", w(8)), ax], "ut1")], "a1")
+    y = g.n("Relu", [y], "r1")
+    y = g.conv(y, 8, 8, "c2", bias=False)
+    y = g.n("Mul", [g.c("s2", w(1, 8, 1, 1)), y], "m2")
+    y = g.n("Add", [g.c("t2", w(8, 1, 1)), y], "a2")
+    y = g.n("Clip", [y, g.c("lo", np.array(-0.5, np.float32)), g.c("hi", np.array(0.5, np.float32))], "k2")
+    y = g.n("Add", [g.conv(y, 8, 8, "c3"), g.c("t3", w(1))], "a3")
+    y = g.n("Mul", [g.conv(y, 8, 8, "ct4", transpose=True, group=2), g.c("s4", w(8, 1, 1))], "m4")
+    y = g.n("Mul", [g.conv(y, 8, 8, "c5"), g.c("s5", w(1, 8, 20, 20))], "m5")            # varies over the plane
+    sc = g.n("Sigmoid", [g.n("GlobalAveragePool", [y], "gap6")], "sg6")
+    g.n("Mul", [g.conv(y, 8, 8, "c6"), sc], "m6")                                      # computed at run time
+    return g.model([("x", [1, 4, 10, 10])], ["m6"]), {"bn": 7, "act": 2, "sum": 0, "drop": 0}, \
+        ["c1+b1+m1+a1+r1", "c2+m2+a2+k2", "c3+a3", "ct4+m4", "c5", "m5", "c6", "m6"]
+
+
+def case_sum_residual():
+    """Caffe2's ResNets write the residual Add as Sum: a Sum of two fuses as "+ Z" (then the Relu); a Sum of three
+    stays."""
+    g = G()
+    y = g.n("Relu", [g.bn(g.conv("x", 8, 8, "c1"), 8, "b1")], "r1")
+    y = g.n("Relu", [g.n("Sum", [g.bn(g.conv(y, 8, 8, "c2"), 8, "b2"), "x"], "sum2")], "r2")
+    g.n("Sum", [g.conv(y, 8, 8, "c3"), y, "x"], "sum3")
+    return g.model([("x", [2, 8, 9, 9])], ["sum3"]), {"bn": 2, "act": 2, "sum": 1, "drop": 0}, \
+        ["c1+b1+r1", "c2+b2+sum2+r2", "c3", "sum3"]
+
+
+def case_bn_affine():
+    """DenseNet's pre-activation (Caffe2): BN (after a pool, no Conv to fold into) then Mul + Add of Unsqueezed
+    per-channel constants: one BN with the scale and shift folded into gamma and beta, and the Relu after it
+    fused. A BN whose Mul reads a per-plane constant keeps it; a BN alone takes its activation."""
+    g = G()
+    ax = g.c("axes12", np.array([1, 2], np.int64))
+    y = g.bn(g.n("MaxPool", ["x"], "pool", kernel_shape=[2, 2], strides=[2, 2]), 8, "bn1")
+    y = g.n("Mul", [y, g.n("Unsqueeze", [g.c("s1", w(8)), ax], "us1")], "m1")
+    y = g.n("Add", [g.n("Unsqueeze", [g.c("t1", w(8)), ax], "ut1"), y], "a1")
+    y = g.n("Relu", [y], "r1")
+    y = g.conv(y, 8, 8, "c2")
+    y = g.bn(g.n("Relu", [y], "r2"), 8, "bn3")
+    y = g.n("Mul", [y, g.c("s3", w(1, 1, 5, 5))], "m3")
+    g.n("LeakyRelu", [g.bn(y, 8, "bn4")], "lr4", alpha=0.1)
+    return g.model([("x", [2, 8, 10, 10])], ["lr4"]), {"bn": 2, "act": 3, "sum": 0, "drop": 0}, \
+        ["bn1+m1+a1+r1", "c2+r2", "bn3", "m3", "bn4+lr4"]
+
+
 CASES = [case_conv_bn_relu, case_residual, case_activations, case_identity_dropout_and_shared,
-         case_convtranspose_group_bn, case_silu]
+         case_convtranspose_group_bn, case_silu, case_caffe2_affine, case_sum_residual,
+         case_bn_affine]
 
 
 def case_control_flow_captures():
     """A graph with an If whose branches read outer values by name (captures): the passes still run on it,
     and keep every captured value as written. a = Relu(BN(Conv(x))) fuses (its output name stays); Conv b's own
-    output is captured, so its BN is not folded into it; c = Identity(a) is captured, so it is not dropped.
+    output is captured, so its BN is not folded into it (the BN takes the Relu after it instead); c = Identity(a)
+    is captured, so it is not dropped.
     16 channels, so the CPU's nChw16c region runs too (a captured value is handed to the If in NCHW)."""
     g = G()
     a = g.n("Relu", [g.bn(g.conv("x", 16, 16, "a"), 16, "a.bn")], "a.relu")
@@ -341,9 +432,10 @@ def run_captures(nr, tmp):
                 nodes = [n[0] for n in s.nodes()]
                 counts = s.pass_counts()
                 if opt == "1":
-                    if counts[0] != 1 or counts[1] != 1 or counts[3] != 0:
-                        errors.append(f"pass counts {counts}: expected a's BN and Relu fused, nothing dropped")
-                    for nm in ("a+a.bn+a.relu", "b", "b.bn", "c", "y"):
+                    if counts[0] != 1 or counts[1] != 2 or counts[3] != 0:
+                        errors.append(f"pass counts {counts}: expected a's BN and Relu fused, b.bn's Relu, "
+                                      "nothing dropped")
+                    for nm in ("a+a.bn+a.relu", "b", "b.bn+b.relu", "c", "y"):
                         if nm not in nodes:
                             errors.append(f"no node named '{nm}' (nodes: {nodes})")
     print(("FAIL control_flow_captures: " + "; ".join(errors)) if errors else "ok   control_flow_captures")
@@ -415,7 +507,7 @@ def main():
                     passed += 1
                 else:
                     failed += 1
-            for run in (run_se_fold, run_captures):
+            for run in (run_se_fold, run_captures, run_nchwc_avgpool):
                 if run(nr, tmp):
                     passed += 1
                 else:
