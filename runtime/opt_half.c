@@ -199,15 +199,15 @@ netrun_status opt_plan_half(opt_state *o, const netrun_backend_config *cfg, nr_g
         for (int j = 0; j < ng->nodes[k].n_inputs; j++) {
             int v = ng->nodes[k].inputs[j], id = v;
             if (v < 0 || v >= st.nv0) continue;
-            if (cand[k] && dtype_of(o, ng, v) == NETRUN_DTYPE_FLOAT && !is_half[v] && st.hval[v] < 0 &&
-                (ng->values[v].constant || (v < g->n_values && o->s->values[v].is_const))) {
-                if ((id = opt_half_const(o, ng, v, st.nv0, st.hval)) < 0) {
+            int f32 = cand[k] && !is_half[v] && dtype_of(o, ng, v) == NETRUN_DTYPE_FLOAT;
+            if (f32 && (ng->values[v].constant || (v < g->n_values && o->s->values[v].is_const))) {
+                if ((id = opt_half_const(o, ng, v, st.nv0, st.hval)) < 0) { /* cached in hval like the Casts */
                     rc = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "float16 region pass: cannot make a float16 copy of '%s'",
                                   ng->values[v].name);
                     break;
                 }
-            } else if (cand[k] ? dtype_of(o, ng, v) == NETRUN_DTYPE_FLOAT || is_half[v] : is_half[v]) {
-                if ((id = cand[k] && !is_half[v] && st.hval[v] >= 0 ? st.hval[v] : half_as(&st, is_half, v, cand[k])) < 0) {
+            } else if (f32 || is_half[v]) { /* a pinned output's float16 value is in hval: half_as finds it */
+                if ((id = half_as(&st, is_half, v, cand[k])) < 0) {
                     rc = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the float16 region pass");
                     break;
                 }

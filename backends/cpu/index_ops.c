@@ -434,12 +434,30 @@ static int tfidf_same_pool(const netrun_tfidf_params *p, const int64_t *a, const
     return 1;
 }
 
-static netrun_status tfidf_table_build(const netrun_tfidf_params *p, tfidf_table *t) {
+static void tfidf_destroy(void *state) {
+    tfidf_table *t = state;
+    if (t) free(t->slot);
+    free(t);
+}
+
+/* The table is built once per node (the pool is an attribute); no table: no pool n-gram can match. */
+static netrun_status tfidf_create(cpu_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
+    (void)ctx;
+    const netrun_tfidf_params *p = node->params;
+    *state = NULL;
+    *ws = 0;
+    if (!p) return cpu_host->error(NETRUN_ERR_INTERNAL, "tfidf: bad params");
+    if (p->n_grams <= 0 || p->max_gram < p->min_gram) return NETRUN_OK;
+    tfidf_table *t = calloc(1, sizeof *t);
+    if (!t) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "TfIdfVectorizer: %lld n-grams", (long long)p->n_grams);
     int64_t size = 16;
     while (size < 2 * p->n_grams) size *= 2;
     t->mask = size - 1;
     t->slot = malloc(sizeof(int64_t) * (size_t)size);
-    if (!t->slot) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "TfIdfVectorizer: %lld n-grams", (long long)p->n_grams);
+    if (!t->slot) {
+        free(t);
+        return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "TfIdfVectorizer: %lld n-grams", (long long)p->n_grams);
+    }
     for (int64_t i = 0; i < size; i++) t->slot[i] = -1;
     for (int64_t g = 0; g < p->n_grams; g++) {
         const int64_t *gr = p->grams + 3 * g;
@@ -447,6 +465,7 @@ static netrun_status tfidf_table_build(const netrun_tfidf_params *p, tfidf_table
         while (t->slot[i] >= 0 && !tfidf_same_pool(p, p->grams + 3 * t->slot[i], gr)) i = (i + 1) & t->mask;
         t->slot[i] = g;
     }
+    *state = t;
     return NETRUN_OK;
 }
 
@@ -466,7 +485,8 @@ static int64_t tfidf_find(const netrun_tfidf_params *p, const tfidf_table *t, co
 }
 
 static netrun_status run_tfidf(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
-    (void)ctx, (void)state;
+    (void)ctx;
+    const tfidf_table *t = state;
     const netrun_tfidf_params *p = args->params;
     const netrun_tensor *x = &args->inputs[0];
     netrun_tensor *y = &args->outputs[0];
@@ -476,9 +496,10 @@ static netrun_status run_tfidf(cpu_context *ctx, void *state, const netrun_kerne
     float *yv = y->data;
     memset(yv, 0, sizeof(float) * (size_t)(rows * out));
     /* n-gram lengths that can match: the layer clamps max_gram to the pool's longest, so an empty pool leaves
-     * none, and then there is nothing to count (a loop over the windows regardless took 50 s on a fuzzed model) */
+     * none, no table (tfidf_create), and nothing to count (a loop over the windows regardless took 50 s on a fuzzed
+     * model) */
     const int64_t lo = p->min_gram, hi = p->max_gram;
-    if (hi >= lo && p->n_grams > 0) {
+    if (t) {
         /* windows: one per start, skip distance and length; distances up to max_skip + 1 and (2+ items) within
          * the row. A huge max_skip_count over long rows makes that quadratic: refused past 2^28 windows in all */
         double dists = hi > 1 ? (C > 1 ? (double)C - 1 : 1) : 1;
@@ -488,9 +509,6 @@ static netrun_status run_tfidf(cpu_context *ctx, void *state, const netrun_kerne
             return cpu_host->error(NETRUN_ERR_UNSUPPORTED, "TfIdfVectorizer: %lld rows of %lld tokens with "
                                    "max_skip_count %lld make %.3g windows, over netrun's limit of 2^28 (lower "
                                    "max_skip_count)", (long long)rows, (long long)C, (long long)p->max_skip, windows);
-        tfidf_table t;
-        netrun_status st = tfidf_table_build(p, &t);
-        if (st != NETRUN_OK) return st;
         for (int64_t r = 0; r < rows; r++) {
             float *f = yv + r * out;
             int64_t base = r * C, start_size = lo;
@@ -499,7 +517,7 @@ static netrun_status run_tfidf(cpu_context *ctx, void *state, const netrun_kerne
                 if (start_size > 1 && d * (start_size - 1) >= C) break;
                 for (int64_t s0 = 0; s0 + d * (start_size - 1) < C; s0++)
                     for (int64_t n = start_size; n <= hi && s0 + d * (n - 1) < C; n++) {
-                        int64_t col = tfidf_find(p, &t, x, base + s0, d, n);
+                        int64_t col = tfidf_find(p, t, x, base + s0, d, n);
                         if (col >= 0 && col < out) f[col] += 1;
                     }
                 if (start_size == 1) { /* unigrams count once, not once per skip distance */
@@ -508,7 +526,6 @@ static netrun_status run_tfidf(cpu_context *ctx, void *state, const netrun_kerne
                 }
             }
         }
-        free(t.slot);
     }
     for (int64_t r = 0; r < rows; r++) {
         float *f = yv + r * out;
@@ -579,7 +596,7 @@ const cpu_op cpu_ops_index_ops[] = {
     {"ReverseSequence", NULL, CPU_ALL_DTYPES, "", NULL, NULL, run_revseq, NULL},
     {"TensorScatter", NULL, CPU_ALL_DTYPES, "", NULL, NULL, run_tscatter, NULL},
     {"TfIdfVectorizer", NULL, NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT32) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT64),
-     "integer tokens only", NULL, NULL, run_tfidf, NULL},
+     "integer tokens only", NULL, tfidf_create, run_tfidf, tfidf_destroy},
     {"Binarizer", "ai.onnx.ml", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_DOUBLE) |
      NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT32) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT64), "", NULL, NULL, run_binarizer, NULL},
     {"ArrayFeatureExtractor", "ai.onnx.ml", CPU_ALL_DTYPES, "", NULL, NULL, run_afe, NULL},

@@ -281,6 +281,24 @@ def direct_netrun(lib, onnx_path, feeds, threads, n, backends):
     return {"throughput": 1e3 / statistics.mean(lat), "p50": percentile(lat, 50), "p99": percentile(lat, 99), "n": n}
 
 
+def shm_tensors(th, feeds, out_names, out_sizes, in_region, out_region):
+    """Inputs and requested outputs that name consecutive ranges of two registered shared-memory regions."""
+    from tritonclient.utils import np_to_triton_dtype
+    ins, outs, off = [], [], 0
+    for k, v in feeds.items():
+        t = th.InferInput(k, list(v.shape), np_to_triton_dtype(v.dtype))
+        t.set_shared_memory(in_region, v.nbytes, offset=off)
+        ins.append(t)
+        off += v.nbytes
+    off = 0
+    for o, size in zip(out_names, out_sizes):
+        r = th.InferRequestedOutput(o, binary_data=True)
+        r.set_shared_memory(out_region, size, offset=off)
+        outs.append(r)
+        off += size
+    return ins, outs
+
+
 def paired(lib, url, model, onnx_path, feeds, threads, n, backends, out_names, out_shapes=None, cuda=False):
     """netrun direct and Triton + netrun (concurrency 1) alternated request by request, so that both see the same
     load from whatever else runs on the machine: the fairest measure of what serving adds to one inference.
@@ -308,22 +326,14 @@ def paired(lib, url, model, onnx_path, feeds, threads, n, backends, out_names, o
         d_in, d_out = rt.malloc(in_bytes), rt.malloc(sum(out_sizes))
         regions = [("cuda", rt, d_in), ("cuda", rt, d_out)]
         off = 0
-        for k, v in feeds.items():
+        for v in feeds.values():
             v = np.ascontiguousarray(v)
             rt.memcpy(d_in + off, v.ctypes.data, v.nbytes, 1)
-            t = th.InferInput(k, list(v.shape), np_to_triton_dtype(v.dtype))
-            t.set_shared_memory("nr_bench_cin", v.nbytes, offset=off)
-            ins.append(t)
             off += v.nbytes
         cl.register_cuda_shared_memory("nr_bench_cin", base64.b64encode(rt.ipc_handle(d_in)).decode(), 0, in_bytes)
         cl.register_cuda_shared_memory("nr_bench_cout", base64.b64encode(rt.ipc_handle(d_out)).decode(), 0,
                                        sum(out_sizes))
-        outs, off = [], 0
-        for o, size in zip(out_names, out_sizes):
-            r = th.InferRequestedOutput(o, binary_data=True)
-            r.set_shared_memory("nr_bench_cout", size, offset=off)
-            outs.append(r)
-            off += size
+        ins, outs = shm_tensors(th, feeds, out_names, out_sizes, "nr_bench_cin", "nr_bench_cout")
         host_out = np.empty(sum(out_sizes) // 4, np.float32)
 
         def read_back():
@@ -338,18 +348,7 @@ def paired(lib, url, model, onnx_path, feeds, threads, n, backends, out_names, o
         shm.set_shared_memory_region(h_in, list(feeds.values()))
         cl.register_system_shared_memory("nr_bench_in", "/nr_bench_in", in_bytes)
         cl.register_system_shared_memory("nr_bench_out", "/nr_bench_out", sum(out_sizes))
-        off = 0
-        for k, v in feeds.items():
-            t = th.InferInput(k, list(v.shape), np_to_triton_dtype(v.dtype))
-            t.set_shared_memory("nr_bench_in", v.nbytes, offset=off)
-            ins.append(t)
-            off += v.nbytes
-        outs, off = [], 0
-        for o, size in zip(out_names, out_sizes):
-            r = th.InferRequestedOutput(o, binary_data=True)
-            r.set_shared_memory("nr_bench_out", size, offset=off)
-            outs.append(r)
-            off += size
+        ins, outs = shm_tensors(th, feeds, out_names, out_sizes, "nr_bench_in", "nr_bench_out")
 
         def read_back():
             o = 0
