@@ -22,6 +22,30 @@ static int elem_nonzero(const void *p, netrun_dtype t, size_t es, int64_t i) {
 
 /* ---- NonZero ---- */
 
+/* One byte per element (bool, uint8, int8): nonzero flags are the bytes themselves. Otherwise a flag per element
+ * is written first so that the dtype switch runs once per element, not twice. */
+static void nonzero_flags(const netrun_tensor *x, size_t es, int64_t n, unsigned char *f) {
+    switch (x->dtype) {
+    case NETRUN_DTYPE_FLOAT: {
+        const float *p = x->data;
+        for (int64_t i = 0; i < n; i++) f[i] = p[i] != 0.0f;
+        break;
+    }
+    case NETRUN_DTYPE_INT64: case NETRUN_DTYPE_UINT64: {
+        const uint64_t *p = x->data;
+        for (int64_t i = 0; i < n; i++) f[i] = p[i] != 0;
+        break;
+    }
+    case NETRUN_DTYPE_INT32: case NETRUN_DTYPE_UINT32: {
+        const uint32_t *p = x->data;
+        for (int64_t i = 0; i < n; i++) f[i] = p[i] != 0;
+        break;
+    }
+    default:
+        for (int64_t i = 0; i < n; i++) f[i] = (unsigned char)elem_nonzero(x->data, x->dtype, es, i);
+    }
+}
+
 static netrun_status run_nonzero(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
     (void)ctx, (void)state;
     const netrun_tensor *x = &args->inputs[0];
@@ -29,22 +53,46 @@ static netrun_status run_nonzero(cpu_context *ctx, void *state, const netrun_ker
     netrun_status st = cpu_need_esize(x, &es, "NonZero");
     if (st != NETRUN_OK) return st;
     int64_t n = cpu_count(x), nnz = 0;
-    for (int64_t i = 0; i < n; i++) nnz += elem_nonzero(x->data, x->dtype, es, i);
+    unsigned char *flags = NULL;
+    const unsigned char *f = x->data;
+    if (x->dtype != NETRUN_DTYPE_BOOL && x->dtype != NETRUN_DTYPE_UINT8 && x->dtype != NETRUN_DTYPE_INT8) {
+        flags = cpu_alloc(n > 0 ? (size_t)n : 1);
+        if (!flags) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "NonZero: out of memory (%lld elements)",
+                                           (long long)n);
+        nonzero_flags(x, es, n, flags);
+        f = flags;
+    }
+    for (int64_t i = 0; i < n; i++) nnz += f[i] != 0;
     int rank = x->rank > 0 ? x->rank : 1;
     int64_t dims[2] = {rank, nnz};
     st = args->alloc_output(args->exec, 0, 2, dims);
-    if (st != NETRUN_OK) return st;
-    int64_t *y = args->outputs[0].data, k = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (!elem_nonzero(x->data, x->dtype, es, i)) continue;
-        int64_t rem = i;
-        for (int d = x->rank - 1; d >= 0; d--) {
-            y[d * nnz + k] = rem % x->dims[d];
-            rem /= x->dims[d];
-        }
-        if (x->rank == 0) y[k] = 0;
-        k++;
+    if (st != NETRUN_OK) {
+        cpu_free(flags);
+        return st;
     }
+    int64_t *y = args->outputs[0].data, k = 0;
+    if (x->rank == 0) {
+        if (nnz) y[0] = 0;
+    } else {
+        /* The coordinates are counted along, the last axis fastest (no division per element), and written for
+         * every element at slot k, which only a nonzero one keeps: no branch on the data (a detector's score mask
+         * is a coin toss for the branch predictor). */
+        int64_t coord[NETRUN_MAX_RANK] = {0};
+        const int last = x->rank - 1;
+        if (last == 0) {
+            for (int64_t i = 0; i < n && k < nnz; i++) {
+                y[k] = i;
+                k += f[i] != 0;
+            }
+        } else {
+            for (int64_t i = 0; i < n && k < nnz; i++) {
+                for (int d = 0; d <= last; d++) y[d * nnz + k] = coord[d];
+                k += f[i] != 0;
+                for (int d = last; d >= 0 && ++coord[d] == x->dims[d]; d--) coord[d] = 0;
+            }
+        }
+    }
+    cpu_free(flags);
     return NETRUN_OK;
 }
 

@@ -21,6 +21,13 @@ case("nonzero_i32", "NonZero", [rand(6, 7, dtype=np.int32, low=-1, high=1, seed=
 case("nonzero_bool", "NonZero", [rand(4, 3, 2, dtype=np.bool_, seed=3)], opset=13)
 case("nonzero_none", "NonZero", [np.zeros((3, 2), np.float32)], opset=13)
 case("nonzero_1d_i64", "NonZero", [np.array([0, 5, 0, -3, 7], np.int64)], opset=13)
+# long masks (a detector's score > threshold): rank 1 and 3, bool, uint8, float with -0.0
+mask = rand(24000, seed=5) > 0.5
+case("nonzero_mask_1d", "NonZero", [mask], opset=13)
+case("nonzero_u8_3d", "NonZero", [(rand(5, 60, 70, seed=6) > 0.7).astype(np.uint8)], opset=13)
+xl = rand(4000, 3, seed=7)
+xl[xl < 0.4] = -0.0
+case("nonzero_f32_long", "NonZero", [xl], opset=13)
 
 # Unique: sorted/unsorted, flat and along an axis, all four outputs
 xi = rand(20, dtype=np.int64, low=-4, high=4, seed=4)

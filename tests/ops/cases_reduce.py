@@ -128,6 +128,20 @@ for dt in [np.float16, np.float64, np.int32, np.int64]:
     CASES.append(case(f"TopK_{np.dtype(dt).name}", "TopK",
                       [rand(4, 9, dtype=dt, low=-50, high=50, seed=24), ("const", np.array([3], np.int64))],
                       outputs=2, opset=11))
+# the sort path (integer keys, quickselect + introsort): k close to a long line's length (a detector keeps most of
+# its scores), many ties, -0 beside +0 (equal: the lower index first), k of the whole line, a middle axis
+tied = np.round(rand(2, 5000, seed=28) * 8).astype(np.float32) / 8
+tied[0, 10:20] = 0.0
+tied[0, 15:18] = -0.0
+for largest in [1, 0]:
+    CASES.append(case(f"TopK_sort_ties_l{largest}", "TopK", [tied, ("const", np.array([4000], np.int64))],
+                      outputs=2, attrs={"largest": largest}, opset=11))
+CASES.append(case("TopK_sort_all_inner", "TopK",
+                  [rand(3, 2000, 2, dtype=np.int32, low=-30, high=30, seed=29), ("const", np.array([2000], np.int64))],
+                  outputs=2, attrs={"axis": 1}, opset=11))
+CASES.append(case("TopK_sort_sorted_input", "TopK",
+                  [np.arange(3000, dtype=np.float32).reshape(1, 3000), ("const", np.array([2999], np.int64))],
+                  outputs=2, attrs={"largest": 0}, opset=11))
 
 # ---- CumSum ----
 xc = rand(3, 4, 5, seed=31)
