@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Pack what the GPU machine lacks for building netrun into .deps/deps.tar.gz (gitignored; carry ".deps" to
 # the machine): protobuf-c (headers, library, the protoc-c compiler with its libprotobuf/libprotoc) and
-# OpenBLAS (CBLAS headers, library, libgfortran/libquadmath) and jansson. Layout inside the archive, under usr/:
+# OpenBLAS (CBLAS headers, library, libgfortran/libquadmath), jansson, oneDNN (the CPU backend's convolutions and
+# packed GEMMs: without it the CPU backend there falls back to im2col + OpenBLAS and its CPU figures are not a
+# user's) and CLBlast (the OpenCL backend's GEMMs: without it the OpenCL backend is not built there). Layout inside the archive, under usr/:
 #   include/protobuf-c/  include/openblas/cblas.h...  lib/ (libraries found by CMake and the loader)
 #   bin/protoc-c (a wrapper that finds its private libraries in libexec/)  libexec/protoc-c (the real one) + its libs
 # Also .deps/node-tests.tar.gz: the ONNX node tests of the local onnx wheel.
@@ -57,6 +59,23 @@ if [ -f /usr/include/jansson.h ]; then
   mkdir -p "$U/lib/pkgconfig"
   sed -e 's|^prefix=.*|prefix=${pcfiledir}/../..|' -e 's|^libdir=.*|libdir=${prefix}/lib|' \
     -e 's|^includedir=.*|includedir=${prefix}/include|' $libdir/pkgconfig/jansson.pc >"$U/lib/pkgconfig/jansson.pc"
+fi
+
+# oneDNN (libdnnl-dev): headers and the library; it links the target's own libgomp
+if [ -f /usr/include/oneapi/dnnl/dnnl.h ]; then
+  mkdir -p "$U/include/oneapi"
+  cp -r /usr/include/oneapi/dnnl "$U/include/oneapi/"
+  cp /usr/include/dnnl*.h "$U/include/" 2>/dev/null || true
+  cp -a $libdir/libdnnl.so* "$U/lib/"
+else
+  echo "pack-deps: oneDNN not installed (apt-get install libdnnl-dev): the GPU machine's CPU backend will lack it"
+fi
+# CLBlast (libclblast-dev): the C header and the library (it links the target's libOpenCL)
+if [ -f /usr/include/clblast_c.h ]; then
+  cp /usr/include/clblast*.h "$U/include/"
+  cp -a $libdir/libclblast.so* "$U/lib/"
+else
+  echo "pack-deps: CLBlast not installed (apt-get install libclblast-dev): no OpenCL backend on the GPU machine"
 fi
 
 mkdir -p "$ROOT/.deps"
