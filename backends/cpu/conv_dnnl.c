@@ -15,7 +15,7 @@
 #include <stdio.h>
 
 #ifdef NETRUN_CPU_DNNL
-#include <dnnl.h>
+#include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 #include <pthread.h>
 #include <stdatomic.h>

@@ -12,7 +12,7 @@ typedef struct cpu_dnnl_conv cpu_dnnl_conv;
 
 int cpu_dnnl_available(void);
 #ifdef NETRUN_CPU_DNNL
-#include <dnnl.h>
+#include <oneapi/dnnl/dnnl.h>
 /* The CPU engine every oneDNN primitive of the backend uses (NULL when cpu_dnnl_available() is 0). */
 dnnl_engine_t cpu_dnnl_engine(void);
 #endif

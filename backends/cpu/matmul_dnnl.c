@@ -13,7 +13,7 @@
 #include <stdio.h>
 
 #ifdef NETRUN_CPU_DNNL
-#include <dnnl.h>
+#include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 
 #include "conv_dnnl.h" /* cpu_dnnl_engine */

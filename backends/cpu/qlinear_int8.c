@@ -172,7 +172,7 @@ int cpu_dequantize_8_f32(const void *x, float *y, int64_t n, float scale, int32_
 }
 
 #ifdef NETRUN_CPU_DNNL
-#include <dnnl.h>
+#include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 #include <pthread.h>
 
