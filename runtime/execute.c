@@ -82,14 +82,16 @@ netrun_status nr_host_value(netrun_session *s, int v) {
     return sl->api->copy_to_host(sl->ctx, sv->host_copy, t.buffer, t.offset, sv->nbytes);
 }
 
-static netrun_status run_dynamic_infer(netrun_session *s, nr_snode *sn, int dom) {
+static netrun_status run_dynamic_infer(netrun_session *s, nr_snode *sn, int dom, int defer) {
     nr_graph *g = s->model->ir->graph;
     const nr_node *nd = &g->nodes[sn->node];
     /* Most shapes need only the inputs' shapes: infer with the values that are already on the host. Only when the
      * inference asks for a value that lives on a device (a Reshape's target computed there) are the device inputs
-     * copied back, which waits for the device: one synchronisation per such node, not one per run-time node. */
+     * copied back, which waits for the device: one synchronisation per such node, not one per run-time node.
+     * defer: return NR_STATUS_NEED_VALUE instead (the steps that write those values have not run yet). */
     nr_gather_descs(s, sn, 2);
     netrun_status st = nr_infer_node(s, sn);
+    if (st == NR_STATUS_NEED_VALUE && defer) return st;
     if (st == NR_STATUS_NEED_VALUE) {
         nr_error_clear();
         for (int i = 0; i < nd->n_inputs; i++)
@@ -142,16 +144,15 @@ static netrun_status stream_weights(netrun_session *s, const nr_snode *sn, nr_sl
     return st;
 }
 
-static netrun_status run_kernel(netrun_session *s, nr_snode *sn) {
+/* A kernel step's tensors for this run: its shapes inferred again in a dynamic session (defer: a value the
+ * inference needs from the device is not read, NR_STATUS_NEED_VALUE is returned instead: the caller has not run the
+ * steps before it yet), then each input and output as the kernel sees it. */
+static netrun_status kernel_tensors(netrun_session *s, nr_snode *sn, int defer) {
     nr_graph *g = s->model->ir->graph;
     const nr_node *nd = &g->nodes[sn->node];
-    nr_activity_set(s, NR_ACT_RUN_KERNEL, sn->node, sn->slot);
-    if (sn->slot == NR_SLOT_RUNTIME) return nr_run_control_flow(s, sn);
-    if (sn->view) return NETRUN_OK; /* a view (prepare.c, plan_aliases): its output already holds the bytes */
-    nr_slot *sl = &s->slots[sn->slot];
-    int dom = sl->domain;
+    int dom = s->slots[sn->slot].domain;
     netrun_status st;
-    if (sn->dynamic && (st = run_dynamic_infer(s, sn, dom)) != NETRUN_OK) return st;
+    if (sn->dynamic && (st = run_dynamic_infer(s, sn, dom, defer)) != NETRUN_OK) return st;
     for (int i = 0; i < nd->n_inputs; i++) {
         if (nd->inputs[i] < 0) {
             memset(&sn->in_t[i], 0, sizeof sn->in_t[i]);
@@ -174,6 +175,15 @@ static netrun_status run_kernel(netrun_session *s, nr_snode *sn) {
         }
         nr_value_tensor(s, v, dom, &sn->out_t[o]);
     }
+    return NETRUN_OK;
+}
+
+/* Run a kernel step on the tensors kernel_tensors set. */
+static netrun_status kernel_launch(netrun_session *s, nr_snode *sn) {
+    const nr_node *nd = &s->model->ir->graph->nodes[sn->node];
+    nr_slot *sl = &s->slots[sn->slot];
+    int dom = sl->domain;
+    netrun_status st;
     if (dom != NR_HOST_DOMAIN && sn->stream_lane >= 0 && (st = stream_weights(s, sn, sl, dom)) != NETRUN_OK) {
         nr_error_prefix("node '%s' (%s) on %s: streaming weights: ", nd->name, nd->op_type, sl->be->name);
         return st;
@@ -193,6 +203,14 @@ static netrun_status run_kernel(netrun_session *s, nr_snode *sn) {
         return st;
     }
     return NETRUN_OK;
+}
+
+static netrun_status run_kernel(netrun_session *s, nr_snode *sn) {
+    nr_activity_set(s, NR_ACT_RUN_KERNEL, sn->node, sn->slot);
+    if (sn->slot == NR_SLOT_RUNTIME) return nr_run_control_flow(s, sn);
+    if (sn->view) return NETRUN_OK; /* a view (prepare.c, plan_aliases): its output already holds the bytes */
+    netrun_status st = kernel_tensors(s, sn, 0);
+    return st != NETRUN_OK ? st : kernel_launch(s, sn);
 }
 
 static netrun_status run_copy(netrun_session *s, const nr_step *step) {
@@ -259,12 +277,13 @@ static netrun_status record_event(netrun_session *s, const nr_step *step, double
  * Consecutive kernel steps of one device backend form a segment; copies, host kernels and control flow end it.
  * Run 1 after prepare is eager (it warms up lazy work: cuBLAS/cuDNN workspaces, loaded kernels). On run 2 each
  * segment is captured (graph_capture_begin, the usual kernel_run calls, graph_capture_end) and launched; later
- * runs launch the graphs. Graphs are used only when every shape is static, the session is not profiling, and
- * the option "<backend>.graphs" (e.g. cuda.graphs) is not "0". A segment whose capture fails runs eagerly from
- * then on. */
+ * runs launch the graphs. Graphs are used when the session is not profiling and the option "<backend>.graphs"
+ * (e.g. cuda.graphs) is not "0". A segment whose capture fails runs eagerly from then on. In a session with
+ * shapes known only at run time, a segment's graph is replayed only when every step gets what it got at the
+ * capture (run_segment_dynamic). */
 
 static int graphs_wanted(netrun_session *s, const nr_slot *sl) {
-    if (s->dynamic || s->profiling || s->keep_values) return 0;
+    if (s->profiling || s->keep_values) return 0;
     char key[96];
     snprintf(key, sizeof key, "%s.graphs", sl->be->name);
     const char *v = nr_options_get(&s->opts, key);
@@ -288,7 +307,11 @@ static netrun_status build_segments(netrun_session *s) {
     int cur = -1;
     for (int k = 0; k < s->n_steps; k++) {
         s->step_seg[k] = -1;
-        int slot = nr_step_device_slot(s, k);
+        /* a kernel step of a device backend; in a dynamic session its shapes may be known only at run time */
+        const nr_step *step = &s->steps[k];
+        const nr_snode *ssn = step->kind == NR_STEP_KERNEL ? &s->snodes[step->snode] : NULL;
+        int slot = ssn && ssn->slot >= 0 && s->slots[ssn->slot].domain != NR_HOST_DOMAIN && s->slots[ssn->slot].ctx
+                       ? ssn->slot : -1;
         const nr_slot *sl = slot >= 0 ? &s->slots[slot] : NULL;
         int ok = sl && NR_API_HAS(sl->api, graph_capture_begin) && NR_API_HAS(sl->api, graph_capture_end) &&
                  NR_API_HAS(sl->api, graph_launch) && NR_API_HAS(sl->api, graph_destroy);
@@ -318,10 +341,156 @@ static netrun_status run_steps_eager(netrun_session *s, int first, int end) {
     return NETRUN_OK;
 }
 
+/* ---- device graphs with shapes known only at run time ----
+ * Each step's shapes are inferred and its tensors placed for the whole segment first (kernel_tensors, nothing
+ * runs), and the result is written down as the segment's signature: every input's and output's dtype, dims,
+ * address and size, the params inferred for this run (a Slice's starts, a TopK's k) and the workspace. The graph
+ * is replayed when the signature is the one it was captured with, and captured again otherwise: a captured graph
+ * never runs with another run's shapes or addresses, and since a kernel changes its own state only when its
+ * arguments change, none of its internal buffers moved either. A segment whose shapes need a value one of its own
+ * steps computes on the device (a Reshape target made there), or whose kernel sizes an output from the data
+ * (NonZero), cannot be known ahead and runs eagerly; so does one whose signature changed SEG_MAX_MISSES captures
+ * in a row (shapes that never repeat: capturing each run would cost more than it saves). */
+#define SEG_MAX_MISSES 4
+
+typedef struct sig_buf {
+    unsigned char *p;
+    size_t len, cap;
+    int oom;
+} sig_buf;
+
+static void sig_put(sig_buf *b, const void *data, size_t n) {
+    if (b->oom) return;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 1024;
+        while (cap < b->len + n) cap *= 2;
+        unsigned char *q = nr_realloc(b->p, cap);
+        if (!q) {
+            b->oom = 1;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, data, n);
+    b->len += n;
+}
+
+static void sig_tensor(sig_buf *b, const netrun_tensor *t) {
+    int head[2] = {(int)t->dtype, t->rank};
+    sig_put(b, head, sizeof head);
+    if (t->rank > 0) sig_put(b, t->dims, (size_t)t->rank * sizeof t->dims[0]);
+    const void *where[2] = {t->data, t->buffer};
+    sig_put(b, where, sizeof where);
+    size_t sizes[2] = {t->offset, t->nbytes};
+    sig_put(b, sizes, sizeof sizes);
+}
+
+static netrun_status segment_sig(netrun_session *s, const nr_segment *sg, sig_buf *b) {
+    const nr_graph *g = s->model->ir->graph;
+    const nr_slot *sl = &s->slots[sg->slot];
+    const void *ws[2] = {sl->workspace, (const void *)(uintptr_t)sl->workspace_size};
+    sig_put(b, ws, sizeof ws);
+    for (int k = sg->first; k < sg->end; k++) {
+        const nr_snode *sn = &s->snodes[s->steps[k].snode];
+        const nr_node *nd = &g->nodes[sn->node];
+        if (sn->view) continue;
+        sig_put(b, &sn->node, sizeof sn->node);
+        for (int i = 0; i < nd->n_inputs; i++) sig_tensor(b, &sn->in_t[i]);
+        for (int o = 0; o < nd->n_outputs; o++) sig_tensor(b, &sn->out_t[o]);
+        if (sn->params && nd->layer && nd->layer->params_size) sig_put(b, sn->params, nd->layer->params_size);
+    }
+    if (b->oom) {
+        nr_free(b->p);
+        b->p = NULL;
+        return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory checking a device graph's shapes");
+    }
+    return NETRUN_OK;
+}
+
+/* Launch steps [first, end) of a segment on the tensors kernel_tensors set. */
+static netrun_status launch_steps(netrun_session *s, int first, int end) {
+    for (int k = first; k < end; k++) {
+        nr_snode *sn = &s->snodes[s->steps[k].snode];
+        if (sn->view) continue;
+        nr_activity_set(s, NR_ACT_RUN_KERNEL, sn->node, sn->slot);
+        netrun_status st = kernel_launch(s, sn);
+        if (st != NETRUN_OK) return st;
+    }
+    return NETRUN_OK;
+}
+
+static void drop_graph(netrun_session *s, nr_segment *sg) {
+    nr_slot *sl = &s->slots[sg->slot];
+    if (sg->graph && sl->ctx) sl->api->graph_destroy(sl->ctx, sg->graph);
+    if (sg->graph) s->stats.n_graphs--;
+    sg->graph = NULL;
+}
+
+static netrun_status run_segment_dynamic(netrun_session *s, nr_segment *sg) {
+    nr_slot *sl = &s->slots[sg->slot];
+    const nr_graph *g = s->model->ir->graph;
+    for (int k = sg->first; k < sg->end; k++) {
+        nr_snode *sn = &s->snodes[s->steps[k].snode];
+        if (sn->view) continue;
+        netrun_status st = kernel_tensors(s, sn, 1);
+        int sized_by_kernel = 0;
+        for (int o = 0; st == NETRUN_OK && o < g->nodes[sn->node].n_outputs; o++)
+            sized_by_kernel |= g->nodes[sn->node].outputs[o] >= 0 && sn->out_t[o].rank < 0;
+        if (st == NR_STATUS_NEED_VALUE || sized_by_kernel) {
+            /* shapes that depend on this segment's own results: never replayable */
+            nr_error_clear();
+            drop_graph(s, sg);
+            sg->state = -1;
+            netrun_status ls = launch_steps(s, sg->first, st == NETRUN_OK ? k + 1 : k);
+            if (ls != NETRUN_OK) return ls;
+            return run_steps_eager(s, st == NETRUN_OK ? k + 1 : k, sg->end);
+        }
+        if (st != NETRUN_OK) return st;
+    }
+    sig_buf b = {0};
+    netrun_status st = segment_sig(s, sg, &b);
+    if (st != NETRUN_OK) return st;
+    if (sg->state == 1 && b.len == sg->sig_len && !memcmp(b.p, sg->sig, b.len)) {
+        nr_free(b.p);
+        sg->misses = 0;
+        nr_activity_set(s, NR_ACT_GRAPH, -1, sg->slot);
+        return sl->api->graph_launch(sl->ctx, sg->graph);
+    }
+    if (sg->state == 1) { /* another run's shapes or addresses: this graph is stale */
+        drop_graph(s, sg);
+        sg->state = 0;
+        s->stats.graph_recaptures++;
+        if (++sg->misses >= SEG_MAX_MISSES) sg->state = -1;
+    }
+    nr_free(sg->sig);
+    sg->sig = b.p;
+    sg->sig_len = b.len;
+    if (sg->state < 0) return launch_steps(s, sg->first, sg->end);
+    nr_activity_set(s, NR_ACT_GRAPH, -1, sg->slot);
+    st = sl->api->graph_capture_begin(sl->ctx);
+    if (st == NETRUN_OK) {
+        netrun_status rst = launch_steps(s, sg->first, sg->end); /* recorded, not run */
+        void *graph = NULL;
+        st = sl->api->graph_capture_end(sl->ctx, &graph);
+        if (st == NETRUN_OK && rst == NETRUN_OK && graph) {
+            sg->graph = graph;
+            sg->state = 1;
+            s->stats.n_graphs++;
+            return sl->api->graph_launch(sl->ctx, graph);
+        }
+        if (graph) sl->api->graph_destroy(sl->ctx, graph);
+    }
+    nr_error_clear();
+    sg->state = -1;
+    return launch_steps(s, sg->first, sg->end);
+}
+
 /* Run a segment: launch its graph, capture it (second run), or run it eagerly. */
 static netrun_status run_segment(netrun_session *s, nr_segment *sg) {
     nr_slot *sl = &s->slots[sg->slot];
     if (sg->state < 0 || !s->ran_since_prepare || !graphs_wanted(s, sl)) return run_steps_eager(s, sg->first, sg->end);
+    if (s->dynamic) return run_segment_dynamic(s, sg);
     nr_activity_set(s, NR_ACT_GRAPH, -1, sg->slot);
     if (sg->state == 1) return sl->api->graph_launch(sl->ctx, sg->graph);
     netrun_status st = sl->api->graph_capture_begin(sl->ctx);

@@ -162,6 +162,11 @@ typedef struct nr_segment {
     int first, end;                /* steps [first, end) */
     void *graph;                   /* captured graph, owned by the slot's backend */
     int state;                     /* 0: not tried yet, 1: captured, -1: runs eagerly (capture failed) */
+    /* dynamic sessions (execute.c, run_segment_dynamic): what the steps were given when the graph was captured
+     * (shapes, addresses, params), and the captures in a row that the next run did not replay */
+    unsigned char *sig;
+    size_t sig_len;
+    int misses;
 } nr_segment;
 
 typedef struct nr_input {

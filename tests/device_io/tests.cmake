@@ -22,3 +22,8 @@ set_tests_properties(device_io.cuda PROPERTIES SKIP_RETURN_CODE 77)
 # where no OpenCL device is available.
 netrun_binding_test(device_io.opencl ${CMAKE_CURRENT_LIST_DIR}/test_device_io_opencl.py)
 set_tests_properties(device_io.opencl PROPERTIES SKIP_RETURN_CODE 77)
+
+# Device graphs in a session whose shapes are known only at run time (runtime/execute.c, run_segment_dynamic) on
+# the fake device, whose graphs replay the recorded shapes and addresses: replayed only when a run repeats them.
+netrun_binding_test(device_io.dynamic_graphs ${CMAKE_CURRENT_LIST_DIR}/test_dynamic_graphs.py
+  --plugin $<TARGET_FILE:netrun-testplugin-fakedev>)

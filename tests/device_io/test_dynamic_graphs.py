@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Device graphs in a session whose shapes are known only at run time, on the fake device backend of tests/plugins
+(its graphs record each kernel's tensors, addresses and shapes included, and replay exactly those: a graph replayed
+with another run's shapes gives wrong rows). Slice(x[8, 128], 0, e) on the CPU, then MatMul -> Relu -> MatMul on
+fakedev: the rows the device nodes see depend on the value of input e, so the session stays dynamic (a new input
+shape would prepare the session again instead); outputs compared with numpy on every run.
+
+    python3 tests/device_io/test_dynamic_graphs.py --lib build/lib/libnetrun.so \\
+        --plugin build/test-device-plugin/libnetrun-fakedev.so
+"""
+import argparse
+import os
+import sys
+import tempfile
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper, save
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from devio_common import check, device_api, session_stats, verdict  # noqa: E402
+
+RNG = np.random.default_rng(5)
+
+
+def build(path):
+    w1 = (RNG.standard_normal((128, 96)) * 0.1).astype(np.float32)
+    w2 = (RNG.standard_normal((96, 64)) * 0.1).astype(np.float32)
+    nodes = [helper.make_node("Slice", ["x", "zero", "e", "zero"], ["xs"], name="rows"),
+             helper.make_node("MatMul", ["xs", "W1"], ["h"], name="mm1"),
+             helper.make_node("Relu", ["h"], ["r"], name="relu"),
+             helper.make_node("MatMul", ["r", "W2"], ["y"], name="mm2")]
+    g = helper.make_graph(nodes, "dyn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 128]),
+                                         helper.make_tensor_value_info("e", TensorProto.INT64, [1])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 64])],
+                          [numpy_helper.from_array(w1, "W1"), numpy_helper.from_array(w2, "W2"),
+                           numpy_helper.from_array(np.array([0], np.int64), "zero")])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return w1, w2
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--plugin", required=True)
+    a = ap.parse_args()
+    os.environ["NETRUN_BACKEND_PATH"] = ":".join(p for p in (os.environ.get("NETRUN_BACKEND_PATH"), a.plugin) if p)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "bench"))
+    from netrun_ctypes import Netrun, SessionStats
+
+    nr = Netrun(a.lib)
+    lib = device_api(a.lib)
+    path = os.path.join(tempfile.mkdtemp(prefix="nr_dyngraph_"), "dyn.onnx")
+    w1, w2 = build(path)
+
+    def want(x, n):
+        return np.maximum(x[:n] @ w1, 0) @ w2
+
+    with nr.session(path, "fakedev,cpu", 1, {}) as s:
+        def run(n, what):
+            x = RNG.standard_normal((8, 128)).astype(np.float32)
+            y = s.run({"x": x, "e": np.array([n], np.int64)})[0]
+            err = float(np.max(np.abs(y - want(x, n)))) if y.shape == (n, 64) else float("inf")
+            st = session_stats(nr, lib, s, SessionStats)
+            check(err < 1e-4, f"{what}: n={n}, output {y.shape} matches (err {err:.1e}); graphs {st.n_graphs}, "
+                              f"recaptures {st.graph_recaptures}, prepares {st.prepares}")
+            return st
+
+        run(4, "run 1 (eager)")
+        st = run(4, "run 2 (captured)")
+        check(st.n_graphs == 1 and st.graph_recaptures == 0, "the dynamic session captured its segment")
+        st = run(4, "run 3, new data, same shapes")
+        check(st.n_graphs == 1 and st.graph_recaptures == 0, "same shapes and addresses: replayed")
+        st = run(7, "a larger batch")
+        check(st.n_graphs == 1 and st.graph_recaptures == 1, "new shapes: captured again, the old graph not replayed")
+        st = run(7, "the larger batch again")
+        check(st.graph_recaptures == 1, "replayed at the new shapes")
+        st = run(3, "a smaller batch (same buffers, fewer rows)")
+        check(st.graph_recaptures == 2, "smaller shapes in the same buffers: captured again")
+        prepares = st.prepares
+        for i in range(6):  # shapes that change at every run: after a few captures the segment runs eagerly
+            st = run(5 + i % 2, f"alternating batch, run {i + 1}")
+        check(st.n_graphs == 0 and st.graph_recaptures <= 2 + 4, f"shapes that never repeat: eager from the "
+              f"fourth capture on ({st.graph_recaptures} recaptures, {st.n_graphs} graphs)")
+        check(st.prepares == prepares, "no prepare for any of these runs")
+
+    with nr.session(path, "fakedev,cpu", 1, {"fakedev.graphs": "0"}) as s:
+        for n in (4, 4, 4):
+            x = RNG.standard_normal((8, 128)).astype(np.float32)
+            y = s.run({"x": x, "e": np.array([n], np.int64)})[0]
+        st = session_stats(nr, lib, s, SessionStats)
+        check(st.n_graphs == 0 and float(np.max(np.abs(y - want(x, 4)))) < 1e-4,
+              "fakedev.graphs=0: no graph, same output")
+    return verdict()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
