@@ -427,6 +427,30 @@ static void drop_graph(netrun_session *s, nr_segment *sg) {
     sg->graph = NULL;
 }
 
+/* Capture the segment's steps through run (recorded, not run) and launch the graph. A segment that cannot be
+ * captured (a kernel synchronizes, copies from the host...) runs eagerly from then on. */
+static netrun_status capture_segment(netrun_session *s, nr_segment *sg,
+                                     netrun_status (*run)(netrun_session *s, int first, int end)) {
+    nr_slot *sl = &s->slots[sg->slot];
+    nr_activity_set(s, NR_ACT_GRAPH, -1, sg->slot);
+    netrun_status st = sl->api->graph_capture_begin(sl->ctx);
+    if (st == NETRUN_OK) {
+        netrun_status rst = run(s, sg->first, sg->end);
+        void *graph = NULL;
+        st = sl->api->graph_capture_end(sl->ctx, &graph);
+        if (st == NETRUN_OK && rst == NETRUN_OK && graph) {
+            sg->graph = graph;
+            sg->state = 1;
+            s->stats.n_graphs++;
+            return sl->api->graph_launch(sl->ctx, graph);
+        }
+        if (graph) sl->api->graph_destroy(sl->ctx, graph);
+    }
+    nr_error_clear();
+    sg->state = -1;
+    return run(s, sg->first, sg->end);
+}
+
 static netrun_status run_segment_dynamic(netrun_session *s, nr_segment *sg) {
     nr_slot *sl = &s->slots[sg->slot];
     const nr_graph *g = s->model->ir->graph;
@@ -466,24 +490,7 @@ static netrun_status run_segment_dynamic(netrun_session *s, nr_segment *sg) {
     nr_free(sg->sig);
     sg->sig = b.p;
     sg->sig_len = b.len;
-    if (sg->state < 0) return launch_steps(s, sg->first, sg->end);
-    nr_activity_set(s, NR_ACT_GRAPH, -1, sg->slot);
-    st = sl->api->graph_capture_begin(sl->ctx);
-    if (st == NETRUN_OK) {
-        netrun_status rst = launch_steps(s, sg->first, sg->end); /* recorded, not run */
-        void *graph = NULL;
-        st = sl->api->graph_capture_end(sl->ctx, &graph);
-        if (st == NETRUN_OK && rst == NETRUN_OK && graph) {
-            sg->graph = graph;
-            sg->state = 1;
-            s->stats.n_graphs++;
-            return sl->api->graph_launch(sl->ctx, graph);
-        }
-        if (graph) sl->api->graph_destroy(sl->ctx, graph);
-    }
-    nr_error_clear();
-    sg->state = -1;
-    return launch_steps(s, sg->first, sg->end);
+    return sg->state < 0 ? launch_steps(s, sg->first, sg->end) : capture_segment(s, sg, launch_steps);
 }
 
 /* Run a segment: launch its graph, capture it (second run), or run it eagerly. */
@@ -491,25 +498,11 @@ static netrun_status run_segment(netrun_session *s, nr_segment *sg) {
     nr_slot *sl = &s->slots[sg->slot];
     if (sg->state < 0 || !s->ran_since_prepare || !graphs_wanted(s, sl)) return run_steps_eager(s, sg->first, sg->end);
     if (s->dynamic) return run_segment_dynamic(s, sg);
-    nr_activity_set(s, NR_ACT_GRAPH, -1, sg->slot);
-    if (sg->state == 1) return sl->api->graph_launch(sl->ctx, sg->graph);
-    netrun_status st = sl->api->graph_capture_begin(sl->ctx);
-    if (st == NETRUN_OK) {
-        netrun_status rst = run_steps_eager(s, sg->first, sg->end); /* recorded, not run */
-        void *graph = NULL;
-        st = sl->api->graph_capture_end(sl->ctx, &graph);
-        if (st == NETRUN_OK && rst == NETRUN_OK && graph) {
-            sg->graph = graph;
-            sg->state = 1;
-            s->stats.n_graphs++;
-            return sl->api->graph_launch(sl->ctx, graph);
-        }
-        if (graph) sl->api->graph_destroy(sl->ctx, graph);
+    if (sg->state == 1) {
+        nr_activity_set(s, NR_ACT_GRAPH, -1, sg->slot);
+        return sl->api->graph_launch(sl->ctx, sg->graph);
     }
-    /* not capturable (a kernel synchronizes, copies from the host...): eager from now on */
-    nr_error_clear();
-    sg->state = -1;
-    return run_steps_eager(s, sg->first, sg->end);
+    return capture_segment(s, sg, run_steps_eager);
 }
 
 void nr_exec_memory_stats(netrun_session *s) {
