@@ -162,6 +162,10 @@ netrun_status opt_build_copy(opt_state *o, nr_graph *ng, int **params_from) {
             if ((st = opt_emit_repl(o, ng, n, from)) != NETRUN_OK) return st;
             continue;
         }
+        if (o->sib_lead[n] == n) {
+            if ((st = opt_emit_siblings(o, ng, n, from)) != NETRUN_OK) return st;
+            continue;
+        }
         const nr_node *nd = &g->nodes[n];
         const conv_plan *p = &o->plan[n];
         int fused = plan_absorbs(p);

@@ -31,6 +31,8 @@ static void free_state(opt_state *o) {
     nr_free(o->blk_conv);
     nr_free(o->h_conv);
     nr_free(o->repl_of);
+    nr_free(o->sib_lead);
+    nr_free(o->sib_out);
     nr_free(o->repls);
 }
 
@@ -102,8 +104,10 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     o.blk_conv = nr_calloc(nn, sizeof(int));
     o.h_conv = nr_calloc(nn, sizeof(int));
     o.repl_of = nr_calloc(nn, sizeof(int));
+    o.sib_lead = nr_calloc(nn, sizeof(int));
+    o.sib_out = nr_calloc(nn, sizeof(int));
     if (!o.alias || !o.pinned || !o.users || !o.user || !o.removed || !o.snode_of || !o.plan || !o.swish_x || !o.blk_conv ||
-        !o.h_conv || !o.repl_of) {
+        !o.h_conv || !o.repl_of || !o.sib_lead || !o.sib_out) {
         free_state(&o);
         return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the graph passes");
     }
@@ -117,7 +121,7 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     }
     for (int n = 0; n < g->n_nodes; n++) {
         o.plan[n].bn = o.plan[n].add = o.plan[n].act = o.plan[n].z = o.plan[n].mul = -1;
-        o.snode_of[n] = o.swish_x[n] = o.repl_of[n] = -1;
+        o.snode_of[n] = o.swish_x[n] = o.repl_of[n] = o.sib_lead[n] = o.sib_out[n] = -1;
     }
     for (int k = 0; k < s->n_snodes; k++) o.snode_of[s->snodes[k].node] = k;
     /* (d) Identity / inference Dropout: consumers read the input instead (topological order resolves chains).
@@ -189,10 +193,15 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
         int n = s->snodes[k].node;
         if (!o.removed[n] && (o.h_conv[n] = opt_plan_h_conv(&o, cfg, n))) n_h++;
     }
+    /* (j) sibling Convs merged (after (f) and (g): members must agree on them) */
+    int n_sib_convs = 0, n_sib = opt_plan_siblings(&o, &n_sib_convs);
+    if (n_sib)
+        nr_host_api()->log(NETRUN_LOG_INFO, "optimize", "sibling convolutions: %d groups (%d Convs) run as one Conv "
+                           "and a Split each (graph.merge_siblings=0 keeps them apart)", n_sib, n_sib_convs);
     /* (i) whether a plain float16 region could form (planned on the copy, after (g)) */
     int n_half = opt_half_seeds(&o, cfg);
     if (!counts->bn_folded && !counts->act_fused && !counts->sum_fused && !counts->dropped && !counts->swish_fused &&
-        !n_blk && !n_h && !o.n_repls && !n_half) {
+        !n_blk && !n_h && !o.n_repls && !n_half && !n_sib) {
         free_state(&o);
         return NETRUN_OK;
     }

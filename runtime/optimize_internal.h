@@ -66,6 +66,8 @@ typedef struct opt_state {
     int nhwc_query;    /* backend_accepts asks for float16 X/W/B/Z/Y with src_nhwc = dst_nhwc = 1 */
     const char *se_option; /* the option that turns squeeze-excite folding off (for the log) */
     int *repl_of;      /* node -> index in repls when a fused op replaces it, else -1 */
+    int *sib_lead;     /* node -> the first Conv of its sibling group (opt_siblings.c), else -1 */
+    int *sib_out;      /* group member -> the value its Split output writes (what its consumers read) */
     opt_repl *repls;
     int n_repls;
 } opt_state;
@@ -98,6 +100,10 @@ int opt_backend_accepts(const opt_state *o, const netrun_backend_config *cfg, in
 void opt_plan_conv(opt_state *o, const netrun_backend_config *cfg, int n);
 void opt_plan_bn(opt_state *o, const netrun_backend_config *cfg, int n);
 int opt_plan_silu(opt_state *o, const netrun_backend_config *cfg, int n);
+/* opt_siblings.c: Convs reading one value with one window merged, a Split after (returns the groups) */
+#define OPT_MAX_SIBLINGS 32
+int opt_plan_siblings(opt_state *o, int *n_convs);
+netrun_status opt_emit_siblings(const opt_state *o, nr_graph *ng, int n, int *from);
 /* opt_transformer.c: Attention, LayerNormalization and Gelu from their exported subgraphs */
 netrun_status opt_plan_transformer(opt_state *o, const netrun_backend_config *cfg, int *n_attn, int *n_ln,
                                    int *n_gelu);

@@ -21,6 +21,7 @@
 static const netrun_option_spec runtime_options[] = {
     {"graph.optimize", NETRUN_OPTION_BOOL, NULL, "graph passes: BatchNorm folding, Conv fusions (default 1)"},
     {"graph.fuse_transformer", NETRUN_OPTION_BOOL, NULL, "graph passes: attention, decomposed LayerNormalization and Gelu subgraphs run as one Attention / LayerNormalization / Gelu node (default 1)"},
+    {"graph.merge_siblings", NETRUN_OPTION_BOOL, NULL, "Convs reading one value with one window run as one Conv and a Split (default 1)"},
     {"graph.qdq_fuse", NETRUN_OPTION_BOOL, NULL, "QDQ groups around Conv / MatMul run as QLinearConv / QLinearMatMul (default 1)"},
     {"graph.qdq_residual", NETRUN_OPTION_BOOL, NULL, "a QDQ residual Add joins the QLinearConv that writes one of its inputs (default 1)"},
     {"graph.int8_nhwc", NETRUN_OPTION_BOOL, NULL, "int8 values between fused CPU QLinearConvs stay NHWC (default 1)"},

@@ -442,6 +442,59 @@ def run_captures(nr, tmp):
     return not errors
 
 
+def case_siblings(opset):
+    """A detector head: four convs of 1, 1, 4 and 10 channels read one feature map (one without bias, two with a
+    Relu fused: two groups), at opset 11 (Split's sizes an attribute) or 17 (an input). Left apart: a conv with
+    other pads, a grouped conv, and two convs whose outputs feed further convs (a Split would end their layout)."""
+    g = G()
+    f = g.n("Relu", [g.conv("x", 3, 32, "stem")], "feat")
+    heads = []
+    for name, c, bias in (("cls", 1, True), ("obj", 1, False), ("box", 4, True), ("kps", 10, True)):
+        heads.append(g.n("Conv", [f, g.c(name + ".w", w(c, 32, 3, 3))] + ([g.c(name + ".b", w(c))] if bias else []),
+                         name, pads=[1, 1, 1, 1]))
+    r1 = g.n("Relu", [g.n("Conv", [f, g.c("ra.w", w(8, 32, 1, 1)), g.c("ra.b", w(8))], "ra")], "ra_relu")
+    r2 = g.n("Relu", [g.n("Conv", [f, g.c("rb.w", w(8, 32, 1, 1))], "rb")], "rb_relu")
+    other = g.n("Conv", [f, g.c("op.w", w(2, 32, 3, 3))], "other_pads", pads=[0, 0, 0, 0])
+    grp = g.n("Conv", [f, g.c("gr.w", w(32, 8, 3, 3))], "grouped", pads=[1, 1, 1, 1], group=4)
+    t1 = g.n("Conv", [f, g.c("t1.w", w(16, 32, 1, 1))], "tower1")
+    t2 = g.n("Conv", [f, g.c("t2.w", w(16, 32, 1, 1))], "tower2")
+    t1 = g.n("Conv", [t1, g.c("t1b.w", w(4, 16, 3, 3))], "tower1b", pads=[1, 1, 1, 1])
+    t2 = g.n("Conv", [t2, g.c("t2b.w", w(4, 16, 3, 3))], "tower2b", pads=[1, 1, 1, 1])
+    outs = heads + [r1, r2, other, grp, t1, t2]
+    return g.model([("x", [2, 3, 20, 20])], outs, opset=opset)
+
+
+def run_siblings(nr, tmp, backend):
+    """The sibling merge against onnxruntime (on and off, 1 and 2 threads, opsets 11 and 17); on the CPU, which
+    convs merged."""
+    errors = []
+    for opset in (11, 17):
+        model = case_siblings(opset)
+        path = os.path.join(tmp, f"siblings{opset}.onnx")
+        onnx.save(model, path)
+        feeds = {"x": RNG.standard_normal((2, 3, 20, 20)).astype(np.float32)}
+
+        def check(s, on, threads):
+            merged = sorted(n[0] for n in s.nodes() if n[1] == "Conv" and "siblings" in n[0])
+            want = ["cls+3 siblings", "ra+1 siblings"] if on == "1" else []
+            if backend == "cpu" and merged != want:
+                return [f"opset {opset}, graph.merge_siblings={on}: merged {merged}, expected {want}"]
+            return []
+        if backend == "cpu":
+            errors += on_off_runs(nr, path, model, feeds, "graph.merge_siblings", check)
+        else:
+            so = ort.SessionOptions()
+            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            ref = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+            with nr.session(path, backends=backend, threads=2) as s:
+                for r, o in zip(ref, s.run(feeds)):
+                    d = float(np.max(np.abs(r - o)))
+                    if not d <= 1e-3 * max(1.0, float(np.max(np.abs(r)))):
+                        errors.append(f"opset {opset} on {backend}: max abs diff {d:.2e}")
+    print(("FAIL siblings: " + "; ".join(errors)) if errors else "ok   siblings")
+    return not errors
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
@@ -501,6 +554,10 @@ def main():
             else:
                 passed += 1
                 print(f"ok   {case.__name__}")
+        if run_siblings(nr, tmp, args.backend):
+            passed += 1
+        else:
+            failed += 1
         if args.backend == "cpu":
             for case in (case_nchwc, case_nchwc_stem):
                 if run_nchwc(nr, tmp, case):
