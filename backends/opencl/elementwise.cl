@@ -434,7 +434,8 @@ SCATTER_KERNELS(_i32, int)
 
 #ifdef E
 /* OneHot with indices of this program's type T and values / output of element type E: y[o, j, in] =
- * values[1] where the index (truncated, + depth when negative) is j, else values[0]. */
+ * values[1] where the index (+ depth when negative) is j, else values[0]; a float index that is not a whole
+ * number matches no j (as the CPU backend and onnxruntime: 1.7 is not index 1). */
 __kernel void ew_onehot(__global const T *idx, ulong io, __global const E *vals, ulong vo, __global E *y, ulong yo,
                         long n, long depth, long inner) {
     __global const T *pi = idx + io;
@@ -442,7 +443,9 @@ __kernel void ew_onehot(__global const T *idx, ulong io, __global const E *vals,
     __global E *py = y + yo;
     for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
         long in = i % inner, r = i / inner, j = r % depth, o = r / depth;
-        long k = (long)LD(pi, o * inner + in);
+        CT v = LD(pi, o * inner + in);
+        long k = (long)v;
+        if ((CT)k != v) k = -1 - 2 * depth; /* not a whole number: out of range */
         if (k < 0) k += depth;
         py[i] = k == j ? on : off;
     }

@@ -19,7 +19,7 @@ if(TARGET netrun-opencl AND TARGET netrun-cli AND Python3_Interpreter_FOUND)
   add_test(NAME opencl.compare
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/ops/compare_backends.py --netrun $<TARGET_FILE:netrun-cli>
       --backend opencl --jobs 2 --min-passed 100
-      --family gemm,conv,pool,softmax,norm,elementwise,data_movement,reduce,shape_ops,resize
+      --family gemm,conv,pool,softmax,norm,elementwise,data_movement,reduce,shape_ops,resize,index_ops
       --sample 10 --full gemm,conv,pool,softmax,norm)
   set_tests_properties(opencl.compare PROPERTIES TIMEOUT 1200 LABELS opencl ENVIRONMENT "${_ocl_env}")
 
