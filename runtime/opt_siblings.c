@@ -32,7 +32,7 @@ static int candidate(const opt_state *o, int n, const char *feeds_conv) {
         feeds_conv[out])
         return 0;
     const nr_tensor *w = opt_const_f32(g, val(o, nd->inputs[1]));
-    if (!w || w->rank < 3) return 0;
+    if (!w || w->rank < 3 || w->dims[0] <= 0 || nr_tensor_count(w) <= 0) return 0;
     if (nd->n_inputs > 2 && nd->inputs[2] >= 0) {
         const nr_tensor *b = opt_const_f32(g, val(o, nd->inputs[2]));
         if (!b || nr_tensor_count(b) != w->dims[0]) return 0;
