@@ -257,7 +257,7 @@ static int build_slice(cpu_dnnl_conv *s, dnnl_slice *q, const netrun_conv_params
         if (pd && dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl)) {
             dnnl_primitive_desc_destroy(pd);
             pd = NULL;
-        } else if (pd && !s->per_image && !strncmp(impl, "ref", 3)) {
+        } else if (pd && !s->src_blk && !s->dst_blk && !strncmp(impl, "ref", 3)) {
             dnnl_primitive_desc_destroy(pd); /* the reference loops are slower than im2col + sgemm */
             pd = NULL;
         }
@@ -344,7 +344,12 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
     /* A plain-X stem writing nChw16c Y with fewer 16-channel slices than threads (MobileNetV3's 3 -> 16: one
      * slice, so one thread busy) is cut by images too: batch 8 at 2 threads 6.2 -> 3.4 ms (min of 4 rounds). */
     int idle = p->dst_blocked && !p->src_blocked && n_sl < threads;
-    int by_image = (p->src_blocked || idle) && !dw && threads > 1 && !(bi && !strcmp(bi, "0")) &&
+    /* A plain stem (few input channels, X and Y NCHW: ShuffleNetV2's 3 -> 24 at 224x224) cut into uneven
+     * channel slices reorders the whole batch's X and Y once per slice, through buffers of megabytes: per-image
+     * primitives instead reorder one image while it is cached. Batch 8 at 2 threads, 3 -> 24 3x3/2 at 224x224:
+     * see docs/benchmarks.md (CPU). */
+    int plain_stem = !p->src_blocked && !p->dst_blocked && p->group == 1 && p->n_spatial == 2 && xd[1] <= 4 && uneven;
+    int by_image = (p->src_blocked || idle || plain_stem) && !dw && threads > 1 && !(bi && !strcmp(bi, "0")) &&
                    (uneven || small_w) && yd[0] >= threads && (yd[0] % threads == 0 || yd[0] >= 3 * threads);
     if (by_image) {
         n_sl = threads;
@@ -374,8 +379,8 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
     s->cin = xd[1];
     s->src_blk = p->src_blocked;
     s->dst_blk = p->dst_blocked;
-    s->per_image = s->src_blk || s->dst_blk;
-    if (s->per_image && (p->n_spatial != 2 || (s->src_blk && xd[1] % 16) || (s->dst_blk && (m % 16 || per % 16)))) {
+    s->per_image = s->src_blk || s->dst_blk || by_image;
+    if ((s->src_blk || s->dst_blk) && (p->n_spatial != 2 || (s->src_blk && xd[1] % 16) || (s->dst_blk && (m % 16 || per % 16)))) {
         cpu_dnnl_conv_destroy(s);
         return cpu_host->error(NETRUN_ERR_BACKEND, "Conv (oneDNN): nChw16c needs 2-D and channels multiples of 16");
     }
