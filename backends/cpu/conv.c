@@ -811,6 +811,7 @@ static void conv_describe_state(const void *state, char *buf, size_t size) {
     if (s->dnnl && strstr(cpu_dnnl_conv_impl(s->dnnl), "wino") && n < size) snprintf(buf + n, size - n, ", Winograd");
     n = strlen(buf);
     if (cpu_dnnl_conv_by_image(s->dnnl) && n < size) snprintf(buf + n, size - n, ", by image");
+    if (cpu_dnnl_conv_by_rows(s->dnnl) && n < size) snprintf(buf + n, size - n, ", by rows");
     if (s->gemv) snprintf(buf, size, "1x1 GEMV (1x1 planes)");
     if (s->cdir) snprintf(buf, size, "direct stride %d avx512 (nChw16c in/out)", s->cdir_stride);
     if (s->cw) snprintf(buf, size, "Winograd F(2x2) avx512 (nChw16c in/out)");
