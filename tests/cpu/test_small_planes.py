@@ -10,7 +10,10 @@ at 1 and 2 threads:
   cut by images (the kernel column says "by image"); into one nChw16c block at batch 1 (a Conv after it keeps
   it blocked), cut into bands of output rows ("by rows"): odd row counts, strides 1 and 2, pads, Relu and
   HardSwish (the band's activation after the primitive); cpu.dnnl_images=0 keeps the channel slices;
-- plain depthwise 3x3 convs with output rows 14 wide and wider on the own kernel, 7 wide on oneDNN (conv.c).
+- plain depthwise 3x3 convs with output rows 14 wide and wider on the own kernel, 7 wide on oneDNN (conv.c);
+- 1x1 convs on nChw16c X and Y at batch 1 with at most 2 blocks of output channels per thread on planes up to
+  56x56 (conv1x1_blk.c instead of oneDNN's channel slices; ResNet-50's 256 -> 64 at 56x56), with a fused
+  residual sum; cpu.conv1x1_bb=0 keeps oneDNN.
 Where the CPU backend has no oneDNN the kernel columns are not checked (said so).
 
     python3 tests/cpu/test_small_planes.py --lib build/lib/libnetrun.so
@@ -200,6 +203,26 @@ def dw_cases(c):
                 kernel_want=lambda k, own=own: ("depthwise direct" in k) == own)
 
 
+def pw_cases(c):
+    for cin, m, hw, res in [(256, 64, 56, False), (64, 64, 56, True), (32, 64, 55, False), (32, 32, 41, True)]:
+        inits = [numpy_helper.from_array(conv_w(cin, 16, 3), "w0"), numpy_helper.from_array(conv_w(m, cin, 1), "w1"),
+                 numpy_helper.from_array((RNG.standard_normal(m) * 0.1).astype(np.float32), "b1"),
+                 numpy_helper.from_array(conv_w(16, m, 3), "w2")]
+        nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], name="pre", pads=[1] * 4),
+                 helper.make_node("Conv", ["a", "w1", "b1"], ["p"], name="pw")]
+        last = "p"
+        if res:  # cin == m: the residual sum fused into the 1x1 conv
+            nodes.append(helper.make_node("Add", ["p", "a"], ["s"], name="res"))
+            last = "s"
+        nodes += [helper.make_node("Relu", [last], ["r"]), helper.make_node("Conv", ["r", "w2"], ["y"], name="post", pads=[1] * 4)]
+        mo = model(nodes, (1, 16, hw, hw), np.float32, inits, opset=17)
+        x = rand((1, 16, hw, hw), np.float32)
+        tag = f"1x1 {cin}->{m} {hw}x{hw} batch 1{' + residual' if res else ''} nChw16c in/out"
+        c.check(tag, mo, x, kernel_node="pw", kernel_want=lambda k: "1x1 avx512 (nChw16c in/out)" in k or "nChw16c" not in k)
+        c.check(tag, mo, x, options={"cpu.conv1x1_bb": "0"}, kernel_node="pw",
+                kernel_want=lambda k: "avx512" not in k, threads_list=(2,))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
@@ -211,6 +234,7 @@ def main():
         resize_cases(c)
         stem_cases(c)
         dw_cases(c)
+        pw_cases(c)
     if not c.onednn:
         print("note: no node ran on oneDNN (built without it): the kernel columns were not checked")
     print(f"{c.checked - c.failed}/{c.checked} passed")
