@@ -424,16 +424,17 @@ static int64_t dims_known(const netrun_value_desc *v) {
  * see /work/briefs/cpuk_figures.md): kxk convs (blocked JIT kernels beat im2col + sgemm 1.3-1.6x even with
  * the NCHW reorders), 1x1 convs on small planes (7x7) and 1x1 convs whose channel counts allow nChw16c (see
  * below). Other 1x1 convs stay one plain sgemm on NCHW: NHWC reorders of big planes cost more than the
- * blocked kernel saves. Depthwise 2-D stays in conv_depthwise.c unless its rows are under 14 wide (oneDNN,
+ * blocked kernel saves. Depthwise 2-D stays in conv_depthwise.c unless its rows are under 16 wide (14 for 3x3; oneDNN,
  * sliced over channels). */
 static int want_dnnl(int threads, const netrun_node_desc *node, const conv_geom *g, int transpose) {
     const netrun_conv_params *p = node->params;
     if (transpose || !node->inputs[1].const_data || !cpu_dnnl_available()) return 0;
     if (cpu_dnnl_all()) return 1;
     /* rows much narrower than a vector waste most lanes of the own kernel: oneDNN's channel-blocked one wins
-     * at 7 wide (ShuffleNetV2 batch 8, 2 threads, 232 channels 14x14 -> 7x7: 0.10 ms against 0.14), not at 14
-     * (14 of 16 lanes; 116 channels 28x28 -> 14x14 stride 2: 0.21 ms on oneDNN with its reorders, 0.14 here) */
-    if (is_dw2d(g, transpose)) return g->out[2] < 14;
+     * at 7 wide (ShuffleNetV2 batch 8, 2 threads, 232 channels 14x14 -> 7x7: 0.10 ms against 0.14); at 14 wide
+     * (14 of 16 lanes) the own kernel wins on 3x3 taps (116 channels 28x28 -> 14x14 stride 2: 0.21 ms on oneDNN
+     * with its reorders, 0.14 here), not on 5x5 (MobileNetV3-small's 120 x 14x14 + HardSwish: 0.19 against 0.28) */
+    if (is_dw2d(g, transpose)) return g->out[2] < (g->k[1] == 3 && g->k[2] == 3 ? 14 : 16);
     if (g->g > 1 && !is_depthwise(g, transpose) && threads > 1)
         return 0; /* grouped convs are not sliced over threads: im2col splits groups */
     if (is_pointwise(g, p)) {

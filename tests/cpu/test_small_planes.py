@@ -10,7 +10,7 @@ at 1 and 2 threads:
   cut by images (the kernel column says "by image"); into one nChw16c block at batch 1 (a Conv after it keeps
   it blocked), cut into bands of output rows ("by rows"): odd row counts, strides 1 and 2, pads, Relu and
   HardSwish (the band's activation after the primitive); cpu.dnnl_images=0 keeps the channel slices;
-- plain depthwise 3x3 convs with output rows 14 wide and wider on the own kernel, 7 wide on oneDNN (conv.c);
+- plain depthwise convs on the own kernel with output rows 14+ wide (3x3) or 16+ wide (5x5), else oneDNN (conv.c);
 - 1x1 convs on nChw16c X and Y at batch 1 with at most 2 blocks of output channels per thread on planes up to
   56x56 (conv1x1_blk.c instead of oneDNN's channel slices; ResNet-50's 256 -> 64 at 56x56), with a fused
   residual sum; cpu.conv1x1_bb=0 keeps oneDNN.
@@ -191,14 +191,16 @@ def stem_cases(c):
 
 
 def dw_cases(c):
-    for batch, ch, hw, stride in [(8, 116, 28, 2), (2, 40, 14, 1), (1, 72, 15, 1), (2, 232, 14, 2), (1, 24, 7, 1)]:
-        w = (RNG.standard_normal((ch, 1, 3, 3)) / 3).astype(np.float32)
-        nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="dw", group=ch, pads=[1] * 4, strides=[stride] * 2),
+    for batch, ch, hw, stride, k in [(8, 116, 28, 2, 3), (2, 40, 14, 1, 3), (1, 72, 15, 1, 3), (2, 232, 14, 2, 3),
+                                     (1, 24, 7, 1, 3), (2, 120, 14, 1, 5), (1, 40, 16, 1, 5)]:
+        w = (RNG.standard_normal((ch, 1, k, k)) / k).astype(np.float32)
+        nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="dw", group=ch, pads=[k // 2] * 4,
+                                  strides=[stride] * 2),
                  helper.make_node("Relu", ["c"], ["y"])]
         mo = model(nodes, (batch, ch, hw, hw), np.float32, [numpy_helper.from_array(w, "w")], opset=17)
-        ow = (hw + 2 - 3) // stride + 1
-        own = ow >= 14
-        c.check(f"depthwise {ch} ch {hw}x{hw}/{stride} ({ow} wide) batch {batch}", mo,
+        ow = (hw + 2 * (k // 2) - k) // stride + 1
+        own = ow >= (14 if k == 3 else 16)
+        c.check(f"depthwise {k}x{k} {ch} ch {hw}x{hw}/{stride} ({ow} wide) batch {batch}", mo,
                 rand((batch, ch, hw, hw), np.float32), kernel_node="dw",
                 kernel_want=lambda k, own=own: ("depthwise direct" in k) == own)
 
