@@ -83,6 +83,7 @@ static int map_act(const netrun_fused_activation *a, dnnl_alg_kind_t *alg, float
     case NETRUN_ACT_TANH: *alg = dnnl_eltwise_tanh; return 1;
     case NETRUN_ACT_AFFINE: *alg = dnnl_eltwise_linear; *alpha = a->alpha; *beta = a->beta; return 1;
     case NETRUN_ACT_SWISH: *alg = dnnl_eltwise_swish; *alpha = a->alpha; return 1; /* x * sigmoid(alpha x) */
+    case NETRUN_ACT_HARD_SWISH: *alg = dnnl_eltwise_hardswish; return 1; /* x * relu6(x + 3) / 6, ONNX's only form */
     default: return 0;
     }
 }

@@ -13,7 +13,10 @@ at 1 and 2 threads:
 - plain depthwise convs on the own kernel with output rows 14+ wide (3x3) or 16+ wide (5x5), else oneDNN (conv.c);
 - 1x1 convs on nChw16c X and Y at batch 1 with at most 2 blocks of output channels per thread on planes up to
   56x56 (conv1x1_blk.c instead of oneDNN's channel slices; ResNet-50's 256 -> 64 at 56x56), with a fused
-  residual sum; cpu.conv1x1_bb=0 keeps oneDNN.
+  residual sum; cpu.conv1x1_bb=0 keeps oneDNN;
+- HardSwish, HardSigmoid and LeakyRelu fused into convs and applied in registers (blk_epilogue.h: the own 1x1
+  kernels plain / nChw16c on either side, the stride-2 direct and Winograd kernels, plain depthwise) or as
+  oneDNN's post-op (HardSwish), at batch 1 and 2: every node's kernel is printed.
 Where the CPU backend has no oneDNN the kernel columns are not checked (said so).
 
     python3 tests/cpu/test_small_planes.py --lib build/lib/libnetrun.so
@@ -225,6 +228,53 @@ def pw_cases(c):
                 kernel_want=lambda k: "avx512" not in k, threads_list=(2,))
 
 
+def act_node(kind, x, y, name):
+    if kind == "hswish":
+        return helper.make_node("HardSwish", [x], [y], name=name)
+    if kind == "hsig":
+        return helper.make_node("HardSigmoid", [x], [y], name=name, alpha=0.25, beta=0.45)
+    return helper.make_node("LeakyRelu", [x], [y], name=name, alpha=0.1)
+
+
+def act_cases(c):
+    for act in ("hswish", "hsig", "leaky"):
+        for batch in (1, 2):
+            # plain depthwise (own kernel) and plain 1x1 (own kernel), then a chain through the nChw16c kernels:
+            # 24 -> 48 1x1 (plain X), 48 -> 48 1x1, 3x3 stride 2, 3x3 stride 1, 48 -> 24 1x1 (plain Y)
+            specs = [("dw", 24, 24, 3, 1, 24), ("pw0", 24, 24, 1, 1, 1), ("pw1", 24, 48, 1, 1, 1), ("pw2", 48, 48, 1, 1, 1),
+                     ("s2", 48, 48, 3, 2, 1), ("s1", 48, 48, 3, 1, 1), ("pw3", 48, 24, 1, 1, 1)]
+            nodes, inits, last = [], [], "x"
+            for name, cin, m, k, st, grp in specs:
+                inits.append(numpy_helper.from_array(conv_w(m, cin // grp, k), f"w_{name}"))
+                inits.append(numpy_helper.from_array((RNG.standard_normal(m) * 0.5).astype(np.float32), f"b_{name}"))
+                nodes.append(helper.make_node("Conv", [last, f"w_{name}", f"b_{name}"], [f"c_{name}"], name=name, group=grp,
+                                              pads=[k // 2] * 4, strides=[st] * 2))
+                nodes.append(act_node(act, f"c_{name}", f"a_{name}", f"{name}_act"))
+                last = f"a_{name}"
+            nodes.append(helper.make_node("Identity", [last], ["y"]))
+            mo = model(nodes, (batch, 24, 30, 30), np.float32, inits, opset=17)
+            x = (RNG.standard_normal((batch, 24, 30, 30)) * 3).astype(np.float32)
+            for threads in (1, 2):
+                path = os.path.join(c.tmp, "m.onnx")
+                onnx.save(mo, path)
+                with c.nr.session(path, backends="cpu", threads=threads) as s:
+                    s.run({"x": x})
+                    kernels = "; ".join(f"{nm.split('+')[0]}: {k}" for nm, _, _, k in s.nodes())
+                print(f"     {act} batch {batch} threads {threads} kernels: {kernels}")
+            c.check(f"conv chain + {act} batch {batch}", mo, x)
+    # a oneDNN conv with HardSwish as its post-op (3x3, 16 -> 32, nChw16c both sides)
+    inits = [numpy_helper.from_array(conv_w(16, 3, 3), "w0"), numpy_helper.from_array(conv_w(32, 16, 3), "w1"),
+             numpy_helper.from_array((RNG.standard_normal(32) * 0.5).astype(np.float32), "b1"),
+             numpy_helper.from_array(conv_w(16, 32, 3), "w2")]
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], name="pre", pads=[1] * 4),
+             helper.make_node("Conv", ["a", "w1", "b1"], ["c"], name="mid", pads=[1] * 4),
+             helper.make_node("HardSwish", ["c"], ["h"], name="mid_act"),
+             helper.make_node("Conv", ["h", "w2"], ["y"], name="post", pads=[1] * 4)]
+    mo = model(nodes, (2, 3, 20, 20), np.float32, inits, opset=17)
+    c.check("oneDNN 3x3 16 -> 32 + HardSwish post-op", mo, (RNG.standard_normal((2, 3, 20, 20)) * 3).astype(np.float32),
+            options={"cpu.conv_wino": "0", "cpu.winograd": "0"}, kernel_node="mid", kernel_want=lambda k: "oneDNN" in k)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
@@ -237,6 +287,7 @@ def main():
         stem_cases(c)
         dw_cases(c)
         pw_cases(c)
+        act_cases(c)
     if not c.onednn:
         print("note: no node ran on oneDNN (built without it): the kernel columns were not checked")
     print(f"{c.checked - c.failed}/{c.checked} passed")
