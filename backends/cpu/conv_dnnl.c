@@ -363,7 +363,7 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
     /* A plain stem (few input channels, X and Y NCHW: ShuffleNetV2's 3 -> 24 at 224x224) cut into uneven
      * channel slices reorders the whole batch's X and Y once per slice, through buffers of megabytes: per-image
      * primitives instead reorder one image while it is cached. Batch 8 at 2 threads, 3 -> 24 3x3/2 at 224x224:
-     * see docs/benchmarks.md (CPU). */
+     * 2.6 -> 1.2 ms (U-Net's first conv at batch 8 4.7 -> 2.4). */
     int plain_stem = !p->src_blocked && !p->dst_blocked && p->group == 1 && p->n_spatial == 2 && xd[1] <= 4 && uneven;
     int by_image = (p->src_blocked || idle || plain_stem) && !dw && threads > 1 && !(bi && !strcmp(bi, "0")) &&
                    (uneven || small_w) && yd[0] >= threads && (yd[0] % threads == 0 || yd[0] >= 3 * threads);

@@ -595,8 +595,7 @@ static int64_t pad_map(const pad_job *j, int d, int64_t o) {
 /* Rows of the output (all dims but the last): the source offset of each row comes from per-dim tables
  * (pad_map of every output index, times the input stride; -1: the fill) and a coordinate counter, not from
  * divisions per row; the last dim is its one contiguous middle plus table lookups at the edges. YOLO-style
- * reflect Pad of 8 x 32 x 16x16 at 2 threads: 0.16 ms with divisions and pad_map per row, see
- * docs/benchmarks.md (CPU) for after. */
+ * reflect Pad of 8 x 32 x 16x16 at 2 threads: 0.16 ms with divisions and pad_map per row, 0.03 ms so. */
 static void pad_rows(void *arg, int64_t b, int64_t e) {
     pad_job *j = arg;
     int L = j->rank - 1;
