@@ -375,6 +375,12 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
     int cut_rows = !by_image && !dw && threads > 1 && p->group == 1 && p->n_spatial == 2 && !p->src_blocked &&
                    xd[1] <= 4 && !p->has_sum && p->dst_blocked && m == 16 && n_sl < threads &&
                    yd[2] >= 4 * threads && !(bi && !strcmp(bi, "0"));
+    for (int64_t k = 0; cut_rows && k < threads; k++) { /* every band reads some input row (not all pads) */
+        int64_t r0 = yd[2] * k / threads, r1 = yd[2] * (k + 1) / threads;
+        int64_t a = r0 * p->strides[0] - p->pads_begin[0], b = (r1 - 1) * p->strides[0] - p->pads_begin[0] +
+                                                                (wd[2] - 1) * p->dilations[0] + 1;
+        if ((b < xd[2] ? b : xd[2]) <= (a > 0 ? a : 0)) cut_rows = 0;
+    }
     if (by_image || cut_rows) {
         n_sl = threads;
         per = m;

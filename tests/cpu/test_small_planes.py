@@ -193,6 +193,18 @@ def stem_cases(c):
                     kernel_want=lambda kk: "by rows" not in kk, threads_list=(2,))
 
 
+def padded_stem_case(c):
+    # pads far wider than the input: with 4 threads the first band of rows would read no input row at all, so
+    # the stem is not cut into bands there (and the output must still match)
+    inits = [numpy_helper.from_array(conv_w(16, 3, 3), "w0"), numpy_helper.from_array(conv_w(16, 16, 3), "w1")]
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["s"], name="stem", pads=[20, 20, 20, 20]),
+             helper.make_node("Relu", ["s"], ["r"]),
+             helper.make_node("Conv", ["r", "w1"], ["y"], name="next", pads=[1] * 4)]
+    mo = model(nodes, (1, 3, 4, 4), np.float32, inits, opset=17)
+    c.check("stem 3->16 4x4 pads 20 batch 1", mo, rand((1, 3, 4, 4), np.float32), kernel_node="stem",
+            threads_list=(1, 2, 4))
+
+
 def dw_cases(c):
     for batch, ch, hw, stride, k in [(8, 116, 28, 2, 3), (2, 40, 14, 1, 3), (1, 72, 15, 1, 3), (2, 232, 14, 2, 3),
                                      (1, 24, 7, 1, 3), (2, 120, 14, 1, 5), (1, 40, 16, 1, 5)]:
@@ -285,6 +297,7 @@ def main():
         pad_cases(c)
         resize_cases(c)
         stem_cases(c)
+        padded_stem_case(c)
         dw_cases(c)
         pw_cases(c)
         act_cases(c)
