@@ -360,12 +360,14 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
     /* A plain-X stem writing nChw16c Y with fewer 16-channel slices than threads (MobileNetV3's 3 -> 16: one
      * slice, so one thread busy) is cut by images too: batch 8 at 2 threads 6.2 -> 3.4 ms (min of 4 rounds). */
     int idle = p->dst_blocked && !p->src_blocked && n_sl < threads;
-    /* A plain stem (few input channels, X and Y NCHW: ShuffleNetV2's 3 -> 24 at 224x224) cut into uneven
-     * channel slices reorders the whole batch's X and Y once per slice, through buffers of megabytes: per-image
-     * primitives instead reorder one image while it is cached. Batch 8 at 2 threads, 3 -> 24 3x3/2 at 224x224:
-     * 2.6 -> 1.2 ms (U-Net's first conv at batch 8 4.7 -> 2.4). */
-    int plain_stem = !p->src_blocked && !p->dst_blocked && p->group == 1 && p->n_spatial == 2 && xd[1] <= 4 && uneven;
-    int by_image = (p->src_blocked || idle || plain_stem) && !dw && threads > 1 && !(bi && !strcmp(bi, "0")) &&
+    /* A conv on plain X and Y (a stem of few input channels, or small weights: channel counts no multiple of
+     * 16) cut into uneven channel slices reorders the whole batch's X and Y once per slice, through buffers of
+     * megabytes: per-image primitives instead reorder one image while it is cached. Batch 8 at 2 threads:
+     * ShuffleNetV2's 3 -> 24 3x3/2 at 224x224 2.6 -> 1.2 ms, U-Net's first conv 4.7 -> 2.4, ShuffleNetV2's
+     * 232 -> 232 1x1 at 7x7 0.22 -> 0.175. */
+    int plain_small = !p->src_blocked && !p->dst_blocked && p->group == 1 && p->n_spatial == 2 &&
+                      (xd[1] <= 4 || wbytes <= 256 * 1024) && uneven;
+    int by_image = (p->src_blocked || idle || plain_small) && !dw && threads > 1 && !(bi && !strcmp(bi, "0")) &&
                    (uneven || small_w) && yd[0] >= threads && (yd[0] % threads == 0 || yd[0] >= 3 * threads);
     /* A plain stem (few input channels, plain X) writing one nChw16c block with fewer images than threads
      * (MobileNetV3's 3 -> 16 at batch 1: one slice, one thread busy) is cut into bands of output rows instead,

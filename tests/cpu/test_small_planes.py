@@ -7,7 +7,8 @@ at 1 and 2 threads:
   scaled batch and channel dims, the nearest modes and coordinate modes, tf_crop_and_resize with its
   extrapolation value (rows and columns outside the input), float32 and uint8;
 - oneDNN stems with 3 input channels on a plain X (conv_dnnl.c): into a plain Y of 24 / 8 channels at batch 2-8,
-  cut by images (the kernel column says "by image"); into one nChw16c block at batch 1 (a Conv after it keeps
+  cut by images (the kernel column says "by image"), and plain convs with small weights (232 -> 232 1x1,
+  24 -> 40 3x3) the same; into one nChw16c block at batch 1 (a Conv after it keeps
   it blocked), cut into bands of output rows ("by rows"): odd row counts, strides 1 and 2, pads, Relu and
   HardSwish (the band's activation after the primitive); cpu.dnnl_images=0 keeps the channel slices;
 - plain depthwise convs on the own kernel with output rows 14+ wide (3x3) or 16+ wide (5x5), else oneDNN (conv.c);
@@ -181,6 +182,16 @@ def stem_cases(c):
             c.check(f"stem 3->{m} {hw}x{hw}/{stride} batch {batch} {act} plain Y", mo, x,
                     options={"cpu.dnnl_images": "0"}, kernel_node="stem",
                     kernel_want=lambda k: "by image" not in k, threads_list=(2,))
+    # plain X and Y with small weights and uneven channel slices (ShuffleNetV2's 232-channel 1x1 at 7x7): by image
+    for batch, cin, m, hw, k in [(8, 232, 232, 7, 1), (4, 24, 40, 20, 3)]:
+        inits = [numpy_helper.from_array(conv_w(m, cin, k), "w"),
+                 numpy_helper.from_array((RNG.standard_normal(m) * 0.1).astype(np.float32), "b")]
+        nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[k // 2] * 4),
+                 helper.make_node("Relu", ["c"], ["y"])]
+        mo = model(nodes, (batch, cin, hw, hw), np.float32, inits, opset=17)
+        x = rand((batch, cin, hw, hw), np.float32)
+        c.check(f"conv {cin}->{m} k{k} {hw}x{hw} batch {batch} plain X and Y", mo, x, kernel_node="conv",
+                kernel_want=lambda kk: "by image" in kk or "oneDNN" not in kk)
     # nChw16c Y of one block at batch 1: bands of rows
     for hw, k, stride in [(224, 3, 2), (17, 3, 2), (19, 3, 1), (24, 5, 2), (16, 3, 1)]:
         for act in ("relu", "hswish", None):
