@@ -204,9 +204,11 @@ c1_tile_yplain(const c1_job *j, const float *x, float *y, const float *z, int64_
         __m512 v = acc[l];
         if (j->b) v = _mm512_add_ps(v, _mm512_set1_ps(j->b[oc]));
         if (z) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(pm, z + oc * hw + p0));
-        v = blk_act(v, a);
+        if (a->kind == NETRUN_ACT_RELU) v = _mm512_max_ps(v, _mm512_setzero_ps());
+        else if (a->kind == NETRUN_ACT_CLIP)
+            v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(a->alpha)), _mm512_set1_ps(a->beta));
         _mm512_mask_storeu_ps(y + oc * hw + p0, pm, v);
-        if (blk_act_after(a))
+        if (a->kind != NETRUN_ACT_NONE && a->kind != NETRUN_ACT_RELU && a->kind != NETRUN_ACT_CLIP)
             gu_act_n(y + oc * hw + p0, P, a);
     }
 }
@@ -296,10 +298,12 @@ __attribute__((target("avx512f,fma"))) static void c1_flush(const c1_job *j, con
             __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
             __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, br + i), bv);
             if (zr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, zr + i));
-            v = blk_act(v, a);
+            if (a->kind == NETRUN_ACT_RELU) v = _mm512_max_ps(v, _mm512_setzero_ps());
+            else if (a->kind == NETRUN_ACT_CLIP)
+                v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(a->alpha)), _mm512_set1_ps(a->beta));
             _mm512_mask_storeu_ps(yr + i, m, v);
         }
-        if (blk_act_after(a))
+        if (a->kind != NETRUN_ACT_NONE && a->kind != NETRUN_ACT_RELU && a->kind != NETRUN_ACT_CLIP)
             gu_act_n(yr, n, a);
     }
 }
@@ -387,10 +391,12 @@ c1_tile_pp(const c1_job *j, const float *x, float *y, const float *z, int64_t rg
         for (int v = 0; v < 4; v++) {
             __m512 val = _mm512_add_ps(acc[r][v], bv);
             if (zr) val = _mm512_add_ps(val, _mm512_maskz_loadu_ps(mk[v], zr + 16 * v));
-            val = blk_act(val, a);
+            if (a->kind == NETRUN_ACT_RELU) val = _mm512_max_ps(val, _mm512_setzero_ps());
+            else if (a->kind == NETRUN_ACT_CLIP)
+                val = _mm512_min_ps(_mm512_max_ps(val, _mm512_set1_ps(a->alpha)), _mm512_set1_ps(a->beta));
             _mm512_mask_storeu_ps(yr + 16 * v, mk[v], val);
         }
-        if (blk_act_after(a))
+        if (a->kind != NETRUN_ACT_NONE && a->kind != NETRUN_ACT_RELU && a->kind != NETRUN_ACT_CLIP)
             gu_act_n(yr, P, a);
     }
 }

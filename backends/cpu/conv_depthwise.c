@@ -13,7 +13,6 @@
 
 #include <string.h>
 
-#include "blk_epilogue.h"
 #include "gemm_util.h"
 
 #define SLACK 64 /* floats after a padded plane: the stride-2 loads of the last vector read past its end */
@@ -83,8 +82,16 @@ static void plane_c(const cpu_dw_args *a, const float *xp, int64_t ld, const flo
 __attribute__((target("avx512f,fma"))) static void plane_avx512(const cpu_dw_args *a, const float *xp, int64_t ld,
                                                                  const float *w, float bias, const float *z,
                                                                  float *y) {
+    const int kind = a->act->kind;
     const __m512 zero = _mm512_setzero_ps();
-    const int inline_act = !blk_act_after(a->act);
+    __m512 lo = zero, hi = zero, slope = zero;
+    if (kind == NETRUN_ACT_CLIP) {
+        lo = _mm512_set1_ps(a->act->alpha);
+        hi = _mm512_set1_ps(a->act->beta);
+    } else if (kind == NETRUN_ACT_LEAKY_RELU)
+        slope = _mm512_set1_ps(a->act->alpha);
+    const int inline_act = kind == NETRUN_ACT_NONE || kind == NETRUN_ACT_RELU || kind == NETRUN_ACT_CLIP ||
+                           kind == NETRUN_ACT_LEAKY_RELU;
     /* even lanes of two vectors: the stride-2 columns */
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     const int64_t kh = a->kh, kw = a->kw, sw = a->sw, dw = a->dw;
@@ -151,7 +158,11 @@ __attribute__((target("avx512f,fma"))) static void plane_avx512(const cpu_dw_arg
                 }
             }
             if (zr) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, zr + ox));
-            _mm512_mask_storeu_ps(yr + ox, m, blk_act(acc, a->act));
+            if (kind == NETRUN_ACT_RELU) acc = _mm512_max_ps(acc, zero);
+            else if (kind == NETRUN_ACT_CLIP) acc = _mm512_min_ps(_mm512_max_ps(acc, lo), hi);
+            else if (kind == NETRUN_ACT_LEAKY_RELU)
+                acc = _mm512_mask_mul_ps(acc, _mm512_cmp_ps_mask(acc, zero, _CMP_LT_OQ), acc, slope);
+            _mm512_mask_storeu_ps(yr + ox, m, acc);
         }
         if (!inline_act) gu_act_n(yr, a->ow, a->act);
     }
@@ -192,13 +203,19 @@ dw_tile(const cpu_dw_args *a, const float *x0, int64_t ld, const float *w, float
                 }
         }
     }
+    const int kind = a->act->kind;
     for (int r = 0; r < R; r++) {
         float *yr = y0 + r * ow;
         for (int v = 0; v < NV; v++) {
             __mmask16 m = v == NV - 1 ? mlast : (__mmask16)0xffff;
             __m512 o = acc[r][v];
             if (z0) o = _mm512_add_ps(o, _mm512_maskz_loadu_ps(m, z0 + r * ow + 16 * v));
-            _mm512_mask_storeu_ps(yr + 16 * v, m, blk_act(o, a->act));
+            if (kind == NETRUN_ACT_RELU) o = _mm512_max_ps(o, zero);
+            else if (kind == NETRUN_ACT_CLIP)
+                o = _mm512_min_ps(_mm512_max_ps(o, _mm512_set1_ps(a->act->alpha)), _mm512_set1_ps(a->act->beta));
+            else if (kind == NETRUN_ACT_LEAKY_RELU)
+                o = _mm512_mask_mul_ps(o, _mm512_cmp_ps_mask(o, zero, _CMP_LT_OQ), o, _mm512_set1_ps(a->act->alpha));
+            _mm512_mask_storeu_ps(yr + 16 * v, m, o);
         }
         if (!inline_act) gu_act_n(yr, 16 * (NV - 1) + __builtin_popcount(mlast), a->act);
     }
@@ -216,7 +233,9 @@ dw_tile(const cpu_dw_args *a, const float *x0, int64_t ld, const float *w, float
 __attribute__((target("avx512f,fma"))) static void plane_tiled_avx512(const cpu_dw_args *a, const float *xp,
                                                                        int64_t ld, const float *w, float bias,
                                                                        const float *z, float *y, int split) {
-    const int inline_act = !blk_act_after(a->act);
+    const int kind = a->act->kind;
+    const int inline_act = kind == NETRUN_ACT_NONE || kind == NETRUN_ACT_RELU || kind == NETRUN_ACT_CLIP ||
+                           kind == NETRUN_ACT_LEAKY_RELU;
     const int64_t sw = a->sw, ow = a->ow, oh = a->oh, xs = split ? 1 : sw; /* X columns per output column */
     for (int64_t ox = 0; ox < ow; ox += 64) {
         int64_t left = ow - ox;

@@ -15,9 +15,9 @@ at 1 and 2 threads:
 - 1x1 convs on nChw16c X and Y at batch 1 with at most 2 blocks of output channels per thread on planes up to
   56x56 (conv1x1_blk.c instead of oneDNN's channel slices; ResNet-50's 256 -> 64 at 56x56), with a fused
   residual sum; cpu.conv1x1_bb=0 keeps oneDNN;
-- HardSwish, HardSigmoid and LeakyRelu fused into convs and applied in registers (blk_epilogue.h: the own 1x1
-  kernels plain / nChw16c on either side, the stride-2 direct and Winograd kernels, plain depthwise) or as
-  oneDNN's post-op (HardSwish), at batch 1 and 2: every node's kernel is printed.
+- HardSwish, HardSigmoid and LeakyRelu fused into convs: the own 1x1 kernels plain / nChw16c on either side,
+  the stride-2 direct and Winograd kernels, plain depthwise (their epilogues), and oneDNN's HardSwish post-op,
+  at batch 1 and 2: every node's kernel is printed.
 Where the CPU backend has no oneDNN the kernel columns are not checked (said so).
 
     python3 tests/cpu/test_small_planes.py --lib build/lib/libnetrun.so
