@@ -345,9 +345,11 @@ static void convt_slot(void *arg, int64_t slot, int64_t t0, int64_t t1) {
         int64_t m0 = b * pl->bsize, mc = g->mg - m0 < pl->bsize ? g->mg - m0 : pl->bsize;
         const float *x = j->x + (n * g->c + gi * g->cg) * in;
         const float *w = j->w + gi * g->cg * g->mg * K + m0 * K;
-        if (!cpu_dnnl_sgemm(1, 0, mc * K, in, g->cg, 1.0f, w, g->mg * K, x, in, 0.0f, col, in))
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(mc * K), (int)in, (int)g->cg, 1.0f, w,
-                        (int)(g->mg * K), x, (int)in, 0.0f, col, (int)in);
+        /* OpenBLAS, not oneDNN's sgemm: on a pool worker the latter's per-call packing buffers came from malloc
+         * state that other kernels' allocations on that thread decide, and U-Net's 64 -> 32 2x2/2 ConvTranspose at
+         * 2 threads, batch 1, took 0.27 or 1.0-1.2 ms depending on them (0.26 here either way; batch 8 2.9 -> 1.9) */
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(mc * K), (int)in, (int)g->cg, 1.0f, w,
+                    (int)(g->mg * K), x, (int)in, 0.0f, col, (int)in);
         for (int64_t m = 0; m < mc; m++) {
             int64_t oc = gi * g->mg + m0 + m;
             float *y = j->y + (n * g->m + oc) * out;
