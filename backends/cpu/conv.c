@@ -345,9 +345,11 @@ static void convt_slot(void *arg, int64_t slot, int64_t t0, int64_t t1) {
         int64_t m0 = b * pl->bsize, mc = g->mg - m0 < pl->bsize ? g->mg - m0 : pl->bsize;
         const float *x = j->x + (n * g->c + gi * g->cg) * in;
         const float *w = j->w + gi * g->cg * g->mg * K + m0 * K;
-        if (!cpu_dnnl_sgemm(1, 0, mc * K, in, g->cg, 1.0f, w, g->mg * K, x, in, 0.0f, col, in))
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(mc * K), (int)in, (int)g->cg, 1.0f, w,
-                        (int)(g->mg * K), x, (int)in, 0.0f, col, (int)in);
+        /* OpenBLAS, not oneDNN's sgemm: on a pool worker the latter's per-call packing buffers came from malloc
+         * state that other kernels' allocations on that thread decide, and U-Net's 64 -> 32 2x2/2 ConvTranspose at
+         * 2 threads, batch 1, took 0.27 or 1.0-1.2 ms depending on them (0.26 here either way; batch 8 2.9 -> 1.9) */
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(mc * K), (int)in, (int)g->cg, 1.0f, w,
+                    (int)(g->mg * K), x, (int)in, 0.0f, col, (int)in);
         for (int64_t m = 0; m < mc; m++) {
             int64_t oc = gi * g->mg + m0 + m;
             float *y = j->y + (n * g->m + oc) * out;
@@ -424,14 +426,17 @@ static int64_t dims_known(const netrun_value_desc *v) {
  * see /work/briefs/cpuk_figures.md): kxk convs (blocked JIT kernels beat im2col + sgemm 1.3-1.6x even with
  * the NCHW reorders), 1x1 convs on small planes (7x7) and 1x1 convs whose channel counts allow nChw16c (see
  * below). Other 1x1 convs stay one plain sgemm on NCHW: NHWC reorders of big planes cost more than the
- * blocked kernel saves. Depthwise 2-D stays in conv_depthwise.c unless its rows are under 16 wide (oneDNN,
+ * blocked kernel saves. Depthwise 2-D stays in conv_depthwise.c unless its rows are under 16 wide (14 for 3x3; oneDNN,
  * sliced over channels). */
 static int want_dnnl(int threads, const netrun_node_desc *node, const conv_geom *g, int transpose) {
     const netrun_conv_params *p = node->params;
     if (transpose || !node->inputs[1].const_data || !cpu_dnnl_available()) return 0;
     if (cpu_dnnl_all()) return 1;
-    /* rows narrower than a vector waste most lanes of the own kernel: oneDNN's channel-blocked one wins */
-    if (is_dw2d(g, transpose)) return g->out[2] < 16;
+    /* rows much narrower than a vector waste most lanes of the own kernel: oneDNN's channel-blocked one wins
+     * at 7 wide (ShuffleNetV2 batch 8, 2 threads, 232 channels 14x14 -> 7x7: 0.10 ms against 0.14); at 14 wide
+     * (14 of 16 lanes) the own kernel wins on 3x3 taps (116 channels 28x28 -> 14x14 stride 2: 0.21 ms on oneDNN
+     * with its reorders, 0.14 here), not on 5x5 (MobileNetV3-small's 120 x 14x14 + HardSwish: 0.19 against 0.28) */
+    if (is_dw2d(g, transpose)) return g->out[2] < (g->k[1] == 3 && g->k[2] == 3 ? 14 : 16);
     if (g->g > 1 && !is_depthwise(g, transpose) && threads > 1)
         return 0; /* grouped convs are not sliced over threads: im2col splits groups */
     if (is_pointwise(g, p)) {
@@ -468,14 +473,16 @@ static int want_c1x1(cpu_context *ctx, const netrun_conv_params *p, const conv_g
     /* nChw16c both sides: oneDNN cuts the output channels into one slice per thread, so 16 channels (the 32 -> 16
      * projections of MobileNetV2 / EfficientNet / MnasNet at 112x112) run on one thread and 48 split 2:1; the
      * own kernel cuts the pixels instead (cpu.conv1x1_bb=0 keeps oneDNN). With fewer images than threads, on
-     * planes up to 28x28, also when every thread would get at most 2 blocks, each reading all of X for them
-     * (SqueezeNet's squeezes to 32-64 channels at 27x27 and 13x13: 0.040 -> 0.033 ms, 0.027 -> 0.022; ResNet's
-     * 56x56 ones stay faster on oneDNN: 0.242 against 0.258) */
+     * planes up to 56x56, also when every thread would get at most 2 blocks, each reading all of X for them
+     * (SqueezeNet's squeezes to 32-64 channels at 27x27 and 13x13: 0.040 -> 0.033 ms, 0.027 -> 0.022). At 56x56
+     * the Zen 5 VM measured oneDNN ahead (ResNet-50's 256 -> 64: 0.242 against 0.258), the Xeon of
+     * docs/benchmarks.md the own kernel (0.48 -> 0.31 ms, ResNet-50 at batch 1 and 2 threads 25.6 -> 24.4 ms in
+     * node sums; SqueezeNet 1.1's 16 -> 64 expands at 55x55 0.050 -> 0.043) */
     if (p->src_blocked && p->dst_blocked && g->c <= 512) {
         int64_t mb = g->m / 16, t = ctx->threads > 0 ? ctx->threads : 1;
         const char *o = cpu_option(ctx, "cpu.conv1x1_bb");
         int uneven = mb % t && mb < 4 * t && g->out_size >= 784;
-        int thin = t > 1 && g->n < t && mb <= 2 * t && g->out_size <= 784;
+        int thin = t > 1 && g->n < t && mb <= 2 * t && g->out_size <= 3136;
         if ((uneven || thin) && !(o && !strcmp(o, "0"))) return 1 + CPU_C1X1_BLK_BLK;
     }
     if (!p->dst_blocked && g->c % 16 == 0 && g->c <= 256 && g->m % 16) {
@@ -809,6 +816,7 @@ static void conv_describe_state(const void *state, char *buf, size_t size) {
     if (s->dnnl && strstr(cpu_dnnl_conv_impl(s->dnnl), "wino") && n < size) snprintf(buf + n, size - n, ", Winograd");
     n = strlen(buf);
     if (cpu_dnnl_conv_by_image(s->dnnl) && n < size) snprintf(buf + n, size - n, ", by image");
+    if (cpu_dnnl_conv_by_rows(s->dnnl) && n < size) snprintf(buf + n, size - n, ", by rows");
     if (s->gemv) snprintf(buf, size, "1x1 GEMV (1x1 planes)");
     if (s->cdir) snprintf(buf, size, "direct stride %d avx512 (nChw16c in/out)", s->cdir_stride);
     if (s->cw) snprintf(buf, size, "Winograd F(2x2) avx512 (nChw16c in/out)");

@@ -47,6 +47,8 @@ typedef struct dnnl_slice {
     size_t ws_off, off_yb, off_sp, ws_bytes; /* this slice's part of the workspace */
     float *w;                                /* its weights in the primitive's layout */
     int64_t m0, mc;                          /* output channels [m0, m0 + mc) */
+    int64_t r0, r1;   /* output rows [r0, r1) of a row slice (cut_rows); r1 = 0: all rows */
+    int64_t x_row0;   /* first input row a row slice reads */
 } dnnl_slice;
 
 struct cpu_dnnl_conv {
@@ -55,6 +57,8 @@ struct cpu_dnnl_conv {
     int own_swish; /* Swish by gu_swish_n after each image instead of oneDNN's post-op (cpu.dnnl_swish=1 keeps it) */
     int src_blk, dst_blk, per_image; /* nChw16c user X / Y (the nChw16c pass); per_image: primitives for N = 1 */
     int by_image; /* every slice holds all the channels; a batch is cut by images, one slice per running thread */
+    int cut_rows; /* every slice holds all the channels and a band of output rows (slice k on thread k) */
+    int64_t ow, iw; /* output and input row lengths */
     atomic_int busy[64]; /* by_image: the slice a thread runs on is taken while it runs */
     int64_t cin;                     /* input channels */
     int64_t ny, plane, m, n; /* output elements, output plane size, channels, batch */
@@ -79,6 +83,7 @@ static int map_act(const netrun_fused_activation *a, dnnl_alg_kind_t *alg, float
     case NETRUN_ACT_TANH: *alg = dnnl_eltwise_tanh; return 1;
     case NETRUN_ACT_AFFINE: *alg = dnnl_eltwise_linear; *alpha = a->alpha; *beta = a->beta; return 1;
     case NETRUN_ACT_SWISH: *alg = dnnl_eltwise_swish; *alpha = a->alpha; return 1; /* x * sigmoid(alpha x) */
+    case NETRUN_ACT_HARD_SWISH: *alg = dnnl_eltwise_hardswish; return 1; /* x * relu6(x + 3) / 6, ONNX's only form */
     default: return 0;
     }
 }
@@ -111,6 +116,7 @@ void cpu_dnnl_conv_destroy(cpu_dnnl_conv *s) {
 
 const char *cpu_dnnl_conv_impl(const cpu_dnnl_conv *s) { return s ? s->impl : ""; }
 int cpu_dnnl_conv_by_image(const cpu_dnnl_conv *s) { return s && s->by_image; }
+int cpu_dnnl_conv_by_rows(const cpu_dnnl_conv *s) { return s && s->cut_rows; }
 
 int cpu_dnnl_all(void) { return cpu_dnnl_available() && g_all; }
 
@@ -120,8 +126,8 @@ int cpu_dnnl_all(void) { return cpu_dnnl_available() && g_all; }
  * chooses NHWC, and the NCHW <-> NHWC reorders around every node cost more than NCHW <-> nChw16c (oneDNN
  * node time at 1 thread, EfficientNet-B0 7.3 -> 6.5 ms, MobileNetV2 4.6 -> 3.8, SqueezeNet 6.1 -> 5.7). */
 static dnnl_primitive_desc_t make_pd(const netrun_conv_params *p, const int64_t *xd, const int64_t *wd,
-                                     const int64_t *yd, int64_t mc, int blocked16, int n1, int has_bias, int has_sum,
-                                     int wino, int own_swish, int *post_act,
+                                     const int64_t *yd, int64_t mc, const dnnl_slice *q, int blocked16, int n1,
+                                     int has_bias, int has_sum, int wino, int own_swish, int *post_act,
                                      dnnl_memory_desc_t *x_plain, dnnl_memory_desc_t *w_plain,
                                      dnnl_memory_desc_t *y_plain, dnnl_memory_desc_t *b_md) {
     int ns = p->n_spatial, rank = ns + 2;
@@ -156,6 +162,16 @@ static dnnl_primitive_desc_t make_pd(const netrun_conv_params *p, const int64_t 
         dl[i] = p->dilations[i] - 1; /* oneDNN counts dilation from 0 */
         pl[i] = p->pads_begin[i];
         pr[i] = p->pads_end[i];
+    }
+    if (q->r1 > 0) { /* a band of output rows: the input rows it reads, its own top and bottom pads */
+        int64_t ext = (wd[2] - 1) * p->dilations[0] + 1;
+        int64_t a = q->r0 * p->strides[0] - p->pads_begin[0], b = (q->r1 - 1) * p->strides[0] - p->pads_begin[0] + ext;
+        int64_t a_in = a < 0 ? 0 : a, b_in = b > xd[2] ? xd[2] : b;
+        if (b_in <= a_in || a_in != q->x_row0) return NULL;
+        xdims[2] = b_in - a_in;
+        ydims[2] = q->r1 - q->r0;
+        pl[0] = a_in - a;
+        pr[0] = b - b_in;
     }
     dnnl_memory_desc_t x_any, w_any, y_any;
     /* per image (nChw16c pass): X may be plain with any C (the first conv of a net), then its format is free */
@@ -252,12 +268,12 @@ static int build_slice(cpu_dnnl_conv *s, dnnl_slice *q, const netrun_conv_params
                     wino_pays(wd[1], wd[0]);
     for (int wino = wino_fits; wino >= 0 && !pd; wino--)
     for (int blocked16 = 1; blocked16 >= s->per_image && !pd; blocked16--) {
-        pd = make_pd(p, xd, wd, yd, q->mc, blocked16, s->per_image, s->has_bias, s->has_sum, wino, s->own_swish,
+        pd = make_pd(p, xd, wd, yd, q->mc, q, blocked16, s->per_image, s->has_bias, s->has_sum, wino, s->own_swish,
                      &post_act, &xp, &wp, &yp, &bm);
         if (pd && dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl)) {
             dnnl_primitive_desc_destroy(pd);
             pd = NULL;
-        } else if (pd && !s->per_image && !strncmp(impl, "ref", 3)) {
+        } else if (pd && !s->src_blk && !s->dst_blk && !strncmp(impl, "ref", 3)) {
             dnnl_primitive_desc_destroy(pd); /* the reference loops are slower than im2col + sgemm */
             pd = NULL;
         }
@@ -344,9 +360,30 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
     /* A plain-X stem writing nChw16c Y with fewer 16-channel slices than threads (MobileNetV3's 3 -> 16: one
      * slice, so one thread busy) is cut by images too: batch 8 at 2 threads 6.2 -> 3.4 ms (min of 4 rounds). */
     int idle = p->dst_blocked && !p->src_blocked && n_sl < threads;
-    int by_image = (p->src_blocked || idle) && !dw && threads > 1 && !(bi && !strcmp(bi, "0")) &&
+    /* A conv on plain X and Y (a stem of few input channels, or small weights: channel counts no multiple of
+     * 16) cut into uneven channel slices reorders the whole batch's X and Y once per slice, through buffers of
+     * megabytes: per-image primitives instead reorder one image while it is cached. Batch 8 at 2 threads:
+     * ShuffleNetV2's 3 -> 24 3x3/2 at 224x224 2.6 -> 1.2 ms, U-Net's first conv 4.7 -> 2.4, ShuffleNetV2's
+     * 232 -> 232 1x1 at 7x7 0.22 -> 0.175. */
+    int plain_small = !p->src_blocked && !p->dst_blocked && p->group == 1 && p->n_spatial == 2 &&
+                      (xd[1] <= 4 || wbytes <= 256 * 1024) && uneven;
+    int by_image = (p->src_blocked || idle || plain_small) && !dw && threads > 1 && !(bi && !strcmp(bi, "0")) &&
                    (uneven || small_w) && yd[0] >= threads && (yd[0] % threads == 0 || yd[0] >= 3 * threads);
-    if (by_image) {
+    /* A plain stem (few input channels, plain X) writing one nChw16c block with fewer images than threads
+     * (MobileNetV3's 3 -> 16 at batch 1: one slice, one thread busy) is cut into bands of output rows instead,
+     * each a dense part of Y. Not with a fused sum; not into a plain Y (oneDNN reorders a band of a plain
+     * Y from its blocked result through a strided copy: ShuffleNetV2's 3 -> 24 at batch 1 0.17 -> 0.25 ms).
+     * MobileNetV3-small's stem at batch 1, 2 threads, --profile: 0.167 -> 0.114 ms. */
+    int cut_rows = !by_image && !dw && threads > 1 && p->group == 1 && p->n_spatial == 2 && !p->src_blocked &&
+                   xd[1] <= 4 && !p->has_sum && p->dst_blocked && m == 16 && n_sl < threads &&
+                   yd[2] >= 4 * threads && !(bi && !strcmp(bi, "0"));
+    for (int64_t k = 0; cut_rows && k < threads; k++) { /* every band reads some input row (not all pads) */
+        int64_t r0 = yd[2] * k / threads, r1 = yd[2] * (k + 1) / threads;
+        int64_t a = r0 * p->strides[0] - p->pads_begin[0], b = (r1 - 1) * p->strides[0] - p->pads_begin[0] +
+                                                                (wd[2] - 1) * p->dilations[0] + 1;
+        if ((b < xd[2] ? b : xd[2]) <= (a > 0 ? a : 0)) cut_rows = 0;
+    }
+    if (by_image || cut_rows) {
         n_sl = threads;
         per = m;
     }
@@ -374,8 +411,11 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
     s->cin = xd[1];
     s->src_blk = p->src_blocked;
     s->dst_blk = p->dst_blocked;
-    s->per_image = s->src_blk || s->dst_blk;
-    if (s->per_image && (p->n_spatial != 2 || (s->src_blk && xd[1] % 16) || (s->dst_blk && (m % 16 || per % 16)))) {
+    s->per_image = s->src_blk || s->dst_blk || by_image || cut_rows;
+    s->cut_rows = cut_rows;
+    s->ow = yd[p->n_spatial + 1];
+    s->iw = xd[p->n_spatial + 1];
+    if ((s->src_blk || s->dst_blk) && (p->n_spatial != 2 || (s->src_blk && xd[1] % 16) || (s->dst_blk && (m % 16 || per % 16)))) {
         cpu_dnnl_conv_destroy(s);
         return cpu_host->error(NETRUN_ERR_BACKEND, "Conv (oneDNN): nChw16c needs 2-D and channels multiples of 16");
     }
@@ -383,8 +423,14 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
     size_t off = 0;
     for (int64_t k = 0; k < n_sl; k++) {
         dnnl_slice *q = &s->sl[k];
-        q->m0 = by_image ? 0 : k * per;
+        q->m0 = by_image || cut_rows ? 0 : k * per;
         q->mc = m - q->m0 < per ? m - q->m0 : per;
+        if (cut_rows) { /* bands of about equal rows */
+            q->r0 = yd[2] * k / n_sl;
+            q->r1 = yd[2] * (k + 1) / n_sl;
+            int64_t a = q->r0 * p->strides[0] - p->pads_begin[0];
+            q->x_row0 = a < 0 ? 0 : a;
+        }
         s->n_slices = (int)k + 1; /* destroy frees what was built */
         int prev = omp_get_max_threads(); /* the caller's own OpenMP setting is left as it was */
         omp_set_num_threads(1);            /* blocking is tuned for the one thread that runs the slice */
@@ -424,6 +470,10 @@ static dnnl_status_t run_one(const run_job *j, dnnl_slice *q, int64_t img) {
     if (img >= 0) { /* same offsets in NCHW and nChw16c: a block of 16 channels is 16 planes of floats */
         yoff += (size_t)(img * s->m) * (size_t)s->plane;
         xoff += (size_t)(img * s->cin) * (size_t)s->xplane;
+    }
+    if (q->r1 > 0) { /* a band of rows: its first row in every channel plane (X plain, Y one nChw16c block) */
+        yoff += (size_t)(q->r0 * s->ow * 16);
+        xoff += (size_t)(q->x_row0 * s->iw);
     }
     dnnl_status_t st = dnnl_memory_set_data_handle(q->m_x, (void *)(j->x + xoff));
     if (!st) st = dnnl_memory_set_data_handle(q->m_y, j->y + yoff);
@@ -466,6 +516,11 @@ static dnnl_status_t run_one(const run_job *j, dnnl_slice *q, int64_t img) {
  * in both layouts over the slice's channels. */
 static void act_image(const run_job *j, const dnnl_slice *q, int64_t n) {
     const cpu_dnnl_conv *s = j->s;
+    if (q->r1 > 0) { /* its band of rows only (one nChw16c block): the other threads' bands are theirs */
+        float *img = j->y + (size_t)(n * s->m) * (size_t)s->plane;
+        gu_act_n(img + q->r0 * s->ow * 16, (q->r1 - q->r0) * s->ow * 16, &s->act);
+        return;
+    }
     gu_act_n(j->y + (size_t)(n * s->m) * (size_t)s->plane + (size_t)q->m0 * (size_t)s->plane, q->mc * s->plane,
              &s->act);
 }
@@ -555,6 +610,7 @@ netrun_status cpu_dnnl_conv_run(cpu_context *ctx, cpu_dnnl_conv *s, const float 
 void cpu_dnnl_conv_destroy(cpu_dnnl_conv *s) { (void)s; }
 const char *cpu_dnnl_conv_impl(const cpu_dnnl_conv *s) { (void)s; return ""; }
 int cpu_dnnl_conv_by_image(const cpu_dnnl_conv *s) { (void)s; return 0; }
+int cpu_dnnl_conv_by_rows(const cpu_dnnl_conv *s) { (void)s; return 0; }
 size_t cpu_dnnl_conv_workspace(const cpu_dnnl_conv *s) { (void)s; return 0; }
 void cpu_dnnl_conv_describe_state(const cpu_dnnl_conv *s, char *buf, size_t size) {
     (void)s;

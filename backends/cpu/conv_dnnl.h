@@ -35,6 +35,7 @@ void cpu_dnnl_conv_destroy(cpu_dnnl_conv *s);
 const char *cpu_dnnl_conv_impl(const cpu_dnnl_conv *s);
 /* 1 when a batch runs cut by images (cpu.dnnl_images), not by output channels */
 int cpu_dnnl_conv_by_image(const cpu_dnnl_conv *s);
+int cpu_dnnl_conv_by_rows(const cpu_dnnl_conv *s); /* slices are bands of output rows (plain stems, few images) */
 size_t cpu_dnnl_conv_workspace(const cpu_dnnl_conv *s);
 /* "oneDNN <implementation> (blocked, reorders)" for the profile's kernel column. */
 void cpu_dnnl_conv_describe_state(const cpu_dnnl_conv *s, char *buf, size_t size);

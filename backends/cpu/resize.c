@@ -63,6 +63,7 @@ static inline void store(netrun_dtype t, unsigned char *base, int64_t i, double 
     }
 }
 
+/* Linear and cubic: every output element sums its taps over all combinations of the outer dims' taps. */
 static void resize_rows(void *arg, int64_t b, int64_t e) {
     resize_job *j = arg;
     int L = j->rank - 1;
@@ -81,7 +82,6 @@ static void resize_rows(void *arg, int64_t b, int64_t e) {
         cpu_free(cw);
         return;
     }
-    int64_t prev_src = -1; /* nearest: the source row of the previous output row of this task, or -1 */
     for (int64_t row = b; row < e; row++) {
         /* the outer coordinates of this row */
         int64_t oc[NETRUN_MAX_RANK], rem = row;
@@ -109,36 +109,6 @@ static void resize_rows(void *arg, int64_t b, int64_t e) {
                     cw[k * n0 + c] = cw[c] * t->w[oc[d] * t->k + k];
                 }
             nc *= t->k;
-        }
-        if (p->mode == NETRUN_RESIZE_NEAREST) { /* one combination, weight 1: copy by element size */
-            const unsigned char *s = src + (size_t)coff[0] * es;
-            if (j->last_outside) {
-                for (int64_t o = 0; o < w; o++) {
-                    if (tl->outside[o]) store(dt, out, o, p->extrapolation_value);
-                    else memcpy(out + (size_t)o * es, s + (size_t)tl->idx[o] * es, es);
-                }
-                continue;
-            }
-            /* an upsampled row repeats the previous one (a 2x upsample writes each source row twice): copy it
-             * whole; else gather by element size, not by a memcpy call per element (YOLO's 2x nearest Resize
-             * at batch 8 was a quarter of its run) */
-            if (coff[0] == prev_src) {
-                memcpy(out, out - (size_t)w * es, (size_t)w * es);
-                continue;
-            }
-            prev_src = coff[0];
-#define NEAREST_GATHER(T)                                                                                   \
-    for (int64_t o = 0; o < w; o++) ((T *)out)[o] = ((const T *)s)[tl->idx[o]];
-            switch (es) {
-            case 1: NEAREST_GATHER(uint8_t) break;
-            case 2: NEAREST_GATHER(uint16_t) break;
-            case 4: NEAREST_GATHER(uint32_t) break;
-            case 8: NEAREST_GATHER(uint64_t) break;
-            default:
-                for (int64_t o = 0; o < w; o++) memcpy(out + (size_t)o * es, s + (size_t)tl->idx[o] * es, es);
-            }
-#undef NEAREST_GATHER
-            continue;
         }
         int k = tl->k;
         if (dt == NETRUN_DTYPE_FLOAT) {
@@ -174,6 +144,68 @@ static void resize_rows(void *arg, int64_t b, int64_t e) {
     }
     cpu_free(coff);
     cpu_free(cw);
+}
+
+/* Nearest: one tap per output index, so a row's source is the sum of its outer coordinates' taps. The
+ * coordinates are counted up row by row (resize_rows divides them out per row and builds the combinations,
+ * which dominated 2x upsamples of small planes: YOLO-style 8 x 64 x 8x8 -> 16x16 at 2 threads took 0.21 ms
+ * against onnxruntime's 0.04; 0.05 ms so). */
+static void resize_nearest_rows(void *arg, int64_t b, int64_t e) {
+    resize_job *j = arg;
+    int L = j->rank - 1;
+    const netrun_resize_params *p = j->p;
+    const unsigned char *src = j->x->data;
+    unsigned char *dst = j->y->data;
+    netrun_dtype dt = j->y->dtype;
+    size_t es = j->es;
+    int64_t w = j->y->dims[L];
+    const dim_taps *tl = &j->taps[L];
+    int64_t oc[NETRUN_MAX_RANK], rem = b;
+    for (int d = L - 1; d >= 0; d--) {
+        oc[d] = rem % j->y->dims[d];
+        rem /= j->y->dims[d];
+    }
+    int64_t prev_src = -1; /* the source row of the previous output row of this task, or -1 */
+    for (int64_t row = b; row < e; row++) {
+        int64_t off = 0;
+        int outside = 0;
+        for (int d = 0; d < L; d++) {
+            off += j->taps[d].idx[oc[d]];
+            outside |= j->taps[d].outside[oc[d]];
+        }
+        for (int d = L - 1; d >= 0 && ++oc[d] == j->y->dims[d]; d--) oc[d] = 0; /* the next row's */
+        unsigned char *out = dst + (size_t)(row * w) * es;
+        if (outside) {
+            for (int64_t o = 0; o < w; o++) store(dt, out, o, p->extrapolation_value);
+            prev_src = -1;
+            continue;
+        }
+        const unsigned char *s = src + (size_t)off * es;
+        if (j->last_outside) {
+            for (int64_t o = 0; o < w; o++) {
+                if (tl->outside[o]) store(dt, out, o, p->extrapolation_value);
+                else memcpy(out + (size_t)o * es, s + (size_t)tl->idx[o] * es, es);
+            }
+            continue;
+        }
+        /* an upsampled row repeats the previous one (a 2x upsample writes each source row twice): copy it whole */
+        if (off == prev_src) {
+            memcpy(out, out - (size_t)w * es, (size_t)w * es);
+            continue;
+        }
+        prev_src = off;
+#define NEAREST_GATHER(T)                                                                                   \
+    for (int64_t o = 0; o < w; o++) ((T *)out)[o] = ((const T *)s)[tl->idx[o]];
+        switch (es) {
+        case 1: NEAREST_GATHER(uint8_t) break;
+        case 2: NEAREST_GATHER(uint16_t) break;
+        case 4: NEAREST_GATHER(uint32_t) break;
+        case 8: NEAREST_GATHER(uint64_t) break;
+        default:
+            for (int64_t o = 0; o < w; o++) memcpy(out + (size_t)o * es, s + (size_t)tl->idx[o] * es, es);
+        }
+#undef NEAREST_GATHER
+    }
 }
 
 static netrun_status run_resize(cpu_context *ctx, void *state, const netrun_kernel_args *a) {
@@ -220,7 +252,8 @@ static netrun_status run_resize(cpu_context *ctx, void *state, const netrun_kern
     int64_t w = y->dims[x->rank - 1];
     for (int64_t o = 0; o < w; o++) j.last_outside |= j.taps[x->rank - 1].outside[o];
     int64_t cost = w * (int64_t)j.taps[x->rank - 1].k * j.max_combos;
-    cpu_parallel_for(ctx, n / w, 1 + (1 << 14) / (cost + 1), resize_rows, &j);
+    cpu_parallel_for(ctx, n / w, 1 + (1 << 14) / (cost + 1),
+                     p->mode == NETRUN_RESIZE_NEAREST ? resize_nearest_rows : resize_rows, &j);
     cpu_free(mem);
     if (j.failed) return cpu_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cpu Resize: out of memory");
     return NETRUN_OK;

@@ -24,3 +24,6 @@ set_tests_properties(unit.cpu_fast_math PROPERTIES TIMEOUT 300)
 # MatMul / Gemm on constant B packed once for oneDNN's matmul (matmul_dnnl.c) against onnxruntime: 1-3 threads
 # (column slices), cpu.pack_matmul on and off, alpha / beta / C / fused Relu, changing row counts
 netrun_binding_test(cpu.packed_matmul ${CMAKE_CURRENT_LIST_DIR}/test_packed_matmul.py)
+# paths for small models and small planes against onnxruntime: Pad and nearest Resize (index tables, row
+# counters), oneDNN stems on a plain 3-channel X cut by images or by bands of rows, plain depthwise rows 7-15 wide
+netrun_binding_test(cpu.small_planes ${CMAKE_CURRENT_LIST_DIR}/test_small_planes.py)
