@@ -353,13 +353,7 @@ static netrun_status run_steps_eager(netrun_session *s, int first, int end) {
  * in a row (shapes that never repeat: capturing each run would cost more than it saves). */
 #define SEG_MAX_MISSES 4
 
-typedef struct sig_buf {
-    unsigned char *p;
-    size_t len, cap;
-    int oom;
-} sig_buf;
-
-static void sig_put(sig_buf *b, const void *data, size_t n) {
+static void sig_put(nr_sig *b, const void *data, size_t n) {
     if (b->oom) return;
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 1024;
@@ -376,7 +370,7 @@ static void sig_put(sig_buf *b, const void *data, size_t n) {
     b->len += n;
 }
 
-static void sig_tensor(sig_buf *b, const netrun_tensor *t) {
+static void sig_tensor(nr_sig *b, const netrun_tensor *t) {
     int head[2] = {(int)t->dtype, t->rank};
     sig_put(b, head, sizeof head);
     if (t->rank > 0) sig_put(b, t->dims, (size_t)t->rank * sizeof t->dims[0]);
@@ -386,8 +380,10 @@ static void sig_tensor(sig_buf *b, const netrun_tensor *t) {
     sig_put(b, sizes, sizeof sizes);
 }
 
-static netrun_status segment_sig(netrun_session *s, const nr_segment *sg, sig_buf *b) {
+static netrun_status segment_sig(netrun_session *s, const nr_segment *sg, nr_sig *b) {
     const nr_graph *g = s->model->ir->graph;
+    b->len = 0;
+    b->oom = 0;
     const nr_slot *sl = &s->slots[sg->slot];
     const void *ws[2] = {sl->workspace, (const void *)(uintptr_t)sl->workspace_size};
     sig_put(b, ws, sizeof ws);
@@ -401,8 +397,7 @@ static netrun_status segment_sig(netrun_session *s, const nr_segment *sg, sig_bu
         if (sn->params && nd->layer && nd->layer->params_size) sig_put(b, sn->params, nd->layer->params_size);
     }
     if (b->oom) {
-        nr_free(b->p);
-        b->p = NULL;
+        b->len = 0;
         return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory checking a device graph's shapes");
     }
     return NETRUN_OK;
@@ -472,11 +467,9 @@ static netrun_status run_segment_dynamic(netrun_session *s, nr_segment *sg) {
         }
         if (st != NETRUN_OK) return st;
     }
-    sig_buf b = {0};
-    netrun_status st = segment_sig(s, sg, &b);
+    netrun_status st = segment_sig(s, sg, &sg->cur);
     if (st != NETRUN_OK) return st;
-    if (sg->state == 1 && b.len == sg->sig_len && !memcmp(b.p, sg->sig, b.len)) {
-        nr_free(b.p);
+    if (sg->state == 1 && sg->cur.len == sg->sig.len && !memcmp(sg->cur.p, sg->sig.p, sg->cur.len)) {
         sg->misses = 0;
         nr_activity_set(s, NR_ACT_GRAPH, -1, sg->slot);
         return sl->api->graph_launch(sl->ctx, sg->graph);
@@ -487,9 +480,9 @@ static netrun_status run_segment_dynamic(netrun_session *s, nr_segment *sg) {
         s->stats.graph_recaptures++;
         if (++sg->misses >= SEG_MAX_MISSES) sg->state = -1;
     }
-    nr_free(sg->sig);
-    sg->sig = b.p;
-    sg->sig_len = b.len;
+    nr_sig t = sg->sig; /* this run's becomes the capture's; the old buffer is reused next run */
+    sg->sig = sg->cur;
+    sg->cur = t;
     return sg->state < 0 ? launch_steps(s, sg->first, sg->end) : capture_segment(s, sg, launch_steps);
 }
 

@@ -153,7 +153,8 @@ netrun_status opt_build_copy(opt_state *o, nr_graph *ng, int **params_from) {
     const nr_graph *g = o->g;
     netrun_status st = nr_graph_copy_values_borrowed(g, ng);
     if (st != NETRUN_OK) return st;
-    int *from = nr_calloc((size_t)g->n_nodes + 1, sizeof(int)); /* new node -> original node */
+    /* new node -> the original node it stands for (its plan, layout flags); -1 for nodes the passes make */
+    int *from = nr_calloc((size_t)g->n_nodes + 1, sizeof(int));
     if (!from) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory");
     *params_from = from;
     for (int n = 0; n < g->n_nodes; n++) {

@@ -161,7 +161,8 @@ netrun_status opt_plan_fp16(opt_state *o, const netrun_backend_config *cfg, nr_g
         goto done;
     }
     for (int n = 0; n < g->n_nodes; n++) to[n] = -1;
-    for (int k = 0; k < n_copied; k++) to[from[k]] = k;
+    for (int k = 0; k < n_copied; k++)
+        if (from[k] >= 0) to[from[k]] = k;
     for (int v = 0; v < st.nv0; v++) st.hval[v] = st.fval[v] = -1;
     /* forward, in execution order: which nodes run float16 NHWC and which values they write */
     for (int i = 0; i < s->n_snodes; i++) {

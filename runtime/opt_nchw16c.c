@@ -217,7 +217,8 @@ netrun_status opt_plan_nchwc(opt_state *o, const netrun_backend_config *cfg, nr_
         goto done;
     }
     for (int n = 0; n < g->n_nodes; n++) to[n] = -1;
-    for (int k = 0; k < n_copied; k++) to[from[k]] = k;
+    for (int k = 0; k < n_copied; k++)
+        if (from[k] >= 0) to[from[k]] = k;
     for (int v = 0; v < st.nv0; v++) st.blkval[v] = st.plainval[v] = -1;
     /* forward, in execution order: who writes blocked */
     for (int i = 0; i < s->n_snodes; i++) {

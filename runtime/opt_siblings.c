@@ -91,14 +91,11 @@ int opt_plan_siblings(opt_state *o, int *n_convs) {
         groups++;
         *n_convs += size;
         /* the members after the first: their outputs come from the Split, their fused activation from the merged
-         * Conv; they stand for nothing else any more */
+         * Conv (standing for the first) */
         for (int b = a; b < g->n_nodes; b++) {
             if (o->sib_lead[b] != a) continue;
             o->sib_out[b] = plan_out(&o->plan[b], &g->nodes[b]);
-            if (b == a) continue;
-            o->removed[b] = 1;
-            o->blk_conv[b] = 0;
-            o->plan[b].act = -1;
+            if (b != a) o->removed[b] = 1;
         }
     }
     nr_free(feeds_conv);
@@ -171,7 +168,7 @@ netrun_status opt_emit_siblings(const opt_state *o, nr_graph *ng, int n, int *fr
     snprintf(name, sizeof name, "%s.split", lead->name);
     nr_node *sp = nr_graph_add_node(ng, name, "Split", "", sizes_input ? 2 : 1, m, sizes_input ? 1 : 2);
     if (!sp) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory merging the convolutions beside '%s'", lead->name);
-    from[ng->n_nodes - 1] = members[1]; /* a removed member: no plan and no layout flag of its own */
+    from[ng->n_nodes - 1] = -1; /* made here: stands for no original node */
     sp->inputs[0] = y;
     if (sizes_input) sp->inputs[1] = s_id;
     for (int i = 0; i < m; i++) sp->outputs[i] = o->sib_out[members[i]];

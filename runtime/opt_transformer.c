@@ -533,7 +533,7 @@ netrun_status opt_emit_repl(const opt_state *o, nr_graph *ng, int n, int *from) 
         snprintf(rname, sizeof rname, "%s.heads", name);
         nr_node *rs = nr_graph_add_node(ng, rname, "Reshape", "", 2, 1, 0);
         if (!rs) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying node '%s'", g->nodes[n].name);
-        from[ng->n_nodes - 1] = n;
+        from[ng->n_nodes - 1] = -1; /* made here: stands for no original node */
         rs->inputs[0] = r->out;
         rs->inputs[1] = sh;
         rs->outputs[0] = r->extra_out;

@@ -317,6 +317,7 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
             netrun_pool_params *pp = m->ir->graph->nodes[n].params;
             if (pp) pp->nhwc = 1;
         }
+        if (from[n] < 0) continue; /* a node the passes made (a Split, a Reshape): no plan of its own */
         if (o.swish_x[from[n]] >= 0) m->ir->graph->nodes[n].opset = 24; /* Swish is an opset-24 op */
         const conv_plan *p = &o.plan[from[n]];
         if (is_op(&m->ir->graph->nodes[n], "BatchNormalization")) { /* opt_plan_bn: an activation at most */

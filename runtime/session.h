@@ -157,6 +157,13 @@ typedef struct nr_step {
 } nr_step;
 
 /* A run of consecutive kernel steps on one device backend that can capture graphs (execute.c). */
+/* A byte record of what a segment's kernels are given (execute.c, segment_sig). */
+typedef struct nr_sig {
+    unsigned char *p;
+    size_t len, cap;
+    int oom;
+} nr_sig;
+
 typedef struct nr_segment {
     int slot;
     int first, end;                /* steps [first, end) */
@@ -164,8 +171,7 @@ typedef struct nr_segment {
     int state;                     /* 0: not tried yet, 1: captured, -1: runs eagerly (capture failed) */
     /* dynamic sessions (execute.c, run_segment_dynamic): what the steps were given when the graph was captured
      * (shapes, addresses, params), and the captures in a row that the next run did not replay */
-    unsigned char *sig;
-    size_t sig_len;
+    nr_sig sig, cur;               /* cur: this run's, built in place (its buffer kept between runs) */
     int misses;
 } nr_segment;
 

@@ -101,8 +101,9 @@ void nr_exec_release(netrun_session *s) {
         nr_slot *sl = &s->slots[sg->slot];
         if (sg->graph && sl->ctx) sl->api->graph_destroy(sl->ctx, sg->graph);
         sg->graph = NULL;
-        nr_free(sg->sig);
-        sg->sig = NULL;
+        nr_free(sg->sig.p);
+        nr_free(sg->cur.p);
+        sg->sig = sg->cur = (nr_sig){0};
     }
     nr_free(s->segs);
     nr_free(s->step_seg);
