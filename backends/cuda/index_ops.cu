@@ -217,6 +217,309 @@ __global__ void topk_line_k(const T *x, T *vals, int64_t *idx, int R, int64_t in
     }
 }
 
+/* Long lines with a small k (a detector's TopK over every anchor of a level: RetinaNet's 3.3 million scores, k
+ * 1000), too long for shared memory and far too long to rank element by element: a radix select finds the k-th
+ * best key (8 bits a pass, a histogram of the keys that match the digits found so far), a stable compaction takes
+ * the keys better than it and, in index order, as many equal to it as k still needs, and one block sorts those k
+ * by (key, index). Keys are the values' bits mapped so that unsigned order is the TopK order (NaN as infinity
+ * like the kernels above, -0 as +0), so ties and NaN come out as they do from the ranking kernels. */
+template <typename C> struct ordkey;
+template <> struct ordkey<float> {
+    typedef unsigned type;
+    static __device__ __forceinline__ unsigned get(float v, int largest) {
+        v = topk_key(v, largest);
+        unsigned b = __float_as_uint(v == 0.0f ? 0.0f : v);
+        b = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+        return largest ? b : ~b;
+    }
+};
+template <> struct ordkey<double> {
+    typedef unsigned long long type;
+    static __device__ __forceinline__ unsigned long long get(double v, int largest) {
+        v = topk_key(v, largest);
+        unsigned long long b = (unsigned long long)__double_as_longlong(v == 0.0 ? 0.0 : v);
+        b = (b >> 63) ? ~b : (b | (1ull << 63));
+        return largest ? b : ~b;
+    }
+};
+template <typename S, typename U> struct ordkey_int {
+    typedef U type;
+    static __device__ __forceinline__ U get(S v, int largest) {
+        U b = (U)v;
+        if ((S)-1 < (S)0) b ^= (U)1 << (sizeof(U) * 8 - 1); /* signed: flip the sign bit */
+        return largest ? b : (U)~b;
+    }
+};
+template <> struct ordkey<int> : ordkey_int<int, unsigned> {};
+template <> struct ordkey<unsigned> : ordkey_int<unsigned, unsigned> {};
+template <> struct ordkey<long long> : ordkey_int<long long, unsigned long long> {};
+template <> struct ordkey<long> : ordkey_int<long, unsigned long long> {};
+template <> struct ordkey<unsigned long long> : ordkey_int<unsigned long long, unsigned long long> {};
+template <> struct ordkey<unsigned long> : ordkey_int<unsigned long, unsigned long long> {};
+
+template <typename T> struct topk_rs {
+    typedef typename num<T>::c C;
+    typedef typename ordkey<C>::type K;
+    static __device__ __forceinline__ K key(const T *p, int64_t r, int64_t inner, int largest) {
+        return ordkey<C>::get(num<T>::get(p[r * inner]), largest);
+    }
+};
+
+#define TOPK_RS_MAX_K 2048 /* the final sort: one block, keys and indices in shared memory */
+#define TOPK_RS_BLOCKS 1024 /* blocks a line is cut into for the compaction (the offsets scan is serial) */
+template <typename K> struct topk_rs_line {
+    K prefix, mask; /* the digits of the k-th best key found so far */
+    unsigned long long need; /* how many keys with that prefix k still needs */
+};
+
+template <typename T, typename K>
+__global__ void topk_rs_hist_k(const T *x, int64_t R, int64_t inner, int largest, const topk_rs_line<K> *st,
+                               unsigned *hist, int shift) {
+    __shared__ unsigned h[256];
+    const int64_t line = blockIdx.y, o = line / inner, in = line - o * inner;
+    const T *p = x + o * R * inner + in;
+    const K prefix = st[line].prefix, mask = st[line].mask;
+    h[threadIdx.x] = 0;
+    __syncthreads();
+    for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < R; r += (int64_t)gridDim.x * blockDim.x) {
+        K k = topk_rs<T>::key(p, r, inner, largest);
+        if ((k & mask) == prefix) atomicAdd(&h[(unsigned)(k >> shift) & 255u], 1u);
+    }
+    __syncthreads();
+    if (h[threadIdx.x]) atomicAdd(&hist[line * 256 + threadIdx.x], h[threadIdx.x]);
+}
+
+/* The digit at shift: the bin, from the best down, where the count reaches what is still needed. */
+template <typename K> __global__ void topk_rs_pick_k(topk_rs_line<K> *st, unsigned *hist, int shift, int64_t k) {
+    __shared__ unsigned h[256];
+    const int64_t line = blockIdx.x;
+    h[threadIdx.x] = hist[line * 256 + threadIdx.x];
+    hist[line * 256 + threadIdx.x] = 0; /* ready for the next pass */
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned long long need = st[line].mask ? st[line].need : (unsigned long long)k, above = 0; /* first pass: k */
+        int b = 255;
+        for (; b > 0 && above + h[b] < need; b--) above += h[b];
+        st[line].prefix |= (K)b << shift;
+        st[line].mask |= (K)255 << shift;
+        st[line].need = need - above;
+    }
+}
+
+/* Per block of the line: how many keys beat the k-th best, how many equal it. */
+template <typename T, typename K>
+__global__ void topk_rs_count_k(const T *x, int64_t R, int64_t inner, int largest, int64_t chunk,
+                                const topk_rs_line<K> *st, unsigned *gt, unsigned *eq) {
+    __shared__ unsigned sg, se;
+    const int64_t line = blockIdx.y, o = line / inner, in = line - o * inner;
+    const T *p = x + o * R * inner + in;
+    const K kth = st[line].prefix;
+    if (threadIdx.x == 0) sg = se = 0;
+    __syncthreads();
+    unsigned g = 0, e = 0;
+    const int64_t end = min(R, (int64_t)(blockIdx.x + 1) * chunk);
+    for (int64_t r = (int64_t)blockIdx.x * chunk + threadIdx.x; r < end; r += blockDim.x) {
+        K k = topk_rs<T>::key(p, r, inner, largest);
+        g += k > kth;
+        e += k == kth;
+    }
+    for (int off = 16; off > 0; off /= 2) {
+        g += __shfl_down_sync(0xffffffffu, g, off);
+        e += __shfl_down_sync(0xffffffffu, e, off);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        atomicAdd(&sg, g);
+        atomicAdd(&se, e);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        gt[line * gridDim.x + blockIdx.x] = sg;
+        eq[line * gridDim.x + blockIdx.x] = se;
+    }
+}
+
+/* Exclusive offsets of the blocks' counts, in place (one thread a line: at most TOPK_RS_BLOCKS entries). */
+__global__ void topk_rs_scan_k(unsigned *gt, unsigned *eq, int blocks) {
+    const int64_t line = blockIdx.x;
+    unsigned g = 0, e = 0;
+    for (int b = 0; b < blocks; b++) {
+        unsigned a = gt[line * blocks + b], c = eq[line * blocks + b];
+        gt[line * blocks + b] = g;
+        eq[line * blocks + b] = e;
+        g += a;
+        e += c;
+    }
+}
+
+/* Write the chosen keys and indices in index order: the better ones from 0, the equal ones after them. */
+template <typename T, typename K>
+__global__ void topk_rs_write_k(const T *x, int64_t R, int64_t inner, int largest, int64_t chunk, int64_t k,
+                                const topk_rs_line<K> *st, const unsigned *gt, const unsigned *eq, K *ckey,
+                                int *cidx) {
+    __shared__ unsigned wg[32], we[32];
+    const int64_t line = blockIdx.y, o = line / inner, in = line - o * inner;
+    const T *p = x + o * R * inner + in;
+    const K kth = st[line].prefix;
+    const unsigned long long need = st[line].need, n_gt = (unsigned long long)k - need;
+    unsigned og = gt[line * gridDim.x + blockIdx.x], oe = eq[line * gridDim.x + blockIdx.x];
+    K *kk = ckey + line * k;
+    int *ki = cidx + line * k;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const int64_t begin = (int64_t)blockIdx.x * chunk, end = min(R, begin + chunk);
+    for (int64_t base = begin; base < end; base += blockDim.x) {
+        const int64_t r = base + threadIdx.x;
+        K key = 0;
+        bool is_gt = false, is_eq = false;
+        if (r < end) {
+            key = topk_rs<T>::key(p, r, inner, largest);
+            is_gt = key > kth;
+            is_eq = key == kth;
+        }
+        const unsigned bg = __ballot_sync(0xffffffffu, is_gt), be = __ballot_sync(0xffffffffu, is_eq);
+        if (lane == 0) {
+            wg[warp] = __popc(bg);
+            we[warp] = __popc(be);
+        }
+        __syncthreads();
+        unsigned pg = og, pe = oe, tg = 0, te = 0;
+        for (int w = 0; w < warps; w++) {
+            if (w < warp) {
+                pg += wg[w];
+                pe += we[w];
+            }
+            tg += wg[w];
+            te += we[w];
+        }
+        const unsigned below = (1u << lane) - 1u;
+        pg += __popc(bg & below);
+        pe += __popc(be & below);
+        if (is_gt) {
+            kk[pg] = key;
+            ki[pg] = (int)r;
+        } else if (is_eq && pe < need) {
+            kk[n_gt + pe] = key;
+            ki[n_gt + pe] = (int)r;
+        }
+        og += tg;
+        oe += te;
+        __syncthreads(); /* wg / we are rewritten next tile */
+    }
+}
+
+/* Sort a line's k chosen keys (better key first, then lower index) with a bitonic sort in shared memory and
+ * write the outputs. */
+template <typename T, typename K>
+__global__ void topk_rs_sort_k(const T *x, T *vals, int64_t *idx, int64_t R, int64_t inner, int64_t k,
+                               const K *ckey, const int *cidx) {
+    extern __shared__ unsigned char topk_rs_smem[];
+    int n = 1;
+    while (n < k) n *= 2;
+    K *sk = (K *)topk_rs_smem;
+    int *si = (int *)(sk + n);
+    const int64_t line = blockIdx.x, o = line / inner, in = line - o * inner;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        sk[i] = i < k ? ckey[line * k + i] : (K)0;
+        si[i] = i < k ? cidx[line * k + i] : INT_MAX;
+    }
+    __syncthreads();
+    for (int size = 2; size <= n; size *= 2) {
+        for (int stride = size / 2; stride > 0; stride /= 2) {
+            for (int i = threadIdx.x; i < n; i += blockDim.x) {
+                const int j = i ^ stride;
+                if (j > i) {
+                    /* "first" orders (key descending, index ascending); blocks alternate direction */
+                    const bool j_first = sk[j] > sk[i] || (sk[j] == sk[i] && si[j] < si[i]);
+                    const bool up = (i & size) == 0;
+                    if (up == j_first) {
+                        K tk = sk[i];
+                        sk[i] = sk[j];
+                        sk[j] = tk;
+                        int ti = si[i];
+                        si[i] = si[j];
+                        si[j] = ti;
+                    }
+                }
+            }
+            __syncthreads();
+        }
+    }
+    const T *p = x + o * R * inner + in;
+    for (int j = threadIdx.x; j < k; j += blockDim.x) {
+        const int64_t oi = (o * k + j) * inner + in;
+        if (vals) vals[oi] = p[(int64_t)si[j] * inner];
+        if (idx) idx[oi] = si[j];
+    }
+}
+
+typedef struct topk_state {
+    void *buf;
+    size_t cap;
+} topk_state;
+
+static netrun_status topk_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
+    topk_state *st = (topk_state *)calloc(1, sizeof *st);
+    if (!st) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda TopK: out of memory");
+    *state = st;
+    return NETRUN_OK;
+}
+
+static void topk_destroy(cuda_context *ctx, void *state) {
+    topk_state *st = (topk_state *)state;
+    if (st) cuda_scratch_free(ctx, st->buf);
+    free(st);
+}
+
+template <typename T>
+static netrun_status topk_radix(cuda_context *ctx, topk_state *st, const T *x, T *vals, int64_t *idx, int64_t lines,
+                                int64_t R, int64_t inner, int64_t k, int largest) {
+    typedef typename topk_rs<T>::K K;
+    const int blocks = (int)min((int64_t)TOPK_RS_BLOCKS, (R + 2047) / 2048);
+    const int64_t chunk = (R + blocks - 1) / blocks;
+    /* scratch: line states, histograms, block counts (2), chosen keys, chosen indices (256-byte aligned parts) */
+    size_t part[6] = {sizeof(topk_rs_line<K>) * (size_t)lines, 256 * sizeof(unsigned) * (size_t)lines,
+                      sizeof(unsigned) * (size_t)(lines * blocks), sizeof(unsigned) * (size_t)(lines * blocks),
+                      sizeof(K) * (size_t)(lines * k), sizeof(int) * (size_t)(lines * k)};
+    size_t off[6], total = 0;
+    for (int i = 0; i < 6; i++) off[i] = total, total += (part[i] + 255) & ~(size_t)255;
+    if (total > st->cap) {
+        cuda_scratch_free(ctx, st->buf); /* stream-ordered: after the kernels that used it */
+        st->buf = NULL;
+        st->cap = 0;
+        cudaError_t e = cuda_scratch_alloc(ctx, &st->buf, total + total / 2); /* room for a line that grows */
+        if (e != cudaSuccess) {
+            st->buf = NULL;
+            cudaGetLastError();
+            return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda TopK: %zu bytes of scratch for %lld lines of %lld",
+                                    total, (long long)lines, (long long)R);
+        }
+        st->cap = total + total / 2;
+    }
+    char *b = (char *)st->buf;
+    topk_rs_line<K> *ls = (topk_rs_line<K> *)(b + off[0]);
+    unsigned *hist = (unsigned *)(b + off[1]), *gt = (unsigned *)(b + off[2]), *eq = (unsigned *)(b + off[3]);
+    K *ckey = (K *)(b + off[4]);
+    int *cidx = (int *)(b + off[5]);
+    /* line states and histograms start at zero (no digit known; the first pick reads k as what is needed) */
+    cudaError_t e = cudaMemsetAsync(b, 0, off[2], ctx->stream);
+    if (e != cudaSuccess) return cuda_fail(e, "TopK");
+    const int hblocks = (int)min((int64_t)256, (R + 4095) / 4096);
+    for (int shift = (int)sizeof(K) * 8 - 8; shift >= 0; shift -= 8) {
+        topk_rs_hist_k<T, K><<<dim3((unsigned)hblocks, (unsigned)lines), 256, 0, ctx->stream>>>(
+            x, R, inner, largest, ls, hist, shift);
+        topk_rs_pick_k<K><<<(unsigned)lines, 256, 0, ctx->stream>>>(ls, hist, shift, k);
+    }
+    topk_rs_count_k<T, K><<<dim3((unsigned)blocks, (unsigned)lines), 256, 0, ctx->stream>>>(x, R, inner, largest, chunk,
+                                                                                             ls, gt, eq);
+    topk_rs_scan_k<<<(unsigned)lines, 1, 0, ctx->stream>>>(gt, eq, blocks);
+    topk_rs_write_k<T, K><<<dim3((unsigned)blocks, (unsigned)lines), 256, 0, ctx->stream>>>(
+        x, R, inner, largest, chunk, k, ls, gt, eq, ckey, cidx);
+    int n = 1;
+    while (n < k) n *= 2;
+    topk_rs_sort_k<T, K><<<(unsigned)lines, 1024, (size_t)n * (sizeof(K) + sizeof(int)), ctx->stream>>>(
+        x, vals, idx, R, inner, k, ckey, cidx);
+    return NETRUN_OK;
+}
+
 static netrun_status topk_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
     const netrun_topk_params *p = (const netrun_topk_params *)args->params;
     const netrun_tensor *X = &args->inputs[0];
@@ -241,6 +544,12 @@ static netrun_status topk_run(cuda_context *ctx, void *state, const netrun_kerne
         DISPATCH_NUM(X->dtype, "TopK", (topk_line_k<T><<<grid, TOPK_EPB * TOPK_TPE, (size_t)R * sizeof(typename num<T>::c),
                                                          ctx->stream>>>((const T *)X->data, (T *)vals, idx, (int)R, inner,
                                                                          p->k, p->largest)));
+    } else if (p->k <= TOPK_RS_MAX_K && R <= INT_MAX && lines <= 65535 && state) {
+        DISPATCH_NUM(X->dtype, "TopK", {
+            netrun_status rs = topk_radix<T>(ctx, (topk_state *)state, (const T *)X->data, (T *)vals, idx, lines, R,
+                                             inner, p->k, p->largest);
+            if (rs != NETRUN_OK) return rs;
+        });
     } else {
         DISPATCH_NUM(X->dtype, "TopK", (topk_k<T><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(
                                            (const T *)X->data, (T *)vals, idx, n, R, inner, p->k, p->largest)));
@@ -1167,7 +1476,7 @@ static int bytes_supports(const netrun_node_desc *node, char *reason, size_t siz
 extern "C" const cuda_op cuda_ops_index_ops[] = {
     {"ArgMax", ARG_DTYPES, "keepdims, select_last_index", NULL, arg_create, arg_run, NULL},
     {"ArgMin", ARG_DTYPES, "keepdims, select_last_index", NULL, arg_create, arg_run, NULL},
-    {"TopK", NUM_DTYPES, "always sorted; O(axis length) per element (lines of 256+ from shared memory, spread over blocks)", NULL, NULL, topk_run, NULL},
+    {"TopK", NUM_DTYPES, "always sorted; lines of 256+ from shared memory, spread over blocks; longer lines by radix select for k up to 2048; O(axis length) per element beyond", NULL, topk_create, topk_run, topk_destroy},
     {"CumSum", CUM_DTYPES, "exclusive, reverse", NULL, cum_create, cum_run, NULL},
     {"CumProd", CUM_DTYPES, "exclusive, reverse", NULL, cum_create, cum_run, NULL},
     {"OneHot", NUM_DTYPES, "", onehot_supports, NULL, onehot_run, NULL},

@@ -143,6 +143,29 @@ CASES.append(case("TopK_sort_sorted_input", "TopK",
                   [np.arange(3000, dtype=np.float32).reshape(1, 3000), ("const", np.array([2999], np.int64))],
                   outputs=2, attrs={"largest": 0}, opset=11))
 
+# lines too long for shared memory (a detector's TopK over every anchor of a level): radix select on CUDA, for k
+# up to 2048: many ties at the k-th value, -0 beside +0, the smallest k, a middle axis, 64-bit keys, k of 1
+big = rand(1, 70000, seed=47)
+CASES.append(case("TopK_radix_anchors", "TopK", [big, ("const", np.array([1000], np.int64))], outputs=2, opset=11))
+CASES.append(case("TopK_radix_k1", "TopK", [rand(2, 100000, seed=48), ("const", np.array([1], np.int64))],
+                  outputs=2, opset=11))
+rz = np.round(rand(1, 20000, seed=49) * 4).astype(np.float32) / 4
+rz[0, ::7] = -0.0
+for largest in [1, 0]:
+    CASES.append(case(f"TopK_radix_ties_l{largest}", "TopK", [rz, ("const", np.array([1500], np.int64))],
+                      outputs=2, attrs={"largest": largest}, opset=11))
+CASES.append(case("TopK_radix_int32_ties", "TopK",
+                  [rand(1, 30000, dtype=np.int32, low=-25, high=25, seed=50), ("const", np.array([700], np.int64))],
+                  outputs=2, attrs={"largest": 0}, opset=11))
+CASES.append(case("TopK_radix_float16_inner", "TopK",
+                  [rand(2, 30000, 3, dtype=np.float16, seed=51), ("const", np.array([2048], np.int64))], outputs=2,
+                  attrs={"axis": 1}, opset=11))
+CASES.append(case("TopK_radix_float64", "TopK", [rand(3, 9000, dtype=np.float64, seed=52),
+                                                 ("const", np.array([50], np.int64))], outputs=2, opset=11))
+CASES.append(case("TopK_radix_int64_smallest", "TopK",
+                  [rand(1, 10000, dtype=np.int64, low=-1000, high=1000, seed=53), ("const", np.array([300], np.int64))],
+                  outputs=2, attrs={"largest": 0}, opset=11))
+
 # ---- CumSum ----
 xc = rand(3, 4, 5, seed=31)
 for axis in [0, 1, 2, -1]:
