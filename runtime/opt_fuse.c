@@ -83,13 +83,19 @@ static int activation_of(const nr_graph *g, const nr_node *nd, netrun_fused_acti
     return 1;
 }
 
-/* Dropout that is the identity: inference (no training_mode, or a constant false one), mask unused. */
+/* Identity; Dropout that is the identity: inference (no training_mode, or a constant false one), mask unused;
+ * a Cast or CastLike to the type its input already has (torch writes `softmax(x, dtype=float32)` as
+ * Cast -> Softmax -> Cast, which a float32 model turns into two copies that also hide the attention pattern). */
 int opt_is_noop(const opt_state *o, int n) {
     const nr_graph *g = o->g;
     const nr_node *nd = &g->nodes[n];
     if (*nd->domain || nd->n_inputs < 1 || nd->inputs[0] < 0 || nd->n_outputs < 1 || nd->outputs[0] < 0) return 0;
     if (o->pinned[nd->outputs[0]]) return 0; /* its name must keep this value (a graph output, a capture) */
     if (is_op(nd, "Identity")) return nd->n_outputs == 1;
+    if (is_op(nd, "Cast") || is_op(nd, "CastLike")) {
+        netrun_dtype a = o->s->values[nd->inputs[0]].desc.dtype, b = o->s->values[nd->outputs[0]].desc.dtype;
+        return nd->n_outputs == 1 && a != NETRUN_DTYPE_UNDEFINED && a == b;
+    }
     if (!is_op(nd, "Dropout")) return 0;
     if (nd->n_outputs > 1 && nd->outputs[1] >= 0) return 0; /* mask requested: keep the node */
     if (nd->opset < 12) {

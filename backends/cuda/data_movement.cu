@@ -6,33 +6,168 @@
 
 #include "cuda_kernels.cuh"
 
-/* ---- Transpose ---- */
+/* ---- Transpose ----
+ * The permutation is first reduced: dims of size 1 dropped, input dims that stay neighbours in the output merged
+ * (a [B, S, H, D] -> [B, H, S, D] stays 4-D, an NCHW -> NHWC becomes [N, C, HW] -> [N, HW, C]). Then:
+ * - the last dim stays last: rows of that dim are copied whole, 16 / 8 / 4 bytes at a time (attention's head
+ *   split and merge);
+ * - otherwise, with both inner dims of 8+: 32 x 32 tiles through shared memory, so reads follow the input's
+ *   last dim and writes the output's (K^T, layout changes);
+ * - else one element a thread. An element a thread with the index divisions of the full rank ran ViT-B/16's
+ *   float16 head transposes at batch 32 (19 MB) in 0.16 ms, about 120 GB/s. */
 
 template <typename E> __global__ void transpose_k(const E *x, E *y, int64_t n, shape8 out, strides8 in_strides) {
     GRID_LOOP(i, n) y[i] = x[bcast_offset(i, out, in_strides)];
 }
 
+/* Rows of `units` V-sized units: output row r comes from the input row at bcast_offset(r) (in rows). */
+template <typename V>
+__global__ void transpose_rows_k(const V *x, V *y, int64_t n, int64_t units, shape8 rows, strides8 in_rows) {
+    GRID_LOOP(i, n) {
+        const int64_t r = i / units, u = i - r * units;
+        y[i] = x[bcast_offset(r, rows, in_rows) * units + u];
+    }
+}
+
+/* Output dim `a` (size A) is the input's last dim; the output's last dim (size B) has input stride in_sb; the
+ * other dims (shape rest, strides rest_in / rest_out) are the batch, walked by blockIdx.y. */
+template <typename E>
+__global__ void transpose_tiles_k(const E *x, E *y, int64_t A, int64_t B, int64_t in_sb, int64_t out_sa,
+                                  int64_t tiles_b, int64_t nb, shape8 rest, strides8 rest_in, strides8 rest_out) {
+    __shared__ E t[32][33];
+    const int64_t ta = (int64_t)blockIdx.x / tiles_b, tb = (int64_t)blockIdx.x - ta * tiles_b;
+    for (int64_t b = blockIdx.y; b < nb; b += gridDim.y) {
+        const E *xb = x + bcast_offset(b, rest, rest_in);
+        E *yb = y + bcast_offset(b, rest, rest_out);
+        for (int k = threadIdx.y; k < 32; k += blockDim.y) {
+            const int64_t a = ta * 32 + threadIdx.x, bb = tb * 32 + k;
+            if (a < A && bb < B) t[k][threadIdx.x] = xb[a + bb * in_sb];
+        }
+        __syncthreads();
+        for (int k = threadIdx.y; k < 32; k += blockDim.y) {
+            const int64_t a = ta * 32 + k, bb = tb * 32 + threadIdx.x;
+            if (a < A && bb < B) yb[a * out_sa + bb] = t[threadIdx.x][k];
+        }
+        __syncthreads();
+    }
+}
+
+/* Drop size-1 dims and merge input dims that stay adjacent in the output. In: rank, input dims, perm (output
+ * dim k reads input dim perm[k]). Out: the reduced rank (0 when every dim is 1), its input dims and perm. */
+static int transpose_reduce(int rank, const int64_t *xd, const int *perm, int64_t *d, int *p) {
+    int idx[NETRUN_MAX_RANK], nk = 0; /* input dims renumbered without the size-1 ones (they move nothing) */
+    int64_t kd[NETRUN_MAX_RANK];
+    for (int i = 0; i < rank; i++) {
+        idx[i] = xd[i] != 1 ? nk : -1;
+        if (xd[i] != 1) kd[nk++] = xd[i];
+    }
+    int start[NETRUN_MAX_RANK], len[NETRUN_MAX_RANK], ng = 0; /* runs of consecutive input dims, output order */
+    for (int k = 0; k < rank; k++) {
+        const int q = idx[perm[k]];
+        if (q < 0) continue;
+        if (ng && q == start[ng - 1] + len[ng - 1]) {
+            len[ng - 1]++;
+            continue;
+        }
+        start[ng] = q;
+        len[ng++] = 1;
+    }
+    for (int g = 0; g < ng; g++) {
+        int in_pos = 0; /* the run's place in input order */
+        for (int h = 0; h < ng; h++) in_pos += start[h] < start[g];
+        p[g] = in_pos;
+        int64_t sz = 1;
+        for (int i = start[g]; i < start[g] + len[g]; i++) sz *= kd[i];
+        d[in_pos] = sz;
+    }
+    return ng;
+}
+
 static netrun_status transpose_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
-    const netrun_transpose_params *p = (const netrun_transpose_params *)args->params;
+    const netrun_transpose_params *tp = (const netrun_transpose_params *)args->params;
     const netrun_tensor *X = &args->inputs[0];
     netrun_tensor *Y = &args->outputs[0];
     int64_t n = cuda_count(Y);
     if (n == 0) return NETRUN_OK;
-    int64_t xs[NETRUN_MAX_RANK], s = 1;
-    for (int i = X->rank - 1; i >= 0; i--) {
+    const size_t es = cuda_esize(X->dtype);
+    if (!es) return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda Transpose: dtype %s", cuda_dtype_name(X->dtype));
+    int perm[NETRUN_MAX_RANK];
+    for (int i = 0; i < X->rank; i++) {
+        perm[i] = tp ? tp->perm[i] : X->rank - 1 - i;
+        if (perm[i] < 0 || perm[i] >= X->rank)
+            return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda Transpose: bad perm");
+    }
+    int64_t d[NETRUN_MAX_RANK];
+    int p[NETRUN_MAX_RANK];
+    const int r = transpose_reduce(X->rank, X->dims, perm, d, p);
+    int identity = 1;
+    for (int i = 0; i < r; i++) identity &= p[i] == i;
+    if (identity) {
+        cudaError_t e = cudaMemcpyAsync(Y->data, X->data, (size_t)n * es, cudaMemcpyDeviceToDevice, ctx->stream);
+        return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, "Transpose");
+    }
+    int64_t xs[NETRUN_MAX_RANK], s = 1; /* input strides of the reduced dims, in elements */
+    for (int i = r - 1; i >= 0; i--) {
         xs[i] = s;
-        s *= X->dims[i];
+        s *= d[i];
+    }
+    int64_t od[NETRUN_MAX_RANK];
+    for (int k = 0; k < r; k++) od[k] = d[p[k]];
+    if (p[r - 1] == r - 1) { /* rows of the last dim move whole */
+        const int64_t L = d[r - 1];
+        size_t vb = 16;
+        while (vb > es && ((L * es) % vb || ((uintptr_t)X->data | (uintptr_t)Y->data) % vb)) vb /= 2;
+        if (vb < es) vb = es;
+        strides8 st;
+        memset(&st, 0, sizeof st);
+        for (int k = 0; k < r - 1; k++) st.s[k] = xs[p[k]] / L;
+        shape8 rows = make_shape(r - 1, od);
+        const int64_t units = L * (int64_t)es / (int64_t)vb, total = n * (int64_t)es / (int64_t)vb;
+        if (vb == 16)
+            transpose_rows_k<uint4><<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>(
+                (const uint4 *)X->data, (uint4 *)Y->data, total, units, rows, st);
+        else
+            DISPATCH_ES(vb, (transpose_rows_k<E><<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>(
+                                (const E *)X->data, (E *)Y->data, total, units, rows, st)));
+        return cuda_check_launch("Transpose");
+    }
+    int a = -1; /* the output dim that is the input's last */
+    for (int k = 0; k < r; k++)
+        if (p[k] == r - 1) a = k;
+    const int64_t A = od[a], B = od[r - 1];
+    if (A >= 8 && B >= 8) {
+        int64_t os[NETRUN_MAX_RANK];
+        s = 1;
+        for (int k = r - 1; k >= 0; k--) {
+            os[k] = s;
+            s *= od[k];
+        }
+        int64_t rd[NETRUN_MAX_RANK];
+        strides8 ri, ro;
+        memset(&ri, 0, sizeof ri);
+        memset(&ro, 0, sizeof ro);
+        int nr = 0;
+        for (int k = 0; k < r - 1; k++) {
+            if (k == a) continue;
+            rd[nr] = od[k];
+            ri.s[nr] = xs[p[k]];
+            ro.s[nr++] = os[k];
+        }
+        const int64_t nb = n / (A * B), tiles_a = (A + 31) / 32, tiles_b = (B + 31) / 32;
+        if (tiles_a * tiles_b <= INT_MAX) {
+            const dim3 grid((unsigned)(tiles_a * tiles_b), (unsigned)(nb < 65535 ? nb : 65535)), block(32, 8);
+            shape8 rest = make_shape(nr, rd);
+            DISPATCH_ES(es, (transpose_tiles_k<E><<<grid, block, 0, ctx->stream>>>(
+                                (const E *)X->data, (E *)Y->data, A, B, xs[p[r - 1]], os[a], tiles_b, nb, rest, ri, ro)));
+            return cuda_check_launch("Transpose");
+        }
     }
     strides8 st;
     memset(&st, 0, sizeof st);
-    for (int i = 0; i < Y->rank; i++) {
-        int a = p ? p->perm[i] : Y->rank - 1 - i;
-        if (a < 0 || a >= X->rank) return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda Transpose: bad perm");
-        st.s[i] = xs[a];
-    }
-    shape8 sh = make_shape(Y->rank, Y->dims);
-    DISPATCH_ES(cuda_esize(X->dtype), (transpose_k<E><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(
-                                          (const E *)X->data, (E *)Y->data, n, sh, st)));
+    for (int k = 0; k < r; k++) st.s[k] = xs[p[k]];
+    shape8 sh = make_shape(r, od);
+    DISPATCH_ES(es, (transpose_k<E><<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>((const E *)X->data, (E *)Y->data,
+                                                                                       n, sh, st)));
     return cuda_check_launch("Transpose");
 }
 

@@ -170,6 +170,24 @@ for dt in DTYPES:
     CASES.append(case(f"transpose_{dt_name(dt)}", "Transpose", [rand(3, 4, 5, dtype=dt, low=-50, high=50, seed=33)],
                       attrs={"perm": [2, 0, 1]}, opset=13))
 
+# the shapes the CUDA kernel tells apart: attention's head split / merge (the last dim moves whole: 16-byte, 8-byte
+# and element units), K^T and layout changes (tiles: edges of 32, a batch), dims of 1 between merged dims, float16
+hs = rand(2, 37, 3, 64, dtype=np.float16, seed=35)
+CASES.append(case("transpose_heads_f16", "Transpose", [hs], attrs={"perm": [0, 2, 1, 3]}, opset=13))
+CASES.append(case("transpose_kt_f16", "Transpose", [hs], attrs={"perm": [0, 2, 3, 1]}, opset=13))
+CASES.append(case("transpose_rows_odd", "Transpose", [rand(4, 5, 3, 6, seed=36)], attrs={"perm": [1, 0, 2, 3]},
+                  opset=13))
+CASES.append(case("transpose_rows_int8", "Transpose", [rand(3, 7, 5, dtype=np.int8, low=-9, high=9, seed=37)],
+                  attrs={"perm": [1, 0, 2]}, opset=13))
+CASES.append(case("transpose_nhwc_tiles", "Transpose", [rand(2, 40, 9, 11, seed=38)], attrs={"perm": [0, 2, 3, 1]},
+                  opset=13))
+CASES.append(case("transpose_tiles_int64", "Transpose", [rand(33, 70, dtype=np.int64, low=-99, high=99, seed=39)],
+                  opset=13))
+CASES.append(case("transpose_merge_over_ones", "Transpose", [rand(3, 1, 4, 1, 5, 6, seed=40)],
+                  attrs={"perm": [4, 5, 1, 0, 3, 2]}, opset=13))
+CASES.append(case("transpose_noop_perm", "Transpose", [rand(1, 6, 1, 7, seed=41)], attrs={"perm": [2, 1, 0, 3]},
+                  opset=13))
+
 # ---- Pad ----
 p = rand(3, 4, 5, seed=34)
 for mode in ["constant", "reflect", "edge", "wrap"]:

@@ -27,8 +27,9 @@ from netrun_ctypes import Netrun  # noqa: E402
 RNG = np.random.default_rng(11)
 
 
-def attention_4d(scale_from_input=False, softmax_axis=-1, mask="add", prescaled=False, causal=None):
-    """Q, K, V [1, 2, 8, 4] inputs; K^T = Transpose(K, 0 1 3 2). causal: a bool [8, 8] constant for Where."""
+def attention_4d(scale_from_input=False, softmax_axis=-1, mask="add", prescaled=False, causal=None, casts=None):
+    """Q, K, V [1, 2, 8, 4] inputs; K^T = Transpose(K, 0 1 3 2). causal: a bool [8, 8] constant for Where.
+    casts: the element type of the Casts around Softmax (transformers' `softmax(x, dtype=torch.float32)`)."""
     nodes, inits = [], []
     ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 2, 8, 4]) for n in ("q", "k", "v")]
 
@@ -57,7 +58,11 @@ def attention_4d(scale_from_input=False, softmax_axis=-1, mask="add", prescaled=
     if mask == "add":
         ins.append(helper.make_tensor_value_info("mask", TensorProto.FLOAT, [1, 1, 1, 8]))
         s = n("Add", [s, "mask"], "masked")
+    if casts is not None:
+        s = n("Cast", [s], "to_sm", to=casts)
     p = n("Softmax", [s], "sm", axis=softmax_axis)
+    if casts is not None:
+        p = n("Cast", [p], "from_sm", to=TensorProto.FLOAT)
     n("MatMul", [p, "v"], "y")
     g = helper.make_graph(nodes, "attn", ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
@@ -121,6 +126,8 @@ def cases():
         ("attn_4d_mask", attention_4d(), (1, 0, 0)),
         ("attn_4d_prescaled", attention_4d(prescaled=True), (1, 0, 0)),
         ("attn_4d_causal", attention_4d(mask=None, causal=tril), (1, 0, 0)),
+        ("attn_4d_softmax_casts", attention_4d(casts=TensorProto.FLOAT), (1, 0, 0)),
+        ("no_attn_softmax_in_double", attention_4d(casts=TensorProto.DOUBLE), (0, 0, 0)),
         ("no_attn_scale_input", attention_4d(scale_from_input=True), (0, 0, 0)),
         ("no_attn_softmax_axis2", attention_4d(softmax_axis=2), (0, 0, 0)),
         ("no_attn_not_causal", attention_4d(mask=None, causal=np.triu(np.ones((8, 8), bool))), (0, 0, 0)),
