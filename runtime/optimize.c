@@ -14,7 +14,7 @@
 #include "qdq_fuse.h"
 #include "subgraphs.h"
 
-/* The passes, in the order they run: (d) Identity/Dropout dropped and (e) SiLU pairs, then (a)-(c) the Conv fusions
+/* The passes, in the order they run: (d) Identity, Dropout and same-type Casts dropped and (e) SiLU pairs, then (a)-(c) the Conv fusions
  * (opt_fuse.c); the copy is built (opt_copy.c); (f) the nChw16c region (opt_nchw16c.c) and (g) the float16 NHWC
  * region (opt_fp16.c) are planned on it for the backends that declare them (ABI 1.10 regions). (h) the transformer
  * fusions (opt_transformer.c) run first, on the original graph, right after (d). */

@@ -357,7 +357,7 @@ void cli_report_text(FILE *f, const cli_result *r)
         if (images || (o->verbose && *mb)) fprintf(f, "  micro-batching: %s\n", mb);
     }
     if (r->have_stats && o->verbose)
-        fprintf(f, "  graph passes: %d BatchNorm folded, %d activations and %d Adds fused into Conv, %d Identity/Dropout "
+        fprintf(f, "  graph passes: %d BatchNorm folded, %d activations and %d Adds fused into Conv, %d Identity/Dropout/same-type Cast "
                 "dropped, %d Mul(x, Sigmoid(x)) made Swish, %d CPU Convs on nChw16c with %d reorders, %d CUDA Convs in "
                 "float16 NHWC regions with %d conversions (--no-optimize turns them off)\n", r->stats.n_bn_folded,
                 r->stats.n_act_fused, r->stats.n_sum_fused, r->stats.n_nodes_dropped, r->stats.n_swish_fused,
