@@ -206,6 +206,22 @@ __global__ void mulch_nhwc_k(const __half *x, const __half *s, __half *y, int64_
     }
 }
 
+/* Channels a multiple of 8, 16-byte aligned: eight channels of a pixel per thread, one 16-byte load of x and of
+ * s (one element a thread ran EfficientNet-B0's squeeze-excite Muls at batch 256 at a quarter of the bandwidth). */
+__global__ void mulch_nhwc8_k(const uint4 *x, const uint4 *s, uint4 *y, int64_t n8, int64_t c8, int64_t per_img8,
+                              int s_batched) {
+    GRID_LOOP(i, n8) {
+        const int64_t ci = i % c8, n = i / per_img8;
+        union { uint4 u; __half2 h[4]; } a, b;
+        a.u = x[i];
+        b.u = s[(s_batched ? n * c8 : 0) + ci];
+#pragma unroll
+        for (int k = 0; k < 4; k++) a.h[k] = __float22half2_rn(make_float2(__low2float(a.h[k]) * __low2float(b.h[k]),
+                                                                       __high2float(a.h[k]) * __high2float(b.h[k])));
+        y[i] = a.u;
+    }
+}
+
 extern "C" netrun_status cuda_mulch_nhwc_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
     (void)state;
     const netrun_tensor *X = &args->inputs[0], *S = &args->inputs[1];
@@ -215,6 +231,12 @@ extern "C" netrun_status cuda_mulch_nhwc_run(cuda_context *ctx, void *state, con
         return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda MulChannelNHWC: X, S, Y do not match");
     int64_t total = cuda_count(X), c = X->dims[1], per_img = c * X->dims[2] * X->dims[3];
     if (total == 0) return NETRUN_OK;
+    if (c % 8 == 0 && (((uintptr_t)X->data | (uintptr_t)S->data | (uintptr_t)args->outputs[0].data) & 15) == 0) {
+        mulch_nhwc8_k<<<cuda_blocks(total / 8), CUDA_THREADS, 0, ctx->stream>>>(
+            (const uint4 *)X->data, (const uint4 *)S->data, (uint4 *)args->outputs[0].data, total / 8, c / 8, per_img / 8,
+            S->dims[0] != 1);
+        return cuda_check_launch("MulChannelNHWC");
+    }
     mulch_nhwc_k<<<cuda_blocks(total), CUDA_THREADS, 0, ctx->stream>>>((const __half *)X->data, (const __half *)S->data,
                                                                       (__half *)args->outputs[0].data, total, c, per_img,
                                                                       S->dims[0] != 1);

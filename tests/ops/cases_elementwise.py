@@ -271,3 +271,16 @@ add("Sin_opset22", "Sin", [rand(3, 5, low=-3, high=3, seed=86)], opset=22)
 add("HardSigmoid_opset22_f16", "HardSigmoid", [rand(3, 5, low=-4, high=4, seed=87).astype(F16)], opset=22,
     rtol=2e-3, atol=2e-3)
 add("Add_opset22_int8", "Add", [rand(3, 5, dtype=np.int8, low=-100, high=100, seed=88), np.array(100, np.int8)], opset=22)
+
+# float16 eight lanes at a time on CUDA: a bias over the last dim, squeeze-excite in NHWC, same shapes, an operand
+# broadcast over leading dims, odd lengths (the tail of a unary op), and a last dim not a multiple of 8
+h16 = dict(rtol=3e-3, atol=3e-3)
+add("Add_f16_bias", "Add", [rand(4, 24, 40, seed=89).astype(F16), rand(40, seed=90).astype(F16)], **h16)
+add("Mul_f16_se_nhwc", "Mul", [rand(2, 5, 5, 16, seed=91).astype(F16), rand(2, 1, 1, 16, seed=92).astype(F16)], **h16)
+add("Sub_f16_same", "Sub", [rand(3, 64, seed=93).astype(F16), rand(3, 64, seed=94).astype(F16)], **h16)
+add("Div_f16_lead_bcast", "Div", [rand(1, 1, 8, seed=95).astype(F16), rand(7, 6, 8, low=0.5, high=2, seed=96).astype(F16)],
+    **h16)
+add("Add_f16_odd_inner", "Add", [rand(5, 12, seed=97).astype(F16), rand(12, seed=98).astype(F16)], **h16)
+add("Gelu_f16_tail", "Gelu", [rand(5, 37, low=-4, high=4, seed=99).astype(F16)], opset=20, **h16)
+add("Relu_f16_long", "Relu", [rand(1000, low=-2, high=2, seed=100).astype(F16)], **h16)
+add("Sigmoid_f16_rows", "Sigmoid", [rand(16, 64, low=-8, high=8, seed=101).astype(F16)], **h16)

@@ -64,6 +64,15 @@ add("ln_fp16", "LayerNormalization", [rand(2, 4, 32, dtype=np.float16, seed=56),
 add("ln_double", "LayerNormalization", [rand(3, 10, dtype=np.float64, seed=59), rand(10, dtype=np.float64, seed=60)],
     rtol=1e-10, atol=1e-10)
 add("ln_wide", "LayerNormalization", [rand(4, 1000, seed=61), rand(1000, seed=62), rand(1000, seed=63)])
+# a transformer's hidden sizes (one warp a row on CUDA, the row in registers): 768 in float16, 300 (a partial
+# last lane group), a scale over the last dim only of two normalized dims
+add("ln_hidden768_fp16", "LayerNormalization", [rand(2, 7, 768, dtype=np.float16, seed=102),
+                                                rand(768, dtype=np.float16, seed=103), rand(768, dtype=np.float16, seed=104)],
+    rtol=1e-2, atol=1e-2)
+add("ln_hidden300_stats", "LayerNormalization", [rand(5, 300, seed=105), rand(300, seed=106), rand(300, seed=107)],
+    outputs=3)
+add("ln_scale_last_of_two", "LayerNormalization", [rand(3, 6, 20, seed=108), rand(20, seed=109), rand(20, seed=110)],
+    axis=1)
 add("ln_opset18", "LayerNormalization", [rand(2, 6, seed=64), rand(6, seed=65)], opset=18)
 # onnxruntime's LayerNormalization of opsets before 17 (its transformer optimizer writes it into such models): the
 # same computation; onnx's shape inference does not know it there, so the outputs are typed here

@@ -68,7 +68,7 @@ def save(m, tmp, name):
     return p
 
 
-def internal_ops_model():
+def internal_ops_model(shape=(2, 5, 3, 7)):
     nodes = [
         helper.make_node("ReorderNHWC", ["x"], ["xh"], domain="com.netrun", to_nhwc=1, name="to_h"),
         helper.make_node("ReorderNHWC", ["xh"], ["back"], domain="com.netrun", to_nhwc=0, name="to_f"),
@@ -79,11 +79,12 @@ def internal_ops_model():
         helper.make_node("ConcatNHWC", ["xh", "mh", "xh"], ["ch"], domain="com.netrun", name="cat"),
         helper.make_node("ReorderNHWC", ["ch"], ["cat"], domain="com.netrun", to_nhwc=0, name="cat_f"),
     ]
-    g = helper.make_graph(nodes, "nhwc_ops", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 3, 7])],
-                          [helper.make_tensor_value_info("back", TensorProto.FLOAT, [2, 5, 3, 7]),
-                           helper.make_tensor_value_info("gap", TensorProto.FLOAT, [2, 5, 1, 1]),
-                           helper.make_tensor_value_info("mul", TensorProto.FLOAT, [2, 5, 3, 7]),
-                           helper.make_tensor_value_info("cat", TensorProto.FLOAT, [2, 15, 3, 7])])
+    n, c, h, w_ = shape
+    g = helper.make_graph(nodes, "nhwc_ops", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                          [helper.make_tensor_value_info("back", TensorProto.FLOAT, list(shape)),
+                           helper.make_tensor_value_info("gap", TensorProto.FLOAT, [n, c, 1, 1]),
+                           helper.make_tensor_value_info("mul", TensorProto.FLOAT, list(shape)),
+                           helper.make_tensor_value_info("cat", TensorProto.FLOAT, [n, 3 * c, h, w_])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.netrun", 1)])
     m.ir_version = 8
     return m
@@ -98,9 +99,11 @@ def internal_name(n):
     return op
 
 
-def check_internal_ops(nr, tmp, backend):
-    path = save(internal_ops_model(), tmp, "nhwc_ops.onnx")
-    x = (RNG.standard_normal((2, 5, 3, 7)) * 3).astype(np.float32)
+def check_internal_ops(nr, tmp, backend, shape=(2, 5, 3, 7)):
+    """shape: 5 channels take the per-channel CUDA pool; 16 channels its 8-channel loads, at batch 300 in one pass
+    over each plane, at batch 2 in slices"""
+    path = save(internal_ops_model(shape), tmp, "nhwc_ops_%s.onnx" % "x".join(map(str, shape)))
+    x = (RNG.standard_normal(shape) * 3).astype(np.float32)
     with nr.session(path, backends=backend, threads=2) as s:
         back, gap, mul, cat = s.run({"x": x})
         used = {internal_name(n): n[2] for n in s.nodes()}
@@ -109,7 +112,7 @@ def check_internal_ops(nr, tmp, backend):
     want_mul = want_back * gap  # S is the float16 pool output
     ok = np.array_equal(back, want_back) and np.allclose(gap, want_gap, rtol=2e-3, atol=2e-3) and \
         np.allclose(mul, want_mul, rtol=2e-3, atol=2e-3) and np.array_equal(cat, np.concatenate([back, mul, back], axis=1))
-    print(f"{'ok' if ok else 'FAIL'}  internal ops on {backend} ({used}): round trip max diff "
+    print(f"{'ok' if ok else 'FAIL'}  internal ops on {backend}, x {list(shape)} ({used}): round trip max diff "
           f"{np.abs(back - want_back).max():.3g}, gap max diff {np.abs(gap - want_gap).max():.3g}, "
           f"mul max diff {np.abs(mul - want_mul).max():.3g}")
     return ok
@@ -262,9 +265,11 @@ def main():
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            ok = check_internal_ops(nr, tmp, "cpu") and ok
+            for shape in ((2, 5, 3, 7), (2, 16, 9, 9), (300, 16, 3, 3)):
+                ok = check_internal_ops(nr, tmp, "cpu", shape) and ok
             if cuda_available(nr):
-                ok = check_internal_ops(nr, tmp, "cuda") and ok
+                for shape in ((2, 5, 3, 7), (2, 16, 9, 9), (300, 16, 3, 3)):
+                    ok = check_internal_ops(nr, tmp, "cuda", shape) and ok
                 ok = check_regions(nr, tmp) and ok
                 ok = check_plain(nr, tmp) and ok
             else:
