@@ -380,6 +380,25 @@ void cuda_scratch_free(cuda_context *ctx, void *p) {
     }
 }
 
+netrun_status cuda_scratch_parts(cuda_context *ctx, void **buf, size_t *cap, const size_t *part, int n, size_t *off,
+                                 double slack, const char *what) {
+    size_t total = 0;
+    for (int i = 0; i < n; i++) off[i] = total, total += (part[i] + 255) & ~(size_t)255;
+    if (*buf && total <= *cap) return NETRUN_OK;
+    cuda_scratch_free(ctx, *buf); /* stream-ordered: after the kernels that used it */
+    *buf = NULL;
+    *cap = 0;
+    size_t want = total + (size_t)((double)total * slack);
+    if (cuda_scratch_alloc(ctx, buf, want) != cudaSuccess) {
+        *buf = NULL;
+        cudaGetLastError();
+        return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda %s: no device memory for %zu bytes of scratch", what,
+                                total);
+    }
+    *cap = want;
+    return NETRUN_OK;
+}
+
 static netrun_status cuda_buffer_alloc(netrun_backend_context *c, size_t bytes, void **buffer) {
     cuda_context *ctx = (cuda_context *)c;
     size_t budget = ctx->config.device_memory_budget;

@@ -202,6 +202,11 @@ void *cuda_workspace_address(void *workspace);
  * them where the device has no memory pools. Refused while a graph is captured (the caller's run is then eager). */
 cudaError_t cuda_scratch_alloc(cuda_context *ctx, void **p, size_t bytes);
 void cuda_scratch_free(cuda_context *ctx, void *p);
+/* A kernel's scratch kept in its state between runs, cut into n parts (offsets 256-byte aligned into off[]):
+ * grown through cuda_scratch_alloc when the parts outgrow *cap, with `slack` (a fraction, e.g. 0.5) more for a
+ * size that keeps growing. An out-of-memory status names `what`. */
+netrun_status cuda_scratch_parts(cuda_context *ctx, void **buf, size_t *cap, const size_t *part, int n, size_t *off,
+                                 double slack, const char *what);
 
 /* Broadcasting: strides (in elements) of a tensor of rank r with dims d seen as an out_rank output, 0 where
  * broadcast. */

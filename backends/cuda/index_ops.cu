@@ -479,21 +479,11 @@ static netrun_status topk_radix(cuda_context *ctx, topk_state *st, const T *x, T
     size_t part[6] = {sizeof(topk_rs_line<K>) * (size_t)lines, 256 * sizeof(unsigned) * (size_t)lines,
                       sizeof(unsigned) * (size_t)(lines * blocks), sizeof(unsigned) * (size_t)(lines * blocks),
                       sizeof(K) * (size_t)(lines * k), sizeof(int) * (size_t)(lines * k)};
-    size_t off[6], total = 0;
-    for (int i = 0; i < 6; i++) off[i] = total, total += (part[i] + 255) & ~(size_t)255;
-    if (total > st->cap) {
-        cuda_scratch_free(ctx, st->buf); /* stream-ordered: after the kernels that used it */
-        st->buf = NULL;
-        st->cap = 0;
-        cudaError_t e = cuda_scratch_alloc(ctx, &st->buf, total + total / 2); /* room for a line that grows */
-        if (e != cudaSuccess) {
-            st->buf = NULL;
-            cudaGetLastError();
-            return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda TopK: %zu bytes of scratch for %lld lines of %lld",
-                                    total, (long long)lines, (long long)R);
-        }
-        st->cap = total + total / 2;
-    }
+    size_t off[6];
+    char what[80];
+    snprintf(what, sizeof what, "TopK (%lld lines of %lld)", (long long)lines, (long long)R);
+    netrun_status ss = cuda_scratch_parts(ctx, &st->buf, &st->cap, part, 6, off, 0.5, what); /* 0.5: lines grow */
+    if (ss != NETRUN_OK) return ss;
     char *b = (char *)st->buf;
     topk_rs_line<K> *ls = (topk_rs_line<K> *)(b + off[0]);
     unsigned *hist = (unsigned *)(b + off[1]), *gt = (unsigned *)(b + off[2]), *eq = (unsigned *)(b + off[3]);

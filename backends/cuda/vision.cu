@@ -643,21 +643,11 @@ static netrun_status nms_run(cuda_context *ctx, void *state, const netrun_kernel
                        sizeof(float) * 5 * (size_t)(segs * n), 8 * (size_t)(segs * n * words),
                        8 * (size_t)(segs * words), sizeof(int) * (size_t)(segs * per_class),
                        sizeof(int) * (size_t)segs, sizeof(int64_t) * (size_t)(segs + 1), 0, 0};
-    size_t off[10], total = 0;
-    for (int i = 0; i < 8; i++) off[i] = total, total += (part[i] + 255) & ~(size_t)255;
-    if (total > st->cap) {
-        cuda_scratch_free(ctx, st->buf); /* stream-ordered: after the kernels that used it */
-        st->buf = NULL;
-        st->cap = 0;
-        cudaError_t e = cuda_scratch_alloc(ctx, &st->buf, total);
-        if (e != cudaSuccess) {
-            st->buf = NULL;
-            cudaGetLastError();
-            return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda NonMaxSuppression: %zu bytes of scratch for %lld "
-                                    "boxes x %lld segments", total, (long long)n, (long long)segs);
-        }
-        st->cap = total;
-    }
+    size_t off[10];
+    char what[96];
+    snprintf(what, sizeof what, "NonMaxSuppression (%lld boxes x %lld segments)", (long long)n, (long long)segs);
+    netrun_status ss = cuda_scratch_parts(ctx, &st->buf, &st->cap, part, 8, off, 0.0, what);
+    if (ss != NETRUN_OK) return ss;
     char *b = (char *)st->buf;
     int *count = (int *)(b + off[0]), *order = (int *)(b + off[1]);
     float *cor = (float *)(b + off[2]);
