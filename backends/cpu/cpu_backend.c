@@ -260,6 +260,8 @@ static const netrun_option_spec cpu_options[] = {
     {"cpu.pack_matmul", NETRUN_OPTION_BOOL, NULL, "constant MatMul/Gemm weights packed once for oneDNN (default 1)"},
     {"cpu.dw_tiled", NETRUN_OPTION_BOOL, NULL, "tiled depthwise kernel (default 1)"},
     {"cpu.dw_split", NETRUN_OPTION_BOOL, NULL, "even/odd split rows for stride-2 depthwise (default 1)"},
+    {"cpu.direct_rows", NETRUN_OPTION_BOOL, NULL,
+     "direct nChw16c kernel: tasks by output row first (default: 1x1 stride 2 with weights smaller than X)"},
     {"cpu.dw_rows", NETRUN_OPTION_BOOL, NULL, "row-stationary 3x3 / 5x5 depthwise kernel (default 1)"},
     {"cpu.pool_avx512", NETRUN_OPTION_BOOL, NULL, "AVX-512 MaxPool on nChw16c (default 1)"},
     {"cpu.nchwc", NETRUN_OPTION_BOOL, NULL, "keep the nChw16c layout between CPU layers (default 1)"},
