@@ -263,6 +263,7 @@ static const netrun_option_spec cpu_options[] = {
     {"cpu.direct_rows", NETRUN_OPTION_BOOL, NULL,
      "direct nChw16c kernel: tasks by output row first (default: 1x1 stride 2 with weights smaller than X)"},
     {"cpu.dw_rows", NETRUN_OPTION_BOOL, NULL, "row-stationary 3x3 / 5x5 depthwise kernel (default 1)"},
+    {"cpu.dw_direct", NETRUN_OPTION_BOOL, NULL, "stride-1 row-stationary depthwise reads X without a padded copy (default 1)"},
     {"cpu.pool_avx512", NETRUN_OPTION_BOOL, NULL, "AVX-512 MaxPool on nChw16c (default 1)"},
     {"cpu.nchwc", NETRUN_OPTION_BOOL, NULL, "keep the nChw16c layout between CPU layers (default 1)"},
     {"cpu.se_fold", NETRUN_OPTION_BOOL, NULL, "fold squeeze-excite scales into the next 1x1 conv (default 1)"},

@@ -4,7 +4,8 @@
 - depthwise 3x3 and 5x5, strides 1 and 2, batch 1 and 8, rows 7-70 wide (1-4 vectors of 16 columns and a partial
   last one; row counts that leave rows over from the kernels' multi-row tiles), with Relu, Relu6 (Clip) or
   HardSwish fused, and a fused residual sum at stride 1; each with the row-stationary kernel of
-  conv_depthwise.c (default) and with cpu.dw_rows=0 (the per-row tiles);
+  conv_depthwise.c reading X in place at stride 1 (default), on the zero-padded copy (cpu.dw_direct=0), and
+  with cpu.dw_rows=0 (the per-row tiles);
 - group-1 convs between such tensors (MnasNet's inverted residual blocks: 24 -> 72 1x1, 72 -> 72 depthwise,
   72 -> 24 1x1 + residual; 40 -> 120 -> 40; 3 -> 24 and 5 -> 40 3x3 stems with strides 1 and 2), batch 1 and 8.
 
@@ -109,7 +110,8 @@ def dw_cases(c):
                 ow = (hw + 2 * (k // 2) - k) // stride + 1
                 x = (RNG.standard_normal((batch, ch, hw, hw)) * 2).astype(np.float32)
                 c.check(f"depthwise {k}x{k}/{stride} {ch} ch {hw}x{hw} ({ow} wide) batch {batch} {act}"
-                        f"{' + residual' if res else ''}", mo, x, options_list=(None, {"cpu.dw_rows": "0"}))
+                        f"{' + residual' if res else ''}", mo, x,
+                        options_list=(None, {"cpu.dw_direct": "0"}, {"cpu.dw_rows": "0"}))
 
 
 def block(nodes, inits, x, cin, mid, hw_in, k, stride, tag):
