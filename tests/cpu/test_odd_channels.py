@@ -5,7 +5,7 @@
   last one; row counts that leave rows over from the kernels' multi-row tiles), with Relu, Relu6 (Clip) or
   HardSwish fused, and a fused residual sum at stride 1; each with the row-stationary kernel of
   conv_depthwise.c reading X in place at stride 1 (default), on the zero-padded copy (cpu.dw_direct=0), and
-  with cpu.dw_rows=0 (the per-row tiles);
+  with cpu.dw_rows=0 (the per-row tiles); asymmetric and wide pads;
 - group-1 convs between such tensors (MnasNet's inverted residual blocks: 24 -> 72 1x1, 72 -> 72 depthwise,
   72 -> 24 1x1 + residual; 40 -> 120 -> 40; 3 -> 24 and 5 -> 40 3x3 stems with strides 1 and 2), batch 1 and 8.
 
@@ -114,6 +114,20 @@ def dw_cases(c):
                         options_list=(None, {"cpu.dw_direct": "0"}, {"cpu.dw_rows": "0"}))
 
 
+def dw_pad_cases(c):
+    # asymmetric pads, pads wider than half the kernel, no pads: the in-place kernel's column masks and skipped
+    # rows at every edge
+    for ch, hw, k, stride, pads in [(24, 40, 3, 1, [0, 2, 1, 0]), (40, 33, 5, 1, [4, 0, 0, 3]),
+                                    (72, 36, 3, 2, [2, 1, 0, 2]), (120, 20, 5, 1, [0, 0, 0, 0]),
+                                    (5, 50, 5, 2, [3, 4, 1, 0])]:
+        inits = [numpy_helper.from_array((RNG.standard_normal((ch, 1, k, k)) / k).astype(np.float32), "w")]
+        nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="dw", group=ch, pads=pads, strides=[stride] * 2)]
+        mo = model(nodes, (2, ch, hw, hw), inits)
+        x = RNG.standard_normal((2, ch, hw, hw)).astype(np.float32)
+        c.check(f"depthwise {k}x{k}/{stride} {ch} ch {hw}x{hw} pads {pads} batch 2", mo, x,
+                options_list=(None, {"cpu.dw_direct": "0"}, {"cpu.dw_rows": "0"}))
+
+
 def block(nodes, inits, x, cin, mid, hw_in, k, stride, tag):
     """MnasNet's inverted residual: 1x1 cin -> mid + Relu, k x k depthwise + Relu, 1x1 mid -> cin (+ x)."""
     for name, shape in ((f"{tag}e", (mid, cin, 1, 1)), (f"{tag}d", (mid, 1, k, k)), (f"{tag}p", (cin, mid, 1, 1))):
@@ -157,6 +171,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         c = Checker(nr, tmp)
         dw_cases(c)
+        dw_pad_cases(c)
         group1_cases(c)
     print(f"{c.checked - c.failed}/{c.checked} checks passed")
     return 1 if c.failed else 0
