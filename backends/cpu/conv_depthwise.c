@@ -168,6 +168,33 @@ __attribute__((target("avx512f,fma"))) static void plane_avx512(const cpu_dw_arg
     }
 }
 
+/* The tiles' epilogue: R rows x NV vectors of sums (the last vector's valid lanes mlast) + Z, the activation
+ * (in registers where it is a compare or a clamp, else gu_act_n over the stored row), stored to Y. */
+static inline __attribute__((always_inline, target("avx512f,fma"))) void
+dw_store(const cpu_dw_args *a, __m512 acc[][4], const float *z0, float *y0, const int R, const int NV, __mmask16 mlast,
+         int inline_act) {
+    const int64_t ow = a->ow;
+    const int kind = a->act->kind;
+    const __m512 zero = _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+        float *yr = y0 + r * ow;
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) {
+            __mmask16 m = v == NV - 1 ? mlast : (__mmask16)0xffff;
+            __m512 o = acc[r][v];
+            if (z0) o = _mm512_add_ps(o, _mm512_maskz_loadu_ps(m, z0 + r * ow + 16 * v));
+            if (kind == NETRUN_ACT_RELU) o = _mm512_max_ps(o, zero);
+            else if (kind == NETRUN_ACT_CLIP)
+                o = _mm512_min_ps(_mm512_max_ps(o, _mm512_set1_ps(a->act->alpha)), _mm512_set1_ps(a->act->beta));
+            else if (kind == NETRUN_ACT_LEAKY_RELU)
+                o = _mm512_mask_mul_ps(o, _mm512_cmp_ps_mask(o, zero, _CMP_LT_OQ), o, _mm512_set1_ps(a->act->alpha));
+            _mm512_mask_storeu_ps(yr + 16 * v, m, o);
+        }
+        if (!inline_act) gu_act_n(yr, 16 * (NV - 1) + __builtin_popcount(mlast), a->act);
+    }
+}
+
 /* Tiled variant: the single-vector kernel above is one chain of kh*kw dependent FMAs per output vector
  * (latency-bound, ~4 cycles each). Here a tile of R output rows x NV vectors of 16 columns keeps R*NV
  * independent sums (4 at most), one broadcast weight per tap feeding all of them; narrow planes (14, 7 wide)
@@ -181,7 +208,7 @@ dw_tile(const cpu_dw_args *a, const float *x0, int64_t ld, const float *w, float
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     const __m512i gidx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                                             _mm512_set1_epi32((int)a->sw));
-    const int64_t rs = a->sh * ld, kh = a->kh, kw = a->kw, dwc = a->dw, dhl = a->dh * ld, ow = a->ow;
+    const int64_t rs = a->sh * ld, kh = a->kh, kw = a->kw, dwc = a->dw, dhl = a->dh * ld;
     const __m512 zero = _mm512_setzero_ps();
     __m512 acc[4][4];
     for (int r = 0; r < R; r++)
@@ -203,22 +230,7 @@ dw_tile(const cpu_dw_args *a, const float *x0, int64_t ld, const float *w, float
                 }
         }
     }
-    const int kind = a->act->kind;
-    for (int r = 0; r < R; r++) {
-        float *yr = y0 + r * ow;
-        for (int v = 0; v < NV; v++) {
-            __mmask16 m = v == NV - 1 ? mlast : (__mmask16)0xffff;
-            __m512 o = acc[r][v];
-            if (z0) o = _mm512_add_ps(o, _mm512_maskz_loadu_ps(m, z0 + r * ow + 16 * v));
-            if (kind == NETRUN_ACT_RELU) o = _mm512_max_ps(o, zero);
-            else if (kind == NETRUN_ACT_CLIP)
-                o = _mm512_min_ps(_mm512_max_ps(o, _mm512_set1_ps(a->act->alpha)), _mm512_set1_ps(a->act->beta));
-            else if (kind == NETRUN_ACT_LEAKY_RELU)
-                o = _mm512_mask_mul_ps(o, _mm512_cmp_ps_mask(o, zero, _CMP_LT_OQ), o, _mm512_set1_ps(a->act->alpha));
-            _mm512_mask_storeu_ps(yr + 16 * v, m, o);
-        }
-        if (!inline_act) gu_act_n(yr, 16 * (NV - 1) + __builtin_popcount(mlast), a->act);
-    }
+    dw_store(a, acc, z0, y0, R, NV, mlast, inline_act);
 }
 #undef DW_EV
 
@@ -279,8 +291,6 @@ static inline __attribute__((always_inline, target("avx512f,fma"))) void
 dw_rows_tile(const cpu_dw_args *a, const float *x0, int64_t ld, const float *w, float bias, const float *z0,
              float *y0, const int R, const int NV, const int K, const int SH, const int MODE, __mmask16 mlast,
              int inline_act, const __mmask16 *mk, int64_t iy0) {
-    const int64_t ow = a->ow;
-    const __m512 zero = _mm512_setzero_ps();
     __m512 acc[8][4];
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++)
@@ -309,24 +319,7 @@ dw_rows_tile(const cpu_dw_args *a, const float *x0, int64_t ld, const float *w, 
             }
         }
     }
-    const int kind = a->act->kind;
-#pragma GCC unroll 8
-    for (int r = 0; r < R; r++) {
-        float *yr = y0 + r * ow;
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) {
-            __mmask16 m = v == NV - 1 ? mlast : (__mmask16)0xffff;
-            __m512 o = acc[r][v];
-            if (z0) o = _mm512_add_ps(o, _mm512_maskz_loadu_ps(m, z0 + r * ow + 16 * v));
-            if (kind == NETRUN_ACT_RELU) o = _mm512_max_ps(o, zero);
-            else if (kind == NETRUN_ACT_CLIP)
-                o = _mm512_min_ps(_mm512_max_ps(o, _mm512_set1_ps(a->act->alpha)), _mm512_set1_ps(a->act->beta));
-            else if (kind == NETRUN_ACT_LEAKY_RELU)
-                o = _mm512_mask_mul_ps(o, _mm512_cmp_ps_mask(o, zero, _CMP_LT_OQ), o, _mm512_set1_ps(a->act->alpha));
-            _mm512_mask_storeu_ps(yr + 16 * v, m, o);
-        }
-        if (!inline_act) gu_act_n(yr, 16 * (NV - 1) + __builtin_popcount(mlast), a->act);
-    }
+    dw_store(a, acc, z0, y0, R, NV, mlast, inline_act);
 }
 
 #define DW_ROWS(R, NV)                                                                                             \
