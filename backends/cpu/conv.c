@@ -477,12 +477,16 @@ static int want_c1x1(cpu_context *ctx, const netrun_conv_params *p, const conv_g
      * (SqueezeNet's squeezes to 32-64 channels at 27x27 and 13x13: 0.040 -> 0.033 ms, 0.027 -> 0.022). At 56x56
      * the Zen 5 VM measured oneDNN ahead (ResNet-50's 256 -> 64: 0.242 against 0.258), the Xeon of
      * docs/benchmarks.md the own kernel (0.48 -> 0.31 ms, ResNet-50 at batch 1 and 2 threads 25.6 -> 24.4 ms in
-     * node sums; SqueezeNet 1.1's 16 -> 64 expands at 55x55 0.050 -> 0.043) */
+     * node sums; SqueezeNet 1.1's 16 -> 64 expands at 55x55 0.050 -> 0.043). Up to 4 blocks a thread, 8 in all,
+     * on planes of 28x28 to 56x56 (ResNet-50's 256 / 512 -> 128 in layer2, 2 threads: 0.81 -> 0.63 ms and
+     * 0.45 -> 0.36; on 14x14 planes, 384 / 480 -> 96, oneDNN stays ahead: 0.063 against 0.080 ms; more blocks
+     * and threads were not measured) */
     if (p->src_blocked && p->dst_blocked && g->c <= 512) {
         int64_t mb = g->m / 16, t = ctx->threads > 0 ? ctx->threads : 1;
         const char *o = cpu_option(ctx, "cpu.conv1x1_bb");
         int uneven = mb % t && mb < 4 * t && g->out_size >= 784;
-        int thin = t > 1 && g->n < t && mb <= 2 * t && g->out_size <= 3136;
+        int thin = t > 1 && g->n < t && g->out_size <= 3136 &&
+                   (mb <= 2 * t || (mb <= 4 * t && mb <= 8 && g->out_size >= 784)); /* 8: as measured, 2 threads */
         if ((uneven || thin) && !(o && !strcmp(o, "0"))) return 1 + CPU_C1X1_BLK_BLK;
     }
     if (!p->dst_blocked && g->c % 16 == 0 && g->c <= 256 && g->m % 16) {

@@ -13,8 +13,10 @@ at 1 and 2 threads:
   HardSwish (the band's activation after the primitive); cpu.dnnl_images=0 keeps the channel slices;
 - plain depthwise convs on the own kernel with output rows 14+ wide (3x3) or 16+ wide (5x5), else oneDNN (conv.c);
 - 1x1 convs on nChw16c X and Y at batch 1 with at most 2 blocks of output channels per thread on planes up to
-  56x56 (conv1x1_blk.c instead of oneDNN's channel slices; ResNet-50's 256 -> 64 at 56x56), with a fused
-  residual sum; cpu.conv1x1_bb=0 keeps oneDNN;
+  56x56, or 4 on planes from 28x28 (conv1x1_blk.c instead of oneDNN's channel slices; ResNet-50's 256 -> 64 at
+  56x56, 256 / 512 -> 128), with a fused residual sum; cpu.conv1x1_bb=0 keeps oneDNN;
+- 1x1 stride-2 downsamples with the residual sum fused (the direct kernel), its tasks by output row first or by
+  pairs of output blocks (cpu.direct_rows=1 / 0 and the default choice);
 - HardSwish, HardSigmoid and LeakyRelu fused into convs: the own 1x1 kernels plain / nChw16c on either side,
   the stride-2 direct and Winograd kernels, plain depthwise (their epilogues), and oneDNN's HardSwish post-op,
   at batch 1 and 2: every node's kernel is printed.
@@ -232,7 +234,11 @@ def dw_cases(c):
 
 
 def pw_cases(c):
-    for cin, m, hw, res in [(256, 64, 56, False), (64, 64, 56, True), (32, 64, 55, False), (32, 32, 41, True)]:
+    # up to 2 blocks of output channels a thread on any plane up to 56x56, up to 4 on planes from 28x28 (ResNet-50's
+    # 256 / 512 -> 128 in layer2); 384 -> 96 at 14x14 (6 blocks, 3 a thread) stays on oneDNN
+    for cin, m, hw, res in [(256, 64, 56, False), (64, 64, 56, True), (32, 64, 55, False), (32, 32, 41, True),
+                            (256, 128, 56, False), (512, 128, 28, False), (128, 128, 28, True), (128, 112, 30, False),
+                            (384, 96, 14, False)]:
         inits = [numpy_helper.from_array(conv_w(cin, 16, 3), "w0"), numpy_helper.from_array(conv_w(m, cin, 1), "w1"),
                  numpy_helper.from_array((RNG.standard_normal(m) * 0.1).astype(np.float32), "b1"),
                  numpy_helper.from_array(conv_w(16, m, 3), "w2")]
@@ -246,9 +252,36 @@ def pw_cases(c):
         mo = model(nodes, (1, 16, hw, hw), np.float32, inits, opset=17)
         x = rand((1, 16, hw, hw), np.float32)
         tag = f"1x1 {cin}->{m} {hw}x{hw} batch 1{' + residual' if res else ''} nChw16c in/out"
-        c.check(tag, mo, x, kernel_node="pw", kernel_want=lambda k: "1x1 avx512 (nChw16c in/out)" in k or "nChw16c" not in k)
+        own = hw * hw >= 784 or m <= 64
+        c.check(tag, mo, x, kernel_node="pw",
+                kernel_want=lambda k, own=own: ("1x1 avx512 (nChw16c in/out)" in k) == own or "nChw16c" not in k)
         c.check(tag, mo, x, options={"cpu.conv1x1_bb": "0"}, kernel_node="pw",
                 kernel_want=lambda k: "avx512" not in k, threads_list=(2,))
+
+
+def downsample_cases(c):
+    # ResNet's 1x1 stride-2 downsample with the residual sum fused (conv_direct_blk.c): tasks by output row first
+    # where the weights are smaller than X (256 -> 512 at 56x56), by pairs of output blocks otherwise (512 -> 1024
+    # at 28x28); cpu.direct_rows forces either order. Odd plane sizes leave a partial last row tile.
+    for cin, m, hw, batch in [(256, 512, 56, 1), (64, 128, 29, 2), (512, 1024, 28, 1), (32, 64, 15, 3)]:
+        oh = (hw - 1) // 2 + 1
+        inits = [numpy_helper.from_array(conv_w(cin, 16, 3), "w0"), numpy_helper.from_array(conv_w(m, cin, 1), "wd"),
+                 numpy_helper.from_array((RNG.standard_normal(m) * 0.1).astype(np.float32), "bd"),
+                 numpy_helper.from_array(conv_w(m, cin, 3), "w1"), numpy_helper.from_array(conv_w(16, m, 1), "w2")]
+        # the main branch first, as in torchvision's ResNet: the downsample then takes the sum (and the Relu);
+        # a Conv after it keeps its Y on nChw16c
+        nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], name="pre", pads=[1] * 4),
+                 helper.make_node("Conv", ["a", "w1"], ["b"], name="main", pads=[1] * 4, strides=[2, 2]),
+                 helper.make_node("Conv", ["a", "wd", "bd"], ["d"], name="down", strides=[2, 2]),
+                 helper.make_node("Add", ["b", "d"], ["s"], name="res"),
+                 helper.make_node("Relu", ["s"], ["r"]),
+                 helper.make_node("Conv", ["r", "w2"], ["y"], name="post")]
+        mo = model(nodes, (batch, 16, hw, hw), np.float32, inits, opset=17)
+        x = rand((batch, 16, hw, hw), np.float32)
+        tag = f"1x1 stride 2 {cin}->{m} {hw}x{hw} -> {oh}x{oh} batch {batch} + residual"
+        for opt in (None, {"cpu.direct_rows": "1"}, {"cpu.direct_rows": "0"}):
+            c.check(tag, mo, x, options=opt, kernel_node="down", threads_list=(1, 2) if opt is None else (2,),
+                    kernel_want=lambda k: "direct stride 2" in k)
 
 
 def act_node(kind, x, y, name):
@@ -311,6 +344,7 @@ def main():
         padded_stem_case(c)
         dw_cases(c)
         pw_cases(c)
+        downsample_cases(c)
         act_cases(c)
     if not c.onednn:
         print("note: no node ran on oneDNN (built without it): the kernel columns were not checked")

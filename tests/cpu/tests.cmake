@@ -27,3 +27,6 @@ netrun_binding_test(cpu.packed_matmul ${CMAKE_CURRENT_LIST_DIR}/test_packed_matm
 # paths for small models and small planes against onnxruntime: Pad and nearest Resize (index tables, row
 # counters), oneDNN stems on a plain 3-channel X cut by images or by bands of rows, plain depthwise rows 7-15 wide
 netrun_binding_test(cpu.small_planes ${CMAKE_CURRENT_LIST_DIR}/test_small_planes.py)
+# convs on channel counts that are no multiple of 16 (3, 5, 24, 40, 72, 120) against onnxruntime: plain depthwise
+# 3x3 / 5x5 at strides 1 and 2 with the row-stationary kernel and cpu.dw_rows=0, MnasNet-style blocks, batch 1 and 8
+netrun_binding_test(cpu.odd_channels ${CMAKE_CURRENT_LIST_DIR}/test_odd_channels.py)
