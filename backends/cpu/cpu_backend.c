@@ -133,13 +133,13 @@ static netrun_status cpu_context_create(const netrun_backend_config *config, net
     memset(ctx, 0, sizeof *ctx);
     ctx->config = *config;
     ctx->threads = config->threads > 0 ? config->threads : online_cores();
-    /* cpu.spin_us: how long idle workers spin before sleeping (threadpool.c says why; default 2000) */
+    /* cpu.spin_us: how long idle workers spin before sleeping (threadpool.c says why; default 20000) */
     /* cpu.winograd: 0 keeps every conv on oneDNN's direct kernels (conv_dnnl.c says why 1 is the default) */
     /* cpu.spin_watch: 0 keeps the spin even while another process takes the cores (threadpool.c) */
     /* cpu.wino_min_tiles: Winograd tiles a thread below which a big-weight 3x3 runs direct (conv.c, want_cdir) */
     int watch = 1;
-    long spin_us = 2000, min_tiles = 16;
-    if (!int_option(config, "cpu.spin_us", 0, 1000000, 2000, "microseconds", &spin_us) ||
+    long spin_us = 20000, min_tiles = 16;
+    if (!int_option(config, "cpu.spin_us", 0, 1000000, 20000, "microseconds", &spin_us) ||
         !int_option(config, "cpu.wino_min_tiles", 0, 1 << 20, 16, "tiles", &min_tiles) ||
         !flag_option(config, "cpu.winograd", &ctx->winograd) || !flag_option(config, "cpu.spin_watch", &watch)) {
         cpu_host->free(ctx);
@@ -267,7 +267,7 @@ static const netrun_option_spec cpu_options[] = {
     {"cpu.pool_avx512", NETRUN_OPTION_BOOL, NULL, "AVX-512 MaxPool on nChw16c (default 1)"},
     {"cpu.nchwc", NETRUN_OPTION_BOOL, NULL, "keep the nChw16c layout between CPU layers (default 1)"},
     {"cpu.se_fold", NETRUN_OPTION_BOOL, NULL, "fold squeeze-excite scales into the next 1x1 conv (default 1)"},
-    {"cpu.spin_us", NETRUN_OPTION_INT, NULL, "microseconds idle workers spin before sleeping (default 2000)"},
+    {"cpu.spin_us", NETRUN_OPTION_INT, NULL, "microseconds idle workers spin before sleeping (default 20000)"},
     {"cpu.spin_watch", NETRUN_OPTION_BOOL, NULL, "stop spinning while another process takes the cores (default 1)"},
     {NULL, 0, NULL, NULL},
 };

@@ -1,14 +1,21 @@
 /* A persistent thread pool: threads-1 workers; the caller thread works too. Work is handed out in chunks
  * through an atomic counter, so uneven chunks balance themselves.
  *
- * Between jobs a worker spins for a while (cpu.spin_us, default 2 ms) watching for the next job before it
+ * Between jobs a worker spins for a while (cpu.spin_us, default 20 ms) watching for the next job before it
  * sleeps on a condition variable, and the caller spins the same way for the workers to finish. A run is a
  * train of short parallel regions (one or more per node): waking a sleeping thread costs 30-200 us on a VM, as
  * much as a whole small node. The spin covers the gaps inside a run and the caller's usual work between two
  * runs (reading outputs, preparing the next input: 0.1-1 ms): with 100 us, a Python loop that reads the
  * outputs found the worker asleep at the start of most runs (6% of SqueezeNet's parallel regions ran on the
- * caller alone), with 2 ms at none. The spin is bounded so idle or oversubscribed machines get their cores back
- * (onnxruntime's workers spin about 50 ms); cpu.spin_us=0 sleeps at once.
+ * caller alone), with 2 ms at none. Runs that come after an idle gap (a camera's frames, requests) were still
+ * slow with 2 ms: on the 2-vCPU VM, 60 ms after the last run, MobileNetV2 at batch 1 took 11.6-11.9 ms instead
+ * of 3.9 back to back (onnxruntime 6.5-9.3), SqueezeNet 8.9-9.3 (onnxruntime 4.7-6.1), ShuffleNetV2 10-11
+ * (6.2-8.1). The time goes to the parallel regions themselves, not to waiting for a worker (timed per region):
+ * both vCPUs compute slowly after the worker's had been halted most of the gap. A worker spinning 20 ms of the
+ * 60 gives 5.1-9.5, 4.2-7.1 and 6.2-7.1 ms, level with onnxruntime; 5 or 10 ms did not help, 50 ms little more;
+ * back-to-back runs and ResNet-50 are unchanged. The spin is bounded so idle or oversubscribed machines get
+ * their cores back (onnxruntime's workers spin about 50 ms); cpu.spin_us=0 sleeps at once (a laptop that
+ * infers now and then).
  *
  * Spinning is wrong while another busy process shares the cores: a spinning thread looks CPU-hungry to the
  * kernel, which then runs it in turn with the other process in slices of milliseconds, and a region waits a
