@@ -68,6 +68,8 @@ class Netrun:
             ("netrun_session_destroy", None, [vp]),
             ("netrun_session_set_input", C.c_int,
              [vp, C.c_char_p, C.c_int, C.c_int, C.POINTER(C.c_int64), vp, C.c_size_t]),
+            ("netrun_session_bind_input", C.c_int,
+             [vp, C.c_char_p, C.c_int, C.c_int, C.POINTER(C.c_int64), vp, C.c_size_t]),
             ("netrun_session_prepare", C.c_int, [vp]),
             ("netrun_session_run", C.c_int, [vp]),
             ("netrun_session_output_count", C.c_int, [vp]),
@@ -134,14 +136,17 @@ class Session:
         self.close()
 
     def set_inputs(self, feeds):
+        """Inputs read in place (netrun_session_bind_input: as onnxruntime's Python binding reads numpy arrays, and
+        as netrun's Python package does); the arrays are held until the next call."""
         lib = self.nr.lib
+        set_fn = getattr(lib, "netrun_session_bind_input", None) or lib.netrun_session_set_input  # an older library
         self._keep = []
         for name, arr in feeds.items():
             arr = np.ascontiguousarray(arr)
             dims = (C.c_int64 * max(1, arr.ndim))(*arr.shape)
             self._keep.append(arr)
-            self.nr.check(lib.netrun_session_set_input(self.handle, name.encode(), _NP_TO_DT[arr.dtype], arr.ndim,
-                                                       dims, arr.ctypes.data, arr.nbytes), f"input {name}")
+            self.nr.check(set_fn(self.handle, name.encode(), _NP_TO_DT[arr.dtype], arr.ndim, dims, arr.ctypes.data,
+                                 arr.nbytes), f"input {name}")
 
     def prepare(self):
         self.nr.check(self.nr.lib.netrun_session_prepare(self.handle), "prepare")
