@@ -17,6 +17,19 @@
 
 #define SLACK 64 /* floats after a padded plane: the stride-2 loads of the last vector read past its end */
 
+/* The AVX-512 tile kernels are inlined into every (rows, vectors, kernel, stride) case so that their sums stay
+ * in registers: 70-odd unrolled instances. Under AddressSanitizer, which instruments every spill of them, clang
+ * spent over 13 minutes on this file (the fuzz and sanitizer builds of CI); there they are plain functions, the
+ * same code paths with the shape read at run time. */
+#ifndef __has_feature
+#define __has_feature(x) 0
+#endif
+#if defined(__SANITIZE_ADDRESS__) || __has_feature(address_sanitizer)
+#define DW_KERNEL static __attribute__((noinline, target("avx512f,fma")))
+#else
+#define DW_KERNEL static inline __attribute__((always_inline, target("avx512f,fma")))
+#endif
+
 static int64_t padded_h(const cpu_dw_args *a) { return (a->oh - 1) * a->sh + (a->kh - 1) * a->dh + 1; }
 static int64_t padded_w(const cpu_dw_args *a) { return (a->ow - 1) * a->sw + (a->kw - 1) * a->dw + 1; }
 
@@ -170,7 +183,7 @@ __attribute__((target("avx512f,fma"))) static void plane_avx512(const cpu_dw_arg
 
 /* The tiles' epilogue: R rows x NV vectors of sums (the last vector's valid lanes mlast) + Z, the activation
  * (in registers where it is a compare or a clamp, else gu_act_n over the stored row), stored to Y. */
-static inline __attribute__((always_inline, target("avx512f,fma"))) void
+DW_KERNEL void
 dw_store(const cpu_dw_args *a, __m512 acc[][4], const float *z0, float *y0, const int R, const int NV, __mmask16 mlast,
          int inline_act) {
     const int64_t ow = a->ow;
@@ -202,7 +215,7 @@ dw_store(const cpu_dw_args *a, __m512 acc[][4], const float *z0, float *y0, cons
  * registers. SW: 1, 2 (even lanes of two loads), 3 = stride 2 on split rows (pad_plane_split: the even
  * columns, then the odd ones, so every tap is one plain load), 0 = any other stride (gather). */
 #define DW_EV(p) _mm512_permutex2var_ps(_mm512_loadu_ps(p), even, _mm512_loadu_ps((p) + 16))
-static inline __attribute__((always_inline, target("avx512f,fma"))) void
+DW_KERNEL void
 dw_tile(const cpu_dw_args *a, const float *x0, int64_t ld, const float *w, float bias, const float *z0, float *y0,
         const int R, const int NV, const int SW, __mmask16 mlast, int inline_act) {
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
@@ -287,7 +300,7 @@ __attribute__((target("avx512f,fma"))) static void plane_tiled_avx512(const cpu_
  * split rows; 2 (stride 1): X itself, no padded copy: x0 is X's row iy0 shifted left by the pad (ld = iw), the
  * columns outside X masked off (mk[kx * 4 + v]: the lanes inside X, never read past them) and the rows outside
  * X skipped. */
-static inline __attribute__((always_inline, target("avx512f,fma"))) void
+DW_KERNEL void
 dw_rows_tile(const cpu_dw_args *a, const float *x0, int64_t ld, const float *w, float bias, const float *z0,
              float *y0, const int R, const int NV, const int K, const int SH, const int MODE, __mmask16 mlast,
              int inline_act, const __mmask16 *mk, int64_t iy0) {
