@@ -63,8 +63,9 @@ typedef struct netrun_conv_params {
     /* Set by the CPU nChw16c pass only (0 otherwise): X (and Z) / Y are in oneDNN's nChw16c order, same dims
      * and bytes as NCHW (only 2-D, channel counts multiples of 16, so no padding). */
     int src_blocked, dst_blocked;
-    /* Set by the CUDA float16 region pass only (0 otherwise): X (and Z) / Y are float16 in NHWC order
-     * (channels last); dims stay the logical NCHW ones. Backends that do not handle them refuse the node. */
+    /* Set by the float16 NHWC region pass (0 otherwise): X (and Z) / Y are float16 in NHWC order (channels last);
+     * dims stay the logical NCHW ones. On a QLinearConv, set by the QDQ pass: its 8-bit X (and Z) / Y in NHWC
+     * between fused convolutions. Backends that do not handle them refuse the node. */
     int src_nhwc, dst_nhwc;
     /* ABI 1.7. Set by the CPU nChw16c pass only (0 otherwise): X is taken times S, a float32 [N or 1, C, 1, 1]
      * input right after B (before Z): squeeze-excite's Mul folded into the 1x1 projection that reads it. */

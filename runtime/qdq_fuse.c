@@ -23,8 +23,8 @@
  * onnxruntime's QLinearAdd formula, (q - q_zp) * q_scale / s + (Z - z_zp) * z_scale / s rounded, so the result
  * matches the unfused graph but for float rounding at ties (one unit of s).
  * Also: DQ -> Reshape / Transpose / Flatten / Squeeze / Unsqueeze / Concat / MaxPool -> Q with one scale and zero point
- * runs the op on the 8-bit values (plan_move), and the 8-bit values between fused CPU convolutions stay NHWC
- * (plan_nhwc). */
+ * runs the op on the 8-bit values (plan_move), and the 8-bit values between fused convolutions stay NHWC where
+ * their backend takes a QLinearConv with src_nhwc / dst_nhwc (asked through supports(); plan_nhwc). */
 #include "qdq_fuse.h"
 
 #include <math.h>
@@ -52,6 +52,7 @@ typedef struct qdq_group {
     /* the residual (Q_CONV): Z, its scale and zero point, the Add's Q's scale, zero point and output; the Add
      * and its Q */
     int res, z, zs, zz, ss, sz, y2, radd, rq;
+    int nhwc_ok;         /* its backend takes the QLinearConv with 8-bit X and Y in NHWC (plan_nhwc) */
 } qdq_group;
 
 typedef struct qdq_state {
@@ -247,8 +248,9 @@ static int plan_output(const qdq_state *o, int v, qdq_group *gr) {
     return 1;
 }
 
-/* Ask the backend running node n whether it takes the quantized node of group gr. */
-static int backend_takes(const qdq_state *o, const netrun_backend_config *cfg, int n, const qdq_group *gr) {
+/* Ask the backend running node n whether it takes the quantized node of group gr; nhwc: with X and Y in NHWC
+ * (netrun_conv_params.src_nhwc / dst_nhwc, which a backend that does not handle them refuses). */
+static int backend_takes(const qdq_state *o, const netrun_backend_config *cfg, int n, const qdq_group *gr, int nhwc) {
     netrun_session *s = o->s;
     const nr_snode *sn = &s->snodes[o->snode_of[n]];
     if (sn->slot < 0) return 0;
@@ -277,6 +279,7 @@ static int backend_takes(const qdq_state *o, const netrun_backend_config *cfg, i
     if (gr->kind == Q_CONV && sn->params) memcpy(&cp, sn->params, sizeof cp);
     cp.has_bias = gr->bias_src >= 0 && qconv;
     cp.has_sum = gr->res;
+    cp.src_nhwc = cp.dst_nhwc = nhwc;
     netrun_value_desc yd = s->values[gr->res ? gr->y2 : gr->y].desc;
     if (gr->kind == Q_GEMM) { /* the 1x1 conv over [M, K, 1, 1] the rewrite makes */
         cp.n_spatial = 2;
@@ -403,7 +406,7 @@ static int plan_group(qdq_state *o, const netrun_backend_config *cfg, int n) {
     int sl = slot_of(o, n);
     if (sl < 0 || slot_of(o, gr.dx) != sl || slot_of(o, gr.q) != sl || (gr.act >= 0 && slot_of(o, gr.act) != sl))
         return 0;
-    if (!backend_takes(o, cfg, n, &gr)) return 0;
+    if (!backend_takes(o, cfg, n, &gr, 0)) return 0;
     o->grp[n] = gr;
     return 1;
 }
@@ -460,7 +463,7 @@ static int plan_residual(qdq_state *o, const netrun_backend_config *cfg, int a) 
         gr.z = z, gr.zs = dzn->inputs[1], gr.zz = in_at(dzn, 2);
         gr.ss = out.ys, gr.sz = out.yz, gr.y2 = out.y;
         gr.radd = a, gr.rq = out.q;
-        if (!backend_takes(o, cfg, c, &gr)) return 0;
+        if (!backend_takes(o, cfg, c, &gr, 0)) return 0;
         o->grp[c] = gr;
         o->removed[da] = o->removed[a] = o->removed[out.q] = 1; /* DQ(q), the Add (its activation) and its Q go */
         if (out.act >= 0) o->removed[out.act] = 1;
@@ -639,7 +642,7 @@ static int agnostic_inputs(const qdq_state *o, const nr_node *nd) {
 }
 
 /* Which values of the copy ng are NHWC: nhwc[v] = 1. */
-static netrun_status plan_nhwc(const qdq_state *o, const nr_graph *ng, const int *cpu_conv, char *nhwc) {
+static netrun_status plan_nhwc(const qdq_state *o, const nr_graph *ng, const int *nhwc_conv, char *nhwc) {
     int nv = ng->n_values;
     int *par = nr_calloc((size_t)nv + 1, sizeof(int));
     char *bad = nr_calloc((size_t)nv + 1, 1), *conv = nr_calloc((size_t)nv + 1, 1);
@@ -654,7 +657,7 @@ static netrun_status plan_nhwc(const qdq_state *o, const nr_graph *ng, const int
     for (int n = 0; n < ng->n_nodes; n++) { /* join the values of agnostic nodes of one shape */
         const nr_node *nd = &ng->nodes[n];
         int k = agnostic_inputs(o, nd), y = nd->n_outputs ? nd->outputs[0] : -1;
-        if (cpu_conv[n] && nd->n_inputs == 14 && y >= 0) { /* a residual conv's Z has Y's layout (same shape) */
+        if (nhwc_conv[n] && nd->n_inputs == 14 && y >= 0) { /* a residual conv's Z has Y's layout (same shape) */
             if (nd->inputs[9] >= 0 && nd->inputs[9] < nv) par[uf_find(par, nd->inputs[9])] = uf_find(par, y);
             continue;
         }
@@ -667,7 +670,7 @@ static netrun_status plan_nhwc(const qdq_state *o, const nr_graph *ng, const int
     for (int n = 0; n < ng->n_nodes; n++) { /* what else reads or writes a value pins it to NCHW */
         const nr_node *nd = &ng->nodes[n];
         int k = agnostic_inputs(o, nd), y = nd->n_outputs ? nd->outputs[0] : -1;
-        if (cpu_conv[n]) {
+        if (nhwc_conv[n]) {
             if (y >= 0 && desc4(o, y, d0)) conv[uf_find(par, y)] = 1;
             for (int i = 1; i < nd->n_inputs; i++)
                 if (nd->inputs[i] >= 0 && nd->inputs[i] < nv && !(i == 9 && nd->n_inputs == 14))
@@ -698,14 +701,10 @@ static netrun_status plan_nhwc(const qdq_state *o, const nr_graph *ng, const int
     return NETRUN_OK;
 }
 
-static int on_cpu(const qdq_state *o, int n) {
-    int sl = slot_of(o, n);
-    return sl >= 0 && o->s->slots[sl].be && o->s->slots[sl].be->name && !strcmp(o->s->slots[sl].be->name, "cpu");
-}
 
 static netrun_status build_model(qdq_state *o, netrun_model **out, int *n_nhwc) {
     const nr_graph *g = o->g;
-    int *cpu_conv = NULL;
+    int *nhwc_conv = NULL;
     char *nhwc = NULL;
     const nr_model_ir *src = o->s->model->ir;
     netrun_status st = NETRUN_OK;
@@ -720,14 +719,14 @@ static netrun_status build_model(qdq_state *o, netrun_model **out, int *n_nhwc) 
     }
     nr_graph *ng = ir->graph;
     if ((st = nr_graph_copy_values_borrowed(g, ng)) != NETRUN_OK) goto fail;
-    if (!(cpu_conv = nr_calloc(2 * (size_t)g->n_nodes + 1, sizeof(int)))) goto oom; /* a Gemm becomes 3 nodes */
+    if (!(nhwc_conv = nr_calloc(2 * (size_t)g->n_nodes + 1, sizeof(int)))) goto oom; /* a Gemm becomes 3 nodes */
     for (int n = 0; n < g->n_nodes; n++) {
         if (o->removed[n]) continue;
         int first = ng->n_nodes == 0;
         if (o->grp[n].kind != Q_NONE && o->grp[n].kind != Q_MOVE) {
             int ci = -1;
             if ((st = add_group(o, ng, n, first, &ci)) != NETRUN_OK) goto fail;
-            if (ci >= 0) cpu_conv[ci] = on_cpu(o, n);
+            if (ci >= 0) nhwc_conv[ci] = o->grp[n].nhwc_ok;
             continue;
         }
         const nr_node *nd = &g->nodes[n];
@@ -753,7 +752,7 @@ static netrun_status build_model(qdq_state *o, netrun_model **out, int *n_nhwc) 
     const char *lay = nr_options_get(&o->s->opts, "graph.int8_nhwc");
     if (!(lay && !strcmp(lay, "0"))) {
         if (!(nhwc = nr_calloc((size_t)ng->n_values + 1, 1))) goto oom;
-        if ((st = plan_nhwc(o, ng, cpu_conv, nhwc)) != NETRUN_OK) goto fail;
+        if ((st = plan_nhwc(o, ng, nhwc_conv, nhwc)) != NETRUN_OK) goto fail;
     }
     char source[1100];
     snprintf(source, sizeof source, "%s", o->s->model->source ? o->s->model->source : "<memory>");
@@ -765,19 +764,19 @@ static netrun_status build_model(qdq_state *o, netrun_model **out, int *n_nhwc) 
     for (int n = 0; nhwc && n < n_copied && n < (*out)->ir->graph->n_nodes; n++) {
         const nr_node *nd = &(*out)->ir->graph->nodes[n];
         netrun_conv_params *cp = nd->params;
-        if (!cpu_conv[n] || !cp) continue;
+        if (!nhwc_conv[n] || !cp) continue;
         cp->src_nhwc = nhwc[nd->inputs[0]];
         cp->dst_nhwc = nhwc[nd->outputs[0]];
         *n_nhwc += cp->src_nhwc + cp->dst_nhwc;
     }
-    nr_free(cpu_conv);
+    nr_free(nhwc_conv);
     nr_free(nhwc);
     return st;
 oom:
     st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the QDQ fusion pass");
 fail:
     nr_model_ir_free(ir);
-    nr_free(cpu_conv);
+    nr_free(nhwc_conv);
     nr_free(nhwc);
     return st;
 }
@@ -834,6 +833,10 @@ netrun_status nr_qdq_fuse_session(netrun_session *s, const netrun_backend_config
     for (int n = 0; *n_fused && !(ro && !strcmp(ro, "0")) && n < g->n_nodes; n++) {
         if (!o.removed[n] && plan_residual(&o, cfg, n)) n_res++;
     }
+    /* which fused convolutions' backends keep 8-bit values NHWC between them (asked on the final groups) */
+    for (int n = 0; n < g->n_nodes; n++)
+        if (!o.removed[n] && o.grp[n].kind != Q_NONE && o.grp[n].kind != Q_MOVE && o.grp[n].kind != Q_MATMUL)
+            o.grp[n].nhwc_ok = backend_takes(&o, cfg, n, &o.grp[n], 1);
     netrun_status st = NETRUN_OK;
     if (*n_fused) {
         int n_nhwc = 0;
