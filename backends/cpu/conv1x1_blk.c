@@ -112,6 +112,7 @@ static inline const float *c1_weights(const cpu_c1x1 *s, const float *sc, int64_
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+#include "avx512_transpose.h"
 #define C1_AVX512 1
 
 /* One tile: NB (1 or 2) output blocks from ob, P (<= C1_P) pixels from p0 of image x / y. XB: X is nChw16c
@@ -153,31 +154,6 @@ c1_tile(const c1_job *j, const float *w0, const float *x, float *y, const float 
     }
 }
 
-/* r[i] (16 lanes) := column i of the 16 x 16 matrix whose rows were r[0..15]. */
-__attribute__((target("avx512f"), always_inline)) static inline void c1_transpose16(__m512 *r) {
-    __m512 t[16];
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {
-        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
-        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-    }
-    for (int i = 0; i < 4; i++) {
-        t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
-        t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
-        t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
-        t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xDD);
-    }
-    for (int i = 0; i < 8; i++) {
-        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
-    }
-}
-
 /* nChw16c X -> plain Y: output block ob (channels ob*16.., fewer in the last block), P (<= 16) pixels from p0. */
 __attribute__((target("avx512f,fma"), always_inline)) static inline void
 c1_tile_yplain(const c1_job *j, const float *x, float *y, const float *z, int64_t ob, int64_t p0, const int P) {
@@ -195,7 +171,7 @@ c1_tile_yplain(const c1_job *j, const float *x, float *y, const float *z, int64_
             for (int p = 0; p < P; p++) acc[p] = _mm512_fmadd_ps(wv, _mm512_set1_ps(xb[p * 16 + l]), acc[p]);
         }
     }
-    c1_transpose16(acc); /* acc[l]: output channel ob*16 + l at the 16 pixels */
+    avx512_transpose16(acc); /* acc[l]: output channel ob*16 + l at the 16 pixels */
     const netrun_fused_activation *a = &s->act;
     const __mmask16 pm = (__mmask16)((1u << P) - 1);
     int lanes = s->m - ob * 16 < 16 ? (int)(s->m - ob * 16) : 16;
@@ -268,7 +244,7 @@ c1_tile_yp2(const c1_job *j, const float *w0, const float *x, int64_t ob, int64_
                    : b == 0 && !ONEH        ? a0[p]
                    : HALF                   ? _mm512_zextps256_ps512(h1[p])
                                             : a1[p];
-        c1_transpose16(r); /* r[l]: channel (ob + b) * 16 + l at the P pixels */
+        avx512_transpose16(r); /* r[l]: channel (ob + b) * 16 + l at the P pixels */
         int64_t left = s->m - (ob + b) * 16;
         int lanes = left < 16 ? (int)left : 16;
         for (int l = 0; l < lanes; l++) _mm512_mask_storeu_ps(buf + (b * 16 + l) * C1_CHUNK + col, pm, r[l]);

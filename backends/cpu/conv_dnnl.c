@@ -374,17 +374,30 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
      * each a dense part of Y. Not with a fused sum; not into a plain Y (oneDNN reorders a band of a plain
      * Y from its blocked result through a strided copy: ShuffleNetV2's 3 -> 24 at batch 1 0.17 -> 0.25 ms).
      * MobileNetV3-small's stem at batch 1, 2 threads, --profile: 0.167 -> 0.114 ms. */
-    int cut_rows = !by_image && !dw && threads > 1 && p->group == 1 && p->n_spatial == 2 && !p->src_blocked &&
-                   xd[1] <= 4 && !p->has_sum && p->dst_blocked && m == 16 && n_sl < threads &&
-                   yd[2] >= 4 * threads && !(bi && !strcmp(bi, "0"));
-    for (int64_t k = 0; cut_rows && k < threads; k++) { /* every band reads some input row (not all pads) */
-        int64_t r0 = yd[2] * k / threads, r1 = yd[2] * (k + 1) / threads;
+    int64_t bands = threads;
+    int rows_ok = !by_image && !dw && threads > 1 && p->group == 1 && p->n_spatial == 2 && !p->src_blocked &&
+                  !p->has_sum && !(bi && !strcmp(bi, "0"));
+    int cut_rows = rows_ok && xd[1] <= 4 && p->dst_blocked && m == 16 && n_sl < threads && yd[2] >= 4 * threads;
+    /* The same where the channel slices would leave most threads idle on a plain X and Y (a detector head's
+     * 16 or fewer output channels: one slice, one thread of 16; 64 channels: 4 of 16): bands of at least two
+     * output rows and about 0.5 M multiply-adds each, every band with all the channels (and its own copy of
+     * the weights, so only for weights up to 1 MB). Y's band is then a strided view of each channel plane that
+     * the primitive's blocked result is reordered into. A face detector's 16-channel head at 40 x 40, 16
+     * threads, --profile: 0.23 -> see docs/benchmarks.md. */
+    if (rows_ok && !cut_rows && !p->dst_blocked && 2 * n_sl <= threads && wbytes <= (1 << 20)) {
+        int64_t macs = wbytes / 4 * yd[0] * plane, by_work = macs / (512 * 1024), by_rows = yd[2] / 2;
+        bands = threads < by_rows ? threads : by_rows;
+        if (by_work < bands) bands = by_work;
+        cut_rows = bands >= 2 && bands > n_sl;
+    }
+    for (int64_t k = 0; cut_rows && k < bands; k++) { /* every band reads some input row (not all pads) */
+        int64_t r0 = yd[2] * k / bands, r1 = yd[2] * (k + 1) / bands;
         int64_t a = r0 * p->strides[0] - p->pads_begin[0], b = (r1 - 1) * p->strides[0] - p->pads_begin[0] +
                                                                 (wd[2] - 1) * p->dilations[0] + 1;
         if ((b < xd[2] ? b : xd[2]) <= (a > 0 ? a : 0)) cut_rows = 0;
     }
     if (by_image || cut_rows) {
-        n_sl = threads;
+        n_sl = cut_rows ? bands : threads;
         per = m;
     }
     cpu_dnnl_conv *s = cpu_alloc(sizeof *s + (size_t)n_sl * sizeof(dnnl_slice));
@@ -471,8 +484,8 @@ static dnnl_status_t run_one(const run_job *j, dnnl_slice *q, int64_t img) {
         yoff += (size_t)(img * s->m) * (size_t)s->plane;
         xoff += (size_t)(img * s->cin) * (size_t)s->xplane;
     }
-    if (q->r1 > 0) { /* a band of rows: its first row in every channel plane (X plain, Y one nChw16c block) */
-        yoff += (size_t)(q->r0 * s->ow * 16);
+    if (q->r1 > 0) { /* a band of rows: its first row in every channel plane (X plain; Y plain or one nChw16c block) */
+        yoff += (size_t)(q->r0 * s->ow * (s->dst_blk ? 16 : 1));
         xoff += (size_t)(q->x_row0 * s->iw);
     }
     dnnl_status_t st = dnnl_memory_set_data_handle(q->m_x, (void *)(j->x + xoff));
@@ -516,9 +529,12 @@ static dnnl_status_t run_one(const run_job *j, dnnl_slice *q, int64_t img) {
  * in both layouts over the slice's channels. */
 static void act_image(const run_job *j, const dnnl_slice *q, int64_t n) {
     const cpu_dnnl_conv *s = j->s;
-    if (q->r1 > 0) { /* its band of rows only (one nChw16c block): the other threads' bands are theirs */
+    if (q->r1 > 0) { /* its band of rows only: the other threads' bands are theirs */
         float *img = j->y + (size_t)(n * s->m) * (size_t)s->plane;
-        gu_act_n(img + q->r0 * s->ow * 16, (q->r1 - q->r0) * s->ow * 16, &s->act);
+        if (s->dst_blk) /* one nChw16c block */
+            gu_act_n(img + q->r0 * s->ow * 16, (q->r1 - q->r0) * s->ow * 16, &s->act);
+        else
+            for (int64_t c = 0; c < s->m; c++) gu_act_n(img + c * s->plane + q->r0 * s->ow, (q->r1 - q->r0) * s->ow, &s->act);
         return;
     }
     gu_act_n(j->y + (size_t)(n * s->m) * (size_t)s->plane + (size_t)q->m0 * (size_t)s->plane, q->mc * s->plane,

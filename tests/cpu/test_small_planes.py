@@ -11,6 +11,9 @@ at 1 and 2 threads:
   24 -> 40 3x3) the same; into one nChw16c block at batch 1 (a Conv after it keeps
   it blocked), cut into bands of output rows ("by rows"): odd row counts, strides 1 and 2, pads, Relu and
   HardSwish (the band's activation after the primitive); cpu.dnnl_images=0 keeps the channel slices;
+- convs on a plain X and Y whose 16-channel slices would leave most threads idle (a detector head's 1-27 output
+  channels): cut into bands of output rows with all the channels ("by rows") at 2-16 threads: odd planes,
+  strides 1 and 2, 3x3 and 5x5 with asymmetric pads, dilation 2, Relu / HardSwish / Sigmoid / SiLU after;
 - plain depthwise convs on the own kernel with output rows 14+ wide (3x3) or 16+ wide (5x5), else oneDNN (conv.c);
 - 1x1 convs on nChw16c X and Y at batch 1 with at most 2 blocks of output channels per thread on planes up to
   56x56, or 4 on planes from 28x28 (conv1x1_blk.c instead of oneDNN's channel slices; ResNet-50's 256 -> 64 at
@@ -218,6 +221,33 @@ def padded_stem_case(c):
             threads_list=(1, 2, 4))
 
 
+def head_band_cases(c):
+    for cin, m, h, w, k, stride, pads, dil, act in [
+            (32, 16, 40, 40, 3, 1, [1, 1, 1, 1], 1, "relu"),     # a face detector's head: bands at 2-16 threads
+            (64, 15, 40, 40, 3, 1, [1, 1, 1, 1], 1, None),       # a two-stage detector's RPN heads (siblings)
+            (48, 14, 23, 17, 3, 1, [1, 1, 1, 1], 1, "hswish"),
+            (64, 27, 20, 20, 3, 1, [1, 1, 1, 1], 1, "sigmoid"),  # two channel slices
+            (32, 8, 41, 37, 5, 2, [2, 1, 3, 2], 1, "relu"),
+            (32, 3, 40, 40, 3, 1, [2, 2, 2, 2], 2, None),
+            (32, 12, 33, 40, 3, 1, [1, 1, 1, 1], 1, "silu"),     # Swish after the primitive, band by band
+            (64, 1, 10, 10, 3, 1, [1, 1, 1, 1], 1, "relu")]:     # too little work to cut
+        inits = [numpy_helper.from_array(conv_w(m, cin, k), "w"),
+                 numpy_helper.from_array((RNG.standard_normal(m) * 0.1).astype(np.float32), "b")]
+        nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="head", pads=pads, strides=[stride] * 2,
+                                  dilations=[dil] * 2)]
+        if act == "silu":
+            nodes += [helper.make_node("Sigmoid", ["c"], ["s"]), helper.make_node("Mul", ["c", "s"], ["y"])]
+        else:
+            nodes.append(helper.make_node({"relu": "Relu", "hswish": "HardSwish", "sigmoid": "Sigmoid"}[act], ["c"],
+                                          ["y"]) if act else helper.make_node("Identity", ["c"], ["y"]))
+        mo = model(nodes, (1, cin, h, w), np.float32, inits, opset=17)
+        x = rand((1, cin, h, w), np.float32)
+        big = m <= 16 and h * w >= 900 and stride == 1 and dil == 1
+        c.check(f"head conv {cin}->{m} k{k}/{stride} dil {dil} pads {pads} {h}x{w} {act} plain X and Y", mo, x,
+                kernel_node="head", kernel_want=(lambda kk: "by rows" in kk or "oneDNN" not in kk) if big else None,
+                threads_list=(1, 2, 3, 16))
+
+
 def dw_cases(c):
     for batch, ch, hw, stride, k in [(8, 116, 28, 2, 3), (2, 40, 14, 1, 3), (1, 72, 15, 1, 3), (2, 232, 14, 2, 3),
                                      (1, 24, 7, 1, 3), (2, 120, 14, 1, 5), (1, 40, 16, 1, 5)]:
@@ -342,6 +372,7 @@ def main():
         resize_cases(c)
         stem_cases(c)
         padded_stem_case(c)
+        head_band_cases(c)
         dw_cases(c)
         pw_cases(c)
         downsample_cases(c)
