@@ -53,17 +53,37 @@ typedef struct {
     const unsigned char *whole_in;/* Split input */
 } concat_job;
 
+/* rows blocks of blk bytes from src (rows sstride bytes apart) to dst (dstride apart). A detector's box
+ * Split / Concat moves 8 or 16 bytes a row: a memcpy call each (4,800 rows x 2 pieces: 0.06 ms at any thread
+ * count) where a fixed-size copy is one load and store. */
+static void copy_rows(unsigned char *dst, int64_t dstride, const unsigned char *src, int64_t sstride, int64_t rows,
+                      size_t blk) {
+#define COPY_ROWS(N) for (int64_t r = 0; r < rows; r++) memcpy(dst + r * dstride, src + r * sstride, N)
+    switch (blk) {
+    case 4: COPY_ROWS(4); break;
+    case 8: COPY_ROWS(8); break;
+    case 12: COPY_ROWS(12); break;
+    case 16: COPY_ROWS(16); break;
+    case 32: COPY_ROWS(32); break;
+    default: COPY_ROWS(blk);
+    }
+#undef COPY_ROWS
+}
+
+/* outer rows [b, e), piece by piece */
 static void concat_rows(void *arg, int64_t b, int64_t e) {
     concat_job *j = arg;
-    for (int64_t o = b; o < e; o++) {
-        int64_t off = o * j->row;
-        for (int i = 0; i < j->n; i++) {
-            if (j->blk[i] && (j->whole_out ? j->src[i] != NULL : j->dst[i] != NULL)) {
-                if (j->whole_out) memcpy(j->whole_out + off, j->src[i] + o * j->blk[i], (size_t)j->blk[i]);
-                else memcpy(j->dst[i] + o * j->blk[i], j->whole_in + off, (size_t)j->blk[i]);
-            }
-            off += j->blk[i];
+    int64_t off = 0;
+    for (int i = 0; i < j->n; i++) {
+        if (j->blk[i] && (j->whole_out ? j->src[i] != NULL : j->dst[i] != NULL)) {
+            if (j->whole_out)
+                copy_rows(j->whole_out + b * j->row + off, j->row, j->src[i] + b * j->blk[i], j->blk[i], e - b,
+                          (size_t)j->blk[i]);
+            else
+                copy_rows(j->dst[i] + b * j->blk[i], j->blk[i], j->whole_in + b * j->row + off, j->row, e - b,
+                          (size_t)j->blk[i]);
         }
+        off += j->blk[i];
     }
 }
 

@@ -14,6 +14,9 @@ at 1 and 2 threads:
 - convs on a plain X and Y whose 16-channel slices would leave most threads idle (a detector head's 1-27 output
   channels): cut into bands of output rows with all the channels ("by rows") at 2-16 threads: odd planes,
   strides 1 and 2, 3x3 and 5x5 with asymmetric pads, dilation 2, Relu / HardSwish / Sigmoid / SiLU after;
+- Split then Concat (data_movement.c: rows of 4-32 bytes copied at a fixed size): a detector's box columns
+  [4800, 4] split 2 + 2 and 1 + 3, 3-D splits on inner and outer axes, float32 / int64 / uint8, pieces
+  concatenated in the other order;
 - plain depthwise convs on the own kernel with output rows 14+ wide (3x3) or 16+ wide (5x5), else oneDNN (conv.c);
 - 1x1 convs on nChw16c X and Y at batch 1 with at most 2 blocks of output channels per thread on planes up to
   56x56, or 4 on planes from 28x28 (conv1x1_blk.c instead of oneDNN's channel slices; ResNet-50's 256 -> 64 at
@@ -248,6 +251,19 @@ def head_band_cases(c):
                 threads_list=(1, 2, 3, 16))
 
 
+def split_concat_cases(c):
+    for shape, axis, sizes, dtype in [((4800, 4), 1, [2, 2], np.float32), ((4800, 4), -1, [1, 3], np.float32),
+                                      ((7, 5, 6), 1, [2, 3], np.int64), ((3, 10, 3), 2, [1, 1, 1], np.uint8),
+                                      ((2100, 8), 1, [4, 4], np.float32), ((6, 2, 3), 0, [1, 5], np.float32),
+                                      ((9, 3, 4), 2, [3, 1], np.int64)]:
+        outs = [f"p{i}" for i in range(len(sizes))]
+        nodes = [helper.make_node("Split", ["x", "sizes"], outs, axis=axis),
+                 helper.make_node("Concat", outs[::-1], ["y"], axis=axis)]
+        m = model(nodes, shape, dtype, [numpy_helper.from_array(np.array(sizes, np.int64), "sizes")], opset=18)
+        c.check(f"Split {shape} axis {axis} {sizes} + Concat {np.dtype(dtype).name}", m, rand(shape, dtype),
+                threads_list=(1, 2, 4))
+
+
 def dw_cases(c):
     for batch, ch, hw, stride, k in [(8, 116, 28, 2, 3), (2, 40, 14, 1, 3), (1, 72, 15, 1, 3), (2, 232, 14, 2, 3),
                                      (1, 24, 7, 1, 3), (2, 120, 14, 1, 5), (1, 40, 16, 1, 5)]:
@@ -373,6 +389,7 @@ def main():
         stem_cases(c)
         padded_stem_case(c)
         head_band_cases(c)
+        split_concat_cases(c)
         dw_cases(c)
         pw_cases(c)
         downsample_cases(c)
