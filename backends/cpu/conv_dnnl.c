@@ -49,6 +49,8 @@ typedef struct dnnl_slice {
     int64_t m0, mc;                          /* output channels [m0, m0 + mc) */
     int64_t r0, r1;   /* output rows [r0, r1) of a row slice (cut_rows); r1 = 0: all rows */
     int64_t x_row0;   /* first input row a row slice reads */
+    int64_t x_rows;   /* and how many (a band of nChw16c X is copied dense to off_xband first) */
+    size_t off_xband;
 } dnnl_slice;
 
 struct cpu_dnnl_conv {
@@ -265,7 +267,8 @@ static int build_slice(cpu_dnnl_conv *s, dnnl_slice *q, const netrun_conv_params
      * error vs onnxruntime 6.3e-5 -> 7.1e-5 on ResNet-50. cpu.winograd=0 turns it off. */
     int wino_fits = s->winograd && p->n_spatial == 2 && p->group == 1 && wd[2] == 3 && wd[3] == 3 &&
                     p->strides[0] == 1 && p->strides[1] == 1 && p->dilations[0] == 1 && p->dilations[1] == 1 &&
-                    wino_pays(wd[1], wd[0]);
+                    wino_pays(wd[1], wd[0]) && q->r1 == 0; /* not a band: its scratchpad is per band (16 bands of
+                                                               a 64-channel 40 x 40 conv held 66 MB) */
     for (int wino = wino_fits; wino >= 0 && !pd; wino--)
     for (int blocked16 = 1; blocked16 >= s->per_image && !pd; blocked16--) {
         pd = make_pd(p, xd, wd, yd, q->mc, q, blocked16, s->per_image, s->has_bias, s->has_sum, wino, s->own_swish,
@@ -375,15 +378,17 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
      * Y from its blocked result through a strided copy: ShuffleNetV2's 3 -> 24 at batch 1 0.17 -> 0.25 ms).
      * MobileNetV3-small's stem at batch 1, 2 threads, --profile: 0.167 -> 0.114 ms. */
     int64_t bands = threads;
-    int rows_ok = !by_image && !dw && threads > 1 && p->group == 1 && p->n_spatial == 2 && !p->src_blocked &&
-                  !p->has_sum && !(bi && !strcmp(bi, "0"));
-    int cut_rows = rows_ok && xd[1] <= 4 && p->dst_blocked && m == 16 && n_sl < threads && yd[2] >= 4 * threads;
+    int rows_ok = !by_image && !dw && threads > 1 && p->group == 1 && p->n_spatial == 2 && !p->has_sum &&
+                  !(bi && !strcmp(bi, "0"));
+    int cut_rows = rows_ok && !p->src_blocked && xd[1] <= 4 && p->dst_blocked && m == 16 && n_sl < threads &&
+                   yd[2] >= 4 * threads;
     /* The same where the channel slices would leave most threads idle on a plain X and Y (a detector head's
      * 16 or fewer output channels: one slice, one thread of 16; 64 channels: 4 of 16): bands of at least two
      * output rows and about 0.5 M multiply-adds each, every band with all the channels (and its own copy of
      * the weights, so only for weights up to 1 MB). Y's band is then a strided view of each channel plane that
-     * the primitive's blocked result is reordered into. A face detector's 16-channel head at 40 x 40, 16
-     * threads, --profile: 0.23 -> see docs/benchmarks.md. */
+     * the primitive's blocked result is reordered into; an nChw16c X band (its rows of every block, halo
+     * included) is copied dense first. At 16 threads, --profile: a face detector's 16-channel heads at 40 x 40
+     * 0.23 -> 0.09 ms, a two-stage detector's RPN heads 0.32 -> 0.09 ms (docs/benchmarks.md). */
     if (rows_ok && !cut_rows && !p->dst_blocked && 2 * n_sl <= threads && wbytes <= (1 << 20)) {
         int64_t macs = wbytes / 4 * yd[0] * plane, by_work = macs / (512 * 1024), by_rows = yd[2] / 2;
         bands = threads < by_rows ? threads : by_rows;
@@ -443,6 +448,8 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
             q->r1 = yd[2] * (k + 1) / n_sl;
             int64_t a = q->r0 * p->strides[0] - p->pads_begin[0];
             q->x_row0 = a < 0 ? 0 : a;
+            int64_t b = (q->r1 - 1) * p->strides[0] - p->pads_begin[0] + (wd[2] - 1) * p->dilations[0] + 1;
+            q->x_rows = (b < xd[2] ? b : xd[2]) - q->x_row0;
         }
         s->n_slices = (int)k + 1; /* destroy frees what was built */
         int prev = omp_get_max_threads(); /* the caller's own OpenMP setting is left as it was */
@@ -452,6 +459,10 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
         if (!ok) {
             cpu_dnnl_conv_destroy(s);
             return rc; /* NETRUN_OK when oneDNN just declined */
+        }
+        if (cut_rows && s->src_blk) { /* the dense copy of the band's nChw16c X rows */
+            q->off_xband = round64(q->ws_bytes);
+            q->ws_bytes = q->off_xband + round64((size_t)(xd[1] * q->x_rows * xd[3]) * sizeof(float));
         }
         q->ws_off = off;
         off += round64(q->ws_bytes);
@@ -484,11 +495,20 @@ static dnnl_status_t run_one(const run_job *j, dnnl_slice *q, int64_t img) {
         yoff += (size_t)(img * s->m) * (size_t)s->plane;
         xoff += (size_t)(img * s->cin) * (size_t)s->xplane;
     }
-    if (q->r1 > 0) { /* a band of rows: its first row in every channel plane (X plain; Y plain or one nChw16c block) */
+    const float *xsrc = j->x + xoff;
+    if (q->r1 > 0) { /* a band of rows: its first row in every channel plane (Y plain or one nChw16c block) */
         yoff += (size_t)(q->r0 * s->ow * (s->dst_blk ? 16 : 1));
-        xoff += (size_t)(q->x_row0 * s->iw);
+        if (s->src_blk) { /* X's band rows of each 16-channel block, made one dense nChw16c band */
+            float *band = (float *)(base + q->off_xband);
+            const size_t rowf = (size_t)s->iw * 16, n = (size_t)q->x_rows * rowf;
+            for (int64_t cb = 0; cb < s->cin / 16; cb++)
+                memcpy(band + (size_t)cb * n, xsrc + (size_t)cb * (size_t)s->xplane * 16 + (size_t)q->x_row0 * rowf,
+                       n * sizeof(float));
+            xsrc = band;
+        } else
+            xsrc += (size_t)(q->x_row0 * s->iw);
     }
-    dnnl_status_t st = dnnl_memory_set_data_handle(q->m_x, (void *)(j->x + xoff));
+    dnnl_status_t st = dnnl_memory_set_data_handle(q->m_x, (void *)xsrc);
     if (!st) st = dnnl_memory_set_data_handle(q->m_y, j->y + yoff);
     if (!st && q->m_xb) st = dnnl_memory_set_data_handle(q->m_xb, base);
     if (!st && q->m_yb) st = dnnl_memory_set_data_handle(q->m_yb, base + q->off_yb);

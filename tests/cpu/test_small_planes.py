@@ -14,6 +14,7 @@ at 1 and 2 threads:
 - convs on a plain X and Y whose 16-channel slices would leave most threads idle (a detector head's 1-27 output
   channels): cut into bands of output rows with all the channels ("by rows") at 2-16 threads: odd planes,
   strides 1 and 2, 3x3 and 5x5 with asymmetric pads, dilation 2, Relu / HardSwish / Sigmoid / SiLU after;
+  the same from an nChw16c X (a conv before it; each band's rows copied dense): 64 / 32 / 15 output channels;
 - Split then Concat (data_movement.c: rows of 4-32 bytes copied at a fixed size): a detector's box columns
   [4800, 4] split 2 + 2 and 1 + 3, 3-D splits on inner and outer axes, float32 / int64 / uint8, pieces
   concatenated in the other order;
@@ -251,6 +252,21 @@ def head_band_cases(c):
                 threads_list=(1, 2, 3, 16))
 
 
+def blocked_x_band_cases(c):
+    for m, h, w in [(64, 40, 40), (32, 23, 30), (15, 40, 40), (64, 9, 40)]:
+        inits = [numpy_helper.from_array(conv_w(64, 16, 3), "w0"), numpy_helper.from_array(conv_w(m, 64, 3), "w1"),
+                 numpy_helper.from_array((RNG.standard_normal(m) * 0.1).astype(np.float32), "b1")]
+        nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], name="pre", pads=[1] * 4),
+                 helper.make_node("Relu", ["a"], ["r"]),
+                 helper.make_node("Conv", ["r", "w1", "b1"], ["c"], name="head", pads=[1] * 4),
+                 helper.make_node("Relu", ["c"], ["y"])]
+        mo = model(nodes, (1, 16, h, w), np.float32, inits, opset=17)
+        x = rand((1, 16, h, w), np.float32)
+        c.check(f"head conv 64->{m} {h}x{w} from an nChw16c X, plain Y", mo, x, kernel_node="head",
+                kernel_want=(lambda kk: "by rows" in kk or "oneDNN" not in kk) if m == 15 and h >= 20 else None,
+                threads_list=(1, 2, 3, 16))
+
+
 def split_concat_cases(c):
     for shape, axis, sizes, dtype in [((4800, 4), 1, [2, 2], np.float32), ((4800, 4), -1, [1, 3], np.float32),
                                       ((7, 5, 6), 1, [2, 3], np.int64), ((3, 10, 3), 2, [1, 1, 1], np.uint8),
@@ -389,6 +405,7 @@ def main():
         stem_cases(c)
         padded_stem_case(c)
         head_band_cases(c)
+        blocked_x_band_cases(c)
         split_concat_cases(c)
         dw_cases(c)
         pw_cases(c)

@@ -15,13 +15,15 @@ new sizes), --rounds times after one warm-up round; the figure is the median per
 through its C API (tools/bench/netrun_ctypes.py), so its stats count the prepares: the table gives those made
 during the timed rounds (0 expected: a control-flow body's sizes are left to run time after its first change).
 Outputs are compared with onnxruntime's on every image (max abs error; "shape" when a count differs).
-Ratios are netrun / peer (below 1: netrun faster).
+Ratios are netrun / peer (below 1: netrun faster). Each engine is timed with the other's CPU thread pool gone
+(onnxruntime's session is closed before netrun's is made), as an application running one of them would be.
 
 usage: detector_bench.py --lib build/lib/libnetrun.so [--models ssdlite,frcnn,det_yolo_nms,...] [--backends cuda,cpu]
        [--threads 2] [--images 4] [--rounds 5] [--size 320] [--out DIR] [--json results.json]
 """
 import argparse
 import datetime
+import gc
 import json
 import os
 import platform
@@ -142,6 +144,12 @@ def main():
         refs = [sess.run(None, {iname: x}) for x in imgs]
         row = {"model": name, "size": size, "kept": [int(np.asarray(r[0]).shape[0]) for r in refs]}
         row["ort_cpu_ms"] = timed(lambda x: sess.run(None, {iname: x}), imgs, a.rounds)
+        # onnxruntime's session (and its thread pool) goes before netrun is timed: with both pools alive in one
+        # process, netrun's pool saw the other's threads take cores and stopped spinning for up to 1.6 s
+        # (threadpool.c's contention watch), which no application running one engine sees (16 threads, det_face:
+        # 0.58 ms alone, 1.06-1.11 ms beside a live onnxruntime session).
+        del sess
+        gc.collect()
         for be in a.backends.split(","):
             try:
                 with nr.session(path, backends=be, threads=a.threads) as s:
