@@ -11,12 +11,14 @@ Models:
     det_ssd_if, det_yolo_nms, det_face, det_two_stage
 
 Every engine runs the same --images seeded images in turn (their kept box counts differ, so control-flow bodies see
-new sizes), --rounds times after one warm-up round; the figure is the median per image. netrun runs in-process
+new sizes). The CPU engines alternate over --rounds rounds: in each, an engine's session is made, warmed up on the
+images, timed once over them and closed, so that only one CPU thread pool lives in the process at a time; the
+figure is the median over rounds of each round's median per image, and cpu / ort is the median of the rounds'
+paired ratios. PyTorch eager runs --rounds times after one warm-up round. netrun runs in-process
 through its C API (tools/bench/netrun_ctypes.py), so its stats count the prepares: the table gives those made
-during the timed rounds (0 expected: a control-flow body's sizes are left to run time after its first change).
+during the timed runs (0 expected: a control-flow body's sizes are left to run time after its first change).
 Outputs are compared with onnxruntime's on every image (max abs error; "shape" when a count differs).
-Ratios are netrun / peer (below 1: netrun faster). Each engine is timed with the other's CPU thread pool gone
-(onnxruntime's session is closed before netrun's is made), as an application running one of them would be.
+Ratios are netrun / peer (below 1: netrun faster).
 
 usage: detector_bench.py --lib build/lib/libnetrun.so [--models ssdlite,frcnn,det_yolo_nms,...] [--backends cuda,cpu]
        [--threads 2] [--images 4] [--rounds 5] [--size 320] [--out DIR] [--json results.json]
@@ -78,8 +80,8 @@ def images(n, size, tv):
     return [rng.uniform(0, 1, (3, size, size) if tv else (1, 3, size, size)).astype(np.float32) for _ in range(n)]
 
 
-def timed(fn, imgs, rounds):
-    for x in imgs:  # warm-up round
+def timed(fn, imgs, rounds, warm=True):
+    for x in imgs if warm else []:  # warm-up round
         fn(x)
     ts = []
     for _ in range(rounds):
@@ -142,28 +144,43 @@ def main():
         sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
         iname = sess.get_inputs()[0].name
         refs = [sess.run(None, {iname: x}) for x in imgs]
-        row = {"model": name, "size": size, "kept": [int(np.asarray(r[0]).shape[0]) for r in refs]}
-        row["ort_cpu_ms"] = timed(lambda x: sess.run(None, {iname: x}), imgs, a.rounds)
-        # onnxruntime's session (and its thread pool) goes before netrun is timed: with both pools alive in one
-        # process, netrun's pool saw the other's threads take cores and stopped spinning for up to 1.6 s
-        # (threadpool.c's contention watch), which no application running one engine sees (16 threads, det_face:
-        # 0.58 ms alone, 1.06-1.11 ms beside a live onnxruntime session).
         del sess
-        gc.collect()
-        for be in a.backends.split(","):
-            try:
-                with nr.session(path, backends=be, threads=a.threads) as s:
-                    errs = []
-                    for x, r in zip(imgs, refs):
-                        errs.append(compare(s.run({iname: x}), r))
-                    p0 = s.stats().prepares
-                    ms = timed(lambda x: s.run({iname: x}), imgs, a.rounds)
-                    row[f"netrun_{be}_ms"] = ms
-                    row[f"netrun_{be}_prepares_timed"] = int(s.stats().prepares - p0)
-                    num = [e for e in errs if not isinstance(e, str)]
-                    row[f"netrun_{be}_err"] = next((e for e in errs if isinstance(e, str)), max(num) if num else 0.0)
-            except Exception as e:
-                row[f"netrun_{be}_error"] = str(e)[:300]
+        row = {"model": name, "size": size, "kept": [int(np.asarray(r[0]).shape[0]) for r in refs]}
+        # Rounds alternate the engines; in each, one engine's session is made, warmed up on the images, timed,
+        # and closed before the next one's is made: only one CPU thread pool lives in the process at a time.
+        # (With both alive, netrun's pool saw onnxruntime's threads take cores and stopped spinning for up to
+        # 1.6 s, threadpool.c's contention watch: det_face at 16 threads 0.58 ms alone, 1.06-1.11 ms beside a
+        # live onnxruntime session, which no application running one engine sees.)
+        samples = {"ort_cpu": []}
+        backends = a.backends.split(",")
+        for r in range(a.rounds):
+            sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+            samples["ort_cpu"].append(timed(lambda x: sess.run(None, {iname: x}), imgs, 1))
+            del sess
+            gc.collect()
+            for be in backends:
+                if f"netrun_{be}_error" in row:
+                    continue
+                try:
+                    with nr.session(path, backends=be, threads=a.threads) as s:
+                        if r == 0:
+                            errs = [compare(s.run({iname: x}), ref) for x, ref in zip(imgs, refs)]
+                            num = [e for e in errs if not isinstance(e, str)]
+                            row[f"netrun_{be}_err"] = next((e for e in errs if isinstance(e, str)),
+                                                           max(num) if num else 0.0)
+                        for x in imgs:  # warm-up: the images' sizes are seen once before the timed runs
+                            s.run({iname: x})
+                        p0 = s.stats().prepares
+                        samples.setdefault(f"netrun_{be}", []).append(timed(lambda x: s.run({iname: x}), imgs, 1, warm=False))
+                        row[f"netrun_{be}_prepares_timed"] = row.get(f"netrun_{be}_prepares_timed", 0) + \
+                            int(s.stats().prepares - p0)
+                except Exception as e:
+                    row[f"netrun_{be}_error"] = str(e)[:300]
+        for k, v in samples.items():  # the median over rounds of each round's median per image
+            if v:
+                row[f"{k}_ms"] = statistics.median(v)
+        if samples.get("netrun_cpu"):  # paired: netrun / onnxruntime within each round
+            row["cpu_ort_paired"] = statistics.median(n / o for n, o in zip(samples["netrun_cpu"], samples["ort_cpu"]))
         if tvm is not None and gpu:
             m = tvm.cuda()
             with torch.no_grad():
@@ -181,7 +198,7 @@ def main():
     cols = ["model", "kept (ort)"]
     for be in a.backends.split(","):
         cols += [f"netrun {be}", f"prepares timed ({be})", f"err ({be})"]
-    cols += ["onnxruntime cpu", "cpu / ort", "torch eager gpu", "cuda / torch"]
+    cols += ["onnxruntime cpu", "cpu / ort (paired)", "torch eager gpu", "cuda / torch"]
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for r in rows:
@@ -194,7 +211,8 @@ def main():
                 cells += [f(r.get(f"netrun_{be}_ms")), f(r.get(f"netrun_{be}_prepares_timed")),
                           e if isinstance(e, str) else f"{e:.1e}"]
         cpu, ortv, cu, tg = r.get("netrun_cpu_ms"), r.get("ort_cpu_ms"), r.get("netrun_cuda_ms"), r.get("torch_eager_gpu_ms")
-        cells += [f(ortv), f(cpu / ortv) if cpu and ortv else "-", f(tg), f(cu / tg) if cu and tg else "-"]
+        paired = r.get("cpu_ort_paired")
+        cells += [f(ortv), f(paired) if paired else "-", f(tg), f(cu / tg) if cu and tg else "-"]
         print("| " + " | ".join(cells) + " |")
     if a.json:
         with open(a.json, "w") as fh:
