@@ -118,12 +118,9 @@ static void layout_strides(int is3d, int64_t heads, int64_t len, int64_t e, int6
  * one pointer-array call (3-D, GQA) when every address is 16-byte aligned, else a strided call per run of evenly
  * stepping pairs. attn_k stays for what this does not cover (see attn_fast_refusal). */
 
-/* Scores of a chunk: rows of attn_ld(Lt) elements (Lt rounded up to 8, so that every row of S and of the float16
- * P starts 16-byte aligned: cuBLAS's tensor-core kernels want aligned leading dimensions; ViT's 197 keys left
- * P V on slower kernels), pair j's matrix at j * sps floats (P16 at j * pps halves). */
-static int64_t attn_ld(int64_t Lt) { return (Lt + 7) / 8 * 8; }
-static int64_t attn_sps(int64_t Lq, int64_t Lt) { return Lq * attn_ld(Lt); }
-static int64_t attn_pps(int64_t Lq, int64_t Lt) { return Lq * attn_ld(Lt); }
+/* Scores of a chunk: pair j's matrix starts at j * sps floats (P16 at j * pps halves), padded to 16 bytes. */
+static int64_t attn_sps(int64_t Lq, int64_t Lt) { return (Lq * Lt + 3) / 4 * 4; }
+static int64_t attn_pps(int64_t Lq, int64_t Lt) { return (Lq * Lt + 7) / 8 * 8; }
 static size_t al256(size_t x) { return (x + 255) & ~(size_t)255; }
 
 /* Workspace bytes for a chunk of n pairs (SIZE_MAX when beyond size_t): 3n GEMM pointers, scores, float16 P. */
@@ -171,14 +168,14 @@ __global__ void attn_ptrs_k(attn_ptr_args a) {
 }
 
 struct attn_sm_args {
-    float *s;           /* the chunk's scores, row (j, i) at s + j * sps + i * ld; P too when p16 is NULL */
-    __half *p16;        /* float16 P (V float16), row (j, i) at p16 + j * pps + i * ld */
+    float *s;           /* the chunk's scores, row (j, i) at s + j * sps + i * Lt; P too when p16 is NULL */
+    __half *p16;        /* float16 P (V float16), row (j, i) at p16 + j * pps + i * Lt */
     const void *mask;
     const int64_t *nonpad;
     void *qk;
     int mt, qkt, mask_kind, mode, is_causal, has_nonpad;
     float softcap;
-    int64_t pair0, Hq, Lq, Lt, Lp, sps, pps, ld, rows;
+    int64_t pair0, Hq, Lq, Lt, Lp, sps, pps, rows;
     int64_t ms[4], mlast;
 };
 
@@ -188,8 +185,8 @@ template <int PER> __global__ void attn_softmax_k(attn_sm_args a) {
     if (row >= a.rows) return; /* whole warps leave: the shuffles below see full warps */
     const int lane = threadIdx.x & 31;
     const int64_t j = row / a.Lq, i = row % a.Lq, g = a.pair0 + j, b = g / a.Hq, h = g % a.Hq;
-    float *sr = a.s + j * a.sps + i * a.ld;
-    __half *pr = a.p16 ? a.p16 + j * a.pps + i * a.ld : NULL;
+    float *sr = a.s + j * a.sps + i * a.Lt;
+    __half *pr = a.p16 ? a.p16 + j * a.pps + i * a.Lt : NULL;
     const int64_t qk0 = (g * a.Lq + i) * a.Lt;
     float v[PER > 0 ? PER : 1];
     float mx = -INFINITY;
@@ -376,14 +373,14 @@ static netrun_status attn_fast(cuda_context *ctx, const attn_state *st, const ne
     g1.m[1] = {(char *)kb, es, ks[0], ks[1], 1, 0};
     g1.m[2] = {(char *)S, 4, sps, 0, 0, 1};
     g1.in = (netrun_dtype)a.qt; g1.out = NETRUN_DTYPE_FLOAT; g1.tb = 1;
-    g1.M = a.Lq; g1.N = a.Lt; g1.K = a.E; g1.lda = a.qs[2]; g1.ldb = ks[2]; g1.ldy = attn_ld(a.Lt);
+    g1.M = a.Lq; g1.N = a.Lt; g1.K = a.E; g1.lda = a.qs[2]; g1.ldb = ks[2]; g1.ldy = a.Lt;
     g1.alpha = p->scale;
     /* Y[Lq, Ev] = P[Lq, Lt] V[Lt, Ev] */
     g2.m[0] = p16 ? attn_mat{(char *)P16, 2, pps, 0, 0, 1} : attn_mat{(char *)S, 4, sps, 0, 0, 1};
     g2.m[1] = {(char *)vb, es, vs[0], vs[1], 1, 0};
     g2.m[2] = {(char *)a.y, es, a.ys[0], a.ys[1], 0, 0};
     g2.in = (netrun_dtype)a.vt; g2.out = (netrun_dtype)a.yt; g2.tb = 0;
-    g2.M = a.Lq; g2.N = a.Ev; g2.K = a.Lt; g2.lda = attn_ld(a.Lt); g2.ldb = vs[2]; g2.ldy = a.ys[2];
+    g2.M = a.Lq; g2.N = a.Ev; g2.K = a.Lt; g2.lda = a.Lt; g2.ldb = vs[2]; g2.ldy = a.ys[2];
     g2.alpha = 1.0f;
     attn_sm_args sm;
     memset(&sm, 0, sizeof sm);
@@ -394,7 +391,7 @@ static netrun_status attn_fast(cuda_context *ctx, const attn_state *st, const ne
     sm.nonpad = a.nonpad; sm.has_nonpad = a.has_nonpad;
     sm.qk = a.qk; sm.qkt = a.qkt; sm.mode = a.mode;
     sm.is_causal = a.is_causal; sm.softcap = a.softcap;
-    sm.Hq = a.Hq; sm.Lq = a.Lq; sm.Lt = a.Lt; sm.Lp = a.Lp; sm.sps = sps; sm.pps = pps; sm.ld = attn_ld(a.Lt);
+    sm.Hq = a.Hq; sm.Lq = a.Lq; sm.Lt = a.Lt; sm.Lp = a.Lp; sm.sps = sps; sm.pps = pps;
     for (int64_t p0 = 0; p0 < total; p0 += nc) {
         int64_t n = total - p0 < nc ? total - p0 : nc;
         netrun_status s = attn_gemm(ctx, g1, p0, n, a.Hq, a.group, ptrs);
