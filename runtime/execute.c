@@ -347,10 +347,11 @@ static netrun_status run_steps_eager(netrun_session *s, int first, int end) {
  * address and size, the params inferred for this run (a Slice's starts, a TopK's k) and the workspace. The graph
  * is replayed when the signature is the one it was captured with, and captured again otherwise: a captured graph
  * never runs with another run's shapes or addresses, and since a kernel changes its own state only when its
- * arguments change, none of its internal buffers moved either. A segment whose shapes need a value one of its own
- * steps computes on the device (a Reshape target made there), or whose kernel sizes an output from the data
- * (NonZero), cannot be known ahead and runs eagerly; so does one whose signature changed SEG_MAX_MISSES captures
- * in a row (shapes that never repeat: capturing each run would cost more than it saves). */
+ * arguments change, none of its internal buffers moved either. A step whose shapes need a value an earlier step
+ * of its segment computes on the device (a Reshape target made there), or whose kernel sizes an output from the
+ * data (NonZero), cannot be known ahead: the segment is split there, that step runs eagerly, and the steps on
+ * either side are segments of their own. A segment whose signature changed SEG_MAX_MISSES captures in a row runs
+ * eagerly (shapes that never repeat: capturing each run would cost more than it saves). */
 #define SEG_MAX_MISSES 4
 
 static void sig_put(nr_sig *b, const void *data, size_t n) {
@@ -457,13 +458,25 @@ static netrun_status run_segment_dynamic(netrun_session *s, nr_segment *sg) {
         for (int o = 0; st == NETRUN_OK && o < g->nodes[sn->node].n_outputs; o++)
             sized_by_kernel |= g->nodes[sn->node].outputs[o] >= 0 && sn->out_t[o].rank < 0;
         if (st == NR_STATUS_NEED_VALUE || sized_by_kernel) {
-            /* shapes that depend on this segment's own results: never replayable */
+            /* Step k's shapes depend on this segment's own results (a value read back, or outputs the kernel
+             * sizes, e.g. NonZero): the segment is split there, for good. Steps [first, k) stay this segment,
+             * replayable from the next run on; step k runs as a plain step; [k + 1, end) becomes a segment of
+             * its own. A detector's backbone and heads then replay as one graph while its post-processing
+             * runs eagerly, where the whole segment ran eagerly before. This run: the prefix now (its tensors
+             * are placed), then the caller's loop goes on at step k. */
             nr_error_clear();
             drop_graph(s, sg);
-            sg->state = -1;
-            netrun_status ls = launch_steps(s, sg->first, st == NETRUN_OK ? k + 1 : k);
-            if (ls != NETRUN_OK) return ls;
-            return run_steps_eager(s, st == NETRUN_OK ? k + 1 : k, sg->end);
+            int end = sg->end;
+            if (k + 1 < end) {
+                nr_segment *rest = &s->segs[s->n_segs];
+                *rest = (nr_segment){.slot = sg->slot, .first = k + 1, .end = end};
+                s->step_seg[k + 1] = s->n_segs++;
+            }
+            s->step_seg[k] = -1; /* a segment whose first step was k is left empty: nothing points at it */
+            sg->end = k;
+            sg->state = 0;
+            s->stats.n_segments = s->n_segs;
+            return launch_steps(s, sg->first, k);
         }
         if (st != NETRUN_OK) return st;
     }

@@ -4,6 +4,8 @@
 with another run's shapes gives wrong rows). Slice(x[8, 128], 0, e) on the CPU, then MatMul -> Relu -> MatMul on
 fakedev: the rows the device nodes see depend on the value of input e, so the session stays dynamic (a new input
 shape would prepare the session again instead); outputs compared with numpy on every run.
+Then the same with a NonZero on fakedev in the middle (its output sized by the kernel from the data): the device
+segment is split there, the steps before it and those after it replayed as two graphs, NonZero run eagerly.
 
     python3 tests/device_io/test_dynamic_graphs.py --lib build/lib/libnetrun.so \\
         --plugin build/test-device-plugin/libnetrun-fakedev.so
@@ -32,6 +34,25 @@ def build(path):
     g = helper.make_graph(nodes, "dyn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 128]),
                                          helper.make_tensor_value_info("e", TensorProto.INT64, [1])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 64])],
+                          [numpy_helper.from_array(w1, "W1"), numpy_helper.from_array(w2, "W2"),
+                           numpy_helper.from_array(np.array([0], np.int64), "zero")])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return w1, w2
+
+
+def build_nonzero(path):
+    """rows -> MatMul -> Relu -> NonZero (output nz) and Relu -> MatMul (output y), all but rows on fakedev"""
+    w1 = (RNG.standard_normal((128, 96)) * 0.1).astype(np.float32)
+    w2 = (RNG.standard_normal((96, 64)) * 0.1).astype(np.float32)
+    nodes = [helper.make_node("Slice", ["x", "zero", "e", "zero"], ["xs"], name="rows"),
+             helper.make_node("MatMul", ["xs", "W1"], ["h"], name="mm1"),
+             helper.make_node("Relu", ["h"], ["r"], name="relu"),
+             helper.make_node("NonZero", ["r"], ["nz"], name="nonzero"),
+             helper.make_node("MatMul", ["r", "W2"], ["y"], name="mm2")]
+    g = helper.make_graph(nodes, "dyn_nz", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 128]),
+                                            helper.make_tensor_value_info("e", TensorProto.INT64, [1])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 64]),
+                           helper.make_tensor_value_info("nz", TensorProto.INT64, [2, "k"])],
                           [numpy_helper.from_array(w1, "W1"), numpy_helper.from_array(w2, "W2"),
                            numpy_helper.from_array(np.array([0], np.int64), "zero")])
     save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
@@ -90,6 +111,31 @@ def main():
         st = session_stats(nr, lib, s, SessionStats)
         check(st.n_graphs == 0 and float(np.max(np.abs(y - want(x, 4)))) < 1e-4,
               "fakedev.graphs=0: no graph, same output")
+    # A data-sized output in the middle of the device steps: split there, both sides replayed
+    path2 = os.path.join(os.path.dirname(path), "dyn_nz.onnx")
+    w1, w2 = build_nonzero(path2)
+    with nr.session(path2, "fakedev,cpu", 1, {}) as s:
+        def run_nz(n, what):
+            x = RNG.standard_normal((8, 128)).astype(np.float32)
+            y, nz = s.run({"x": x, "e": np.array([n], np.int64)})
+            r = np.maximum(x[:n] @ w1, 0)
+            want_nz = np.array(np.nonzero(r), np.int64)
+            err = float(np.max(np.abs(y - r @ w2))) if y.shape == (n, 64) else float("inf")
+            same_nz = nz.shape == want_nz.shape and np.array_equal(nz, want_nz)
+            st = session_stats(nr, lib, s, SessionStats)
+            check(err < 1e-4 and same_nz, f"{what}: n={n}, y matches (err {err:.1e}), NonZero's {nz.shape[1]} "
+                                          f"coordinates match: {same_nz}; graphs {st.n_graphs}, segments "
+                                          f"{st.n_segments}, recaptures {st.graph_recaptures}")
+            return st
+
+        run_nz(4, "nonzero model, run 1 (eager)")
+        run_nz(4, "nonzero model, run 2 (split at NonZero)")
+        st = run_nz(4, "nonzero model, run 3")
+        check(st.n_graphs == 2 and st.n_segments == 2, "the steps before NonZero and those after it: two graphs")
+        st = run_nz(4, "nonzero model, run 4, new data")
+        check(st.n_graphs == 2 and st.graph_recaptures == 0, "replayed, NonZero eager between them")
+        st = run_nz(6, "nonzero model, a larger batch")
+        check(st.n_graphs == 2 and st.graph_recaptures == 2, "new shapes: both captured again")
     return verdict()
 
 

@@ -12,7 +12,9 @@
  * Device memory of the caller (ABI 1.11): it stands in for a CUDA device (memory_type NETRUN_MEMORY_CUDA, one
  * device). Its "device memory" is host memory handed out by the exported fakedev_alloc/fakedev_free, so that
  * memory_check can tell a host pointer (any other) from device memory, and a test can read and write it
- * (tests/device_io/test_device_io.py). set_stream records the caller's stream; fakedev_last_stream tells it. */
+ * (tests/device_io/test_device_io.py). set_stream records the caller's stream; fakedev_last_stream tells it.
+ * NonZero (float32) sizes its output at run time (args->alloc_output), as CUDA's does: a device segment with it
+ * cannot be replayed whole (tests/device_io/test_dynamic_graphs.py); captured, it invalidates the capture. */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,7 +26,7 @@
 
 static const netrun_host_api *host;
 
-enum { FD_MATMUL, FD_ADD, FD_RELU, FD_CAST };
+enum { FD_MATMUL, FD_ADD, FD_RELU, FD_CAST, FD_NONZERO };
 #define FD_MAX_IN 2
 
 #define FD_DTYPES (NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16))
@@ -33,6 +35,7 @@ static const netrun_op_support op_table[] = {
     {"", "Add", FD_DTYPES, "identical shapes"},
     {"", "Relu", FD_DTYPES, ""},
     {"", "Cast", FD_DTYPES, "float32 <-> float16"},
+    {"", "NonZero", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT), "float32; output sized at run time"},
 };
 
 /* A plain float16 region (NETRUN_REGION_FP16) across its three ops under --precision fp16, so that CI tests the
@@ -132,6 +135,7 @@ static int op_of(const char *domain, const char *op) {
     if (!strcmp(op, "Add")) return FD_ADD;
     if (!strcmp(op, "Relu")) return FD_RELU;
     if (!strcmp(op, "Cast")) return FD_CAST;
+    if (!strcmp(op, "NonZero")) return FD_NONZERO;
     return -1;
 }
 
@@ -146,10 +150,17 @@ static int fd_supports(const netrun_backend_config *config, const netrun_node_de
                        size_t reason_size) {
     (void)config;
     int op = op_of(node->domain, node->op_type);
-    int want = op == FD_RELU || op == FD_CAST ? 1 : 2;
+    int want = op == FD_RELU || op == FD_CAST || op == FD_NONZERO ? 1 : 2;
     if (op < 0 || node->n_inputs != want || node->n_outputs != 1) {
-        snprintf(reason, reason_size, "fakedev runs MatMul, Add, Relu and Cast only");
+        snprintf(reason, reason_size, "fakedev runs MatMul, Add, Relu, Cast and NonZero only");
         return 0;
+    }
+    if (op == FD_NONZERO) {
+        if (node->inputs[0].dtype != NETRUN_DTYPE_FLOAT || node->inputs[0].rank < 1) {
+            snprintf(reason, reason_size, "NonZero of float32 tensors only");
+            return 0;
+        }
+        return 1;
     }
     netrun_dtype t = node->inputs[0].dtype, to = node->outputs[0].dtype;
     for (int i = 0; i < node->n_inputs; i++)
@@ -405,10 +416,37 @@ static netrun_status execute_f32(const fd_kernel *k, const netrun_tensor *in, co
     return NETRUN_OK;
 }
 
+/* NonZero: the count first, then the output of [rank, count] int64 coordinates (row-major order of X) */
+static netrun_status run_nonzero(fd_context *ctx, const netrun_kernel_args *args) {
+    if (ctx->capturing) { /* its size comes from the data: a graph cannot hold it */
+        ctx->capture_failed = 1;
+        return NETRUN_OK;
+    }
+    const netrun_tensor *x = &args->inputs[0];
+    const float *v = x->data;
+    size_t n = count(x), nnz = 0;
+    for (size_t i = 0; i < n; i++) nnz += v[i] != 0;
+    int64_t dims[2] = {x->rank, (int64_t)nnz};
+    netrun_status st = args->alloc_output(args->exec, 0, 2, dims);
+    if (st != NETRUN_OK) return st;
+    int64_t *y = args->outputs[0].data;
+    for (size_t i = 0, j = 0; i < n; i++) {
+        if (v[i] == 0) continue;
+        size_t r = i;
+        for (int d = x->rank - 1; d >= 0; d--) {
+            y[(size_t)d * nnz + j] = (int64_t)(r % (size_t)x->dims[d]);
+            r /= (size_t)x->dims[d];
+        }
+        j++;
+    }
+    return NETRUN_OK;
+}
+
 static netrun_status fd_kernel_run(netrun_backend_context *c, netrun_kernel *kernel, const netrun_kernel_args *args) {
     fd_context *ctx = (fd_context *)c;
     if (ctx->crash == 2) raise(SIGSEGV);
     const fd_kernel *k = (const fd_kernel *)kernel;
+    if (k->op == FD_NONZERO) return run_nonzero(ctx, args);
     int want = k->op == FD_RELU || k->op == FD_CAST ? 1 : 2;
     if (args->n_inputs != want || args->n_outputs != 1)
         return host->error(NETRUN_ERR_INTERNAL, "fakedev: %d inputs, %d outputs", args->n_inputs, args->n_outputs);
