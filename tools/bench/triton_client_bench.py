@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Where a Triton request's time goes outside the model: one request at a time (concurrency 1) to a model whose
+run costs next to nothing, through each client, against the server's own count of the same requests.
+
+The model (netrun backend, built with onnx.helper): y = Slice(x, first min(N, 1000) values) + 1, float32 x of
+1 x N. N = 16 (overhead only) and N = 150528 (a ResNet-50 image, 602 KB in, 4 KB out). Clients, each with its own
+keep-alive connection, interleaved in rounds (medians over all their requests):
+  tritonclient.http        the official Python client, binary tensors (what the other benchmarks use)
+  tritonclient.grpc        the official gRPC client (when grpcio imports; tools/bench/requirements.txt pins it)
+  kserve                   tools/bench/kserve_client.py: the same HTTP protocol, JSON header built once, the
+                           array's bytes sent by sendmsg, the response read into a kept buffer
+  kserve + shm             the same with the input in a registered system shared-memory region
+  kserve + shm, spin-wait  the same, polling the socket for the response instead of sleeping in recv
+  tritonclient.http + shm  the official client with the input in shared memory
+Every response's output is checked against numpy. Per client: median client latency, the server's mean request
+time for the same requests (inference statistics 'success': from the request reaching the server core to its
+response being released) and the client CPU time per request (this process, time.process_time).
+
+usage: python3 tools/bench/triton_client_bench.py --build build [--sizes 16,150528] [--requests 200] [--rounds 3]
+"""
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import shutil
+import time
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "triton"))
+from kserve_client import KServeClient  # noqa: E402
+from triton_server import TritonServer, stop_on_sigterm  # noqa: E402
+
+
+def slice_add_model(n):
+    k = min(n, 1000)
+    nodes = [helper.make_node("Slice", ["x", "st", "en", "ax"], ["s"]),
+             helper.make_node("Add", ["s", "one"], ["y"])]
+    inits = [helper.make_tensor("st", TensorProto.INT64, [1], [0]), helper.make_tensor("en", TensorProto.INT64, [1], [k]),
+             helper.make_tensor("ax", TensorProto.INT64, [1], [1]), helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])]
+    g = helper.make_graph(nodes, "slice_add", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", n])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", k])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m, k
+
+
+def write_repo(repo, sizes):
+    names = {}
+    for n in sizes:
+        m, k = slice_add_model(n)
+        d = os.path.join(repo, f"slice_add_{n}", "1")
+        os.makedirs(d)
+        onnx.save(m, os.path.join(d, "model.onnx"))
+        with open(os.path.join(repo, f"slice_add_{n}", "config.pbtxt"), "w") as f:
+            f.write(f'backend: "netrun"\nmax_batch_size: 8\ninput [ {{ name: "x", data_type: TYPE_FP32, dims: [ {n} ] }} ]\n'
+                    f'output [ {{ name: "y", data_type: TYPE_FP32, dims: [ {k} ] }} ]\n'
+                    'instance_group [ { count: 1, kind: KIND_CPU } ]\n'
+                    'parameters { key: "threads" value: { string_value: "1" } }\n')
+        names[n] = (f"slice_add_{n}", k)
+    return names
+
+
+class Clients:
+    """Each client as a callable infer(x) -> y, set up once (connections, shared-memory regions)."""
+
+    def __init__(self, srv, model, x, k, use_grpc):
+        import tritonclient.http as th
+        import tritonclient.utils.shared_memory as shm
+        self.close_fns = []
+        self.calls = {}
+        http = th.InferenceServerClient(srv.url, network_timeout=300)
+        self.close_fns.append(http.close)
+        tin = th.InferInput("x", list(x.shape), "FP32")
+        tin.set_data_from_numpy(x, binary_data=True)
+        tout = [th.InferRequestedOutput("y", binary_data=True)]
+        self.calls["tritonclient.http"] = lambda: http.infer(model, [tin], outputs=tout).as_numpy("y")
+        if use_grpc:
+            import tritonclient.grpc as tg
+            g = tg.InferenceServerClient(srv.grpc_url)
+            self.close_fns.append(g.close)
+            gin = tg.InferInput("x", list(x.shape), "FP32")
+            gin.set_data_from_numpy(x)
+            gout = [tg.InferRequestedOutput("y")]
+            self.calls["tritonclient.grpc"] = lambda: g.infer(model, [gin], outputs=gout).as_numpy("y")
+        lean = KServeClient(srv.url)
+        self.close_fns.append(lean.close)
+        self.calls["kserve"] = lambda: lean.infer(model, {"x": x}, ["y"])["y"]
+        region = f"nr_cb_{os.getpid()}_{x.size}"
+        h = shm.create_shared_memory_region(region, "/" + region, x.nbytes)
+        shm.set_shared_memory_region(h, [x])
+        http.register_system_shared_memory(region, "/" + region, x.nbytes)
+
+        def drop():
+            http.unregister_system_shared_memory(region)
+            shm.destroy_shared_memory_region(h)
+        self.close_fns.insert(0, drop)
+        lean_shm = {"x": (region, x.nbytes, 0)}
+        self.calls["kserve + shm"] = lambda: lean.infer(model, {"x": x}, ["y"], shm_inputs=lean_shm)["y"]
+        spin = KServeClient(srv.url, spin=True)
+        self.close_fns.append(spin.close)
+        self.calls["kserve + shm, spin-wait"] = lambda: spin.infer(model, {"x": x}, ["y"], shm_inputs=lean_shm)["y"]
+        sin = th.InferInput("x", list(x.shape), "FP32")
+        sin.set_shared_memory(region, x.nbytes)
+        self.calls["tritonclient.http + shm"] = lambda: http.infer(model, [sin], outputs=tout).as_numpy("y")
+        self.stats = lambda: http.get_inference_statistics(model)["model_stats"][0]["inference_stats"]["success"]
+
+    def close(self):
+        for f in self.close_fns:
+            f()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--sizes", default="16,150528")
+    ap.add_argument("--requests", type=int, default=200, help="requests per client per round")
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args()
+    stop_on_sigterm()
+    try:
+        import tritonclient.grpc  # noqa: F401
+        use_grpc = True
+    except ImportError as e:
+        print(f"(tritonclient.grpc left out: {e})")
+        use_grpc = False
+    sizes = [int(s) for s in a.sizes.split(",")]
+    repo = tempfile.mkdtemp(prefix="netrun-client-bench-")
+    rng = np.random.default_rng(0)
+    print(f"# triton_client_bench on {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+    try:
+        names = write_repo(repo, sizes)
+        with TritonServer(repo, os.path.join(a.build, "lib", "triton", "netrun"), explicit=False, grpc=use_grpc) as srv:
+            import tritonclient.http as th
+            c0 = th.InferenceServerClient(srv.url)
+            t0 = time.time()
+            while not all(c0.is_model_ready(m) for m, _ in names.values()):
+                if time.time() - t0 > 120:
+                    raise RuntimeError(srv.log_tail())
+                time.sleep(0.2)
+            c0.close()
+            for n in sizes:
+                model, k = names[n]
+                x = rng.standard_normal((1, n)).astype(np.float32)
+                want = x[:, :k] + 1
+                cl = Clients(srv, model, x, k, use_grpc)
+                lat = {c: [] for c in cl.calls}
+                cpu = {c: [] for c in cl.calls}
+                server = {c: [] for c in cl.calls}
+                for c, f in cl.calls.items():  # warm-up and the check
+                    for _ in range(10):
+                        y = f()
+                    if not np.allclose(y, want, rtol=0, atol=1e-6):
+                        raise RuntimeError(f"{c}: wrong output")
+                for rnd in range(a.rounds):
+                    order = list(cl.calls) if rnd % 2 == 0 else list(cl.calls)[::-1]
+                    for c in order:
+                        f = cl.calls[c]
+                        s0 = cl.stats()
+                        p0 = time.process_time()
+                        for _ in range(a.requests):
+                            t = time.perf_counter()
+                            f()
+                            lat[c].append((time.perf_counter() - t) * 1e6)
+                        cpu[c].append((time.process_time() - p0) / a.requests * 1e6)
+                        s1 = cl.stats()
+                        server[c].append((int(s1["ns"]) - int(s0["ns"])) / max(1, int(s1["count"]) - int(s0["count"])) / 1e3)
+                    y = f()
+                    if not np.allclose(y, want, rtol=0, atol=1e-6):
+                        raise RuntimeError(f"{c}: wrong output")
+                cl.close()
+                print(f"\n{model}: {n * 4} bytes in, {k * 4} bytes out; {a.rounds} rounds x {a.requests} requests per "
+                      f"client (load average {os.getloadavg()[0]:.1f})")
+                print(f"| client | median us | p90 us | server 'success' us | outside the server us | client CPU us |")
+                print("|---|---|---|---|---|---|")
+                for c in cl.calls:
+                    lt = sorted(lat[c])
+                    med, sv = statistics.median(lt), statistics.median(server[c])
+                    print(f"| {c} | {med:.0f} | {lt[int(len(lt) * 0.9)]:.0f} | {sv:.0f} | {med - sv:.0f} | "
+                          f"{statistics.median(cpu[c]):.0f} |", flush=True)
+    finally:
+        shutil.rmtree(repo, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
