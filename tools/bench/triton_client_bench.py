@@ -14,7 +14,7 @@ keep-alive connection, interleaved in rounds (medians over all their requests):
   tritonclient.http + shm  the official client with the input in shared memory
 Every response's output is checked against numpy. Per client: median client latency, the server's mean request
 time for the same requests (inference statistics 'success': from the request reaching the server core to its
-response being released) and the client CPU time per request (this process, time.process_time).
+response being released; compute_input: the backend taking the inputs) and the client CPU time per request (this process, time.process_time).
 
 usage: python3 tools/bench/triton_client_bench.py --build build [--sizes 16,150528] [--requests 200] [--rounds 3]
 """
@@ -109,7 +109,7 @@ class Clients:
         sin = th.InferInput("x", list(x.shape), "FP32")
         sin.set_shared_memory(region, x.nbytes)
         self.calls["tritonclient.http + shm"] = lambda: http.infer(model, [sin], outputs=tout).as_numpy("y")
-        self.stats = lambda: http.get_inference_statistics(model)["model_stats"][0]["inference_stats"]["success"]
+        self.stats = lambda: http.get_inference_statistics(model)["model_stats"][0]["inference_stats"]
 
     def close(self):
         for f in self.close_fns:
@@ -122,6 +122,7 @@ def main():
     ap.add_argument("--sizes", default="16,150528")
     ap.add_argument("--requests", type=int, default=200, help="requests per client per round")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--backend-dir", help="the netrun backend's folder (default BUILD/lib/triton/netrun)")
     a = ap.parse_args()
     stop_on_sigterm()
     try:
@@ -136,7 +137,7 @@ def main():
     print(f"# triton_client_bench on {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
     try:
         names = write_repo(repo, sizes)
-        with TritonServer(repo, os.path.join(a.build, "lib", "triton", "netrun"), explicit=False, grpc=use_grpc) as srv:
+        with TritonServer(repo, a.backend_dir or os.path.join(a.build, "lib", "triton", "netrun"), explicit=False, grpc=use_grpc) as srv:
             import tritonclient.http as th
             c0 = th.InferenceServerClient(srv.url)
             t0 = time.time()
@@ -153,6 +154,7 @@ def main():
                 lat = {c: [] for c in cl.calls}
                 cpu = {c: [] for c in cl.calls}
                 server = {c: [] for c in cl.calls}
+                cin = {c: [] for c in cl.calls}
                 for c, f in cl.calls.items():  # warm-up and the check
                     for _ in range(10):
                         y = f()
@@ -170,19 +172,23 @@ def main():
                             lat[c].append((time.perf_counter() - t) * 1e6)
                         cpu[c].append((time.process_time() - p0) / a.requests * 1e6)
                         s1 = cl.stats()
-                        server[c].append((int(s1["ns"]) - int(s0["ns"])) / max(1, int(s1["count"]) - int(s0["count"])) / 1e3)
+                        for k, into in (("success", server), ("compute_input", cin)):
+                            a0, a1 = s0[k], s1[k]
+                            into[c].append((int(a1["ns"]) - int(a0["ns"])) / max(1, int(a1["count"]) - int(a0["count"])) / 1e3)
                     y = f()
                     if not np.allclose(y, want, rtol=0, atol=1e-6):
                         raise RuntimeError(f"{c}: wrong output")
                 cl.close()
                 print(f"\n{model}: {n * 4} bytes in, {k * 4} bytes out; {a.rounds} rounds x {a.requests} requests per "
                       f"client (load average {os.getloadavg()[0]:.1f})")
-                print(f"| client | median us | p90 us | server 'success' us | outside the server us | client CPU us |")
-                print("|---|---|---|---|---|---|")
+                print("| client | median us | p90 us | server 'success' us | of which compute_input us | outside the server us "
+                      "| client CPU us |")
+                print("|---|---|---|---|---|---|---|")
                 for c in cl.calls:
                     lt = sorted(lat[c])
                     med, sv = statistics.median(lt), statistics.median(server[c])
-                    print(f"| {c} | {med:.0f} | {lt[int(len(lt) * 0.9)]:.0f} | {sv:.0f} | {med - sv:.0f} | "
+                    print(f"| {c} | {med:.0f} | {lt[int(len(lt) * 0.9)]:.0f} | {sv:.0f} | {statistics.median(cin[c]):.0f} | "
+                          f"{med - sv:.0f} | "
                           f"{statistics.median(cpu[c]):.0f} |", flush=True)
     finally:
         shutil.rmtree(repo, ignore_errors=True)
