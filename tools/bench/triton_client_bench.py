@@ -172,8 +172,8 @@ def main():
                             lat[c].append((time.perf_counter() - t) * 1e6)
                         cpu[c].append((time.process_time() - p0) / a.requests * 1e6)
                         s1 = cl.stats()
-                        for k, into in (("success", server), ("compute_input", cin)):
-                            a0, a1 = s0[k], s1[k]
+                        for stat, into in (("success", server), ("compute_input", cin)):
+                            a0, a1 = s0[stat], s1[stat]
                             into[c].append((int(a1["ns"]) - int(a0["ns"])) / max(1, int(a1["count"]) - int(a0["count"])) / 1e3)
                     y = f()
                     if not np.allclose(y, want, rtol=0, atol=1e-6):
