@@ -9,21 +9,30 @@ a 2-class head; one request = one sequence).
 
 For each model, concurrency (--conc, default 1,4,16,64) and dynamic batching off / on (max_batch_size 8; on:
 max_queue_delay 2 ms), both servers run with one instance (KIND_CPU, or KIND_GPU with --gpu); clients are
-threads with a tritonclient HTTP client each, sending binary tensors over 127.0.0.1. netrun instances plan every
-batch size at load (parameter warmup: all). Per point: warm-up requests (2 x concurrency), then
-max(--requests, 2 x concurrency) timed requests: throughput (requests/s) and latency p50 / p99 (ms, client side).
---rounds (default 2) measures each point that many times, the paths interleaved, and keeps the round of best
-throughput (best p50 for the direct rows): on a machine shared with other work, the round least disturbed.
+threads with a client each, sending binary tensors over 127.0.0.1, through each client of --clients (every row
+names its client in brackets):
+  tritonclient.http   NVIDIA's Python client (what most users run)
+  kserve              tools/bench/kserve_client.py: the same HTTP/1.1 + binary-tensor protocol with the JSON header
+                      built once and the arrays' bytes sent as they are (a fraction of the client's Python time)
+Triton's Python backend is driven with tritonclient.http only. netrun instances plan every batch size at load
+(parameter warmup: all). Per point: warm-up requests (2 x concurrency), then max(--requests, 2 x concurrency)
+timed requests: throughput (requests/s) and latency p50 / p99 (ms, client side). --rounds (default 2) measures
+each point that many times, the paths interleaved, and keeps the round of best throughput (best p50 for the direct
+rows): on a machine shared with other work, the round least disturbed.
 
 Direct rows: netrun through its C API (ctypes, the same options) and onnxruntime in this process, batch 1, one
-call after another, measured between the served rounds. Paired: netrun direct and one Triton + netrun request
-alternated, 20+ times; the ratio of their medians is the measure of the goal (within 1.10), since both halves see
-the same load; and the client's latency against the server's own count of the time netrun ran
-(compute_infer, from the backend's timestamps around netrun_session_run) for the same requests. Also printed: Triton+netrun / Triton+Python+ORT throughput at every point, and with --instances a
-scaling row (netrun with N instances of threads/N each, batching off, at the highest concurrency).
+call after another, measured between the served rounds. Paired ("what serving adds at concurrency 1"): netrun
+direct and one Triton + netrun request alternated, 20+ times, for each client with the tensors in the HTTP body,
+then in system shared memory, then (--gpu) in CUDA shared memory, and (--gpu) the kserve client polling its socket
+instead of sleeping; the ratio of their medians is the measure of the goal (within 1.10), since both halves see
+the same load; each variant's served outputs are checked against netrun direct's; and the server's own split of
+the same requests (success = its whole handling; compute_infer from the backend's timestamps around
+netrun_session_run). Also printed: Triton+netrun / Triton+Python+ORT throughput at every point, and with
+--instances a scaling row (netrun with N instances of threads/N each, batching off, at the highest concurrency).
 
 usage: python3 tools/bench/triton_bench.py --build build [--models resnet50,bert] [--conc 1,4,16,64]
-       [--requests 32] [--rounds 2] [--seq 128] [--threads 2] [--instances 2] [--gpu] [--no-python] [--md out.md]
+       [--requests 32] [--rounds 2] [--seq 128] [--threads 2] [--instances 2] [--gpu] [--no-python]
+       [--clients tritonclient.http,kserve] [--md out.md]
 Needs the Triton test requirements (tests/triton/requirements*.txt) in the interpreter running it.
 """
 import argparse
@@ -206,26 +215,29 @@ def write_model(repo, mname, backend, onnx_path, feeds, outputs, batching, insta
 
 
 # ---------------------------------------------------------------------------------------------------- load
-def drive(url, model, feeds, conc, n_warm, n_timed, out_names):
+def drive(url, model, feeds, conc, n_warm, n_timed, out_names, client="tritonclient.http"):
+    """conc client threads, each with its own connection, sending requests until n_timed are done (after n_warm)."""
     import tritonclient.http as th
     from tritonclient.utils import np_to_triton_dtype
 
     lock = threading.Lock()
     state = {"left": n_warm, "lat": [], "err": []}
 
-    def make_inputs():
+    def make_call():
+        if client == "kserve":
+            kc = KServeClient(url)
+            return (lambda: kc.infer(model, feeds, out_names)), kc.close
         ins = []
         for k, v in feeds.items():
             t = th.InferInput(k, list(v.shape), np_to_triton_dtype(v.dtype))
             t.set_data_from_numpy(v, binary_data=True)
             ins.append(t)
-        return ins
-
-    outs = [th.InferRequestedOutput(o, binary_data=True) for o in out_names]
+        outs = [th.InferRequestedOutput(o, binary_data=True) for o in out_names]
+        cl = th.InferenceServerClient(url, connection_timeout=300, network_timeout=300)
+        return (lambda: cl.infer(model, ins, outputs=outs)), cl.close
 
     def worker(record):
-        cl = th.InferenceServerClient(url, connection_timeout=300, network_timeout=300)
-        ins = make_inputs()
+        call, close = make_call()
         try:
             while True:
                 with lock:
@@ -233,7 +245,7 @@ def drive(url, model, feeds, conc, n_warm, n_timed, out_names):
                         return
                     state["left"] -= 1
                 t0 = time.perf_counter()
-                cl.infer(model, ins, outputs=outs)
+                call()
                 dt = (time.perf_counter() - t0) * 1e3
                 if record:
                     with lock:
@@ -242,7 +254,7 @@ def drive(url, model, feeds, conc, n_warm, n_timed, out_names):
             with lock:
                 state["err"].append(str(e))
         finally:
-            cl.close()
+            close()
 
     for record, n in ((False, n_warm), (True, n_timed)):
         state["left"] = n
@@ -516,6 +528,10 @@ def main():
     kind = "KIND_GPU" if a.gpu else "KIND_CPU"
     backends = "cuda,cpu" if a.gpu else "cpu"
     concs = [int(c) for c in a.conc.split(",")]
+    clients = [c for c in a.clients.split(",") if c]
+    for c in clients:
+        if c not in CLIENTS:
+            sys.exit(f"unknown client {c}: {', '.join(CLIENTS)}")
     rng = np.random.default_rng(1)
     rows, results = [], {}
     stamp = datetime.date.today().isoformat()
@@ -567,6 +583,8 @@ def main():
                 for m in names.values():
                     if not cl.is_model_ready(m):
                         raise RuntimeError(f"{m} did not load:\n{srv.log_tail()}")
+                # (server path, client) of the sweep: Triton + Python + onnxruntime with the official client only
+                sweep = [("netrun", c) for c in clients] + ([("python", CLIENTS[0])] if CLIENTS[0] in clients else [])
                 for c in concs:
                     n = max(a.requests, 2 * c)
                     best = {}
@@ -576,23 +594,25 @@ def main():
                         if c == concs[0]:
                             measure_direct()
                         for batching in (False, True):
-                            for path_name in ("netrun", "python"):
+                            for path_name, client in sweep:
                                 key = (path_name, batching)
                                 if key not in names:
                                     continue
-                                r = drive(srv.url, names[key], feeds, c, c if rnd else 2 * c, n, list(outputs))
-                                label = "Triton + netrun" if path_name == "netrun" else "Triton + Python + onnxruntime"
-                                print(f"{name} c={c:<3} batching {'on ' if batching else 'off'} {label:<30} round {rnd} "
+                                r = drive(srv.url, names[key], feeds, c, c if rnd else 2 * c, n, list(outputs), client)
+                                label = ("Triton + netrun" if path_name == "netrun" else
+                                         "Triton + Python + onnxruntime") + f" [{client}]"
+                                print(f"{name} c={c:<3} batching {'on ' if batching else 'off'} {label:<50} round {rnd} "
                                       f"{r['throughput']:8.2f} req/s  p50 {r['p50']:8.2f} ms  p99 {r['p99']:8.2f} ms",
                                       flush=True)
-                                if key not in best or r["throughput"] > best[key][1]["throughput"]:
-                                    best[key] = (label, r)
+                                if (key, client) not in best or r["throughput"] > best[(key, client)][1]["throughput"]:
+                                    best[(key, client)] = (label, r)
                     for batching in (False, True):
-                        for path_name in ("netrun", "python"):
-                            if (path_name, batching) in best:
-                                label, r = best[(path_name, batching)]
+                        for path_name, client in sweep:
+                            if ((path_name, batching), client) in best:
+                                label, r = best[((path_name, batching), client)]
                                 rows.append((name, label, "on" if batching else "off", c, r))
-                                results[(name, path_name, batching, c)] = r
+                                results[(name, path_name if client == CLIENTS[0] else path_name + " " + client,
+                                         batching, c)] = r
                 if concs[0] == 1:
                     shapes = {o: [1] + list(s) for o, s in outputs.items()}
                     for v in paired_variants(a):
@@ -609,7 +629,8 @@ def main():
                         x = drive(srv.url, names[("netrun_x", False)], feeds, c, c if rnd else 2 * c,
                                   max(a.requests, 2 * c), list(outputs))
                         r = x if r is None or x["throughput"] > r["throughput"] else r
-                    label = f"Triton + netrun, {a.instances} instances x {max(1, a.threads // a.instances)} threads"
+                    label = (f"Triton + netrun, {a.instances} instances x {max(1, a.threads // a.instances)} threads "
+                             f"[{CLIENTS[0]}]")
                     rows.append((name, label, "off", c, r))
                     results[(name, "netrun_x", False, c)] = r
                     print(f"{name} c={c:<3} batching off {label} {r['throughput']:8.2f} req/s  p50 {r['p50']:8.2f} ms",
@@ -633,7 +654,6 @@ def main():
     lines += ["", "| model | ratio | value | goal |", "|---|---|---|---|"]
     for name in [m for m in a.models.split(",") if m]:
         d = results.get((name, "direct", None, 1))
-        t1 = results.get((name, "netrun", False, 1))
         for v in paired_variants(a):
             pr = results.get((name, "paired") + v)
             if not pr:
@@ -648,9 +668,11 @@ def main():
                              f"compute_infer {sv.get('compute_infer', 0):.2f}, input {sv.get('compute_input', 0):.2f}, "
                              f"output {sv.get('compute_output', 0):.2f}, queue {sv.get('queue', 0):.2f}) / netrun "
                              f"direct | {sv['success'] / pr[0]:.3f} | |")
-        if d and t1:
-            lines.append(f"| {name} | Triton+netrun p50 / netrun direct p50, concurrency 1, best rounds | "
-                         f"{t1['p50'] / d['p50']:.3f} | |")
+        for client in clients:
+            t1 = results.get((name, "netrun" if client == CLIENTS[0] else "netrun " + client, False, 1))
+            if d and t1:
+                lines.append(f"| {name} | Triton+netrun p50 [{client}] / netrun direct p50, concurrency 1, best rounds | "
+                             f"{t1['p50'] / d['p50']:.3f} | |")
         for c in concs:
             for b in (False, True):
                 x, y = results.get((name, "netrun", b, c)), results.get((name, "python", b, c))
