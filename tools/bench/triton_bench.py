@@ -37,6 +37,7 @@ Needs the Triton test requirements (tests/triton/requirements*.txt) in the inter
 """
 import argparse
 import datetime
+import itertools
 import json
 import os
 import platform
@@ -294,6 +295,7 @@ def direct_netrun(lib, onnx_path, feeds, threads, n, backends):
     return {"throughput": 1e3 / statistics.mean(lat), "p50": percentile(lat, 50), "p99": percentile(lat, 99), "n": n}
 
 
+_REGION_IDS = itertools.count()
 CLIENTS = ("tritonclient.http", "kserve")  # the official Python client; tools/bench/kserve_client.py
 
 
@@ -317,7 +319,7 @@ def served_call(url, model, feeds, out_names, out_shapes, client="tritonclient.h
     out_regions = {}
     out_sizes = [int(np.prod(out_shapes[o])) * 4 for o in out_names]  # float32 outputs
     in_bytes = sum(v.nbytes for v in feeds.values())
-    tag = f"nrb{os.getpid()}"
+    tag = f"nrb{os.getpid()}_{next(_REGION_IDS)}"  # regions of several calls live side by side
     if mem == "cuda":
         import base64
         rt = Cudart()

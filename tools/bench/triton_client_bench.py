@@ -9,21 +9,25 @@ keep-alive connection, interleaved in rounds (medians over all their requests):
   tritonclient.grpc        the official gRPC client (when grpcio imports; tools/bench/requirements.txt pins it)
   kserve                   tools/bench/kserve_client.py: the same HTTP protocol, JSON header built once, the
                            array's bytes sent by sendmsg, the response read into a kept buffer
-  kserve + shm             the same with the input in a registered system shared-memory region
+  kserve + shm             the same with the input in a registered system shared-memory region (the output in
+                           the response body)
   kserve + shm, spin-wait  the same, polling the socket for the response instead of sleeping in recv
-  tritonclient.http + shm  the official client with the input in shared memory
+  tritonclient.http + shm  the official client with input and output in shared memory
+  --gpu: KIND_GPU instances (netrun's cuda backend) and the same with the input in CUDA shared memory
+  (tritonclient.http: the output too, copied back with cudaMemcpy)
 Every response's output is checked against numpy. Per client: median client latency, the server's mean request
 time for the same requests (inference statistics 'success': from the request reaching the server core to its
 response being released; compute_input: the backend taking the inputs) and the client CPU time per request (this process, time.process_time).
 
 usage: python3 tools/bench/triton_client_bench.py --build build [--sizes 16,150528] [--requests 200] [--rounds 3]
+       [--gpu]
 """
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
-import shutil
 import time
 
 import numpy as np
@@ -34,7 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "triton"))
-from kserve_client import KServeClient  # noqa: E402
+from triton_bench import served_call  # noqa: E402
 from triton_server import TritonServer, stop_on_sigterm  # noqa: E402
 
 
@@ -51,7 +55,7 @@ def slice_add_model(n):
     return m, k
 
 
-def write_repo(repo, sizes):
+def write_repo(repo, sizes, gpu=False):
     names = {}
     for n in sizes:
         m, k = slice_add_model(n)
@@ -61,58 +65,48 @@ def write_repo(repo, sizes):
         with open(os.path.join(repo, f"slice_add_{n}", "config.pbtxt"), "w") as f:
             f.write(f'backend: "netrun"\nmax_batch_size: 8\ninput [ {{ name: "x", data_type: TYPE_FP32, dims: [ {n} ] }} ]\n'
                     f'output [ {{ name: "y", data_type: TYPE_FP32, dims: [ {k} ] }} ]\n'
-                    'instance_group [ { count: 1, kind: KIND_CPU } ]\n'
+                    f'instance_group [ {{ count: 1, kind: {"KIND_GPU" if gpu else "KIND_CPU"} }} ]\n'
                     'parameters { key: "threads" value: { string_value: "1" } }\n')
         names[n] = (f"slice_add_{n}", k)
     return names
 
 
 class Clients:
-    """Each client as a callable infer(x) -> y, set up once (connections, shared-memory regions)."""
+    """Each client as a callable returning the output y, set up once (connections, shared-memory regions)."""
 
-    def __init__(self, srv, model, x, k, use_grpc):
+    def __init__(self, srv, model, x, k, use_grpc, gpu):
         import tritonclient.http as th
-        import tritonclient.utils.shared_memory as shm
-        self.close_fns = []
+        self.cleanups = []
         self.calls = {}
-        http = th.InferenceServerClient(srv.url, network_timeout=300)
-        self.close_fns.append(http.close)
-        tin = th.InferInput("x", list(x.shape), "FP32")
-        tin.set_data_from_numpy(x, binary_data=True)
-        tout = [th.InferRequestedOutput("y", binary_data=True)]
-        self.calls["tritonclient.http"] = lambda: http.infer(model, [tin], outputs=tout).as_numpy("y")
+        shapes = {"y": [1, k]}
+
+        def add(label, client, mem, spin=False):
+            call, cleanup = served_call(srv.url, model, {"x": x}, ["y"], shapes, client, mem, spin)
+            self.cleanups.append(cleanup)
+            self.calls[label] = lambda: call()["y"]
+        add("tritonclient.http", "tritonclient.http", None)
         if use_grpc:
             import tritonclient.grpc as tg
             g = tg.InferenceServerClient(srv.grpc_url)
-            self.close_fns.append(g.close)
+            self.cleanups.append(g.close)
             gin = tg.InferInput("x", list(x.shape), "FP32")
             gin.set_data_from_numpy(x)
             gout = [tg.InferRequestedOutput("y")]
             self.calls["tritonclient.grpc"] = lambda: g.infer(model, [gin], outputs=gout).as_numpy("y")
-        lean = KServeClient(srv.url)
-        self.close_fns.append(lean.close)
-        self.calls["kserve"] = lambda: lean.infer(model, {"x": x}, ["y"])["y"]
-        region = f"nr_cb_{os.getpid()}_{x.size}"
-        h = shm.create_shared_memory_region(region, "/" + region, x.nbytes)
-        shm.set_shared_memory_region(h, [x])
-        http.register_system_shared_memory(region, "/" + region, x.nbytes)
-
-        def drop():
-            http.unregister_system_shared_memory(region)
-            shm.destroy_shared_memory_region(h)
-        self.close_fns.insert(0, drop)
-        lean_shm = {"x": (region, x.nbytes, 0)}
-        self.calls["kserve + shm"] = lambda: lean.infer(model, {"x": x}, ["y"], shm_inputs=lean_shm)["y"]
-        spin = KServeClient(srv.url, spin=True)
-        self.close_fns.append(spin.close)
-        self.calls["kserve + shm, spin-wait"] = lambda: spin.infer(model, {"x": x}, ["y"], shm_inputs=lean_shm)["y"]
-        sin = th.InferInput("x", list(x.shape), "FP32")
-        sin.set_shared_memory(region, x.nbytes)
-        self.calls["tritonclient.http + shm"] = lambda: http.infer(model, [sin], outputs=tout).as_numpy("y")
-        self.stats = lambda: http.get_inference_statistics(model)["model_stats"][0]["inference_stats"]
+        add("kserve", "kserve", None)
+        add("kserve + shm", "kserve", "system")
+        add("kserve + shm, spin-wait", "kserve", "system", True)
+        add("tritonclient.http + shm", "tritonclient.http", "system")
+        if gpu:
+            add("kserve + CUDA shm", "kserve", "cuda")
+            add("kserve + CUDA shm, spin-wait", "kserve", "cuda", True)
+            add("tritonclient.http + CUDA shm", "tritonclient.http", "cuda")
+        ctl = th.InferenceServerClient(srv.url)
+        self.cleanups.append(ctl.close)
+        self.stats = lambda: ctl.get_inference_statistics(model)["model_stats"][0]["inference_stats"]
 
     def close(self):
-        for f in self.close_fns:
+        for f in self.cleanups:
             f()
 
 
@@ -122,6 +116,8 @@ def main():
     ap.add_argument("--sizes", default="16,150528")
     ap.add_argument("--requests", type=int, default=200, help="requests per client per round")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--gpu", action="store_true", help="KIND_GPU instances (netrun backends cuda,cpu), and the clients "
+                    "with the input in CUDA shared memory")
     ap.add_argument("--backend-dir", help="the netrun backend's folder (default BUILD/lib/triton/netrun)")
     a = ap.parse_args()
     stop_on_sigterm()
@@ -136,7 +132,7 @@ def main():
     rng = np.random.default_rng(0)
     print(f"# triton_client_bench on {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
     try:
-        names = write_repo(repo, sizes)
+        names = write_repo(repo, sizes, a.gpu)
         with TritonServer(repo, a.backend_dir or os.path.join(a.build, "lib", "triton", "netrun"), explicit=False, grpc=use_grpc) as srv:
             import tritonclient.http as th
             c0 = th.InferenceServerClient(srv.url)
@@ -150,7 +146,7 @@ def main():
                 model, k = names[n]
                 x = rng.standard_normal((1, n)).astype(np.float32)
                 want = x[:, :k] + 1
-                cl = Clients(srv, model, x, k, use_grpc)
+                cl = Clients(srv, model, x, k, use_grpc, a.gpu)
                 lat = {c: [] for c in cl.calls}
                 cpu = {c: [] for c in cl.calls}
                 server = {c: [] for c in cl.calls}
