@@ -124,7 +124,7 @@ def main():
     try:
         import tritonclient.grpc  # noqa: F401
         use_grpc = True
-    except ImportError as e:
+    except (ImportError, RuntimeError) as e:  # tritonclient without its grpc extra raises RuntimeError
         print(f"(tritonclient.grpc left out: {e})")
         use_grpc = False
     sizes = [int(s) for s in a.sizes.split(",")]
