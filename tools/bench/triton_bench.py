@@ -5,7 +5,9 @@ Python backend running onnxruntime (what users of the nvidia-pytriton wheel do t
 Models (built here with onnx.helper, random weights, no download): ResNet-50 (tools/bench/make_models.py's
 torchvision-shaped graph, 1x3x224x224 float32 requests) and BERT-base (12 layers, hidden 768, 12 heads, FF 3072,
 vocabulary 30522, opset 17 with LayerNormalization and erf GELU, int64 input_ids + attention_mask of --seq tokens,
-a 2-class head; one request = one sequence).
+a 2-class head; one request = one sequence). --models also takes the lighter ImageNet models of make_models.py
+(mobilenetv2, shufflenetv2, squeezenet11, efficientnet_b0, mnasnet10: the same 602 KB requests, a run of a few
+milliseconds on a CPU, where what serving adds weighs as it does for ResNet-50 on a GPU).
 
 For each model, concurrency (--conc, default 1,4,16,64) and dynamic batching off / on (max_batch_size 8; on:
 max_queue_delay 2 ms), both servers run with one instance (KIND_CPU, or KIND_GPU with --gpu); clients are
@@ -32,7 +34,7 @@ netrun_session_run). Also printed: Triton+netrun / Triton+Python+ORT throughput 
 
 usage: python3 tools/bench/triton_bench.py --build build [--models resnet50,bert] [--conc 1,4,16,64]
        [--requests 32] [--rounds 2] [--seq 128] [--threads 2] [--instances 2] [--gpu] [--no-python]
-       [--clients tritonclient.http,kserve] [--md out.md]
+       [--clients tritonclient.http,kserve] [--set KEY=VALUE] [--md out.md]
 Needs the Triton test requirements (tests/triton/requirements*.txt) in the interpreter running it.
 """
 import argparse
@@ -60,6 +62,7 @@ from kserve_client import KServeClient  # noqa: E402
 from triton_server import Cudart, TritonServer, stop_on_sigterm  # noqa: E402
 
 MAX_BATCH = 8
+NETRUN_SET = {}  # --set KEY=VALUE: netrun options of netrun direct and of the served netrun models alike
 
 
 # ---------------------------------------------------------------------------------------------------- models
@@ -131,22 +134,31 @@ def bert_base(seq, layers=12, hidden=768, heads=12, ff=3072, vocab=30522, positi
     return mdl
 
 
+# ImageNet classifiers of tools/bench/make_models.py (1x3x224x224 float32 in, 1000 scores out): ResNet-50, and
+# lighter ones whose run takes a few milliseconds on a CPU, as ResNet-50 does on a GPU (where what serving adds
+# to a run weighs most)
+IMAGE_MODELS = ("resnet50", "mobilenetv2", "shufflenetv2", "squeezenet11", "efficientnet_b0", "mnasnet10")
+
+
 def make_model(name, out_dir, seq):
-    path = os.path.join(out_dir, f"{name}.onnx")
-    if os.path.exists(path):
-        return path
-    if name == "resnet50":
-        import make_models
-        m, bns = make_models.resnet50(0)
-        make_models.calibrate(m, bns, 0)
-    else:
-        m = bert_base(seq)
-    onnx.save(m, path)
-    return path
+    """The model's ONNX file (built once into out_dir) and its outputs {name: dims without the batch}."""
+    path = os.path.join(out_dir, f"{name}.onnx" if name in IMAGE_MODELS else f"bert_base_s{seq}.onnx")
+    if not os.path.exists(path):
+        if name in IMAGE_MODELS:
+            import make_models
+            m, bns = getattr(make_models, name)(0)
+            make_models.calibrate(m, bns, 0)
+        else:
+            m = bert_base(seq)
+        onnx.save(m, path)
+    if name not in IMAGE_MODELS:
+        return path, {"logits": [2]}
+    out = onnx.load(path, load_external_data=False).graph.output[0].name
+    return path, {out: [1000]}
 
 
 def feeds_for(name, seq, rng):
-    if name == "resnet50":
+    if name in IMAGE_MODELS:
         return {"input": rng.standard_normal((1, 3, 224, 224)).astype(np.float32)}
     ids = rng.integers(0, 30522, (1, seq)).astype(np.int64)
     mask = np.ones((1, seq), np.int64)
@@ -207,6 +219,8 @@ def write_model(repo, mname, backend, onnx_path, feeds, outputs, batching, insta
     cfg += f'parameters {{ key: "threads" value: {{ string_value: "{threads}" }} }}\n'
     if backend == "netrun":  # every batch size the batcher forms is planned at load, not in the timed requests
         cfg += 'parameters { key: "warmup" value: { string_value: "all" } }\n'
+        for k, v in NETRUN_SET.items():
+            cfg += f'parameters {{ key: "{k}" value: {{ string_value: "{v}" }} }}\n'
     if backend == "python":
         with open(os.path.join(d, "1", "model.py"), "w") as f:
             f.write(PY_MODEL)
@@ -283,7 +297,7 @@ def percentile(xs, p):
 def direct_netrun(lib, onnx_path, feeds, threads, n, backends):
     from netrun_ctypes import Netrun
     nr = Netrun(lib)
-    with nr.session(onnx_path, backends=backends, threads=threads) as s:
+    with nr.session(onnx_path, backends=backends, threads=threads, options=NETRUN_SET) as s:
         for _ in range(3):
             s.run(feeds)
         lat = []
@@ -430,7 +444,7 @@ def paired(lib, url, model, onnx_path, feeds, threads, n, backends, out_names, o
         return {k: (int(v["count"]), int(v["ns"])) for k, v in st.items() if isinstance(v, dict) and "ns" in v}
 
     try:
-        with Netrun(lib).session(onnx_path, backends=backends, threads=threads) as s:
+        with Netrun(lib).session(onnx_path, backends=backends, threads=threads, options=NETRUN_SET) as s:
             for _ in range(3):
                 want = s.run(feeds)
                 got = call()
@@ -519,10 +533,19 @@ def main():
     ap.add_argument("--clients", default="tritonclient.http,kserve",
                     help="clients of the concurrency-1 comparison: tritonclient.http (the official Python client), "
                          "kserve (tools/bench/kserve_client.py, the same protocol with less Python per request)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a netrun option for netrun direct and the served netrun models alike (repeatable), e.g. "
+                         "cpu.spin_us=0: on a machine with few cores the idle spin of one process's CPU workers "
+                         "slows the other's run in the alternated comparison")
     ap.add_argument("--md", help="also write the table as Markdown here")
     ap.add_argument("--json", help="write every number as JSON here")
     a = ap.parse_args()
     stop_on_sigterm()
+    for kv in a.set:
+        k, eq, v = kv.partition("=")
+        if not eq or "." not in k:
+            sys.exit(f"--set {kv}: KEY=VALUE with a netrun option key (it has a dot)")
+        NETRUN_SET[k] = v
     backend_dir = os.path.join(a.build, "lib", "triton", "netrun")
     lib = os.path.join(a.build, "lib", "libnetrun.so")
     model_dir = a.model_dir or os.path.join(a.build, "bench-models")
@@ -539,13 +562,13 @@ def main():
     stamp = datetime.date.today().isoformat()
     machine = f"{platform.node()}, {os.cpu_count()} cores, {platform.processor() or platform.machine()}"
     load0 = os.getloadavg()[0]
-    print(f"# triton_bench {stamp} on {machine}; threads {a.threads}; {kind}; load average {load0:.1f}", flush=True)
+    print(f"# triton_bench {stamp} on {machine}; threads {a.threads}; {kind}; load average {load0:.1f}"
+          + (f"; netrun options {NETRUN_SET}" if NETRUN_SET else ""), flush=True)
     for name in [m for m in a.models.split(",") if m]:
-        if name not in ("resnet50", "bert"):
-            sys.exit(f"unknown model {name}: resnet50 or bert")
-        path = make_model("resnet50" if name == "resnet50" else f"bert_base_s{a.seq}", model_dir, a.seq)
+        if name not in IMAGE_MODELS + ("bert",):
+            sys.exit(f"unknown model {name}: bert or one of {', '.join(IMAGE_MODELS)}")
+        path, outputs = make_model(name, model_dir, a.seq)
         feeds = feeds_for(name, a.seq, rng)
-        outputs = {"fc": [1000]} if name == "resnet50" else {"logits": [2]}
         n_direct = max(a.requests, 10)
         direct = {"nr": None, "ort": None}
 
@@ -649,7 +672,8 @@ def main():
             results[(name, "ort_direct", None, 1)] = d_ort
     # ---- table and ratios ----
     lines = [f"Machine: {machine}; {stamp}; threads per instance {a.threads}; {kind}; max_batch_size {MAX_BATCH}; "
-             f"1-minute load average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end.",
+             f"1-minute load average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
+             + (f"; netrun options {NETRUN_SET}." if NETRUN_SET else "."),
              "", "| model | path | dyn. batching | concurrency | req/s | p50 ms | p99 ms |", "|---|---|---|---|---|---|---|"]
     for name, label, b, c, r in rows:
         lines.append(f"| {name} | {label} | {b} | {c} | {r['throughput']:.2f} | {r['p50']:.2f} | {r['p99']:.2f} |")
