@@ -26,7 +26,12 @@ _NP = {v: k for k, v in _DTYPES.items()}
 
 
 class KServeError(RuntimeError):
-    pass
+    """status: the HTTP status of an error the server answered (the connection stays usable), else None (a broken
+    connection or response: the next request opens a new connection)."""
+
+    def __init__(self, msg, status=None):
+        super().__init__(msg)
+        self.status = status
 
 
 class KServeClient:
@@ -91,8 +96,12 @@ class KServeClient:
         try:
             self._send(parts)
             return self._receive(outputs)
-        except (OSError, KServeError):
-            self.close()  # a broken or desynchronised connection is not reused
+        except KServeError as e:
+            if e.status is None:
+                self.close()  # a desynchronised connection is not reused
+            raise
+        except OSError:
+            self.close()
             raise
 
     def _send(self, parts):
@@ -169,7 +178,7 @@ class KServeClient:
         jlen = int(fields.get("inference-header-content-length", length))
         info = json.loads(bytes(buf[start:start + jlen]))
         if status != 200:
-            raise KServeError(f"[{status}] {info.get('error', info)}")
+            raise KServeError(f"[{status}] {info.get('error', info)}", status)
         res, off = {}, start + jlen
         for o in info.get("outputs", []):
             p = o.get("parameters", {})
