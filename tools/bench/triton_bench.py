@@ -334,66 +334,60 @@ def served_call(url, model, feeds, out_names, out_shapes, client="tritonclient.h
     out_sizes = [int(np.prod(out_shapes[o])) * 4 for o in out_names]  # float32 outputs
     in_bytes = sum(v.nbytes for v in feeds.values())
     tag = f"nrb{os.getpid()}_{next(_REGION_IDS)}"  # regions of several calls live side by side
+    rin, rout = tag + "_in", tag + "_out"
+    if mem:  # the inputs one after the other in one region, the outputs likewise in another
+        off = 0
+        for k, v in feeds.items():
+            regions[k] = (rin, v.nbytes, off)
+            off += v.nbytes
+        off = 0
+        for name, size in zip(out_names, out_sizes):
+            out_regions[name] = (rout, size, off)
+            off += size
     if mem == "cuda":
         import base64
         rt = Cudart()
         d_in = rt.malloc(in_bytes)
         d_out = rt.malloc(sum(out_sizes))
-        off = 0
         for k, v in feeds.items():
             v = np.ascontiguousarray(v)
-            rt.memcpy(d_in + off, v.ctypes.data, v.nbytes, 1)
-            regions[k] = (tag + "_cin", v.nbytes, off)
-            off += v.nbytes
-        ctl.register_cuda_shared_memory(tag + "_cin", base64.b64encode(rt.ipc_handle(d_in)).decode(), 0, in_bytes)
-        ctl.register_cuda_shared_memory(tag + "_cout", base64.b64encode(rt.ipc_handle(d_out)).decode(), 0,
-                                        sum(out_sizes))
-        host_out = np.empty(sum(out_sizes) // 4, np.float32)
+            rt.memcpy(d_in + regions[k][2], v.ctypes.data, v.nbytes, 1)
+        ctl.register_cuda_shared_memory(rin, base64.b64encode(rt.ipc_handle(d_in)).decode(), 0, in_bytes)
+        ctl.register_cuda_shared_memory(rout, base64.b64encode(rt.ipc_handle(d_out)).decode(), 0, sum(out_sizes))
+        host_out = np.empty(sum(out_sizes), np.uint8)
 
-        def drop_cuda():
-            ctl.unregister_cuda_shared_memory(tag + "_cin")
-            ctl.unregister_cuda_shared_memory(tag + "_cout")
+        def fetch():  # the client's copy of its outputs back to the host
+            rt.memcpy(host_out.ctypes.data, d_out, host_out.nbytes, 2)
+            return host_out
+
+        def drop():
+            ctl.unregister_cuda_shared_memory(rin)
+            ctl.unregister_cuda_shared_memory(rout)
             rt.free(d_in)
             rt.free(d_out)
-        done.insert(0, drop_cuda)
-
-        def read_back():
-            rt.memcpy(host_out.ctypes.data, d_out, host_out.nbytes, 2)
-            res, o = {}, 0
-            for name, size in zip(out_names, out_sizes):
-                res[name] = host_out[o // 4:(o + size) // 4].reshape(out_shapes[name]).copy()
-                o += size
-            return res
     elif mem == "system":
         import tritonclient.utils.shared_memory as shm
-        h_in = shm.create_shared_memory_region(tag + "_in", "/" + tag + "_in", in_bytes)
-        h_out = shm.create_shared_memory_region(tag + "_out", "/" + tag + "_out", sum(out_sizes))
+        h_in = shm.create_shared_memory_region(rin, "/" + rin, in_bytes)
+        h_out = shm.create_shared_memory_region(rout, "/" + rout, sum(out_sizes))
         shm.set_shared_memory_region(h_in, [np.ascontiguousarray(v) for v in feeds.values()])
-        off = 0
-        for k, v in feeds.items():
-            regions[k] = (tag + "_in", v.nbytes, off)
-            off += v.nbytes
-        ctl.register_system_shared_memory(tag + "_in", "/" + tag + "_in", in_bytes)
-        ctl.register_system_shared_memory(tag + "_out", "/" + tag + "_out", sum(out_sizes))
+        ctl.register_system_shared_memory(rin, "/" + rin, in_bytes)
+        ctl.register_system_shared_memory(rout, "/" + rout, sum(out_sizes))
 
-        def drop_system():
-            ctl.unregister_system_shared_memory(tag + "_in")
-            ctl.unregister_system_shared_memory(tag + "_out")
+        def fetch():
+            return shm.get_contents_as_numpy(h_out, np.uint8, [sum(out_sizes)])
+
+        def drop():
+            ctl.unregister_system_shared_memory(rin)
+            ctl.unregister_system_shared_memory(rout)
             shm.destroy_shared_memory_region(h_in)
             shm.destroy_shared_memory_region(h_out)
-        done.insert(0, drop_system)
+    if mem:
+        done.insert(0, drop)
 
         def read_back():
-            res, o = {}, 0
-            for name, size in zip(out_names, out_sizes):
-                res[name] = shm.get_contents_as_numpy(h_out, np.float32, out_shapes[name], offset=o).copy()
-                o += size
-            return res
-    if mem:
-        o = 0
-        for name, size in zip(out_names, out_sizes):
-            out_regions[name] = (tag + ("_cout" if mem == "cuda" else "_out"), size, o)
-            o += size
+            raw = fetch()
+            return {o: raw[off:off + size].view(np.float32).reshape(out_shapes[o]).copy()
+                    for o, (_, size, off) in out_regions.items()}
 
     if client == "kserve":
         kc = KServeClient(url, spin=spin)
