@@ -13,11 +13,14 @@ keep-alive connection, interleaved in rounds (medians over all their requests):
                            the response body)
   kserve + shm, spin-wait  the same, polling the socket for the response instead of sleeping in recv
   tritonclient.http + shm  the official client with input and output in shared memory
+  C (kserve_floor.c)       kserve_client.py's requests sent from C (compiled here when a C compiler is found): the
+                           floor under any client, what the server and the kernel cost; + shm likewise
   --gpu: KIND_GPU instances (netrun's cuda backend) and the same with the input in CUDA shared memory
   (tritonclient.http: the output too, copied back with cudaMemcpy)
 Every response's output is checked against numpy. Per client: median client latency, the server's mean request
 time for the same requests (inference statistics 'success': from the request reaching the server core to its
-response being released; compute_input: the backend taking the inputs) and the client CPU time per request (this process, time.process_time).
+response being released; compute_input: the backend taking the inputs) and the client CPU time per request
+(time.process_time of this process; the C client's own).
 
 usage: python3 tools/bench/triton_client_bench.py --build build [--sizes 16,150528] [--requests 200] [--rounds 3]
        [--gpu]
@@ -26,6 +29,7 @@ import argparse
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -74,10 +78,11 @@ def write_repo(repo, sizes, gpu=False):
 class Clients:
     """Each client as a callable returning the output y, set up once (connections, shared-memory regions)."""
 
-    def __init__(self, srv, model, x, k, use_grpc, gpu):
+    def __init__(self, srv, model, x, k, use_grpc, gpu, floor_exe):
         import tritonclient.http as th
         self.cleanups = []
         self.calls = {}
+        self.loops = {}  # clients that run a whole round themselves: label -> f(n) -> (latencies, CPU per request), us
         shapes = {"y": [1, k]}
 
         def add(label, client, mem, spin=False):
@@ -103,11 +108,53 @@ class Clients:
             add("tritonclient.http + CUDA shm", "tritonclient.http", "cuda")
         ctl = th.InferenceServerClient(srv.url)
         self.cleanups.append(ctl.close)
+        if floor_exe:
+            self.add_floor(srv, model, x.size, k, floor_exe, ctl)
         self.stats = lambda: ctl.get_inference_statistics(model)["model_stats"][0]["inference_stats"]
+
+    def add_floor(self, srv, model, n, k, exe, ctl):
+        """kserve_floor.c: the same requests sent from C (its own input pattern, checked by itself)."""
+        import tritonclient.utils.shared_memory as shm
+        host, port = srv.url.rsplit(":", 1)
+        region = f"nr_cf_{os.getpid()}_{n}"
+        xf = ((np.arange(n) % 97) * 0.25).astype(np.float32)[None, :]
+        h = shm.create_shared_memory_region(region, "/" + region, xf.nbytes)
+        shm.set_shared_memory_region(h, [xf])
+        ctl.register_system_shared_memory(region, "/" + region, xf.nbytes)
+
+        def drop():
+            ctl.unregister_system_shared_memory(region)
+            shm.destroy_shared_memory_region(h)
+        self.cleanups.insert(0, drop)
+
+        def loop(reqs, shm_region=None):
+            args = [exe, host, port, model, str(n), str(k), str(reqs)] + ([shm_region] if shm_region else [])
+            r = subprocess.run(args, capture_output=True, text=True, timeout=600)
+            if r.returncode != 0:
+                raise RuntimeError(f"kserve_floor: {r.stderr.strip()[:300]}")
+            lines = r.stdout.split("\n")
+            cpu = [float(ln.split()[1]) for ln in lines if ln.startswith("cpu ")]
+            return [float(v) for v in lines if v and not v.startswith("cpu ")], cpu[0]
+        self.loops["C (kserve_floor.c)"] = loop
+        self.loops["C (kserve_floor.c) + shm"] = lambda reqs: loop(reqs, region)
 
     def close(self):
         for f in self.cleanups:
             f()
+
+
+def build_floor(out_dir):
+    """kserve_floor.c compiled with the machine's C compiler, or None (then its rows are left out)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        print("(C rows left out: no C compiler)")
+        return None
+    exe = os.path.join(out_dir, "kserve_floor")
+    r = subprocess.run([cc, "-O2", "-o", exe, os.path.join(HERE, "kserve_floor.c")], capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"(C rows left out: {r.stderr.strip()[:200]})")
+        return None
+    return exe
 
 
 def main():
@@ -132,8 +179,11 @@ def main():
     rng = np.random.default_rng(0)
     print(f"# triton_client_bench on {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
     try:
-        names = write_repo(repo, sizes, a.gpu)
-        with TritonServer(repo, a.backend_dir or os.path.join(a.build, "lib", "triton", "netrun"), explicit=False, grpc=use_grpc) as srv:
+        models = os.path.join(repo, "models")
+        names = write_repo(models, sizes, a.gpu)
+        floor_exe = build_floor(repo)
+        backend_dir = a.backend_dir or os.path.join(a.build, "lib", "triton", "netrun")
+        with TritonServer(models, backend_dir, explicit=False, grpc=use_grpc) as srv:
             import tritonclient.http as th
             c0 = th.InferenceServerClient(srv.url)
             t0 = time.time()
@@ -146,41 +196,51 @@ def main():
                 model, k = names[n]
                 x = rng.standard_normal((1, n)).astype(np.float32)
                 want = x[:, :k] + 1
-                cl = Clients(srv, model, x, k, use_grpc, a.gpu)
-                lat = {c: [] for c in cl.calls}
-                cpu = {c: [] for c in cl.calls}
-                server = {c: [] for c in cl.calls}
-                cin = {c: [] for c in cl.calls}
+                cl = Clients(srv, model, x, k, use_grpc, a.gpu, floor_exe)
+                labels = list(cl.calls) + list(cl.loops)
+                lat = {c: [] for c in labels}
+                cpu = {c: [] for c in labels}
+                server = {c: [] for c in labels}
+                cin = {c: [] for c in labels}
                 for c, f in cl.calls.items():  # warm-up and the check
                     for _ in range(10):
                         y = f()
                     if not np.allclose(y, want, rtol=0, atol=1e-6):
                         raise RuntimeError(f"{c}: wrong output")
+
+                def python_loop(f, reqs):
+                    out = []
+                    for _ in range(reqs):
+                        t = time.perf_counter()
+                        f()
+                        out.append((time.perf_counter() - t) * 1e6)
+                    if not np.allclose(f(), want, rtol=0, atol=1e-6):
+                        raise RuntimeError(f"{c}: wrong output")
+                    return out
                 for rnd in range(a.rounds):
-                    order = list(cl.calls) if rnd % 2 == 0 else list(cl.calls)[::-1]
+                    order = labels if rnd % 2 == 0 else labels[::-1]
                     for c in order:
-                        f = cl.calls[c]
                         s0 = cl.stats()
-                        p0 = time.process_time()
-                        for _ in range(a.requests):
-                            t = time.perf_counter()
-                            f()
-                            lat[c].append((time.perf_counter() - t) * 1e6)
-                        cpu[c].append((time.process_time() - p0) / a.requests * 1e6)
+                        if c in cl.loops:
+                            got, per = cl.loops[c](a.requests)
+                            lat[c] += got
+                            cpu[c].append(per)
+                        else:
+                            p0 = time.process_time()
+                            lat[c] += python_loop(cl.calls[c], a.requests)
+                            cpu[c].append((time.process_time() - p0) / a.requests * 1e6)
                         s1 = cl.stats()
                         for stat, into in (("success", server), ("compute_input", cin)):
                             a0, a1 = s0[stat], s1[stat]
-                            into[c].append((int(a1["ns"]) - int(a0["ns"])) / max(1, int(a1["count"]) - int(a0["count"])) / 1e3)
-                    y = f()
-                    if not np.allclose(y, want, rtol=0, atol=1e-6):
-                        raise RuntimeError(f"{c}: wrong output")
+                            into[c].append((int(a1["ns"]) - int(a0["ns"])) / max(1, int(a1["count"]) - int(a0["count"]))
+                                           / 1e3)
                 cl.close()
                 print(f"\n{model}: {n * 4} bytes in, {k * 4} bytes out; {a.rounds} rounds x {a.requests} requests per "
                       f"client (load average {os.getloadavg()[0]:.1f})")
                 print("| client | median us | p90 us | server 'success' us | of which compute_input us | outside the server us "
                       "| client CPU us |")
                 print("|---|---|---|---|---|---|---|")
-                for c in cl.calls:
+                for c in labels:
                     lt = sorted(lat[c])
                     med, sv = statistics.median(lt), statistics.median(server[c])
                     print(f"| {c} | {med:.0f} | {lt[int(len(lt) * 0.9)]:.0f} | {sv:.0f} | {statistics.median(cin[c]):.0f} | "
