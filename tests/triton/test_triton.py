@@ -436,7 +436,8 @@ def test_lean_client(checks, client, server, repo):
                 got = kc.infer("mlp", {"x": x}, ["y", "s"])
                 checks.ok(got["y"].shape == ref[0].shape and np.allclose(got["y"], ref[0], rtol=1e-5, atol=1e-5),
                           f"kserve_client (spin {spin}) mlp batch {bs}: y differs")
-                checks.ok(np.allclose(got["s"], ref[1], rtol=1e-5, atol=1e-4), f"kserve_client mlp batch {bs}: s differs")
+                checks.ok(np.allclose(got["s"], ref[1], rtol=1e-5, atol=1e-4),
+                          f"kserve_client mlp batch {bs}: s differs")
             checks.ok(list(kc.infer("mlp", {"x": x}, ["s"])) == ["s"], "kserve_client: only the output asked for")
             a, b = np.array([1, 2, 3], np.int32), np.array([10, -20, 30], np.int32)
             c = kc.infer("plain", {"a": a, "b": b}, ["c"])["c"]

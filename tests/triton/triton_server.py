@@ -57,8 +57,9 @@ def stop_on_sigterm():
 
 
 class TritonServer:
-    """tritonserver on 127.0.0.1:<free port> (HTTP only; grpc=True adds gRPC on another, `grpc_url`). Use as a context manager: the server is stopped on exit,
-    whatever happened (SIGTERM, then SIGKILL after `stop_timeout` seconds)."""
+    """tritonserver on 127.0.0.1:<free port> (HTTP only; grpc=True adds gRPC on another port, `grpc_url`). Use as a
+    context manager: the server is stopped on exit, whatever happened (SIGTERM, then SIGKILL after `stop_timeout`
+    seconds)."""
 
     def __init__(self, repo, netrun_backend_dir, python_backend=False, explicit=True, models=(), env=None,
                  extra_args=(), log_path=None, start_timeout=90, stop_timeout=30, grpc=False):

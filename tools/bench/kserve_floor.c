@@ -102,9 +102,9 @@ int main(int argc, char **argv) {
     while (jl % 8) js[jl++] = ' '; /* the tensor after it aligned, as kserve_client.py does */
     js[jl] = 0;
     long body = jl + (region ? 0 : nx * 4);
-    int hl = snprintf(head, sizeof head, "POST /v2/models/%s/infer HTTP/1.1\r\nHost: %s\r\nContent-Type: "
-                      "application/octet-stream\r\nInference-Header-Content-Length: %d\r\nContent-Length: %ld\r\n\r\n%s",
-                      model, host, jl, body, js);
+    int hl = snprintf(head, sizeof head, "POST /v2/models/%s/infer HTTP/1.1\r\nHost: %s\r\n"
+                      "Content-Type: application/octet-stream\r\nInference-Header-Content-Length: %d\r\n"
+                      "Content-Length: %ld\r\n\r\n%s", model, host, jl, body, js);
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     int one = 1;

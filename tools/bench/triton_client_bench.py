@@ -50,8 +50,10 @@ def slice_add_model(n):
     k = min(n, 1000)
     nodes = [helper.make_node("Slice", ["x", "st", "en", "ax"], ["s"]),
              helper.make_node("Add", ["s", "one"], ["y"])]
-    inits = [helper.make_tensor("st", TensorProto.INT64, [1], [0]), helper.make_tensor("en", TensorProto.INT64, [1], [k]),
-             helper.make_tensor("ax", TensorProto.INT64, [1], [1]), helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])]
+    inits = [helper.make_tensor("st", TensorProto.INT64, [1], [0]),
+             helper.make_tensor("en", TensorProto.INT64, [1], [k]),
+             helper.make_tensor("ax", TensorProto.INT64, [1], [1]),
+             helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])]
     g = helper.make_graph(nodes, "slice_add", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", n])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", k])], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
@@ -67,7 +69,8 @@ def write_repo(repo, sizes, gpu=False):
         os.makedirs(d)
         onnx.save(m, os.path.join(d, "model.onnx"))
         with open(os.path.join(repo, f"slice_add_{n}", "config.pbtxt"), "w") as f:
-            f.write(f'backend: "netrun"\nmax_batch_size: 8\ninput [ {{ name: "x", data_type: TYPE_FP32, dims: [ {n} ] }} ]\n'
+            f.write(f'backend: "netrun"\nmax_batch_size: 8\n'
+                    f'input [ {{ name: "x", data_type: TYPE_FP32, dims: [ {n} ] }} ]\n'
                     f'output [ {{ name: "y", data_type: TYPE_FP32, dims: [ {k} ] }} ]\n'
                     f'instance_group [ {{ count: 1, kind: {"KIND_GPU" if gpu else "KIND_CPU"} }} ]\n'
                     'parameters { key: "threads" value: { string_value: "1" } }\n')
@@ -249,15 +252,15 @@ def measure(a, server, names, sizes, use_grpc, floor_exe, rng):
             cl.close()
             print(f"\n{model}: {n * 4} bytes in, {k * 4} bytes out; {a.rounds} rounds x {a.requests} requests per "
                   f"client (load average {os.getloadavg()[0]:.1f})")
-            print("| client | median us | p90 us | server 'success' us | of which compute_input us | outside the server us "
-                  "| client CPU us |")
+            print("| client | median us | p90 us | server 'success' us | of which compute_input us "
+                  "| outside the server us | client CPU us |")
             print("|---|---|---|---|---|---|---|")
             for c in labels:
                 lt = sorted(lat[c])
                 med, sv = statistics.median(lt), statistics.median(handled[c])
-                print(f"| {c} | {med:.0f} | {lt[int(len(lt) * 0.9)]:.0f} | {sv:.0f} | {statistics.median(cin[c]):.0f} | "
-                      f"{med - sv:.0f} | "
-                      f"{statistics.median(cpu[c]):.0f} |", flush=True)
+                print(f"| {c} | {med:.0f} | {lt[int(len(lt) * 0.9)]:.0f} | {sv:.0f} | "
+                      f"{statistics.median(cin[c]):.0f} | {med - sv:.0f} | {statistics.median(cpu[c]):.0f} |",
+                      flush=True)
     return 0
 
 
