@@ -2,11 +2,12 @@
 tensor extension (`Inference-Header-Content-Length`), nothing but the Python standard library and numpy.
 
 Why it exists: a request through `tritonclient.http` costs its caller about 100 us of Python for a tiny tensor and
-350-500 us for a 602 KB image on a 2-core Xeon VM (its per-tensor objects, JSON built and parsed per request,
+300-400 us for a 602 KB image on a 2-core Xeon VM (its per-tensor objects, JSON built and parsed per request,
 gevent's HTTP client, the tensors copied into one body); tools/bench/triton_client_bench.py measures it. This
 client builds the JSON header once per set of input shapes (padded so that the tensors after it are aligned),
 sends it and the input arrays' own buffers with one sendmsg (scatter-gather, no copy into a body) and reads the
-response into a buffer it keeps: 25-30 us of Python for a tiny tensor, 100-140 us for the image. The request is an
+response into a buffer it keeps: 22-25 us of Python for a tiny tensor, 95-200 us for the image (docs/triton.md,
+"Clients"). The request is an
 ordinary inference request to tritonserver's HTTP front end, which any HTTP library could send.
 
     c = KServeClient("127.0.0.1:8000")
