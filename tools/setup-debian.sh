@@ -20,7 +20,7 @@ if [ "${1:-}" = "--tests" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check -r tests/triton/requirements.txt
   .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -r tests/triton/requirements-server.txt
 fi
-# --bench (second argument, after --tests): also the CPU benchmark's OpenCV (tools/bench/requirements.txt)
+# --bench (second argument, after --tests): also the CPU benchmark's OpenCV and the Triton client benchmark's grpcio (tools/bench/requirements.txt)
 if [ "${1:-}" = "--tests" ] && [ "${2:-}" = "--bench" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check -r tools/bench/requirements.txt
 fi

@@ -228,7 +228,10 @@ static netrun_session *run_group(nt_instance *in, nt_req *qs, nt_in *ins, uint32
             }
             data = in->stage[i];
         }
-        netrun_status st = netrun_session_set_input(s, t->name, t->dtype, rank, dims, data, bytes);
+        /* bound, not copied: netrun reads the request's buffer (or the gathered stage) in place during the run,
+         * and both stay valid until the outputs are written; every run binds its inputs again. A buffer that is not
+         * aligned to its element size (a tensor after a JSON header in an HTTP body) is still copied by netrun. */
+        netrun_status st = netrun_session_bind_input(s, t->name, t->dtype, rank, dims, data, bytes);
         if (st != NETRUN_OK) {
             *err = nt_error(code_of(st), "model '%s': %s", m->name, netrun_session_error(s));
             nt_instance_drop_session(in, s);

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The netrun backend inside a real tritonserver (from the pinned nvidia-pytriton wheel), driven over HTTP with
 tritonclient: outputs against onnxruntime, 8 concurrent clients x 200 requests through the dynamic batcher, bad
-requests and bad models answered with errors while the server stays healthy, unload and reload, auto-complete.
+requests and bad models answered with errors while the server stays healthy, unload and reload, auto-complete,
+and the benchmarks' lean client (tools/bench/kserve_client.py).
 
 usage: test_triton.py --backend-dir BUILD/lib/triton/netrun [--kind cpu|gpu] [--only NAME,...] [--clients 8]
        [--requests 200] [--keep DIR]
@@ -415,7 +416,67 @@ def test_cuda_shm(checks, client, repo):
         rt.free(dy)
 
 
-TESTS = ["correctness", "autocomplete", "concurrency", "ragged", "errors", "bad_models", "unload_reload", "cuda_shm"]
+def test_lean_client(checks, client, server, repo):
+    """tools/bench/kserve_client.py, the benchmarks' lean client: outputs against onnxruntime over one keep-alive
+    connection (new data each request, a new header per shape, several inputs and types, only the outputs asked
+    for), an error answer that leaves the connection usable, an input in system shared memory, spin-wait."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                    "tools", "bench"))
+    import tritonclient.utils.shared_memory as shm
+    from kserve_client import KServeClient, KServeError
+
+    rng = np.random.default_rng(5)
+    mlp = ort_session(repo, "mlp")
+    for spin in (False, True):
+        kc = KServeClient(server.url, spin=spin)
+        try:
+            for bs in (1, 1, 3, 1):
+                x = rng.standard_normal((bs, 16)).astype(np.float32)
+                ref = mlp.run(None, {"x": x})
+                got = kc.infer("mlp", {"x": x}, ["y", "s"])
+                checks.ok(got["y"].shape == ref[0].shape and np.allclose(got["y"], ref[0], rtol=1e-5, atol=1e-5),
+                          f"kserve_client (spin {spin}) mlp batch {bs}: y differs")
+                checks.ok(np.allclose(got["s"], ref[1], rtol=1e-5, atol=1e-4),
+                          f"kserve_client mlp batch {bs}: s differs")
+            checks.ok(list(kc.infer("mlp", {"x": x}, ["s"])) == ["s"], "kserve_client: only the output asked for")
+            a, b = np.array([1, 2, 3], np.int32), np.array([10, -20, 30], np.int32)
+            c = kc.infer("plain", {"a": a, "b": b}, ["c"])["c"]
+            checks.ok(c.dtype == np.int32 and (c == a + b).all(), f"kserve_client plain: {c}")
+            for t in (5, 9):
+                ids = rng.integers(0, 50, (2, t)).astype(np.int64)
+                checks.ok(np.allclose(kc.infer("seq", {"ids": ids}, ["pooled"])["pooled"],
+                                      ort_session(repo, "seq").run(None, {"ids": ids})[0], rtol=1e-5, atol=1e-6),
+                          f"kserve_client seq length {t} differs")
+            try:
+                kc.infer("mlp", {"x": np.zeros((1, 15), np.float32)}, ["y"])
+                checks.ok(False, "kserve_client: a wrong shape gave no error")
+            except KServeError as e:
+                checks.ok(e.status == 400 and "shape" in str(e).lower(), f"kserve_client: error '{e}'")
+            checks.ok(kc.sock is not None, "kserve_client: the connection was dropped after an error answer")
+            x = rng.standard_normal((2, 16)).astype(np.float32)
+            checks.ok(np.allclose(kc.infer("mlp", {"x": x}, ["y"])["y"], mlp.run(None, {"x": x})[0], rtol=1e-5,
+                                  atol=1e-5), "kserve_client: a request after an error differs")
+        finally:
+            kc.close()
+    name = f"netrun_test_{os.getpid()}"
+    x = rng.standard_normal((3, 16)).astype(np.float32)
+    h = shm.create_shared_memory_region(name, "/" + name, x.nbytes)
+    try:
+        shm.set_shared_memory_region(h, [x])
+        client.register_system_shared_memory(name, "/" + name, x.nbytes)
+        kc = KServeClient(server.url)
+        got = kc.infer("mlp", {"x": x}, ["y"], shm_inputs={"x": (name, x.nbytes, 0)})["y"]
+        kc.close()
+        checks.ok(np.allclose(got, mlp.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5),
+                  "kserve_client: an input in system shared memory differs")
+        client.unregister_system_shared_memory(name)
+    finally:
+        shm.destroy_shared_memory_region(h)
+    print("  kserve_client: body and shared-memory inputs, several types and shapes, an error, spin-wait")
+
+
+TESTS = ["correctness", "autocomplete", "concurrency", "ragged", "errors", "bad_models", "unload_reload",
+         "lean_client", "cuda_shm"]
 GOOD = ["mlp", "cnn", "seq", "plain", "clash"]
 
 
@@ -479,6 +540,8 @@ def main():
                     test_bad_models(checks, client, server)
                 elif t == "unload_reload":
                     test_unload_reload(checks, client, server)
+                elif t == "lean_client":
+                    test_lean_client(checks, client, server, repo)
                 elif t == "cuda_shm":
                     if a.kind == "gpu":
                         test_cuda_shm(checks, client, repo)

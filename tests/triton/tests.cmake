@@ -29,3 +29,11 @@ if(NETRUN_TRITON AND TARGET triton_netrun)
   set_tests_properties(triton.backend_fake_server PROPERTIES TIMEOUT 120 LABELS triton
     ENVIRONMENT "NETRUN_BACKEND_PATH=${NETRUN_BACKEND_OUTPUT_DIR}")
 endif()
+# tools/bench/triton_client_bench.py in a few requests (every client's output checked; the C client compiled with
+# the machine's compiler): keeps the benchmark and tools/bench/kserve_client.py working. Timings mean nothing here.
+if(NETRUN_TRITON AND Python3_EXECUTABLE AND TARGET triton_netrun)
+  add_test(NAME triton.client_bench_dry COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tools/bench/triton_client_bench.py
+    --build ${CMAKE_BINARY_DIR} --backend-dir $<TARGET_FILE_DIR:triton_netrun> --sizes 16,4096 --requests 5 --rounds 1)
+  set_tests_properties(triton.client_bench_dry PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77 LABELS triton
+    ENVIRONMENT "NETRUN_BACKEND_PATH=${NETRUN_BACKEND_OUTPUT_DIR}")
+endif()

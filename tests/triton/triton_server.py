@@ -57,11 +57,12 @@ def stop_on_sigterm():
 
 
 class TritonServer:
-    """tritonserver on 127.0.0.1:<free port> (HTTP only). Use as a context manager: the server is stopped on exit,
-    whatever happened (SIGTERM, then SIGKILL after `stop_timeout` seconds)."""
+    """tritonserver on 127.0.0.1:<free port> (HTTP only; grpc=True adds gRPC on another port, `grpc_url`). Use as a
+    context manager: the server is stopped on exit, whatever happened (SIGTERM, then SIGKILL after `stop_timeout`
+    seconds)."""
 
     def __init__(self, repo, netrun_backend_dir, python_backend=False, explicit=True, models=(), env=None,
-                 extra_args=(), log_path=None, start_timeout=90, stop_timeout=30):
+                 extra_args=(), log_path=None, start_timeout=90, stop_timeout=30, grpc=False):
         self.repo = repo
         self.netrun_dir = os.path.abspath(netrun_backend_dir)
         self.python_backend = python_backend
@@ -75,6 +76,8 @@ class TritonServer:
         self.log_path = log_path or os.path.join(self.tmp, "server.log")
         self.proc = None
         self.port = None
+        self.grpc = grpc
+        self.grpc_port = None
 
     # ---- layout ----
     def _backend_dir(self, wd):
@@ -101,8 +104,13 @@ class TritonServer:
         env.update(self.env)
         self.port = free_port()
         args = [exe, f"--model-repository={self.repo}", f"--backend-directory={self._backend_dir(wd)}",
-                "--http-address=127.0.0.1", f"--http-port={self.port}", "--allow-grpc=false",
+                "--http-address=127.0.0.1", f"--http-port={self.port}",
                 "--allow-metrics=false", "--exit-timeout-secs=10", "--log-verbose=0"]
+        if self.grpc:
+            self.grpc_port = free_port()
+            args += ["--allow-grpc=true", "--grpc-address=127.0.0.1", f"--grpc-port={self.grpc_port}"]
+        else:
+            args.append("--allow-grpc=false")
         if self.explicit:
             args.append("--model-control-mode=explicit")
             args += [f"--load-model={m}" for m in self.models]
@@ -130,6 +138,10 @@ class TritonServer:
     @property
     def url(self):
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def grpc_url(self):
+        return f"127.0.0.1:{self.grpc_port}" if self.grpc_port else None
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None and self._get("/v2/health/live") == 200

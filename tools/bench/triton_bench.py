@@ -5,29 +5,41 @@ Python backend running onnxruntime (what users of the nvidia-pytriton wheel do t
 Models (built here with onnx.helper, random weights, no download): ResNet-50 (tools/bench/make_models.py's
 torchvision-shaped graph, 1x3x224x224 float32 requests) and BERT-base (12 layers, hidden 768, 12 heads, FF 3072,
 vocabulary 30522, opset 17 with LayerNormalization and erf GELU, int64 input_ids + attention_mask of --seq tokens,
-a 2-class head; one request = one sequence).
+a 2-class head; one request = one sequence). --models also takes the lighter ImageNet models of make_models.py
+(mobilenetv2, shufflenetv2, squeezenet11, efficientnet_b0, mnasnet10: the same 602 KB requests, a run of a few
+milliseconds on a CPU, where what serving adds weighs as it does for ResNet-50 on a GPU).
 
 For each model, concurrency (--conc, default 1,4,16,64) and dynamic batching off / on (max_batch_size 8; on:
 max_queue_delay 2 ms), both servers run with one instance (KIND_CPU, or KIND_GPU with --gpu); clients are
-threads with a tritonclient HTTP client each, sending binary tensors over 127.0.0.1. netrun instances plan every
-batch size at load (parameter warmup: all). Per point: warm-up requests (2 x concurrency), then
-max(--requests, 2 x concurrency) timed requests: throughput (requests/s) and latency p50 / p99 (ms, client side).
---rounds (default 2) measures each point that many times, the paths interleaved, and keeps the round of best
-throughput (best p50 for the direct rows): on a machine shared with other work, the round least disturbed.
+threads with a client each, sending binary tensors over 127.0.0.1, through each client of --clients (every row
+names its client in brackets):
+  tritonclient.http   NVIDIA's Python client (what most users run)
+  kserve              tools/bench/kserve_client.py: the same HTTP/1.1 + binary-tensor protocol with the JSON header
+                      built once and the arrays' bytes sent as they are (a fraction of the client's Python time)
+Triton's Python backend is driven with tritonclient.http only. netrun instances plan every batch size at load
+(parameter warmup: all). Per point: warm-up requests (2 x concurrency), then max(--requests, 2 x concurrency)
+timed requests: throughput (requests/s) and latency p50 / p99 (ms, client side). --rounds (default 2) measures
+each point that many times, the paths interleaved, and keeps the round of best throughput (best p50 for the direct
+rows): on a machine shared with other work, the round least disturbed.
 
 Direct rows: netrun through its C API (ctypes, the same options) and onnxruntime in this process, batch 1, one
-call after another, measured between the served rounds. Paired: netrun direct and one Triton + netrun request
-alternated, 20+ times; the ratio of their medians is the measure of the goal (within 1.10), since both halves see
-the same load; and the client's latency against the server's own count of the time netrun ran
-(compute_infer, from the backend's timestamps around netrun_session_run) for the same requests. Also printed: Triton+netrun / Triton+Python+ORT throughput at every point, and with --instances a
-scaling row (netrun with N instances of threads/N each, batching off, at the highest concurrency).
+call after another, measured between the served rounds. Paired ("what serving adds at concurrency 1"): netrun
+direct and one Triton + netrun request alternated, 20+ times, for each client with the tensors in the HTTP body,
+then in system shared memory, then (--gpu) in CUDA shared memory, and (--gpu) the kserve client polling its socket
+instead of sleeping; the ratio of their medians is the measure of the goal (within 1.10), since both halves see
+the same load; each variant's served outputs are checked against netrun direct's; and the server's own split of
+the same requests (success = its whole handling; compute_infer from the backend's timestamps around
+netrun_session_run). Also printed: Triton+netrun / Triton+Python+ORT throughput at every point, and with
+--instances a scaling row (netrun with N instances of threads/N each, batching off, at the highest concurrency).
 
 usage: python3 tools/bench/triton_bench.py --build build [--models resnet50,bert] [--conc 1,4,16,64]
-       [--requests 32] [--rounds 2] [--seq 128] [--threads 2] [--instances 2] [--gpu] [--no-python] [--md out.md]
+       [--requests 32] [--rounds 2] [--seq 128] [--threads 2] [--instances 2] [--gpu] [--no-python]
+       [--clients tritonclient.http,kserve] [--set KEY=VALUE] [--md out.md]
 Needs the Triton test requirements (tests/triton/requirements*.txt) in the interpreter running it.
 """
 import argparse
 import datetime
+import itertools
 import json
 import os
 import platform
@@ -46,9 +58,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "triton"))
+from kserve_client import KServeClient  # noqa: E402
 from triton_server import Cudart, TritonServer, stop_on_sigterm  # noqa: E402
 
 MAX_BATCH = 8
+NETRUN_SET = {}  # --set KEY=VALUE: netrun options of netrun direct and of the served netrun models alike
 
 
 # ---------------------------------------------------------------------------------------------------- models
@@ -120,22 +134,31 @@ def bert_base(seq, layers=12, hidden=768, heads=12, ff=3072, vocab=30522, positi
     return mdl
 
 
+# ImageNet classifiers of tools/bench/make_models.py (1x3x224x224 float32 in, 1000 scores out): ResNet-50, and
+# lighter ones whose run takes a few milliseconds on a CPU, as ResNet-50 does on a GPU (where what serving adds
+# to a run weighs most)
+IMAGE_MODELS = ("resnet50", "mobilenetv2", "shufflenetv2", "squeezenet11", "efficientnet_b0", "mnasnet10")
+
+
 def make_model(name, out_dir, seq):
-    path = os.path.join(out_dir, f"{name}.onnx")
-    if os.path.exists(path):
-        return path
-    if name == "resnet50":
-        import make_models
-        m, bns = make_models.resnet50(0)
-        make_models.calibrate(m, bns, 0)
-    else:
-        m = bert_base(seq)
-    onnx.save(m, path)
-    return path
+    """The model's ONNX file (built once into out_dir) and its outputs {name: dims without the batch}."""
+    path = os.path.join(out_dir, f"{name}.onnx" if name in IMAGE_MODELS else f"bert_base_s{seq}.onnx")
+    if not os.path.exists(path):
+        if name in IMAGE_MODELS:
+            import make_models
+            m, bns = getattr(make_models, name)(0)
+            make_models.calibrate(m, bns, 0)
+        else:
+            m = bert_base(seq)
+        onnx.save(m, path)
+    if name not in IMAGE_MODELS:
+        return path, {"logits": [2]}
+    out = onnx.load(path, load_external_data=False).graph.output[0].name
+    return path, {out: [1000]}
 
 
 def feeds_for(name, seq, rng):
-    if name == "resnet50":
+    if name in IMAGE_MODELS:
         return {"input": rng.standard_normal((1, 3, 224, 224)).astype(np.float32)}
     ids = rng.integers(0, 30522, (1, seq)).astype(np.int64)
     mask = np.ones((1, seq), np.int64)
@@ -196,6 +219,8 @@ def write_model(repo, mname, backend, onnx_path, feeds, outputs, batching, insta
     cfg += f'parameters {{ key: "threads" value: {{ string_value: "{threads}" }} }}\n'
     if backend == "netrun":  # every batch size the batcher forms is planned at load, not in the timed requests
         cfg += 'parameters { key: "warmup" value: { string_value: "all" } }\n'
+        for k, v in NETRUN_SET.items():
+            cfg += f'parameters {{ key: "{k}" value: {{ string_value: "{v}" }} }}\n'
     if backend == "python":
         with open(os.path.join(d, "1", "model.py"), "w") as f:
             f.write(PY_MODEL)
@@ -205,26 +230,29 @@ def write_model(repo, mname, backend, onnx_path, feeds, outputs, batching, insta
 
 
 # ---------------------------------------------------------------------------------------------------- load
-def drive(url, model, feeds, conc, n_warm, n_timed, out_names):
+def drive(url, model, feeds, conc, n_warm, n_timed, out_names, client="tritonclient.http"):
+    """conc client threads, each with its own connection, sending requests until n_timed are done (after n_warm)."""
     import tritonclient.http as th
     from tritonclient.utils import np_to_triton_dtype
 
     lock = threading.Lock()
     state = {"left": n_warm, "lat": [], "err": []}
 
-    def make_inputs():
+    def make_call():
+        if client == "kserve":
+            kc = KServeClient(url)
+            return (lambda: kc.infer(model, feeds, out_names)), kc.close
         ins = []
         for k, v in feeds.items():
             t = th.InferInput(k, list(v.shape), np_to_triton_dtype(v.dtype))
             t.set_data_from_numpy(v, binary_data=True)
             ins.append(t)
-        return ins
-
-    outs = [th.InferRequestedOutput(o, binary_data=True) for o in out_names]
+        outs = [th.InferRequestedOutput(o, binary_data=True) for o in out_names]
+        cl = th.InferenceServerClient(url, connection_timeout=300, network_timeout=300)
+        return (lambda: cl.infer(model, ins, outputs=outs)), cl.close
 
     def worker(record):
-        cl = th.InferenceServerClient(url, connection_timeout=300, network_timeout=300)
-        ins = make_inputs()
+        call, close = make_call()
         try:
             while True:
                 with lock:
@@ -232,7 +260,7 @@ def drive(url, model, feeds, conc, n_warm, n_timed, out_names):
                         return
                     state["left"] -= 1
                 t0 = time.perf_counter()
-                cl.infer(model, ins, outputs=outs)
+                call()
                 dt = (time.perf_counter() - t0) * 1e3
                 if record:
                     with lock:
@@ -241,7 +269,7 @@ def drive(url, model, feeds, conc, n_warm, n_timed, out_names):
             with lock:
                 state["err"].append(str(e))
         finally:
-            cl.close()
+            close()
 
     for record, n in ((False, n_warm), (True, n_timed)):
         state["left"] = n
@@ -269,7 +297,7 @@ def percentile(xs, p):
 def direct_netrun(lib, onnx_path, feeds, threads, n, backends):
     from netrun_ctypes import Netrun
     nr = Netrun(lib)
-    with nr.session(onnx_path, backends=backends, threads=threads) as s:
+    with nr.session(onnx_path, backends=backends, threads=threads, options=NETRUN_SET) as s:
         for _ in range(3):
             s.run(feeds)
         lat = []
@@ -281,115 +309,171 @@ def direct_netrun(lib, onnx_path, feeds, threads, n, backends):
     return {"throughput": 1e3 / statistics.mean(lat), "p50": percentile(lat, 50), "p99": percentile(lat, 99), "n": n}
 
 
-def shm_tensors(th, feeds, out_names, out_sizes, in_region, out_region):
-    """Inputs and requested outputs that name consecutive ranges of two registered shared-memory regions."""
-    from tritonclient.utils import np_to_triton_dtype
-    ins, outs, off = [], [], 0
-    for k, v in feeds.items():
-        t = th.InferInput(k, list(v.shape), np_to_triton_dtype(v.dtype))
-        t.set_shared_memory(in_region, v.nbytes, offset=off)
-        ins.append(t)
-        off += v.nbytes
-    off = 0
-    for o, size in zip(out_names, out_sizes):
-        r = th.InferRequestedOutput(o, binary_data=True)
-        r.set_shared_memory(out_region, size, offset=off)
-        outs.append(r)
-        off += size
-    return ins, outs
+_REGION_IDS = itertools.count()
+CLIENTS = ("tritonclient.http", "kserve")  # the official Python client; tools/bench/kserve_client.py
 
 
-def paired(lib, url, model, onnx_path, feeds, threads, n, backends, out_names, out_shapes=None, cuda=False):
-    """netrun direct and Triton + netrun (concurrency 1) alternated request by request, so that both see the same
-    load from whatever else runs on the machine: the fairest measure of what serving adds to one inference.
-    out_shapes given: tensors travel through system shared memory (Triton's protocol for a client on the same
-    host) instead of the HTTP body, inputs and outputs alike; the client still reads the outputs back. cuda: the
-    same in CUDA shared memory (GPU buffers of the client: with netrun's device inputs the backend reads the input
-    where it lies); the client copies the outputs to the host."""
+def served_call(url, model, feeds, out_names, out_shapes, client="tritonclient.http", mem=None, spin=False):
+    """One way of sending a request, set up once: returns (call, cleanup); call() sends the request and returns the
+    outputs as host arrays {name: ndarray}.
+    client: "tritonclient.http" (the official client, binary tensors) or "kserve" (kserve_client.py: the same
+    HTTP/1.1 + binary-tensor protocol, the JSON header built once, the arrays' bytes sent as they are).
+    mem: None (tensors in the HTTP body), "system" (system shared memory: Triton's protocol for a client on the same
+    host) or "cuda" (CUDA shared memory: a GPU buffer of the client; with netrun's device inputs the backend reads
+    the input where it lies). tritonclient puts inputs and outputs in the regions and reads the outputs back
+    from there (a cudaMemcpy for CUDA); kserve puts the inputs there and takes the outputs in the response body
+    (a classifier's output is a few KB: no region to read back, no GPU copy).
+    spin: kserve waits for the response by polling its socket instead of sleeping in recv."""
     import tritonclient.http as th
     from tritonclient.utils import np_to_triton_dtype
 
-    from netrun_ctypes import Netrun
-    cl = th.InferenceServerClient(url, network_timeout=300)
-    ins, regions, read_back = [], [], None
-    if out_shapes is None and not cuda:
+    ctl = th.InferenceServerClient(url, network_timeout=300)  # requests (tritonclient) and region registration
+    done = [ctl.close]
+    regions = {}  # input name -> (region, bytes, offset)
+    out_regions = {}
+    out_sizes = [int(np.prod(out_shapes[o])) * 4 for o in out_names]  # float32 outputs
+    in_bytes = sum(v.nbytes for v in feeds.values())
+    tag = f"nrb{os.getpid()}_{next(_REGION_IDS)}"  # regions of several calls live side by side
+    rin, rout = tag + "_in", tag + "_out"
+    if mem:  # the inputs one after the other in one region, the outputs likewise in another
+        off = 0
         for k, v in feeds.items():
-            t = th.InferInput(k, list(v.shape), np_to_triton_dtype(v.dtype))
-            t.set_data_from_numpy(v, binary_data=True)
-            ins.append(t)
-        outs = [th.InferRequestedOutput(o, binary_data=True) for o in out_names]
-    elif cuda:
+            regions[k] = (rin, v.nbytes, off)
+            off += v.nbytes
+        off = 0
+        for name, size in zip(out_names, out_sizes):
+            out_regions[name] = (rout, size, off)
+            off += size
+    if mem == "cuda":
         import base64
         rt = Cudart()
-        in_bytes = sum(v.nbytes for v in feeds.values())
-        out_sizes = [int(np.prod(out_shapes[o])) * 4 for o in out_names]
-        d_in, d_out = rt.malloc(in_bytes), rt.malloc(sum(out_sizes))
-        regions = [("cuda", rt, d_in), ("cuda", rt, d_out)]
-        off = 0
-        for v in feeds.values():
+        d_in = rt.malloc(in_bytes)
+        d_out = rt.malloc(sum(out_sizes))
+        for k, v in feeds.items():
             v = np.ascontiguousarray(v)
-            rt.memcpy(d_in + off, v.ctypes.data, v.nbytes, 1)
-            off += v.nbytes
-        cl.register_cuda_shared_memory("nr_bench_cin", base64.b64encode(rt.ipc_handle(d_in)).decode(), 0, in_bytes)
-        cl.register_cuda_shared_memory("nr_bench_cout", base64.b64encode(rt.ipc_handle(d_out)).decode(), 0,
-                                       sum(out_sizes))
-        ins, outs = shm_tensors(th, feeds, out_names, out_sizes, "nr_bench_cin", "nr_bench_cout")
-        host_out = np.empty(sum(out_sizes) // 4, np.float32)
+            rt.memcpy(d_in + regions[k][2], v.ctypes.data, v.nbytes, 1)
+        ctl.register_cuda_shared_memory(rin, base64.b64encode(rt.ipc_handle(d_in)).decode(), 0, in_bytes)
+        ctl.register_cuda_shared_memory(rout, base64.b64encode(rt.ipc_handle(d_out)).decode(), 0, sum(out_sizes))
+        host_out = np.empty(sum(out_sizes), np.uint8)
 
-        def read_back():
+        def fetch():  # the client's copy of its outputs back to the host
             rt.memcpy(host_out.ctypes.data, d_out, host_out.nbytes, 2)
-    else:
+            return host_out
+
+        def drop():
+            ctl.unregister_cuda_shared_memory(rin)
+            ctl.unregister_cuda_shared_memory(rout)
+            rt.free(d_in)
+            rt.free(d_out)
+    elif mem == "system":
         import tritonclient.utils.shared_memory as shm
-        in_bytes = sum(v.nbytes for v in feeds.values())
-        out_sizes = [int(np.prod(out_shapes[o])) * 4 for o in out_names]  # float32 outputs
-        h_in = shm.create_shared_memory_region("nr_bench_in", "/nr_bench_in", in_bytes)
-        h_out = shm.create_shared_memory_region("nr_bench_out", "/nr_bench_out", sum(out_sizes))
-        regions = [("nr_bench_in", h_in), ("nr_bench_out", h_out)]
-        shm.set_shared_memory_region(h_in, list(feeds.values()))
-        cl.register_system_shared_memory("nr_bench_in", "/nr_bench_in", in_bytes)
-        cl.register_system_shared_memory("nr_bench_out", "/nr_bench_out", sum(out_sizes))
-        ins, outs = shm_tensors(th, feeds, out_names, out_sizes, "nr_bench_in", "nr_bench_out")
+        h_in = shm.create_shared_memory_region(rin, "/" + rin, in_bytes)
+        h_out = shm.create_shared_memory_region(rout, "/" + rout, sum(out_sizes))
+        shm.set_shared_memory_region(h_in, [np.ascontiguousarray(v) for v in feeds.values()])
+        ctl.register_system_shared_memory(rin, "/" + rin, in_bytes)
+        ctl.register_system_shared_memory(rout, "/" + rout, sum(out_sizes))
+
+        def fetch():
+            return shm.get_contents_as_numpy(h_out, np.uint8, [sum(out_sizes)])
+
+        def drop():
+            ctl.unregister_system_shared_memory(rin)
+            ctl.unregister_system_shared_memory(rout)
+            shm.destroy_shared_memory_region(h_in)
+            shm.destroy_shared_memory_region(h_out)
+    if mem:
+        done.insert(0, drop)
 
         def read_back():
-            o = 0
-            for name, size in zip(out_names, out_sizes):
-                shm.get_contents_as_numpy(h_out, np.float32, out_shapes[name], offset=o).copy()
-                o += size
+            raw = fetch()
+            return {o: raw[off:off + size].view(np.float32).reshape(out_shapes[o]).copy()
+                    for o, (_, size, off) in out_regions.items()}
+
+    if client == "kserve":
+        kc = KServeClient(url, spin=spin)
+        done.insert(0, kc.close)
+
+        def call():
+            return kc.infer(model, feeds, out_names, shm_inputs=regions or None)
+    else:
+        ins = []
+        for k, v in feeds.items():
+            t = th.InferInput(k, list(v.shape), np_to_triton_dtype(v.dtype))
+            if mem:
+                t.set_shared_memory(regions[k][0], regions[k][1], offset=regions[k][2])
+            else:
+                t.set_data_from_numpy(v, binary_data=True)
+            ins.append(t)
+        outs = []
+        for o in out_names:
+            r = th.InferRequestedOutput(o, binary_data=True)
+            if mem:
+                r.set_shared_memory(out_regions[o][0], out_regions[o][1], offset=out_regions[o][2])
+            outs.append(r)
+
+        def call():
+            res = ctl.infer(model, ins, outputs=outs)
+            return read_back() if mem else {o: res.as_numpy(o) for o in out_names}
+
+    def cleanup():
+        for f in done:
+            f()
+    return call, cleanup
+
+
+def paired(lib, url, model, onnx_path, feeds, threads, n, backends, out_names, out_shapes, client="tritonclient.http",
+           mem=None, spin=False):
+    """netrun direct and Triton + netrun (concurrency 1) alternated request by request, so that both see the same
+    load from whatever else runs on the machine: the fairest measure of what serving adds to one inference.
+    client / mem / spin: how the request travels (served_call). The outputs received are checked against netrun
+    direct's. Returns (median direct ms, median served ms, the server's means of the same requests)."""
+    from netrun_ctypes import Netrun
+    call, cleanup = served_call(url, model, feeds, out_names, out_shapes, client, mem, spin)
+    import tritonclient.http as th
+    ctl = th.InferenceServerClient(url, network_timeout=300)
     d, t = [], []
 
     def stats():
-        st = cl.get_inference_statistics(model)["model_stats"][0]["inference_stats"]
+        st = ctl.get_inference_statistics(model)["model_stats"][0]["inference_stats"]
         return {k: (int(v["count"]), int(v["ns"])) for k, v in st.items() if isinstance(v, dict) and "ns" in v}
 
-    with Netrun(lib).session(onnx_path, backends=backends, threads=threads) as s:
-        for _ in range(3):
-            s.run(feeds)
-            cl.infer(model, ins, outputs=outs)
-        st0 = stats()
-        for _ in range(n):
-            t0 = time.perf_counter()
-            s.run(feeds)
-            t1 = time.perf_counter()
-            cl.infer(model, ins, outputs=outs)
-            if read_back:
-                read_back()
-            t2 = time.perf_counter()
-            d.append((t1 - t0) * 1e3)
-            t.append((t2 - t1) * 1e3)
-        st1 = stats()
-    if regions and regions[0][0] == "cuda":
-        cl.unregister_cuda_shared_memory()
-        for _, rt, ptr in regions:
-            rt.free(ptr)
-    elif regions:
-        import tritonclient.utils.shared_memory as shm
-        for name, h in regions:
-            cl.unregister_system_shared_memory(name)
-            shm.destroy_shared_memory_region(h)
-    cl.close()
+    try:
+        with Netrun(lib).session(onnx_path, backends=backends, threads=threads, options=NETRUN_SET) as s:
+            for _ in range(3):
+                want = s.run(feeds)
+                got = call()
+            check_outputs(want, got, out_names, f"{client}, {mem or 'body'}")
+            st0 = stats()
+            for _ in range(n):
+                t0 = time.perf_counter()
+                s.run(feeds)
+                t1 = time.perf_counter()
+                got = call()
+                t2 = time.perf_counter()
+                d.append((t1 - t0) * 1e3)
+                t.append((t2 - t1) * 1e3)
+            st1 = stats()
+            check_outputs(s.outputs(), got, out_names, f"{client}, {mem or 'body'}")
+    finally:
+        cleanup()
+        ctl.close()
     # the server's own split of those requests (means, ms): compute_infer is netrun_session_run inside the backend
     server = {k: (st1[k][1] - st0[k][1]) / max(1, st1[k][0] - st0[k][0]) / 1e6 for k in st1 if k in st0}
     return statistics.median(d), statistics.median(t), server
+
+
+def check_outputs(want, got, out_names, what):
+    """The served outputs against netrun direct's (same model and backends; a loose bound: a GPU instance may
+    pick other algorithms than the direct session)."""
+    for w, name in zip(want, out_names):
+        g = got.get(name)
+        if g is None or g.shape != w.shape:
+            raise RuntimeError(f"{what}: output '{name}' is missing or has shape {None if g is None else g.shape}, "
+                               f"not {w.shape}")
+        err = float(np.max(np.abs(g.astype(np.float64) - w))) / max(1e-6, float(np.max(np.abs(w))))
+        if not err <= 1e-3:
+            raise RuntimeError(f"{what}: output '{name}' differs from netrun direct (max error {err:.2e} of the "
+                               "largest value)")
 
 
 def direct_ort(onnx_path, feeds, threads, n):
@@ -408,6 +492,24 @@ def direct_ort(onnx_path, feeds, threads, n):
     return {"throughput": 1e3 / statistics.mean(lat), "p50": percentile(lat, 50), "p99": percentile(lat, 99), "n": n}
 
 
+def paired_variants(a):
+    """(client, memory, spin) of each concurrency-1 comparison: every client of --clients with tensors in the body,
+    then in system shared memory, then (--gpu) CUDA shared memory; with --gpu also the lean client spin-waiting."""
+    clients = [c for c in a.clients.split(",") if c]
+    out = [(c, m, False) for m in (None, "system") + (("cuda",) if a.gpu else ()) for c in clients]
+    if a.gpu and "kserve" in clients:
+        out += [("kserve", None, True), ("kserve", "cuda", True)]
+    return out
+
+
+def variant_label(client, mem, spin):
+    where = {None: "tensors in the HTTP body", "system": "inputs in system shared memory",
+             "cuda": "inputs in CUDA shared memory"}[mem]
+    if mem and client == "tritonclient.http":
+        where = where.replace("inputs", "inputs and outputs")
+    return f"client {client}{' (spin-wait)' if spin else ''}, {where}"
+
+
 # ---------------------------------------------------------------------------------------------------- main
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -422,10 +524,22 @@ def main():
     ap.add_argument("--gpu", action="store_true", help="KIND_GPU instances, netrun backends cuda,cpu")
     ap.add_argument("--no-python", action="store_true", help="leave out Triton's Python backend + onnxruntime")
     ap.add_argument("--model-dir", default=None, help="where the ONNX models are built (kept)")
+    ap.add_argument("--clients", default="tritonclient.http,kserve",
+                    help="clients of the concurrency-1 comparison: tritonclient.http (the official Python client), "
+                         "kserve (tools/bench/kserve_client.py, the same protocol with less Python per request)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a netrun option for netrun direct and the served netrun models alike (repeatable), e.g. "
+                         "cpu.spin_us=0: on a machine with few cores the idle spin of one process's CPU workers "
+                         "slows the other's run in the alternated comparison")
     ap.add_argument("--md", help="also write the table as Markdown here")
     ap.add_argument("--json", help="write every number as JSON here")
     a = ap.parse_args()
     stop_on_sigterm()
+    for kv in a.set:
+        k, eq, v = kv.partition("=")
+        if not eq or "." not in k:
+            sys.exit(f"--set {kv}: KEY=VALUE with a netrun option key (it has a dot)")
+        NETRUN_SET[k] = v
     backend_dir = os.path.join(a.build, "lib", "triton", "netrun")
     lib = os.path.join(a.build, "lib", "libnetrun.so")
     model_dir = a.model_dir or os.path.join(a.build, "bench-models")
@@ -433,18 +547,22 @@ def main():
     kind = "KIND_GPU" if a.gpu else "KIND_CPU"
     backends = "cuda,cpu" if a.gpu else "cpu"
     concs = [int(c) for c in a.conc.split(",")]
+    clients = [c for c in a.clients.split(",") if c]
+    for c in clients:
+        if c not in CLIENTS:
+            sys.exit(f"unknown client {c}: {', '.join(CLIENTS)}")
     rng = np.random.default_rng(1)
     rows, results = [], {}
     stamp = datetime.date.today().isoformat()
     machine = f"{platform.node()}, {os.cpu_count()} cores, {platform.processor() or platform.machine()}"
     load0 = os.getloadavg()[0]
-    print(f"# triton_bench {stamp} on {machine}; threads {a.threads}; {kind}; load average {load0:.1f}", flush=True)
+    print(f"# triton_bench {stamp} on {machine}; threads {a.threads}; {kind}; load average {load0:.1f}"
+          + (f"; netrun options {NETRUN_SET}" if NETRUN_SET else ""), flush=True)
     for name in [m for m in a.models.split(",") if m]:
-        if name not in ("resnet50", "bert"):
-            sys.exit(f"unknown model {name}: resnet50 or bert")
-        path = make_model("resnet50" if name == "resnet50" else f"bert_base_s{a.seq}", model_dir, a.seq)
+        if name not in IMAGE_MODELS + ("bert",):
+            sys.exit(f"unknown model {name}: bert or one of {', '.join(IMAGE_MODELS)}")
+        path, outputs = make_model(name, model_dir, a.seq)
         feeds = feeds_for(name, a.seq, rng)
-        outputs = {"fc": [1000]} if name == "resnet50" else {"logits": [2]}
         n_direct = max(a.requests, 10)
         direct = {"nr": None, "ort": None}
 
@@ -484,6 +602,8 @@ def main():
                 for m in names.values():
                     if not cl.is_model_ready(m):
                         raise RuntimeError(f"{m} did not load:\n{srv.log_tail()}")
+                # (server path, client) of the sweep: Triton + Python + onnxruntime with the official client only
+                sweep = [("netrun", c) for c in clients] + ([("python", CLIENTS[0])] if CLIENTS[0] in clients else [])
                 for c in concs:
                     n = max(a.requests, 2 * c)
                     best = {}
@@ -493,42 +613,34 @@ def main():
                         if c == concs[0]:
                             measure_direct()
                         for batching in (False, True):
-                            for path_name in ("netrun", "python"):
+                            for path_name, client in sweep:
                                 key = (path_name, batching)
                                 if key not in names:
                                     continue
-                                r = drive(srv.url, names[key], feeds, c, c if rnd else 2 * c, n, list(outputs))
-                                label = "Triton + netrun" if path_name == "netrun" else "Triton + Python + onnxruntime"
-                                print(f"{name} c={c:<3} batching {'on ' if batching else 'off'} {label:<30} round {rnd} "
+                                r = drive(srv.url, names[key], feeds, c, c if rnd else 2 * c, n, list(outputs), client)
+                                label = ("Triton + netrun" if path_name == "netrun" else
+                                         "Triton + Python + onnxruntime") + f" [{client}]"
+                                print(f"{name} c={c:<3} batching {'on ' if batching else 'off'} {label:<50} round {rnd} "
                                       f"{r['throughput']:8.2f} req/s  p50 {r['p50']:8.2f} ms  p99 {r['p99']:8.2f} ms",
                                       flush=True)
-                                if key not in best or r["throughput"] > best[key][1]["throughput"]:
-                                    best[key] = (label, r)
+                                if (key, client) not in best or r["throughput"] > best[(key, client)][1]["throughput"]:
+                                    best[(key, client)] = (label, r)
                     for batching in (False, True):
-                        for path_name in ("netrun", "python"):
-                            if (path_name, batching) in best:
-                                label, r = best[(path_name, batching)]
+                        for path_name, client in sweep:
+                            if ((path_name, batching), client) in best:
+                                label, r = best[((path_name, batching), client)]
                                 rows.append((name, label, "on" if batching else "off", c, r))
-                                results[(name, path_name, batching, c)] = r
+                                results[(name, path_name if client == CLIENTS[0] else path_name + " " + client,
+                                         batching, c)] = r
                 if concs[0] == 1:
-                    pd, pt, sv = paired(lib, srv.url, names[("netrun", False)], path, feeds, a.threads,
-                                        max(a.requests, 20), backends, list(outputs))
-                    results[(name, "paired", None, 1)] = (pd, pt, sv)
-                    print(f"{name}: paired, median of alternated requests: netrun direct {pd:.2f} ms, Triton + netrun "
-                          f"{pt:.2f} ms, ratio {pt / pd:.3f}; server means (ms): "
-                          + ", ".join(f"{k} {v:.2f}" for k, v in sv.items()), flush=True)
                     shapes = {o: [1] + list(s) for o, s in outputs.items()}
-                    pd, pt, sv = paired(lib, srv.url, names[("netrun", False)], path, feeds, a.threads,
-                                        max(a.requests, 20), backends, list(outputs), out_shapes=shapes)
-                    results[(name, "paired_shm", None, 1)] = (pd, pt, sv)
-                    print(f"{name}: paired over shared memory: netrun direct {pd:.2f} ms, Triton + netrun {pt:.2f} ms, "
-                          f"ratio {pt / pd:.3f}", flush=True)
-                    if a.gpu:
+                    for v in paired_variants(a):
                         pd, pt, sv = paired(lib, srv.url, names[("netrun", False)], path, feeds, a.threads,
-                                            max(a.requests, 20), backends, list(outputs), out_shapes=shapes, cuda=True)
-                        results[(name, "paired_cuda", None, 1)] = (pd, pt, sv)
-                        print(f"{name}: paired over CUDA shared memory: netrun direct {pd:.2f} ms, Triton + netrun "
-                              f"{pt:.2f} ms, ratio {pt / pd:.3f}", flush=True)
+                                            max(a.requests, 20), backends, list(outputs), shapes, *v)
+                        results[(name, "paired") + v] = (pd, pt, sv)
+                        print(f"{name}: paired, {variant_label(*v)}: medians netrun direct {pd:.2f} ms, Triton + netrun "
+                              f"{pt:.2f} ms, ratio {pt / pd:.3f}; server means (ms): "
+                              + ", ".join(f"{k} {x:.2f}" for k, x in sv.items()), flush=True)
                 if ("netrun_x", False) in names:
                     c = max(concs)
                     r = None
@@ -536,7 +648,8 @@ def main():
                         x = drive(srv.url, names[("netrun_x", False)], feeds, c, c if rnd else 2 * c,
                                   max(a.requests, 2 * c), list(outputs))
                         r = x if r is None or x["throughput"] > r["throughput"] else r
-                    label = f"Triton + netrun, {a.instances} instances x {max(1, a.threads // a.instances)} threads"
+                    label = (f"Triton + netrun, {a.instances} instances x {max(1, a.threads // a.instances)} threads "
+                             f"[{CLIENTS[0]}]")
                     rows.append((name, label, "off", c, r))
                     results[(name, "netrun_x", False, c)] = r
                     print(f"{name} c={c:<3} batching off {label} {r['throughput']:8.2f} req/s  p50 {r['p50']:8.2f} ms",
@@ -553,40 +666,33 @@ def main():
             results[(name, "ort_direct", None, 1)] = d_ort
     # ---- table and ratios ----
     lines = [f"Machine: {machine}; {stamp}; threads per instance {a.threads}; {kind}; max_batch_size {MAX_BATCH}; "
-             f"1-minute load average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end.",
+             f"1-minute load average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
+             + (f"; netrun options {NETRUN_SET}." if NETRUN_SET else "."),
              "", "| model | path | dyn. batching | concurrency | req/s | p50 ms | p99 ms |", "|---|---|---|---|---|---|---|"]
     for name, label, b, c, r in rows:
         lines.append(f"| {name} | {label} | {b} | {c} | {r['throughput']:.2f} | {r['p50']:.2f} | {r['p99']:.2f} |")
     lines += ["", "| model | ratio | value | goal |", "|---|---|---|---|"]
     for name in [m for m in a.models.split(",") if m]:
         d = results.get((name, "direct", None, 1))
-        t1 = results.get((name, "netrun", False, 1))
-        pr = results.get((name, "paired", None, 1))
-        if pr:
+        for v in paired_variants(a):
+            pr = results.get((name, "paired") + v)
+            if not pr:
+                continue
             ratio = pr[1] / pr[0]
-            lines.append(f"| {name} | Triton+netrun / netrun direct, concurrency 1, requests alternated one by one "
-                         f"(medians {pr[1]:.2f} / {pr[0]:.2f} ms) | {ratio:.3f} | <= 1.10 "
+            lines.append(f"| {name} | Triton+netrun / netrun direct, concurrency 1, requests alternated one by one, "
+                         f"{variant_label(*v)} (medians {pr[1]:.2f} / {pr[0]:.2f} ms) | {ratio:.3f} | <= 1.10 "
                          f"{'met' if ratio <= 1.10 else 'NOT met'} |")
-        ps = results.get((name, "paired_shm", None, 1))
-        if ps:
-            ratio = ps[1] / ps[0]
-            lines.append(f"| {name} | the same with tensors in system shared memory (client on the same host; medians "
-                         f"{ps[1]:.2f} / {ps[0]:.2f} ms) | {ratio:.3f} | <= 1.10 {'met' if ratio <= 1.10 else 'NOT met'} |")
-        pc = results.get((name, "paired_cuda", None, 1))
-        if pc:
-            ratio = pc[1] / pc[0]
-            lines.append(f"| {name} | the same with tensors in CUDA shared memory (GPU buffers; medians {pc[1]:.2f} / "
-                         f"{pc[0]:.2f} ms; netrun direct with host tensors) | {ratio:.3f} | <= 1.10 "
-                         f"{'met' if ratio <= 1.10 else 'NOT met'} |")
-        if pr and pr[2].get("compute_infer"):
             sv = pr[2]
-            lines.append(f"| {name} | client latency / netrun run inside the server (compute_infer {sv['compute_infer']:.2f} "
-                         f"ms; compute_input {sv.get('compute_input', 0):.2f}, compute_output "
-                         f"{sv.get('compute_output', 0):.2f}, queue {sv.get('queue', 0):.2f} ms), same requests | "
-                         f"{pr[1] / sv['compute_infer']:.3f} | <= 1.10 {'met' if pr[1] / sv['compute_infer'] <= 1.10 else 'NOT met'} |")
-        if d and t1:
-            lines.append(f"| {name} | Triton+netrun p50 / netrun direct p50, concurrency 1, best rounds | "
-                         f"{t1['p50'] / d['p50']:.3f} | |")
+            if sv.get("success"):  # the server's whole handling of the same requests: the rest is HTTP and client
+                lines.append(f"| {name} | ... of which the server's handling (success {sv['success']:.2f} ms: "
+                             f"compute_infer {sv.get('compute_infer', 0):.2f}, input {sv.get('compute_input', 0):.2f}, "
+                             f"output {sv.get('compute_output', 0):.2f}, queue {sv.get('queue', 0):.2f}) / netrun "
+                             f"direct | {sv['success'] / pr[0]:.3f} | |")
+        for client in clients:
+            t1 = results.get((name, "netrun" if client == CLIENTS[0] else "netrun " + client, False, 1))
+            if d and t1:
+                lines.append(f"| {name} | Triton+netrun p50 [{client}] / netrun direct p50, concurrency 1, best rounds | "
+                             f"{t1['p50'] / d['p50']:.3f} | |")
         for c in concs:
             for b in (False, True):
                 x, y = results.get((name, "netrun", b, c)), results.get((name, "python", b, c))

@@ -9,7 +9,10 @@
 #   test_cpu.log     the same suite with KIND_CPU instances on the same server build
 #   server_gpu.log   tritonserver's log of the GPU run
 #   bench.log / bench.md   (BENCH=1) tools/bench/triton_bench.py --gpu: ResNet-50 and BERT-base, concurrency
-#                    1/4/16/64, dynamic batching off/on, Triton+netrun against netrun direct (cuda,cpu)
+#                    1/4/16/64, dynamic batching off/on, Triton+netrun against netrun direct (cuda,cpu), through
+#                    tritonclient.http and the lean kserve client (tools/bench/kserve_client.py), at concurrency 1
+#                    also with the tensors in system / CUDA shared memory; then tools/bench/triton_client_bench.py
+#                    --gpu (each client's cost on a near-empty model), appended to bench.log
 #
 # What it needs, carried from a Debian machine that has the repo set up (tools/setup-debian.sh --tests):
 #   tools/gpu/pack-triton.sh      -> build-triton-gpu-pkg/ (netrun + cuda plugin + libtriton_netrun.so, their
@@ -112,7 +115,16 @@ if [ "${BENCH:-0}" = 1 ]; then
     --md "$OUT/bench.md" ${BENCH_ARGS:-} >"$OUT/bench.log" 2>&1
   rc=$?
   [ $rc -eq 0 ] && pass "triton_bench.py --gpu (bench.md)" || fail "triton_bench.py --gpu exit $rc (see bench.log)"
-  grep -E "ratio|direct p50|<= 1.10" "$OUT/bench.md" 2>/dev/null | tee -a "$S"
+  grep -E "ratio|direct p50|<= 1.10|server's handling" "$OUT/bench.md" 2>/dev/null | tee -a "$S"
+  # where a request's time goes outside the model: each client against a near-empty model on a KIND_GPU instance
+  # (tritonclient.http, the lean kserve client, system and CUDA shared memory, spin-wait); appended to bench.log
+  say "== client overhead (triton_client_bench.py --gpu)"
+  "$PY" "$REPO/tools/bench/triton_client_bench.py" --build "$NB" --gpu --requests 300 --rounds 3 >"$OUT/client.tmp" 2>&1
+  rc=$?
+  cat "$OUT/client.tmp" >>"$OUT/bench.log"
+  grep -E "^\||bytes in" "$OUT/client.tmp" | tee -a "$S"
+  rm -f "$OUT/client.tmp"
+  [ $rc -eq 0 ] && pass "triton_client_bench.py --gpu" || fail "triton_client_bench.py --gpu exit $rc (see bench.log)"
 fi
 
 [ $fails -eq 0 ] && say "RESULT: PASS" || say "RESULT: FAIL ($fails)"
