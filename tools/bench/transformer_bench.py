@@ -345,9 +345,22 @@ def gpu_models(batch_dims=True):
                                                  torch.ones(1, seq, dtype=torch.int64)),
                 ["input_ids", "attention_mask"], {"input_ids": {0: "batch", 1: "sequence"},
                                                   "attention_mask": {0: "batch", 1: "sequence"}}))
+    class LMWithMask(torch.nn.Module):
+        """GPT-2 given its attention mask by name: without one, transformers 5.x looks for packed sequences in the
+        position ids with torch.diff, which the ONNX exporter has no symbolic for (aten::diff)"""
+
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, input_ids, attention_mask):
+            return self.m(input_ids=input_ids, attention_mask=attention_mask).logits
+
     cfg = eager(tf.GPT2Config(use_cache=False))
-    out.append(("gpt2-small", tf.GPT2LMHeadModel(cfg), (torch.randint(0, cfg.vocab_size, (1, seq)),),
-                ["input_ids"], {"input_ids": {0: "batch", 1: "sequence"}}))
+    out.append(("gpt2-small", LMWithMask(tf.GPT2LMHeadModel(cfg)), (torch.randint(0, cfg.vocab_size, (1, seq)),
+                                                                     torch.ones(1, seq, dtype=torch.int64)),
+                ["input_ids", "attention_mask"], {"input_ids": {0: "batch", 1: "sequence"},
+                                                  "attention_mask": {0: "batch", 1: "sequence"}}))
     cfg = eager(tf.ViTConfig())
     out.append(("vit-b16", tf.ViTModel(cfg), (torch.randn(1, 3, 224, 224),), ["pixel_values"],
                 {"pixel_values": {0: "batch"}}))
