@@ -37,7 +37,9 @@ typedef enum netrun_activation {
     NETRUN_ACT_ELU = 11,         /* alpha */
     NETRUN_ACT_SOFTSIGN = 12,
     NETRUN_ACT_SOFTPLUS = 13,
-    NETRUN_ACT_SWISH = 14        /* x * sigmoid(alpha * x) (SiLU for alpha = 1) */
+    NETRUN_ACT_SWISH = 14,       /* x * sigmoid(alpha * x) (SiLU for alpha = 1) */
+    NETRUN_ACT_GELU_TANH = 15    /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), Gelu approximate="tanh"
+                                  * (set on com.netrun MatMulBias only) */
 } netrun_activation;
 
 typedef struct netrun_fused_activation {
@@ -72,7 +74,10 @@ typedef struct netrun_conv_params {
     int src_scale;
 } netrun_conv_params;
 
-/* Gemm: Y = alpha * A' * B' + beta * C. */
+/* Gemm: Y = alpha * A' * B' + beta * C.
+ * Also MatMulBias (domain com.netrun, made by the graph passes from MatMul(A, B) + Add(bias) [+ activation]):
+ * Y[..., M, N] = act(A[..., M, K] B[K, N] + bias[N]), B 2-D, bias 1-D; alpha = beta = 1, has_c = 1, no transposes,
+ * activation NONE, RELU or GELU_TANH. */
 typedef struct netrun_gemm_params {
     float alpha, beta;
     int trans_a, trans_b;

@@ -86,8 +86,45 @@ static netrun_status matmul_infer(nr_layer_ctx *c, void *params) {
     return NETRUN_OK;
 }
 
+/* MatMulBias (domain com.netrun): the graph passes' MatMul(A, B) + Add(bias) [+ Relu / tanh Gelu] as one node
+ * (runtime/opt_transformer.c), never in a user's model. Attribute activation: "" (none), "Relu" or "GeluTanh". */
+static netrun_status mmbias_parse(nr_layer_ctx *c, void *params) {
+    netrun_gemm_params *p = params;
+    const char *act;
+    TRY(nr_attr_string(c, "activation", "", &act));
+    p->alpha = p->beta = 1.0f;
+    p->has_c = 1;
+    if (!strcmp(act, "Relu")) p->activation.kind = NETRUN_ACT_RELU;
+    else if (!strcmp(act, "GeluTanh")) p->activation.kind = NETRUN_ACT_GELU_TANH;
+    else if (*act) return nr_layer_error(c, "activation must be \"\", \"Relu\" or \"GeluTanh\" (got \"%s\")", act);
+    return NETRUN_OK;
+}
+
+static netrun_status mmbias_infer(nr_layer_ctx *c, void *params) {
+    (void)params;
+    if (nr_in_count(c) != 3 || !nr_in_present(c, 0) || !nr_in_present(c, 1) || !nr_in_present(c, 2))
+        return nr_layer_error(c, "needs inputs A, B and bias");
+    TRY(nr_check_dtype(c, 0, NR_DTYPES_FLOAT));
+    TRY(nr_check_same_dtype(c, 0, 1));
+    TRY(nr_check_same_dtype(c, 0, 2));
+    const netrun_value_desc *a = nr_in(c, 0), *b = nr_in(c, 1), *bias = nr_in(c, 2);
+    if (a->rank < 2 || b->rank != 2 || bias->rank != 1)
+        return nr_layer_error(c, "A must have rank >= 2, B rank 2 and bias rank 1 (got %d, %d, %d)", a->rank, b->rank,
+                              bias->rank);
+    if (a->dims[a->rank - 1] != b->dims[0] || bias->dims[0] != b->dims[1])
+        return nr_layer_error(c, "A [..., %lld], B [%lld, %lld] and bias [%lld] do not match",
+                              (long long)a->dims[a->rank - 1], (long long)b->dims[0], (long long)b->dims[1],
+                              (long long)bias->dims[0]);
+    int64_t dims[NETRUN_MAX_RANK];
+    for (int i = 0; i < a->rank - 1; i++) dims[i] = a->dims[i];
+    dims[a->rank - 1] = b->dims[1];
+    nr_out_set(c, 0, a->dtype, a->rank, dims);
+    return NETRUN_OK;
+}
+
 const nr_layer nr_layers_gemm[] = {
     {"Gemm", "", 1, sizeof(netrun_gemm_params), gemm_parse, gemm_infer, 0},
     {"MatMul", "", 1, 0, NULL, matmul_infer, 0},
+    {"MatMulBias", "com.netrun", 1, sizeof(netrun_gemm_params), mmbias_parse, mmbias_infer, 0},
     {0},
 };

@@ -4,7 +4,7 @@
  * attention, reshapes) reads and writes float32: a transformer then runs no faster in fp16 than in fp32. Here
  * connected nodes of the ops the region lists keep their values float16 in their own layout, so a transformer
  * stays float16 from its embedding to its last GEMM. A group is kept only when it holds a MatMul, Gemm or
- * Attention (a lone Add gains nothing from two Casts). Constants read by the group get float16 copies (saturated:
+ * Attention (a lone Add gains nothing from two Casts); the passes' MatMulBias counts as a MatMul. Constants read by the group get float16 copies (saturated:
  * opt_half_const); an ONNX Cast converts at each border; graph outputs keep float32 under their own names. Values
  * of the float16 NHWC region (opt_fp16.c, planned before on the same copy) are left to it. */
 #include <stdio.h>
@@ -14,7 +14,7 @@
 #include "optimize_internal.h"
 
 static int half_seed_op(const nr_node *nd) {
-    return is_op(nd, "MatMul") || is_op(nd, "Gemm") || is_op(nd, "Attention");
+    return is_op(nd, "MatMul") || is_op(nd, "Gemm") || is_op(nd, "Attention") || opt_is_matmul_bias(nd);
 }
 
 /* The dtype of value v of the copy: the session's desc for values of the original graph, else the copy's. */
@@ -38,8 +38,10 @@ int opt_half_seeds(const opt_state *o, const netrun_backend_config *cfg) {
         const netrun_region_spec *r = opt_region_on(o, cfg, n, NETRUN_REGION_FP16);
         if (!r) continue;
         const nr_node *nd = &o->g->nodes[n];
-        if (o->repl_of[n] >= 0 ? o->repls[o->repl_of[n]].kind == OPT_REPL_ATTENTION && region_lists(r, "Attention")
-                               : half_seed_op(nd) && opt_region_crosses(r, nd, nd->op_type))
+        int kind = o->repl_of[n] >= 0 ? o->repls[o->repl_of[n]].kind : -1;
+        if (kind >= 0 ? (kind == OPT_REPL_ATTENTION && region_lists(r, "Attention")) ||
+                            (kind == OPT_REPL_MATMUL_BIAS && region_lists(r, "MatMul"))
+                      : half_seed_op(nd) && opt_region_crosses(r, nd, nd->op_type))
             return 1;
     }
     return 0;
@@ -158,7 +160,9 @@ netrun_status opt_plan_half(opt_state *o, const netrun_backend_config *cfg, nr_g
             o->s->snodes[o->snode_of[n]].dynamic)
             continue;
         const netrun_region_spec *r = opt_region_on(o, cfg, n, NETRUN_REGION_FP16);
-        if (r && opt_region_crosses(r, nd, nd->op_type) && half_takes(o, cfg, r, ng, k, n)) cand[k] = 1;
+        /* the passes' MatMulBias goes where the region lists MatMul */
+        int crosses = r && (opt_is_matmul_bias(nd) ? region_lists(r, "MatMul") : opt_region_crosses(r, nd, nd->op_type));
+        if (crosses && half_takes(o, cfg, r, ng, k, n)) cand[k] = 1;
     }
     /* groups: candidates joined through the float values one writes and another reads */
     for (int k = 0; k < n_copied; k++) {

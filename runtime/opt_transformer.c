@@ -82,20 +82,26 @@ static int with_const(const opt_state *o, int n, int side, float *c) {
     return -1;
 }
 
-/* Ask node ref's backend whether it runs op (default domain) with these params, inputs and output. */
-static int backend_takes(const opt_state *o, const netrun_backend_config *cfg, int ref, const char *op, int opset,
-                         const void *params, size_t params_size, const int *ins, int n_in, int out) {
+/* Ask node ref's backend whether it runs op (of domain `domain`) with these params, inputs and output. */
+static int backend_takes_in(const opt_state *o, const netrun_backend_config *cfg, int ref, const char *domain,
+                            const char *op, int opset, const void *params, size_t params_size, const int *ins,
+                            int n_in, int out) {
     enum { MAXIN = 6 };
     netrun_value_desc id[MAXIN];
     if (n_in > MAXIN) return 0;
     for (int i = 0; i < n_in; i++) id[i] = *dsc(o, ins[i]);
     netrun_value_desc od = *dsc(o, out);
     const nr_snode *sn = &o->s->snodes[o->snode_of[ref]];
-    netrun_node_desc d = {.struct_size = sizeof d, .name = o->g->nodes[ref].name, .op_type = op, .domain = "",
+    netrun_node_desc d = {.struct_size = sizeof d, .name = o->g->nodes[ref].name, .op_type = op, .domain = domain,
                           .opset = opset, .params = params, .params_size = params_size, .n_inputs = n_in,
                           .inputs = id, .n_outputs = 1, .outputs = &od};
     char why[256] = "";
     return o->s->slots[sn->slot].api->supports(cfg, &d, why, sizeof why);
+}
+
+static int backend_takes(const opt_state *o, const netrun_backend_config *cfg, int ref, const char *op, int opset,
+                         const void *params, size_t params_size, const int *ins, int n_in, int out) {
+    return backend_takes_in(o, cfg, ref, "", op, opset, params, params_size, ins, n_in, out);
 }
 
 static int add_repl(opt_state *o, const pattern *p, const opt_repl *r) {
@@ -483,12 +489,94 @@ static int plan_attention(opt_state *o, const netrun_backend_config *cfg, int n)
     return add_repl(o, p, &r) ? 1 : -1;
 }
 
+/* ---- MatMulBias: MatMul(A[..., M, K], B[K, N]) + bias[N] [-> Relu | tanh Gelu], as exporters write Linear ----
+ * One node computes the product, the bias and the activation (a GPU backend in its GEMM's epilogue, the CPU
+ * while the product's block is in cache) instead of writing and reading the product once more per following
+ * node. An erf Gelu stays a node of its own (the GEMM epilogues backends offer compute the tanh form). */
+
+/* Uses of value v by kept nodes (a fused node reads its pattern's inputs); *user: the last such node. */
+static int kept_uses(const opt_state *o, int v, int *user) {
+    int c = 0;
+    for (int k = 0; k < o->g->n_nodes; k++) {
+        if (o->removed[k]) continue;
+        const nr_node *nd = &o->g->nodes[k];
+        const opt_repl *r = o->repl_of[k] >= 0 ? &o->repls[o->repl_of[k]] : NULL;
+        int ni = r ? r->n_in : nd->n_inputs;
+        for (int i = 0; i < ni; i++)
+            if ((r ? r->in[i] : val(o, nd->inputs[i])) == v) c++, *user = k;
+    }
+    return c;
+}
+
+/* The activation node u applies to value y alone, one MatMulBias can take (NETRUN_ACT_NONE when not one). */
+static int bias_act_of(const opt_state *o, int u, int y, int ref) {
+    if (u < 0 || o->removed[u] || o->snode_of[u] < 0 || !opt_same_slot(o, u, ref)) return NETRUN_ACT_NONE;
+    if (o->repl_of[u] >= 0) { /* a Gelu subgraph the pass above made one node */
+        const opt_repl *r = &o->repls[o->repl_of[u]];
+        return r->kind == OPT_REPL_GELU && r->approx_tanh && r->in[0] == y ? NETRUN_ACT_GELU_TANH : NETRUN_ACT_NONE;
+    }
+    if (live(o, u, "Relu", ref) && in(o, u, 0) == y) return NETRUN_ACT_RELU;
+    if (live(o, u, "Gelu", ref) && in(o, u, 0) == y) { /* the model's own Gelu (opset 20) */
+        const netrun_unary_params *up = o->s->snodes[o->snode_of[u]].params;
+        if (up && up->approximate_tanh) return NETRUN_ACT_GELU_TANH;
+    }
+    return NETRUN_ACT_NONE;
+}
+
+/* Add node n. 1 planned, 2 planned taking a Gelu the pass above had made, 0 not, -1 out of memory. */
+static int plan_matmul_bias(opt_state *o, const netrun_backend_config *cfg, int n, int *act_taken) {
+    if (!live(o, n, "Add", -1) || o->g->nodes[n].n_inputs != 2) return 0;
+    int y = out0(o, n);
+    if (val(o, y) != y) return 0;
+    for (int side = 0; side < 2; side++) {
+        int mm = single(o, in(o, n, side), "MatMul", n, n), bias = in(o, n, 1 - side);
+        if (mm < 0 || bias < 0 || o->g->nodes[mm].n_inputs != 2) continue;
+        int a = in(o, mm, 0), b = in(o, mm, 1);
+        if (a < 0 || b < 0) continue;
+        const netrun_value_desc *ad = dsc(o, a), *bd = dsc(o, b), *cd = dsc(o, bias);
+        if ((ad->dtype != NETRUN_DTYPE_FLOAT && ad->dtype != NETRUN_DTYPE_FLOAT16) || bd->dtype != ad->dtype ||
+            cd->dtype != ad->dtype || ad->rank < 2 || bd->rank != 2 || cd->rank != 1 || bd->dims[1] <= 0 ||
+            cd->dims[0] != bd->dims[1] || !same_dims(dsc(o, out0(o, mm)), dsc(o, y)))
+            continue; /* the bias broadcasts along N only: Y keeps the product's shape */
+        int u = -1, act = o->pinned[y] || kept_uses(o, y, &u) != 1 ? NETRUN_ACT_NONE : bias_act_of(o, u, y, n);
+        netrun_gemm_params gp;
+        memset(&gp, 0, sizeof gp);
+        gp.alpha = gp.beta = 1.0f;
+        gp.has_c = 1;
+        int ins[3] = {a, b, bias};
+        for (;; act = NETRUN_ACT_NONE) { /* with the activation, else without */
+            int made = act != NETRUN_ACT_NONE && o->repl_of[u] >= 0;
+            int out = act == NETRUN_ACT_NONE ? y : made ? o->repls[o->repl_of[u]].out : out0(o, u);
+            gp.activation.kind = (netrun_activation)act;
+            if (backend_takes_in(o, cfg, n, "com.netrun", "MatMulBias", 1, &gp, sizeof gp, ins, 3, out)) break;
+            if (act == NETRUN_ACT_NONE) return 0;
+        }
+        opt_repl r = {.kind = OPT_REPL_MATMUL_BIAS, .extra_out = -1, .n_in = 3, .in = {a, b, bias, -1}, .first = mm,
+                      .act = act};
+        *act_taken = act != NETRUN_ACT_NONE;
+        if (act != NETRUN_ACT_NONE && o->repl_of[u] >= 0) { /* the Gelu's node stands for the whole now */
+            opt_repl *g = &o->repls[o->repl_of[u]];
+            r.out = g->out;
+            *g = r;
+            o->removed[mm] = o->removed[n] = 1;
+            for (int i = 0; i < 3; i++) o->user[ins[i]] = u;
+            return 2;
+        }
+        pattern p = {.n = 0};
+        pat_add(&p, mm);
+        pat_add(&p, n);
+        if (act != NETRUN_ACT_NONE) pat_add(&p, u);
+        r.out = out0(o, p.nodes[p.n - 1]);
+        return add_repl(o, &p, &r) ? 1 : -1;
+    }
+    return 0;
+}
+
 netrun_status opt_plan_transformer(opt_state *o, const netrun_backend_config *cfg, int *n_attn, int *n_ln,
-                                   int *n_gelu) {
-    *n_attn = *n_ln = *n_gelu = 0;
+                                   int *n_gelu, int *n_matmul_bias) {
+    *n_attn = *n_ln = *n_gelu = *n_matmul_bias = 0;
     const char *on = nr_options_get(&o->s->opts, "graph.fuse_transformer");
-    if (on && !strcmp(on, "0")) return NETRUN_OK;
-    for (int k = 0; k < o->s->n_snodes; k++) {
+    for (int k = 0; !(on && !strcmp(on, "0")) && k < o->s->n_snodes; k++) {
         int n = o->s->snodes[k].node, r;
         if (o->removed[n] || o->repl_of[n] >= 0) continue;
         if ((r = plan_attention(o, cfg, n)) > 0) (*n_attn)++;
@@ -499,6 +587,20 @@ netrun_status opt_plan_transformer(opt_state *o, const netrun_backend_config *cf
     if (*n_attn || *n_ln || *n_gelu)
         nr_host_api()->log(NETRUN_LOG_INFO, "optimize", "transformer fusions: %d Attention, %d LayerNormalization, "
                            "%d Gelu (graph.fuse_transformer=0 keeps the exported nodes)", *n_attn, *n_ln, *n_gelu);
+    /* then the bias Adds after MatMuls (an activation after them may be a Gelu made above) */
+    const char *mb = nr_options_get(&o->s->opts, "graph.fuse_matmul_bias");
+    int n_act = 0;
+    for (int k = 0; !(mb && !strcmp(mb, "0")) && k < o->s->n_snodes; k++) {
+        int n = o->s->snodes[k].node, r, with_act = 0;
+        if (o->removed[n] || o->repl_of[n] >= 0) continue;
+        if ((r = plan_matmul_bias(o, cfg, n, &with_act)) < 0)
+            return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the transformer fusions");
+        if (r > 0) ++*n_matmul_bias, n_act += with_act;
+        if (r == 2) --*n_gelu; /* that Gelu is the MatMulBias's activation now */
+    }
+    if (*n_matmul_bias)
+        nr_host_api()->log(NETRUN_LOG_INFO, "optimize", "MatMul + bias: %d MatMulBias nodes, %d with their activation "
+                           "(graph.fuse_matmul_bias=0 keeps the Adds)", *n_matmul_bias, n_act);
     return NETRUN_OK;
 }
 
@@ -506,14 +608,17 @@ netrun_status opt_plan_transformer(opt_state *o, const netrun_backend_config *cf
 netrun_status opt_emit_repl(const opt_state *o, nr_graph *ng, int n, int *from) {
     const opt_repl *r = &o->repls[o->repl_of[n]];
     const nr_graph *g = o->g;
-    static const char *const ops[] = {"Attention", "LayerNormalization", "Gelu"};
-    static const int opsets[] = {23, 17, 20};
-    int n_attrs = r->kind == OPT_REPL_ATTENTION ? 2 + (r->heads ? 2 : 0) : r->kind == OPT_REPL_LAYERNORM ? 2
-                                                                                                  : r->approx_tanh;
+    static const char *const ops[] = {"Attention", "LayerNormalization", "Gelu", "MatMulBias"};
+    static const int opsets[] = {23, 17, 20, 1};
+    int mmb = r->kind == OPT_REPL_MATMUL_BIAS;
+    int n_attrs = r->kind == OPT_REPL_ATTENTION ? 2 + (r->heads ? 2 : 0)
+                  : r->kind == OPT_REPL_LAYERNORM ? 2
+                  : mmb                           ? r->act != NETRUN_ACT_NONE
+                                                  : r->approx_tanh;
     int first = ng->n_nodes == 0;
     char name[1100];
     snprintf(name, sizeof name, "%s..%s", g->nodes[r->first].name, g->nodes[n].name);
-    nr_node *nn = nr_graph_add_node(ng, name, ops[r->kind], "", r->n_in, 1, n_attrs + first);
+    nr_node *nn = nr_graph_add_node(ng, name, ops[r->kind], mmb ? "com.netrun" : "", r->n_in, 1, n_attrs + first);
     if (!nn) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying node '%s'", g->nodes[n].name);
     from[ng->n_nodes - 1] = n;
     nn->opset = opsets[r->kind];
@@ -549,7 +654,13 @@ netrun_status opt_emit_repl(const opt_state *o, nr_graph *ng, int n, int *from) 
     } else if (r->kind == OPT_REPL_LAYERNORM) {
         ATTR_I("axis", r->axis);
         ATTR_F("epsilon", r->epsilon);
-    } else if (r->approx_tanh) {
+    } else if (mmb && r->act != NETRUN_ACT_NONE) {
+        const char *act = r->act == NETRUN_ACT_RELU ? "Relu" : "GeluTanh";
+        nn->attrs[a].type = NR_ATTR_STRING;
+        nn->attrs[a].s = nr_strdup(act);
+        nn->attrs[a].s_len = strlen(act);
+        nn->attrs[a++].name = nr_strdup("activation");
+    } else if (!mmb && r->approx_tanh) {
         nn->attrs[a].type = NR_ATTR_STRING;
         nn->attrs[a].s = nr_strdup("tanh");
         nn->attrs[a].s_len = 4;

@@ -17,7 +17,8 @@
 /* The passes, in the order they run: (d) Identity, Dropout and same-type Casts dropped and (e) SiLU pairs, then (a)-(c) the Conv fusions
  * (opt_fuse.c); the copy is built (opt_copy.c); (f) the nChw16c region (opt_nchw16c.c) and (g) the float16 NHWC
  * region (opt_fp16.c) are planned on it for the backends that declare them (ABI 1.10 regions). (h) the transformer
- * fusions (opt_transformer.c) run first, on the original graph, right after (d). */
+ * fusions (opt_transformer.c) run first, on the original graph, right after (d); (k) MatMul + bias Adds as
+ * MatMulBias right after them (same file). */
 
 static void free_state(opt_state *o) {
     nr_free(o->alias);
@@ -144,8 +145,9 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
         }
     }
     /* (h) attention, LayerNormalization and Gelu subgraphs as the one op they compute (opt_transformer.c) */
+    int n_mmb = 0; /* MatMulBias nodes (com.netrun) among the replacements */
     netrun_status tst = opt_plan_transformer(&o, cfg, &counts->attention_fused, &counts->layernorm_fused,
-                                             &counts->gelu_fused);
+                                             &counts->gelu_fused, &n_mmb);
     if (tst != NETRUN_OK) {
         free_state(&o);
         memset(counts, 0, sizeof *counts);
@@ -256,7 +258,7 @@ netrun_status nr_optimize_session(netrun_session *s, const netrun_backend_config
     if (n_half && (st = opt_plan_half(&o, cfg, ir->graph, from, n_copied, hkind, &counts->fp16_nodes,
                                       &counts->fp16_casts)) != NETRUN_OK)
         goto fail;
-    if (n_blk || n_h) { /* the internal ops' domain */
+    if (n_blk || n_h || n_mmb) { /* the internal ops' domain */
         nr_opset_import *ops = nr_realloc(ir->opsets, (size_t)(ir->n_opsets + 1) * sizeof *ops);
         if (!ops) {
             st = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the graph passes");

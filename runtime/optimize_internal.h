@@ -36,7 +36,7 @@ static inline int plan_out(const conv_plan *p, const nr_node *nd) {
 }
 
 /* A pattern replaced by one ONNX op (opt_transformer.c); the node standing for it is the pattern's last. */
-enum { OPT_REPL_ATTENTION = 0, OPT_REPL_LAYERNORM, OPT_REPL_GELU };
+enum { OPT_REPL_ATTENTION = 0, OPT_REPL_LAYERNORM, OPT_REPL_GELU, OPT_REPL_MATMUL_BIAS };
 typedef struct opt_repl {
     int kind;
     int n_in, in[4];   /* values read (-1: absent) */
@@ -44,6 +44,7 @@ typedef struct opt_repl {
     int first;         /* the pattern's first node (for the name) */
     float scale, epsilon;
     int is_causal, heads, axis, approx_tanh; /* heads: the 3-D form of Attention (0: 4-D) */
+    int act;           /* MatMulBias: the activation folded in (netrun_activation: NONE, RELU or GELU_TANH) */
     int extra_out;     /* Attention 3-D: the [B, L, H, Ev] value still read elsewhere, made by a Reshape (-1: none) */
     int64_t extra_dims[4];
 } opt_repl;
@@ -104,9 +105,14 @@ int opt_plan_silu(opt_state *o, const netrun_backend_config *cfg, int n);
 #define OPT_MAX_SIBLINGS 32
 int opt_plan_siblings(opt_state *o, int *n_convs);
 netrun_status opt_emit_siblings(const opt_state *o, nr_graph *ng, int n, int *from);
-/* opt_transformer.c: Attention, LayerNormalization and Gelu from their exported subgraphs */
+/* opt_transformer.c: Attention, LayerNormalization and Gelu from their exported subgraphs; MatMul + bias Add
+ * [+ Relu / tanh Gelu] as MatMulBias (com.netrun) */
 netrun_status opt_plan_transformer(opt_state *o, const netrun_backend_config *cfg, int *n_attn, int *n_ln,
-                                   int *n_gelu);
+                                   int *n_gelu, int *n_matmul_bias);
+/* The graph passes' MatMulBias (com.netrun). */
+static inline int opt_is_matmul_bias(const nr_node *nd) {
+    return !strcmp(nd->domain, "com.netrun") && !strcmp(nd->op_type, "MatMulBias");
+}
 netrun_status opt_emit_repl(const opt_state *o, nr_graph *ng, int n, int *from);
 /* opt_copy.c: the session's private copy of the graph */
 netrun_status opt_build_copy(opt_state *o, nr_graph *ng, int **params_from);

@@ -31,8 +31,15 @@ typedef struct mm_job {
     const char *c;
     int64_t c_rs, c_cs;
     float beta;
+    const float *bias;            /* MatMulBias: + bias[column] after the product, before the activation (float32) */
     netrun_fused_activation act;
 } mm_job;
+
+/* MatMulBias's bias on rows x cols of y (row stride ldc) from column c0: the Add it replaces, in cache. */
+static void mm_add_bias(const mm_job *j, float *y, int64_t rows, int64_t cols, int64_t c0) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) y[r * j->ldc + c] += j->bias[c0 + c];
+}
 
 static int64_t mm_min(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -127,6 +134,7 @@ static void mm_range(void *arg, int64_t t0, int64_t t1) {
                 cblas_sgemm(CblasRowMajor, ta, tb, (int)rows, (int)cols, (int)j->k, j->alpha, (const float *)a,
                             (int)j->lda, (const float *)b, (int)j->ldb, has_c ? 1.0f : 0.0f, (float *)y, (int)j->ldc);
             }
+            if (j->bias) mm_add_bias(j, (float *)y, rows, cols, c0);
             if (j->act.kind != NETRUN_ACT_NONE)
                 for (int64_t r = 0; r < rows; r++) gu_act_n((float *)y + r * j->ldc, cols, &j->act);
             break;
@@ -268,6 +276,7 @@ static void packed_slot(void *arg, int64_t slot, int64_t t0, int64_t t1) {
             pj->failed = 1;
             continue;
         }
+        if (j->bias) mm_add_bias(j, y + n0, j->m, nc, n0);
         if (j->act.kind != NETRUN_ACT_NONE)
             for (int64_t r = 0; r < j->m; r++) gu_act_n(y + r * j->ldc + n0, nc, &j->act);
     }
@@ -367,7 +376,9 @@ static netrun_status gemm_run(cpu_context *ctx, void *state, const netrun_kernel
     return mm_execute(ctx, state, &j, A->dtype, na, nb, nc, ny, "Gemm");
 }
 
-static netrun_status matmul_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+/* MatMul, or MatMulBias with its bias (float32 [N]) and activation. */
+static netrun_status matmul_exec(cpu_context *ctx, void *state, const netrun_kernel_args *args, const float *bias,
+                                 const netrun_fused_activation *act) {
     if (args->n_inputs < 2 || args->n_outputs < 1)
         return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "MatMul: needs 2 inputs");
     const netrun_tensor *A = &args->inputs[0], *B = &args->inputs[1];
@@ -388,6 +399,8 @@ static netrun_status matmul_run(cpu_context *ctx, void *state, const netrun_kern
     j.a = A->data;
     j.b = B->data;
     j.y = Y->data;
+    j.bias = bias;
+    if (act) j.act = *act;
     int ra = A->rank > 2 ? A->rank - 2 : 0, rb = B->rank > 2 ? B->rank - 2 : 0;
     int nb = Y->rank - (A->rank >= 2) - (B->rank >= 2);
     if (nb < 0 || nb < ra || nb < rb) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "MatMul: bad output rank");
@@ -408,7 +421,37 @@ static netrun_status matmul_run(cpu_context *ctx, void *state, const netrun_kern
     }
     int64_t na = gu_count(A), nbc = gu_count(B), ny = gu_count(Y);
     if (na < 0 || nbc < 0 || ny < 0) return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "MatMul: tensor too large");
-    return mm_execute(ctx, state, &j, A->dtype, na, nbc, 0, ny, "MatMul");
+    return mm_execute(ctx, state, &j, A->dtype, na, nbc, 0, ny, bias ? "MatMulBias" : "MatMul");
+}
+
+static netrun_status matmul_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    return matmul_exec(ctx, state, args, NULL, NULL);
+}
+
+/* MatMulBias (com.netrun, the graph passes'): float32 only, so that Y is what MatMul, Add and Relu give bit for bit
+ * (the bias is added to the finished product, as the Add did) with one pass over Y less. */
+static netrun_status mmbias_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
+    const netrun_gemm_params *p = args->params;
+    if (!p || args->n_inputs != 3 || args->inputs[2].rank != 1 || args->inputs[2].dtype != NETRUN_DTYPE_FLOAT ||
+        args->inputs[0].rank < 2 || args->inputs[1].rank != 2 ||
+        args->inputs[2].dims[0] != args->inputs[1].dims[1])
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "MatMulBias: needs A, 2-D B and bias [N] (float32)");
+    return matmul_exec(ctx, state, args, args->inputs[2].data, &p->activation);
+}
+
+static int mmbias_supports(const netrun_node_desc *node, char *reason, size_t size) {
+    const netrun_gemm_params *p = node->params;
+    for (int i = 0; i < node->n_inputs; i++)
+        if (node->inputs[i].dtype != NETRUN_DTYPE_FLOAT) {
+            snprintf(reason, size, "MatMulBias: float32 only on the CPU");
+            return 0;
+        }
+    if (node->n_inputs != 3 || !p || node->params_size < sizeof *p ||
+        (p->activation.kind != NETRUN_ACT_NONE && p->activation.kind != NETRUN_ACT_RELU)) {
+        snprintf(reason, size, "MatMulBias: activation none or Relu only on the CPU");
+        return 0;
+    }
+    return 1;
 }
 
 static int gemm_supports(const netrun_node_desc *node, char *reason, size_t size) {
@@ -426,5 +469,8 @@ const cpu_op cpu_ops_gemm[] = {
      mm_destroy, NULL, mm_describe_state},
     {"MatMul", "", MM_DTYPES, "numpy broadcasting of batch dims; integers by a plain loop", gemm_supports, mm_create,
      matmul_run, mm_destroy, NULL, mm_describe_state},
+    {"MatMulBias", "com.netrun", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT),
+     "graph passes' MatMul + bias [+ Relu]: 2-D B, bias [N], float32", mmbias_supports, mm_create, mmbias_run,
+     mm_destroy, NULL, mm_describe_state},
     {0},
 };

@@ -34,6 +34,8 @@ static inline float gu_act(float x, const netrun_fused_activation *a) {
     case NETRUN_ACT_SOFTSIGN: return x / (1.0f + fabsf(x));
     case NETRUN_ACT_SOFTPLUS: return x > 20.0f ? x : log1pf(expf(x));
     case NETRUN_ACT_SWISH: return x / (1.0f + expf(-a->alpha * x));
+    case NETRUN_ACT_GELU_TANH: /* not fused on the CPU (gu_act_known): here for completeness */
+        return 0.5f * x * (1.0f + cpu_tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
     }
     return x;
 }
