@@ -1071,6 +1071,7 @@ void cuda_op_describe(const cuda_op *op, void *state, char *buf, size_t size) {
     if (op->destroy == conv_destroy) snprintf(buf, size, "%s", ((conv_state *)state)->desc);
     else if (!strcmp(op->op_type, "Gemm") || !strcmp(op->op_type, "MatMul")) cuda_gemm_describe(state, buf, size);
     else if (!strcmp(op->op_type, "Attention")) cuda_attention_describe(state, buf, size);
+    else if (!strcmp(op->op_type, "MatMulBias")) cuda_matmul_bias_describe(state, buf, size);
 }
 
 /* ---- ReorderNHWC (com.netrun): the float16 region pass's border conversion, one kernel each way ---- */

@@ -97,6 +97,8 @@ static const cuda_op *find_op(const char *domain, const char *op_type) {
             if (!strcmp(o->op_type, op_type)) return o;
         for (const cuda_op *o = cuda_ops_preprocess; o->op_type; o++)
             if (!strcmp(o->op_type, op_type)) return o;
+        for (const cuda_op *o = cuda_ops_matmul_bias; o->op_type; o++) /* the graph passes' MatMul + bias */
+            if (!strcmp(o->op_type, op_type)) return o;
         return NULL;
     }
     if (!default_domain(domain)) return NULL;
@@ -801,7 +803,9 @@ static netrun_status ensure_handles(cuda_context *ctx, const cuda_op *op) {
         }
         if ((ds = cudnnSetStream(ctx->cudnn, ctx->stream)) != CUDNN_STATUS_SUCCESS) return cudnn_fail(ds, "cudnnSetStream");
     }
-    if (!ctx->cublas && op_in(op, cuda_ops_gemm) && (st = cuda_cublas_handle(ctx)) != NETRUN_OK) return st;
+    if (!ctx->cublas && (op_in(op, cuda_ops_gemm) || op_in(op, cuda_ops_matmul_bias)) &&
+        (st = cuda_cublas_handle(ctx)) != NETRUN_OK)
+        return st;
     return NETRUN_OK;
 }
 
@@ -906,7 +910,8 @@ static const char *const fp16_region_ops[] = {"Relu", "Sigmoid", "Tanh", "Swish"
                                               "Min", "Concat", "MaxPool", "AveragePool", "GlobalAveragePool", NULL};
 /* Under --precision fp16, also plain float16 values between the GEMMs of a transformer and the ops around them
  * (runtime/opt_half.c plans them; every kernel below takes float16 and computes in float). Nodes the transformer
- * pass made (Attention, LayerNormalization, Gelu) come without params: those ops take float16 whole. */
+ * pass made (Attention, LayerNormalization, Gelu) come without params: those ops take float16 whole. "MatMul" also
+ * lets in the passes' MatMulBias (com.netrun; gemm.c), asked through supports() without params. */
 static const char *const fp16_plain_ops[] = {"MatMul", "Gemm", "Attention", "Add", "Sub", "Mul", "Div",
                                              "LayerNormalization", "Gelu", "Softmax", "Reshape", "Transpose",
                                              "Squeeze", "Unsqueeze", "Flatten", "Relu", "Tanh", "Erf", "Sigmoid",

@@ -271,8 +271,11 @@ double cuda_time_runs(cuda_context *ctx, netrun_status (*fn)(cuda_context *ctx, 
 /* What a Conv/ConvTranspose/Gemm/MatMul kernel chose (precision, layout, cuDNN algorithm, fused call, the
  * times measured under --precision fp16), for kernel_describe; "" for other ops or no state. */
 void cuda_op_describe(const cuda_op *op, void *state, char *buf, size_t size);
-/* Gemm/MatMul half of cuda_op_describe (gemm.c). */
+/* Gemm/MatMul half of cuda_op_describe (gemm.c); MatMulBias's. */
 void cuda_gemm_describe(void *state, char *buf, size_t size);
+void cuda_matmul_bias_describe(void *state, char *buf, size_t size);
+/* MatMulBias (domain com.netrun, the graph passes' MatMul + bias [+ activation]; gemm.c). */
+extern const cuda_op cuda_ops_matmul_bias[];
 /* IEEE half of a float, round to nearest even (host; for weights converted at kernel creation). */
 uint16_t cuda_half_bits(float f);
 
@@ -296,6 +299,18 @@ netrun_status cuda_mulch_nhwc_run(cuda_context *ctx, void *state, const netrun_k
  * cuBLASLt or an algorithm is missing; run computes Y[rows, m] = act(X[rows, c] W[m, c]^T + bias + Z), float16. */
 typedef struct cuda_lt_gemm cuda_lt_gemm;
 cuda_lt_gemm *cuda_lt_gemm_create(int64_t m, int64_t rows, int64_t c, int has_bias, int relu, int has_z, size_t max_ws);
+/* The general form (column-major, as cuBLAS): D[m, n] = act(op(A)[m, k] op(B)[k, n] + bias[m] (+ C[m, n])); ld* are
+ * the stored matrices' leading dims; act CUDA_LT_GELU is cuBLASLt's GELU epilogue (the tanh form). */
+enum { CUDA_LT_NONE = 0, CUDA_LT_RELU = 1, CUDA_LT_GELU = 2 };
+typedef struct cuda_lt_shape {
+    cudaDataType_t ab_type, cd_type, bias_type; /* of A and B, C and D, the bias */
+    cublasComputeType_t compute;                /* the scale type is float32 */
+    int ta, tb;
+    int64_t m, n, k, lda, ldb, ldc;
+    int has_bias, act, has_z;
+    size_t max_ws;
+} cuda_lt_shape;
+cuda_lt_gemm *cuda_lt_gemm_create_ex(const cuda_lt_shape *d);
 size_t cuda_lt_gemm_workspace(const cuda_lt_gemm *g);
 netrun_status cuda_lt_gemm_run(cuda_context *ctx, cuda_lt_gemm *g, const void *w, const void *x, const void *bias,
                                const void *z, void *y, void *ws);

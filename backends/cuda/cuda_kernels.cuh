@@ -153,6 +153,8 @@ __device__ __forceinline__ float apply_act(float x, const act_params &a) {
         float z = a.alpha * x, e = expf(-fabsf(z)), r = 1.0f / (1.0f + e);
         return x * (z >= 0 ? r : e * r);
     }
+    case NETRUN_ACT_GELU_TANH: /* MatMulBias's tanh Gelu where the GEMM epilogue did not take it */
+        return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
     default: return x;
     }
 }

@@ -12,7 +12,9 @@ Checks, on fakedev,cpu under --precision fp16:
   - y and the inner output "r" (a graph output inside the region: float32 under its name) match the CPU's float32
     within float16 rounding, with no NaN;
   - a second run (device graph replay) gives the same outputs;
-  - fakedev.fp16_plain=0, --precision fp32 and a group without a MatMul (Add -> Relu) leave no float16 Cast.
+  - fakedev.fp16_plain=0, --precision fp32 and a group without a MatMul (Add -> Relu) leave no float16 Cast;
+  - two Linear layers (MatMul + bias Add [+ Relu]) run as the graph passes' MatMulBias on fakedev, inside one
+    float16 region (Casts only at x and before the CPU's Sigmoid), close to the CPU's unfused float32.
 
     python3 tests/passes/test_fp16_plain.py --lib build/lib/libnetrun.so --plugin build/test-device-plugin/libnetrun-fakedev.so
 """
@@ -122,6 +124,36 @@ def main():
     build(no_mm, with_matmul=False)
     _, _, nodes = run({}, "fp16", no_mm)
     check(not [n for n in nodes if n[1] == "Cast"], "a group without MatMul stays float32 (two Casts would gain nothing)")
+
+    # Linear layers as exporters write them (MatMul + bias Add, Relu after the first): the graph passes' MatMulBias
+    # (com.netrun) joins the region where it lists MatMul, its bias a float16 constant.
+    lin = os.path.join(tmp, "linear.onnx")
+    w1, w2 = [(RNG.standard_normal((32, 32)) * 0.2).astype(np.float32) for _ in range(2)]
+    b1, b2 = [RNG.standard_normal(32).astype(np.float32) for _ in range(2)]
+    nodes = [helper.make_node("MatMul", ["x", "W1"], ["a"], name="fc1"),
+             helper.make_node("Add", ["a", "B1"], ["ab"], name="fc1_bias"),
+             helper.make_node("Relu", ["ab"], ["r"], name="fc1_relu"),
+             helper.make_node("MatMul", ["r", "W2"], ["c"], name="fc2"),
+             helper.make_node("Add", ["B2", "c"], ["h"], name="fc2_bias"),
+             helper.make_node("Sigmoid", ["h"], ["y"], name="sig")]
+    inits = [numpy_helper.from_array(v, n) for v, n in ((w1, "W1"), (b1, "B1"), (w2, "W2"), (b2, "B2"))]
+    g = helper.make_graph(nodes, "linear", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, 32])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [16, 32])], inits)
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), lin)
+    with nr.session(lin, "cpu", 1, options={"graph.fuse_matmul_bias": "0"}) as s:
+        lref = s.run({"x": x})[0].copy()
+    for prec in ("fp16", "fp32"):
+        (out,), _, nodes = run({}, prec, lin)
+        dev = sorted(n[1] for n in nodes if n[2] == "fakedev" and n[1] != "Cast")
+        casts = sorted(n[0] for n in nodes if n[1] == "Cast")
+        err = float(np.abs(out.astype(np.float64) - lref).max())
+        check(dev == ["MatMulBias", "MatMulBias"], f"{prec}: both Linear layers run as MatMulBias on fakedev ({dev})")
+        if prec == "fp16":
+            check(casts == ["h.fp32.to_fp32", "x.fp16.to_fp16"] and run.counts == (2, 2),
+                  f"fp16: one region over both MatMulBias nodes, Casts at its borders only ({casts}, {run.counts})")
+        else:
+            check(not casts, f"fp32: no Cast ({casts})")
+        check(err < (1e-2 if prec == "fp16" else 1e-5), f"{prec}: output matches the CPU's unfused float32 ({err:.1e})")
     if failures:
         print(f"{len(failures)} check(s) failed")
         return 1

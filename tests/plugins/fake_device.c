@@ -1,6 +1,8 @@
 /* Test plugin "fakedev": a device backend for machines without one (CI). Its memory is host memory behind
  * opaque handles (not NETRUN_BACKEND_HOST_MEMORY), so the runtime gives it its own memory domain, border copies
- * and a weights buffer, as for a GPU. It runs float32 MatMul (2-D), Add (same shapes) and Relu, has page-locked
+ * and a weights buffer, as for a GPU. It runs float32 MatMul (2-D), Add (same shapes, or a bias along the last dim),
+ * Relu and the graph passes'
+ * MatMulBias (2-D A, none or Relu), has page-locked
  * host memory (host_alloc: blocks it remembers) and graph capture that records the queued work and replays it
  * as CUDA Graphs do: a copy replays from the same source address, so a capture that copies from memory other
  * than host_alloc's fails (with CUDA such a copy goes through a staging buffer whose contents change).
@@ -22,12 +24,13 @@
 #include <string.h>
 
 #include "netrun_backend.h"
+#include "netrun_ops.h"
 #include "../../backends/common/dtype_convert.h" /* float <-> IEEE half for the float16 kernels */
 
 static const netrun_host_api *host;
 
-enum { FD_MATMUL, FD_ADD, FD_RELU, FD_CAST, FD_NONZERO };
-#define FD_MAX_IN 2
+enum { FD_MATMUL, FD_ADD, FD_RELU, FD_CAST, FD_NONZERO, FD_MMBIAS };
+#define FD_MAX_IN 3
 
 #define FD_DTYPES (NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16))
 static const netrun_op_support op_table[] = {
@@ -36,13 +39,21 @@ static const netrun_op_support op_table[] = {
     {"", "Relu", FD_DTYPES, ""},
     {"", "Cast", FD_DTYPES, "float32 <-> float16"},
     {"", "NonZero", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT), "float32; output sized at run time"},
+    {"com.netrun", "MatMulBias", FD_DTYPES, "2-D A; none or Relu (the graph passes' MatMul + bias)"},
 };
 
 /* A plain float16 region (NETRUN_REGION_FP16) across its three ops under --precision fp16, so that CI tests the
  * region planner (runtime/opt_half.c) without a GPU; fakedev.fp16_plain=0 turns it off. */
 static const char *const fd_half_ops[] = {"MatMul", "Add", "Relu", NULL};
+static int fd_supports(const netrun_backend_config *config, const netrun_node_desc *node, char *reason,
+                       size_t reason_size);
+static int fd_half_keeps(const netrun_backend_config *config, const netrun_node_desc *node) {
+    char why[128]; /* as supports(); a MatMulBias the passes made is asked without params */
+    return fd_supports(config, node, why, sizeof why);
+}
 static const netrun_region_spec fd_regions[] = {
-    {.kind = NETRUN_REGION_FP16, .conditions = NETRUN_REGION_IF_FP16, .option = "fakedev.fp16_plain", .ops = fd_half_ops},
+    {.kind = NETRUN_REGION_FP16, .conditions = NETRUN_REGION_IF_FP16, .option = "fakedev.fp16_plain", .ops = fd_half_ops,
+     .keeps = fd_half_keeps},
     {.kind = NETRUN_REGION_END},
 };
 
@@ -87,6 +98,7 @@ typedef struct fd_kernel {
     int op;
     netrun_dtype in_type, out_type; /* float32 or float16 (computed in float) */
     int finite;                     /* Cast to float16 keeping finite values finite (netrun_cast_params.saturate 2) */
+    int relu;                       /* MatMulBias with Relu */
 } fd_kernel;
 
 /* One recorded step of a captured graph. */
@@ -130,6 +142,7 @@ typedef struct fd_context {
 static int default_domain(const char *d) { return !d || !*d || !strcmp(d, "ai.onnx"); }
 
 static int op_of(const char *domain, const char *op) {
+    if (domain && op && !strcmp(domain, "com.netrun") && !strcmp(op, "MatMulBias")) return FD_MMBIAS;
     if (!default_domain(domain) || !op) return -1;
     if (!strcmp(op, "MatMul")) return FD_MATMUL;
     if (!strcmp(op, "Add")) return FD_ADD;
@@ -146,13 +159,17 @@ static netrun_status fd_probe(char *msg, size_t msg_size) {
 
 static int fd_device_count(void) { return 1; }
 
+static int n_inputs_of(int op) {
+    return op == FD_RELU || op == FD_CAST || op == FD_NONZERO ? 1 : op == FD_MMBIAS ? 3 : 2;
+}
+
 static int fd_supports(const netrun_backend_config *config, const netrun_node_desc *node, char *reason,
                        size_t reason_size) {
     (void)config;
     int op = op_of(node->domain, node->op_type);
-    int want = op == FD_RELU || op == FD_CAST || op == FD_NONZERO ? 1 : 2;
+    int want = n_inputs_of(op);
     if (op < 0 || node->n_inputs != want || node->n_outputs != 1) {
-        snprintf(reason, reason_size, "fakedev runs MatMul, Add, Relu, Cast and NonZero only");
+        snprintf(reason, reason_size, "fakedev runs MatMul, Add, Relu, Cast, NonZero and MatMulBias only");
         return 0;
     }
     if (op == FD_NONZERO) {
@@ -173,13 +190,23 @@ static int fd_supports(const netrun_backend_config *config, const netrun_node_de
         snprintf(reason, reason_size, op == FD_CAST ? "Cast between float32 and float16 only" : "output type differs");
         return 0;
     }
-    const netrun_value_desc *a = &node->inputs[0], *b = &node->inputs[want - 1];
+    const netrun_value_desc *a = &node->inputs[0], *b = &node->inputs[op == FD_MMBIAS ? 1 : want - 1];
+    const netrun_gemm_params *gp = op == FD_MMBIAS ? node->params : NULL;
+    if (op == FD_MMBIAS && (a->rank != 2 || b->rank != 2 || node->inputs[2].rank != 1 ||
+                            (gp && gp->activation.kind != NETRUN_ACT_NONE && gp->activation.kind != NETRUN_ACT_RELU))) {
+        snprintf(reason, reason_size, "MatMulBias of a 2-D A, none or Relu only");
+        return 0;
+    }
     if (op == FD_MATMUL && (a->rank != 2 || b->rank != 2)) {
         snprintf(reason, reason_size, "MatMul of 2-D tensors only");
         return 0;
     }
-    if (op == FD_ADD && (a->rank != b->rank || memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank))) {
-        snprintf(reason, reason_size, "Add of identical shapes only");
+    /* Add: identical shapes, or a bias [N] along the other's last dim (either side), as Linear layers add it */
+    const netrun_value_desc *full = a->rank >= b->rank ? a : b, *part = a->rank >= b->rank ? b : a;
+    int bias_add = part->rank == 1 && full->rank >= 1 && part->dims[0] == full->dims[full->rank - 1];
+    if (op == FD_ADD && !bias_add &&
+        (a->rank != b->rank || memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank))) {
+        snprintf(reason, reason_size, "Add of identical shapes or of a bias along the last dim only");
         return 0;
     }
     return 1;
@@ -342,6 +369,8 @@ static netrun_status fd_kernel_create(netrun_backend_context *c, const netrun_no
     k->out_type = node->outputs[0].dtype;
     const netrun_cast_params *cp = op == FD_CAST ? node->params : NULL;
     k->finite = cp && node->params_size >= sizeof *cp && cp->saturate == 2;
+    const netrun_gemm_params *gp = op == FD_MMBIAS ? node->params : NULL;
+    k->relu = gp && gp->activation.kind == NETRUN_ACT_RELU;
     *workspace_bytes = 0;
     *out = (netrun_kernel *)k;
     return NETRUN_OK;
@@ -362,7 +391,7 @@ static netrun_status execute_f32(const fd_kernel *k, const netrun_tensor *in, co
 
 static netrun_status execute(const fd_kernel *k, const netrun_tensor *in, const netrun_tensor *out) {
     if (k->op != FD_CAST && k->in_type == NETRUN_DTYPE_FLOAT) return execute_f32(k, in, out);
-    int n_in = k->op == FD_RELU || k->op == FD_CAST ? 1 : 2;
+    int n_in = n_inputs_of(k->op);
     netrun_tensor w[FD_MAX_IN], wo = *out;
     size_t n_out = count(out);
     netrun_status st = NETRUN_OK;
@@ -400,17 +429,19 @@ static netrun_status execute_f32(const fd_kernel *k, const netrun_tensor *in, co
         for (size_t i = 0; i < n; i++) y[i] = a[i] < 0 ? 0 : a[i];
     } else if (k->op == FD_ADD) {
         const float *b = in[1].data;
-        for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i];
+        size_t na = count(&in[0]), nb = count(&in[1]); /* the smaller one repeats along the last dim */
+        for (size_t i = 0; i < n; i++) y[i] = a[na == n ? i : i % na] + b[nb == n ? i : i % nb];
     } else {
-        const float *b = in[1].data;
+        const float *b = in[1].data, *bias = k->op == FD_MMBIAS ? in[2].data : NULL;
         int64_t m = in[0].dims[0], kk = in[0].dims[1], nn = in[1].dims[1];
-        if (in[1].dims[0] != kk || out->dims[0] != m || out->dims[1] != nn)
+        if (in[1].dims[0] != kk || out->dims[0] != m || out->dims[1] != nn || (bias && in[2].dims[0] != nn))
             return host->error(NETRUN_ERR_INTERNAL, "fakedev: MatMul shapes disagree");
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < nn; j++) {
                 float acc = 0;
                 for (int64_t p = 0; p < kk; p++) acc += a[i * kk + p] * b[p * nn + j];
-                y[i * nn + j] = acc;
+                if (bias) acc += bias[j];
+                y[i * nn + j] = k->relu && acc < 0 ? 0.0f : acc;
             }
     }
     return NETRUN_OK;
@@ -447,7 +478,7 @@ static netrun_status fd_kernel_run(netrun_backend_context *c, netrun_kernel *ker
     if (ctx->crash == 2) raise(SIGSEGV);
     const fd_kernel *k = (const fd_kernel *)kernel;
     if (k->op == FD_NONZERO) return run_nonzero(ctx, args);
-    int want = k->op == FD_RELU || k->op == FD_CAST ? 1 : 2;
+    int want = n_inputs_of(k->op);
     if (args->n_inputs != want || args->n_outputs != 1)
         return host->error(NETRUN_ERR_INTERNAL, "fakedev: %d inputs, %d outputs", args->n_inputs, args->n_outputs);
     if (ctx->capturing) { /* the tensors (addresses) are recorded; the data is read when the graph replays */
