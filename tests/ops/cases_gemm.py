@@ -90,3 +90,64 @@ add("mm_packed_narrow", "MatMul", [rand(16, 8, seed=165), ("const", rand(8, 3, s
 add("mm_packed_b_lead1", "MatMul", [rand(2, 3, 5, 48, seed=167), ("const", rand(1, 48, 130, seed=168))], rtol=1e-3)
 add("mm_packed_b_batched", "MatMul", [rand(3, 5, 48, seed=169), ("const", rand(3, 48, 20, seed=170))])
 add("mm_packed_a_1row_3d", "MatMul", [rand(1, 1, 96, seed=171), ("const", rand(96, 40, seed=172))])
+
+
+# Linear layers as exporters write them: MatMul(A, W[K, N] constant) + Add(bias[N] constant) [-> activation]. The
+# graph passes run each as one MatMulBias node (com.netrun) where the backend takes it: on CUDA one cuBLASLt GEMM
+# with the bias (and ReLU, or the tanh GELU) in its epilogue when N and K are multiples of 8, else cuBLAS and a bias
+# kernel; an erf Gelu stays a node of its own. Ranks 2-4, float32 and float16, the bias on either side.
+def linear(name, a_shape, n, act=None, dtype=np.float32, bias_first=False, seed=0, rtol=1e-4, atol=1e-4):
+    from onnx import TensorProto, helper
+    rng = np.random.default_rng(900 + seed)
+    k = a_shape[-1]
+    elem = optest.np_to_elem(dtype)
+    w = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(dtype)
+    b = rng.standard_normal(n).astype(dtype)
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["mm"], name="linear"),
+             helper.make_node("Add", ["B", "mm"] if bias_first else ["mm", "B"], ["h"], name="bias")]
+    y, opset = "h", 17
+    if act == "relu":
+        nodes.append(helper.make_node("Relu", ["h"], ["y"], name="act"))
+        y = "y"
+    elif act in ("gelu_tanh", "gelu_erf"):  # the opset-20 op
+        kw = {"approximate": "tanh"} if act == "gelu_tanh" else {}
+        nodes.append(helper.make_node("Gelu", ["h"], ["y"], name="act", **kw))
+        y, opset = "y", 20
+    elif act == "gelu_tanh_decomposed":  # as GPT-2's exporters write it (the transformer pass makes it a Gelu)
+        def c(nm, v):
+            nodes.append(helper.make_node("Constant", [], [nm], value=onnx.numpy_helper.from_array(np.array(v, dtype))))
+            return nm
+        nodes += [helper.make_node("Pow", ["h", c("three", 3.0)], ["p3"]),
+                  helper.make_node("Mul", ["p3", c("k1", 0.044715)], ["p3k"]),
+                  helper.make_node("Add", ["h", "p3k"], ["inner"]),
+                  helper.make_node("Mul", ["inner", c("k2", 0.7978845608028654)], ["scaled"]),
+                  helper.make_node("Tanh", ["scaled"], ["t"]),
+                  helper.make_node("Add", ["t", c("one", 1.0)], ["t1"]),
+                  helper.make_node("Mul", ["h", "t1"], ["ht"]),
+                  helper.make_node("Mul", ["ht", c("half", 0.5)], ["y"])]
+        y = "y"
+    x = rng.uniform(-1, 1, a_shape).astype(dtype)
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", elem, list(a_shape))],
+                          [helper.make_tensor_value_info(y, elem, None)],
+                          [onnx.numpy_helper.from_array(w, "W"), onnx.numpy_helper.from_array(b, "B")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="netrun-tests")
+    m.ir_version = 8
+    optest.fix_output_types(m)
+    CASES.append(optest.Case(name, m, {"x": x}, rtol=rtol, atol=atol))
+
+
+F16 = dict(dtype=np.float16, rtol=1e-2, atol=1e-2)
+linear("linear_r2_bias", (64, 96), 128, seed=1)
+linear("linear_r3_bias", (4, 50, 64), 96, seed=2)
+linear("linear_r4_bias_first", (2, 3, 10, 32), 48, bias_first=True, seed=3)
+linear("linear_r3_relu", (4, 50, 64), 96, act="relu", seed=4)
+linear("linear_r3_gelu_tanh", (4, 50, 64), 256, act="gelu_tanh", seed=5)
+linear("linear_r3_gelu_tanh_decomposed", (4, 50, 64), 256, act="gelu_tanh_decomposed", seed=6)
+linear("linear_r3_gelu_erf", (4, 50, 64), 256, act="gelu_erf", seed=7)
+linear("linear_odd_nk_relu", (3, 7, 13), 11, act="relu", seed=8)
+linear("linear_odd_n_gelu_tanh", (2, 9, 16), 12, act="gelu_tanh", seed=9)
+linear("linear_fp16_r3_bias", (4, 50, 64), 96, seed=10, **F16)
+linear("linear_fp16_r2_relu", (64, 96), 128, act="relu", seed=11, **F16)
+linear("linear_fp16_r4_gelu_tanh", (2, 3, 10, 64), 256, act="gelu_tanh", seed=12, **F16)
+linear("linear_fp16_r3_gelu_erf", (4, 50, 64), 256, act="gelu_erf", seed=13, **F16)
+linear("linear_fp16_odd_nk_relu", (3, 7, 13), 11, act="relu", seed=14, **F16)

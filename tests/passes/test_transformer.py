@@ -3,7 +3,10 @@
 written as exporters write them, run as one Attention / LayerNormalization / Gelu node on the CPU, give
 onnxruntime's outputs with graph.fuse_transformer on and off; variants that do not compute exactly what the op
 computes (a scale from an input, softmax over another axis, a mask that is not causal, eps from an input, a
-Gelu constant off) are left alone.
+Gelu constant off) are left alone. Linear layers (MatMul + bias Add [+ Relu]) run as one MatMulBias node (ranks
+2-4, the bias on either side or from an input, odd N/K), the same bits as unfused and onnxruntime's outputs with
+graph.fuse_matmul_bias on and off; a Gelu after them stays a node on the CPU; an addend of the output's shape, a
+batched B or a product that is also a graph output are left alone.
 
     python3 tests/passes/test_transformer.py --lib build/lib/libnetrun.so
 """
@@ -139,6 +142,104 @@ def cases():
     return out
 
 
+def linear(a_shape, n, bias="vec", act=None, bias_first=False, b_rank=2, mm_output=False):
+    """MatMul(x, W[K, N]) + bias [-> act], as exporters write torch's Linear. bias "vec": [N] constant, "input": [N]
+    graph input, "full": [.., N] of the output's shape (a residual, not a bias). act: None, "relu", "gelu_erf",
+    "gelu_tanh" (decomposed as exporters write them) or "gelu20_tanh" (the opset-20 op). mm_output: the product is
+    also a graph output."""
+    b = transformer_bench.Builder(7)
+    k = a_shape[-1]
+    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(a_shape))]
+    w = b.init("W", b.w(k, n) if b_rank == 2 else b.rng.standard_normal((2, k, n)).astype(np.float32) * 0.2)
+    mm = b.op("MatMul", ["x", w])
+    if bias == "vec":
+        bv = b.init("bias", b.rng.standard_normal(n).astype(np.float32))
+    elif bias == "input":
+        bv = "bias"
+        ins.append(helper.make_tensor_value_info("bias", TensorProto.FLOAT, [n]))
+    else:
+        bv = b.init("bias", b.rng.standard_normal(tuple(a_shape[:-1]) + (n,)).astype(np.float32))
+    h = b.op("Add", [bv, mm] if bias_first else [mm, bv])
+    if act == "relu":
+        h = b.op("Relu", [h])
+    elif act == "gelu_erf":
+        h = b.gelu_erf(h, "")
+    elif act == "gelu_tanh":
+        h = b.gelu_tanh(h, "")
+    elif act == "gelu20_tanh":
+        h = b.op("Gelu", [h], approximate="tanh")
+    outs = [helper.make_tensor_value_info(h, TensorProto.FLOAT, None)]
+    if mm_output:
+        outs.append(helper.make_tensor_value_info(mm, TensorProto.FLOAT, None))
+    m = b.model("linear", ins, outs)
+    if act == "gelu20_tanh":
+        m.opset_import[0].version = 20
+    return m
+
+
+def matmul_bias_cases():
+    """(name, model, MatMulBias nodes expected, op types that must remain beside them) on the CPU, which fuses the
+    bias and a Relu (a Gelu stays a node of its own there)."""
+    return [
+        ("mmb_rank2", linear((6, 16), 24), 1, set()),
+        ("mmb_rank3", linear((2, 5, 16), 24), 1, set()),
+        ("mmb_many_rows", linear((4, 20, 16), 24, act="relu"), 1, set()),  # past the packed-B row limit: sgemm
+        ("mmb_rank4", linear((2, 3, 5, 16), 8), 1, set()),
+        ("mmb_bias_first", linear((2, 5, 16), 24, bias_first=True), 1, set()),
+        ("mmb_bias_input", linear((2, 5, 16), 24, bias="input"), 1, set()),
+        ("mmb_relu", linear((2, 5, 16), 24, act="relu"), 1, set()),
+        ("mmb_odd_nk", linear((3, 7, 13), 11, act="relu"), 1, set()),
+        ("mmb_gelu_erf", linear((2, 5, 16), 24, act="gelu_erf"), 1, {"Gelu"}),
+        ("mmb_gelu_tanh", linear((2, 5, 16), 24, act="gelu_tanh"), 1, {"Gelu"}),
+        ("mmb_gelu20_tanh", linear((2, 5, 16), 24, act="gelu20_tanh"), 1, {"Gelu"}),
+        ("no_mmb_full_addend", linear((2, 5, 16), 24, bias="full"), 0, {"MatMul", "Add"}),
+        ("no_mmb_batched_b", linear((2, 5, 16), 24, b_rank=3), 0, {"MatMul", "Add"}),
+        ("no_mmb_product_is_output", linear((2, 5, 16), 24, mm_output=True), 0, {"MatMul", "Add"}),
+    ]
+
+
+def run_matmul_bias(nr, tmp):
+    passed = failed = 0
+    for name, model, want, remain in matmul_bias_cases():
+        path = os.path.join(tmp, name + ".onnx")
+        onnx.save(model, path)
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        ref_s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        feeds = feeds_for(model)
+        ref = ref_s.run(None, feeds)
+        errors, outs_by_opt = [], {}
+        for opt in ("1", "0"):
+            with nr.session(path, backends="cpu", threads=2, options={"graph.fuse_matmul_bias": opt}) as s:
+                outs = [o.copy() for o in s.run(feeds)]
+                outs_by_opt[opt] = outs
+                ops = [n[1] for n in s.nodes()]
+            for r, o in zip(ref, outs):
+                d = float(np.max(np.abs(r - o)))
+                if not d <= 1e-4 * max(1.0, float(np.max(np.abs(r)))):
+                    errors.append(f"fuse_matmul_bias={opt}: max abs diff {d:.2e} against onnxruntime")
+            got = ops.count("MatMulBias")
+            if opt == "1":
+                if got != want:
+                    errors.append(f"{got} MatMulBias nodes, expected {want} ({ops})")
+                if want and ("Relu" in ops or ops.count("Add") or "MatMul" in ops):
+                    errors.append(f"a MatMul, Add or Relu left beside the MatMulBias ({ops})")
+                if not remain <= set(ops):
+                    errors.append(f"no {sorted(remain - set(ops))} node left ({ops})")
+            elif got:
+                errors.append(f"graph.fuse_matmul_bias=0 still fused ({ops})")
+        # the CPU adds the bias to the finished product, as the Add did: the same bits
+        if not all(np.array_equal(a, b) for a, b in zip(outs_by_opt["1"], outs_by_opt["0"])):
+            errors.append("fused and unfused CPU outputs differ")
+        if errors:
+            failed += 1
+            print(f"FAIL {name}: " + "; ".join(errors))
+        else:
+            passed += 1
+            print(f"ok   {name} ({want} MatMulBias)")
+    return passed, failed
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
@@ -180,6 +281,8 @@ def main():
             else:
                 passed += 1
                 print(f"ok   {name} {want}")
+        p, f = run_matmul_bias(nr, tmp)
+        passed, failed = passed + p, failed + f
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

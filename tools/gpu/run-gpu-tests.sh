@@ -25,6 +25,11 @@
 #   attention.log           stage attention: the transformer op cases cuda vs cpu (tests/ops/compare_backends.py
 #                           --family transformer) and tools/gpu/attention_check.py (Attention's cuBLAS path against
 #                           the simple kernel: latency and output difference on BERT-sized, GQA and long models)
+#   matmul_bias.log         stage matmul_bias: the graph passes' MatMulBias on cuda: the Linear-layer op cases (tests/ops/
+#                           compare_backends.py --family gemm --filter linear_: ranks 2-4, bias, Relu, tanh/erf Gelu,
+#                           fp32/fp16, odd N/K) cuda vs cpu, and tools/gpu/matmul_bias_check.py (ViT-B/16 batch 32,
+#                           BERT-base and GPT-2 small batch 8 at fp16/tf32/fp32: fused vs graph.fuse_matmul_bias=0,
+#                           latency and output difference; MMB_MODELS, MMB_PRECISIONS narrow it)
 #   opencl.log              stage opencl: the OpenCL backend on the NVIDIA GPU (an ICD file for
 #                           libnvidia-opencl.so.1 in a vendors folder of our own): device listing, op cases vs cpu,
 #                           model tests, ResNet-50 batch 1 opencl vs cuda, first start vs cached second start
@@ -34,7 +39,7 @@
 # machine: git bundle create .gpu/head.bundle HEAD) into $BUILD/src and builds that commit: uncommitted changes
 # are not part of it, and the scripts of the tests then come from that clone too.
 # Environment: OUT (log folder), BUILD (default /tmp/netrun-build-gpu), JOBS (default nproc),
-#   STAGES (default "build compare conformance models zoo"; the build stage wipes $BUILD first; "ops" adds the serial, slow run_op_tests.py pass; "pipeline" the pipeline benchmark; "attention" the Attention checks (attention.log); "cudart"
+#   STAGES (default "build compare conformance models zoo"; the build stage wipes $BUILD first; "ops" adds the serial, slow run_op_tests.py pass; "pipeline" the pipeline benchmark; "attention" the Attention checks (attention.log); "matmul_bias" the MatMulBias checks (matmul_bias.log); "cudart"
 #   the runtime-feature checks, CONC_RUNS runs per thread, BENCH_MODELS torchvision names), CONF_FILTER (regex for the conformance runs,
 #   default all tests), CONF_TIMEOUT_S (per conformance run, default 280), CONF_BACKENDS (default "cuda cuda,cpu"),
 #   COMPARE_TIMEOUT_S (default 1200), COMPARE_ARGS (more compare_backends.py
@@ -306,6 +311,20 @@ if has attention; then
   rc=$?
   say "attention: cuBLAS path vs simple kernel exit $rc in $(( $(date +%s) - t0 )) s"
   tailto "attention check" "$L" 18
+fi
+if has matmul_bias; then
+  L=$OUT/matmul_bias.log
+  t0=$(date +%s)
+  python3 "$REPO/tests/ops/compare_backends.py" --netrun "$NETRUN" --backend cuda --family gemm --filter linear_ \
+    --jobs "$JOBS" --require-device >"$L" 2>&1
+  say "matmul_bias: Linear-layer op cases (cuda vs cpu) exit $?"
+  grep -E "^FAIL" "$L" | head -20 | tee -a "$S"
+  tailto "matmul_bias cases" "$L" 1
+  python3 "$REPO/tools/gpu/matmul_bias_check.py" --netrun "$NETRUN" ${MMB_MODELS:+--models "$MMB_MODELS"} \
+    ${MMB_PRECISIONS:+--precisions "$MMB_PRECISIONS"} >>"$L" 2>&1
+  rc=$?
+  say "matmul_bias: fused vs unfused transformers exit $rc in $(( $(date +%s) - t0 )) s"
+  tailto "matmul_bias check" "$L" 12
 fi
 if has opencl; then
   L=$OUT/opencl.log
