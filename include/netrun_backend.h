@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define NETRUN_ABI_MAJOR 1
-#define NETRUN_ABI_MINOR 11
+#define NETRUN_ABI_MINOR 12
 #define NETRUN_ABI_VERSION ((uint32_t)((NETRUN_ABI_MAJOR << 16) | NETRUN_ABI_MINOR))
 #define NETRUN_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 
@@ -259,7 +259,8 @@ typedef enum netrun_region_kind {
      * Gemm or Attention. Every float32 input and the output of such a node become float16 (constants converted
      * once, finite values beyond float16's range saturated); an ONNX Cast converts at each border. `keeps` (or
      * supports()) is asked with the float16 descs; params may be NULL for nodes the passes made (Attention,
-     * LayerNormalization, Gelu). No com.netrun op. */
+     * LayerNormalization, Gelu, MatMulBias). The passes' MatMulBias (com.netrun, MatMul + bias) joins where the
+     * region lists "MatMul"; no conversion op of its own. */
     NETRUN_REGION_FP16 = 3
 } netrun_region_kind;
 

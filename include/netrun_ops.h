@@ -38,7 +38,7 @@ typedef enum netrun_activation {
     NETRUN_ACT_SOFTSIGN = 12,
     NETRUN_ACT_SOFTPLUS = 13,
     NETRUN_ACT_SWISH = 14,       /* x * sigmoid(alpha * x) (SiLU for alpha = 1) */
-    NETRUN_ACT_GELU_TANH = 15    /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), Gelu approximate="tanh"
+    NETRUN_ACT_GELU_TANH = 15    /* ABI 1.12: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), Gelu approximate="tanh"
                                   * (set on com.netrun MatMulBias only) */
 } netrun_activation;
 

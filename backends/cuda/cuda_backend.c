@@ -878,6 +878,8 @@ static size_t build_op_table(void) {
             op_table[n++] = (netrun_op_support){"", o->op_type, o->dtypes, o->constraints ? o->constraints : ""};
     for (const cuda_op *o = cuda_ops_preprocess; o->op_type && n < MAX_OPS; o++) /* the com.netrun op users may name */
         op_table[n++] = (netrun_op_support){"com.netrun", o->op_type, o->dtypes, o->constraints ? o->constraints : ""};
+    for (const cuda_op *o = cuda_ops_matmul_bias; o->op_type && n < MAX_OPS; o++) /* and the graph passes' MatMulBias */
+        op_table[n++] = (netrun_op_support){"com.netrun", o->op_type, o->dtypes, o->constraints ? o->constraints : ""};
     return n;
 }
 
