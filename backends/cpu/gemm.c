@@ -37,8 +37,12 @@ typedef struct mm_job {
 
 /* MatMulBias's bias on rows x cols of y (row stride ldc) from column c0: the Add it replaces, in cache. */
 static void mm_add_bias(const mm_job *j, float *y, int64_t rows, int64_t cols, int64_t c0) {
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < cols; c++) y[r * j->ldc + c] += j->bias[c0 + c];
+    const float *restrict b = j->bias + c0;
+    const int64_t ld = j->ldc;
+    for (int64_t r = 0; r < rows; r++) {
+        float *restrict yr = y + r * ld;
+        for (int64_t c = 0; c < cols; c++) yr[c] += b[c];
+    }
 }
 
 static int64_t mm_min(int64_t a, int64_t b) { return a < b ? a : b; }

@@ -142,6 +142,22 @@ def cases():
     return out
 
 
+def report(name, errors, note):
+    """Prints the case's line; (passed, failed) counts."""
+    if errors:
+        print(f"FAIL {name}: " + "; ".join(errors))
+        return 0, 1
+    print(f"ok   {name} {note}")
+    return 1, 0
+
+
+def ort_outputs(path, feed_list):
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    ref_s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    return [ref_s.run(None, feeds) for feeds in feed_list]
+
+
 def linear(a_shape, n, bias="vec", act=None, bias_first=False, b_rank=2, mm_output=False):
     """MatMul(x, W[K, N]) + bias [-> act], as exporters write torch's Linear. bias "vec": [N] constant, "input": [N]
     graph input, "full": [.., N] of the output's shape (a residual, not a bias). act: None, "relu", "gelu_erf",
@@ -203,11 +219,8 @@ def run_matmul_bias(nr, tmp):
     for name, model, want, remain in matmul_bias_cases():
         path = os.path.join(tmp, name + ".onnx")
         onnx.save(model, path)
-        so = ort.SessionOptions()
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        ref_s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
         feeds = feeds_for(model)
-        ref = ref_s.run(None, feeds)
+        ref = ort_outputs(path, [feeds])[0]
         errors, outs_by_opt = [], {}
         for opt in ("1", "0"):
             with nr.session(path, backends="cpu", threads=2, options={"graph.fuse_matmul_bias": opt}) as s:
@@ -231,12 +244,8 @@ def run_matmul_bias(nr, tmp):
         # the CPU adds the bias to the finished product, as the Add did: the same bits
         if not all(np.array_equal(a, b) for a, b in zip(outs_by_opt["1"], outs_by_opt["0"])):
             errors.append("fused and unfused CPU outputs differ")
-        if errors:
-            failed += 1
-            print(f"FAIL {name}: " + "; ".join(errors))
-        else:
-            passed += 1
-            print(f"ok   {name} ({want} MatMulBias)")
+        p, f = report(name, errors, f"({want} MatMulBias)")
+        passed, failed = passed + p, failed + f
     return passed, failed
 
 
@@ -250,11 +259,8 @@ def main():
         for name, model, feed_list, want, ops in cases():
             path = os.path.join(tmp, name + ".onnx")
             onnx.save(model, path)
-            so = ort.SessionOptions()
-            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-            ref_s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
             errors = []
-            refs = [ref_s.run(None, feeds) for feeds in feed_list]
+            refs = ort_outputs(path, feed_list)
             for opt in ("1", "0"):
                 # one session for every feed list: a new shape prepares the fused copy again
                 with nr.session(path, backends="cpu", threads=2, options={"graph.fuse_transformer": opt}) as s:
@@ -275,12 +281,8 @@ def main():
                         elif got != (0, 0, 0) or ("Attention" in have) != any(
                                 n.op_type == "Attention" for n in model.graph.node):
                             errors.append(f"graph.fuse_transformer=0 still fused: {got}")
-            if errors:
-                failed += 1
-                print(f"FAIL {name}: " + "; ".join(errors))
-            else:
-                passed += 1
-                print(f"ok   {name} {want}")
+            p, f = report(name, errors, want)
+            passed, failed = passed + p, failed + f
         p, f = run_matmul_bias(nr, tmp)
         passed, failed = passed + p, failed + f
     print(f"{passed} passed, {failed} failed")
