@@ -51,7 +51,7 @@ def main():
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--precisions", default="fp16,tf32,fp32")
     ap.add_argument("--iters", type=int, default=30)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--tiny", action="store_true", help="the tiny model sizes, one round (checks the script)")
     ap.add_argument("--backend", default="cuda", help="cpu: a dry run of the script on a machine without a GPU")
     a = ap.parse_args()
