@@ -225,7 +225,7 @@ def check_plain(nr, tmp):
                 outs = s.run(feeds)
                 nodes = s.nodes()
             casts = [n for n in nodes if n[1] == "Cast" and n[0].endswith(".to_fp16")]
-            half_gemms = [n for n in nodes if n[1] in ("MatMul", "Gemm", "Attention") and n[2] == "cuda"]
+            half_gemms = [n for n in nodes if n[1] in ("MatMul", "MatMulBias", "Gemm", "Attention") and n[2] == "cuda"]
             diffs = [float(np.abs(o.astype(np.float64) - r).max() / max(1.0, float(np.abs(r).max())))
                      for o, r in zip(outs, ref)]
             good = all(np.isfinite(o).all() == np.isfinite(r).all() for o, r in zip(outs, ref))
