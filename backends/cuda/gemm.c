@@ -488,7 +488,9 @@ static netrun_status mmb_run(cuda_context *ctx, void *state, const netrun_kernel
     int planned = st && rows == st->rows && n == st->n && k == st->k;
     void *wsp = args->workspace_size ? cuda_workspace_address(args->workspace) : NULL;
     netrun_status s;
-    if (planned && st->lt && args->workspace_size >= st->a16_bytes + cuda_lt_gemm_workspace(st->lt) && k > 0) {
+    /* the algorithm was chosen for 16-byte aligned operands (the arena's are; a caller's bound memory may not be) */
+    int aligned = !(((uintptr_t)A->data | (uintptr_t)B->data | (uintptr_t)bias->data | (uintptr_t)Y->data) & 15);
+    if (planned && st->lt && aligned && args->workspace_size >= st->a16_bytes + cuda_lt_gemm_workspace(st->lt) && k > 0) {
         const void *a = A->data, *b = B->data;
         if (st->a16_bytes) { /* the float16-timed float32 node: A to float16, B converted at creation */
             if (!use_half(gs, args, rows, n, k))
