@@ -148,6 +148,9 @@ static inline float cpu_selectf(uint32_t mask, float a, float b) {
 /* tanhf that vectorizes (libm's is a scalar call: GPT's tanh GELU spent half its run there). |x| < 0.25: the odd
  * Taylor series to x^11 (truncation below 1e-10 relative); else (1 - e) / (1 + e) with e = exp(-2|x|), |x| clamped
  * to 9 (tanh(9) rounds to 1). Within 4 ulp of tanh over the floats (tests/cpu/test_fast_math.py); NaN stays NaN. */
+/* Gelu(approximate="tanh") over n floats (elementwise.c; y may be x): the Gelu node's loop, which MatMulBias's
+ * fused activation calls too. */
+void cpu_gelu_tanh_f32(float *y, const float *x, int64_t n);
 /* |x| clamped to hi (NaN passes through), and x's sign bit; cpu_signedf puts the sign back: tanh and erf are odd. */
 static inline float cpu_abs_clampf(float x, float hi, uint32_t *sign) {
     uint32_t xb;

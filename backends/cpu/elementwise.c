@@ -392,6 +392,8 @@ DEF_UN(Softplus, T_FLT, OUT_SAME, U_SOFTPLUS)
 DEF_UN(Softsign, T_FLT, OUT_SAME, U_SOFTSIGN)
 DEF_UN(ThresholdedRelu, T_FLT, OUT_SAME, U_THRELU)
 /* Gelu: one float32 loop per form (a loop holding both forms computes both where it vectorizes). */
+/* Gelu_tanh_f32 is also MatMulBias's tanh GELU (cpu_gelu_tanh_f32): one function, so a fused product gives the
+ * Gelu node's bits. */
 SIMD_f32 static void Gelu_tanh_f32(float *y, const float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         float v = x[i];
@@ -401,6 +403,7 @@ SIMD_f32 static void Gelu_tanh_f32(float *y, const float *x, int64_t n) {
 SIMD_f32 static void Gelu_erf_f32(float *y, const float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + ferff(x[i] * 0.7071067811865476f));
 }
+void cpu_gelu_tanh_f32(float *y, const float *x, int64_t n) { Gelu_tanh_f32(y, x, n); }
 static void Gelu_f32(void *y, const void *x, int64_t n, const netrun_unary_params *p) {
     if (p->approximate_tanh) Gelu_tanh_f32(y, x, n);
     else Gelu_erf_f32(y, x, n);

@@ -432,8 +432,9 @@ static netrun_status matmul_run(cpu_context *ctx, void *state, const netrun_kern
     return matmul_exec(ctx, state, args, NULL, NULL);
 }
 
-/* MatMulBias (com.netrun, the graph passes'): float32 only, so that Y is what MatMul, Add and Relu give bit for bit
- * (the bias is added to the finished product, as the Add did) with one pass over Y less. */
+/* MatMulBias (com.netrun, the graph passes'): float32 only, so that Y is what MatMul, Add and Relu (or the tanh
+ * Gelu node, whose loop it calls) give bit for bit (the bias is added to the finished product, as the Add did), with
+ * one or two passes over Y less. */
 static netrun_status mmbias_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
     const netrun_gemm_params *p = args->params;
     if (!p || args->n_inputs != 3 || args->inputs[2].rank != 1 || args->inputs[2].dtype != NETRUN_DTYPE_FLOAT ||
@@ -451,8 +452,9 @@ static int mmbias_supports(const netrun_node_desc *node, char *reason, size_t si
             return 0;
         }
     if (node->n_inputs != 3 || !p || node->params_size < sizeof *p ||
-        (p->activation.kind != NETRUN_ACT_NONE && p->activation.kind != NETRUN_ACT_RELU)) {
-        snprintf(reason, size, "MatMulBias: activation none or Relu only on the CPU");
+        (p->activation.kind != NETRUN_ACT_NONE && p->activation.kind != NETRUN_ACT_RELU &&
+         p->activation.kind != NETRUN_ACT_GELU_TANH)) {
+        snprintf(reason, size, "MatMulBias: activation none, Relu or tanh Gelu only on the CPU");
         return 0;
     }
     return 1;
@@ -474,7 +476,7 @@ const cpu_op cpu_ops_gemm[] = {
     {"MatMul", "", MM_DTYPES, "numpy broadcasting of batch dims; integers by a plain loop", gemm_supports, mm_create,
      matmul_run, mm_destroy, NULL, mm_describe_state},
     {"MatMulBias", "com.netrun", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT),
-     "graph passes' MatMul + bias [+ Relu]: 2-D B, bias [N], float32", mmbias_supports, mm_create, mmbias_run,
+     "graph passes' MatMul + bias [+ Relu / tanh Gelu]: 2-D B, bias [N], float32", mmbias_supports, mm_create, mmbias_run,
      mm_destroy, NULL, mm_describe_state},
     {0},
 };

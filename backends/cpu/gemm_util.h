@@ -34,7 +34,7 @@ static inline float gu_act(float x, const netrun_fused_activation *a) {
     case NETRUN_ACT_SOFTSIGN: return x / (1.0f + fabsf(x));
     case NETRUN_ACT_SOFTPLUS: return x > 20.0f ? x : log1pf(expf(x));
     case NETRUN_ACT_SWISH: return x / (1.0f + expf(-a->alpha * x));
-    case NETRUN_ACT_GELU_TANH: /* not fused on the CPU (gu_act_known): here for completeness */
+    case NETRUN_ACT_GELU_TANH: /* MatMulBias only (gu_act_known stops before it); gu_act_n runs the Gelu loop */
         return 0.5f * x * (1.0f + cpu_tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
     }
     return x;
@@ -61,6 +61,7 @@ void gu_gemv(int64_t rows, int64_t k, float alpha, const float *w, int64_t ldw, 
 static inline void gu_act_n(float *y, int64_t n, const netrun_fused_activation *a) {
     switch (a->kind) {
     case NETRUN_ACT_NONE: return;
+    case NETRUN_ACT_GELU_TANH: cpu_gelu_tanh_f32(y, y, n); return; /* the Gelu node's own loop: its bits */
     case NETRUN_ACT_RELU:
         for (int64_t i = 0; i < n; i++) y[i] = y[i] > 0 ? y[i] : 0.0f;
         return;
