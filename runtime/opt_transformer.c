@@ -489,7 +489,8 @@ static int plan_attention(opt_state *o, const netrun_backend_config *cfg, int n)
     return add_repl(o, p, &r) ? 1 : -1;
 }
 
-/* ---- MatMulBias: MatMul(A[..., M, K], B[K, N]) + bias[N] [-> Relu | tanh Gelu], as exporters write Linear ----
+/* ---- MatMulBias: MatMul(A[..., M, K], B[K, N]) + bias[N] [-> Relu | tanh Gelu], as exporters write Linear, and
+ * Gemm(A, B, bias[N]) [-> Relu | tanh Gelu] ----
  * One node computes the product, the bias and the activation (a GPU backend in its GEMM's epilogue, the CPU
  * while the product's block is in cache) instead of writing and reading the product once more per following
  * node. An erf Gelu stays a node of its own (the GEMM epilogues backends offer compute the tanh form). */
@@ -523,7 +524,54 @@ static int bias_act_of(const opt_state *o, int u, int y, int ref) {
     return NETRUN_ACT_NONE;
 }
 
-/* Add node n. 1 planned, 2 planned taking a Gelu the pass above had made, 0 not, -1 out of memory. */
+/* The MatMulBias for product node `first` (a MatMul, or a Gemm with its bias) whose node n writes y = A B + bias,
+ * taking the activation that alone reads y where the backend takes it. 1 planned, 2 planned taking a Gelu the
+ * pass above had made, 0 not (the backend refuses), -1 out of memory. */
+static int take_linear(opt_state *o, const netrun_backend_config *cfg, int first, int n, int a, int b, int bias,
+                       int *act_taken) {
+    int y = out0(o, n);
+    int u = -1, act = o->pinned[y] || kept_uses(o, y, &u) != 1 ? NETRUN_ACT_NONE : bias_act_of(o, u, y, n);
+    netrun_gemm_params gp;
+    memset(&gp, 0, sizeof gp);
+    gp.alpha = gp.beta = 1.0f;
+    gp.has_c = 1;
+    int ins[3] = {a, b, bias};
+    for (;; act = NETRUN_ACT_NONE) { /* with the activation, else without */
+        int made = act != NETRUN_ACT_NONE && o->repl_of[u] >= 0;
+        int out = act == NETRUN_ACT_NONE ? y : made ? o->repls[o->repl_of[u]].out : out0(o, u);
+        gp.activation.kind = (netrun_activation)act;
+        if (backend_takes_in(o, cfg, n, "com.netrun", "MatMulBias", 1, &gp, sizeof gp, ins, 3, out)) break;
+        if (act == NETRUN_ACT_NONE) return 0;
+    }
+    opt_repl r = {.kind = OPT_REPL_MATMUL_BIAS, .extra_out = -1, .n_in = 3, .in = {a, b, bias, -1}, .first = first,
+                  .act = act};
+    *act_taken = act != NETRUN_ACT_NONE;
+    if (act != NETRUN_ACT_NONE && o->repl_of[u] >= 0) { /* the Gelu's node stands for the whole now */
+        opt_repl *g = &o->repls[o->repl_of[u]];
+        r.out = g->out;
+        *g = r;
+        o->removed[first] = o->removed[n] = 1;
+        for (int i = 0; i < 3; i++) o->user[ins[i]] = u;
+        return 2;
+    }
+    pattern p = {.n = 0};
+    pat_add(&p, first);
+    if (n != first) pat_add(&p, n);
+    if (act != NETRUN_ACT_NONE) pat_add(&p, u);
+    r.out = out0(o, p.nodes[p.n - 1]);
+    return add_repl(o, &p, &r) ? 1 : -1;
+}
+
+/* A, B and bias fit MatMulBias: float A[..., K] (rank >= min_rank), B[K, N], bias[N] of A's type. */
+static int linear_operands(const opt_state *o, int a, int b, int bias, int min_rank) {
+    if (a < 0 || b < 0 || bias < 0) return 0;
+    const netrun_value_desc *ad = dsc(o, a), *bd = dsc(o, b), *cd = dsc(o, bias);
+    return (ad->dtype == NETRUN_DTYPE_FLOAT || ad->dtype == NETRUN_DTYPE_FLOAT16) && bd->dtype == ad->dtype &&
+           cd->dtype == ad->dtype && ad->rank >= min_rank && bd->rank == 2 && cd->rank == 1 && bd->dims[1] > 0 &&
+           cd->dims[0] == bd->dims[1] && ad->dims[ad->rank - 1] == bd->dims[0];
+}
+
+/* Add node n after a MatMul. As take_linear. */
 static int plan_matmul_bias(opt_state *o, const netrun_backend_config *cfg, int n, int *act_taken) {
     if (!live(o, n, "Add", -1) || o->g->nodes[n].n_inputs != 2) return 0;
     int y = out0(o, n);
@@ -532,44 +580,25 @@ static int plan_matmul_bias(opt_state *o, const netrun_backend_config *cfg, int 
         int mm = single(o, in(o, n, side), "MatMul", n, n), bias = in(o, n, 1 - side);
         if (mm < 0 || bias < 0 || o->g->nodes[mm].n_inputs != 2) continue;
         int a = in(o, mm, 0), b = in(o, mm, 1);
-        if (a < 0 || b < 0) continue;
-        const netrun_value_desc *ad = dsc(o, a), *bd = dsc(o, b), *cd = dsc(o, bias);
-        if ((ad->dtype != NETRUN_DTYPE_FLOAT && ad->dtype != NETRUN_DTYPE_FLOAT16) || bd->dtype != ad->dtype ||
-            cd->dtype != ad->dtype || ad->rank < 2 || bd->rank != 2 || cd->rank != 1 || bd->dims[1] <= 0 ||
-            cd->dims[0] != bd->dims[1] || !same_dims(dsc(o, out0(o, mm)), dsc(o, y)))
+        if (!linear_operands(o, a, b, bias, 2) || !same_dims(dsc(o, out0(o, mm)), dsc(o, y)))
             continue; /* the bias broadcasts along N only: Y keeps the product's shape */
-        int u = -1, act = o->pinned[y] || kept_uses(o, y, &u) != 1 ? NETRUN_ACT_NONE : bias_act_of(o, u, y, n);
-        netrun_gemm_params gp;
-        memset(&gp, 0, sizeof gp);
-        gp.alpha = gp.beta = 1.0f;
-        gp.has_c = 1;
-        int ins[3] = {a, b, bias};
-        for (;; act = NETRUN_ACT_NONE) { /* with the activation, else without */
-            int made = act != NETRUN_ACT_NONE && o->repl_of[u] >= 0;
-            int out = act == NETRUN_ACT_NONE ? y : made ? o->repls[o->repl_of[u]].out : out0(o, u);
-            gp.activation.kind = (netrun_activation)act;
-            if (backend_takes_in(o, cfg, n, "com.netrun", "MatMulBias", 1, &gp, sizeof gp, ins, 3, out)) break;
-            if (act == NETRUN_ACT_NONE) return 0;
-        }
-        opt_repl r = {.kind = OPT_REPL_MATMUL_BIAS, .extra_out = -1, .n_in = 3, .in = {a, b, bias, -1}, .first = mm,
-                      .act = act};
-        *act_taken = act != NETRUN_ACT_NONE;
-        if (act != NETRUN_ACT_NONE && o->repl_of[u] >= 0) { /* the Gelu's node stands for the whole now */
-            opt_repl *g = &o->repls[o->repl_of[u]];
-            r.out = g->out;
-            *g = r;
-            o->removed[mm] = o->removed[n] = 1;
-            for (int i = 0; i < 3; i++) o->user[ins[i]] = u;
-            return 2;
-        }
-        pattern p = {.n = 0};
-        pat_add(&p, mm);
-        pat_add(&p, n);
-        if (act != NETRUN_ACT_NONE) pat_add(&p, u);
-        r.out = out0(o, p.nodes[p.n - 1]);
-        return add_repl(o, &p, &r) ? 1 : -1;
+        return take_linear(o, cfg, mm, n, a, b, bias, act_taken);
     }
     return 0;
+}
+
+/* A Gemm computing A B + c with a bias vector c (alpha and beta 1, neither transposed, no activation of its own:
+ * GPT-2's Conv1D layers export so): the same node, so that the activation after it joins the GEMM's epilogue
+ * and the bias is not first broadcast over the whole output. As take_linear. */
+static int plan_gemm_bias(opt_state *o, const netrun_backend_config *cfg, int n, int *act_taken) {
+    if (!live(o, n, "Gemm", -1) || o->g->nodes[n].n_inputs != 3) return 0;
+    const netrun_gemm_params *p = o->s->snodes[o->snode_of[n]].params;
+    int y = out0(o, n), a = in(o, n, 0), b = in(o, n, 1), c = in(o, n, 2);
+    if (!p || p->trans_a || p->trans_b || p->alpha != 1.0f || p->beta != 1.0f || !p->has_c ||
+        p->activation.kind != NETRUN_ACT_NONE || val(o, y) != y || !linear_operands(o, a, b, c, 2) ||
+        dsc(o, a)->rank != 2)
+        return 0;
+    return take_linear(o, cfg, n, n, a, b, c, act_taken);
 }
 
 netrun_status opt_plan_transformer(opt_state *o, const netrun_backend_config *cfg, int *n_attn, int *n_ln,
@@ -593,7 +622,8 @@ netrun_status opt_plan_transformer(opt_state *o, const netrun_backend_config *cf
     for (int k = 0; !(mb && !strcmp(mb, "0")) && k < o->s->n_snodes; k++) {
         int n = o->s->snodes[k].node, r, with_act = 0;
         if (o->removed[n] || o->repl_of[n] >= 0) continue;
-        if ((r = plan_matmul_bias(o, cfg, n, &with_act)) < 0)
+        if ((r = plan_matmul_bias(o, cfg, n, &with_act)) == 0) r = plan_gemm_bias(o, cfg, n, &with_act);
+        if (r < 0)
             return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the transformer fusions");
         if (r > 0) ++*n_matmul_bias, n_act += with_act;
         if (r == 2) --*n_gelu; /* that Gelu is the MatMulBias's activation now */

@@ -3,7 +3,8 @@
 written as exporters write them, run as one Attention / LayerNormalization / Gelu node on the CPU, give
 onnxruntime's outputs with graph.fuse_transformer on and off; variants that do not compute exactly what the op
 computes (a scale from an input, softmax over another axis, a mask that is not causal, eps from an input, a
-Gelu constant off) are left alone. Linear layers (MatMul + bias Add [+ Relu]) run as one MatMulBias node (ranks
+Gelu constant off) are left alone. Linear layers (MatMul + bias Add [+ Relu], or a Gemm with a bias vector) run as
+one MatMulBias node (ranks
 2-4, the bias on either side or from an input, odd N/K), the same bits as unfused and onnxruntime's outputs with
 graph.fuse_matmul_bias on and off; a tanh Gelu after them joins them (the decomposed form once made one Gelu: the
 Gelu count drops), an erf Gelu stays a node; an addend of the output's shape, a batched B or a product that is also
@@ -195,6 +196,27 @@ def linear(a_shape, n, bias="vec", act=None, bias_first=False, b_rank=2, mm_outp
     return m
 
 
+def gemm_linear(a_shape, n, act=None, trans_b=0, alpha=1.0, c="vec"):
+    """Gemm(x[M, K], W, c) [-> act], as torch exports GPT-2's Conv1D (addmm). c "vec": [N], "matrix": [M, N].
+    act: None, "relu", "gelu20_tanh" or "neg" (a node after it that no MatMulBias takes)."""
+    b = transformer_bench.Builder(7)
+    k = a_shape[-1]
+    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(a_shape))]
+    w = b.init("W", b.w(n, k).T.copy() if not trans_b else b.w(n, k))
+    cv = b.init("c", b.rng.standard_normal(n if c == "vec" else (a_shape[0], n)).astype(np.float32))
+    h = b.op("Gemm", ["x", w, cv], transB=trans_b, alpha=alpha)
+    if act == "relu":
+        h = b.op("Relu", [h])
+    elif act == "gelu20_tanh":
+        h = b.op("Gelu", [h], approximate="tanh")
+    elif act == "neg":  # a node no MatMulBias takes (a graph of one node skips the passes)
+        h = b.op("Neg", [h])
+    m = b.model("gemm_linear", ins, [helper.make_tensor_value_info(h, TensorProto.FLOAT, None)])
+    if act == "gelu20_tanh":
+        m.opset_import[0].version = 20
+    return m
+
+
 def matmul_bias_cases():
     """(name, model, MatMulBias nodes expected, op types that must remain beside them) on the CPU, which fuses the
     bias and a Relu or tanh Gelu (an erf Gelu stays a node of its own)."""
@@ -214,6 +236,13 @@ def matmul_bias_cases():
         ("no_mmb_full_addend", linear((2, 5, 16), 24, bias="full"), 0, {"MatMul", "Add"}),
         ("no_mmb_batched_b", linear((2, 5, 16), 24, b_rank=3), 0, {"MatMul", "Add"}),
         ("no_mmb_product_is_output", linear((2, 5, 16), 24, mm_output=True), 0, {"MatMul", "Add"}),
+        # a Gemm with a bias vector (GPT-2's Conv1D) is the same node; transposed B, alpha or a matrix C are not
+        ("mmb_gemm", gemm_linear((6, 16), 24, act="neg"), 1, {"Neg"}),
+        ("mmb_gemm_relu", gemm_linear((9, 16), 24, act="relu"), 1, set()),
+        ("mmb_gemm_gelu20_tanh", gemm_linear((9, 16), 24, act="gelu20_tanh"), 1, set()),
+        ("no_mmb_gemm_trans_b", gemm_linear((6, 16), 24, act="neg", trans_b=1), 0, {"Gemm"}),
+        ("no_mmb_gemm_alpha", gemm_linear((6, 16), 24, act="neg", alpha=0.5), 0, {"Gemm"}),
+        ("no_mmb_gemm_c_matrix", gemm_linear((6, 16), 24, act="neg", c="matrix"), 0, {"Gemm"}),
     ]
 
 
@@ -238,15 +267,15 @@ def run_matmul_bias(nr, tmp):
             if opt == "1":
                 if got != want:
                     errors.append(f"{got} MatMulBias nodes, expected {want} ({ops})")
-                if want and ("Relu" in ops or ops.count("Add") or "MatMul" in ops or
+                if want and ("Relu" in ops or ops.count("Add") or "MatMul" in ops or "Gemm" in ops or
                              ("Gelu" in ops and "Gelu" not in remain)):
-                    errors.append(f"a MatMul, Add, Relu or tanh Gelu left beside the MatMulBias ({ops})")
+                    errors.append(f"a MatMul, Gemm, Add, Relu or tanh Gelu left beside the MatMulBias ({ops})")
                 if not remain <= set(ops):
                     errors.append(f"no {sorted(remain - set(ops))} node left ({ops})")
             elif got:
                 errors.append(f"graph.fuse_matmul_bias=0 still fused ({ops})")
-        # the CPU adds the bias to the finished product, as the Add did: the same bits
-        if not all(np.array_equal(a, b) for a, b in zip(outs_by_opt["1"], outs_by_opt["0"])):
+        # the CPU adds the bias to the finished product, as the Add did: the same bits (a Gemm added its C first)
+        if "gemm" not in name and not all(np.array_equal(a, b) for a, b in zip(outs_by_opt["1"], outs_by_opt["0"])):
             errors.append("fused and unfused CPU outputs differ")
         p, f = report(name, errors, f"({want} MatMulBias)")
         passed, failed = passed + p, failed + f
