@@ -236,12 +236,13 @@ static void value_spans(netrun_session *s, int *prod, int *last) {
     for (int i = 0; i < g->n_outputs; i++) last[g->outputs[i]] = s->n_snodes;
 }
 
-/* The split rule (docs/design.md, "Micro-batching"). Node k, run on the whole batch, writes act_k bytes; from
- * NR_MICRO_BATCH_CACHE_BYTES on they leave the caches for memory and are read back from there, which runs of b
- * images avoid (b / N of them stay in cache). Each run but the first reads the node's weights w_k again:
- * (N / b - 1) * w_k bytes. The first h nodes run in runs where sum over k < h of (act_k if act_k >= the cache
- * size, else 0) - (N / b - 1) * w_k is largest, over the splits that split_ok allows within the first `limit`
- * nodes; 0 where no split saves bytes. *saved: that sum. */
+/* The split rule (docs/design.md, "Micro-batching"). A value of the whole batch of act bytes leaves the caches
+ * from NR_MICRO_BATCH_CACHE_BYTES on: written to memory and read back. Runs of b images keep the values computed
+ * and read within the first h nodes in cache, which saves those bytes; the values that cross the split are
+ * still written whole (the later nodes read them at once), and each run but the first reads the first nodes'
+ * weights again, (N / b - 1) * w bytes. saved(h) = sum of the big values computed and read before h - (N / b - 1)
+ * * the weights of the nodes before h. The first h nodes run in runs where saved(h) is largest, over the splits
+ * that split_ok allows within the first `limit` nodes; 0 where no split saves bytes. *saved: saved(h). */
 static int best_split(netrun_session *s, int64_t N, int64_t b, int limit, const int *kind, const int *prod,
                       const int *last, int64_t *saved) {
     nr_graph *g = s->model->ir->graph;
@@ -252,15 +253,22 @@ static int best_split(netrun_session *s, int64_t N, int64_t b, int limit, const 
         const nr_snode *sn = &s->snodes[k];
         const nr_node *nd = &g->nodes[sn->node];
         if (sn->slot >= 0) {
-            int64_t act = 0, w = 0;
-            for (int o = 0; o < nd->n_outputs; o++)
-                if (nd->outputs[o] >= 0 && kind[nd->outputs[o]] == BATCHED) act += (int64_t)s->values[nd->outputs[o]].nbytes;
+            for (int o = 0; o < nd->n_outputs; o++) {
+                int v = nd->outputs[o];
+                if (v >= 0 && kind[v] == BATCHED && s->values[v].nbytes >= NR_MICRO_BATCH_CACHE_BYTES)
+                    sum += (int64_t)s->values[v].nbytes;
+            }
             for (int i = 0; i < nd->n_inputs; i++)
-                if (nd->inputs[i] >= 0 && s->values[nd->inputs[i]].is_const) w += (int64_t)s->values[nd->inputs[i]].nbytes;
-            sum += (act >= NR_MICRO_BATCH_CACHE_BYTES ? act : 0) - (N / b - 1) * w;
+                if (nd->inputs[i] >= 0 && s->values[nd->inputs[i]].is_const)
+                    sum -= (N / b - 1) * (int64_t)s->values[nd->inputs[i]].nbytes;
         }
-        if (sum > best && split_ok(s, k + 1, kind, prod, last, why, sizeof why)) {
-            best = sum;
+        int64_t crossing = 0; /* the big values computed before k + 1 and read after */
+        for (int v = 0; v < g->n_values; v++)
+            if (prod[v] >= 0 && prod[v] <= k && last[v] > k && kind[v] == BATCHED &&
+                s->values[v].nbytes >= NR_MICRO_BATCH_CACHE_BYTES)
+                crossing += (int64_t)s->values[v].nbytes;
+        if (sum - crossing > best && split_ok(s, k + 1, kind, prod, last, why, sizeof why)) {
+            best = sum - crossing;
             best_h = k + 1;
         }
     }

@@ -4,9 +4,10 @@
 
 #include "session.h"
 
-/* The split rule: a node's output of the whole batch from this size on leaves the caches (measured: ShuffleNetV2's
- * 1.2 MB per image, 9.6 MB at batch 8, stays; MobileNetV2's 4.8 MB per image, 38 MB at batch 8, does not) */
-#define NR_MICRO_BATCH_CACHE_BYTES (16 << 20)
+/* The split rule: a value of the whole batch from this size on leaves the caches (measured at batch 8, 2 threads:
+ * micro-batching MnasNet, whose largest value is 18.4 MiB, ran slower; SqueezeNet's 24 MiB and MobileNetV2's
+ * 37 MiB ran faster) */
+#define NR_MICRO_BATCH_CACHE_BYTES (20 << 20)
 
 /* After inference, placement and the graph passes at the full batch: the images per run into *images (0: off),
  * the number of first nodes that run in runs into *head (0: all of them; the rest then runs once on the whole
