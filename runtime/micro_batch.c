@@ -1,17 +1,20 @@
 /*
  * Micro-batching (option run.micro_batch): a batch of N images runs as N / b runs of a plan built for b images,
- * each run reading its slice of the inputs and writing its slice of the outputs.
+ * each run reading its slice of the inputs and writing its slice of the outputs; or only the plan's first nodes
+ * run so, and the rest once on the whole batch.
  *
  * Why: a CNN run layer by layer over a whole batch streams each layer's activations for all N images through
  * memory; MobileNetV2's 112x112x96 expand output is 4.8 MB an image, 38 MB at batch 8, more than the last-level
  * cache, so the depthwise conv after it reads from DRAM. Built for 2 images (one per thread) the same layers stay
  * in cache: at batch 8, 2 threads, MobileNetV2 ran 12% faster and SqueezeNet 10% (docs/design.md has the figures).
  *
- * When: only for a plan whose every node runs in host memory, with static shapes, where every computed value
- * carries the batch as its dim 0 and every node treats the images apart (the checks below). "auto" (default)
- * also wants a value of 2 MiB or more per image (a batch of smaller ones stays in cache; ShuffleNetV2's 1.2 MB
- * ran 13% slower in runs of 2) and the batch of that value larger than the weights, which each run reads
- * again (ResNet-50: 3.2 MB x 8 images against 100 MB of weights, 4% slower in runs of 2).
+ * Where: early layers have large activations and small weights, late layers the opposite, and each run reads the
+ * weights again. So "auto" (default) may run only the first nodes in runs and the rest once on the whole batch,
+ * the split chosen by bytes (best_split): what the runs keep in cache against the weights they read again.
+ *
+ * When: the nodes that run in runs must run in host memory, with static shapes, where every computed value
+ * carries the batch as its dim 0 and every node treats the images apart (the checks below); the values that
+ * cross the split carry the batch and hold all of it (mb_cut: the first nodes see a run's slice of them).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -350,7 +353,7 @@ netrun_status nr_micro_batch_choose(netrun_session *s, int *images, int *head, c
             snprintf(why, n, "%s", whole_why);
     } else {
         h = best_split(s, N, b, limit, kind, prod, last, &saved);
-        if (!h && limit < s->n_snodes && limit == 0)
+        if (!h && limit == 0) /* the first node already mixes the images */
             snprintf(why, n, "%s", whole_why);
         else if (!h)
             snprintf(why, n, "off: no split saves memory traffic (no node's output of the batch reaches %d MiB%s, "
