@@ -8,6 +8,8 @@
  * micro-batching MnasNet, whose largest value is 18.4 MiB, ran slower; SqueezeNet's 24 MiB and MobileNetV2's
  * 37 MiB ran faster) */
 #define NR_MICRO_BATCH_CACHE_BYTES (20 << 20)
+/* splits whose savings differ by less than this are equal to the rule (micro_batch.c, best_split) */
+#define NR_MICRO_BATCH_TIE_BYTES (1 << 20)
 
 /* After inference, placement and the graph passes at the full batch: the images per run into *images (0: off),
  * the number of first nodes that run in runs into *head (0: all of them; the rest then runs once on the whole
