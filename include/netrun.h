@@ -498,8 +498,9 @@ NETRUN_API size_t netrun_session_activity(const netrun_session *session, char *b
 NETRUN_API netrun_status netrun_session_get_stats(const netrun_session *session, netrun_session_stats *stats);
 /* Micro-batching of the prepared session (option run.micro_batch: auto, 0, or images per run): returns a line that
  * says what was decided and why ("4 runs of 2 images ..." or "off: <reason>"), "" before prepare; *images (may be
- * NULL) gets the images per run, 0 when off. Node shapes (netrun_session_node_io, profiles) are those of one run;
- * inputs and outputs keep the whole batch. */
+ * NULL) gets the images per run, 0 when off. Where only the first nodes run in runs ("... for the first 17 of 57
+ * nodes ..."), the rest runs once on the whole batch. Node shapes (netrun_session_node_io, profiles) of the nodes
+ * that run in runs are those of one run; inputs and outputs keep the whole batch. */
 NETRUN_API const char *netrun_session_micro_batch(const netrun_session *session, int *images);
 
 /* ---- netrun 0.8: device memory and streams (docs/device-io.md) ----

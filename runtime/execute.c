@@ -144,6 +144,15 @@ static netrun_status stream_weights(netrun_session *s, const nr_snode *sn, nr_sl
     return st;
 }
 
+/* Run s->mb_chunk's slice of a value that holds the whole batch (in host memory: buffer is the address). */
+static void mb_slice(const netrun_session *s, netrun_tensor *t) {
+    size_t part = t->nbytes / (size_t)(s->mb_n / s->mb);
+    t->dims[0] = s->mb;
+    t->nbytes = part;
+    t->data = (char *)t->data + (size_t)s->mb_chunk * part;
+    t->buffer = t->data;
+}
+
 /* A kernel step's tensors for this run: its shapes inferred again in a dynamic session (defer: a value the
  * inference needs from the device is not read, NR_STATUS_NEED_VALUE is returned instead: the caller has not run the
  * steps before it yet), then each input and output as the kernel sees it. */
@@ -174,6 +183,12 @@ static netrun_status kernel_tensors(netrun_session *s, nr_snode *sn, int defer) 
             continue;
         }
         nr_value_tensor(s, v, dom, &sn->out_t[o]);
+    }
+    if (s->mb_head) { /* micro-batching of the first nodes: they see this run's slice of the whole-batch values */
+        for (int i = 0; i < nd->n_inputs; i++)
+            if (nr_mb_sliced(s, sn, nd->inputs[i])) mb_slice(s, &sn->in_t[i]);
+        for (int o = 0; o < nd->n_outputs; o++)
+            if (nr_mb_sliced(s, sn, nd->outputs[o])) mb_slice(s, &sn->out_t[o]);
     }
     return NETRUN_OK;
 }
@@ -523,7 +538,7 @@ void nr_exec_memory_stats(netrun_session *s) {
     if (total > s->stats.device_peak_bytes) s->stats.device_peak_bytes = total;
 }
 
-static netrun_status run_steps(netrun_session *s, double run_start);
+static netrun_status run_steps(netrun_session *s, double run_start, int first, int end);
 static netrun_status finish_outputs(netrun_session *s);
 
 netrun_status nr_session_execute(netrun_session *s, int async) {
@@ -552,12 +567,18 @@ netrun_status nr_session_execute(netrun_session *s, int async) {
     s->stats.d2h_bytes = s->stats.d2d_bytes = 0;
     netrun_status dst = nr_devio_begin_run(s); /* the caller's device pointers of this run (device_io.c) */
     if (dst != NETRUN_OK) return dst;
+    /* micro-batching: the plan (or its first mb_head_step steps) once per run of mb images, then the rest */
+    int head = s->mb_head ? s->mb_head_step : s->n_steps;
     for (s->mb_chunk = 0; s->mb_chunk < chunks; s->mb_chunk++) {
-        netrun_status st = run_steps(s, run_start);
-        if (st == NETRUN_OK && s->mb) st = nr_micro_batch_gather(s);
+        netrun_status st = run_steps(s, run_start, 0, head);
+        if (st == NETRUN_OK && s->mb && !s->mb_head) st = nr_micro_batch_gather(s);
         if (st != NETRUN_OK) return st;
     }
     s->mb_chunk = 0;
+    if (head < s->n_steps) {
+        netrun_status st = run_steps(s, run_start, head, s->n_steps);
+        if (st != NETRUN_OK) return st;
+    }
     if (s->profiling) s->prof_runs++;
     netrun_status st = finish_outputs(s);
     if (st != NETRUN_OK || async) return st;
@@ -574,8 +595,8 @@ netrun_status nr_check_cancel(netrun_session *s) {
     return nr_error(NETRUN_ERR_CANCELLED, "the run was cancelled (netrun_session_cancel)");
 }
 
-static netrun_status run_steps(netrun_session *s, double run_start) {
-    for (int k = 0; k < s->n_steps; k++) {
+static netrun_status run_steps(netrun_session *s, double run_start, int first, int end) {
+    for (int k = first; k < end; k++) {
         const nr_step *step = &s->steps[k];
         netrun_status cs = nr_check_cancel(s); /* one relaxed load a step while nobody cancels */
         if (cs != NETRUN_OK) return cs;

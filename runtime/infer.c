@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "micro_batch.h"
 #include "op_inputs.h"
 #include "plan.h"
 #include "subgraphs.h"
@@ -98,6 +99,7 @@ void nr_gather_descs(netrun_session *s, nr_snode *sn, int with_host_values) {
         }
         nr_svalue *sv = &s->values[v];
         *d = sv->desc;
+        if (nr_mb_sliced(s, sn, v)) d->dims[0] = s->mb;
         if (sv->is_const) continue;
         d->const_data = NULL;
         d->const_nbytes = 0;
@@ -117,6 +119,16 @@ void nr_gather_descs(netrun_session *s, nr_snode *sn, int with_host_values) {
         memset(d, 0, sizeof *d);
         d->rank = -1;
         d->name = nd->outputs[o] >= 0 ? s->model->ir->graph->values[nd->outputs[o]].name : NULL;
+    }
+}
+
+void nr_gather_out_descs(netrun_session *s, nr_snode *sn) {
+    const nr_node *nd = &s->model->ir->graph->nodes[sn->node];
+    for (int o = 0; o < nd->n_outputs; o++) {
+        int v = nd->outputs[o];
+        if (v < 0) continue;
+        sn->out_desc[o] = s->values[v].desc;
+        if (nr_mb_sliced(s, sn, v)) sn->out_desc[o].dims[0] = s->mb;
     }
 }
 
@@ -330,6 +342,7 @@ netrun_status nr_infer_all(netrun_session *s) {
     for (int k = 0; k < s->n_snodes && st == NETRUN_OK; k++) {
         nr_snode *sn = &s->snodes[k];
         const nr_node *nd = &g->nodes[sn->node];
+        if (s->mb_head && k == s->mb_head) nr_micro_batch_cut(s); /* the rest of the nodes see the whole batch */
         sn->slot = -2; /* not placed yet */
         if (!nd->layer) {
             st = nr_error(NETRUN_ERR_UNSUPPORTED, "node '%s': op '%s%s%s' is not known to netrun nor defined by a "

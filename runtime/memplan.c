@@ -97,6 +97,16 @@ netrun_status nr_build_steps(netrun_session *s) {
         sv->graph_output = i;
         if (!sv->is_const) use(&sv->place[sv->home], s->n_steps + 1);
     }
+    /* micro-batching of the first nodes: they end at mb_head_step (the first step of a later node), and every
+     * run of them writes its slice of the values the later nodes read, so those live from the first step on */
+    s->mb_head_step = 0;
+    if (s->mb_head) {
+        while (s->mb_head_step < s->n_steps && s->steps[s->mb_head_step].kind == NR_STEP_KERNEL &&
+               s->steps[s->mb_head_step].snode < s->mb_head)
+            s->mb_head_step++;
+        for (int v = 0; v < g->n_values; v++)
+            if (s->values[v].mb_cut) use(&s->values[v].place[s->values[v].home], 0);
+    }
     return NETRUN_OK;
 }
 
@@ -125,7 +135,7 @@ static int set_root(const netrun_session *s, int v) { return s->values[v].alias_
 static int shareable(const netrun_session *s, int v, int dom) {
     const nr_svalue *sv = &s->values[v];
     return v >= 0 && !sv->is_const && !sv->dynamic && sv->graph_input < 0 && sv->home == dom &&
-           sv->place[dom].present && sv->nbytes > 0;
+           sv->place[dom].present && sv->nbytes > 0 && !sv->mb_cut; /* mb_cut: written a slice per run */
 }
 
 /* Not yet part of any set. */
@@ -216,8 +226,7 @@ static void try_inplace(netrun_session *s, nr_snode *sn, int dom, int t, const n
             if (!ok) continue;
             if (!descs) {
                 nr_gather_descs(s, sn, 0);
-                for (int k = 0; k < nd->n_outputs; k++)
-                    if (nd->outputs[k] >= 0) sn->out_desc[k] = s->values[nd->outputs[k]].desc;
+                nr_gather_out_descs(s, sn);
                 descs = 1;
             }
             netrun_node_desc desc = {.struct_size = sizeof desc, .name = nd->name, .op_type = nd->op_type,

@@ -1,17 +1,20 @@
 /*
  * Micro-batching (option run.micro_batch): a batch of N images runs as N / b runs of a plan built for b images,
- * each run reading its slice of the inputs and writing its slice of the outputs.
+ * each run reading its slice of the inputs and writing its slice of the outputs; or only the plan's first nodes
+ * run so, and the rest once on the whole batch.
  *
  * Why: a CNN run layer by layer over a whole batch streams each layer's activations for all N images through
  * memory; MobileNetV2's 112x112x96 expand output is 4.8 MB an image, 38 MB at batch 8, more than the last-level
  * cache, so the depthwise conv after it reads from DRAM. Built for 2 images (one per thread) the same layers stay
  * in cache: at batch 8, 2 threads, MobileNetV2 ran 12% faster and SqueezeNet 10% (docs/design.md has the figures).
  *
- * When: only for a plan whose every node runs in host memory, with static shapes, where every computed value
- * carries the batch as its dim 0 and every node treats the images apart (the checks below). "auto" (default)
- * also wants a value of 2 MiB or more per image (a batch of smaller ones stays in cache; ShuffleNetV2's 1.2 MB
- * ran 13% slower in runs of 2) and the batch of that value larger than the weights, which each run reads
- * again (ResNet-50: 3.2 MB x 8 images against 100 MB of weights, 4% slower in runs of 2).
+ * Where: early layers have large activations and small weights, late layers the opposite, and each run reads the
+ * weights again. So "auto" (default) may run only the first nodes in runs and the rest once on the whole batch,
+ * the split chosen by bytes (best_split): what the runs keep in cache against the weights they read again.
+ *
+ * When: the nodes that run in runs must run in host memory, with static shapes, where every computed value
+ * carries the batch as its dim 0 and every node treats the images apart (the checks below); the values that
+ * cross the split carry the batch and hold all of it (mb_cut: the first nodes see a run's slice of them).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,9 +116,10 @@ refuse:
     return 0;
 }
 
-/* Whether the prepared nodes keep the images of a batch of N apart (see the top of the file); the largest
- * batched value per image into *peak. */
-static int separable(netrun_session *s, int64_t N, size_t *peak, char *why, size_t n) {
+/* How many of the prepared nodes, from the first, keep the images of a batch of N apart: all n_snodes, or the
+ * index of the first that does not (why says which and why). kind[] (n_values + 1) receives what each value
+ * computed before that node is: PLAIN (constant), BATCHED (carries the batch as dim 0) or SHAPE_DERIVED. */
+static int separable_prefix(netrun_session *s, int64_t N, int *kind, char *why, size_t n) {
     nr_graph *g = s->model->ir->graph;
     for (int i = 0; i < g->n_inputs; i++) {
         const netrun_value_desc *d = &s->values[g->inputs[i]].desc;
@@ -127,21 +131,17 @@ static int separable(netrun_session *s, int64_t N, size_t *peak, char *why, size
     int max_in = 0;
     for (int k = 0; k < g->n_nodes; k++)
         if (g->nodes[k].n_inputs > max_in) max_in = g->nodes[k].n_inputs;
-    int *kind = nr_calloc((size_t)g->n_values + 1, sizeof(int));
     int *ikind = nr_calloc((size_t)max_in + 1, sizeof(int));
-    if (!kind || !ikind) {
-        nr_free(kind);
-        nr_free(ikind);
+    if (!ikind) {
         snprintf(why, n, "off: out of memory");
         return 0;
     }
     for (int i = 0; i < g->n_inputs; i++) kind[g->inputs[i]] = BATCHED;
-    int ok = 1;
-    *peak = 0;
-    for (int k = 0; k < s->n_snodes && ok; k++) {
+    int k = 0;
+    for (; k < s->n_snodes; k++) {
         const nr_snode *sn = &s->snodes[k];
         const nr_node *nd = &g->nodes[sn->node];
-        int batched = 0, derived = 0;
+        int batched = 0, derived = 0, ok = 1;
         for (int i = 0; i < nd->n_inputs; i++) {
             ikind[i] = nd->inputs[i] >= 0 ? kind[nd->inputs[i]] : PLAIN;
             if (ikind[i] == BATCHED) {
@@ -164,7 +164,6 @@ static int separable(netrun_session *s, int64_t N, size_t *peak, char *why, size
         if (sn->slot < 0 || s->slots[sn->slot].domain != NR_HOST_DOMAIN) {
             snprintf(why, n, "off: node '%s' (%s) runs %s", nd->name, nd->op_type,
                      sn->slot < 0 ? "as control flow" : "in device memory");
-            ok = 0;
             break;
         }
         for (int i = 0; i < nd->n_inputs && ok; i++)
@@ -173,33 +172,127 @@ static int separable(netrun_session *s, int64_t N, size_t *peak, char *why, size
                          nd->op_type);
                 ok = 0;
             }
-        if (!ok || !(ok = node_ok(s, sn, ikind, why, n))) break;
-        for (int o = 0; o < nd->n_outputs; o++) {
-            int v = nd->outputs[o];
-            if (v < 0) continue;
+        if (!ok || !node_ok(s, sn, ikind, why, n)) break;
+        for (int o = 0; o < nd->n_outputs && ok; o++) {
+            if (nd->outputs[o] < 0) continue;
             if (sn->out_desc[o].rank < 1 || sn->out_desc[o].dims[0] != N) {
                 snprintf(why, n, "off: node '%s' (%s) writes output %d with a dim 0 other than the batch", nd->name,
                          nd->op_type, o);
                 ok = 0;
-                break;
             }
-            kind[v] = BATCHED;
-            if (s->values[v].nbytes / (size_t)N > *peak) *peak = s->values[v].nbytes / (size_t)N;
         }
+        if (!ok) break;
+        for (int o = 0; o < nd->n_outputs; o++)
+            if (nd->outputs[o] >= 0) kind[nd->outputs[o]] = BATCHED;
     }
-    for (int i = 0; ok && i < g->n_outputs; i++)
-        if (kind[g->outputs[i]] != BATCHED) {
-            snprintf(why, n, "off: output '%s' does not carry the batch", g->values[g->outputs[i]].name);
-            ok = 0;
-        }
-    nr_free(kind);
     nr_free(ikind);
-    return ok;
+    return k;
 }
 
-netrun_status nr_micro_batch_choose(netrun_session *s, int *images, char *why, size_t n) {
+/* What the split before node h (h < n_snodes: the first h nodes in runs, the rest on the whole batch; h ==
+ * n_snodes: every node in runs) needs of the values that cross it: the later nodes (and the graph outputs, read
+ * "at the end") may read values of the first nodes that carry the batch, which then hold the whole batch, but
+ * no graph input (read a slice per run) and no shape computed from the batch size of a run. The later nodes run
+ * in host memory, as the first do. prod[v]: the node index that computes v (-1: none); last[v]: the last node
+ * index that reads it (n_snodes for a graph output, -1: none). */
+static int split_ok(netrun_session *s, int h, const int *kind, const int *prod, const int *last, char *why, size_t n) {
     nr_graph *g = s->model->ir->graph;
-    *images = 0;
+    for (int v = 0; v < g->n_values; v++) {
+        if (last[v] < h || prod[v] >= h) continue; /* not read after the split, or computed after it */
+        if (kind[v] == SHAPE_DERIVED) {
+            snprintf(why, n, "'%s', computed from the batch size, is read after the split", g->values[v].name);
+            return 0;
+        }
+        if (s->values[v].is_const) continue;
+        if (prod[v] < 0 && s->values[v].graph_input >= 0) {
+            if (h == s->n_snodes) continue; /* an input that is also an output: gathered per run */
+            snprintf(why, n, "input '%s' is read after the split", g->values[v].name);
+            return 0;
+        }
+        if (kind[v] != BATCHED) {
+            snprintf(why, n, "%s '%s' does not carry the batch", last[v] == s->n_snodes ? "output" : "value",
+                     g->values[v].name);
+            return 0;
+        }
+    }
+    for (int k = h; k < s->n_snodes; k++) {
+        const nr_snode *sn = &s->snodes[k];
+        if (sn->slot == NR_SLOT_FOLDED || (sn->slot >= 0 && s->slots[sn->slot].domain == NR_HOST_DOMAIN)) continue;
+        snprintf(why, n, "node '%s' after the split runs %s", g->nodes[sn->node].name,
+                 sn->slot < 0 ? "as control flow" : "in device memory");
+        return 0;
+    }
+    return 1;
+}
+
+/* prod[] and last[] of split_ok (n_values + 1 each). */
+static void value_spans(netrun_session *s, int *prod, int *last) {
+    nr_graph *g = s->model->ir->graph;
+    for (int v = 0; v < g->n_values; v++) prod[v] = last[v] = -1;
+    for (int k = 0; k < s->n_snodes; k++) {
+        const nr_node *nd = &g->nodes[s->snodes[k].node];
+        for (int i = 0; i < nd->n_inputs; i++)
+            if (nd->inputs[i] >= 0) last[nd->inputs[i]] = k;
+        for (int o = 0; o < nd->n_outputs; o++)
+            if (nd->outputs[o] >= 0) prod[nd->outputs[o]] = k;
+    }
+    for (int i = 0; i < g->n_outputs; i++) last[g->outputs[i]] = s->n_snodes;
+}
+
+/* The split rule (docs/design.md, "Micro-batching"). A value of the whole batch of act bytes leaves the caches
+ * from NR_MICRO_BATCH_CACHE_BYTES on: written to memory and read back. Runs of b images keep the values computed
+ * and read within the first h nodes in cache, which saves those bytes; the values that cross the split are
+ * still written whole (the later nodes read them at once), and each run but the first reads the first nodes'
+ * weights again, (N / b - 1) * w bytes. saved(h) = sum of the big values computed and read before h - (N / b - 1)
+ * * the weights of the nodes before h. The first h nodes run in runs where saved(h) is largest, over the splits
+ * that split_ok allows within the first `limit` nodes, the latest of those within NR_MICRO_BATCH_TIE_BYTES of the
+ * largest (such a difference, weights of a few KiB read again, is below what the rule resolves, and values
+ * under the cache size gain from runs too: U-Net ran 3-7% faster in runs to its end than split 2 nodes before
+ * it, for a few KiB of weights); 0 where no split saves bytes. *saved: the largest saved(h). */
+static int best_split(netrun_session *s, int64_t N, int64_t b, int limit, const int *kind, const int *prod,
+                      const int *last, int64_t *saved) {
+    nr_graph *g = s->model->ir->graph;
+    int64_t sum = 0, best = 0;
+    int best_h = 0;
+    char why[256];
+    for (int k = 0; k < limit; k++) {
+        const nr_snode *sn = &s->snodes[k];
+        const nr_node *nd = &g->nodes[sn->node];
+        if (sn->slot >= 0) {
+            for (int o = 0; o < nd->n_outputs; o++) {
+                int v = nd->outputs[o];
+                if (v >= 0 && kind[v] == BATCHED && s->values[v].nbytes >= NR_MICRO_BATCH_CACHE_BYTES)
+                    sum += (int64_t)s->values[v].nbytes;
+            }
+            for (int i = 0; i < nd->n_inputs; i++)
+                if (nd->inputs[i] >= 0 && s->values[nd->inputs[i]].is_const)
+                    sum -= (N / b - 1) * (int64_t)s->values[nd->inputs[i]].nbytes;
+        }
+        int64_t crossing = 0; /* the big values computed before k + 1 and read after */
+        for (int v = 0; v < g->n_values; v++)
+            if (prod[v] >= 0 && prod[v] <= k && last[v] > k && kind[v] == BATCHED &&
+                s->values[v].nbytes >= NR_MICRO_BATCH_CACHE_BYTES)
+                crossing += (int64_t)s->values[v].nbytes;
+        /* within NR_MICRO_BATCH_TIE_BYTES of the best: the later split (more of the plan in runs) */
+        if (sum - crossing > 0 && sum - crossing + NR_MICRO_BATCH_TIE_BYTES >= best &&
+            split_ok(s, k + 1, kind, prod, last, why, sizeof why)) {
+            if (sum - crossing > best) best = sum - crossing;
+            best_h = k + 1;
+        }
+    }
+    *saved = best;
+    return best_h;
+}
+
+/* kind[], prod[] and last[] of a session's values, or NULL (out of memory): one block, nr_free it. */
+static int *value_tables(netrun_session *s) {
+    size_t nv = (size_t)s->model->ir->graph->n_values + 1;
+    return nr_calloc(3 * nv, sizeof(int));
+}
+
+netrun_status nr_micro_batch_choose(netrun_session *s, int *images, int *head, char *why, size_t n) {
+    nr_graph *g = s->model->ir->graph;
+    *images = *head = 0;
     const char *opt = nr_options_get(&s->opts, "run.micro_batch");
     long forced = 0;
     if (opt && strcmp(opt, "auto") != 0) {
@@ -245,28 +338,81 @@ netrun_status nr_micro_batch_choose(netrun_session *s, int *images, char *why, s
         snprintf(why, n, "off: %lld images do not split into runs of %lld", (long long)N, (long long)b);
         return NETRUN_OK;
     }
-    size_t peak = 0, weights = 0; /* the largest value per image; constants */
-    if (!separable(s, N, &peak, why, n)) return NETRUN_OK;
-    for (int v = 0; v < g->n_values; v++)
-        if (s->values[v].is_const) weights += s->values[v].nbytes;
-    if (!forced && (peak < NR_MICRO_BATCH_MIN_BYTES || peak * (size_t)N < weights)) {
-        snprintf(why, n, "off: the largest value is %zu KiB per image, %s", peak >> 10,
-                 peak < NR_MICRO_BATCH_MIN_BYTES ? "small enough for the caches"
-                                                 : "and each run would read the weights again (more bytes)");
+    int *tab = value_tables(s);
+    if (!tab) {
+        snprintf(why, n, "off: out of memory");
         return NETRUN_OK;
     }
-    snprintf(why, n, "%lld runs of %lld image%s (the largest value is %zu KiB per image; run.micro_batch=0 turns "
-             "it off)", (long long)(N / b), (long long)b, b > 1 ? "s" : "", peak >> 10);
+    size_t nv = (size_t)g->n_values + 1;
+    int *kind = tab, *prod = tab + nv, *last = tab + 2 * nv;
+    char whole_why[256];
+    int limit = separable_prefix(s, N, kind, whole_why, sizeof whole_why);
+    value_spans(s, prod, last);
+    int h = 0;
+    int64_t saved = 0;
+    if (forced) { /* every node in runs, where they allow it */
+        if (limit == s->n_snodes && split_ok(s, limit, kind, prod, last, whole_why, sizeof whole_why)) h = limit;
+        else if (limit == s->n_snodes)
+            snprintf(why, n, "off: %s", whole_why);
+        else
+            snprintf(why, n, "%s", whole_why);
+    } else {
+        h = best_split(s, N, b, limit, kind, prod, last, &saved);
+        if (!h && limit == 0) /* the first node already mixes the images */
+            snprintf(why, n, "%s", whole_why);
+        else if (!h)
+            snprintf(why, n, "off: no split saves memory traffic (no node's output of the batch reaches %d MiB%s, "
+                     "or its runs would read more weights again)", NR_MICRO_BATCH_CACHE_BYTES >> 20,
+                     limit < s->n_snodes ? " before the nodes that mix images" : "");
+    }
+    nr_free(tab);
+    if (!h) return NETRUN_OK;
+    if (h == s->n_snodes)
+        snprintf(why, n, "%lld runs of %lld image%s (run.micro_batch=0 turns it off)", (long long)(N / b),
+                 (long long)b, b > 1 ? "s" : "");
+    else {
+        const nr_node *nd = &g->nodes[s->snodes[h - 1].node];
+        snprintf(why, n, "%lld runs of %lld image%s for the first %d of %d nodes (to '%s', %s), then the batch of "
+                 "%lld (%lld MiB less memory traffic; run.micro_batch=0 turns it off)", (long long)(N / b),
+                 (long long)b, b > 1 ? "s" : "", h, s->n_snodes, nd->name, nd->op_type, (long long)N,
+                 (long long)(saved >> 20));
+        *head = h;
+    }
     *images = (int)b;
     return NETRUN_OK;
 }
 
 netrun_status nr_micro_batch_verify(netrun_session *s) {
-    size_t peak;
     char why[256];
-    if (separable(s, s->mb, &peak, why, sizeof why)) return NETRUN_OK;
+    int *tab = value_tables(s);
+    if (!tab) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory checking micro-batching");
+    size_t nv = (size_t)s->model->ir->graph->n_values + 1;
+    int *kind = tab, *prod = tab + nv, *last = tab + 2 * nv;
+    int h = s->mb_head ? s->mb_head : s->n_snodes;
+    int limit = separable_prefix(s, s->mb, kind, why, sizeof why);
+    value_spans(s, prod, last);
+    int ok = limit >= h && split_ok(s, h, kind, prod, last, why, sizeof why);
+    nr_free(tab);
+    if (ok) return NETRUN_OK;
     /* a shape fixed to the whole batch in the model (a Reshape to [8, -1]...) */
     return nr_error(NETRUN_ERR_UNSUPPORTED, "%s", why + (strncmp(why, "off: ", 5) ? 0 : 5));
+}
+
+void nr_micro_batch_cut(netrun_session *s) {
+    nr_graph *g = s->model->ir->graph;
+    for (int k = s->mb_head; k <= s->n_snodes; k++) {
+        const nr_node *nd = k < s->n_snodes ? &g->nodes[s->snodes[k].node] : NULL;
+        int n = nd ? nd->n_inputs : g->n_outputs;
+        for (int i = 0; i < n; i++) {
+            int v = nd ? nd->inputs[i] : g->outputs[i];
+            nr_svalue *sv = v >= 0 ? &s->values[v] : NULL;
+            if (!sv || sv->is_const || sv->dynamic || sv->producer < 0 || sv->producer >= s->mb_head || sv->mb_cut)
+                continue;
+            sv->mb_cut = 1;
+            sv->desc.dims[0] = s->mb_n;
+            sv->nbytes = nr_desc_bytes(&sv->desc);
+        }
+    }
 }
 
 netrun_status nr_micro_batch_alloc_outputs(netrun_session *s) {

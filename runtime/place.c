@@ -161,8 +161,7 @@ static netrun_status place_greedy(netrun_session *s, uint32_t *ok) {
         }
         if (sn->dynamic) { /* descs as far as known before the run: dims -1, dtypes and ranks guessed */
             nr_gather_descs(s, sn, 0);
-            for (int o = 0; o < nd->n_outputs; o++)
-                if (nd->outputs[o] >= 0) sn->out_desc[o] = s->values[nd->outputs[o]].desc;
+            nr_gather_out_descs(s, sn);
         }
         netrun_node_desc desc = {.struct_size = sizeof desc, .name = nd->name, .op_type = nd->op_type,
                                  .domain = nd->domain, .opset = nd->opset, .params = sn->params,

@@ -422,8 +422,7 @@ static netrun_status create_kernels(netrun_session *s) {
         const nr_node *nd = &g->nodes[sn->node];
         nr_slot *sl = &s->slots[sn->slot];
         nr_gather_descs(s, sn, 0);
-        for (int o = 0; o < nd->n_outputs; o++)
-            if (nd->outputs[o] >= 0) sn->out_desc[o] = s->values[nd->outputs[o]].desc;
+        nr_gather_out_descs(s, sn);
         netrun_node_desc desc = {.struct_size = sizeof desc, .name = nd->name, .op_type = nd->op_type,
                                  .domain = nd->domain, .opset = nd->opset, .params = sn->params,
                                  .params_size = nd->layer->params_size, .n_inputs = nd->n_inputs,
@@ -521,20 +520,11 @@ static netrun_status prepare_once(netrun_session *s) {
             return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory preparing the session");
         }
     }
+    if (s->mb_head && s->mb_model != s->model) s->mb_head = 0; /* a split of another graph: check all in runs */
     netrun_status st = nr_bind_inputs(s);
     if (st == NETRUN_OK) st = nr_infer_all(s);
     if (st == NETRUN_OK) st = nr_place_nodes(s);
-    if (st == NETRUN_OK && !s->mb_decided) { /* micro-batching: decided at the full batch, then built for less */
-        s->mb_decided = 1;
-        int b = 0;
-        st = nr_micro_batch_choose(s, &b, s->mb_note, sizeof s->mb_note);
-        if (st == NETRUN_OK && b) {
-            s->mb_n = s->values[g->inputs[0]].desc.dims[0];
-            s->mb = b;
-            return prepare_once(s);
-        }
-    } else if (st == NETRUN_OK && s->mb)
-        st = nr_micro_batch_verify(s);
+    if (st == NETRUN_OK && s->mb) st = nr_micro_batch_verify(s);
     if (st == NETRUN_OK) { /* graph passes (optimize.c): after a rewrite, prepare the session's copy instead */
         netrun_backend_config cfg = nr_backend_config_of(s);
         netrun_model *opt = NULL;
@@ -562,6 +552,20 @@ static netrun_status prepare_once(netrun_session *s) {
         s->stats.n_layernorm_fused = oc.layernorm_fused;
         s->stats.n_gelu_fused = oc.gelu_fused;
     }
+    /* micro-batching: decided on the optimized graph at the full batch, then built for fewer images (the first
+     * mb_head nodes only, where that is all that pays) */
+    if (st == NETRUN_OK && !s->mb_decided) {
+        s->mb_decided = 1;
+        int b = 0, head = 0;
+        st = nr_micro_batch_choose(s, &b, &head, s->mb_note, sizeof s->mb_note);
+        if (st == NETRUN_OK && b) {
+            s->mb_n = s->values[g->inputs[0]].desc.dims[0];
+            s->mb = b;
+            s->mb_head = head;
+            s->mb_model = s->model;
+            return prepare_once(s);
+        }
+    }
     if (st == NETRUN_OK) st = nr_build_steps(s);
     if (st == NETRUN_OK) st = nr_plan_aliases(s);
     for (int dom = 0; st == NETRUN_OK && dom < s->n_domains; dom++) {
@@ -585,7 +589,7 @@ static netrun_status prepare_once(netrun_session *s) {
     }
     if (st == NETRUN_OK) st = upload_constants(s);
     if (st == NETRUN_OK) st = create_kernels(s);
-    if (st == NETRUN_OK && s->mb) st = nr_micro_batch_alloc_outputs(s);
+    if (st == NETRUN_OK && s->mb && !s->mb_head) st = nr_micro_batch_alloc_outputs(s);
     if (st == NETRUN_OK) pin_inputs(s);
     if (st != NETRUN_OK) {
         char keep[NR_ERROR_MAX];
@@ -612,7 +616,7 @@ netrun_status nr_session_prepare(netrun_session *s) {
     s->mb_refused = 0;
     for (int attempt = 0;; attempt++) {
         s->fail_slot = s->fail_node = -1;
-        s->mb = 0;
+        s->mb = s->mb_head = 0;
         s->mb_decided = s->mb_refused;
         netrun_status st = prepare_once(s);
         if (st != NETRUN_OK && s->mb) { /* the plan for fewer images failed (a shape fixed to the batch): without */

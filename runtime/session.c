@@ -504,7 +504,7 @@ static void host_output_view(netrun_session *s, int index, netrun_tensor_view *o
     out->rank = sv->desc.rank;
     memcpy(out->dims, sv->desc.dims, sizeof out->dims);
     out->nbytes = sv->nbytes;
-    if (s->mb) { /* micro-batching: gathered from the runs into the staging buffer */
+    if (s->mb && !s->mb_head) { /* micro-batching: gathered from the runs into the staging buffer */
         out->dims[0] = s->mb_n;
         out->nbytes = sv->nbytes * (size_t)(s->mb_n / s->mb);
         out->data = s->outputs[index].host;

@@ -99,6 +99,9 @@ typedef struct nr_svalue {
     size_t alias_off;
     int alias_members;
     int set_first, set_last;
+    /* micro-batching of the first nodes only (micro_batch.c): a value of those nodes that a later node reads. It
+     * holds the whole batch; the first nodes read and write it a run's slice at a time (nr_mb_sliced). */
+    int mb_cut;
 } nr_svalue;
 
 typedef struct nr_snode {
@@ -292,6 +295,10 @@ struct netrun_session {
     int64_t mb_n;
     int mb_chunk;
     int mb_decided, mb_refused;
+    /* mb_head > 0: only snodes [0, mb_head) run in runs of mb images (the steps before mb_head_step), the rest
+     * once on the whole batch; the values between them are mb_cut. Chosen for model mb_model. 0: the whole plan. */
+    int mb_head, mb_head_step;
+    const void *mb_model;
     char mb_note[256];
     int noted_unused;              /* option_keys.c: settings without effect were reported */
     atomic_int cancel;             /* netrun_session_cancel: set by any thread, taken by the run that stops */
@@ -310,6 +317,8 @@ void nr_session_unprepare(netrun_session *s);
  * read on the host (host values in place, device ones through host_copy, which the caller refreshes); 2: host
  * values only (device ones stay unknown: no copy needed). */
 void nr_gather_descs(netrun_session *s, nr_snode *sn, int with_host_values);
+/* A node's output descs from the current values (after inference). */
+void nr_gather_out_descs(netrun_session *s, nr_snode *sn);
 /* Shape/dtype inference of one session node from its input descs; fills out_desc and params. */
 netrun_status nr_infer_node(netrun_session *s, nr_snode *sn);
 /* Address of a value in a domain for the current run (NULL for non-addressable device memory). */
@@ -376,6 +385,12 @@ static inline void nr_activity_set(netrun_session *s, nr_activity phase, int nod
     s->act_phase = (int)phase;
     s->act_node = node;
     s->act_slot = slot;
+}
+
+/* Micro-batching of the first nodes only: whether snode sn, one of them, sees value v a run's slice at a time
+ * (v holds the whole batch for the nodes after them). */
+static inline int nr_mb_sliced(const netrun_session *s, const nr_snode *sn, int v) {
+    return s->mb_head > 0 && v >= 0 && s->values[v].mb_cut && sn - s->snodes < s->mb_head;
 }
 
 #endif

@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """Micro-batching (runtime/micro_batch.c, option run.micro_batch): a batch of N runs as N / b runs of a plan built
-for b images. Checked on small models built with onnx.helper, on the CPU:
+for b images, or only its first nodes do and the rest runs once on the whole batch. Checked on small models built
+with onnx.helper, on the CPU:
 - a CNN (Conv, Relu, MaxPool, channel Concat, Flatten, Gemm, Softmax) forced to runs of 1, 2 and 4 images gives
   the outputs of one run (and onnxruntime's); output and input shapes keep the whole batch; the stats and the note
   say what was done; a second run and a new batch size give the right outputs too;
-- "auto" takes it for a model with a 2 MiB-per-image activation and light weights, and leaves a small one alone;
+- "auto" splits a model whose first nodes write values of 20 MiB or more for the batch (3 MiB an image at batch 8)
+  and whose later nodes hold the weights: the first nodes in runs, the rest at once, with the outputs of one run
+  (also with a graph output computed before the split, a value that crosses it twice and a Reshape whose shape
+  is computed from the batch size); it leaves a small model alone;
 - models whose nodes mix the images (Concat or Softmax over dim 0, Gemm with transA, a Reshape to a fixed batch,
   a batch-shaped constant added) are refused with the node named, and still give the right outputs;
 - a bad option value is an error.
@@ -64,6 +68,57 @@ def cnn(path, c=16, hw=16, batch_dim="N"):
     return g.model([("x", [batch_dim, 3, hw, hw])], ["prob"], path)
 
 
+def split_model(path, shape_of="p"):
+    """Big first values (48 x 128 x 128 an image), pooled to p, then heavy 3x3 convs: "auto" splits after the
+    pooling. p crosses the split twice (the tail conv and a residual Add) and is a graph output too; the Reshape
+    at the end takes its shape from Shape(p) (computed before the split from the batch size) -- so the split
+    must come after that Reshape or before the Shape node. shape_of="r0": the Shape node reads the big value
+    before the pooling, which rules out the split after the pooling."""
+    g = G()
+    a = g.n("Relu", [g.conv("x", 3, 48, "c0")], "r0")
+    p = g.n("MaxPool", [a], "p", kernel_shape=[4, 4], strides=[4, 4])
+    shp = g.n("Shape", [p if shape_of == "p" else a], "shape")
+    n0 = g.n("Gather", [shp, g.c("zero", np.array([0], np.int64))], "n0", axis=0)
+    target = g.n("Concat", [n0, g.c("minus1", np.array([-1], np.int64))], "target", axis=0)
+    t = g.n("Relu", [g.conv(p, 48, 128, "t1")], "t1r")
+    t = g.conv(t, 128, 48, "t2")
+    t = g.n("Add", [t, p], "res")
+    t = g.n("Relu", [g.conv(t, 48, 128, "t3")], "t3r")
+    gap = g.n("GlobalAveragePool", [t], "gap")
+    flat = g.n("Reshape", [gap, target], "flat")
+    w = (RNG.standard_normal((10, 128)) * 0.1).astype(np.float32)
+    g.n("Gemm", [flat, g.c("fc.w", w), g.c("fc.b", np.zeros(10, np.float32))], "fc", transB=1)
+    return g.model([("x", ["N", 3, 128, 128])], ["fc", "p"], path)
+
+
+def split_crossings(nr, tmp, shape_of="p"):
+    path = split_model(os.path.join(tmp, f"mb_split_{shape_of}_{os.getpid()}.onnx"), shape_of)
+    x = RNG.standard_normal((8, 3, 128, 128)).astype(np.float32)
+    outs = {}
+    for mb in ("0", None):
+        s = nr.session(path, threads=2, options={} if mb is None else {"run.micro_batch": mb})
+        s.set_inputs({"x": x})
+        s.prepare()
+        s.run_only()
+        outs[mb] = [np.array(o).copy() for o in s.outputs()]
+        if mb is None:
+            n, note = s.micro_batch()
+            if shape_of == "p":
+                check(n == 2 and "for the first" in note, f"split with crossings: {note}")
+            else:  # the pooling ran after Shape(r0): no split after it
+                check("(to 'p'" not in note, f"split with crossings, Shape of r0: not after the pooling ({note})")
+        s.close()
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    ref = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    for k, name in enumerate(("fc", "p (computed before the split)")):
+        got, one = outs[None][k], outs["0"][k]
+        check(got.shape == ref[k].shape, f"split with crossings: {name} keeps the batch ({got.shape})")
+        check(np.abs(got - one).max() < 1e-6, f"split with crossings: {name} as one run gives it "
+              f"(max diff {np.abs(got - one).max():.2e})")
+        check(np.abs(got - ref[k]).max() < 1e-4, f"split with crossings: {name} matches onnxruntime")
+
+
 def run(nr, path, x, threads=2, mb=None):
     s = nr.session(path, threads=threads, options={} if mb is None else {"run.micro_batch": mb})
     s.set_inputs({"x": x})
@@ -115,22 +170,33 @@ def main():
               f"batch 6 with run.micro_batch={b}: {note3}")
         s.close()
 
-    # auto: on for a 2 MiB-per-image activation (32 x 128 x 128 floats) with light weights, off for a small one
-    big = cnn(os.path.join(tmp, f"mb_big_{os.getpid()}.onnx"), c=32, hw=128)
-    xb = RNG.standard_normal((4, 3, 128, 128)).astype(np.float32)
+    # auto: runs where the values of the whole batch reach 20 MiB (48 x 128 x 128 floats an image, 24 MiB at
+    # batch 8); the later nodes hold few weights here, so all may run in runs (split_crossings: a split)
+    big = cnn(os.path.join(tmp, f"mb_big_{os.getpid()}.onnx"), c=48, hw=128)
+    xb = RNG.standard_normal((8, 3, 128, 128)).astype(np.float32)
     s, out = run(nr, big, xb)
     n, note = s.micro_batch()
-    check(n == 2 and note.startswith("2 runs of 2 images"), f"auto, 2 MiB per image: {note}")
-    check(np.abs(out - ort_out(big, xb)).max() < 1e-5, "auto, 2 MiB per image: matches onnxruntime")
+    check(n == 2 and note.startswith("4 runs of 2 images"), f"auto, 3 MiB per image: {note}")
+    check(s.stats().micro_batch == 2, "auto, 3 MiB per image: stats.micro_batch = 2")
+    _, whole = run(nr, big, xb, mb="0")
+    check(np.abs(out - whole).max() < 1e-6, f"auto, 3 MiB per image: the outputs of one run "
+          f"(max diff {np.abs(out - whole).max():.2e})")
+    check(np.abs(out - ort_out(big, xb)).max() < 1e-5, "auto, 3 MiB per image: matches onnxruntime")
+    x2 = RNG.standard_normal((8, 3, 128, 128)).astype(np.float32)
+    s.set_inputs({"x": x2})
+    s.run_only()
+    check(np.abs(np.array(s.outputs()[0]) - ort_out(big, x2)).max() < 1e-5, "auto, split: a second input")
     s.close()
     s, _ = run(nr, path, x)
     n, note = s.micro_batch()
-    check(n == 0 and "small enough for the caches" in note, f"auto, small activations: {note}")
+    check(n == 0 and "no split saves memory traffic" in note, f"auto, small activations: {note}")
     s.close()
     s, _ = run(nr, big, xb, threads=3)
-    check(s.micro_batch()[0] == 0 and "do not split" in s.micro_batch()[1], f"auto, 4 images on 3 threads: "
+    check(s.micro_batch()[0] == 0 and "do not split" in s.micro_batch()[1], f"auto, 8 images on 3 threads: "
           f"{s.micro_batch()[1]}")
     s.close()
+    split_crossings(nr, tmp)
+    split_crossings(nr, tmp, shape_of="r0")
 
     # refused: nodes that mix the images; outputs stay right
     def refused(name, build, want, shape=(8, 4)):
