@@ -189,6 +189,36 @@ def t_output_dir():
         check(word in r.stdout, f"text report lacks {word!r}:\n{r.stdout}")
 
 
+def t_outputs_on_device():
+    """--outputs-on-device: the timed runs leave the outputs in device memory (no device -> host bytes in their
+    stats), one more run reads them for the report; the values are those of a host run. Without a device backend
+    it fails with a message naming the output."""
+    model, b = mlp_model()
+    r = run([model, "--backend", "cpu", "--outputs-on-device", "--iterations", "1"])
+    check(r.returncode != 0 and "--outputs-on-device" in r.stderr and "out/y" in r.stderr,
+          f"cpu only: exit {r.returncode}, stderr {r.stderr!r}")
+    if not FAKEDEV:
+        print("  (no --fakedev plugin: the device part not exercised)")
+        return
+    env = dict(os.environ, NETRUN_BACKEND_PATH=FAKEDEV + ":" + os.environ.get("NETRUN_BACKEND_PATH", ""))
+    x = np.random.default_rng(3).standard_normal((2, 4)).astype(np.float32)
+    xin = npy(os.path.join(WORK, "x24_dev.npy"), x)
+    reports = {}
+    for flag in ([], ["--outputs-on-device"]):
+        out = tmpdir("out_dev" if flag else "out_host")
+        r = run([model, "--backend", "fakedev,cpu", "--input", f"x={xin}", *flag, "--output-dir", out, "--warmup", "1",
+                 "--iterations", "3", "--json", "-"], env=env)
+        expect_rc(r, 0, f"fakedev {flag}")
+        if r.returncode:
+            return
+        reports[bool(flag)] = json.loads(r.stdout)
+        got = np.load(os.path.join(out, "out_y.npy"))
+        check(np.allclose(got, mlp_ref(x, b), rtol=1e-5, atol=1e-6), f"{flag}: values differ: {got}")
+    host_d2h, dev_d2h = (reports[k]["transfers"]["d2h_bytes_per_run"] for k in (False, True))
+    check(host_d2h >= 2 * 3 * 4, f"host outputs: {host_d2h} device -> host bytes a run, want the output's 24 at least")
+    check(dev_d2h == 0, f"outputs on the device: {dev_d2h} device -> host bytes a run, want 0")
+
+
 def t_input_pb():
     model, b = mlp_model()
     x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
@@ -1090,6 +1120,7 @@ SCENARIOS = {
     "missing_model": t_missing_model,
     "malformed_model": t_malformed_model,
     "output_dir": t_output_dir,
+    "outputs_on_device": t_outputs_on_device,
     "input_pb": t_input_pb,
     "check": t_check,
     "json": t_json,

@@ -414,8 +414,10 @@ def torch_times(model, inputs, iters, warmup, compile_=True):
 
 
 def netrun_cli(a, path, batch, prec, dims):
+    # outputs stay on the GPU in the timed runs, as PyTorch's do (GPT-2's logits at batch 32 are 823 MB: copying
+    # them to the host took longer than the model)
     cmd = [a.netrun, path, "--backend", "cuda", "--batch", str(batch), "--precision", prec, "--warmup", "10",
-           "--iterations", str(a.iters), "--json", "-", "--seed", "1"]
+           "--iterations", str(a.iters), "--json", "-", "--seed", "1", "--outputs-on-device"]
     for k, v in dims.items():
         cmd += ["--dim", f"{k}={v}"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)

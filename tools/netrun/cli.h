@@ -66,6 +66,7 @@ typedef struct cli_opts {
     double scale;            /* --scale S (default 1) */
     int swap_rb, crop;
     int device_preprocess;   /* --device-preprocess: --image feeds uint8 frames, converted in the graph */
+    int outputs_on_device;   /* --outputs-on-device: the timed runs leave the outputs in device memory */
     int layout;              /* CLI_LAYOUT_* */
     int color_out, color_err; /* colour on stdout / stderr (TTY and no NO_COLOR) */
     int progress;            /* progress line on stderr (TTY and not quiet) */

@@ -124,6 +124,9 @@ static void print_help(FILE *f)
     fputs(
         "Outputs and checks:\n"
         "  --output-dir DIR          write each output as DIR/NAME.npy ('/' in names becomes '_')\n"
+        "  --outputs-on-device       the timed runs leave the outputs in the device memory of the backend that\n"
+        "                            made them (no copy to the host: as a GPU pipeline reading them there);\n"
+        "                            one more, untimed run reads them for the report\n"
         "  --check DIR               compare outputs with DIR/NAME.npy or DIR/output_K.pb (K = output index)\n"
         "  --compare A,B             run the same inputs on backend lists A and B (use '+' inside a list:\n"
         "                            template+cpu), report per-output errors and the first node whose\n"
@@ -310,7 +313,7 @@ static int parse_args(int argc, char **argv, cli_opts *o, extra_opts *x)
         static const char *const flags[] = {"-h", "--help", "--version", "--backends", "--strict", "--allow-fallback",
                                             "-q", "--quiet", "-v", "--verbose", "--profile", "--explain",
                                             "--support-matrix", "--swap-rb", "--crop", "--device-preprocess", "--no-cuda-graph",
-                                            "--no-optimize"};
+                                            "--no-optimize", "--outputs-on-device"};
         int is_flag = 0;
         for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++)
             if (strcmp(name, flags[k]) == 0)
@@ -348,6 +351,8 @@ static int parse_args(int argc, char **argv, cli_opts *o, extra_opts *x)
                 o->crop = 1;
             else if (!strcmp(name, "--device-preprocess"))
                 o->device_preprocess = 1;
+            else if (!strcmp(name, "--outputs-on-device"))
+                o->outputs_on_device = 1;
             else if (!strcmp(name, "--no-cuda-graph")) {
                 if (add_cuda_kv(name, "cuda.graphs=0", x))
                     return CLI_EXIT_USAGE;
@@ -1083,6 +1088,32 @@ static int timed_runs(const cli_opts *o, cli_result *r, double **times_out, long
     return 0;
 }
 
+/* --outputs-on-device: every output stays in the session's device memory (device 1), or goes to the host again
+ * (0). The device is the one whose backend a device memory type names: CUDA, else OpenCL. */
+static int bind_outputs(const netrun_model *m, netrun_session *s, int device, int index)
+{
+    for (int i = 0; i < netrun_model_output_count(m); i++) {
+        netrun_tensor_info info;
+        if (netrun_model_output_info(m, i, &info) != NETRUN_OK) {
+            cli_error("cannot describe output %d: %s", i, netrun_model_error(m));
+            return CLI_EXIT_RUNTIME;
+        }
+        netrun_status st = NETRUN_ERR_UNSUPPORTED;
+        if (!device)
+            st = netrun_session_bind_output_device(s, info.name, NETRUN_MEMORY_HOST, 0, NULL, 0);
+        else {
+            static const netrun_memory_type types[] = {NETRUN_MEMORY_CUDA, NETRUN_MEMORY_OPENCL};
+            for (size_t k = 0; k < sizeof types / sizeof types[0] && st != NETRUN_OK; k++)
+                st = netrun_session_bind_output_device(s, info.name, types[k], index, NULL, 0);
+        }
+        if (st != NETRUN_OK) {
+            cli_error("--outputs-on-device: %s", netrun_session_error(s));
+            return status_exit(st);
+        }
+    }
+    return 0;
+}
+
 static int run_model(const cli_opts *o, const extra_opts *x)
 {
     cli_result r;
@@ -1127,6 +1158,8 @@ static int run_model(const cli_opts *o, const extra_opts *x)
     }
     cli_crash_report_watch(r.session);
     if ((rc = cli_feed_inputs(o, r.model, r.session, &r.inputs, &r.n_inputs)) != 0)
+        goto done;
+    if (o->outputs_on_device && (rc = bind_outputs(r.model, r.session, 1, o->device > 0 ? o->device : 0)) != 0)
         goto done;
 
     t0 = cli_now_ms();
@@ -1192,6 +1225,15 @@ static int run_model(const cli_opts *o, const extra_opts *x)
     if (getrusage(RUSAGE_SELF, &ru) == 0)
         r.peak_rss_bytes = (size_t)ru.ru_maxrss * 1024; /* Linux reports KiB */
 
+    if (o->outputs_on_device) { /* back to host memory for the report: one more run, not timed */
+        if ((rc = bind_outputs(r.model, r.session, 0, 0)) != 0)
+            goto done;
+        if ((st = netrun_session_run(r.session)) != NETRUN_OK) {
+            cli_error("run reading the outputs failed: %s", netrun_session_error(r.session));
+            rc = CLI_EXIT_RUNTIME;
+            goto done;
+        }
+    }
     r.n_outputs = netrun_session_output_count(r.session);
     if (r.n_outputs < 0)
         r.n_outputs = 0;
