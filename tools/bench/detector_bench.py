@@ -11,10 +11,11 @@ Models:
     det_ssd_if, det_yolo_nms, det_face, det_two_stage
 
 Every engine runs the same --images seeded images in turn (their kept box counts differ, so control-flow bodies see
-new sizes). The CPU engines alternate over --rounds rounds: in each, an engine's session is made, warmed up on the
-images, timed once over them and closed, so that only one CPU thread pool lives in the process at a time; the
-figure is the median over rounds of each round's median per image, and cpu / ort is the median of the rounds'
-paired ratios. PyTorch eager runs --rounds times after one warm-up round. netrun runs in-process
+new sizes). The engines alternate over --rounds rounds, each timed once over the images after one untimed pass:
+netrun's sessions are made once and kept; onnxruntime's is made and closed in each round, so that its thread pool
+is gone while netrun runs (two pools alive in one process disturb each other: not what an application running one
+engine sees). The figure is the median over rounds of each round's median per image, and cpu / ort is the median
+of the rounds' paired ratios. PyTorch eager runs --rounds times after one warm-up round. netrun runs in-process
 through its C API (tools/bench/netrun_ctypes.py), so its stats count the prepares: the table gives those made
 during the timed runs (0 expected: a control-flow body's sizes are left to run time after its first change).
 Outputs are compared with onnxruntime's on every image (max abs error; "shape" when a count differs).
@@ -146,36 +147,42 @@ def main():
         refs = [sess.run(None, {iname: x}) for x in imgs]
         del sess
         row = {"model": name, "size": size, "kept": [int(np.asarray(r[0]).shape[0]) for r in refs]}
-        # Rounds alternate the engines; in each, one engine's session is made, warmed up on the images, timed,
-        # and closed before the next one's is made: only one CPU thread pool lives in the process at a time.
-        # (With both alive, netrun's pool saw onnxruntime's threads take cores and stopped spinning for up to
-        # 1.6 s, threadpool.c's contention watch: det_face at 16 threads 0.58 ms alone, 1.06-1.11 ms beside a
-        # live onnxruntime session, which no application running one engine sees.)
+        # Rounds alternate the engines. netrun's sessions are made once and kept, as an application keeps them
+        # (a fresh session per round would time its device graphs being captured); onnxruntime's is made, warmed
+        # up, timed and closed in each round, so that its thread pool is gone while netrun runs. (With both pools
+        # alive, netrun's saw onnxruntime's threads take cores and stopped spinning for up to 1.6 s, threadpool.c's
+        # contention watch: det_face at 16 threads 0.58 ms alone, 1.06-1.11 ms beside a live onnxruntime session,
+        # which no application running one engine sees; netrun's own pool sleeps while onnxruntime runs.)
         samples = {"ort_cpu": []}
-        backends = a.backends.split(",")
+        sessions = {}
+        for be in a.backends.split(","):
+            try:
+                s = sessions[be] = nr.session(path, backends=be, threads=a.threads)
+                errs = [compare(s.run({iname: x}), ref) for x, ref in zip(imgs, refs)]
+                num = [e for e in errs if not isinstance(e, str)]
+                row[f"netrun_{be}_err"] = next((e for e in errs if isinstance(e, str)), max(num) if num else 0.0)
+                for x in imgs:  # the images' sizes are seen once more before the timed runs
+                    s.run({iname: x})
+                row[f"netrun_{be}_prepares_timed"] = 0
+            except Exception as e:
+                row[f"netrun_{be}_error"] = str(e)[:300]
         for r in range(a.rounds):
             sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
             samples["ort_cpu"].append(timed(lambda x: sess.run(None, {iname: x}), imgs, 1))
             del sess
             gc.collect()
-            for be in backends:
+            for be, s in sessions.items():
                 if f"netrun_{be}_error" in row:
                     continue
                 try:
-                    with nr.session(path, backends=be, threads=a.threads) as s:
-                        if r == 0:
-                            errs = [compare(s.run({iname: x}), ref) for x, ref in zip(imgs, refs)]
-                            num = [e for e in errs if not isinstance(e, str)]
-                            row[f"netrun_{be}_err"] = next((e for e in errs if isinstance(e, str)),
-                                                           max(num) if num else 0.0)
-                        for x in imgs:  # warm-up: the images' sizes are seen once before the timed runs
-                            s.run({iname: x})
-                        p0 = s.stats().prepares
-                        samples.setdefault(f"netrun_{be}", []).append(timed(lambda x: s.run({iname: x}), imgs, 1, warm=False))
-                        row[f"netrun_{be}_prepares_timed"] = row.get(f"netrun_{be}_prepares_timed", 0) + \
-                            int(s.stats().prepares - p0)
+                    p0 = s.stats().prepares
+                    # one untimed pass first, as onnxruntime's: the pool sleeps while the other engine runs
+                    samples.setdefault(f"netrun_{be}", []).append(timed(lambda x: s.run({iname: x}), imgs, 1))
+                    row[f"netrun_{be}_prepares_timed"] += int(s.stats().prepares - p0)
                 except Exception as e:
                     row[f"netrun_{be}_error"] = str(e)[:300]
+        for s in sessions.values():
+            s.close()
         for k, v in samples.items():  # the median over rounds of each round's median per image
             if v:
                 row[f"{k}_ms"] = statistics.median(v)
