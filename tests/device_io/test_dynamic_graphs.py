@@ -24,35 +24,21 @@ from devio_common import check, device_api, session_stats, verdict  # noqa: E402
 RNG = np.random.default_rng(5)
 
 
-def build(path):
+def build(path, nonzero=False):
+    """rows (Slice, on the CPU) -> MatMul -> Relu -> MatMul (output y) on fakedev; nonzero: a NonZero of the Relu's
+    output too (output nz), between the two MatMuls"""
     w1 = (RNG.standard_normal((128, 96)) * 0.1).astype(np.float32)
     w2 = (RNG.standard_normal((96, 64)) * 0.1).astype(np.float32)
     nodes = [helper.make_node("Slice", ["x", "zero", "e", "zero"], ["xs"], name="rows"),
              helper.make_node("MatMul", ["xs", "W1"], ["h"], name="mm1"),
-             helper.make_node("Relu", ["h"], ["r"], name="relu"),
-             helper.make_node("MatMul", ["r", "W2"], ["y"], name="mm2")]
+             helper.make_node("Relu", ["h"], ["r"], name="relu")]
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 64])]
+    if nonzero:
+        nodes.append(helper.make_node("NonZero", ["r"], ["nz"], name="nonzero"))
+        outs.append(helper.make_tensor_value_info("nz", TensorProto.INT64, [2, "k"]))
+    nodes.append(helper.make_node("MatMul", ["r", "W2"], ["y"], name="mm2"))
     g = helper.make_graph(nodes, "dyn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 128]),
-                                         helper.make_tensor_value_info("e", TensorProto.INT64, [1])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 64])],
-                          [numpy_helper.from_array(w1, "W1"), numpy_helper.from_array(w2, "W2"),
-                           numpy_helper.from_array(np.array([0], np.int64), "zero")])
-    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
-    return w1, w2
-
-
-def build_nonzero(path):
-    """rows -> MatMul -> Relu -> NonZero (output nz) and Relu -> MatMul (output y), all but rows on fakedev"""
-    w1 = (RNG.standard_normal((128, 96)) * 0.1).astype(np.float32)
-    w2 = (RNG.standard_normal((96, 64)) * 0.1).astype(np.float32)
-    nodes = [helper.make_node("Slice", ["x", "zero", "e", "zero"], ["xs"], name="rows"),
-             helper.make_node("MatMul", ["xs", "W1"], ["h"], name="mm1"),
-             helper.make_node("Relu", ["h"], ["r"], name="relu"),
-             helper.make_node("NonZero", ["r"], ["nz"], name="nonzero"),
-             helper.make_node("MatMul", ["r", "W2"], ["y"], name="mm2")]
-    g = helper.make_graph(nodes, "dyn_nz", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 128]),
-                                            helper.make_tensor_value_info("e", TensorProto.INT64, [1])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 64]),
-                           helper.make_tensor_value_info("nz", TensorProto.INT64, [2, "k"])],
+                                         helper.make_tensor_value_info("e", TensorProto.INT64, [1])], outs,
                           [numpy_helper.from_array(w1, "W1"), numpy_helper.from_array(w2, "W2"),
                            numpy_helper.from_array(np.array([0], np.int64), "zero")])
     save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
@@ -113,7 +99,7 @@ def main():
               "fakedev.graphs=0: no graph, same output")
     # A data-sized output in the middle of the device steps: split there, both sides replayed
     path2 = os.path.join(os.path.dirname(path), "dyn_nz.onnx")
-    w1, w2 = build_nonzero(path2)
+    w1, w2 = build(path2, nonzero=True)
     with nr.session(path2, "fakedev,cpu", 1, {}) as s:
         def run_nz(n, what):
             x = RNG.standard_normal((8, 128)).astype(np.float32)
