@@ -259,6 +259,8 @@ static netrun_status optimizer_infer(nr_layer_ctx *c, void *params) {
     int n = (nin - 2) / k_in;
     if (nr_out_count(c) > k_out * n)
         return nr_layer_error(c, "expected at most %d outputs, got %d", k_out * n, nr_out_count(c));
+    for (int i = 0; i < nin; i++) /* none of them is optional: an empty name is no tensor to update */
+        if (!nr_in_present(c, i)) return nr_layer_error(c, "input %d is missing (empty name)", i);
     netrun_status st = nr_check_dtype(c, 0, NR_DTYPES_FLOAT);
     if (st == NETRUN_OK) st = nr_check_dtype(c, 1, NETRUN_DTYPE_BIT(NETRUN_DTYPE_INT64));
     if (st != NETRUN_OK) return st;
@@ -273,7 +275,8 @@ static netrun_status optimizer_infer(nr_layer_ctx *c, void *params) {
         if (st != NETRUN_OK) return st;
         for (int g = 1; g < k_in; g++) {
             const netrun_value_desc *o = nr_in(c, 2 + g * n + t);
-            if (o->dtype != x->dtype || o->rank != x->rank || memcmp(o->dims, x->dims, sizeof(int64_t) * (size_t)x->rank))
+            if (o->dtype != x->dtype || o->rank != x->rank ||
+                memcmp(o->dims, x->dims, sizeof(int64_t) * (size_t)(x->rank > 0 ? x->rank : 0)))
                 return nr_layer_error(c, "input %d must have the dtype and shape of X input %d", 2 + g * n + t, 2 + t);
         }
         for (int g = 0; g < k_out; g++) nr_out_set(c, g * n + t, x->dtype, x->rank, x->dims);

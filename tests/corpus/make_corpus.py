@@ -603,6 +603,17 @@ def build_round_two():
         add(f"option_loop_cap_{tag}.onnx", hang_cases()["loop_infinite.onnx"], {2}, ["limits.max_loop_iteration"],
             ["--set", arg])
     add("option_host_memory_bad.onnx", relu_model(), {2}, ["limits.host_memory"], ["--host-memory", "lots"])
+    # found by fuzz.importer: a Momentum whose second X and G are empty names (absent inputs); the check that each
+    # group has X's shape compared their unknown ranks with a memcmp of -8 bytes
+    f32 = TensorProto.FLOAT
+    add("momentum_missing_inputs.onnx",
+        model([helper.make_node("Momentum", ["R", "T", "X1", "", "G1", "", "H1", "H2"], ["X1n", "X2n", "V1n", "V2n"],
+                                name="momentum0", domain="ai.onnx.preview.training", alpha=0.95, beta=0.85,
+                                mode="standard", norm_coefficient=0.001)],
+              [vi("R", [], f32), vi("T", [], TensorProto.INT64), vi("X1", [1]), vi("G1", [1]), vi("H1", [1]),
+               vi("H2", [2])], [vi(n, None) for n in ("X1n", "X2n", "V1n", "V2n")],
+              domains=[("ai.onnx.preview.training", 1)]),
+        {2}, ["missing"])
 
 
 def valid_round_two():
