@@ -192,11 +192,12 @@ def t_output_dir():
 def t_outputs_on_device():
     """--outputs-on-device: the timed runs leave the outputs in device memory (no device -> host bytes in their
     stats), one more run reads them for the report; the values are those of a host run. Without a device backend
-    it fails with a message naming the output."""
+    it fails with a message naming the output and why each kind of device memory was refused (CUDA's reason is not
+    hidden behind OpenCL's)."""
     model, b = mlp_model()
     r = run([model, "--backend", "cpu", "--outputs-on-device", "--iterations", "1"])
-    check(r.returncode != 0 and "--outputs-on-device" in r.stderr and "out/y" in r.stderr,
-          f"cpu only: exit {r.returncode}, stderr {r.stderr!r}")
+    check(r.returncode != 0 and "--outputs-on-device" in r.stderr and "out/y" in r.stderr and
+          "CUDA: " in r.stderr and "OpenCL: " in r.stderr, f"cpu only: exit {r.returncode}, stderr {r.stderr!r}")
     if not FAKEDEV:
         print("  (no --fakedev plugin: the device part not exercised)")
         return

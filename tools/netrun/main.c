@@ -1099,16 +1099,30 @@ static int bind_outputs(const netrun_model *m, netrun_session *s, int device, in
             return CLI_EXIT_RUNTIME;
         }
         netrun_status st = NETRUN_ERR_UNSUPPORTED;
-        if (!device)
+        if (!device) {
             st = netrun_session_bind_output_device(s, info.name, NETRUN_MEMORY_HOST, 0, NULL, 0);
-        else {
-            static const netrun_memory_type types[] = {NETRUN_MEMORY_CUDA, NETRUN_MEMORY_OPENCL};
-            for (size_t k = 0; k < sizeof types / sizeof types[0] && st != NETRUN_OK; k++)
-                st = netrun_session_bind_output_device(s, info.name, types[k], index, NULL, 0);
+            if (st != NETRUN_OK) {
+                cli_error("--outputs-on-device: %s", netrun_session_error(s));
+                return status_exit(st);
+            }
+            continue;
+        }
+        /* CUDA first, then OpenCL; when both refuse, say why each did (the last refusal alone would blame
+         * OpenCL in a CUDA session) */
+        static const netrun_memory_type types[] = {NETRUN_MEMORY_CUDA, NETRUN_MEMORY_OPENCL};
+        static const char *const names[] = {"CUDA", "OpenCL"};
+        char why[2][512];
+        netrun_status first = NETRUN_OK;
+        for (size_t k = 0; k < 2 && st != NETRUN_OK; k++) {
+            st = netrun_session_bind_output_device(s, info.name, types[k], index, NULL, 0);
+            if (st != NETRUN_OK) {
+                snprintf(why[k], sizeof why[k], "%s", netrun_session_error(s));
+                if (k == 0) first = st;
+            }
         }
         if (st != NETRUN_OK) {
-            cli_error("--outputs-on-device: %s", netrun_session_error(s));
-            return status_exit(st);
+            cli_error("--outputs-on-device: %s: %s; %s: %s", names[0], why[0], names[1], why[1]);
+            return status_exit(first);
         }
     }
     return 0;
