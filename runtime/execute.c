@@ -351,7 +351,10 @@ static netrun_status run_kernel(netrun_session *s, nr_snode *sn);
 static netrun_status run_steps_eager(netrun_session *s, int first, int end) {
     for (int k = first; k < end; k++) {
         netrun_status st = run_kernel(s, &s->snodes[s->steps[k].snode]);
-        if (st != NETRUN_OK) return st;
+        if (st != NETRUN_OK) {
+            s->failed_step = k;
+            return st;
+        }
     }
     return NETRUN_OK;
 }
@@ -426,7 +429,10 @@ static netrun_status launch_steps(netrun_session *s, int first, int end) {
         if (sn->view) continue;
         nr_activity_set(s, NR_ACT_RUN_KERNEL, sn->node, sn->slot);
         netrun_status st = kernel_launch(s, sn);
-        if (st != NETRUN_OK) return st;
+        if (st != NETRUN_OK) {
+            s->failed_step = k;
+            return st;
+        }
     }
     return NETRUN_OK;
 }
@@ -438,15 +444,36 @@ static void drop_graph(netrun_session *s, nr_segment *sg) {
     sg->graph = NULL;
 }
 
-/* Capture the segment's steps through run (recorded, not run) and launch the graph. A segment that cannot be
- * captured (a kernel synchronizes, copies from the host...) runs eagerly from then on. */
+/* Split segment sg at step k for good: k runs as a plain step from now on, the steps before it stay sg and the
+ * steps after it become a segment of their own (either may be captured on its next run). Returns k. */
+static int split_segment(netrun_session *s, nr_segment *sg, int k) {
+    int end = sg->end;
+    if (k + 1 < end) {
+        nr_segment *rest = &s->segs[s->n_segs];
+        *rest = (nr_segment){.slot = sg->slot, .first = k + 1, .end = end};
+        s->step_seg[k + 1] = s->n_segs++;
+    }
+    s->step_seg[k] = -1; /* a segment whose first step was k is left empty: nothing points at it */
+    sg->end = k;
+    sg->state = 0;
+    s->stats.n_segments = s->n_segs;
+    return k;
+}
+
+/* Capture the segment's steps through run (recorded, not run) and launch the graph. A step that refuses the
+ * capture (its kernel reads a value back, e.g. an index check, or copies from a host temporary) splits the
+ * segment there (split_segment): one such step, a transformer's embedding Gather, no longer keeps the whole
+ * encoder after it out of graphs. This run then runs the steps before it eagerly and the caller's loop goes on
+ * at that step. A capture that fails otherwise (at its end) leaves the segment eager from then on. */
 static netrun_status capture_segment(netrun_session *s, nr_segment *sg,
                                      netrun_status (*run)(netrun_session *s, int first, int end)) {
     nr_slot *sl = &s->slots[sg->slot];
     nr_activity_set(s, NR_ACT_GRAPH, -1, sg->slot);
     netrun_status st = sl->api->graph_capture_begin(sl->ctx);
     if (st == NETRUN_OK) {
+        s->failed_step = -1;
         netrun_status rst = run(s, sg->first, sg->end);
+        int refused = rst != NETRUN_OK ? s->failed_step : -1;
         void *graph = NULL;
         st = sl->api->graph_capture_end(sl->ctx, &graph);
         if (st == NETRUN_OK && rst == NETRUN_OK && graph) {
@@ -456,6 +483,10 @@ static netrun_status capture_segment(netrun_session *s, nr_segment *sg,
             return sl->api->graph_launch(sl->ctx, graph);
         }
         if (graph) sl->api->graph_destroy(sl->ctx, graph);
+        if (refused >= sg->first && refused < sg->end) {
+            nr_error_clear();
+            return run(s, sg->first, split_segment(s, sg, refused));
+        }
     }
     nr_error_clear();
     sg->state = -1;
@@ -481,17 +512,7 @@ static netrun_status run_segment_dynamic(netrun_session *s, nr_segment *sg) {
              * are placed), then the caller's loop goes on at step k. */
             nr_error_clear();
             drop_graph(s, sg);
-            int end = sg->end;
-            if (k + 1 < end) {
-                nr_segment *rest = &s->segs[s->n_segs];
-                *rest = (nr_segment){.slot = sg->slot, .first = k + 1, .end = end};
-                s->step_seg[k + 1] = s->n_segs++;
-            }
-            s->step_seg[k] = -1; /* a segment whose first step was k is left empty: nothing points at it */
-            sg->end = k;
-            sg->state = 0;
-            s->stats.n_segments = s->n_segs;
-            return launch_steps(s, sg->first, k);
+            return launch_steps(s, sg->first, split_segment(s, sg, k));
         }
         if (st != NETRUN_OK) return st;
     }

@@ -284,6 +284,7 @@ struct netrun_session {
     int n_segs;
     int segs_built;
     int *step_seg;                 /* per step: index of the segment starting there, or -1 */
+    int failed_step;               /* the step whose kernel failed in the last run_steps_eager / launch_steps */
     /* device memory fit (prepare.c): weights + activations of the device domains of the last plan, and whether
      * they alone exceed the budget or free memory (no smaller workspace can help then) */
     size_t plan_fixed_bytes;

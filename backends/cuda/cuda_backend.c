@@ -115,6 +115,7 @@ netrun_status cuda_flag_create(cuda_context *ctx, const netrun_node_desc *node, 
     cuda_flag *f = cuda_host->alloc(sizeof *f, 16);
     if (!f) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda %s: out of memory", node->op_type);
     f->bad = NULL;
+    f->checked = 0;
     cudaError_t e = cudaMalloc((void **)&f->bad, sizeof(int));
     if (e == cudaSuccess) e = cudaMemsetAsync(f->bad, 0, sizeof(int), ctx->stream);
     if (e != cudaSuccess) {
@@ -840,9 +841,9 @@ static netrun_status cuda_kernel_run(netrun_backend_context *c, netrun_kernel *k
                                      const netrun_kernel_args *args) {
     cuda_kernel *k = (cuda_kernel *)kernel;
     cuda_context *ctx = (cuda_context *)c;
-    /* Shape/Size copy from a host temporary and Gather reads its bad-index flag back: not replayable */
-    if (ctx->capturing && (!strcmp(k->op->op_type, "Shape") || !strcmp(k->op->op_type, "Size") ||
-                           !strncmp(k->op->op_type, "Gather", 6)))
+    /* Shape/Size copy from a host temporary: not replayable (the Gathers refuse in their run functions, unless
+     * their indices were checked at creation) */
+    if (ctx->capturing && (!strcmp(k->op->op_type, "Shape") || !strcmp(k->op->op_type, "Size")))
         return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda %s: not capturable in a CUDA graph", k->op->op_type);
     for (int o = 0; o < args->n_outputs; o++)
         if (args->outputs[o].rank >= 0 && !args->outputs[o].data && cuda_count(&args->outputs[o]) > 0)

@@ -217,6 +217,7 @@ void cuda_broadcast_strides(int r, const int64_t *d, int out_rank, const int64_t
  * cuda_op create / destroy functions. */
 typedef struct cuda_flag {
     int *bad;
+    int checked; /* the indices are constants found in range at kernel creation: no flag to read back */
 } cuda_flag;
 netrun_status cuda_flag_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace);
 void cuda_flag_destroy(cuda_context *ctx, void *state);

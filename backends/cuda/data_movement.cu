@@ -389,10 +389,36 @@ static int gather_supports(const netrun_node_desc *node, char *reason, size_t si
 }
 
 /* Out-of-range indices are an error in ONNX: the Gather/Scatter kernels raise a device flag (cuda_flag), read back
- * after the launch (one stream synchronization per run). */
+ * after the launch (one stream synchronization per run; a graph cannot hold it, so the runtime runs such a step
+ * eagerly between graphs). Constant indices (a class token's x[:, 0], position ids) are checked once here: that
+ * Gather reads nothing back and is captured with its neighbours. */
+static netrun_status gather_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace) {
+    netrun_status st = cuda_flag_create(ctx, node, state, workspace);
+    if (st != NETRUN_OK) return st;
+    const netrun_axis_params *p = (const netrun_axis_params *)node->params;
+    const netrun_value_desc *X = &node->inputs[0], *I = &node->inputs[1];
+    int axis = p ? p->axis : 0;
+    if (!I->const_data || I->rank < 0 || axis < 0 || axis >= X->rank || X->dims[axis] < 0) return NETRUN_OK;
+    int64_t n = 1, len = X->dims[axis];
+    for (int d = 0; d < I->rank; d++) {
+        if (I->dims[d] < 0) return NETRUN_OK;
+        n *= I->dims[d];
+    }
+    int wide = I->dtype == NETRUN_DTYPE_INT64;
+    if (I->const_nbytes < (size_t)n * (wide ? 8 : 4)) return NETRUN_OK;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = wide ? ((const int64_t *)I->const_data)[i] : ((const int32_t *)I->const_data)[i];
+        if (v < -len || v >= len) return NETRUN_OK; /* reported by the run-time check, with its message */
+    }
+    ((cuda_flag *)*state)->checked = 1;
+    return NETRUN_OK;
+}
+
 static netrun_status gather_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
     const netrun_axis_params *p = (const netrun_axis_params *)args->params;
     cuda_flag *g = (cuda_flag *)state;
+    netrun_status rs = g->checked ? NETRUN_OK : cuda_refuse_capture(ctx, "Gather");
+    if (rs != NETRUN_OK) return rs;
     const netrun_tensor *X = &args->inputs[0], *I = &args->inputs[1];
     netrun_tensor *Y = &args->outputs[0];
     int64_t n = cuda_count(Y);
@@ -410,12 +436,14 @@ static netrun_status gather_run(cuda_context *ctx, void *state, const netrun_ker
                                               (const E *)X->data, (const int32_t *)I->data, (E *)Y->data, n, nidx, alen, inner, g->bad)));
     }
     netrun_status s = cuda_check_launch("Gather");
-    return s != NETRUN_OK ? s : cuda_flag_check(ctx, g, "Gather", "index out of range");
+    return s != NETRUN_OK || g->checked ? s : cuda_flag_check(ctx, g, "Gather", "index out of range");
 }
 
 static netrun_status gather_elements_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
     const netrun_axis_params *p = (const netrun_axis_params *)args->params;
     cuda_flag *g = (cuda_flag *)state;
+    netrun_status rs = cuda_refuse_capture(ctx, "GatherElements");
+    if (rs != NETRUN_OK) return rs;
     const netrun_tensor *X = &args->inputs[0], *I = &args->inputs[1];
     netrun_tensor *Y = &args->outputs[0];
     int64_t n = cuda_count(Y);
@@ -487,6 +515,8 @@ static int int64_indices_supports(const netrun_node_desc *node, char *reason, si
 static netrun_status gather_nd_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
     const netrun_axis_params *p = (const netrun_axis_params *)args->params;
     cuda_flag *g = (cuda_flag *)state;
+    netrun_status rs = cuda_refuse_capture(ctx, "GatherND");
+    if (rs != NETRUN_OK) return rs;
     const netrun_tensor *X = &args->inputs[0], *I = &args->inputs[1];
     netrun_tensor *Y = &args->outputs[0];
     int64_t n = cuda_count(Y);
@@ -830,7 +860,7 @@ extern "C" const cuda_op cuda_ops_data_movement[] = {
     {"Concat", CUDA_ALL_DTYPES, "", NULL, NULL, concat_run, NULL},
     {"Split", CUDA_ALL_DTYPES, "", NULL, NULL, split_run, NULL},
     {"Slice", CUDA_ALL_DTYPES, "", NULL, NULL, slice_run, NULL},
-    {"Gather", CUDA_ALL_DTYPES, "int32/int64 indices", gather_supports, cuda_flag_create, gather_run, cuda_flag_destroy},
+    {"Gather", CUDA_ALL_DTYPES, "int32/int64 indices", gather_supports, gather_create, gather_run, cuda_flag_destroy},
     {"GatherElements", CUDA_ALL_DTYPES, "int32/int64 indices", gather_supports, cuda_flag_create, gather_elements_run,
      cuda_flag_destroy},
     {"GatherND", CUDA_ALL_DTYPES, "int64 indices, batch_dims", int64_indices_supports, cuda_flag_create, gather_nd_run,

@@ -27,3 +27,8 @@ set_tests_properties(device_io.opencl PROPERTIES SKIP_RETURN_CODE 77)
 # the fake device, whose graphs replay the recorded shapes and addresses: replayed only when a run repeats them.
 netrun_binding_test(device_io.dynamic_graphs ${CMAKE_CURRENT_LIST_DIR}/test_dynamic_graphs.py
   --plugin $<TARGET_FILE:netrun-testplugin-fakedev>)
+
+# Device graphs around a step that refuses the capture (runtime/execute.c, split_segment): the fake device's Gather
+# reads its indices on the host; the segment is split there and the steps on either side replayed as graphs.
+netrun_binding_test(device_io.graph_split ${CMAKE_CURRENT_LIST_DIR}/test_graph_split.py
+  --plugin $<TARGET_FILE:netrun-testplugin-fakedev>)

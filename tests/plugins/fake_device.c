@@ -29,7 +29,7 @@
 
 static const netrun_host_api *host;
 
-enum { FD_MATMUL, FD_ADD, FD_RELU, FD_CAST, FD_NONZERO, FD_MMBIAS };
+enum { FD_MATMUL, FD_ADD, FD_RELU, FD_CAST, FD_NONZERO, FD_MMBIAS, FD_GATHER };
 #define FD_MAX_IN 3
 
 #define FD_DTYPES (NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16))
@@ -40,6 +40,8 @@ static const netrun_op_support op_table[] = {
     {"", "Cast", FD_DTYPES, "float32 <-> float16"},
     {"", "NonZero", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT), "float32; output sized at run time"},
     {"com.netrun", "MatMulBias", FD_DTYPES, "2-D A; none or Relu (the graph passes' MatMul + bias)"},
+    {"", "Gather", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT), "rows of a 2-D float32 tensor by int64 indices; checks them "
+                                                         "on the host, so a graph capture refuses it (as CUDA's)"},
 };
 
 /* A plain float16 region (NETRUN_REGION_FP16) across its three ops under --precision fp16, so that CI tests the
@@ -149,6 +151,7 @@ static int op_of(const char *domain, const char *op) {
     if (!strcmp(op, "Relu")) return FD_RELU;
     if (!strcmp(op, "Cast")) return FD_CAST;
     if (!strcmp(op, "NonZero")) return FD_NONZERO;
+    if (!strcmp(op, "Gather")) return FD_GATHER;
     return -1;
 }
 
@@ -169,8 +172,17 @@ static int fd_supports(const netrun_backend_config *config, const netrun_node_de
     int op = op_of(node->domain, node->op_type);
     int want = n_inputs_of(op);
     if (op < 0 || node->n_inputs != want || node->n_outputs != 1) {
-        snprintf(reason, reason_size, "fakedev runs MatMul, Add, Relu, Cast, NonZero and MatMulBias only");
+        snprintf(reason, reason_size, "fakedev runs MatMul, Add, Relu, Cast, NonZero, Gather and MatMulBias only");
         return 0;
+    }
+    if (op == FD_GATHER) {
+        const netrun_axis_params *ap = node->params;
+        if (node->inputs[0].dtype != NETRUN_DTYPE_FLOAT || node->inputs[0].rank != 2 ||
+            node->inputs[1].dtype != NETRUN_DTYPE_INT64 || node->inputs[1].rank != 1 || (ap && ap->axis != 0)) {
+            snprintf(reason, reason_size, "Gather of rows (axis 0) of a 2-D float32 tensor by 1-D int64 indices only");
+            return 0;
+        }
+        return 1;
     }
     if (op == FD_NONZERO) {
         if (node->inputs[0].dtype != NETRUN_DTYPE_FLOAT || node->inputs[0].rank < 1) {
@@ -473,11 +485,32 @@ static netrun_status run_nonzero(fd_context *ctx, const netrun_kernel_args *args
     return NETRUN_OK;
 }
 
+/* Gather of rows: an index out of range is an error, found by reading the indices on the host, as CUDA's Gather
+ * reads its bad-index flag back; a graph capture cannot hold that, so it refuses it at this step
+ * (tests/device_io/test_graph_split.py: the runtime then splits the segment there). */
+static netrun_status run_gather(fd_context *ctx, const netrun_kernel_args *args) {
+    if (ctx->capturing) return host->error(NETRUN_ERR_UNSUPPORTED, "fakedev Gather: reads its indices back, not capturable");
+    const netrun_tensor *x = &args->inputs[0], *ix = &args->inputs[1];
+    const int64_t rows = x->dims[0], cols = x->dims[1], n = ix->dims[0];
+    const int64_t *idx = ix->data;
+    if (args->outputs[0].nbytes < (size_t)(n * cols) * sizeof(float))
+        return host->error(NETRUN_ERR_INTERNAL, "fakedev Gather: output too small");
+    for (int64_t i = 0; i < n; i++) {
+        int64_t r = idx[i] < 0 ? idx[i] + rows : idx[i];
+        if (r < 0 || r >= rows)
+            return host->error(NETRUN_ERR_INVALID_ARGUMENT, "fakedev Gather: index %lld out of range [-%lld, %lld)",
+                               (long long)idx[i], (long long)rows, (long long)rows);
+        memcpy((float *)args->outputs[0].data + i * cols, (const float *)x->data + r * cols, (size_t)cols * sizeof(float));
+    }
+    return NETRUN_OK;
+}
+
 static netrun_status fd_kernel_run(netrun_backend_context *c, netrun_kernel *kernel, const netrun_kernel_args *args) {
     fd_context *ctx = (fd_context *)c;
     if (ctx->crash == 2) raise(SIGSEGV);
     const fd_kernel *k = (const fd_kernel *)kernel;
     if (k->op == FD_NONZERO) return run_nonzero(ctx, args);
+    if (k->op == FD_GATHER) return run_gather(ctx, args);
     int want = n_inputs_of(k->op);
     if (args->n_inputs != want || args->n_outputs != 1)
         return host->error(NETRUN_ERR_INTERNAL, "fakedev: %d inputs, %d outputs", args->n_inputs, args->n_outputs);
