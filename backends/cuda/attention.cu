@@ -324,6 +324,7 @@ static netrun_status attn_gemm(cuda_context *ctx, const attn_gemm_args &ga, int6
 }
 
 typedef struct attn_state {
+    int flash;         /* the fused float16 kernel takes the node (flash_refusal) */
     int fast;          /* cuBLAS is there and the cap is not 0 */
     size_t cap;        /* bytes of workspace the path may use */
     char desc[160];
@@ -405,6 +406,235 @@ static netrun_status attn_fast(cuda_context *ctx, const attn_state *st, const ne
     return NETRUN_OK;
 }
 
+/* ---- the fused float16 path (flash attention) ----
+ * Q, K, V and Y float16, one head size E = Ev of 32, 64 or 128, no past K/V, present or qk outputs, no softcap:
+ * one kernel per node, no scores in memory. A block takes BM = 16 * W query rows of one (batch, q head) pair, W
+ * warps of 16 rows each; it walks the keys in tiles of 64 (K and V tiles in shared memory, loaded by the whole
+ * block). Per tile each warp computes its 16 x 64 scores on tensor cores (WMMA, float accumulation), two lanes per
+ * row apply scale, mask, causal and nonpad and update the running max and sum (online softmax, float32), the
+ * probabilities go to shared memory as float16 and P V is added to the warp's float32 output rows, which the
+ * rescale of each new max multiplies first. A row whose keys are all masked ends as 0 / 0 = NaN, as the cuBLAS
+ * path and the reference give. Scores of the fused and the cuBLAS path differ in rounding only (scale applied
+ * to the float32 product in both). */
+#include <mma.h>
+
+#define FA_BN 64 /* keys per tile */
+
+struct flash_args {
+    const __half *q, *k, *v;
+    __half *y;
+    const void *mask;
+    const int64_t *nonpad;
+    int mt, mask_kind, is_causal, has_nonpad;
+    float scale;
+    int64_t Hq, group, Lq, Lt, Lp;
+    int64_t qs[3], ks[3], vs[3], ys[3]; /* element strides (batch, head, seq); the head dim is contiguous */
+    int64_t ms[4], mlast;
+};
+
+template <int E> struct fa_smem {
+    static const int LDH = E + 8;          /* float16 rows of Q, K, V (a multiple of 8 halves, as WMMA wants) */
+    static const int LDP = FA_BN + 8;      /* a warp's float16 probabilities */
+    static const int LDS = FA_BN + 4;      /* a warp's float32 scores */
+    static const int LDO = E + 4;          /* a warp's float32 output rows */
+    static size_t bytes(int W) {
+        return (size_t)16 * W * LDH * 2 + (size_t)2 * FA_BN * LDH * 2 +
+               (size_t)W * 16 * ((size_t)LDP * 2 + (size_t)LDS * 4 + (size_t)LDO * 4);
+    }
+};
+
+/* Rows [r0, r0 + rows) of a float16 matrix (row stride ld elements, E contiguous) into shared rows of LDH;
+ * rows past `valid` are zeros. 16-byte copies by every thread of the block. */
+template <int E, int LDH>
+__device__ __forceinline__ void fa_load_rows(__half *dst, const __half *src, int64_t ld, int rows, int64_t valid) {
+    const int per_row = E / 8;
+    for (int t = threadIdx.x; t < rows * per_row; t += blockDim.x) {
+        int r = t / per_row, c = (t % per_row) * 8;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (r < valid) v = *(const uint4 *)(src + (int64_t)r * ld + c);
+        *(uint4 *)(dst + r * LDH + c) = v;
+    }
+}
+
+template <int E, int W>
+__global__ void __launch_bounds__(32 * W) flash_attn_k(flash_args a) {
+    using namespace nvcuda;
+    typedef fa_smem<E> S;
+    extern __shared__ __align__(128) unsigned char fa_buf[];
+    const int BM = 16 * W;
+    __half *Qs = (__half *)fa_buf;
+    __half *Ks = Qs + BM * S::LDH, *Vs = Ks + FA_BN * S::LDH;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    unsigned char *wbase = (unsigned char *)(Vs + FA_BN * S::LDH) +
+                           (size_t)warp * 16 * ((size_t)S::LDP * 2 + (size_t)S::LDS * 4 + (size_t)S::LDO * 4);
+    __half *Ps = (__half *)wbase;
+    float *Ss = (float *)(wbase + 16 * S::LDP * 2), *Os = Ss + 16 * S::LDS;
+
+    const int64_t h = blockIdx.y, b = blockIdx.z, hk = h / a.group, i0 = (int64_t)blockIdx.x * BM;
+    const __half *qp = a.q + b * a.qs[0] + h * a.qs[1] + i0 * a.qs[2];
+    const __half *kp = a.k + b * a.ks[0] + hk * a.ks[1];
+    const __half *vp = a.v + b * a.vs[0] + hk * a.vs[1];
+    fa_load_rows<E, S::LDH>(Qs, qp, a.qs[2], BM, a.Lq - i0);
+    const int r = lane >> 1, half = lane & 1; /* this lane's row of the warp's 16, and its half of the columns */
+    for (int d = half * (E / 2); d < (half + 1) * (E / 2); d++) Os[r * S::LDO + d] = 0.0f;
+    __syncthreads();
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> qa[E / 16];
+#pragma unroll
+    for (int kk = 0; kk < E / 16; kk++) wmma::load_matrix_sync(qa[kk], Qs + warp * 16 * S::LDH + kk * 16, S::LDH);
+
+    const int64_t i = i0 + warp * 16 + r; /* this lane's query row */
+    float m_i = -INFINITY, l_i = 0.0f;
+    int64_t kend = a.Lt;
+    if (a.is_causal) { /* no key past the block's last row (+ the past length) is seen */
+        int64_t last = (i0 + BM < a.Lq ? i0 + BM : a.Lq) - 1 + a.Lp + 1;
+        if (last < kend) kend = last;
+    }
+    for (int64_t c0 = 0; c0 < kend; c0 += FA_BN) {
+        __syncthreads(); /* the previous tile's K and V are no longer read */
+        fa_load_rows<E, S::LDH>(Ks, kp + c0 * a.ks[2], a.ks[2], FA_BN, a.Lt - c0);
+        fa_load_rows<E, S::LDH>(Vs, vp + c0 * a.vs[2], a.vs[2], FA_BN, a.Lt - c0);
+        __syncthreads();
+        /* S = Q K^T for this warp's 16 rows and the tile's 64 keys */
+#pragma unroll
+        for (int n = 0; n < FA_BN / 16; n++) {
+            wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+            wmma::fill_fragment(acc, 0.0f);
+#pragma unroll
+            for (int kk = 0; kk < E / 16; kk++) {
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> kb;
+                wmma::load_matrix_sync(kb, Ks + n * 16 * S::LDH + kk * 16, S::LDH);
+                wmma::mma_sync(acc, qa[kk], kb, acc);
+            }
+            wmma::store_matrix_sync(Ss + n * 16, acc, S::LDS, wmma::mem_row_major);
+        }
+        __syncwarp();
+        /* online softmax over this lane's 32 columns of row r */
+        float sv[FA_BN / 2];
+        float tmax = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < FA_BN / 2; j++) {
+            const int cc = half * (FA_BN / 2) + j;
+            const int64_t c = c0 + cc;
+            float x = -INFINITY;
+            if (c < a.Lt && !(a.is_causal && c > i + a.Lp) && !(a.has_nonpad && c >= a.nonpad[b])) {
+                x = Ss[r * S::LDS + cc] * a.scale;
+                if (a.mask_kind) {
+                    if (c >= a.mlast || i >= a.Lq) x = -INFINITY;
+                    else {
+                        int64_t off = b * a.ms[0] + h * a.ms[1] + i * a.ms[2] + c * a.ms[3];
+                        if (a.mask_kind == 1) { if (!((const uint8_t *)a.mask)[off]) x = -INFINITY; }
+                        else x += ldx(a.mt, a.mask, off);
+                    }
+                }
+            }
+            sv[j] = x;
+            tmax = fmaxf(tmax, x);
+        }
+        tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, 1));
+        const float m_new = fmaxf(m_i, tmax);
+        const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+        const float alpha = __expf(m_i - m_use);
+        float sum = 0.0f;
+#pragma unroll
+        for (int j = 0; j < FA_BN / 2; j++) {
+            float pj = __expf(sv[j] - m_use);
+            sum += pj;
+            Ps[r * S::LDP + half * (FA_BN / 2) + j] = __float2half_rn(pj);
+        }
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        l_i = l_i * alpha + sum;
+        m_i = m_new;
+        for (int d = half * (E / 2); d < (half + 1) * (E / 2); d++) Os[r * S::LDO + d] *= alpha;
+        __syncwarp();
+        /* O += P V */
+#pragma unroll
+        for (int dn = 0; dn < E / 16; dn++) {
+            wmma::fragment<wmma::accumulator, 16, 16, 16, float> o;
+            wmma::load_matrix_sync(o, Os + dn * 16, S::LDO, wmma::mem_row_major);
+#pragma unroll
+            for (int kk = 0; kk < FA_BN / 16; kk++) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> pa;
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> vb;
+                wmma::load_matrix_sync(pa, Ps + kk * 16, S::LDP);
+                wmma::load_matrix_sync(vb, Vs + kk * 16 * S::LDH + dn * 16, S::LDH);
+                wmma::mma_sync(o, pa, vb, o);
+            }
+            wmma::store_matrix_sync(Os + dn * 16, o, S::LDO, wmma::mem_row_major);
+        }
+        __syncwarp();
+    }
+    if (i >= a.Lq) return;
+    const float inv = 1.0f / l_i, nan = __int_as_float(0x7fc00000); /* all keys masked: NaN, as the reference */
+    __half *yp = a.y + b * a.ys[0] + h * a.ys[1] + i * a.ys[2] + half * (E / 2);
+    const float *orow = Os + r * S::LDO + half * (E / 2);
+#pragma unroll
+    for (int d = 0; d < E / 2; d += 8) {
+        __align__(16) __half t[8];
+#pragma unroll
+        for (int e = 0; e < 8; e++) t[e] = __float2half_rn(l_i > 0.0f ? orow[d + e] * inv : nan);
+        *(uint4 *)(yp + d) = *(const uint4 *)t;
+    }
+}
+
+/* Why the fused path does not take this node (NULL: it does), from what kernel creation knows. */
+static const char *flash_refusal(const cuda_context *ctx, const netrun_attention_params *p, int qt, int kt, int vt,
+                                 int yt, int has_present, int has_qk) {
+    if (!ctx->flash_attention) return "cuda.flash_attention=0";
+    if (qt != NETRUN_DTYPE_FLOAT16 || kt != qt || vt != qt || yt != qt) return "not all float16";
+    if (p->has_past || has_present) return "past or present K/V";
+    if (has_qk) return "qk_matmul_output";
+    if (p->softcap > 0) return "softcap";
+    if (p->head_size != p->v_head_size || (p->head_size != 32 && p->head_size != 64 && p->head_size != 128))
+        return "head size not 32, 64 or 128";
+    return NULL;
+}
+
+template <int E> static netrun_status flash_launch_e(cuda_context *ctx, const flash_args &a, int64_t batch) {
+    /* enough blocks to fill the device: 4 warps (64 rows) a block where that still gives two blocks an SM */
+    int64_t pairs = batch * a.Hq;
+    int W = (a.Lq + 63) / 64 * pairs >= 2 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) ? 4
+            : (a.Lq + 31) / 32 * pairs >= 2 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132) ? 2 : 1;
+    int64_t tiles = (a.Lq + 16 * W - 1) / (16 * W);
+    if (tiles > INT32_MAX || a.Hq > 65535 || batch > 65535)
+        return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda Attention: grid too large");
+    size_t smem = fa_smem<E>::bytes(W);
+    const void *fn = W == 4 ? (const void *)flash_attn_k<E, 4> : W == 2 ? (const void *)flash_attn_k<E, 2>
+                                                                        : (const void *)flash_attn_k<E, 1>;
+    netrun_status st = nlp_smem(fn, smem, "Attention");
+    if (st != NETRUN_OK) return st;
+    dim3 grid((unsigned)tiles, (unsigned)a.Hq, (unsigned)batch);
+    if (W == 4) flash_attn_k<E, 4><<<grid, 128, smem, ctx->stream>>>(a);
+    else if (W == 2) flash_attn_k<E, 2><<<grid, 64, smem, ctx->stream>>>(a);
+    else flash_attn_k<E, 1><<<grid, 32, smem, ctx->stream>>>(a);
+    return cuda_check_launch("Attention (fused)");
+}
+
+static int fa_aligned(const void *p, const int64_t s[3]) {
+    return (uintptr_t)p % 16 == 0 && s[0] % 8 == 0 && s[1] % 8 == 0 && s[2] % 8 == 0;
+}
+
+/* Runs the node through the fused kernel when it takes these tensors (*done = 1). */
+static netrun_status flash_run(cuda_context *ctx, const netrun_attention_params *p, const attn_args &a, int *done) {
+    *done = 0;
+    if (!fa_aligned(a.q, a.qs) || !fa_aligned(a.k, a.ks) || !fa_aligned(a.v, a.vs) || !fa_aligned(a.y, a.ys) ||
+        a.Lt == 0)
+        return NETRUN_OK;
+    flash_args f;
+    memset(&f, 0, sizeof f);
+    f.q = (const __half *)a.q; f.k = (const __half *)a.k; f.v = (const __half *)a.v; f.y = (__half *)a.y;
+    f.mask = a.mask; f.mt = a.mt; f.mask_kind = a.mask_kind;
+    for (int d = 0; d < 4; d++) f.ms[d] = a.ms[d];
+    f.mlast = a.mlast;
+    f.nonpad = a.nonpad; f.has_nonpad = a.has_nonpad;
+    f.is_causal = a.is_causal;
+    f.scale = p->scale;
+    f.Hq = a.Hq; f.group = a.group; f.Lq = a.Lq; f.Lt = a.Lt; f.Lp = a.Lp;
+    for (int d = 0; d < 3; d++) { f.qs[d] = a.qs[d]; f.ks[d] = a.ks[d]; f.vs[d] = a.vs[d]; f.ys[d] = a.ys[d]; }
+    *done = 1;
+    return a.E == 32 ? flash_launch_e<32>(ctx, f, p->batch)
+           : a.E == 64 ? flash_launch_e<64>(ctx, f, p->batch) : flash_launch_e<128>(ctx, f, p->batch);
+}
+
 static netrun_status attn_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *workspace) {
     *workspace = 0;
     *state = NULL;
@@ -422,6 +652,14 @@ static netrun_status attn_create(cuda_context *ctx, const netrun_node_desc *node
         return NETRUN_OK;
     }
     const netrun_value_desc *prk = nlp_desc_out(node, 1), *prv = nlp_desc_out(node, 2);
+    const char *fwhy = flash_refusal(ctx, p, node->inputs[0].dtype, node->inputs[1].dtype, node->inputs[2].dtype,
+                                     node->outputs[0].dtype, prk || prv, nlp_desc_out(node, 3) != NULL);
+    if (!fwhy) { /* no workspace: a run whose tensors the fused kernel cannot take (unaligned) gets attn_k */
+        st->flash = 1;
+        snprintf(st->desc, sizeof st->desc, "fused float16 kernel (flash attention on tensor cores, head size %lld)",
+                 (long long)p->head_size);
+        return NETRUN_OK;
+    }
     const char *why = attn_fast_refusal(st, node->inputs[0].dtype, node->inputs[1].dtype, node->inputs[2].dtype,
                                         node->outputs[0].dtype, p->has_past, prk && prv, p->head_size,
                                         p->v_head_size, p->total_len);
@@ -561,6 +799,10 @@ static netrun_status attn_run(cuda_context *ctx, void *state, const netrun_kerne
     if (p->batch == 0 || a.Hq == 0 || a.Lq == 0) return NETRUN_OK;
     int done = 0;
     attn_state *ast = (attn_state *)state;
+    if (ast && ast->flash && !PRK && !PRV && !QK && !p->has_past) {
+        netrun_status fls = flash_run(ctx, p, a, &done);
+        if (fls != NETRUN_OK || done) return fls;
+    }
     netrun_status fst = attn_fast(ctx, ast, args, p, a, PRK, PRV, &done);
     if (fst == NETRUN_ERR_BACKEND && ast && !ctx->capturing) {
         /* cuBLAS refused a call (a type combination or size this cuBLAS lacks): nothing of it ran, so the simple

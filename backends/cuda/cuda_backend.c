@@ -264,6 +264,8 @@ static netrun_status read_options(cuda_context *ctx, const netrun_backend_config
         return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda.algo_search: '%s' is not heuristic or timed", v);
     v = get_opt(c, "cuda.pinned");
     ctx->pinned = !v || strcmp(v, "0") != 0;
+    v = get_opt(c, "cuda.flash_attention");
+    ctx->flash_attention = !v || strcmp(v, "0") != 0;
     ctx->fail_alloc_after = -1;
     v = get_opt(c, "cuda.fail_alloc_after");
     if (v) {
@@ -899,6 +901,8 @@ static const netrun_option_spec cuda_options[] = {
     {"cuda.fp16_dw", NETRUN_OPTION_BOOL, NULL, "own float16 NHWC depthwise kernel (default 1)"},
     {"cuda.attention_workspace_mb", NETRUN_OPTION_INT, NULL,
      "cap on Attention's score buffer in MiB (default 256; 0 = simple kernel only)"},
+    {"cuda.flash_attention", NETRUN_OPTION_BOOL, NULL,
+     "fused float16 Attention kernel on tensor cores (default 1; 0 = the cuBLAS path)"},
     {"cuda.fail_alloc_after", NETRUN_OPTION_INT, NULL, "test hook: fail device allocations after N"},
     {NULL, 0, NULL, NULL},
 };

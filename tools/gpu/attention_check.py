@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The CUDA Attention paths side by side on one GPU: the cuBLAS path (batched GEMMs around a softmax kernel, the
-default) against the simple kernel (--set cuda.attention_workspace_mb=0), on single-node Attention models made
+"""The CUDA Attention paths side by side on one GPU: the fused float16 kernel (the default for float16 Q/K/V with
+head sizes 32/64/128) and the cuBLAS path (batched GEMMs around a softmax kernel; --set cuda.flash_attention=0 for
+float16) against the simple kernel (--set cuda.attention_workspace_mb=0 cuda.flash_attention=0), on single-node Attention models made
 with onnx.helper: BERT-base sized (3-D, batch 32, sequence 128, 12 heads of 64, additive padding mask), the same
 4-D, GQA 32/8 heads with causal masking at sequence 512, and a 2048-key causal one whose scores exceed a 64 MiB
 cap (several passes). Each row: both paths' median latency (netrun CLI, --iterations runs after 10 warm-ups, the
@@ -30,7 +31,8 @@ def model(name, q, k, v, mask, attrs, dt):
            helper.make_tensor_value_info("v", t, v)]
     names = ["q", "k", "v"]
     if mask is not None:
-        ins.append(helper.make_tensor_value_info("mask", t, mask))
+        mt = TensorProto.BOOL if name == "c" else t
+        ins.append(helper.make_tensor_value_info("mask", mt, mask))
         names.append("mask")
     node = helper.make_node("Attention", names, ["y"], **attrs)
     g = helper.make_graph([node], name, ins, [helper.make_tensor_value_info("y", t, q)])
@@ -70,6 +72,24 @@ def cases():
         out.append((f"long_4d_causal_2048_cap64_{sfx}", model("l", (B, H, L, E), (B, H, L, E), (B, H, L, E), None,
                                                                {"is_causal": 1}, dt), feeds,
                     {"cuda.attention_workspace_mb": "64"}))
+    # float16 shapes for the fused kernel's edges: ViT's 197 tokens (a partial last tile of keys and of query rows),
+    # head sizes 32 and 128, a full [B, 1, L, L] additive mask, a boolean mask with a fully masked row (NaN)
+    dt = np.float16
+    B, L, H, E = 8, 197, 12, 64
+    feeds = {n: rng.standard_normal((B, H, L, E)).astype(dt) for n in "qkv"}
+    out.append(("vit_4d_197_f16", model("v", (B, H, L, E), (B, H, L, E), (B, H, L, E), None, {}, dt), feeds, {}))
+    B, L, H, E = 2, 77, 4, 128
+    feeds = {n: rng.standard_normal((B, L, H * E)).astype(dt) for n in "qkv"}
+    feeds["mask"] = (rng.standard_normal((B, 1, L, L)) * 3).astype(dt)
+    out.append(("e128_3d_77_fullmask_f16", model("e", (B, L, H * E), (B, L, H * E), (B, L, H * E), (B, 1, L, L),
+                                                 {"q_num_heads": H, "kv_num_heads": H}, dt), feeds, {}))
+    B, L, H, E = 3, 40, 2, 32
+    feeds = {n: rng.standard_normal((B, H, L, E)).astype(dt) for n in "qkv"}
+    bmask = rng.random((B, H, L, L)) > 0.3
+    bmask[0, 0, 5, :] = False
+    feeds["mask"] = bmask
+    out.append(("e32_4d_40_boolmask_causal_f16", model("c", (B, H, L, E), (B, H, L, E), (B, H, L, E), (B, H, L, L),
+                                                       {"is_causal": 1}, dt), feeds, {}))
     return out
 
 
@@ -100,7 +120,7 @@ def main():
         return 1
     work = tempfile.mkdtemp(prefix="netrun-attn-")
     bad = 0
-    print(f"{'case':34s} {'prec':5s} {'cublas ms':>10s} {'simple ms':>10s} {'speedup':>8s} {'max |diff|':>11s}")
+    print(f"{'case':34s} {'prec':5s} {'path':8s} {'ms':>10s} {'simple ms':>10s} {'speedup':>8s} {'max |diff|':>11s}")
     for name, m, feeds, settings in cases():
         if a.filter not in name:
             continue
@@ -113,27 +133,35 @@ def main():
         for prec in a.precisions.split(","):
             if "f16" in name and prec != a.precisions.split(",")[0]:
                 continue  # float16 inputs: the precision mode changes nothing
-            fast, slow = [], []
+            # the default (float16: the fused kernel), the cuBLAS path, the simple kernel
+            paths = {"default": settings, "cublas": dict(settings, **{"cuda.flash_attention": "0"}),
+                     "simple": {"cuda.attention_workspace_mb": "0", "cuda.flash_attention": "0"}}
+            if "f16" not in name:
+                del paths["cublas"]  # float32: the default is the cuBLAS path
+            times = {k: [] for k in paths}
             try:
                 for _ in range(a.rounds):
-                    fast.append(run(a, path, d, feeds, settings, prec, os.path.join(d, "fast")))
-                    slow.append(run(a, path, d, feeds, {"cuda.attention_workspace_mb": "0"}, prec,
-                                    os.path.join(d, "slow")))
+                    for k, st in paths.items():
+                        times[k].append(run(a, path, d, feeds, st, prec, os.path.join(d, k)))
             except (RuntimeError, subprocess.TimeoutExpired) as e:
                 print(f"{name:34s} {prec:5s} FAIL {e}")
                 bad += 1
                 continue
-            yf = np.load(os.path.join(d, "fast", "y.npy")).astype(np.float64)
-            ys = np.load(os.path.join(d, "slow", "y.npy")).astype(np.float64)
-            diff = float(np.nanmax(np.abs(yf - ys))) if yf.shape == ys.shape else float("inf")
-            nan_same = bool((np.isnan(yf) == np.isnan(ys)).all()) if yf.shape == ys.shape else False
-            # float16 outputs, and TF32 products with 64-wide heads, are the only sources of difference
-            tol = 2e-2 if "f16" in name or prec != "fp32" else 1e-3
-            ok = nan_same and diff <= tol
-            bad += not ok
-            mf, ms = statistics.median(fast), statistics.median(slow)
-            print(f"{name:34s} {prec:5s} {mf:10.3f} {ms:10.3f} {ms / mf:7.2f}x {diff:11.3g}{'' if ok else '  FAIL'}",
-                  flush=True)
+            ys = np.load(os.path.join(d, "simple", "y.npy")).astype(np.float64)
+            ms = statistics.median(times["simple"])
+            for k in paths:
+                if k == "simple":
+                    continue
+                yf = np.load(os.path.join(d, k, "y.npy")).astype(np.float64)
+                diff = float(np.nanmax(np.abs(yf - ys))) if yf.shape == ys.shape else float("inf")
+                nan_same = bool((np.isnan(yf) == np.isnan(ys)).all()) if yf.shape == ys.shape else False
+                # float16 outputs, and TF32 products with 64-wide heads, are the only sources of difference
+                tol = 2e-2 if "f16" in name or prec != "fp32" else 1e-3
+                ok = nan_same and diff <= tol
+                bad += not ok
+                mf = statistics.median(times[k])
+                print(f"{name:34s} {prec:5s} {k:8s} {mf:10.3f} {ms:10.3f} {ms / mf:7.2f}x {diff:11.3g}"
+                      f"{'' if ok else '  FAIL'}", flush=True)
     print("attention_check:", "all outputs agree" if not bad else f"{bad} FAILED")
     return 1 if bad else 0
 
