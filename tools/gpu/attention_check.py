@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""The CUDA Attention paths side by side on one GPU: the fused float16 kernel (the default for float16 Q/K/V with
-head sizes 32/64/128) and the cuBLAS path (batched GEMMs around a softmax kernel; --set cuda.flash_attention=0 for
-float16) against the simple kernel (--set cuda.attention_workspace_mb=0 cuda.flash_attention=0), on single-node Attention models made
-with onnx.helper: BERT-base sized (3-D, batch 32, sequence 128, 12 heads of 64, additive padding mask), the same
-4-D, GQA 32/8 heads with causal masking at sequence 512, and a 2048-key causal one whose scores exceed a 64 MiB
-cap (several passes). Each row: both paths' median latency (netrun CLI, --iterations runs after 10 warm-ups, the
-two paths alternating over --rounds rounds; the figure is the median of the rounds' medians), the ratio, and the
-largest difference between their outputs (the simple kernel computes in float32 without tensor cores).
+"""The CUDA Attention paths side by side on one GPU: the fused float16 kernel (--set cuda.flash_attention=1; by
+default it runs from 256 keys on) and the cuBLAS path (batched GEMMs around a softmax kernel;
+cuda.flash_attention=0) against the simple kernel (cuda.attention_workspace_mb=0 cuda.flash_attention=0), on
+single-node Attention models made with onnx.helper: BERT-base sized (3-D, batch 32, sequence 128, 12 heads of 64,
+additive padding mask), the same 4-D, GQA 32/8 heads with causal masking at sequence 512, a 2048-key causal one
+whose scores exceed a 64 MiB cap (several passes), and float16 edge cases of the fused kernel (197 tokens, head
+size 128 with a full mask, head size 32 with a boolean causal mask and a fully masked row). Each row: the path's
+median latency and the simple kernel's (netrun CLI, --iterations runs after 10 warm-ups, the paths alternating
+over --rounds rounds; the figure is the median of the rounds' medians), the ratio, and the largest difference
+between their outputs (the simple kernel computes in float32 without tensor cores).
 
     NETRUN_BACKEND_PATH=build/lib/netrun/backends python3 tools/gpu/attention_check.py --netrun build/bin/netrun
 """
@@ -134,10 +136,11 @@ def main():
             if "f16" in name and prec != a.precisions.split(",")[0]:
                 continue  # float16 inputs: the precision mode changes nothing
             # the default (float16: the fused kernel), the cuBLAS path, the simple kernel
-            paths = {"default": settings, "cublas": dict(settings, **{"cuda.flash_attention": "0"}),
+            paths = {"fused": dict(settings, **{"cuda.flash_attention": "1"}),
+                     "cublas": dict(settings, **{"cuda.flash_attention": "0"}),
                      "simple": {"cuda.attention_workspace_mb": "0", "cuda.flash_attention": "0"}}
             if "f16" not in name:
-                del paths["cublas"]  # float32: the default is the cuBLAS path
+                paths = {"cublas": settings, "simple": paths["simple"]}  # float32: no fused kernel
             times = {k: [] for k in paths}
             try:
                 for _ in range(a.rounds):
