@@ -417,6 +417,7 @@ static netrun_status attn_fast(cuda_context *ctx, const attn_state *st, const ne
  * rescale of each new max multiplies first. A row whose keys are all masked ends as 0 / 0 = NaN, as the cuBLAS
  * path and the reference give. Scores of the fused and the cuBLAS path differ in rounding only (scale applied
  * to the float32 product in both). */
+#include <cuda_pipeline.h>
 #include <mma.h>
 
 #define FA_BN 64 /* keys per tile */
@@ -443,21 +444,40 @@ template <int E> struct fa_smem {
     static const int LDS = FA_BN + 4;      /* a warp's float32 scores */
     static const int LDO = E + 4;          /* a warp's float32 output rows */
     static size_t bytes(int W) {
-        return (size_t)16 * W * LDH * 2 + (size_t)2 * FA_BN * LDH * 2 +
+        return (size_t)16 * W * LDH * 2 + (size_t)4 * FA_BN * LDH * 2 + /* Q; K and V, two tiles each */
                (size_t)W * 16 * ((size_t)LDP * 2 + (size_t)LDS * 4 + (size_t)LDO * 4);
     }
 };
 
-/* Rows [r0, r0 + rows) of a float16 matrix (row stride ld elements, E contiguous) into shared rows of LDH;
- * rows past `valid` are zeros. 16-byte copies by every thread of the block. */
-template <int E, int LDH>
-__device__ __forceinline__ void fa_load_rows(__half *dst, const __half *src, int64_t ld, int rows, int64_t valid) {
-    const int per_row = E / 8;
-    for (int t = threadIdx.x; t < rows * per_row; t += blockDim.x) {
+/* ROWS rows of a float16 matrix (row stride ld elements, E contiguous) into shared rows of LDH; rows past `valid`
+ * are zeros. 16-byte copies by the block's THREADS threads, 8 loads in flight per thread before their stores (one
+ * at a time, a tile of 64 keys took 32 serial global-memory latencies in a one-warp block). */
+template <int E, int LDH, int ROWS, int THREADS>
+__device__ __forceinline__ void fa_load_rows(__half *dst, const __half *src, int64_t ld, int64_t valid) {
+    const int per_row = E / 8, total = ROWS * per_row;
+    for (int base = 0; base < total; base += 8 * THREADS) {
+        uint4 v[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            int t = base + j * THREADS + (int)threadIdx.x, r = t / per_row, c = (t % per_row) * 8;
+            v[j] = t < total && r < valid ? *(const uint4 *)(src + (int64_t)r * ld + c) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            int t = base + j * THREADS + (int)threadIdx.x, r = t / per_row, c = (t % per_row) * 8;
+            if (t < total) *(uint4 *)(dst + r * LDH + c) = v[j];
+        }
+    }
+}
+
+/* The same for a tile of keys, asynchronously (cp.async): it lands while the block works on the previous tile. */
+template <int E, int LDH, int ROWS, int THREADS>
+__device__ __forceinline__ void fa_load_rows_async(__half *dst, const __half *src, int64_t ld, int64_t valid) {
+    const int per_row = E / 8, total = ROWS * per_row;
+    for (int t = threadIdx.x; t < total; t += THREADS) {
         int r = t / per_row, c = (t % per_row) * 8;
-        uint4 v = make_uint4(0, 0, 0, 0);
-        if (r < valid) v = *(const uint4 *)(src + (int64_t)r * ld + c);
-        *(uint4 *)(dst + r * LDH + c) = v;
+        if (r < valid) __pipeline_memcpy_async(dst + r * LDH + c, src + (int64_t)r * ld + c, 16);
+        else *(uint4 *)(dst + r * LDH + c) = make_uint4(0, 0, 0, 0);
     }
 }
 
@@ -468,9 +488,9 @@ __global__ void __launch_bounds__(32 * W) flash_attn_k(flash_args a) {
     extern __shared__ __align__(128) unsigned char fa_buf[];
     const int BM = 16 * W;
     __half *Qs = (__half *)fa_buf;
-    __half *Ks = Qs + BM * S::LDH, *Vs = Ks + FA_BN * S::LDH;
+    __half *Kb = Qs + BM * S::LDH, *Vb = Kb + 2 * FA_BN * S::LDH; /* two tiles each: loading one, reading one */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    unsigned char *wbase = (unsigned char *)(Vs + FA_BN * S::LDH) +
+    unsigned char *wbase = (unsigned char *)(Vb + 2 * FA_BN * S::LDH) +
                            (size_t)warp * 16 * ((size_t)S::LDP * 2 + (size_t)S::LDS * 4 + (size_t)S::LDO * 4);
     __half *Ps = (__half *)wbase;
     float *Ss = (float *)(wbase + 16 * S::LDP * 2), *Os = Ss + 16 * S::LDS;
@@ -479,7 +499,7 @@ __global__ void __launch_bounds__(32 * W) flash_attn_k(flash_args a) {
     const __half *qp = a.q + b * a.qs[0] + h * a.qs[1] + i0 * a.qs[2];
     const __half *kp = a.k + b * a.ks[0] + hk * a.ks[1];
     const __half *vp = a.v + b * a.vs[0] + hk * a.vs[1];
-    fa_load_rows<E, S::LDH>(Qs, qp, a.qs[2], BM, a.Lq - i0);
+    fa_load_rows<E, S::LDH, 16 * W, 32 * W>(Qs, qp, a.qs[2], a.Lq - i0);
     const int r = lane >> 1, half = lane & 1; /* this lane's row of the warp's 16, and its half of the columns */
     for (int d = half * (E / 2); d < (half + 1) * (E / 2); d++) Os[r * S::LDO + d] = 0.0f;
     __syncthreads();
@@ -494,11 +514,22 @@ __global__ void __launch_bounds__(32 * W) flash_attn_k(flash_args a) {
         int64_t last = (i0 + BM < a.Lq ? i0 + BM : a.Lq) - 1 + a.Lp + 1;
         if (last < kend) kend = last;
     }
-    for (int64_t c0 = 0; c0 < kend; c0 += FA_BN) {
-        __syncthreads(); /* the previous tile's K and V are no longer read */
-        fa_load_rows<E, S::LDH>(Ks, kp + c0 * a.ks[2], a.ks[2], FA_BN, a.Lt - c0);
-        fa_load_rows<E, S::LDH>(Vs, vp + c0 * a.vs[2], a.vs[2], FA_BN, a.Lt - c0);
-        __syncthreads();
+    const int64_t ntiles = (kend + FA_BN - 1) / FA_BN;
+    fa_load_rows_async<E, S::LDH, FA_BN, 32 * W>(Kb, kp, a.ks[2], a.Lt);
+    fa_load_rows_async<E, S::LDH, FA_BN, 32 * W>(Vb, vp, a.vs[2], a.Lt);
+    __pipeline_commit();
+    for (int64_t t = 0; t < ntiles; t++) {
+        const int64_t c0 = t * FA_BN;
+        if (t + 1 < ntiles) { /* the next tile into the other buffers, freed by the last iteration's barrier */
+            const int64_t n0 = c0 + FA_BN;
+            const int nb = (int)((t + 1) & 1);
+            fa_load_rows_async<E, S::LDH, FA_BN, 32 * W>(Kb + nb * FA_BN * S::LDH, kp + n0 * a.ks[2], a.ks[2], a.Lt - n0);
+            fa_load_rows_async<E, S::LDH, FA_BN, 32 * W>(Vb + nb * FA_BN * S::LDH, vp + n0 * a.vs[2], a.vs[2], a.Lt - n0);
+        }
+        __pipeline_commit(); /* (an empty group on the last tile keeps the count below right) */
+        __pipeline_wait_prior(1); /* this tile's copies are done (this thread's) ... */
+        __syncthreads();          /* ... and everyone's */
+        const __half *Ks = Kb + (t & 1) * FA_BN * S::LDH, *Vs = Vb + (t & 1) * FA_BN * S::LDH;
         /* S = Q K^T for this warp's 16 rows and the tile's 64 keys */
 #pragma unroll
         for (int n = 0; n < FA_BN / 16; n++) {
@@ -566,7 +597,7 @@ __global__ void __launch_bounds__(32 * W) flash_attn_k(flash_args a) {
             }
             wmma::store_matrix_sync(Os + dn * 16, o, S::LDO, wmma::mem_row_major);
         }
-        __syncwarp();
+        __syncthreads(); /* this tile's K and V are read: the next iteration may load the one after into them */
     }
     if (i >= a.Lq) return;
     const float inv = 1.0f / l_i, nan = __int_as_float(0x7fc00000); /* all keys masked: NaN, as the reference */
