@@ -422,8 +422,9 @@ static netrun_status attn_fast(cuda_context *ctx, const attn_state *st, const ne
 
 #define FA_BN 64 /* keys per tile */
 /* cuda.flash_attention=auto: the fused kernel from this many keys on. On an H200 it beat the cuBLAS path at 512
- * and 2048 keys (1.27 vs 1.43 and 1.09 vs 1.46 ms host to host), was level at 128-197 keys and batch 32, and lost
- * at batch 1 inside whole models (BERT-base 1.21 vs 0.94 ms: its blocks are latency-bound on short rows). */
+ * and 2048 keys (1.34 vs 1.44 and 1.06 vs 1.41 ms host to host); inside models it won at batch 8 with 128 keys,
+ * was level at batch 32 and lost at batch 1 (BERT-base 0.97 vs 0.92 ms) and on ViT's 197 keys (7.83 vs 7.20 ms at
+ * batch 32): its scores and outputs go through shared memory between the tensor-core steps. */
 #define CUDA_FLASH_MIN_KEYS 256
 
 struct flash_args {
