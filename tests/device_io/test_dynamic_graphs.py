@@ -10,7 +10,6 @@ segment is split there, the steps before it and those after it replayed as two g
     python3 tests/device_io/test_dynamic_graphs.py --lib build/lib/libnetrun.so \\
         --plugin build/test-device-plugin/libnetrun-fakedev.so
 """
-import argparse
 import os
 import sys
 import tempfile
@@ -19,7 +18,7 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper, save
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from devio_common import check, device_api, session_stats, verdict  # noqa: E402
+from devio_common import check, fakedev_main_setup, session_stats, verdict  # noqa: E402
 
 RNG = np.random.default_rng(5)
 
@@ -46,16 +45,7 @@ def build(path, nonzero=False):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--lib", required=True)
-    ap.add_argument("--plugin", required=True)
-    a = ap.parse_args()
-    os.environ["NETRUN_BACKEND_PATH"] = ":".join(p for p in (os.environ.get("NETRUN_BACKEND_PATH"), a.plugin) if p)
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "bench"))
-    from netrun_ctypes import Netrun, SessionStats
-
-    nr = Netrun(a.lib)
-    lib = device_api(a.lib)
+    nr, lib, SessionStats = fakedev_main_setup()
     path = os.path.join(tempfile.mkdtemp(prefix="nr_dyngraph_"), "dyn.onnx")
     w1, w2 = build(path)
 

@@ -9,7 +9,6 @@ compared with numpy on every run, with new data each run (a replayed graph must 
     python3 tests/device_io/test_graph_split.py --lib build/lib/libnetrun.so \\
         --plugin build/test-device-plugin/libnetrun-fakedev.so
 """
-import argparse
 import os
 import sys
 import tempfile
@@ -18,7 +17,7 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper, save
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from devio_common import check, device_api, session_stats, verdict  # noqa: E402
+from devio_common import check, fakedev_main_setup, session_stats, verdict  # noqa: E402
 
 RNG = np.random.default_rng(11)
 IDX = np.array([5, 0, -1, 2, 2, 7], np.int64)  # rows of an [8, n] tensor; repeats and a negative index
@@ -52,16 +51,7 @@ def build(path, where):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--lib", required=True)
-    ap.add_argument("--plugin", required=True)
-    a = ap.parse_args()
-    os.environ["NETRUN_BACKEND_PATH"] = ":".join(p for p in (os.environ.get("NETRUN_BACKEND_PATH"), a.plugin) if p)
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "bench"))
-    from netrun_ctypes import Netrun, SessionStats
-
-    nr = Netrun(a.lib)
-    lib = device_api(a.lib)
+    nr, lib, SessionStats = fakedev_main_setup()
     work = tempfile.mkdtemp(prefix="nr_graphsplit_")
     # where the Gather is -> the graphs its split leaves (the steps before it, those after it)
     for where, graphs in (("first", 1), ("middle", 2), ("last", 1)):
