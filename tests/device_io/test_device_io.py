@@ -7,7 +7,6 @@ memory", so host pointers are told apart). Outputs are compared with numpy.
     python3 tests/device_io/test_device_io.py --lib build/lib/libnetrun.so \\
         --plugin build/test-device-plugin/libnetrun-fakedev.so
 """
-import argparse
 import ctypes as C
 import os
 import sys
@@ -18,7 +17,7 @@ from onnx import TensorProto, helper, numpy_helper, save
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from devio_common import (DeviceView, ERR_ARG, ERR_STATE, ERR_UNSUPPORTED, MEM_CUDA, MEM_HOST, MEM_OPENCL, OK,
-                          check, device_api, session_error, session_stats, verdict)  # noqa: E402
+                          check, fakedev_main_setup, session_error, session_stats, verdict)  # noqa: E402
 
 RNG = np.random.default_rng(11)
 
@@ -53,19 +52,11 @@ def build_host_input(path):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--lib", required=True)
-    ap.add_argument("--plugin", required=True)
-    a = ap.parse_args()
-    os.environ["NETRUN_BACKEND_PATH"] = ":".join(p for p in (os.environ.get("NETRUN_BACKEND_PATH"), a.plugin) if p)
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "bench"))
-    from netrun_ctypes import Netrun, SessionStats
-
-    nr = Netrun(a.lib)
-    lib = device_api(a.lib)  # a handle of our own: nr.lib's declarations stay as they are
+    # lib: a handle of our own: nr.lib's declarations stay as they are
+    nr, lib, SessionStats, plugin = fakedev_main_setup()
     vp = C.c_void_p
     # the plugin as netrun loads it (same path: the same handle, so the same block table)
-    fd = C.CDLL(os.path.join(a.plugin, "libnetrun-fakedev.so") if os.path.isdir(a.plugin) else a.plugin)
+    fd = C.CDLL(os.path.join(plugin, "libnetrun-fakedev.so") if os.path.isdir(plugin) else plugin)
     fd.fakedev_alloc.restype, fd.fakedev_alloc.argtypes = vp, [C.c_size_t]
     fd.fakedev_free.restype, fd.fakedev_free.argtypes = None, [vp]
     fd.fakedev_last_stream.restype = vp

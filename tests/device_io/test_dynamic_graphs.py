@@ -45,7 +45,7 @@ def build(path, nonzero=False):
 
 
 def main():
-    nr, lib, SessionStats = fakedev_main_setup()
+    nr, lib, SessionStats, _ = fakedev_main_setup()
     path = os.path.join(tempfile.mkdtemp(prefix="nr_dyngraph_"), "dyn.onnx")
     w1, w2 = build(path)
 

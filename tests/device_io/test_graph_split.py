@@ -51,7 +51,7 @@ def build(path, where):
 
 
 def main():
-    nr, lib, SessionStats = fakedev_main_setup()
+    nr, lib, SessionStats, _ = fakedev_main_setup()
     work = tempfile.mkdtemp(prefix="nr_graphsplit_")
     # where the Gather is -> the graphs its split leaves (the steps before it, those after it)
     for where, graphs in (("first", 1), ("middle", 2), ("last", 1)):
