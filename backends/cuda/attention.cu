@@ -409,16 +409,13 @@ static netrun_status attn_fast(cuda_context *ctx, const attn_state *st, const ne
 
 /* ---- the fused float16 path (flash attention) ----
  * Q, K, V and Y float16, one head size E = Ev of 32, 64 or 128, no past K/V, present or qk outputs, no softcap:
- * one kernel per node, no scores in memory. A block takes BM = 16 * W query rows of one (batch, q head) pair, W
- * warps of 16 rows each; it walks the keys in tiles of 64 (K and V tiles in shared memory, loaded by the whole
- * block). Per tile each warp computes its 16 x 64 scores on tensor cores (WMMA, float accumulation), two lanes per
- * row apply scale, mask, causal and nonpad and update the running max and sum (online softmax, float32), the
- * probabilities go to shared memory as float16 and P V is added to the warp's float32 output rows, which the
- * rescale of each new max multiplies first. A row whose keys are all masked ends as 0 / 0 = NaN, as the cuBLAS
- * path and the reference give. Scores of the fused and the cuBLAS path differ in rounding only (scale applied
- * to the float32 product in both). */
+ * one kernel per node, no scores in memory (FlashAttention-2's scheme). A block takes 16 * W query rows of one
+ * (batch, q head) pair, 16 a warp, and walks the keys in tiles of 64, double-buffered in shared memory (cp.async).
+ * Per tile each warp computes its 16 x 64 scores with mma.sync on tensor cores (float32 accumulation), applies
+ * scale, mask, causal and nonpad, updates each row's running max and sum (online softmax, float32) and adds P V
+ * to its output rows; scores, probabilities and outputs stay in registers. A row whose keys are all masked ends
+ * as NaN, as the cuBLAS path and the reference give. */
 #include <cuda_pipeline.h>
-#include <mma.h>
 
 #define FA_BN 64 /* keys per tile */
 /* cuda.flash_attention=auto: the fused kernel from this many keys on. On an H200 it beat the cuBLAS path at 512
@@ -440,19 +437,12 @@ struct flash_args {
 };
 
 template <int E> struct fa_smem {
-    static const int LDH = E + 8;          /* float16 rows of Q, K, V (a multiple of 8 halves, as WMMA wants) */
-    static const int LDP = FA_BN + 8;      /* a warp's float16 probabilities */
-    static const int LDS = FA_BN + 4;      /* a warp's float32 scores */
-    static const int LDO = E + 4;          /* a warp's float32 output rows */
-    static size_t bytes(int W) {
-        return (size_t)16 * W * LDH * 2 + (size_t)4 * FA_BN * LDH * 2 + /* Q; K and V, two tiles each */
-               (size_t)W * 16 * ((size_t)LDP * 2 + (size_t)LDS * 4 + (size_t)LDO * 4);
-    }
+    static const int LDH = E + 8; /* float16 rows of Q, K, V: 16-byte aligned, and ldmatrix reads them conflict-free */
+    static size_t bytes(int W) { return (size_t)16 * W * LDH * 2 + (size_t)4 * FA_BN * LDH * 2; } /* Q; K, V x2 */
 };
 
 /* ROWS rows of a float16 matrix (row stride ld elements, E contiguous) into shared rows of LDH; rows past `valid`
- * are zeros. 16-byte copies by the block's THREADS threads, 8 loads in flight per thread before their stores (one
- * at a time, a tile of 64 keys took 32 serial global-memory latencies in a one-warp block). */
+ * are zeros. 16-byte copies by the block's THREADS threads, 8 loads in flight per thread before their stores. */
 template <int E, int LDH, int ROWS, int THREADS>
 __device__ __forceinline__ void fa_load_rows(__half *dst, const __half *src, int64_t ld, int64_t valid) {
     const int per_row = E / 8, total = ROWS * per_row;
@@ -482,134 +472,170 @@ __device__ __forceinline__ void fa_load_rows_async(__half *dst, const __half *sr
     }
 }
 
+/* Tensor-core steps on registers (PTX mma.sync m16n8k16, float16 in, float32 accumulate). Fragment layouts (PTX ISA,
+ * "Matrix fragments for mma.m16n8k16"), g = lane / 4, t = lane % 4: A (16 x 16, row major) a0: (g, 2t..2t+1),
+ * a1: (g + 8, 2t..), a2: (g, 8 + 2t..), a3: (g + 8, 8 + 2t..); B (16 x 8) b0: (2t..2t+1, g), b1: (8 + 2t.., g);
+ * C (16 x 8) c0, c1: (g, 2t..2t+1), c2, c3: (g + 8, 2t..). */
+__device__ __forceinline__ void fa_mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* Four 8 x 8 float16 matrices from shared memory, lane i giving the address of row i % 8 of matrix i / 8. */
+__device__ __forceinline__ void fa_ldm4(uint32_t r[4], const __half *p) {
+    uint32_t s = (uint32_t)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
+}
+__device__ __forceinline__ void fa_ldm4_t(uint32_t r[4], const __half *p) { /* transposed */
+    uint32_t s = (uint32_t)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
+}
+
+__device__ __forceinline__ uint32_t fa_pack(float lo, float hi) {
+    __half2 h = __floats2half2_rn(lo, hi);
+    return *(uint32_t *)&h;
+}
+
+/* Score x of key c for query row i after scale, mask, causal and nonpad (-inf: masked). */
+__device__ __forceinline__ float fa_score(const flash_args &a, float x, int64_t b, int64_t h, int64_t i, int64_t c) {
+    if (c >= a.Lt || i >= a.Lq || (a.is_causal && c > i + a.Lp) || (a.has_nonpad && c >= a.nonpad[b])) return -INFINITY;
+    x *= a.scale;
+    if (a.mask_kind) {
+        if (c >= a.mlast) return -INFINITY;
+        int64_t off = b * a.ms[0] + h * a.ms[1] + i * a.ms[2] + c * a.ms[3];
+        if (a.mask_kind == 1) return ((const uint8_t *)a.mask)[off] ? x : -INFINITY;
+        x += ldx(a.mt, a.mask, off);
+    }
+    return x;
+}
+
+/* One block: 16 * W query rows of one (batch, q head), 16 a warp. Scores (8 tiles of 8 keys: 32 floats a thread),
+ * the running max and sum of the thread's two rows, and the output rows (E / 8 tiles: E / 2 floats) stay in
+ * registers; the probabilities become the A operand of P V without leaving them (the C layout of two neighbouring
+ * key tiles is the A layout of their 16 keys). */
 template <int E, int W>
 __global__ void __launch_bounds__(32 * W) flash_attn_k(flash_args a) {
-    using namespace nvcuda;
     typedef fa_smem<E> S;
+    const int LD = S::LDH;
     extern __shared__ __align__(128) unsigned char fa_buf[];
-    const int BM = 16 * W;
     __half *Qs = (__half *)fa_buf;
-    __half *Kb = Qs + BM * S::LDH, *Vb = Kb + 2 * FA_BN * S::LDH; /* two tiles each: loading one, reading one */
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    unsigned char *wbase = (unsigned char *)(Vb + 2 * FA_BN * S::LDH) +
-                           (size_t)warp * 16 * ((size_t)S::LDP * 2 + (size_t)S::LDS * 4 + (size_t)S::LDO * 4);
-    __half *Ps = (__half *)wbase;
-    float *Ss = (float *)(wbase + 16 * S::LDP * 2), *Os = Ss + 16 * S::LDS;
-
-    const int64_t h = blockIdx.y, b = blockIdx.z, hk = h / a.group, i0 = (int64_t)blockIdx.x * BM;
-    const __half *qp = a.q + b * a.qs[0] + h * a.qs[1] + i0 * a.qs[2];
+    __half *Kb = Qs + 16 * W * LD, *Vb = Kb + 2 * FA_BN * LD; /* two tiles each: loading one, reading one */
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
+    const int64_t h = blockIdx.y, b = blockIdx.z, hk = h / a.group, i0 = (int64_t)blockIdx.x * 16 * W;
     const __half *kp = a.k + b * a.ks[0] + hk * a.ks[1];
     const __half *vp = a.v + b * a.vs[0] + hk * a.vs[1];
-    fa_load_rows<E, S::LDH, 16 * W, 32 * W>(Qs, qp, a.qs[2], a.Lq - i0);
-    const int r = lane >> 1, half = lane & 1; /* this lane's row of the warp's 16, and its half of the columns */
-    for (int d = half * (E / 2); d < (half + 1) * (E / 2); d++) Os[r * S::LDO + d] = 0.0f;
-    __syncthreads();
-    wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> qa[E / 16];
-#pragma unroll
-    for (int kk = 0; kk < E / 16; kk++) wmma::load_matrix_sync(qa[kk], Qs + warp * 16 * S::LDH + kk * 16, S::LDH);
-
-    const int64_t i = i0 + warp * 16 + r; /* this lane's query row */
-    float m_i = -INFINITY, l_i = 0.0f;
+    fa_load_rows<E, LD, 16 * W, 32 * W>(Qs, a.q + b * a.qs[0] + h * a.qs[1] + i0 * a.qs[2], a.qs[2], a.Lq - i0);
     int64_t kend = a.Lt;
     if (a.is_causal) { /* no key past the block's last row (+ the past length) is seen */
-        int64_t last = (i0 + BM < a.Lq ? i0 + BM : a.Lq) - 1 + a.Lp + 1;
+        int64_t last = (i0 + 16 * W < a.Lq ? i0 + 16 * W : a.Lq) + a.Lp;
         if (last < kend) kend = last;
     }
     const int64_t ntiles = (kend + FA_BN - 1) / FA_BN;
-    fa_load_rows_async<E, S::LDH, FA_BN, 32 * W>(Kb, kp, a.ks[2], a.Lt);
-    fa_load_rows_async<E, S::LDH, FA_BN, 32 * W>(Vb, vp, a.vs[2], a.Lt);
+    fa_load_rows_async<E, LD, FA_BN, 32 * W>(Kb, kp, a.ks[2], a.Lt);
+    fa_load_rows_async<E, LD, FA_BN, 32 * W>(Vb, vp, a.vs[2], a.Lt);
     __pipeline_commit();
+    __syncthreads(); /* Q is in */
+    uint32_t qf[E / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < E / 16; kk++)
+        fa_ldm4(qf[kk], Qs + (warp * 16 + (lane & 15)) * LD + kk * 16 + (lane >> 4) * 8);
+    const int64_t ir[2] = {i0 + warp * 16 + g, i0 + warp * 16 + g + 8}; /* this thread's two rows */
+    float o[E / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int n = 0; n < E / 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
     for (int64_t t = 0; t < ntiles; t++) {
         const int64_t c0 = t * FA_BN;
         if (t + 1 < ntiles) { /* the next tile into the other buffers, freed by the last iteration's barrier */
             const int64_t n0 = c0 + FA_BN;
             const int nb = (int)((t + 1) & 1);
-            fa_load_rows_async<E, S::LDH, FA_BN, 32 * W>(Kb + nb * FA_BN * S::LDH, kp + n0 * a.ks[2], a.ks[2], a.Lt - n0);
-            fa_load_rows_async<E, S::LDH, FA_BN, 32 * W>(Vb + nb * FA_BN * S::LDH, vp + n0 * a.vs[2], a.vs[2], a.Lt - n0);
+            fa_load_rows_async<E, LD, FA_BN, 32 * W>(Kb + nb * FA_BN * LD, kp + n0 * a.ks[2], a.ks[2], a.Lt - n0);
+            fa_load_rows_async<E, LD, FA_BN, 32 * W>(Vb + nb * FA_BN * LD, vp + n0 * a.vs[2], a.vs[2], a.Lt - n0);
         }
-        __pipeline_commit(); /* (an empty group on the last tile keeps the count below right) */
+        __pipeline_commit();      /* (an empty group on the last tile keeps the count below right) */
         __pipeline_wait_prior(1); /* this tile's copies are done (this thread's) ... */
         __syncthreads();          /* ... and everyone's */
-        const __half *Ks = Kb + (t & 1) * FA_BN * S::LDH, *Vs = Vb + (t & 1) * FA_BN * S::LDH;
-        /* S = Q K^T for this warp's 16 rows and the tile's 64 keys */
+        const __half *Ks = Kb + (t & 1) * FA_BN * LD, *Vs = Vb + (t & 1) * FA_BN * LD;
+        /* S = Q K^T: 8 tiles of 8 keys; B (k = head dim, n = key) from K's rows, two 16-wide k steps per ldmatrix */
+        float s[FA_BN / 8][4];
 #pragma unroll
-        for (int n = 0; n < FA_BN / 16; n++) {
-            wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-            wmma::fill_fragment(acc, 0.0f);
+        for (int n = 0; n < FA_BN / 8; n++) {
+            s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
 #pragma unroll
-            for (int kk = 0; kk < E / 16; kk++) {
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> kb;
-                wmma::load_matrix_sync(kb, Ks + n * 16 * S::LDH + kk * 16, S::LDH);
-                wmma::mma_sync(acc, qa[kk], kb, acc);
+            for (int kk = 0; kk < E / 16; kk += 2) {
+                uint32_t kb[4];
+                fa_ldm4(kb, Ks + (n * 8 + (lane & 7)) * LD + kk * 16 + (lane >> 3) * 8);
+                fa_mma(s[n], qf[kk], kb[0], kb[1]);
+                fa_mma(s[n], qf[kk + 1], kb[2], kb[3]);
             }
-            wmma::store_matrix_sync(Ss + n * 16, acc, S::LDS, wmma::mem_row_major);
         }
-        __syncwarp();
-        /* online softmax over this lane's 32 columns of row r */
-        float sv[FA_BN / 2];
-        float tmax = -INFINITY;
+        /* online softmax of rows g and g + 8: each thread has 16 keys of each, its group of 4 the row's 64 */
+        float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-        for (int j = 0; j < FA_BN / 2; j++) {
-            const int cc = half * (FA_BN / 2) + j;
-            const int64_t c = c0 + cc;
-            float x = -INFINITY;
-            if (c < a.Lt && !(a.is_causal && c > i + a.Lp) && !(a.has_nonpad && c >= a.nonpad[b])) {
-                x = Ss[r * S::LDS + cc] * a.scale;
-                if (a.mask_kind) {
-                    if (c >= a.mlast || i >= a.Lq) x = -INFINITY;
-                    else {
-                        int64_t off = b * a.ms[0] + h * a.ms[1] + i * a.ms[2] + c * a.ms[3];
-                        if (a.mask_kind == 1) { if (!((const uint8_t *)a.mask)[off]) x = -INFINITY; }
-                        else x += ldx(a.mt, a.mask, off);
-                    }
-                }
+        for (int n = 0; n < FA_BN / 8; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                s[n][e] = fa_score(a, s[n][e], b, h, ir[e >> 1], c0 + n * 8 + 2 * t4 + (e & 1));
+                mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
             }
-            sv[j] = x;
-            tmax = fmaxf(tmax, x);
+        float alpha[2], sum[2] = {0.0f, 0.0f}, mu[2];
+#pragma unroll
+        for (int rr = 0; rr < 2; rr++) {
+            mx[rr] = fmaxf(mx[rr], __shfl_xor_sync(0xffffffffu, mx[rr], 1));
+            mx[rr] = fmaxf(mx[rr], __shfl_xor_sync(0xffffffffu, mx[rr], 2));
+            const float mn = fmaxf(m[rr], mx[rr]);
+            mu[rr] = mn == -INFINITY ? 0.0f : mn; /* a row with nothing unmasked yet: exp(-inf) = 0 everywhere */
+            alpha[rr] = __expf(m[rr] - mu[rr]);
+            m[rr] = mn;
         }
-        tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, 1));
-        const float m_new = fmaxf(m_i, tmax);
-        const float m_use = m_new == -INFINITY ? 0.0f : m_new;
-        const float alpha = __expf(m_i - m_use);
-        float sum = 0.0f;
 #pragma unroll
-        for (int j = 0; j < FA_BN / 2; j++) {
-            float pj = __expf(sv[j] - m_use);
-            sum += pj;
-            Ps[r * S::LDP + half * (FA_BN / 2) + j] = __float2half_rn(pj);
-        }
-        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-        l_i = l_i * alpha + sum;
-        m_i = m_new;
-        for (int d = half * (E / 2); d < (half + 1) * (E / 2); d++) Os[r * S::LDO + d] *= alpha;
-        __syncwarp();
-        /* O += P V */
+        for (int n = 0; n < FA_BN / 8; n++)
 #pragma unroll
-        for (int dn = 0; dn < E / 16; dn++) {
-            wmma::fragment<wmma::accumulator, 16, 16, 16, float> o;
-            wmma::load_matrix_sync(o, Os + dn * 16, S::LDO, wmma::mem_row_major);
-#pragma unroll
-            for (int kk = 0; kk < FA_BN / 16; kk++) {
-                wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> pa;
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> vb;
-                wmma::load_matrix_sync(pa, Ps + kk * 16, S::LDP);
-                wmma::load_matrix_sync(vb, Vs + kk * 16 * S::LDH + dn * 16, S::LDH);
-                wmma::mma_sync(o, pa, vb, o);
+            for (int e = 0; e < 4; e++) {
+                s[n][e] = __expf(s[n][e] - mu[e >> 1]);
+                sum[e >> 1] += s[n][e];
             }
-            wmma::store_matrix_sync(Os + dn * 16, o, S::LDO, wmma::mem_row_major);
+#pragma unroll
+        for (int rr = 0; rr < 2; rr++) {
+            sum[rr] += __shfl_xor_sync(0xffffffffu, sum[rr], 1);
+            sum[rr] += __shfl_xor_sync(0xffffffffu, sum[rr], 2);
+            l[rr] = l[rr] * alpha[rr] + sum[rr];
+        }
+#pragma unroll
+        for (int n = 0; n < E / 8; n++) {
+            o[n][0] *= alpha[0]; o[n][1] *= alpha[0];
+            o[n][2] *= alpha[1]; o[n][3] *= alpha[1];
+        }
+        /* O += P V: P's 16-key chunk kc is key tiles 2kc and 2kc + 1; B (k = key, n = head dim) from V's rows,
+         * transposed by ldmatrix, two 8-wide n tiles per call */
+#pragma unroll
+        for (int kc = 0; kc < FA_BN / 16; kc++) {
+            uint32_t pa[4] = {fa_pack(s[2 * kc][0], s[2 * kc][1]), fa_pack(s[2 * kc][2], s[2 * kc][3]),
+                              fa_pack(s[2 * kc + 1][0], s[2 * kc + 1][1]), fa_pack(s[2 * kc + 1][2], s[2 * kc + 1][3])};
+#pragma unroll
+            for (int dn = 0; dn < E / 8; dn += 2) {
+                uint32_t vb[4];
+                fa_ldm4_t(vb, Vs + (kc * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LD + dn * 8 + (lane >> 4) * 8);
+                fa_mma(o[dn], pa, vb[0], vb[1]);
+                fa_mma(o[dn + 1], pa, vb[2], vb[3]);
+            }
         }
         __syncthreads(); /* this tile's K and V are read: the next iteration may load the one after into them */
     }
-    if (i >= a.Lq) return;
-    const float inv = 1.0f / l_i, nan = __int_as_float(0x7fc00000); /* all keys masked: NaN, as the reference */
-    __half *yp = a.y + b * a.ys[0] + h * a.ys[1] + i * a.ys[2] + half * (E / 2);
-    const float *orow = Os + r * S::LDO + half * (E / 2);
+    const float nan = __int_as_float(0x7fc00000); /* all keys masked: NaN, as the reference */
 #pragma unroll
-    for (int d = 0; d < E / 2; d += 8) {
-        __align__(16) __half t[8];
+    for (int rr = 0; rr < 2; rr++) {
+        if (ir[rr] >= a.Lq) continue;
+        const float inv = 1.0f / l[rr];
+        __half *yp = a.y + b * a.ys[0] + h * a.ys[1] + ir[rr] * a.ys[2] + 2 * t4;
 #pragma unroll
-        for (int e = 0; e < 8; e++) t[e] = __float2half_rn(l_i > 0.0f ? orow[d + e] * inv : nan);
-        *(uint4 *)(yp + d) = *(const uint4 *)t;
+        for (int n = 0; n < E / 8; n++) {
+            float v0 = l[rr] > 0.0f ? o[n][2 * rr] * inv : nan, v1 = l[rr] > 0.0f ? o[n][2 * rr + 1] * inv : nan;
+            *(__half2 *)(yp + n * 8) = __floats2half2_rn(v0, v1);
+        }
     }
 }
 
