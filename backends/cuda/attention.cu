@@ -324,8 +324,7 @@ static netrun_status attn_gemm(cuda_context *ctx, const attn_gemm_args &ga, int6
 }
 
 typedef struct attn_state {
-    int flash;         /* the fused float16 kernel takes the node (flash_refusal): 1, 2 (shapes known at run
-                        * only: the runs with CUDA_FLASH_MIN_KEYS keys or more), 0: never */
+    int flash;         /* the fused float16 kernel takes the node (flash_refusal) */
     int fast;          /* cuBLAS is there and the cap is not 0 */
     size_t cap;        /* bytes of workspace the path may use */
     char desc[160];
@@ -418,11 +417,6 @@ static netrun_status attn_fast(cuda_context *ctx, const attn_state *st, const ne
 #include <cuda_pipeline.h>
 
 #define FA_BN 64 /* keys per tile */
-/* cuda.flash_attention=auto: the fused kernel from this many keys on. On an H200 it beat the cuBLAS path at 512
- * and 2048 keys (1.34 vs 1.44 and 1.06 vs 1.41 ms host to host); inside models it won at batch 8 with 128 keys,
- * was level at batch 32 and lost at batch 1 (BERT-base 0.97 vs 0.92 ms) and on ViT's 197 keys (7.83 vs 7.20 ms at
- * batch 32): its scores and outputs go through shared memory between the tensor-core steps. */
-#define CUDA_FLASH_MIN_KEYS 256
 
 struct flash_args {
     const __half *q, *k, *v;
@@ -643,8 +637,6 @@ __global__ void __launch_bounds__(32 * W) flash_attn_k(flash_args a) {
 static const char *flash_refusal(const cuda_context *ctx, const netrun_attention_params *p, int qt, int kt, int vt,
                                  int yt, int has_present, int has_qk) {
     if (!ctx->flash_attention) return "cuda.flash_attention=0";
-    if (ctx->flash_attention < 0 && p->total_len >= 0 && p->total_len < CUDA_FLASH_MIN_KEYS)
-        return "fewer keys than the fused kernel gains from";
     if (qt != NETRUN_DTYPE_FLOAT16 || kt != qt || vt != qt || yt != qt) return "not all float16";
     if (p->has_past || has_present) return "past or present K/V";
     if (has_qk) return "qk_matmul_output";
@@ -719,7 +711,7 @@ static netrun_status attn_create(cuda_context *ctx, const netrun_node_desc *node
     const netrun_value_desc *prk = nlp_desc_out(node, 1), *prv = nlp_desc_out(node, 2);
     const char *fwhy = flash_refusal(ctx, p, node->inputs[0].dtype, node->inputs[1].dtype, node->inputs[2].dtype,
                                      node->outputs[0].dtype, prk || prv, nlp_desc_out(node, 3) != NULL);
-    if (!fwhy && p->total_len >= 0) { /* no workspace: a run whose tensors it cannot take (unaligned) gets attn_k */
+    if (!fwhy) { /* no workspace: a run whose tensors it cannot take (unaligned) gets attn_k */
         st->flash = 1;
         snprintf(st->desc, sizeof st->desc, "fused float16 kernel (flash attention on tensor cores, head size %lld)",
                  (long long)p->head_size);
@@ -734,10 +726,9 @@ static netrun_status attn_create(cuda_context *ctx, const netrun_node_desc *node
     }
     int p16 = node->inputs[2].dtype == NETRUN_DTYPE_FLOAT16;
     if (p->batch < 0 || p->q_len < 0 || p->total_len < 0 || p->q_num_heads < 1) { /* shapes known at run only */
-        st->flash = !fwhy ? 2 : 0; /* the fused kernel for the runs with enough keys, the cuBLAS path for the rest */
         *workspace = st->cap;
-        snprintf(st->desc, sizeof st->desc, "cuBLAS batched GEMMs + warp softmax (dynamic shapes: %zu MiB workspace)%s",
-                 st->cap >> 20, st->flash ? "; fused float16 kernel from 256 keys" : "");
+        snprintf(st->desc, sizeof st->desc, "cuBLAS batched GEMMs + warp softmax (dynamic shapes: %zu MiB workspace)",
+                 st->cap >> 20);
         return NETRUN_OK;
     }
     int64_t total = p->batch * p->q_num_heads;
@@ -865,8 +856,7 @@ static netrun_status attn_run(cuda_context *ctx, void *state, const netrun_kerne
     if (p->batch == 0 || a.Hq == 0 || a.Lq == 0) return NETRUN_OK;
     int done = 0;
     attn_state *ast = (attn_state *)state;
-    if (ast && ast->flash && !PRK && !PRV && !QK && !p->has_past &&
-        (ast->flash == 1 || ctx->flash_attention > 0 || a.Lt >= CUDA_FLASH_MIN_KEYS)) {
+    if (ast && ast->flash && !PRK && !PRV && !QK && !p->has_past) {
         netrun_status fls = flash_run(ctx, p, a, &done);
         if (fls != NETRUN_OK || done) return fls;
     }
@@ -1142,7 +1132,7 @@ static netrun_status cc_run(cuda_context *ctx, void *state, const netrun_kernel_
 extern "C" const cuda_op cuda_ops_attention[] = {
     {"Attention", CUDA_FLOAT_DTYPES,
      "3-D or 4-D; GQA; bool/float masks; past/present; softcap; qk output modes 0-3; softmax in float; "
-     "float16 from 256 keys (cuda.flash_attention): a fused flash kernel; else "
+     "float16 (head size 32/64/128, no past/present/qk outputs): a fused flash kernel; else "
      "cuBLAS batched GEMMs + softmax with scores in the workspace (cuda.attention_workspace_mb), else (mixed "
      "dtypes, past without present outputs, cap 0) one block per query row with the score row in shared memory",
      attn_supports, attn_create, attn_run, attn_destroy},

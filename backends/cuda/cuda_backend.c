@@ -265,9 +265,7 @@ static netrun_status read_options(cuda_context *ctx, const netrun_backend_config
     v = get_opt(c, "cuda.pinned");
     ctx->pinned = !v || strcmp(v, "0") != 0;
     v = get_opt(c, "cuda.flash_attention");
-    if (v && strcmp(v, "auto") && strcmp(v, "0") && strcmp(v, "1"))
-        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda.flash_attention: 'auto', 0 or 1, not '%s'", v);
-    ctx->flash_attention = !v || !strcmp(v, "auto") ? -1 : !strcmp(v, "1");
+    ctx->flash_attention = !v || strcmp(v, "0") != 0;
     ctx->fail_alloc_after = -1;
     v = get_opt(c, "cuda.fail_alloc_after");
     if (v) {
@@ -903,8 +901,8 @@ static const netrun_option_spec cuda_options[] = {
     {"cuda.fp16_dw", NETRUN_OPTION_BOOL, NULL, "own float16 NHWC depthwise kernel (default 1)"},
     {"cuda.attention_workspace_mb", NETRUN_OPTION_INT, NULL,
      "cap on Attention's score buffer in MiB (default 256; 0 = simple kernel only)"},
-    {"cuda.flash_attention", NETRUN_OPTION_ENUM, "auto|0|1",
-     "fused float16 Attention kernel on tensor cores: auto (from 256 keys on), 0 (the cuBLAS path), 1 (always)"},
+    {"cuda.flash_attention", NETRUN_OPTION_BOOL, NULL,
+     "fused float16 Attention kernel on tensor cores (default 1; 0 = the cuBLAS path)"},
     {"cuda.fail_alloc_after", NETRUN_OPTION_INT, NULL, "test hook: fail device allocations after N"},
     {NULL, 0, NULL, NULL},
 };

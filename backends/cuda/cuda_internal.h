@@ -115,8 +115,7 @@ typedef struct cuda_context {
     long n_allocs;            /* buffer_alloc calls so far */
     size_t attn_ws_cap;       /* cuda.attention_workspace_mb in bytes: the scores buffer of Attention's cuBLAS path;
                                * 0 = always the simple kernel (attention.cu) */
-    int flash_attention;      /* cuda.flash_attention: the fused float16 Attention kernel (attention.cu) never (0),
-                               * wherever it applies (1), or from CUDA_FLASH_MIN_KEYS keys on (-1, auto: default) */
+    int flash_attention;      /* cuda.flash_attention (default 1): the fused float16 Attention kernel (attention.cu) */
     int capturing;            /* between graph_capture_begin and graph_capture_end */
     int pinned;               /* stage host<->device copies through pinned memory (cuda.pinned, default 1) */
     void *stage;              /* pinned staging buffer (cudaHostAlloc) */

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The CUDA Attention paths side by side on one GPU: the fused float16 kernel (--set cuda.flash_attention=1; by
-default it runs from 256 keys on) and the cuBLAS path (batched GEMMs around a softmax kernel;
+"""The CUDA Attention paths side by side on one GPU: the fused float16 kernel (the default for float16;
+--set cuda.flash_attention=1 here) and the cuBLAS path (batched GEMMs around a softmax kernel;
 cuda.flash_attention=0) against the simple kernel (cuda.attention_workspace_mb=0 cuda.flash_attention=0), on
 single-node Attention models made with onnx.helper: BERT-base sized (3-D, batch 32, sequence 128, 12 heads of 64,
 additive padding mask), the same 4-D, GQA 32/8 heads with causal masking at sequence 512, a 2048-key causal one
