@@ -562,7 +562,8 @@ static int take_linear(opt_state *o, const netrun_backend_config *cfg, int first
     int add = -1, res = act == NETRUN_ACT_NONE ? residual_of(o, y, n, &add) : -1;
     if (res >= 0) {
         int ins4[4] = {a, b, bias, res};
-        if (!backend_takes_in(o, cfg, n, "com.netrun", "MatMulBias", 1, &gp, sizeof gp, ins4, 4, out0(o, add))) res = -1;
+        if (!backend_takes_in(o, cfg, n, "com.netrun", "MatMulBias", 1, &gp, sizeof gp, ins4, 4, out0(o, add)))
+            res = -1;
     }
     opt_repl r = {.kind = OPT_REPL_MATMUL_BIAS, .extra_out = -1, .n_in = res >= 0 ? 4 : 3, .in = {a, b, bias, res},
                   .first = first, .act = act};
@@ -645,7 +646,8 @@ netrun_status opt_plan_transformer(opt_state *o, const netrun_backend_config *cf
     for (int k = 0; !(mb && !strcmp(mb, "0")) && k < o->s->n_snodes; k++) {
         int n = o->s->snodes[k].node, r, with_act = 0, with_res = 0;
         if (o->removed[n] || o->repl_of[n] >= 0) continue;
-        if ((r = plan_matmul_bias(o, cfg, n, &with_act, &with_res)) == 0) r = plan_gemm_bias(o, cfg, n, &with_act, &with_res);
+        if ((r = plan_matmul_bias(o, cfg, n, &with_act, &with_res)) == 0)
+            r = plan_gemm_bias(o, cfg, n, &with_act, &with_res);
         if (r < 0)
             return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the transformer fusions");
         if (r > 0) ++*n_matmul_bias, n_act += with_act, n_res += with_res;

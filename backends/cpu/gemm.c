@@ -508,7 +508,7 @@ const cpu_op cpu_ops_gemm[] = {
     {"MatMul", "", MM_DTYPES, "numpy broadcasting of batch dims; integers by a plain loop", gemm_supports, mm_create,
      matmul_run, mm_destroy, NULL, mm_describe_state},
     {"MatMulBias", "com.netrun", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT),
-     "graph passes' MatMul + bias [+ Relu / tanh Gelu | + residual R]: 2-D B, bias [N], float32", mmbias_supports, mm_create, mmbias_run,
-     mm_destroy, NULL, mm_describe_state},
+     "graph passes' MatMul + bias [+ Relu / tanh Gelu | + residual R]: 2-D B, bias [N], float32", mmbias_supports,
+     mm_create, mmbias_run, mm_destroy, NULL, mm_describe_state},
     {0},
 };

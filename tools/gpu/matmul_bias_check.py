@@ -7,8 +7,8 @@ GELU epilogue takes where its self-check at kernel creation passed).
 
 Each row: model, batch, precision, how many MatMulBias nodes ran on cuda and with which kernels (cublasLt with the
 bias epilogue, or the plain GEMM and a bias kernel), how many of them took the residual Add after them (column res:
-cuBLASLt's C with beta 1, or the plain GEMM onto R; two per transformer block), the median latency of both forms (netrun CLI, --iterations
-runs after 10 warm-ups, the two alternating over --rounds rounds; the figure is the median of the rounds' medians),
+cuBLASLt's C with beta 1, or the plain GEMM onto R; two per transformer block), the median latency of both forms
+(netrun CLI, --iterations runs after 10 warm-ups, the two alternating over --rounds rounds; the figure is the median of the rounds' medians),
 the ratio, and the largest difference between their outputs relative to the output's largest value (the fused
 form adds the bias to the float32 accumulator where the unfused one rounds the product first: under fp16 they differ
 by float16 rounding). A row fails when no MatMulBias ran, none took a residual Add (on cuda), an output is not
@@ -105,8 +105,8 @@ def main():
             bad += not ok
             ks = "; ".join(f"{c} {k}" for k, c in kernels.most_common())
             mf, mu = statistics.median(fused), statistics.median(plain)
-            print(f"{name + ':' + batch:18s} {prec:5s} {ks[:58]:58s} {n_res:4d} {mf:9.3f} {mu:10.3f} {mu / mf:7.2f}x {diff:9.2g}"
-                  f"{'' if ok else '  FAIL'}", flush=True)
+            print(f"{name + ':' + batch:18s} {prec:5s} {ks[:58]:58s} {n_res:4d} {mf:9.3f} {mu:10.3f} {mu / mf:7.2f}x "
+                  f"{diff:9.2g}{'' if ok else '  FAIL'}", flush=True)
     print("matmul_bias_check:", "all rows agree" if not bad else f"{bad} FAILED")
     return 1 if bad else 0
 
