@@ -5,7 +5,8 @@ MatMul + bias or a Gemm with a bias vector, on the CPU and on the fake device ba
 as the CUDA backend does). Left alone: a residual that broadcasts, a product another node also reads, a Linear with
 an activation (the Add would come after it), and everything with graph.fuse_matmul_bias=0. Each case's outputs
 equal onnxruntime's; on the CPU the fused outputs are the unfused ones bit for bit ((product + bias) + R, as the two
-Adds computed); under --precision fp16 the fake device runs the 4-input node inside its float16 region.
+Adds computed); under --precision fp16 the fake device runs the 4-input node inside its float16 region. A model
+holding the 4-input node itself runs (numpy's result) or, with a broadcast R or an activation, fails naming the node.
 
     python3 tests/passes/test_residual.py --lib build/lib/libnetrun.so --plugin build/.../libnetrun-fakedev.so
 """
@@ -188,6 +189,54 @@ def check_case(nr, tmp, name, model, want_mmb, want_res, want_add, backends, pre
     return 1, 0
 
 
+def written_node(r_shape, activation=""):
+    """A model holding MatMulBias (com.netrun) with a residual R itself: x [6, 16], W [16, 8], R r_shape."""
+    rng = np.random.default_rng(13)
+    attrs = {"activation": activation} if activation else {}
+    node = helper.make_node("MatMulBias", ["x", "W", "B", "r"], ["y"], name="mmb_written", domain="com.netrun", **attrs)
+    g = helper.make_graph([node], "written", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, 16]),
+                                              helper.make_tensor_value_info("r", TensorProto.FLOAT, list(r_shape))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(rng.standard_normal((16, 8)).astype(np.float32), "W"),
+                           numpy_helper.from_array(rng.standard_normal(8).astype(np.float32), "B")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.netrun", 1)])
+    m.ir_version = 8
+    return m
+
+
+def check_written(nr, tmp):
+    """The 4-input node's shape inference (layers/gemm.c): Y = x W + B + r where r has Y's shape; a broadcast R or
+    an activation with R is an error naming the node, not a wrong answer."""
+    from netrun_ctypes import NetrunError
+    passed = failed = 0
+    for name, r_shape, act, want_err in (("written_ok", (6, 8), "", None),
+                                         ("written_r_broadcast", (1, 8), "", "residual R must have Y's shape"),
+                                         ("written_r_rank", (8,), "", "residual R must have Y's shape"),
+                                         ("written_r_relu", (6, 8), "Relu", "takes no activation")):
+        path = os.path.join(tmp, name + ".onnx")
+        m = written_node(r_shape, act)
+        onnx.save(m, path)
+        feeds = feeds_for(m)
+        err = None
+        try:
+            with nr.session(path, backends="cpu", threads=2) as s:
+                y = s.run(feeds)[0].copy()
+        except NetrunError as e:
+            err = str(e)
+        if want_err is None:
+            w = numpy_helper.to_array(m.graph.initializer[0]).astype(np.float64)
+            b = numpy_helper.to_array(m.graph.initializer[1]).astype(np.float64)
+            ref = feeds["x"].astype(np.float64) @ w + b + feeds["r"]
+            ok = err is None and float(np.max(np.abs(y - ref))) <= 1e-4
+            what = err or f"max diff {float(np.max(np.abs(y - ref))):.1e} against numpy"
+        else:
+            ok = err is not None and want_err in err and "mmb_written" in err
+            what = err or "no error"
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: {what}")
+        passed, failed = passed + ok, failed + (not ok)
+    return passed, failed
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lib", required=True)
@@ -204,6 +253,8 @@ def main():
         for (name, model, mmb, res, add), backends, prec in runs:
             p, f = check_case(nr, tmp, name, model, mmb, res, add, backends, prec)
             passed, failed = passed + p, failed + f
+        p, f = check_written(nr, tmp)
+        passed, failed = passed + p, failed + f
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
