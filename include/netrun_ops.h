@@ -77,7 +77,8 @@ typedef struct netrun_conv_params {
 /* Gemm: Y = alpha * A' * B' + beta * C.
  * Also MatMulBias (domain com.netrun, made by the graph passes from MatMul(A, B) + Add(bias) [+ activation]):
  * Y[..., M, N] = act(A[..., M, K] B[K, N] + bias[N]), B 2-D, bias 1-D; alpha = beta = 1, has_c = 1, no transposes,
- * activation NONE, RELU or GELU_TANH. */
+ * activation NONE, RELU or GELU_TANH. An optional 4th input R of Y's shape and dtype is a residual Add after it:
+ * Y = A B + bias + R (activation NONE only); backends that do not take it refuse the 4-input node. */
 typedef struct netrun_gemm_params {
     float alpha, beta;
     int trans_a, trans_b;

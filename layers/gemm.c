@@ -87,7 +87,8 @@ static netrun_status matmul_infer(nr_layer_ctx *c, void *params) {
 }
 
 /* MatMulBias (domain com.netrun): the graph passes' MatMul(A, B) + Add(bias) [+ Relu / tanh Gelu] as one node
- * (runtime/opt_transformer.c), never in a user's model. Attribute activation: "" (none), "Relu" or "GeluTanh". */
+ * (runtime/opt_transformer.c), never in a user's model. Attribute activation: "" (none), "Relu" or "GeluTanh".
+ * An optional 4th input R of Y's shape is a residual Add after it (Y = A B + bias + R), without an activation. */
 static netrun_status mmbias_parse(nr_layer_ctx *c, void *params) {
     netrun_gemm_params *p = params;
     const char *act;
@@ -101,12 +102,15 @@ static netrun_status mmbias_parse(nr_layer_ctx *c, void *params) {
 }
 
 static netrun_status mmbias_infer(nr_layer_ctx *c, void *params) {
-    (void)params;
-    if (nr_in_count(c) != 3 || !nr_in_present(c, 0) || !nr_in_present(c, 1) || !nr_in_present(c, 2))
-        return nr_layer_error(c, "needs inputs A, B and bias");
+    const netrun_gemm_params *p = params;
+    int n_in = nr_in_count(c);
+    if ((n_in != 3 && n_in != 4) || !nr_in_present(c, 0) || !nr_in_present(c, 1) || !nr_in_present(c, 2) ||
+        (n_in == 4 && !nr_in_present(c, 3)))
+        return nr_layer_error(c, "needs inputs A, B, bias and optionally the residual R");
     TRY(nr_check_dtype(c, 0, NR_DTYPES_FLOAT));
     TRY(nr_check_same_dtype(c, 0, 1));
     TRY(nr_check_same_dtype(c, 0, 2));
+    if (n_in == 4) TRY(nr_check_same_dtype(c, 0, 3));
     const netrun_value_desc *a = nr_in(c, 0), *b = nr_in(c, 1), *bias = nr_in(c, 2);
     if (a->rank < 2 || b->rank != 2 || bias->rank != 1)
         return nr_layer_error(c, "A must have rank >= 2, B rank 2 and bias rank 1 (got %d, %d, %d)", a->rank, b->rank,
@@ -118,6 +122,17 @@ static netrun_status mmbias_infer(nr_layer_ctx *c, void *params) {
     int64_t dims[NETRUN_MAX_RANK];
     for (int i = 0; i < a->rank - 1; i++) dims[i] = a->dims[i];
     dims[a->rank - 1] = b->dims[1];
+    if (n_in == 4) { /* the residual: exactly Y's shape (no broadcast), added before no activation */
+        const netrun_value_desc *r = nr_in(c, 3);
+        if (p && p->activation.kind != NETRUN_ACT_NONE)
+            return nr_layer_error(c, "a residual input R takes no activation (the Add would come after it)");
+        if (r->rank != a->rank)
+            return nr_layer_error(c, "residual R must have Y's shape: rank %d, Y's %d", r->rank, a->rank);
+        for (int i = 0; i < a->rank; i++)
+            if (r->dims[i] != dims[i])
+                return nr_layer_error(c, "residual R must have Y's shape: dim %d is %lld, Y's %lld", i,
+                                      (long long)r->dims[i], (long long)dims[i]);
+    }
     nr_out_set(c, 0, a->dtype, a->rank, dims);
     return NETRUN_OK;
 }

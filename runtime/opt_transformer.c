@@ -493,7 +493,8 @@ static int plan_attention(opt_state *o, const netrun_backend_config *cfg, int n)
  * Gemm(A, B, bias[N]) [-> Relu | tanh Gelu] ----
  * One node computes the product, the bias and the activation (a GPU backend in its GEMM's epilogue, the CPU
  * while the product's block is in cache) instead of writing and reading the product once more per following
- * node. An erf Gelu stays a node of its own (the GEMM epilogues backends offer compute the tanh form). */
+ * node. An erf Gelu stays a node of its own (the GEMM epilogues backends offer compute the tanh form). Without
+ * an activation, the residual Add of a transformer block after it (R of Y's shape) becomes its 4th input. */
 
 /* Uses of value v by kept nodes (a fused node reads its pattern's inputs); *user: the last such node. */
 static int kept_uses(const opt_state *o, int v, int *user) {
@@ -524,11 +525,25 @@ static int bias_act_of(const opt_state *o, int u, int y, int ref) {
     return NETRUN_ACT_NONE;
 }
 
+/* The residual Add that alone reads y (transformer blocks' Add(Linear(x), x), either operand order) on ref's
+ * backend: its other input R, of y's exact static shape and dtype (no broadcast), the Add in *add; else -1. */
+static int residual_of(const opt_state *o, int y, int ref, int *add) {
+    int u = -1;
+    if (o->pinned[y] || kept_uses(o, y, &u) != 1 || !live(o, u, "Add", ref) || o->g->nodes[u].n_inputs != 2) return -1;
+    int i0 = in(o, u, 0), i1 = in(o, u, 1), r = i0 == y ? i1 : i1 == y ? i0 : -1, z = out0(o, u);
+    if (r < 0 || r == y || val(o, z) != z) return -1;
+    const netrun_value_desc *rd = dsc(o, r), *yd = dsc(o, y);
+    if (rd->dtype != yd->dtype || !same_dims(rd, yd) || !same_dims(dsc(o, z), yd)) return -1;
+    *add = u;
+    return r;
+}
+
 /* The MatMulBias for product node `first` (a MatMul, or a Gemm with its bias) whose node n writes y = A B + bias,
- * taking the activation that alone reads y where the backend takes it. 1 planned, 2 planned taking a Gelu the
- * pass above had made, 0 not (the backend refuses), -1 out of memory. */
+ * taking the activation that alone reads y where the backend takes it, else the residual Add that alone reads y
+ * where the backend takes the 4-input node (*res_taken). 1 planned, 2 planned taking a Gelu the pass above had
+ * made, 0 not (the backend refuses), -1 out of memory. */
 static int take_linear(opt_state *o, const netrun_backend_config *cfg, int first, int n, int a, int b, int bias,
-                       int *act_taken) {
+                       int *act_taken, int *res_taken) {
     int y = out0(o, n);
     int u = -1, act = o->pinned[y] || kept_uses(o, y, &u) != 1 ? NETRUN_ACT_NONE : bias_act_of(o, u, y, n);
     netrun_gemm_params gp;
@@ -543,9 +558,17 @@ static int take_linear(opt_state *o, const netrun_backend_config *cfg, int first
         if (backend_takes_in(o, cfg, n, "com.netrun", "MatMulBias", 1, &gp, sizeof gp, ins, 3, out)) break;
         if (act == NETRUN_ACT_NONE) return 0;
     }
-    opt_repl r = {.kind = OPT_REPL_MATMUL_BIAS, .extra_out = -1, .n_in = 3, .in = {a, b, bias, -1}, .first = first,
-                  .act = act};
+    /* no activation: a residual Add after it goes in too (cuBLASLt's C with beta = 1, the CPU's bias loop) */
+    int add = -1, res = act == NETRUN_ACT_NONE ? residual_of(o, y, n, &add) : -1;
+    if (res >= 0) {
+        int ins4[4] = {a, b, bias, res};
+        if (!backend_takes_in(o, cfg, n, "com.netrun", "MatMulBias", 1, &gp, sizeof gp, ins4, 4, out0(o, add)))
+            res = -1;
+    }
+    opt_repl r = {.kind = OPT_REPL_MATMUL_BIAS, .extra_out = -1, .n_in = res >= 0 ? 4 : 3, .in = {a, b, bias, res},
+                  .first = first, .act = act};
     *act_taken = act != NETRUN_ACT_NONE;
+    *res_taken = res >= 0;
     if (act != NETRUN_ACT_NONE && o->repl_of[u] >= 0) { /* the Gelu's node stands for the whole now */
         opt_repl *g = &o->repls[o->repl_of[u]];
         r.out = g->out;
@@ -558,6 +581,7 @@ static int take_linear(opt_state *o, const netrun_backend_config *cfg, int first
     pat_add(&p, first);
     if (n != first) pat_add(&p, n);
     if (act != NETRUN_ACT_NONE) pat_add(&p, u);
+    if (res >= 0) pat_add(&p, add); /* after n in execution order, and after R's producer: the node stands there */
     r.out = out0(o, p.nodes[p.n - 1]);
     return add_repl(o, &p, &r) ? 1 : -1;
 }
@@ -572,7 +596,7 @@ static int linear_operands(const opt_state *o, int a, int b, int bias, int min_r
 }
 
 /* Add node n after a MatMul. As take_linear. */
-static int plan_matmul_bias(opt_state *o, const netrun_backend_config *cfg, int n, int *act_taken) {
+static int plan_matmul_bias(opt_state *o, const netrun_backend_config *cfg, int n, int *act_taken, int *res_taken) {
     if (!live(o, n, "Add", -1) || o->g->nodes[n].n_inputs != 2) return 0;
     int y = out0(o, n);
     if (val(o, y) != y) return 0;
@@ -582,7 +606,7 @@ static int plan_matmul_bias(opt_state *o, const netrun_backend_config *cfg, int 
         int a = in(o, mm, 0), b = in(o, mm, 1);
         if (!linear_operands(o, a, b, bias, 2) || !same_dims(dsc(o, out0(o, mm)), dsc(o, y)))
             continue; /* the bias broadcasts along N only: Y keeps the product's shape */
-        return take_linear(o, cfg, mm, n, a, b, bias, act_taken);
+        return take_linear(o, cfg, mm, n, a, b, bias, act_taken, res_taken);
     }
     return 0;
 }
@@ -590,7 +614,7 @@ static int plan_matmul_bias(opt_state *o, const netrun_backend_config *cfg, int 
 /* A Gemm computing A B + c with a bias vector c (alpha and beta 1, neither transposed, no activation of its own:
  * GPT-2's Conv1D layers export so): the same node, so that the activation after it joins the GEMM's epilogue
  * and the bias is not first broadcast over the whole output. As take_linear. */
-static int plan_gemm_bias(opt_state *o, const netrun_backend_config *cfg, int n, int *act_taken) {
+static int plan_gemm_bias(opt_state *o, const netrun_backend_config *cfg, int n, int *act_taken, int *res_taken) {
     if (!live(o, n, "Gemm", -1) || o->g->nodes[n].n_inputs != 3) return 0;
     const netrun_gemm_params *p = o->s->snodes[o->snode_of[n]].params;
     int y = out0(o, n), a = in(o, n, 0), b = in(o, n, 1), c = in(o, n, 2);
@@ -598,7 +622,7 @@ static int plan_gemm_bias(opt_state *o, const netrun_backend_config *cfg, int n,
         p->activation.kind != NETRUN_ACT_NONE || val(o, y) != y || !linear_operands(o, a, b, c, 2) ||
         dsc(o, a)->rank != 2)
         return 0;
-    return take_linear(o, cfg, n, n, a, b, c, act_taken);
+    return take_linear(o, cfg, n, n, a, b, c, act_taken, res_taken);
 }
 
 netrun_status opt_plan_transformer(opt_state *o, const netrun_backend_config *cfg, int *n_attn, int *n_ln,
@@ -618,19 +642,21 @@ netrun_status opt_plan_transformer(opt_state *o, const netrun_backend_config *cf
                            "%d Gelu (graph.fuse_transformer=0 keeps the exported nodes)", *n_attn, *n_ln, *n_gelu);
     /* then the bias Adds after MatMuls (an activation after them may be a Gelu made above) */
     const char *mb = nr_options_get(&o->s->opts, "graph.fuse_matmul_bias");
-    int n_act = 0;
+    int n_act = 0, n_res = 0;
     for (int k = 0; !(mb && !strcmp(mb, "0")) && k < o->s->n_snodes; k++) {
-        int n = o->s->snodes[k].node, r, with_act = 0;
+        int n = o->s->snodes[k].node, r, with_act = 0, with_res = 0;
         if (o->removed[n] || o->repl_of[n] >= 0) continue;
-        if ((r = plan_matmul_bias(o, cfg, n, &with_act)) == 0) r = plan_gemm_bias(o, cfg, n, &with_act);
+        if ((r = plan_matmul_bias(o, cfg, n, &with_act, &with_res)) == 0)
+            r = plan_gemm_bias(o, cfg, n, &with_act, &with_res);
         if (r < 0)
             return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the transformer fusions");
-        if (r > 0) ++*n_matmul_bias, n_act += with_act;
+        if (r > 0) ++*n_matmul_bias, n_act += with_act, n_res += with_res;
         if (r == 2) --*n_gelu; /* that Gelu is the MatMulBias's activation now */
     }
     if (*n_matmul_bias)
-        nr_host_api()->log(NETRUN_LOG_INFO, "optimize", "MatMul + bias: %d MatMulBias nodes, %d with their activation "
-                           "(graph.fuse_matmul_bias=0 keeps the Adds)", *n_matmul_bias, n_act);
+        nr_host_api()->log(NETRUN_LOG_INFO, "optimize", "MatMul + bias: %d MatMulBias nodes, %d with their activation, "
+                           "%d with the residual Add (graph.fuse_matmul_bias=0 keeps the Adds)", *n_matmul_bias, n_act,
+                           n_res);
     return NETRUN_OK;
 }
 

@@ -32,13 +32,24 @@ typedef struct mm_job {
     int64_t c_rs, c_cs;
     float beta;
     const float *bias;            /* MatMulBias: + bias[column] after the product, before the activation (float32) */
+    const float *res;             /* MatMulBias: + R (Y's shape, float32) after the bias, or NULL */
     netrun_fused_activation act;
 } mm_job;
 
-/* MatMulBias's bias on rows x cols of y (row stride ldc) from column c0: the Add it replaces, in cache. */
+/* MatMulBias's bias on rows x cols of y (row stride ldc) from column c0: the Add it replaces, in cache; then the
+ * residual R at y's offset, as the residual Add did ((product + bias) + R: the same bits). */
 static void mm_add_bias(const mm_job *j, float *y, int64_t rows, int64_t cols, int64_t c0) {
     const float *restrict b = j->bias + c0;
     const int64_t ld = j->ldc;
+    if (j->res) {
+        const float *res = j->res + (y - (float *)j->y);
+        for (int64_t r = 0; r < rows; r++) {
+            float *yr = y + r * ld;
+            const float *rr = res + r * ld;
+            for (int64_t c = 0; c < cols; c++) yr[c] = (yr[c] + b[c]) + rr[c];
+        }
+        return;
+    }
     for (int64_t r = 0; r < rows; r++) {
         float *restrict yr = y + r * ld;
         for (int64_t c = 0; c < cols; c++) yr[c] += b[c];
@@ -380,9 +391,9 @@ static netrun_status gemm_run(cpu_context *ctx, void *state, const netrun_kernel
     return mm_execute(ctx, state, &j, A->dtype, na, nb, nc, ny, "Gemm");
 }
 
-/* MatMul, or MatMulBias with its bias (float32 [N]) and activation. */
+/* MatMul, or MatMulBias with its bias (float32 [N]), activation or residual (float32, Y's shape). */
 static netrun_status matmul_exec(cpu_context *ctx, void *state, const netrun_kernel_args *args, const float *bias,
-                                 const netrun_fused_activation *act) {
+                                 const float *res, const netrun_fused_activation *act) {
     if (args->n_inputs < 2 || args->n_outputs < 1)
         return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "MatMul: needs 2 inputs");
     const netrun_tensor *A = &args->inputs[0], *B = &args->inputs[1];
@@ -404,6 +415,7 @@ static netrun_status matmul_exec(cpu_context *ctx, void *state, const netrun_ker
     j.b = B->data;
     j.y = Y->data;
     j.bias = bias;
+    j.res = res;
     if (act) j.act = *act;
     int ra = A->rank > 2 ? A->rank - 2 : 0, rb = B->rank > 2 ? B->rank - 2 : 0;
     int nb = Y->rank - (A->rank >= 2) - (B->rank >= 2);
@@ -429,19 +441,35 @@ static netrun_status matmul_exec(cpu_context *ctx, void *state, const netrun_ker
 }
 
 static netrun_status matmul_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
-    return matmul_exec(ctx, state, args, NULL, NULL);
+    return matmul_exec(ctx, state, args, NULL, NULL, NULL);
+}
+
+/* Input 3 of a MatMulBias is R of Y's shape and dtype (the residual Add), without an activation. */
+static int mmbias_res_ok(const netrun_value_desc *r, const netrun_value_desc *y, const netrun_gemm_params *p) {
+    if (r->dtype != NETRUN_DTYPE_FLOAT || r->rank != y->rank || p->activation.kind != NETRUN_ACT_NONE) return 0;
+    for (int i = 0; i < r->rank; i++)
+        if (r->dims[i] != y->dims[i]) return 0;
+    return 1;
 }
 
 /* MatMulBias (com.netrun, the graph passes'): float32 only, so that Y is what MatMul, Add and Relu (or the tanh
- * Gelu node, whose loop it calls) give bit for bit (the bias is added to the finished product, as the Add did), with
- * one or two passes over Y less. */
+ * Gelu node, whose loop it calls) give bit for bit (the bias, then the residual R, are added to the finished
+ * product, as the Adds did), with one to three passes over Y less. R never shares Y's memory (cpu_may_alias
+ * declines the com.netrun domain): each block of Y reads its own block of R. */
 static netrun_status mmbias_run(cpu_context *ctx, void *state, const netrun_kernel_args *args) {
     const netrun_gemm_params *p = args->params;
-    if (!p || args->n_inputs != 3 || args->inputs[2].rank != 1 || args->inputs[2].dtype != NETRUN_DTYPE_FLOAT ||
-        args->inputs[0].rank < 2 || args->inputs[1].rank != 2 ||
+    if (!p || (args->n_inputs != 3 && args->n_inputs != 4) || args->n_outputs < 1 || args->inputs[2].rank != 1 ||
+        args->inputs[2].dtype != NETRUN_DTYPE_FLOAT || args->inputs[0].rank < 2 || args->inputs[1].rank != 2 ||
         args->inputs[2].dims[0] != args->inputs[1].dims[1])
         return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "MatMulBias: needs A, 2-D B and bias [N] (float32)");
-    return matmul_exec(ctx, state, args, args->inputs[2].data, &p->activation);
+    const netrun_tensor *R = args->n_inputs == 4 ? &args->inputs[3] : NULL;
+    int r_ok = !R || (R->dtype == NETRUN_DTYPE_FLOAT && R->rank == args->outputs[0].rank &&
+                      p->activation.kind == NETRUN_ACT_NONE && R->data != args->outputs[0].data);
+    for (int i = 0; R && r_ok && i < R->rank; i++) r_ok = R->dims[i] == args->outputs[0].dims[i];
+    if (!r_ok)
+        return cpu_host->error(NETRUN_ERR_INVALID_ARGUMENT, "MatMulBias: residual R must be float32 of Y's shape "
+                               "(not Y's memory), without an activation");
+    return matmul_exec(ctx, state, args, args->inputs[2].data, R ? R->data : NULL, &p->activation);
 }
 
 static int mmbias_supports(const netrun_node_desc *node, char *reason, size_t size) {
@@ -451,10 +479,14 @@ static int mmbias_supports(const netrun_node_desc *node, char *reason, size_t si
             snprintf(reason, size, "MatMulBias: float32 only on the CPU");
             return 0;
         }
-    if (node->n_inputs != 3 || !p || node->params_size < sizeof *p ||
+    if ((node->n_inputs != 3 && node->n_inputs != 4) || !p || node->params_size < sizeof *p ||
         (p->activation.kind != NETRUN_ACT_NONE && p->activation.kind != NETRUN_ACT_RELU &&
          p->activation.kind != NETRUN_ACT_GELU_TANH)) {
         snprintf(reason, size, "MatMulBias: activation none, Relu or tanh Gelu only on the CPU");
+        return 0;
+    }
+    if (node->n_inputs == 4 && (node->n_outputs < 1 || !mmbias_res_ok(&node->inputs[3], &node->outputs[0], p))) {
+        snprintf(reason, size, "MatMulBias: a residual R of Y's shape, without an activation, only");
         return 0;
     }
     return 1;
@@ -476,7 +508,7 @@ const cpu_op cpu_ops_gemm[] = {
     {"MatMul", "", MM_DTYPES, "numpy broadcasting of batch dims; integers by a plain loop", gemm_supports, mm_create,
      matmul_run, mm_destroy, NULL, mm_describe_state},
     {"MatMulBias", "com.netrun", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT),
-     "graph passes' MatMul + bias [+ Relu / tanh Gelu]: 2-D B, bias [N], float32", mmbias_supports, mm_create, mmbias_run,
-     mm_destroy, NULL, mm_describe_state},
+     "graph passes' MatMul + bias [+ Relu / tanh Gelu | + residual R]: 2-D B, bias [N], float32", mmbias_supports,
+     mm_create, mmbias_run, mm_destroy, NULL, mm_describe_state},
     {0},
 };

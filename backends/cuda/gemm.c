@@ -326,7 +326,9 @@ static netrun_status matmul_run(cuda_context *ctx, void *state, const netrun_ker
  * computed column-major as Y^T = B^T A^T with the bias along Y^T's rows. float32 runs TF32 where the precision
  * allows (as MatMul); float16 with float accumulation; a float32 node that gemm_create's timing put on float16
  * (--precision fp16, constant B) takes float16 A and B and writes float32. Where cuBLASLt has no algorithm (N or K
- * not a multiple of 8, no cuBLASLt) the plain GEMM runs, then one kernel adds the bias and applies the activation. */
+ * not a multiple of 8, no cuBLASLt) the plain GEMM runs, then one kernel adds the bias and applies the activation.
+ * A 4th input R (the residual Add of a transformer block, Y's shape, no activation) is cuBLASLt's C with beta = 1
+ * (D = A B + bias + C in one pass); on the plain path R is copied into Y and the GEMM accumulates onto it. */
 
 /* cuBLASLt documents its GELU epilogue as GELU without naming the form: it is used once a small product showed it
  * is the tanh form to float32 accuracy (else the bias epilogue runs and our kernel applies the activation). */
@@ -383,13 +385,15 @@ typedef struct mmb_state {
     gemm_state *g;           /* gemm_create's float16 choice for a float32 node (precision fp16), or NULL */
     cuda_lt_gemm *lt;        /* the fused call, or NULL: plain GEMM, then bias + activation */
     int lt_act;              /* the epilogue applies the activation too (else the bias kernel does) */
+    int has_r;               /* a residual R (input 3): the Lt's C, planned with has_z */
     int64_t rows, n, k;      /* planned shape */
     size_t a16_bytes;        /* workspace for A in float16 (the float16-timed float32 node) before the Lt's own */
     char desc[192];
 } mmb_state;
 
 static int mmb_supports(const netrun_node_desc *node, char *reason, size_t size) {
-    if (node->n_inputs != 3) return cuda_refuse(reason, size, "MatMulBias needs A, B and bias");
+    if (node->n_inputs != 3 && node->n_inputs != 4)
+        return cuda_refuse(reason, size, "MatMulBias needs A, B, bias and optionally the residual R");
     if (!gemm_supports(node, reason, size)) return 0;
     const netrun_value_desc *b = &node->inputs[1], *bias = &node->inputs[2];
     if ((b->rank >= 0 && b->rank != 2) || (bias->rank >= 0 && bias->rank != 1))
@@ -398,6 +402,14 @@ static int mmb_supports(const netrun_node_desc *node, char *reason, size_t size)
     if (p && node->params_size >= sizeof *p && p->activation.kind != NETRUN_ACT_NONE &&
         p->activation.kind != NETRUN_ACT_RELU && p->activation.kind != NETRUN_ACT_GELU_TANH)
         return cuda_refuse(reason, size, "MatMulBias: activation kind %d not implemented", (int)p->activation.kind);
+    if (node->n_inputs == 4) { /* R: Y's shape (the same column-major layout as D), added before no activation */
+        const netrun_value_desc *r = &node->inputs[3], *y = &node->outputs[0];
+        int same = node->n_outputs >= 1 && r->rank == y->rank;
+        for (int i = 0; same && i < r->rank; i++) same = r->dims[i] == y->dims[i];
+        if (!same) return cuda_refuse(reason, size, "MatMulBias: the residual R must have Y's shape");
+        if (p && node->params_size >= sizeof *p && p->activation.kind != NETRUN_ACT_NONE)
+            return cuda_refuse(reason, size, "MatMulBias: a residual R with an activation");
+    }
     return 1;
 }
 
@@ -419,8 +431,8 @@ static netrun_status mmb_create(cuda_context *ctx, const netrun_node_desc *node,
     *ws = 0;
     const netrun_gemm_params *p = node->params;
     const netrun_value_desc *A = &node->inputs[0], *B = &node->inputs[1];
-    if (!p || node->n_inputs != 3 || A->rank < 2 || B->rank != 2 || cuda_desc_count(A) <= 0 || B->dims[0] <= 0 ||
-        B->dims[1] <= 0)
+    if (!p || (node->n_inputs != 3 && node->n_inputs != 4) || A->rank < 2 || B->rank != 2 || cuda_desc_count(A) <= 0 ||
+        B->dims[0] <= 0 || B->dims[1] <= 0)
         return NETRUN_OK; /* nothing to plan: the plain path at run */
     mmb_state *st = cuda_host->alloc(sizeof *st, 16);
     if (!st) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda MatMulBias: out of memory");
@@ -428,6 +440,7 @@ static netrun_status mmb_create(cuda_context *ctx, const netrun_node_desc *node,
     st->k = B->dims[0];
     st->n = B->dims[1];
     st->rows = cuda_desc_count(A) / st->k;
+    st->has_r = node->n_inputs == 4;
     size_t gws = 0;
     void *gs = NULL;
     netrun_status rc = gemm_create(ctx, node, &gs, &gws); /* float32 under --precision fp16: float16 timed */
@@ -450,7 +463,7 @@ static netrun_status mmb_create(cuda_context *ctx, const netrun_node_desc *node,
         cuda_lt_shape d = {.ab_type = half_in ? CUDA_R_16F : out, .cd_type = out, .bias_type = out,
                            .compute = dt == NETRUN_DTYPE_FLOAT && !half_in ? compute_type(ctx, dt) : CUBLAS_COMPUTE_32F,
                            .m = st->n, .n = st->rows, .k = st->k, .lda = st->n, .ldb = st->k, .ldc = st->n,
-                           .has_bias = 1, .act = want, .max_ws = cap};
+                           .has_bias = 1, .act = want, .has_z = st->has_r, .max_ws = cap};
         st->lt = cuda_lt_gemm_create_ex(&d);
         if (!st->lt && want != CUDA_LT_NONE) { /* the bias alone in the epilogue, the activation after */
             d.act = want = CUDA_LT_NONE;
@@ -461,12 +474,13 @@ static netrun_status mmb_create(cuda_context *ctx, const netrun_node_desc *node,
     static const char *const acts[] = {"", " + ReLU", " + GELU"};
     int act_after = kind != NETRUN_ACT_NONE && !st->lt_act;
     if (st->lt)
-        snprintf(st->desc, sizeof st->desc, "cublasLt %s, bias%s epilogue%s", half_in ? "fp16 in, fp32 out"
-                 : dt == NETRUN_DTYPE_FLOAT16 ? "fp16" : "fp32", acts[st->lt_act ? want : 0],
-                 act_after ? ", activation kernel after" : "");
+        snprintf(st->desc, sizeof st->desc, "cublasLt %s, %sbias%s epilogue%s", half_in ? "fp16 in, fp32 out"
+                 : dt == NETRUN_DTYPE_FLOAT16 ? "fp16" : "fp32", st->has_r ? "residual C (beta 1), " : "",
+                 acts[st->lt_act ? want : 0], act_after ? ", activation kernel after" : "");
     else
-        snprintf(st->desc, sizeof st->desc, "cublas %s, bias%s kernel after", half_in ? "fp16 in, fp32 out"
-                 : dt == NETRUN_DTYPE_FLOAT16 ? "fp16" : "fp32", kind != NETRUN_ACT_NONE ? " + activation" : "");
+        snprintf(st->desc, sizeof st->desc, "cublas %s%s, bias%s kernel after", half_in ? "fp16 in, fp32 out"
+                 : dt == NETRUN_DTYPE_FLOAT16 ? "fp16" : "fp32", st->has_r ? " onto the residual (beta 1)" : "",
+                 kind != NETRUN_ACT_NONE ? " + activation" : "");
     *ws = st->a16_bytes + (st->lt ? cuda_lt_gemm_workspace(st->lt) : 0);
     if (!st->lt) *ws = gws; /* the plain float16-timed GEMM's A */
     *state = st;
@@ -477,19 +491,25 @@ static netrun_status mmb_run(cuda_context *ctx, void *state, const netrun_kernel
     mmb_state *st = state;
     const netrun_gemm_params *p = args->params;
     const netrun_tensor *A = &args->inputs[0], *B = &args->inputs[1], *bias = &args->inputs[2];
+    const netrun_tensor *R = args->n_inputs == 4 ? &args->inputs[3] : NULL;
     netrun_tensor *Y = &args->outputs[0];
-    if (!p || args->n_inputs != 3 || A->rank < 2 || B->rank != 2 || bias->rank != 1 || bias->dims[0] != B->dims[1] ||
-        A->dims[A->rank - 1] != B->dims[0])
+    if (!p || (args->n_inputs != 3 && args->n_inputs != 4) || A->rank < 2 || B->rank != 2 || bias->rank != 1 ||
+        bias->dims[0] != B->dims[1] || A->dims[A->rank - 1] != B->dims[0])
         return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "cuda MatMulBias: needs A [..., K], B [K, N], bias [N]");
+    if (R && (R->dtype != Y->dtype || cuda_count(R) != cuda_count(Y) || R->nbytes < Y->nbytes ||
+              p->activation.kind != NETRUN_ACT_NONE))
+        return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT,
+                                "cuda MatMulBias: the residual R must have Y's shape and dtype, without an activation");
     int64_t k = B->dims[0], n = B->dims[1], count = cuda_count(Y);
     if (count == 0) return NETRUN_OK;
     int64_t rows = count / n;
     gemm_state *gs = st ? st->g : NULL;
-    int planned = st && rows == st->rows && n == st->n && k == st->k;
+    int planned = st && rows == st->rows && n == st->n && k == st->k && st->has_r == (R != NULL);
     void *wsp = args->workspace_size ? cuda_workspace_address(args->workspace) : NULL;
     netrun_status s;
     /* the algorithm was chosen for 16-byte aligned operands (the arena's are; a caller's bound memory may not be) */
-    int aligned = !(((uintptr_t)A->data | (uintptr_t)B->data | (uintptr_t)bias->data | (uintptr_t)Y->data) & 15);
+    int aligned = !(((uintptr_t)A->data | (uintptr_t)B->data | (uintptr_t)bias->data | (uintptr_t)Y->data |
+                     (uintptr_t)(R ? R->data : NULL)) & 15);
     if (planned && st->lt && aligned && args->workspace_size >= st->a16_bytes + cuda_lt_gemm_workspace(st->lt) && k > 0) {
         const void *a = A->data, *b = B->data;
         if (st->a16_bytes) { /* the float16-timed float32 node: A to float16, B converted at creation */
@@ -499,26 +519,34 @@ static netrun_status mmb_run(cuda_context *ctx, void *state, const netrun_kernel
             a = wsp;
             b = gs->b16;
         }
-        s = cuda_lt_gemm_run(ctx, st->lt, b, a, bias->data, NULL, Y->data, wsp ? (char *)wsp + st->a16_bytes : NULL);
+        s = cuda_lt_gemm_run(ctx, st->lt, b, a, bias->data, R ? R->data : NULL, Y->data,
+                             wsp ? (char *)wsp + st->a16_bytes : NULL);
         if (s != NETRUN_OK || st->lt_act || p->activation.kind == NETRUN_ACT_NONE) return s;
         return cuda_bias_activation(ctx, Y->dtype, Y->data, NULL, rows, n, 1, &p->activation);
     }
+    /* the plain path: Y = R first (nothing to copy when the planner gave them one buffer), the GEMM adds onto it */
+    float beta = R ? 1.0f : 0.0f;
+    if (R && R->data != Y->data) {
+        cudaError_t e = cudaMemcpyAsync(Y->data, R->data, (size_t)count * cuda_esize(Y->dtype),
+                                        cudaMemcpyDeviceToDevice, ctx->stream);
+        if (e != cudaSuccess) return cuda_fail(e, "MatMulBias residual copy");
+    }
     if (k == 0) {
-        cudaError_t e = cudaMemsetAsync(Y->data, 0, Y->nbytes, ctx->stream);
+        cudaError_t e = R ? cudaSuccess : cudaMemsetAsync(Y->data, 0, Y->nbytes, ctx->stream);
         if (e != cudaSuccess) return cuda_fail(e, "MatMulBias memset");
     } else if (use_half(gs, args, rows, n, k)) {
         if ((s = cuda_f32_to_f16(ctx, A->data, wsp, 1, 1, gs->a_count, 0)) != NETRUN_OK) return s;
-        if ((s = row_gemm_ex(ctx, Y->dtype, 1, 0, 0, rows, n, k, 1.0f, wsp, 0, gs->b16, 0, 0.0f, Y->data, 0, 1)) != NETRUN_OK)
+        if ((s = row_gemm_ex(ctx, Y->dtype, 1, 0, 0, rows, n, k, 1.0f, wsp, 0, gs->b16, 0, beta, Y->data, 0, 1)) != NETRUN_OK)
             return s;
-    } else if ((s = row_gemm(ctx, Y->dtype, 0, 0, rows, n, k, 1.0f, A->data, 0, B->data, 0, 0.0f, Y->data, 0, 1)) != NETRUN_OK)
+    } else if ((s = row_gemm(ctx, Y->dtype, 0, 0, rows, n, k, 1.0f, A->data, 0, B->data, 0, beta, Y->data, 0, 1)) != NETRUN_OK)
         return s;
     return cuda_bias_activation(ctx, Y->dtype, Y->data, bias->data, rows, n, 1, &p->activation);
 }
 
 const cuda_op cuda_ops_matmul_bias[] = {
     {"MatMulBias", CUDA_FLOAT_DTYPES,
-     "graph passes' MatMul + bias [+ Relu / tanh Gelu]: cuBLASLt bias/activation epilogue (N, K multiples of 8), "
-     "else cuBLAS and a bias kernel",
+     "graph passes' MatMul + bias [+ Relu / tanh Gelu | + residual R]: cuBLASLt bias/activation epilogue, R as C with "
+     "beta 1 (N, K multiples of 8), else cuBLAS onto R and a bias kernel",
      mmb_supports, mmb_create, mmb_run, mmb_destroy},
     {NULL, 0, NULL, NULL, NULL, NULL, NULL}};
 

@@ -96,7 +96,11 @@ add("mm_packed_a_1row_3d", "MatMul", [rand(1, 1, 96, seed=171), ("const", rand(9
 # graph passes run each as one MatMulBias node (com.netrun) where the backend takes it: on CUDA one cuBLASLt GEMM
 # with the bias (and ReLU, or the tanh GELU) in its epilogue when N and K are multiples of 8, else cuBLAS and a bias
 # kernel; an erf Gelu stays a node of its own. Ranks 2-4, float32 and float16, the bias on either side.
-def linear(name, a_shape, n, act=None, dtype=np.float32, bias_first=False, seed=0, rtol=1e-4, atol=1e-4):
+# residual: a transformer block's Add(Linear(x), R) after it (no activation), which the passes take in as
+# MatMulBias's 4th input (cuBLASLt's C with beta 1): "input" R another graph input, "input_first" Add(R, h),
+# "x" R = x itself (K == N).
+def linear(name, a_shape, n, act=None, dtype=np.float32, bias_first=False, seed=0, rtol=1e-4, atol=1e-4,
+           residual=None):
     from onnx import TensorProto, helper
     rng = np.random.default_rng(900 + seed)
     k = a_shape[-1]
@@ -127,13 +131,21 @@ def linear(name, a_shape, n, act=None, dtype=np.float32, bias_first=False, seed=
                   helper.make_node("Mul", ["ht", c("half", 0.5)], ["y"])]
         y = "y"
     x = rng.uniform(-1, 1, a_shape).astype(dtype)
-    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", elem, list(a_shape))],
-                          [helper.make_tensor_value_info(y, elem, None)],
+    ins, feeds = [helper.make_tensor_value_info("x", elem, list(a_shape))], {"x": x}
+    if residual:
+        r_shape = list(a_shape[:-1]) + [n]
+        r = "x" if residual == "x" else "r"
+        if r == "r":
+            ins.append(helper.make_tensor_value_info("r", elem, r_shape))
+            feeds["r"] = rng.uniform(-1, 1, r_shape).astype(dtype)
+        nodes.append(helper.make_node("Add", [r, y] if residual == "input_first" else [y, r], ["res"], name="residual"))
+        y = "res"
+    g = helper.make_graph(nodes, name, ins, [helper.make_tensor_value_info(y, elem, None)],
                           [onnx.numpy_helper.from_array(w, "W"), onnx.numpy_helper.from_array(b, "B")])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="netrun-tests")
     m.ir_version = 8
     optest.fix_output_types(m)
-    CASES.append(optest.Case(name, m, {"x": x}, rtol=rtol, atol=atol))
+    CASES.append(optest.Case(name, m, feeds, rtol=rtol, atol=atol))
 
 
 F16 = dict(dtype=np.float16, rtol=1e-2, atol=1e-2)
@@ -151,3 +163,10 @@ linear("linear_fp16_r2_relu", (64, 96), 128, act="relu", seed=11, **F16)
 linear("linear_fp16_r4_gelu_tanh", (2, 3, 10, 64), 256, act="gelu_tanh", seed=12, **F16)
 linear("linear_fp16_r3_gelu_erf", (4, 50, 64), 256, act="gelu_erf", seed=13, **F16)
 linear("linear_fp16_odd_nk_relu", (3, 7, 13), 11, act="relu", seed=14, **F16)
+linear("linear_r3_residual", (4, 50, 64), 96, residual="input", seed=15)
+linear("linear_r2_residual_first", (64, 96), 128, residual="input_first", seed=16)
+linear("linear_r3_residual_x", (4, 50, 64), 64, residual="x", seed=17)
+linear("linear_odd_nk_residual", (3, 7, 13), 11, residual="input", seed=18)
+linear("linear_fp16_r3_residual", (4, 50, 64), 96, residual="input", seed=19, **F16)
+linear("linear_fp16_r2_residual_x", (64, 96), 96, residual="x", seed=20, **F16)
+linear("linear_fp16_odd_nk_residual", (3, 7, 13), 11, residual="input_first", seed=21, **F16)

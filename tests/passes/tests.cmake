@@ -9,3 +9,6 @@ netrun_binding_test(passes.transformer ${CMAKE_CURRENT_LIST_DIR}/test_transforme
 # the plain float16 region planner (runtime/opt_half.c) on the fake device backend, which declares the region
 netrun_binding_test(passes.fp16_plain ${CMAKE_CURRENT_LIST_DIR}/test_fp16_plain.py
   --plugin $<TARGET_FILE:netrun-testplugin-fakedev>)
+# the residual Add of transformer blocks as MatMulBias's 4th input, on the CPU and on the fake device backend
+netrun_binding_test(passes.residual ${CMAKE_CURRENT_LIST_DIR}/test_residual.py
+  --plugin $<TARGET_FILE:netrun-testplugin-fakedev>)

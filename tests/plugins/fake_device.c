@@ -2,7 +2,7 @@
  * opaque handles (not NETRUN_BACKEND_HOST_MEMORY), so the runtime gives it its own memory domain, border copies
  * and a weights buffer, as for a GPU. It runs float32 MatMul (2-D), Add (same shapes, or a bias along the last dim),
  * Relu and the graph passes'
- * MatMulBias (2-D A, none or Relu), has page-locked
+ * MatMulBias (2-D A, none or Relu, or a residual R as 4th input), has page-locked
  * host memory (host_alloc: blocks it remembers) and graph capture that records the queued work and replays it
  * as CUDA Graphs do: a copy replays from the same source address, so a capture that copies from memory other
  * than host_alloc's fails (with CUDA such a copy goes through a staging buffer whose contents change).
@@ -30,7 +30,7 @@
 static const netrun_host_api *host;
 
 enum { FD_MATMUL, FD_ADD, FD_RELU, FD_CAST, FD_NONZERO, FD_MMBIAS, FD_GATHER };
-#define FD_MAX_IN 3
+#define FD_MAX_IN 4
 
 #define FD_DTYPES (NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT16))
 static const netrun_op_support op_table[] = {
@@ -39,7 +39,7 @@ static const netrun_op_support op_table[] = {
     {"", "Relu", FD_DTYPES, ""},
     {"", "Cast", FD_DTYPES, "float32 <-> float16"},
     {"", "NonZero", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT), "float32; output sized at run time"},
-    {"com.netrun", "MatMulBias", FD_DTYPES, "2-D A; none or Relu (the graph passes' MatMul + bias)"},
+    {"com.netrun", "MatMulBias", FD_DTYPES, "2-D A; none or Relu, or + residual R (the graph passes' MatMul + bias)"},
     {"", "Gather", NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT), "rows of a 2-D float32 tensor by int64 indices; checks them "
                                                          "on the host, so a graph capture refuses it (as CUDA's)"},
 };
@@ -101,6 +101,7 @@ typedef struct fd_kernel {
     netrun_dtype in_type, out_type; /* float32 or float16 (computed in float) */
     int finite;                     /* Cast to float16 keeping finite values finite (netrun_cast_params.saturate 2) */
     int relu;                       /* MatMulBias with Relu */
+    int n_in;                       /* inputs it reads (MatMulBias: 3, or 4 with the residual R) */
 } fd_kernel;
 
 /* One recorded step of a captured graph. */
@@ -171,6 +172,7 @@ static int fd_supports(const netrun_backend_config *config, const netrun_node_de
     (void)config;
     int op = op_of(node->domain, node->op_type);
     int want = n_inputs_of(op);
+    if (op == FD_MMBIAS && node->n_inputs == 4) want = 4; /* + the residual R */
     if (op < 0 || node->n_inputs != want || node->n_outputs != 1) {
         snprintf(reason, reason_size, "fakedev runs MatMul, Add, Relu, Cast, NonZero, Gather and MatMulBias only");
         return 0;
@@ -208,6 +210,14 @@ static int fd_supports(const netrun_backend_config *config, const netrun_node_de
                             (gp && gp->activation.kind != NETRUN_ACT_NONE && gp->activation.kind != NETRUN_ACT_RELU))) {
         snprintf(reason, reason_size, "MatMulBias of a 2-D A, none or Relu only");
         return 0;
+    }
+    if (op == FD_MMBIAS && want == 4) { /* R: Y's shape, no activation (the Add came after the product and bias) */
+        const netrun_value_desc *r = &node->inputs[3], *y = &node->outputs[0];
+        if (r->rank != 2 || y->rank != 2 || r->dims[0] != y->dims[0] || r->dims[1] != y->dims[1] ||
+            (gp && gp->activation.kind != NETRUN_ACT_NONE)) {
+            snprintf(reason, reason_size, "MatMulBias's residual R of Y's shape, without an activation, only");
+            return 0;
+        }
     }
     if (op == FD_MATMUL && (a->rank != 2 || b->rank != 2)) {
         snprintf(reason, reason_size, "MatMul of 2-D tensors only");
@@ -383,6 +393,7 @@ static netrun_status fd_kernel_create(netrun_backend_context *c, const netrun_no
     k->finite = cp && node->params_size >= sizeof *cp && cp->saturate == 2;
     const netrun_gemm_params *gp = op == FD_MMBIAS ? node->params : NULL;
     k->relu = gp && gp->activation.kind == NETRUN_ACT_RELU;
+    k->n_in = op == FD_MMBIAS && node->n_inputs == 4 ? 4 : n_inputs_of(op);
     *workspace_bytes = 0;
     *out = (netrun_kernel *)k;
     return NETRUN_OK;
@@ -403,7 +414,7 @@ static netrun_status execute_f32(const fd_kernel *k, const netrun_tensor *in, co
 
 static netrun_status execute(const fd_kernel *k, const netrun_tensor *in, const netrun_tensor *out) {
     if (k->op != FD_CAST && k->in_type == NETRUN_DTYPE_FLOAT) return execute_f32(k, in, out);
-    int n_in = n_inputs_of(k->op);
+    int n_in = k->n_in;
     netrun_tensor w[FD_MAX_IN], wo = *out;
     size_t n_out = count(out);
     netrun_status st = NETRUN_OK;
@@ -445,14 +456,17 @@ static netrun_status execute_f32(const fd_kernel *k, const netrun_tensor *in, co
         for (size_t i = 0; i < n; i++) y[i] = a[na == n ? i : i % na] + b[nb == n ? i : i % nb];
     } else {
         const float *b = in[1].data, *bias = k->op == FD_MMBIAS ? in[2].data : NULL;
+        const float *res = k->n_in == 4 ? in[3].data : NULL;
         int64_t m = in[0].dims[0], kk = in[0].dims[1], nn = in[1].dims[1];
-        if (in[1].dims[0] != kk || out->dims[0] != m || out->dims[1] != nn || (bias && in[2].dims[0] != nn))
+        if (in[1].dims[0] != kk || out->dims[0] != m || out->dims[1] != nn || (bias && in[2].dims[0] != nn) ||
+            (res && (in[3].dims[0] != m || in[3].dims[1] != nn)))
             return host->error(NETRUN_ERR_INTERNAL, "fakedev: MatMul shapes disagree");
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < nn; j++) {
                 float acc = 0;
                 for (int64_t p = 0; p < kk; p++) acc += a[i * kk + p] * b[p * nn + j];
                 if (bias) acc += bias[j];
+                if (res) acc += res[i * nn + j]; /* read before y is written: R may be Y's memory */
                 y[i * nn + j] = k->relu && acc < 0 ? 0.0f : acc;
             }
     }
@@ -511,7 +525,7 @@ static netrun_status fd_kernel_run(netrun_backend_context *c, netrun_kernel *ker
     const fd_kernel *k = (const fd_kernel *)kernel;
     if (k->op == FD_NONZERO) return run_nonzero(ctx, args);
     if (k->op == FD_GATHER) return run_gather(ctx, args);
-    int want = n_inputs_of(k->op);
+    int want = k->n_in;
     if (args->n_inputs != want || args->n_outputs != 1)
         return host->error(NETRUN_ERR_INTERNAL, "fakedev: %d inputs, %d outputs", args->n_inputs, args->n_outputs);
     if (ctx->capturing) { /* the tensors (addresses) are recorded; the data is read when the graph replays */

@@ -27,9 +27,10 @@
 #                           the simple kernel: latency and output difference on BERT-sized, GQA and long models)
 #   matmul_bias.log         stage matmul_bias: the graph passes' MatMulBias on cuda: the Linear-layer op cases (tests/ops/
 #                           compare_backends.py --family gemm --filter linear_: ranks 2-4, bias, Relu, tanh/erf Gelu,
-#                           fp32/fp16, odd N/K) cuda vs cpu, and tools/gpu/matmul_bias_check.py (ViT-B/16 batch 32,
-#                           BERT-base and GPT-2 small batch 8 at fp16/tf32/fp32: fused vs graph.fuse_matmul_bias=0,
-#                           latency and output difference; MMB_MODELS, MMB_PRECISIONS narrow it)
+#                           the residual Add as a 4th input, fp32/fp16, odd N/K) cuda vs cpu, and
+#                           tools/gpu/matmul_bias_check.py (ViT-B/16 batch 32, BERT-base and GPT-2 small batch 8 at
+#                           fp16/tf32/fp32: fused vs graph.fuse_matmul_bias=0, latency, output difference and the
+#                           count of residual Adds taken (res); MMB_MODELS, MMB_PRECISIONS narrow it)
 #   opencl.log              stage opencl: the OpenCL backend on the NVIDIA GPU (an ICD file for
 #                           libnvidia-opencl.so.1 in a vendors folder of our own): device listing, op cases vs cpu,
 #                           model tests, ResNet-50 batch 1 opencl vs cuda, first start vs cached second start
