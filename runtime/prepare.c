@@ -428,7 +428,12 @@ static netrun_status create_kernels(netrun_session *s) {
                                  .params_size = nd->layer->params_size, .n_inputs = nd->n_inputs,
                                  .inputs = sn->in_desc, .n_outputs = nd->n_outputs, .outputs = sn->out_desc};
         nr_activity_set(s, NR_ACT_CREATE_KERNEL, sn->node, sn->slot);
+        double t0 = nr_now_ms();
         netrun_status st = sl->api->kernel_create(sl->ctx, &desc, &sn->kernel, &sn->workspace);
+        double dt = nr_now_ms() - t0;
+        if (dt >= 20.0) /* what makes a prepare slow (algorithm searches, weight conversions), for NETRUN_LOG_LEVEL=info */
+            nr_host_api()->log(NETRUN_LOG_INFO, "prepare", "kernel for node '%s' (%s) on %s: %.1f ms", nd->name,
+                               nd->op_type, sl->be->name, dt);
         if (st != NETRUN_OK) {
             sn->kernel = NULL;
             s->fail_slot = sn->slot;
@@ -521,9 +526,11 @@ static netrun_status prepare_once(netrun_session *s) {
         }
     }
     if (s->mb_head && s->mb_model != s->model) s->mb_head = 0; /* a split of another graph: check all in runs */
+    double tp[6] = {0}; /* phase ends, logged at info level below */
     netrun_status st = nr_bind_inputs(s);
     if (st == NETRUN_OK) st = nr_infer_all(s);
     if (st == NETRUN_OK) st = nr_place_nodes(s);
+    tp[0] = nr_now_ms();
     if (st == NETRUN_OK && s->mb) st = nr_micro_batch_verify(s);
     if (st == NETRUN_OK) { /* graph passes (optimize.c): after a rewrite, prepare the session's copy instead */
         netrun_backend_config cfg = nr_backend_config_of(s);
@@ -542,6 +549,7 @@ static netrun_status prepare_once(netrun_session *s) {
         s->stats.n_sum_fused = oc.sum_fused;
         s->stats.n_nodes_dropped = oc.dropped;
         s->stats.n_swish_fused = oc.swish_fused;
+        tp[1] = nr_now_ms();
         s->stats.n_nchwc_convs = oc.nchwc_convs;
         s->stats.n_nchwc_reorders = oc.nchwc_reorders;
         s->stats.n_fp16_convs = oc.fp16_convs;
@@ -577,7 +585,9 @@ static netrun_status prepare_once(netrun_session *s) {
             s->stats.arena_bytes += size;
         }
     }
+    tp[2] = nr_now_ms();
     if (st == NETRUN_OK) st = init_backends(s);
+    tp[3] = nr_now_ms();
     if (st == NETRUN_OK) st = plan_weights(s);
     if (st == NETRUN_OK) st = check_plan_fits(s);
     if (st == NETRUN_OK)
@@ -588,7 +598,9 @@ static netrun_status prepare_once(netrun_session *s) {
         st = alloc_in_domain(s, dom, sl->arena_size, &sl->arena, "activations");
     }
     if (st == NETRUN_OK) st = upload_constants(s);
+    tp[4] = nr_now_ms();
     if (st == NETRUN_OK) st = create_kernels(s);
+    tp[5] = nr_now_ms();
     if (st == NETRUN_OK && s->mb && !s->mb_head) st = nr_micro_batch_alloc_outputs(s);
     if (st == NETRUN_OK) pin_inputs(s);
     if (st != NETRUN_OK) {
@@ -601,6 +613,10 @@ static netrun_status prepare_once(netrun_session *s) {
     s->prepared = 1;
     s->ran_since_prepare = 0;
     s->stats.prepare_ms = nr_now_ms() - t0;
+    nr_host_api()->log(NETRUN_LOG_INFO, "prepare",
+                       "%.1f ms: inference and placement %.1f, graph passes %.1f, memory plan %.1f, backends %.1f, "
+                       "weights %.1f, kernels %.1f", s->stats.prepare_ms, tp[0] - t0, tp[1] - tp[0], tp[2] - tp[1],
+                       tp[3] - tp[2], tp[4] - tp[3], tp[5] - tp[4]);
     s->stats.micro_batch = s->mb;
     nr_options_note_unused(s);
     return NETRUN_OK;
