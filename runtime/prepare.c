@@ -538,6 +538,9 @@ static netrun_status prepare_once(netrun_session *s) {
         nr_optimize_counts oc;
         st = nr_optimize_session(s, &cfg, &opt, &oc);
         if (st == NETRUN_OK && opt) {
+            nr_host_api()->log(NETRUN_LOG_INFO, "prepare",
+                               "%.1f ms: inference and placement %.1f, graph passes %.1f; the passes rewrote the "
+                               "model: preparing the rewritten copy", nr_now_ms() - t0, tp[0] - t0, nr_now_ms() - tp[0]);
             nr_session_unprepare(s);
             netrun_model_release(s->model); /* the copy holds a reference on it */
             s->model = opt;
@@ -670,6 +673,9 @@ netrun_status nr_session_prepare(netrun_session *s) {
         int others = 0;
         for (int i = 0; i < s->n_slots; i++) others += i != s->fail_slot && !s->slots[i].failed;
         if (!others) return st;
+        nr_host_api()->log(NETRUN_LOG_INFO, "prepare", "placing again without %s%s%s: %s", s->slots[s->fail_slot].be->name,
+                           s->fail_node >= 0 ? " for node " : "",
+                           s->fail_node >= 0 ? s->model->ir->graph->nodes[s->fail_node].name : "", nr_error_message());
         if (s->fail_node >= 0) {
             if (!s->avoid) s->avoid = nr_calloc((size_t)s->model->ir->graph->n_nodes + 1, sizeof(uint32_t));
             if (!s->avoid) return st;
