@@ -107,6 +107,48 @@ static int h_layout_of(h_state *st, int v, int want_h) {
  * v is no float32 constant. Finite values beyond float16's range become its largest finite value, not infinities:
  * masks written as x * -3.4e38 (0 * -inf would be NaN) and biases of -1e9 keep their meaning. Shared with the
  * plain float16 region (opt_half.c). */
+/* float32 -> float16 weights, finite values saturated to +-65504 (infinities and NaN kept as such). Scalar, one
+ * value at a time, this took 1.2 s of a 1.7 s float16 prepare of BERT-base (110 M weights) on an H200's host; with
+ * F16C (x86) 8 at a time. Same bits either way: the hardware rounds to nearest even, as nr_float_to_half does. */
+static void to_half_scalar(uint16_t *dst, const float *src, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        float x = src[i];
+        if (x > 65504.0f && x < INFINITY) x = 65504.0f;
+        else if (x < -65504.0f && x > -INFINITY) x = -65504.0f;
+        dst[i] = nr_float_to_half(x);
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+__attribute__((target("avx,f16c"))) static void to_half_f16c(uint16_t *dst, const float *src, int64_t n) {
+    const __m256 lim = _mm256_set1_ps(65504.0f), nlim = _mm256_set1_ps(-65504.0f), inf = _mm256_set1_ps(INFINITY);
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_loadu_ps(src + i);
+        /* a block with an infinity or NaN: the scalar rule (min/max would turn them into +-65504) */
+        if (_mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(x, absmask), inf, _CMP_NLT_UQ))) {
+            to_half_scalar(dst + i, src + i, 8);
+            continue;
+        }
+        x = _mm256_min_ps(_mm256_max_ps(x, nlim), lim);
+        _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+    to_half_scalar(dst + i, src + i, n - i);
+}
+#endif
+
+static void to_half_saturate(uint16_t *dst, const float *src, int64_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx")) {
+        to_half_f16c(dst, src, n);
+        return;
+    }
+#endif
+    to_half_scalar(dst, src, n);
+}
+
 int opt_half_const(const opt_state *o, nr_graph *ng, int v, int nv0, int *cache) {
     if (v < 0 || v >= nv0) return -1;
     if (cache[v] >= 0) return cache[v];
@@ -127,13 +169,7 @@ int opt_half_const(const opt_state *o, nr_graph *ng, int v, int nv0, int *cache)
         return -1;
     nr_tensor *h = nr_tensor_new(NETRUN_DTYPE_FLOAT16, rank, dims);
     if (!h) return -1;
-    uint16_t *dst = h->data;
-    for (int64_t i = 0; i < cnt; i++) {
-        float x = src[i];
-        if (x > 65504.0f && x < INFINITY) x = 65504.0f;
-        else if (x < -65504.0f && x > -INFINITY) x = -65504.0f;
-        dst[i] = nr_float_to_half(x);
-    }
+    to_half_saturate(h->data, src, cnt);
     int id = nr_graph_new_const(ng, ng->values[v].name, ".fp16", h); /* frees h on failure */
     return id < 0 ? -1 : (cache[v] = id);
 }
