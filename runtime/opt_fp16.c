@@ -139,9 +139,22 @@ __attribute__((target("avx,f16c"))) static void to_half_f16c(uint16_t *dst, cons
 }
 #endif
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+/* F16C and AVX with the YMM state enabled by the OS (CPUID.1:ECX bits 29, 28, 27; XCR0 bits 1-2); cpuid rather
+ * than __builtin_cpu_supports, whose "f16c" not every compiler knows (clang 14) */
+static int have_f16c(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 29)) || !(c & (1u << 28)) || !(c & (1u << 27))) return 0;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo & 6u) == 6u;
+}
+#endif
+
 static void to_half_saturate(uint16_t *dst, const float *src, int64_t n) {
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (__builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx")) {
+    if (have_f16c()) {
         to_half_f16c(dst, src, n);
         return;
     }
