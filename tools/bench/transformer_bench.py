@@ -326,12 +326,12 @@ def cpu_part(a):
 
 # ---------------------------------------------------------------------------------------------------------- GPU
 def gpu_models(batch_dims=True):
-    """(name, torch module, example inputs as a tuple, input names, dynamic axes); random weights."""
+    """(name, ONNX file stem, torch module, example inputs as a tuple, input names, dynamic axes, netrun --dim
+    values); random weights. Rows sharing a file stem share one export (BERT at 128 and 384 tokens)."""
     import torch
     import torchvision
     import transformers as tf
 
-    seq = 128
     out = []
 
     def eager(cfg):
@@ -340,11 +340,12 @@ def gpu_models(batch_dims=True):
         cfg._attn_implementation = "eager"
         return cfg
 
-    cfg = eager(tf.BertConfig())
-    out.append(("bert-base", tf.BertModel(cfg), (torch.randint(0, cfg.vocab_size, (1, seq)),
-                                                 torch.ones(1, seq, dtype=torch.int64)),
-                ["input_ids", "attention_mask"], {"input_ids": {0: "batch", 1: "sequence"},
-                                                  "attention_mask": {0: "batch", 1: "sequence"}}))
+    def tokens(cfg, seq):
+        return (torch.randint(0, cfg.vocab_size, (1, seq)), torch.ones(1, seq, dtype=torch.int64))
+
+    text_names = ["input_ids", "attention_mask"]
+    text_dyn = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"}}
+
     class LMWithMask(torch.nn.Module):
         """GPT-2 given its attention mask by name: without one, transformers 5.x looks for packed sequences in the
         position ids with torch.diff, which the ONNX exporter has no symbolic for (aten::diff)"""
@@ -356,16 +357,40 @@ def gpu_models(batch_dims=True):
         def forward(self, input_ids, attention_mask):
             return self.m(input_ids=input_ids, attention_mask=attention_mask).logits
 
+    class Hidden(torch.nn.Module):
+        """an encoder's last hidden state alone (one output, as the ONNX file has)"""
+
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, *args):
+            return self.m(*args).last_hidden_state
+
+    cfg = eager(tf.BertConfig())
+    bert = tf.BertModel(cfg)
+    for seq in (128, 384):
+        out.append(("bert-base" if seq == 128 else f"bert-base-{seq}", "bert-base", bert, tokens(cfg, seq),
+                    text_names, text_dyn, {"sequence": seq}))
     cfg = eager(tf.GPT2Config(use_cache=False))
-    out.append(("gpt2-small", LMWithMask(tf.GPT2LMHeadModel(cfg)), (torch.randint(0, cfg.vocab_size, (1, seq)),
-                                                                     torch.ones(1, seq, dtype=torch.int64)),
-                ["input_ids", "attention_mask"], {"input_ids": {0: "batch", 1: "sequence"},
-                                                  "attention_mask": {0: "batch", 1: "sequence"}}))
+    out.append(("gpt2-small", "gpt2-small", LMWithMask(tf.GPT2LMHeadModel(cfg)), tokens(cfg, 128), text_names,
+                text_dyn, {"sequence": 128}))
+    cfg = eager(tf.T5Config())  # the defaults are t5-small's: 6 layers, d_model 512, 8 heads, relative position bias
+    out.append(("t5-small-encoder", "t5-small-encoder", Hidden(tf.T5EncoderModel(cfg)), tokens(cfg, 128),
+                text_names, text_dyn, {"sequence": 128}))
+    cfg = eager(tf.DistilBertConfig())
+    out.append(("distilbert", "distilbert", Hidden(tf.DistilBertModel(cfg)), tokens(cfg, 128), text_names, text_dyn,
+                {"sequence": 128}))
     cfg = eager(tf.ViTConfig())
-    out.append(("vit-b16", tf.ViTModel(cfg), (torch.randn(1, 3, 224, 224),), ["pixel_values"],
-                {"pixel_values": {0: "batch"}}))
+    out.append(("vit-b16", "vit-b16", Hidden(tf.ViTModel(cfg)), (torch.randn(1, 3, 224, 224),), ["pixel_values"],
+                {"pixel_values": {0: "batch"}}, {}))
+    # the defaults are whisper-tiny's (4 layers, d_model 384, 6 heads); 30 s of 80 mel bins -> 1500 positions
+    cfg = eager(tf.WhisperConfig())
+    out.append(("whisper-tiny-encoder", "whisper-tiny-encoder", Hidden(tf.WhisperModel(cfg).get_encoder()),
+                (torch.randn(1, cfg.num_mel_bins, 2 * cfg.max_source_positions),), ["input_features"],
+                {"input_features": {0: "batch"}}, {}))
     for nm, ctor in (("swin-t", torchvision.models.swin_t), ("convnext-t", torchvision.models.convnext_tiny)):
-        out.append((nm, ctor(weights=None), (torch.randn(1, 3, 224, 224),), ["x"], {"x": {0: "batch"}}))
+        out.append((nm, nm, ctor(weights=None), (torch.randn(1, 3, 224, 224),), ["x"], {"x": {0: "batch"}}, {}))
     return out
 
 
@@ -455,11 +480,11 @@ def gpu_part(a):
     rows = []
     os.makedirs(a.model_dir, exist_ok=True)
     want = set(a.gpu_models.split(",")) if a.gpu_models else None
-    for name, model, inputs, in_names, dyn in gpu_models():
+    for name, stem, model, inputs, in_names, dyn, dims in gpu_models():
         if want is not None and name not in want:
             continue
         model = model.eval()
-        path = os.path.join(a.model_dir, f"{name}.onnx")
+        path = os.path.join(a.model_dir, f"{stem}.onnx")
         if not os.path.exists(path):
             kw = dict(input_names=in_names, dynamic_axes=dyn, opset_version=17)
             try:
@@ -474,7 +499,6 @@ def gpu_part(a):
                 continue
         feeds = {n: t.numpy() for n, t in zip(in_names, inputs)}
         err = check_against_ort(a, path, feeds, "fp32")
-        dims = {"sequence": 128} if "input_ids" in in_names else {}
         for batch in (int(b) for b in a.gpu_batches.split(",")):
             big = tuple(t.repeat(batch, *([1] * (t.dim() - 1))).cuda() for t in inputs)
             for prec in a.gpu_precisions.split(","):
@@ -505,8 +529,8 @@ def main():
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iters", type=int, default=10)
-    ap.add_argument("--gpu-models", default="", help="GPU part: only these (bert-base,gpt2-small,vit-b16,swin-t,"
-                    "convnext-t; default all)")
+    ap.add_argument("--gpu-models", default="", help="GPU part: only these (bert-base,bert-base-384,gpt2-small,"
+                    "t5-small-encoder,distilbert,vit-b16,whisper-tiny-encoder,swin-t,convnext-t; default all)")
     ap.add_argument("--gpu-batches", default="1,32")
     ap.add_argument("--gpu-precisions", default="fp32,tf32,fp16")
     ap.add_argument("--no-compile", action="store_true", help="GPU part: no torch.compile rows (they take minutes)")
