@@ -93,13 +93,21 @@ static int half_as(half_state *st, const char *is_half, int v, int want_half) {
 static int half_takes(const opt_state *o, const netrun_backend_config *cfg, const netrun_region_spec *r,
                       const nr_graph *ng, int k, int n) {
     const nr_node *nd = &ng->nodes[k];
-    enum { MAXIN = 8 };
-    netrun_value_desc in[MAXIN], out;
-    if (nd->n_inputs > MAXIN || nd->n_outputs < 1 || nd->outputs[0] < 0 || nd->outputs[0] >= o->g->n_values) return 0;
-    for (int j = 1; j < nd->n_outputs; j++)
-        if (nd->outputs[j] >= 0) return 0; /* optional outputs (LayerNorm's statistics) stay as they are */
-    const nr_svalue *ov = &o->s->values[nd->outputs[0]];
-    if (ov->desc.dtype != NETRUN_DTYPE_FLOAT || ov->dynamic) return 0;
+    enum { MAXIN = 8, MAXOUT = 8 };
+    netrun_value_desc in[MAXIN], out[MAXOUT];
+    /* Split (GPT-2's fused QKV projection) writes all its outputs float16; other ops' optional outputs
+     * (LayerNorm's statistics) stay as they are */
+    int n_out = is_op(nd, "Split") ? nd->n_outputs : 1;
+    if (nd->n_inputs > MAXIN || n_out > MAXOUT || nd->n_outputs < 1) return 0;
+    for (int j = 0; j < nd->n_outputs; j++) {
+        int v = nd->outputs[j];
+        if (j >= n_out ? v >= 0 : v < 0 || v >= o->g->n_values || (n_out > 1 && o->pinned[v])) return 0;
+        if (j >= n_out) continue;
+        const nr_svalue *ov = &o->s->values[v];
+        if (ov->desc.dtype != NETRUN_DTYPE_FLOAT || ov->dynamic) return 0;
+        out[j] = ov->desc;
+        out[j].dtype = NETRUN_DTYPE_FLOAT16;
+    }
     for (int i = 0; i < nd->n_inputs; i++) {
         int v = nd->inputs[i];
         if (v < 0) {
@@ -114,15 +122,13 @@ static int half_takes(const opt_state *o, const netrun_backend_config *cfg, cons
         if (ng->values[v].dtype == NETRUN_DTYPE_FLOAT16 || in[i].dtype == NETRUN_DTYPE_FLOAT16) return 0;
         if (in[i].dtype == NETRUN_DTYPE_FLOAT) in[i].dtype = NETRUN_DTYPE_FLOAT16;
     }
-    out = ov->desc;
-    out.dtype = NETRUN_DTYPE_FLOAT16;
     const nr_snode *sn = &o->s->snodes[o->snode_of[n]];
     int made = o->repl_of[n] >= 0; /* the pattern's last node stands for it: its params are not the fused op's */
     const nr_layer *layer = o->g->nodes[n].layer;
     netrun_node_desc d = {.struct_size = sizeof d, .name = nd->name, .op_type = nd->op_type, .domain = nd->domain,
                           .opset = nd->opset, .params = made ? NULL : sn->params,
                           .params_size = made || !layer ? 0 : layer->params_size, .n_inputs = nd->n_inputs,
-                          .inputs = in, .n_outputs = 1, .outputs = &out};
+                          .inputs = in, .n_outputs = n_out, .outputs = out};
     if (r->keeps) return r->keeps(cfg, &d);
     if (made) return 0; /* supports() would need the fused op's params */
     char why[256] = "";
@@ -177,7 +183,10 @@ netrun_status opt_plan_half(opt_state *o, const netrun_backend_config *cfg, nr_g
         if (cand[k] && half_seed_op(&ng->nodes[k])) seeded[uf_find(parent, k)] = 1;
     for (int k = 0; k < n_copied; k++) {
         if (cand[k] && !seeded[uf_find(parent, k)]) cand[k] = 0;
-        if (cand[k]) is_half[ng->nodes[k].outputs[0]] = 1, ++*n_nodes;
+        if (!cand[k]) continue;
+        ++*n_nodes;
+        for (int j = 0; j < (is_op(&ng->nodes[k], "Split") ? ng->nodes[k].n_outputs : 1); j++)
+            is_half[ng->nodes[k].outputs[j]] = 1; /* half_takes checked them all */
     }
     if (!*n_nodes) goto done;
     for (int v = 0; v < st.nv0; v++)
@@ -198,12 +207,16 @@ netrun_status opt_plan_half(opt_state *o, const netrun_backend_config *cfg, nr_g
         st.hval[out] = id;
         ng->nodes[k].outputs[0] = id;
     }
-    /* inputs: float16 (a constant's copy or a Cast) for the group's nodes, float32 (a Cast) for everything else */
-    for (int k = 0; k < n_copied && rc == NETRUN_OK; k++) {
+    /* inputs: float16 (a constant's copy or a Cast) for the group's nodes, float32 (a Cast) for everything else,
+     * the conversions the float16 NHWC pass added after the copied nodes included (ConvNeXt: a Transpose of the
+     * group feeds a Conv of that region, whose conversion reads float32) */
+    int n_before = ng->n_nodes; /* not the Casts added below */
+    for (int k = 0; k < n_before && rc == NETRUN_OK; k++) {
+        int in_group = k < n_copied && cand[k];
         for (int j = 0; j < ng->nodes[k].n_inputs; j++) {
             int v = ng->nodes[k].inputs[j], id = v;
             if (v < 0 || v >= st.nv0) continue;
-            int f32 = cand[k] && !is_half[v] && dtype_of(o, ng, v) == NETRUN_DTYPE_FLOAT;
+            int f32 = in_group && !is_half[v] && dtype_of(o, ng, v) == NETRUN_DTYPE_FLOAT;
             if (f32 && (ng->values[v].constant || (v < g->n_values && o->s->values[v].is_const))) {
                 if ((id = opt_half_const(o, ng, v, st.nv0, st.hval)) < 0) { /* cached in hval like the Casts */
                     rc = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "float16 region pass: cannot make a float16 copy of '%s'",
@@ -211,7 +224,7 @@ netrun_status opt_plan_half(opt_state *o, const netrun_backend_config *cfg, nr_g
                     break;
                 }
             } else if (f32 || is_half[v]) { /* a pinned output's float16 value is in hval: half_as finds it */
-                if ((id = half_as(&st, is_half, v, cand[k])) < 0) {
+                if ((id = half_as(&st, is_half, v, in_group)) < 0) {
                     rc = nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the float16 region pass");
                     break;
                 }

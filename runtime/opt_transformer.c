@@ -538,12 +538,13 @@ static int residual_of(const opt_state *o, int y, int ref, int *add) {
     return r;
 }
 
-/* The MatMulBias for product node `first` (a MatMul, or a Gemm with its bias) whose node n writes y = A B + bias,
+/* The MatMulBias for product node `first` (a MatMul, or a Gemm with its bias) whose node n writes y = A B + bias
+ * (`pre`: a Reshape before `first` that goes too, or -1),
  * taking the activation that alone reads y where the backend takes it, else the residual Add that alone reads y
  * where the backend takes the 4-input node (*res_taken). 1 planned, 2 planned taking a Gelu the pass above had
  * made, 0 not (the backend refuses), -1 out of memory. */
-static int take_linear(opt_state *o, const netrun_backend_config *cfg, int first, int n, int a, int b, int bias,
-                       int *act_taken, int *res_taken) {
+static int take_linear(opt_state *o, const netrun_backend_config *cfg, int pre, int first, int n, int a, int b,
+                       int bias, int *act_taken, int *res_taken) {
     int y = out0(o, n);
     int u = -1, act = o->pinned[y] || kept_uses(o, y, &u) != 1 ? NETRUN_ACT_NONE : bias_act_of(o, u, y, n);
     netrun_gemm_params gp;
@@ -574,10 +575,12 @@ static int take_linear(opt_state *o, const netrun_backend_config *cfg, int first
         r.out = g->out;
         *g = r;
         o->removed[first] = o->removed[n] = 1;
+        if (pre >= 0) o->removed[pre] = 1;
         for (int i = 0; i < 3; i++) o->user[ins[i]] = u;
         return 2;
     }
     pattern p = {.n = 0};
+    if (pre >= 0) pat_add(&p, pre);
     pat_add(&p, first);
     if (n != first) pat_add(&p, n);
     if (act != NETRUN_ACT_NONE) pat_add(&p, u);
@@ -606,14 +609,34 @@ static int plan_matmul_bias(opt_state *o, const netrun_backend_config *cfg, int 
         int a = in(o, mm, 0), b = in(o, mm, 1);
         if (!linear_operands(o, a, b, bias, 2) || !same_dims(dsc(o, out0(o, mm)), dsc(o, y)))
             continue; /* the bias broadcasts along N only: Y keeps the product's shape */
-        return take_linear(o, cfg, mm, n, a, b, bias, act_taken, res_taken);
+        return take_linear(o, cfg, -1, mm, n, a, b, bias, act_taken, res_taken);
     }
     return 0;
 }
 
+/* The Reshape that alone reads Gemm n's output y = Gemm(Reshape(x)) and gives it x's leading dims back, where the
+ * Reshape `flat` (read by n alone) made A = x flattened to [prod(x's leading dims), K]; else -1. */
+static int unflatten_of(const opt_state *o, int n, int flat, int x) {
+    int y = out0(o, n), u = -1;
+    const netrun_value_desc *xd = dsc(o, x), *yd = dsc(o, y);
+    if (xd->rank < 3 || xd->dtype != yd->dtype || o->pinned[y] || kept_uses(o, y, &u) != 1 || !live(o, u, "Reshape", n) ||
+        in(o, u, 0) != y || val(o, out0(o, u)) != out0(o, u))
+        return -1;
+    const netrun_value_desc *ad = dsc(o, out0(o, flat)), *zd = dsc(o, out0(o, u));
+    int64_t m = 1;
+    for (int i = 0; i < xd->rank - 1; i++) m *= xd->dims[i];
+    if (ad->rank != 2 || ad->dims[0] != m || ad->dims[1] != xd->dims[xd->rank - 1] || zd->rank != xd->rank) return -1;
+    for (int i = 0; i < xd->rank - 1; i++)
+        if (zd->dims[i] != xd->dims[i]) return -1;
+    return zd->dims[zd->rank - 1] == yd->dims[1] ? u : -1;
+}
+
 /* A Gemm computing A B + c with a bias vector c (alpha and beta 1, neither transposed, no activation of its own:
  * GPT-2's Conv1D layers export so): the same node, so that the activation after it joins the GEMM's epilogue
- * and the bias is not first broadcast over the whole output. As take_linear. */
+ * and the bias is not first broadcast over the whole output. Where A is x [..., K] flattened by a Reshape and
+ * the product goes back to x's leading dims by another (Conv1D's view(-1, K) ... view(*lead, N)), the node
+ * takes x itself and writes the second Reshape's output: no reshapes, and the residual Add and float16 region
+ * then see the [B, L, N] value they read. As take_linear. */
 static int plan_gemm_bias(opt_state *o, const netrun_backend_config *cfg, int n, int *act_taken, int *res_taken) {
     if (!live(o, n, "Gemm", -1) || o->g->nodes[n].n_inputs != 3) return 0;
     const netrun_gemm_params *p = o->s->snodes[o->snode_of[n]].params;
@@ -622,7 +645,13 @@ static int plan_gemm_bias(opt_state *o, const netrun_backend_config *cfg, int n,
         p->activation.kind != NETRUN_ACT_NONE || val(o, y) != y || !linear_operands(o, a, b, c, 2) ||
         dsc(o, a)->rank != 2)
         return 0;
-    return take_linear(o, cfg, n, n, a, b, c, act_taken, res_taken);
+    int flat = single(o, a, "Reshape", n, n), x = flat >= 0 ? in(o, flat, 0) : -1;
+    int back = x >= 0 && linear_operands(o, x, b, c, 3) ? unflatten_of(o, n, flat, x) : -1;
+    if (back >= 0) {
+        int r = take_linear(o, cfg, flat, n, back, x, b, c, act_taken, res_taken);
+        if (r) return r;
+    }
+    return take_linear(o, cfg, -1, n, n, a, b, c, act_taken, res_taken);
 }
 
 netrun_status opt_plan_transformer(opt_state *o, const netrun_backend_config *cfg, int *n_attn, int *n_ln,

@@ -217,6 +217,22 @@ def gemm_linear(a_shape, n, act=None, trans_b=0, alpha=1.0, c="vec"):
     return m
 
 
+def conv1d_linear(lead, k, n, residual=False, back=None):
+    """GPT-2's Conv1D as torch exports it: Reshape(x[*lead, K], [-1, K]) -> Gemm(W, c) -> Reshape(*lead, N)
+    [-> Add(x) when residual, K == N]. back: the second Reshape's target instead (other leading dims)."""
+    b = transformer_bench.Builder(7)
+    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(lead) + [k])]
+    flat = b.op("Reshape", ["x", b.init("flat_shape", np.array([-1, k], np.int64))])
+    w, cv = b.init("W", b.w(k, n)), b.init("c", b.rng.standard_normal(n).astype(np.float32))
+    h = b.op("Gemm", [flat, w, cv])
+    h = b.op("Reshape", [h, b.init("back_shape", np.array(back or list(lead) + [n], np.int64))])
+    if residual:
+        h = b.op("Add", [h, "x"])
+    else:  # a node after it, so that the Reshape is not the graph's output
+        h = b.op("Neg", [h])
+    return b.model("conv1d_linear", ins, [helper.make_tensor_value_info(h, TensorProto.FLOAT, None)])
+
+
 def matmul_bias_cases():
     """(name, model, MatMulBias nodes expected, op types that must remain beside them) on the CPU, which fuses the
     bias and a Relu or tanh Gelu (an erf Gelu stays a node of its own)."""
@@ -243,6 +259,12 @@ def matmul_bias_cases():
         ("no_mmb_gemm_trans_b", gemm_linear((6, 16), 24, act="neg", trans_b=1), 0, {"Gemm"}),
         ("no_mmb_gemm_alpha", gemm_linear((6, 16), 24, act="neg", alpha=0.5), 0, {"Gemm"}),
         ("no_mmb_gemm_c_matrix", gemm_linear((6, 16), 24, act="neg", c="matrix"), 0, {"Gemm"}),
+        # Conv1D's Reshape -> Gemm -> Reshape: one MatMulBias on the 3-D input, no Reshape left (with the residual
+        # Add as its 4th input); back to other leading dims: the Gemm alone, its Reshapes kept
+        ("mmb_conv1d", conv1d_linear((2, 5), 16, 24), 1, {"Neg"}),
+        ("mmb_conv1d_residual", conv1d_linear((2, 5), 16, 16, residual=True), 1, set()),
+        ("mmb_conv1d_rank4", conv1d_linear((2, 3, 4), 8, 12), 1, {"Neg"}),
+        ("mmb_conv1d_other_lead", conv1d_linear((2, 5), 16, 24, back=[5, 2, 24]), 1, {"Reshape", "Neg"}),
     ]
 
 
@@ -272,6 +294,8 @@ def run_matmul_bias(nr, tmp):
                     errors.append(f"a MatMul, Gemm, Add, Relu or tanh Gelu left beside the MatMulBias ({ops})")
                 if not remain <= set(ops):
                     errors.append(f"no {sorted(remain - set(ops))} node left ({ops})")
+                if "Reshape" in ops and "Reshape" not in remain:
+                    errors.append(f"a Reshape left beside the MatMulBias ({ops})")
             elif got:
                 errors.append(f"graph.fuse_matmul_bias=0 still fused ({ops})")
         # the CPU adds the bias to the finished product, as the Add did: the same bits (a Gemm added its C first)
