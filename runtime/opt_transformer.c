@@ -83,13 +83,15 @@ static int with_const(const opt_state *o, int n, int side, float *c) {
 }
 
 /* Ask node ref's backend whether it runs op (of domain `domain`) with these params, inputs and output. */
-static int backend_takes_in(const opt_state *o, const netrun_backend_config *cfg, int ref, const char *domain,
-                            const char *op, int opset, const void *params, size_t params_size, const int *ins,
-                            int n_in, int out) {
+/* Whether ref's backend takes the node described (last_in: the last input's desc instead of its value's, or
+ * NULL). */
+static int backend_takes_descs(const opt_state *o, const netrun_backend_config *cfg, int ref, const char *domain,
+                               const char *op, int opset, const void *params, size_t params_size, const int *ins,
+                               int n_in, int out, const netrun_value_desc *last_in) {
     enum { MAXIN = 6 };
     netrun_value_desc id[MAXIN];
     if (n_in > MAXIN) return 0;
-    for (int i = 0; i < n_in; i++) id[i] = *dsc(o, ins[i]);
+    for (int i = 0; i < n_in; i++) id[i] = last_in && i == n_in - 1 ? *last_in : *dsc(o, ins[i]);
     netrun_value_desc od = *dsc(o, out);
     const nr_snode *sn = &o->s->snodes[o->snode_of[ref]];
     netrun_node_desc d = {.struct_size = sizeof d, .name = o->g->nodes[ref].name, .op_type = op, .domain = domain,
@@ -97,6 +99,12 @@ static int backend_takes_in(const opt_state *o, const netrun_backend_config *cfg
                           .inputs = id, .n_outputs = 1, .outputs = &od};
     char why[256] = "";
     return o->s->slots[sn->slot].api->supports(cfg, &d, why, sizeof why);
+}
+
+static int backend_takes_in(const opt_state *o, const netrun_backend_config *cfg, int ref, const char *domain,
+                            const char *op, int opset, const void *params, size_t params_size, const int *ins,
+                            int n_in, int out) {
+    return backend_takes_descs(o, cfg, ref, domain, op, opset, params, params_size, ins, n_in, out, NULL);
 }
 
 static int backend_takes(const opt_state *o, const netrun_backend_config *cfg, int ref, const char *op, int opset,
@@ -339,18 +347,23 @@ static int plan_attention(opt_state *o, const netrun_backend_config *cfg, int n)
     pattern core = {.n = 0};
     pat_add(&core, sm);
     int cur = in(o, sm, 0), cur_user = sm;
-    int mask = -1, causal = 0, cond = -1;
-    /* [+ mask]: an additive float mask broadcast (right-aligned) to the scores' shape */
-    int ad = single(o, cur, "Add", cur_user, n);
-    if (ad >= 0) {
-        for (int side = 0; side < 2; side++) {
-            int sv = in(o, ad, side), mv = in(o, ad, 1 - side);
+    int mask = -1, mask2 = -1, causal = 0, cond = -1;
+    /* [+ mask [+ mask]]: additive float masks broadcast (right-aligned) to the scores' shape; two of them (T5's
+     * relative position bias, then its padding mask) are added to each other into the fused node's mask */
+    for (int level = 0; level < 2; level++) {
+        int ad = single(o, cur, "Add", cur_user, n), mv = -1;
+        if (ad < 0) break;
+        for (int side = 0; side < 2 && mv < 0; side++) {
+            int sv = in(o, ad, side), m = in(o, ad, 1 - side);
             int sp2 = opt_producer(o, sv);
+            /* the scores: a scale, a causal Where, the product itself or (outer Add) the inner mask's Add */
             if (sp2 < 0 || !(is_op(&g->nodes[sp2], "Where") || is_op(&g->nodes[sp2], "Div") ||
-                             is_op(&g->nodes[sp2], "Mul") || is_op(&g->nodes[sp2], "MatMul")))
+                             is_op(&g->nodes[sp2], "Mul") || is_op(&g->nodes[sp2], "MatMul") ||
+                             (level == 0 && single(o, sv, "Add", ad, n) >= 0)))
                 continue;
-            const netrun_value_desc *md = dsc(o, mv), *sd = dsc(o, sv);
-            if (md->dtype != NETRUN_DTYPE_FLOAT || md->rank < 1 || md->rank > 4 || !same_dims(sd, dsc(o, out0(o, ad))))
+            const netrun_value_desc *md = dsc(o, m), *sd = dsc(o, sv);
+            if (md->dtype != NETRUN_DTYPE_FLOAT || md->rank < 1 || md->rank > 4 || !same_dims(sd, dsc(o, out0(o, ad))) ||
+                sd->rank != 4)
                 continue;
             int ok = 1;
             for (int i = 0; i < md->rank; i++) {
@@ -358,12 +371,13 @@ static int plan_attention(opt_state *o, const netrun_backend_config *cfg, int n)
                 ok = ok && (md->dims[i] == 1 || md->dims[i] == want);
             }
             if (!ok) continue;
-            mask = mv;
+            mv = m;
             pat_add(&core, ad);
             cur = sv, cur_user = ad;
-            break;
         }
-        if (mask < 0) return 0;
+        if (mv < 0) return 0;
+        if (level == 0) mask = mv;
+        else mask2 = mask, mask = mv; /* the inner Add's mask first, as the model adds them */
     }
     /* [Where(causal, s, very negative)]: a constant lower-triangular bool condition over [L, L] */
     int wh = single(o, cur, "Where", cur_user, n);
@@ -467,6 +481,19 @@ static int plan_attention(opt_state *o, const netrun_backend_config *cfg, int n)
     else pat_add(p, n);
     int ins[4] = {three_d ? q3 : qv, three_d ? k3 : kq, three_d ? v3 : vv, mask};
     int out = three_d ? out0(o, orr) : out0(o, n), last = n;
+    netrun_value_desc both; /* two masks: the dims of their sum, what the fused node reads */
+    int64_t mdims[4] = {1, 1, 1, 1};
+    if (mask2 >= 0) {
+        const netrun_value_desc *m1 = dsc(o, mask), *m2 = dsc(o, mask2);
+        for (int i = 0; i < 4; i++) {
+            int64_t a = i >= 4 - m1->rank ? m1->dims[i - 4 + m1->rank] : 1;
+            int64_t b = i >= 4 - m2->rank ? m2->dims[i - 4 + m2->rank] : 1;
+            mdims[i] = a > b ? a : b;
+        }
+        both = *m1;
+        both.rank = 4;
+        memcpy(both.dims, mdims, sizeof mdims);
+    }
     if (causal && !causal_for_any_length(o, cond, three_d ? q3 : -1, three_d ? k3 : -1)) return 0;
     netrun_attention_params ap;
     memset(&ap, 0, sizeof ap);
@@ -476,7 +503,9 @@ static int plan_attention(opt_state *o, const netrun_backend_config *cfg, int n)
     ap.scale = scale;
     ap.mask_kind = mask >= 0 ? 2 : 0;
     ap.batch = B, ap.q_len = Lq, ap.kv_len = Lk, ap.total_len = Lk, ap.head_size = E, ap.v_head_size = Ev;
-    if (!backend_takes(o, cfg, last, "Attention", 23, &ap, sizeof ap, ins, mask >= 0 ? 4 : 3, out)) return 0;
+    if (!backend_takes_descs(o, cfg, last, "", "Attention", 23, &ap, sizeof ap, ins, mask >= 0 ? 4 : 3, out,
+                             mask2 >= 0 ? &both : NULL))
+        return 0;
     /* the replaced node must be the last in execution order: put it at the end of the list */
     for (int i = 0; i < p->n; i++)
         if (p->nodes[i] == last) {
@@ -485,8 +514,12 @@ static int plan_attention(opt_state *o, const netrun_backend_config *cfg, int n)
         }
     opt_repl r = {.kind = OPT_REPL_ATTENTION, .n_in = mask >= 0 ? 4 : 3, .in = {ins[0], ins[1], ins[2], ins[3]},
                   .out = out, .first = qk, .scale = scale, .is_causal = causal, .heads = three_d ? (int)H : 0,
-                  .extra_out = keep_ct ? out0(o, ot) : -1, .extra_dims = {0, 0, H, Ev}};
-    return add_repl(o, p, &r) ? 1 : -1;
+                  .extra_out = keep_ct ? out0(o, ot) : -1, .extra_dims = {0, 0, H, Ev}, .two_masks = mask2 >= 0,
+                  .mask2 = mask2};
+    memcpy(r.mask_dims, mdims, sizeof mdims);
+    if (!add_repl(o, p, &r)) return -1;
+    if (mask2 >= 0) o->user[mask2] = last;
+    return 1;
 }
 
 /* ---- MatMulBias: MatMul(A[..., M, K], B[K, N]) + bias[N] [-> Relu | tanh Gelu], as exporters write Linear, and
@@ -506,6 +539,7 @@ static int kept_uses(const opt_state *o, int v, int *user) {
         int ni = r ? r->n_in : nd->n_inputs;
         for (int i = 0; i < ni; i++)
             if ((r ? r->in[i] : val(o, nd->inputs[i])) == v) c++, *user = k;
+        if (r && r->two_masks && r->mask2 == v) c++, *user = k;
     }
     return c;
 }
@@ -703,11 +737,31 @@ netrun_status opt_emit_repl(const opt_state *o, nr_graph *ng, int n, int *from) 
     int first = ng->n_nodes == 0;
     char name[1100];
     snprintf(name, sizeof name, "%s..%s", g->nodes[r->first].name, g->nodes[n].name);
+    int mask = r->n_in > 3 ? r->in[3] : -1;
+    if (r->kind == OPT_REPL_ATTENTION && r->two_masks) { /* mask = in[3] + mask2, made once for all the layers */
+        char mname[1200];
+        snprintf(mname, sizeof mname, "%s+%s", g->values[r->in[3]].name, g->values[r->mask2].name);
+        mask = nr_graph_find_value(ng, mname);
+        if (mask < 0) {
+            if ((mask = nr_graph_value(ng, mname)) < 0)
+                return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying node '%s'", g->nodes[n].name);
+            ng->values[mask].dtype = NETRUN_DTYPE_FLOAT;
+            ng->values[mask].rank = 4;
+            memcpy(ng->values[mask].dims, r->mask_dims, sizeof r->mask_dims);
+            nr_node *add = nr_graph_add_node(ng, mname, "Add", "", 2, 1, first);
+            if (!add) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying node '%s'", g->nodes[n].name);
+            from[ng->n_nodes - 1] = -1; /* made here: stands for no original node */
+            add->inputs[0] = r->in[3];
+            add->inputs[1] = r->mask2;
+            add->outputs[0] = mask;
+            first = 0; /* the copy's first node has a slot for the passes' mark attribute (optimize.c) */
+        }
+    }
     nr_node *nn = nr_graph_add_node(ng, name, ops[r->kind], mmb ? "com.netrun" : "", r->n_in, 1, n_attrs + first);
     if (!nn) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying node '%s'", g->nodes[n].name);
     from[ng->n_nodes - 1] = n;
     nn->opset = opsets[r->kind];
-    for (int i = 0; i < r->n_in; i++) nn->inputs[i] = r->in[i];
+    for (int i = 0; i < r->n_in; i++) nn->inputs[i] = i == 3 ? mask : r->in[i];
     nn->outputs[0] = r->out;
     if (r->extra_out >= 0) { /* the transposed [B, L, H, Ev] value other nodes read: Reshape of the output */
         int64_t four = 4;

@@ -47,6 +47,9 @@ typedef struct opt_repl {
     int act;           /* MatMulBias: the activation folded in (netrun_activation: NONE, RELU or GELU_TANH) */
     int extra_out;     /* Attention 3-D: the [B, L, H, Ev] value still read elsewhere, made by a Reshape (-1: none) */
     int64_t extra_dims[4];
+    int two_masks, mask2; /* Attention: scores + in[3] + mask2 (T5's position bias and padding mask): an Add of
+                           * the two, of dims mask_dims, is the fused node's mask */
+    int64_t mask_dims[4];
 } opt_repl;
 
 typedef struct opt_state {

@@ -32,9 +32,12 @@ from netrun_ctypes import Netrun  # noqa: E402
 RNG = np.random.default_rng(11)
 
 
-def attention_4d(scale_from_input=False, softmax_axis=-1, mask="add", prescaled=False, causal=None, casts=None):
+def attention_4d(scale_from_input=False, softmax_axis=-1, mask="add", prescaled=False, causal=None, casts=None,
+                 unscaled=False):
     """Q, K, V [1, 2, 8, 4] inputs; K^T = Transpose(K, 0 1 3 2). causal: a bool [8, 8] constant for Where.
-    casts: the element type of the Casts around Softmax (transformers' `softmax(x, dtype=torch.float32)`)."""
+    casts: the element type of the Casts around Softmax (transformers' `softmax(x, dtype=torch.float32)`).
+    mask "add": + mask [1, 1, 1, 8]; "bias+add": + bias [1, 2, 8, 8] (a per-head position bias, T5's) then + mask;
+    "bias+add+add": one more Add of the mask (three: not fused). unscaled: no Div (T5 scales nothing)."""
     nodes, inits = [], []
     ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 2, 8, 4]) for n in ("q", "k", "v")]
 
@@ -56,13 +59,18 @@ def attention_4d(scale_from_input=False, softmax_axis=-1, mask="add", prescaled=
         if scale_from_input:
             ins.append(helper.make_tensor_value_info("scale", TensorProto.FLOAT, [1]))
             s = n("Div", [s, "scale"], "scaled")
-        else:
+        elif not unscaled:
             s = n("Div", [s, c("two", np.float32(2.0))], "scaled")
     if causal is not None:
         s = n("Where", [c("causal", causal), s, c("neg", np.float32(np.finfo(np.float32).min))], "causal_w")
-    if mask == "add":
+    if mask and mask.startswith("bias+"):
+        ins.append(helper.make_tensor_value_info("bias", TensorProto.FLOAT, [1, 2, 8, 8]))
+        s = n("Add", [s, "bias"], "biased")
+    if mask and mask.endswith("add"):
         ins.append(helper.make_tensor_value_info("mask", TensorProto.FLOAT, [1, 1, 1, 8]))
         s = n("Add", [s, "mask"], "masked")
+    if mask and mask.endswith("add+add"):
+        s = n("Add", ["mask", s], "masked_again")
     if casts is not None:
         s = n("Cast", [s], "to_sm", to=casts)
     p = n("Softmax", [s], "sm", axis=softmax_axis)
@@ -133,6 +141,9 @@ def cases():
         ("attn_4d_prescaled", attention_4d(prescaled=True), (1, 0, 0)),
         ("attn_4d_causal", attention_4d(mask=None, causal=tril), (1, 0, 0)),
         ("attn_4d_softmax_casts", attention_4d(casts=TensorProto.FLOAT), (1, 0, 0)),
+        ("attn_4d_bias_and_mask", attention_4d(mask="bias+add"), (1, 0, 0)),
+        ("attn_4d_unscaled_bias_and_mask", attention_4d(mask="bias+add", unscaled=True), (1, 0, 0)),
+        ("no_attn_three_masks", attention_4d(mask="bias+add+add"), (0, 0, 0)),
         ("no_attn_softmax_in_double", attention_4d(casts=TensorProto.DOUBLE), (0, 0, 0)),
         ("no_attn_scale_input", attention_4d(scale_from_input=True), (0, 0, 0)),
         ("no_attn_softmax_axis2", attention_4d(softmax_axis=2), (0, 0, 0)),
