@@ -213,6 +213,9 @@ netrun_status opt_plan_half(opt_state *o, const netrun_backend_config *cfg, nr_g
     int n_before = ng->n_nodes; /* not the Casts added below */
     for (int k = 0; k < n_before && rc == NETRUN_OK; k++) {
         int in_group = k < n_copied && cand[k];
+        /* Shape and Size read dims alone, the same in float16: a Cast for them would run every time for nothing
+         * (exporters read the shape of most activations to build Reshape targets) */
+        if (!in_group && (is_op(&ng->nodes[k], "Shape") || is_op(&ng->nodes[k], "Size"))) continue;
         for (int j = 0; j < ng->nodes[k].n_inputs; j++) {
             int v = ng->nodes[k].inputs[j], id = v;
             if (v < 0 || v >= st.nv0) continue;

@@ -154,6 +154,25 @@ def main():
         else:
             check(not casts, f"fp32: no Cast ({casts})")
         check(err < (1e-2 if prec == "fp16" else 1e-5), f"{prec}: output matches the CPU's unfused float32 ({err:.1e})")
+    # a region value read by a Shape too (exporters read the shape of most activations for Reshape targets): the
+    # Shape reads the float16 value (same dims), no Cast to float32 for it
+    shp = os.path.join(tmp, "shape_reader.onnx")
+    nodes = [helper.make_node("MatMul", ["x", "W1"], ["a"], name="mm"),
+             helper.make_node("Relu", ["a"], ["r"], name="relu"),
+             helper.make_node("Shape", ["a"], ["sh"], name="shape"),
+             helper.make_node("Sigmoid", ["r"], ["sg"], name="sig"),
+             helper.make_node("Reshape", ["sg", "sh"], ["y"], name="reshape")]
+    g = helper.make_graph(nodes, "shape_reader", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, 32])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [16, 32])],
+                          [numpy_helper.from_array(w1, "W1")])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), shp)
+    with nr.session(shp, "cpu", 1) as s:
+        sref = s.run({"x": x})[0].copy()
+    (out,), _, nodes = run({}, "fp16", shp)
+    casts = sorted(n[0] for n in nodes if n[1] == "Cast")
+    err = float(np.abs(out.astype(np.float64) - sref).max())
+    check(casts == ["r.fp32.to_fp32", "x.fp16.to_fp16"] and err < 1e-2,
+          f"a Shape reading a float16 value needs no Cast ({casts}; max err {err:.1e})")
     if failures:
         print(f"{len(failures)} check(s) failed")
         return 1
