@@ -173,6 +173,28 @@ def main():
     err = float(np.abs(out.astype(np.float64) - sref).max())
     check(casts == ["r.fp32.to_fp32", "x.fp16.to_fp16"] and err < 1e-2,
           f"a Shape reading a float16 value needs no Cast ({casts}; max err {err:.1e})")
+    # a weight of 4.2 M values converts in parts on several threads: every part lands where it belongs (outputs
+    # within float16 rounding), and the -1e30 row in the last part saturates there too (finite output)
+    big = os.path.join(tmp, "big_weight.onnx")
+    k = 2049  # odd: the parts' boundaries fall inside rows
+    wb = (RNG.standard_normal((k, 2048)) * 0.05).astype(np.float32)
+    wb[-1, :] = -1e30  # read only by xb's last column, which is 0
+    nodes = [helper.make_node("MatMul", ["x", "WB"], ["a"], name="mm"),
+             helper.make_node("Sigmoid", ["a"], ["y"], name="sig")]
+    g = helper.make_graph(nodes, "big", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, k])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 2048])],
+                          [numpy_helper.from_array(wb, "WB")])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), big)
+    xb = RNG.standard_normal((4, k)).astype(np.float32)
+    xb[:, -1] = 0.0
+    with nr.session(big, "cpu", 1) as s:
+        bref = s.run({"x": xb})[0].copy()
+    with PSession(nr, big, "fakedev,cpu", {}, "fp16") as s:
+        bout = s.run({"x": xb})[0].copy()
+        on_dev = [n[1] for n in s.nodes() if n[2] == "fakedev"]
+    err = float(np.abs(bout.astype(np.float64) - bref).max())
+    check("MatMul" in on_dev and np.isfinite(bout).all() and err < 1e-2,
+          f"a 4.2 M-value weight converted in parts: finite, within float16 rounding of the CPU ({err:.1e}; {on_dev})")
     if failures:
         print(f"{len(failures)} check(s) failed")
         return 1
