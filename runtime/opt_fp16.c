@@ -49,8 +49,34 @@ static int regionable_desc(const netrun_value_desc *d) {
            d->dims[3] > 0;
 }
 
+/* Node k is a Transpose with the 4-D perm given. */
+static int transpose_perm(const opt_state *o, int k, int a, int b, int c, int d) {
+    if (k < 0 || o->removed[k] || !is_op(&o->g->nodes[k], "Transpose")) return 0;
+    const nr_attr *p = opt_find_attr(&o->g->nodes[k], "perm");
+    return p && p->type == NR_ATTR_INTS && p->n == 4 && p->ints[0] == a && p->ints[1] == b && p->ints[2] == c &&
+           p->ints[3] == d;
+}
+
+/* A Conv between channels-last layers (ConvNeXt's: its output read only by Transpose(0 2 3 1), or its input
+ * written by Transpose(0 3 1 2)): NHWC there would be undone by the Transposes' copies and cost a conversion on
+ * each side; it is left to the plain float16 region, which takes Conv, Transposes and the MLP between them. */
+static int between_channels_last(const opt_state *o, int n, int out) {
+    if (transpose_perm(o, opt_producer(o, val(o, o->g->nodes[n].inputs[0])), 0, 3, 1, 2)) return 1;
+    int readers = 0;
+    for (int k = 0; k < o->g->n_nodes; k++) {
+        if (o->removed[k]) continue;
+        const nr_node *u = &o->g->nodes[k];
+        for (int j = 0; j < u->n_inputs; j++)
+            if (val(o, u->inputs[j]) == out) {
+                if (!transpose_perm(o, k, 0, 2, 3, 1)) return 0;
+                readers++;
+            }
+    }
+    return readers > 0 && !o->pinned[out];
+}
+
 /* Conv node n (fusions planned) may run float16 NHWC on its backend: 2-D, constant float32 weights (and bias), its
- * backend's supports() agrees with float16 descs and src_nhwc = dst_nhwc = 1. */
+ * backend's supports() agrees with float16 descs and src_nhwc = dst_nhwc = 1, not between channels-last layers. */
 int opt_plan_h_conv(opt_state *o, const netrun_backend_config *cfg, int n) {
     const nr_node *nd = &o->g->nodes[n];
     if (!is_op(nd, "Conv") || !nd->layer || !opt_region_on(o, cfg, n, NETRUN_REGION_FP16_NHWC) ||
@@ -65,6 +91,7 @@ int opt_plan_h_conv(opt_state *o, const netrun_backend_config *cfg, int n) {
         return 0;
     if (nd->n_inputs > 2 && nd->inputs[2] >= 0 && !const_data_f32(o, val(o, nd->inputs[2]), &cnt)) return 0;
     if (p->add >= 0 && (p->z < 0 || !regionable_desc(&o->s->values[p->z].desc))) return 0;
+    if (between_channels_last(o, n, out)) return 0;
     conv_plan q = *p;
     q.out = out;
     o->nhwc_query = 1;

@@ -922,7 +922,7 @@ static const char *const fp16_region_ops[] = {"Relu", "Sigmoid", "Tanh", "Swish"
 static const char *const fp16_plain_ops[] = {"MatMul", "Gemm", "Attention", "Add", "Sub", "Mul", "Div",
                                              "LayerNormalization", "Gelu", "Softmax", "Reshape", "Transpose",
                                              "Squeeze", "Unsqueeze", "Flatten", "Relu", "Tanh", "Erf", "Sigmoid",
-                                             "Concat", "Slice", "Split", "Gather", "Where", "Expand", "Neg", NULL};
+                                             "Concat", "Slice", "Split", "Gather", "Where", "Expand", "Neg", "Conv", NULL};
 static int fp16_plain_keeps(const netrun_backend_config *config, const netrun_node_desc *node) {
     if (!node->params && (!strcmp(node->op_type, "Attention") || !strcmp(node->op_type, "LayerNormalization") ||
                           !strcmp(node->op_type, "Gelu")))

@@ -105,6 +105,26 @@ def norm_gelu(eps_from_input=False, gelu_half=0.5):
     return b.model("ng", ins, [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)])
 
 
+def convnext_block(c=16, hw=7):
+    """ConvNeXt's block as torchvision exports it: depthwise Conv 7x7 -> Transpose(0 2 3 1) -> LayerNormalization
+    (decomposed here) -> Linear -> erf Gelu -> Linear -> Transpose(0 3 1 2) -> Mul(layer scale [C, 1, 1]) ->
+    Add(x). Under fp16 on a GPU its Conv stays out of the NHWC region (channels-last neighbours) and the whole
+    block is one plain float16 region."""
+    b = transformer_bench.Builder(9)
+    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])]
+    w = b.init("dw_w", (b.rng.standard_normal((c, 1, 7, 7)) * 0.2).astype(np.float32))
+    h = b.op("Conv", ["x", w, b.init("dw_b", b.w(c))], group=c, kernel_shape=[7, 7], pads=[3, 3, 3, 3])
+    h = b.op("Transpose", [h], perm=[0, 2, 3, 1])
+    h = b.layernorm(h, "/ln", c, 1e-6)
+    h = b.linear(h, "/fc1", c, 4 * c)
+    h = b.gelu_erf(h, "/act")
+    h = b.linear(h, "/fc2", 4 * c, c)
+    h = b.op("Transpose", [h], perm=[0, 3, 1, 2])
+    h = b.op("Mul", [b.init("gamma", b.rng.uniform(0.5, 1.5, (c, 1, 1)).astype(np.float32)), h])
+    h = b.op("Add", [h, "x"])
+    return b.model("convnext_block", ins, [helper.make_tensor_value_info(h, TensorProto.FLOAT, None)])
+
+
 def feeds_for(model):
     f = {}
     for i in model.graph.input:
@@ -149,6 +169,7 @@ def cases():
         ("no_attn_softmax_axis2", attention_4d(softmax_axis=2), (0, 0, 0)),
         ("no_attn_not_causal", attention_4d(mask=None, causal=np.triu(np.ones((8, 8), bool))), (0, 0, 0)),
         ("norm_gelu", norm_gelu(), (0, 1, 1)),
+        ("convnext_block", convnext_block(), (0, 1, 1)),
         ("no_norm_eps_input", norm_gelu(eps_from_input=True), (0, 0, 1)),
         ("no_gelu_constant_off", norm_gelu(gelu_half=0.49), (0, 1, 0)),
     ]:
