@@ -98,6 +98,37 @@ __global__ void cast_f16_f32_k(const uint16_t *x, float *y, int64_t n) {
     GRID_LOOP(i, n) y[i] = nr_half_to_float(x[i]);
 }
 
+/* The same pairs 8 values a thread with 16-byte loads and stores (aligned buffers, the count's multiple of 8; the
+ * scalar kernels above take the tail): a transformer's float32 logits at batch 32 (823 MB from 411 MB) took
+ * 0.8 ms one value a thread on an H200. The hardware conversions round as nr_float_to_half does (to nearest
+ * even) and widen exactly. */
+__global__ void cast_f16_f32_vec_k(const uint4 *x, float4 *y, int64_t n8) {
+    GRID_LOOP(i, n8) {
+        uint4 v = x[i];
+        const __half2 *h = reinterpret_cast<const __half2 *>(&v);
+        float2 a = __half22float2(h[0]), b = __half22float2(h[1]), c = __half22float2(h[2]), d = __half22float2(h[3]);
+        y[2 * i] = make_float4(a.x, a.y, b.x, b.y);
+        y[2 * i + 1] = make_float4(c.x, c.y, d.x, d.y);
+    }
+}
+template <bool FINITE> __device__ __forceinline__ float to_range(float v) {
+    return FINITE && isfinite(v) ? fminf(fmaxf(v, -65504.0f), 65504.0f) : v;
+}
+template <bool FINITE> __global__ void cast_f32_f16_vec_k(const float4 *x, uint4 *y, int64_t n8) {
+    GRID_LOOP(i, n8) {
+        float4 a = x[2 * i], b = x[2 * i + 1];
+        uint4 v;
+        __half2 *h = reinterpret_cast<__half2 *>(&v);
+        h[0] = __floats2half2_rn(to_range<FINITE>(a.x), to_range<FINITE>(a.y));
+        h[1] = __floats2half2_rn(to_range<FINITE>(a.z), to_range<FINITE>(a.w));
+        h[2] = __floats2half2_rn(to_range<FINITE>(b.x), to_range<FINITE>(b.y));
+        h[3] = __floats2half2_rn(to_range<FINITE>(b.z), to_range<FINITE>(b.w));
+        y[i] = v;
+    }
+}
+
+static int aligned16(const void *x, const void *y) { return !(((uintptr_t)x | (uintptr_t)y) & 15); }
+
 static int cast_supports(const netrun_node_desc *node, char *reason, size_t size) {
     if (node->n_inputs < 1 || node->n_outputs < 1)
         return cuda_refuse(reason, size, "%s needs an input and an output", node->op_type);
@@ -129,15 +160,31 @@ static netrun_status cast_run(cuda_context *ctx, void *state, const netrun_kerne
     /* Cast and CastLike params are netrun_cast_params; saturate defaults to 1, round_mode to "up" */
     const netrun_cast_params *p = (const netrun_cast_params *)args->params;
     int sat = p ? p->saturate != 0 : 1, rm = p ? p->round_mode : NETRUN_CAST_ROUND_UP;
+    const char *xd = (const char *)X->data;
+    char *yd = (char *)Y->data;
+    int f32_f16 = X->dtype == NETRUN_DTYPE_FLOAT && Y->dtype == NETRUN_DTYPE_FLOAT16;
+    int f16_f32 = X->dtype == NETRUN_DTYPE_FLOAT16 && Y->dtype == NETRUN_DTYPE_FLOAT;
+    int finite = f32_f16 && p && p->saturate == 2;
+    if ((f32_f16 || f16_f32) && n >= 8 && aligned16(xd, yd)) { /* 8 a thread; the scalar kernels below take the tail */
+        int64_t n8 = n / 8;
+        unsigned vb = cuda_blocks(n8);
+        if (f16_f32) cast_f16_f32_vec_k<<<vb, CUDA_THREADS, 0, ctx->stream>>>((const uint4 *)xd, (float4 *)yd, n8);
+        else if (finite) cast_f32_f16_vec_k<true><<<vb, CUDA_THREADS, 0, ctx->stream>>>((const float4 *)xd, (uint4 *)yd, n8);
+        else cast_f32_f16_vec_k<false><<<vb, CUDA_THREADS, 0, ctx->stream>>>((const float4 *)xd, (uint4 *)yd, n8);
+        xd += n8 * 8 * ex;
+        yd += n8 * 8 * ey;
+        n -= n8 * 8;
+        if (!n) return cuda_check_launch("Cast");
+    }
     unsigned blocks = cuda_blocks(n);
-    if (X->dtype == NETRUN_DTYPE_FLOAT && Y->dtype == NETRUN_DTYPE_FLOAT16 && p && p->saturate == 2)
-        cast_f32_f16_finite_k<<<blocks, CUDA_THREADS, 0, ctx->stream>>>((const float *)X->data, (uint16_t *)Y->data, n);
-    else if (X->dtype == NETRUN_DTYPE_FLOAT && Y->dtype == NETRUN_DTYPE_FLOAT16)
-        cast_f32_f16_k<<<blocks, CUDA_THREADS, 0, ctx->stream>>>((const float *)X->data, (uint16_t *)Y->data, n);
-    else if (X->dtype == NETRUN_DTYPE_FLOAT16 && Y->dtype == NETRUN_DTYPE_FLOAT)
-        cast_f16_f32_k<<<blocks, CUDA_THREADS, 0, ctx->stream>>>((const uint16_t *)X->data, (float *)Y->data, n);
+    if (finite)
+        cast_f32_f16_finite_k<<<blocks, CUDA_THREADS, 0, ctx->stream>>>((const float *)xd, (uint16_t *)yd, n);
+    else if (f32_f16)
+        cast_f32_f16_k<<<blocks, CUDA_THREADS, 0, ctx->stream>>>((const float *)xd, (uint16_t *)yd, n);
+    else if (f16_f32)
+        cast_f16_f32_k<<<blocks, CUDA_THREADS, 0, ctx->stream>>>((const uint16_t *)xd, (float *)yd, n);
     else
-        cast_any_k<<<blocks, CUDA_THREADS, 0, ctx->stream>>>(X->data, (int)X->dtype, Y->data, (int)Y->dtype, n, sat, rm);
+        cast_any_k<<<blocks, CUDA_THREADS, 0, ctx->stream>>>(xd, (int)X->dtype, yd, (int)Y->dtype, n, sat, rm);
     return cuda_check_launch("Cast");
 }
 

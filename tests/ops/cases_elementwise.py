@@ -254,6 +254,11 @@ add("Cast_nan_inf_to_f16_bool", "Cast", [np.array([np.nan, np.inf, -np.inf, 1e6,
 add("Cast_nan_to_bool", "Cast", [np.array([np.nan, 0, -0.0, 0.1], F32)], attrs={"to": TensorProto.BOOL}, opset=13)
 add("Cast_nan_to_int32", "Cast", [np.array([np.nan, np.inf, -3e9, 2.9], F32)], attrs={"to": TensorProto.INT32}, opset=13)
 add("Cast_large", "Cast", [rand(50000, low=-100, high=100, seed=84)], attrs={"to": TensorProto.INT64}, opset=13)
+# float32 <-> float16 eight values a thread on CUDA, with a tail of 5 (values past float16's range become inf)
+_big = rand(8 * 1001 + 5, low=-70000, high=70000, seed=85)
+add("Cast_f32_f16_vector_tail", "Cast", [_big], attrs={"to": TensorProto.FLOAT16}, opset=13, rtol=1e-3, atol=1e-3)
+add("Cast_f16_f32_vector_tail", "Cast", [rand(8 * 1001 + 5, low=-60000, high=60000, seed=86).astype(np.float16)],
+    attrs={"to": TensorProto.FLOAT}, opset=13, rtol=0, atol=0)
 add("Cast_f16_round", "Cast", [np.array([1.0 + 2**-11, 1.0 + 3 * 2**-11, 65519.0, 65520.0, 6e-8, 3e-8], F32)],
     attrs={"to": TensorProto.FLOAT16}, opset=13)
 add("CastLike_f32_to_i64", "CastLike", [cast_src["f32"], np.array([0], np.int64)], opset=15)
