@@ -8,7 +8,10 @@ one MatMulBias node (ranks
 2-4, the bias on either side or from an input, odd N/K), the same bits as unfused and onnxruntime's outputs with
 graph.fuse_matmul_bias on and off; a tanh Gelu after them joins them (the decomposed form once made one Gelu: the
 Gelu count drops), an erf Gelu stays a node; an addend of the output's shape, a batched B or a product that is also
-a graph output are left alone.
+a graph output are left alone. RMSNorm as torch exports T5 / LLaMA (Div(1, Sqrt), Reciprocal(Sqrt), Pow(-0.5);
+Mul(x, x) for the square; a weight that is an Identity of another norm's) runs as one RMSNormalization node with
+onnxruntime's outputs; eps from an input, another exponent or numerator, the mean over another axis, no weight Mul
+or the reciprocal also a graph output are left alone.
 
     python3 tests/passes/test_transformer.py --lib build/lib/libnetrun.so
 """
@@ -338,6 +341,98 @@ def run_matmul_bias(nr, tmp):
     return passed, failed
 
 
+def rmsnorm(form="t5", rsqrt="div", eps_from_input=False, exponent=2.0, axis=-1, weight=True, rank=3,
+            weight_first=True, r_output=False, numerator=1.0, opset=17):
+    """RMSNorm as torch exports T5LayerNorm / LLaMA's RMSNorm: Cast(x, float), Pow(., 2), ReduceMean(last,
+    keepdims), Add(eps), then 1 / Sqrt as Div(1, Sqrt) ("div"), Reciprocal(Sqrt) ("recip") or Pow(., -0.5) ("pow"),
+    Mul(x, r), Mul(weight, .). Two norms in a row with a Relu between; the second's weight is an Identity of the
+    first's initializer (torch writes one initializer for equal weights). form "mul": Mul(x, x) for the square.
+    The rest make variants that must not fuse: eps from an input, another exponent or numerator, the mean over
+    another axis, no weight Mul, r also a graph output."""
+    b = transformer_bench.Builder(13)
+    shape = [2, 5, 16] if rank == 3 else [6, 16]
+    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)]
+    if eps_from_input:
+        ins.append(helper.make_tensor_value_info("eps", TensorProto.FLOAT, [1]))
+    w = b.init("norm.weight", b.rng.uniform(0.5, 1.5, 16).astype(np.float32))
+    outs = []
+
+    def norm(x, w):
+        x32 = b.op("Cast", [x], to=TensorProto.FLOAT)
+        sq = b.op("Mul", [x32, x32]) if form == "mul" else b.op("Pow", [x32, b.const(np.float32(exponent))])
+        if opset >= 18:
+            v = b.op("ReduceMean", [sq, b.init(f"axes{len(b.nodes)}", np.array([axis], np.int64))], keepdims=1)
+        else:
+            v = b.op("ReduceMean", [sq], axes=[axis], keepdims=1)
+        ve = b.op("Add", [v, "eps" if eps_from_input else b.const(np.float32(1e-6))])
+        if rsqrt == "pow":
+            r = b.op("Pow", [ve, b.const(np.float32(-0.5))])
+        elif rsqrt == "recip":
+            r = b.op("Reciprocal", [b.op("Sqrt", [ve])])
+        else:
+            r = b.op("Div", [b.const(np.float32(numerator)), b.op("Sqrt", [ve])])
+        if r_output:
+            outs.append(helper.make_tensor_value_info(r, TensorProto.FLOAT, None))
+        h = b.op("Mul", [x32, r] if weight_first else [r, x32])
+        if not weight:
+            return h
+        return b.op("Mul", [w, h] if weight_first else [h, w])
+
+    h = norm("x", w)
+    h = norm(b.op("Relu", [h]), b.op("Identity", [w]))
+    outs.insert(0, helper.make_tensor_value_info(h, TensorProto.FLOAT, None))
+    m = b.model("rmsnorm", ins, outs)
+    m.opset_import[0].version = opset
+    return m
+
+
+def rmsnorm_cases():
+    """(name, model, RMSNormalization nodes expected)"""
+    return [
+        ("rms_t5", rmsnorm(), 2),
+        ("rms_reciprocal", rmsnorm(rsqrt="recip", weight_first=False), 2),
+        ("rms_pow_half", rmsnorm(rsqrt="pow"), 2),
+        ("rms_mul_square_opset18", rmsnorm(form="mul", opset=18), 2),
+        ("rms_rank2", rmsnorm(rank=2, rsqrt="recip"), 2),
+        ("no_rms_eps_input", rmsnorm(eps_from_input=True), 0),
+        ("no_rms_exponent4", rmsnorm(exponent=4.0), 0),
+        ("no_rms_numerator2", rmsnorm(numerator=2.0), 0),
+        ("no_rms_mean_axis1", rmsnorm(axis=1), 0),
+        ("no_rms_without_weight", rmsnorm(weight=False), 0),
+        ("no_rms_r_is_output", rmsnorm(r_output=True), 0),
+    ]
+
+
+def run_rmsnorm(nr, tmp):
+    passed = failed = 0
+    gone = {"Pow", "ReduceMean", "Sqrt", "Reciprocal", "Div"}
+    for name, model, want in rmsnorm_cases():
+        path = os.path.join(tmp, name + ".onnx")
+        onnx.save(model, path)
+        feeds = feeds_for(model)
+        ref = ort_outputs(path, [feeds])[0]
+        errors, outs_by_opt = [], {}
+        for opt in ("1", "0"):
+            with nr.session(path, backends="cpu", threads=2, options={"graph.fuse_transformer": opt}) as s:
+                outs_by_opt[opt] = [o.copy() for o in s.run(feeds)]
+                ops = [n[1] for n in s.nodes()]
+            for r, o in zip(ref, outs_by_opt[opt]):
+                d = float(np.max(np.abs(r - o)))
+                if not d <= 1e-5 * max(1.0, float(np.max(np.abs(r)))):
+                    errors.append(f"fuse_transformer={opt}: max abs diff {d:.2e} against onnxruntime")
+            got = ops.count("RMSNormalization")
+            if opt == "1":
+                if got != want:
+                    errors.append(f"{got} RMSNormalization nodes, expected {want} ({ops})")
+                if want and gone & set(ops):
+                    errors.append(f"{sorted(gone & set(ops))} left beside the RMSNormalization ({ops})")
+            elif got:
+                errors.append(f"graph.fuse_transformer=0 still fused ({ops})")
+        p, f = report(name, errors, f"({want} RMSNormalization)")
+        passed, failed = passed + p, failed + f
+    return passed, failed
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
@@ -373,6 +468,8 @@ def main():
             p, f = report(name, errors, want)
             passed, failed = passed + p, failed + f
         p, f = run_matmul_bias(nr, tmp)
+        passed, failed = passed + p, failed + f
+        p, f = run_rmsnorm(nr, tmp)
         passed, failed = passed + p, failed + f
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
