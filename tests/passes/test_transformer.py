@@ -303,23 +303,31 @@ def matmul_bias_cases():
     ]
 
 
+def on_and_off(nr, tmp, name, model, option, tol):
+    """The model on the CPU with `option` 1 and 0: errors (outputs off onnxruntime's by more than tol relative),
+    and per setting the outputs and the op types of the nodes that ran."""
+    path = os.path.join(tmp, name + ".onnx")
+    onnx.save(model, path)
+    feeds = feeds_for(model)
+    ref = ort_outputs(path, [feeds])[0]
+    errors, runs = [], {}
+    for opt in ("1", "0"):
+        with nr.session(path, backends="cpu", threads=2, options={option: opt}) as s:
+            outs = [o.copy() for o in s.run(feeds)]
+            runs[opt] = (outs, [n[1] for n in s.nodes()])
+        for r, o in zip(ref, outs):
+            d = float(np.max(np.abs(r - o)))
+            if not d <= tol * max(1.0, float(np.max(np.abs(r)))):
+                errors.append(f"{option.split('.')[1]}={opt}: max abs diff {d:.2e} against onnxruntime")
+    return errors, runs
+
+
 def run_matmul_bias(nr, tmp):
     passed = failed = 0
     for name, model, want, remain in matmul_bias_cases():
-        path = os.path.join(tmp, name + ".onnx")
-        onnx.save(model, path)
-        feeds = feeds_for(model)
-        ref = ort_outputs(path, [feeds])[0]
-        errors, outs_by_opt = [], {}
-        for opt in ("1", "0"):
-            with nr.session(path, backends="cpu", threads=2, options={"graph.fuse_matmul_bias": opt}) as s:
-                outs = [o.copy() for o in s.run(feeds)]
-                outs_by_opt[opt] = outs
-                ops = [n[1] for n in s.nodes()]
-            for r, o in zip(ref, outs):
-                d = float(np.max(np.abs(r - o)))
-                if not d <= 1e-4 * max(1.0, float(np.max(np.abs(r)))):
-                    errors.append(f"fuse_matmul_bias={opt}: max abs diff {d:.2e} against onnxruntime")
+        errors, runs = on_and_off(nr, tmp, name, model, "graph.fuse_matmul_bias", 1e-4)
+        outs_by_opt = {opt: outs for opt, (outs, _) in runs.items()}
+        for opt, (_, ops) in runs.items():
             got = ops.count("MatMulBias")
             if opt == "1":
                 if got != want:
@@ -407,19 +415,8 @@ def run_rmsnorm(nr, tmp):
     passed = failed = 0
     gone = {"Pow", "ReduceMean", "Sqrt", "Reciprocal", "Div"}
     for name, model, want in rmsnorm_cases():
-        path = os.path.join(tmp, name + ".onnx")
-        onnx.save(model, path)
-        feeds = feeds_for(model)
-        ref = ort_outputs(path, [feeds])[0]
-        errors, outs_by_opt = [], {}
-        for opt in ("1", "0"):
-            with nr.session(path, backends="cpu", threads=2, options={"graph.fuse_transformer": opt}) as s:
-                outs_by_opt[opt] = [o.copy() for o in s.run(feeds)]
-                ops = [n[1] for n in s.nodes()]
-            for r, o in zip(ref, outs_by_opt[opt]):
-                d = float(np.max(np.abs(r - o)))
-                if not d <= 1e-5 * max(1.0, float(np.max(np.abs(r)))):
-                    errors.append(f"fuse_transformer={opt}: max abs diff {d:.2e} against onnxruntime")
+        errors, runs = on_and_off(nr, tmp, name, model, "graph.fuse_transformer", 1e-5)
+        for opt, (_, ops) in runs.items():
             got = ops.count("RMSNormalization")
             if opt == "1":
                 if got != want:
