@@ -350,13 +350,14 @@ def run_matmul_bias(nr, tmp):
 
 
 def rmsnorm(form="t5", rsqrt="div", eps_from_input=False, exponent=2.0, axis=-1, weight=True, rank=3,
-            weight_first=True, r_output=False, numerator=1.0, opset=17):
+            weight_first=True, r_output=False, numerator=1.0, opset=17, cast_back=False):
     """RMSNorm as torch exports T5LayerNorm / LLaMA's RMSNorm: Cast(x, float), Pow(., 2), ReduceMean(last,
     keepdims), Add(eps), then 1 / Sqrt as Div(1, Sqrt) ("div"), Reciprocal(Sqrt) ("recip") or Pow(., -0.5) ("pow"),
     Mul(x, r), Mul(weight, .). Two norms in a row with a Relu between; the second's weight is an Identity of the
     first's initializer (torch writes one initializer for equal weights). form "mul": Mul(x, x) for the square.
-    The rest make variants that must not fuse: eps from an input, another exponent or numerator, the mean over
-    another axis, no weight Mul, r also a graph output."""
+    cast_back: LLaMA's Cast back to the input's type (float here) before the weight Mul. The rest make variants
+    that must not fuse: eps from an input, another exponent or numerator, the mean over another axis, no weight
+    Mul, r also a graph output."""
     b = transformer_bench.Builder(13)
     shape = [2, 5, 16] if rank == 3 else [6, 16]
     ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)]
@@ -382,6 +383,8 @@ def rmsnorm(form="t5", rsqrt="div", eps_from_input=False, exponent=2.0, axis=-1,
         if r_output:
             outs.append(helper.make_tensor_value_info(r, TensorProto.FLOAT, None))
         h = b.op("Mul", [x32, r] if weight_first else [r, x32])
+        if cast_back:
+            h = b.op("Cast", [h], to=TensorProto.FLOAT)
         if not weight:
             return h
         return b.op("Mul", [w, h] if weight_first else [h, w])
@@ -402,6 +405,7 @@ def rmsnorm_cases():
         ("rms_pow_half", rmsnorm(rsqrt="pow"), 2),
         ("rms_mul_square_opset18", rmsnorm(form="mul", opset=18), 2),
         ("rms_rank2", rmsnorm(rank=2, rsqrt="recip"), 2),
+        ("rms_llama_cast_back", rmsnorm(rsqrt="recip", cast_back=True), 2),
         ("no_rms_eps_input", rmsnorm(eps_from_input=True), 0),
         ("no_rms_exponent4", rmsnorm(exponent=4.0), 0),
         ("no_rms_numerator2", rmsnorm(numerator=2.0), 0),
