@@ -1,6 +1,7 @@
 /* Graph passes, the transformer fusions (docs/design.md, "Graph passes"): the subgraphs exporters write for
- * attention, LayerNormalization and Gelu are rewritten to the one ONNX op they compute (Attention of opset 23,
- * LayerNormalization of opset 17, Gelu of opset 20), so that a backend with a kernel for it runs one node.
+ * attention, LayerNormalization, RMSNormalization and Gelu are rewritten to the one ONNX op they compute
+ * (Attention of opset 23, LayerNormalization of opset 17, RMSNormalization of opset 23, Gelu of opset 20), so
+ * that a backend with a kernel for it runs one node.
  *
  * A pattern is taken only when it computes exactly what the op computes (constants checked, axes and shapes
  * checked, intermediate values used by the pattern alone), all its nodes run on one backend, and that backend's
@@ -192,6 +193,81 @@ static int plan_layernorm(opt_state *o, const netrun_backend_config *cfg, int n)
         opt_repl r = {.kind = OPT_REPL_LAYERNORM, .extra_out = -1, .n_in = 3, .in = {x, gamma, beta}, .out = out0(o, n),
                       .first = rm1, .epsilon = eps, .axis = -1};
         return add_repl(o, &p, &r) ? 1 : -1;
+    }
+    return 0;
+}
+
+/* ---- RMSNormalization: Mul(weight, Mul(x, r)) with r = 1 / Sqrt(ReduceMean(Pow(x, 2)) + eps) written as
+ * Div(1, Sqrt(..)), Reciprocal(Sqrt(..)) or Pow(.., -0.5), over the last axis (T5LayerNorm, LLaMA / Mistral
+ * RMSNorm; their Casts to float are gone in float32 models). Without the weight Mul it is left alone. ---- */
+
+/* Value r = 1 / sqrt(v + eps) read by `user` alone: v, eps in *eps, r's nodes (producer first) in p; else -1. */
+static int rsqrt_of(const opt_state *o, int r, int user, int ref, float *eps, pattern *p) {
+    int dv = single(o, r, "Div", user, ref), rc = single(o, r, "Reciprocal", user, ref);
+    int pw = single(o, r, "Pow", user, ref), sd = -1, ae = -1;
+    float c = 0;
+    if (dv >= 0 && const_scalar(o, in(o, dv, 0), &c) && c == 1.0f) sd = single(o, in(o, dv, 1), "Sqrt", dv, ref);
+    else if (rc >= 0) sd = single(o, in(o, rc, 0), "Sqrt", rc, ref);
+    else if (pw >= 0 && const_scalar(o, in(o, pw, 1), &c) && c == -0.5f) ae = single(o, in(o, pw, 0), "Add", pw, ref);
+    if (sd >= 0) ae = single(o, in(o, sd, 0), "Add", sd, ref);
+    int v = ae >= 0 && o->g->nodes[ae].n_inputs == 2 ? with_const(o, ae, 0, eps) : -1;
+    if (v < 0) return -1;
+    pat_add(p, ae);
+    if (sd >= 0) pat_add(p, sd);
+    pat_add(p, dv >= 0 ? dv : rc >= 0 ? rc : pw);
+    return v;
+}
+
+/* v, or the constant of the model v is an Identity (chain) of: torch's exporter writes one initializer for equal
+ * weights (T5's all-ones norm weights) and Identity nodes for the others, folded at prepare. */
+static int through_identity(const opt_state *o, int v) {
+    for (int depth = 0; depth < 4 && v >= 0 && !o->g->values[v].constant; depth++) {
+        int pn = -1; /* from the graph: nodes folded at prepare are no producers in the session */
+        for (int k = 0; k < o->g->n_nodes && pn < 0; k++)
+            if (o->g->nodes[k].n_outputs == 1 && o->g->nodes[k].outputs[0] == v) pn = k;
+        if (pn < 0 || !is_op(&o->g->nodes[pn], "Identity") || o->g->nodes[pn].n_inputs != 1) return v;
+        v = o->g->nodes[pn].inputs[0];
+    }
+    return v;
+}
+
+static int plan_rmsnorm(opt_state *o, const netrun_backend_config *cfg, int n) {
+    if (!live(o, n, "Mul", -1) || o->g->nodes[n].n_inputs != 2) return 0;
+    for (int side = 0; side < 2; side++) { /* in(n, side): the weight */
+        int w = through_identity(o, in(o, n, side)), mi = single(o, in(o, n, 1 - side), "Mul", n, n);
+        if (mi < 0 || o->g->nodes[mi].n_inputs != 2) continue;
+        for (int xs = 0; xs < 2; xs++) { /* in(mi, xs): x, the other r */
+            pattern p = {.n = 0};
+            int x = in(o, mi, xs);
+            float eps = 0, two = 0;
+            pattern rp = {.n = 0};
+            int v = rsqrt_of(o, in(o, mi, 1 - xs), mi, n, &eps, &rp);
+            int rm = v >= 0 ? single(o, v, "ReduceMean", rp.nodes[0], n) : -1;
+            if (rm < 0 || !mean_last(o, rm)) continue;
+            int sq = single(o, in(o, rm, 0), "Pow", rm, n), sm = single(o, in(o, rm, 0), "Mul", rm, n);
+            if (sq >= 0 ? in(o, sq, 0) != x || !const_scalar(o, in(o, sq, 1), &two) || two != 2.0f
+                        : sm < 0 || in(o, sm, 0) != x || in(o, sm, 1) != x)
+                continue;
+            if (x < 0 || x == w) continue;
+            const netrun_value_desc *xd = dsc(o, x);
+            if (xd->dtype != NETRUN_DTYPE_FLOAT || xd->rank < 1 || !same_dims(xd, dsc(o, out0(o, n)))) continue;
+            int64_t dlast = xd->dims[xd->rank - 1];
+            if (!vec_const(o, w, dlast)) continue;
+            netrun_norm_params np;
+            memset(&np, 0, sizeof np);
+            np.epsilon = eps;
+            np.axis = xd->rank - 1;
+            int ins[2] = {x, w};
+            if (!backend_takes(o, cfg, n, "RMSNormalization", 23, &np, sizeof np, ins, 2, out0(o, n))) return 0;
+            pat_add(&p, sq >= 0 ? sq : sm);
+            pat_add(&p, rm);
+            for (int i = 0; i < rp.n; i++) pat_add(&p, rp.nodes[i]);
+            pat_add(&p, mi);
+            pat_add(&p, n);
+            opt_repl r = {.kind = OPT_REPL_RMSNORM, .extra_out = -1, .n_in = 2, .in = {x, w, -1, -1},
+                          .out = out0(o, n), .first = p.nodes[0], .epsilon = eps, .axis = -1};
+            return add_repl(o, &p, &r) ? 1 : -1;
+        }
     }
     return 0;
 }
@@ -691,18 +767,21 @@ static int plan_gemm_bias(opt_state *o, const netrun_backend_config *cfg, int n,
 netrun_status opt_plan_transformer(opt_state *o, const netrun_backend_config *cfg, int *n_attn, int *n_ln,
                                    int *n_gelu, int *n_matmul_bias) {
     *n_attn = *n_ln = *n_gelu = *n_matmul_bias = 0;
+    int n_rms = 0; /* RMSNormalization: in the log line only (no stats field) */
     const char *on = nr_options_get(&o->s->opts, "graph.fuse_transformer");
     for (int k = 0; !(on && !strcmp(on, "0")) && k < o->s->n_snodes; k++) {
         int n = o->s->snodes[k].node, r;
         if (o->removed[n] || o->repl_of[n] >= 0) continue;
         if ((r = plan_attention(o, cfg, n)) > 0) (*n_attn)++;
         else if (!r && (r = plan_layernorm(o, cfg, n)) > 0) (*n_ln)++;
+        else if (!r && (r = plan_rmsnorm(o, cfg, n)) > 0) n_rms++;
         else if (!r && (r = plan_gelu(o, cfg, n)) > 0) (*n_gelu)++;
         if (r < 0) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the transformer fusions");
     }
-    if (*n_attn || *n_ln || *n_gelu)
+    if (*n_attn || *n_ln || *n_gelu || n_rms)
         nr_host_api()->log(NETRUN_LOG_INFO, "optimize", "transformer fusions: %d Attention, %d LayerNormalization, "
-                           "%d Gelu (graph.fuse_transformer=0 keeps the exported nodes)", *n_attn, *n_ln, *n_gelu);
+                           "%d RMSNormalization, %d Gelu (graph.fuse_transformer=0 keeps the exported nodes)", *n_attn,
+                           *n_ln, n_rms, *n_gelu);
     /* then the bias Adds after MatMuls (an activation after them may be a Gelu made above) */
     const char *mb = nr_options_get(&o->s->opts, "graph.fuse_matmul_bias");
     int n_act = 0, n_res = 0;
@@ -727,11 +806,12 @@ netrun_status opt_plan_transformer(opt_state *o, const netrun_backend_config *cf
 netrun_status opt_emit_repl(const opt_state *o, nr_graph *ng, int n, int *from) {
     const opt_repl *r = &o->repls[o->repl_of[n]];
     const nr_graph *g = o->g;
-    static const char *const ops[] = {"Attention", "LayerNormalization", "Gelu", "MatMulBias"};
-    static const int opsets[] = {23, 17, 20, 1};
+    static const char *const ops[] = {"Attention", "LayerNormalization", "Gelu", "MatMulBias", "RMSNormalization"};
+    static const int opsets[] = {23, 17, 20, 1, 23};
     int mmb = r->kind == OPT_REPL_MATMUL_BIAS;
     int n_attrs = r->kind == OPT_REPL_ATTENTION ? 2 + (r->heads ? 2 : 0)
                   : r->kind == OPT_REPL_LAYERNORM ? 2
+                  : r->kind == OPT_REPL_RMSNORM   ? 3
                   : mmb                           ? r->act != NETRUN_ACT_NONE
                                                   : r->approx_tanh;
     int first = ng->n_nodes == 0;
@@ -793,6 +873,10 @@ netrun_status opt_emit_repl(const opt_state *o, nr_graph *ng, int n, int *from) 
     } else if (r->kind == OPT_REPL_LAYERNORM) {
         ATTR_I("axis", r->axis);
         ATTR_F("epsilon", r->epsilon);
+    } else if (r->kind == OPT_REPL_RMSNORM) {
+        ATTR_I("axis", r->axis);
+        ATTR_F("epsilon", r->epsilon);
+        ATTR_I("stash_type", 1); /* statistics in float32, as the pattern computed them */
     } else if (mmb && r->act != NETRUN_ACT_NONE) {
         const char *act = r->act == NETRUN_ACT_RELU ? "Relu" : "GeluTanh";
         nn->attrs[a].type = NR_ATTR_STRING;

@@ -36,7 +36,7 @@ static inline int plan_out(const conv_plan *p, const nr_node *nd) {
 }
 
 /* A pattern replaced by one ONNX op (opt_transformer.c); the node standing for it is the pattern's last. */
-enum { OPT_REPL_ATTENTION = 0, OPT_REPL_LAYERNORM, OPT_REPL_GELU, OPT_REPL_MATMUL_BIAS };
+enum { OPT_REPL_ATTENTION = 0, OPT_REPL_LAYERNORM, OPT_REPL_GELU, OPT_REPL_MATMUL_BIAS, OPT_REPL_RMSNORM };
 typedef struct opt_repl {
     int kind;
     int n_in, in[4];   /* values read (-1: absent) */
@@ -108,7 +108,7 @@ int opt_plan_silu(opt_state *o, const netrun_backend_config *cfg, int n);
 #define OPT_MAX_SIBLINGS 32
 int opt_plan_siblings(opt_state *o, int *n_convs);
 netrun_status opt_emit_siblings(const opt_state *o, nr_graph *ng, int n, int *from);
-/* opt_transformer.c: Attention, LayerNormalization and Gelu from their exported subgraphs; MatMul + bias Add
+/* opt_transformer.c: Attention, LayerNormalization, RMSNormalization and Gelu from their exported subgraphs; MatMul + bias Add
  * [+ Relu / tanh Gelu] as MatMulBias (com.netrun) */
 netrun_status opt_plan_transformer(opt_state *o, const netrun_backend_config *cfg, int *n_attn, int *n_ln,
                                    int *n_gelu, int *n_matmul_bias);

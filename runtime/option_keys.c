@@ -20,7 +20,7 @@
  * runtime setting must be added here, or sessions that set it are refused. */
 static const netrun_option_spec runtime_options[] = {
     {"graph.optimize", NETRUN_OPTION_BOOL, NULL, "graph passes: BatchNorm folding, Conv fusions (default 1)"},
-    {"graph.fuse_transformer", NETRUN_OPTION_BOOL, NULL, "graph passes: attention, decomposed LayerNormalization and Gelu subgraphs run as one Attention / LayerNormalization / Gelu node (default 1)"},
+    {"graph.fuse_transformer", NETRUN_OPTION_BOOL, NULL, "graph passes: attention, decomposed LayerNormalization, RMSNorm and Gelu subgraphs run as one Attention / LayerNormalization / RMSNormalization / Gelu node (default 1)"},
     {"graph.fuse_matmul_bias", NETRUN_OPTION_BOOL, NULL, "graph passes: MatMul + bias Add (+ Relu / tanh Gelu, or + a residual Add) run as one MatMulBias node where the backend takes it (default 1)"},
     {"graph.merge_siblings", NETRUN_OPTION_BOOL, NULL, "Convs reading one value with one window run as one Conv and a Split (default 1)"},
     {"graph.qdq_fuse", NETRUN_OPTION_BOOL, NULL, "QDQ groups around Conv / MatMul run as QLinearConv / QLinearMatMul (default 1)"},

@@ -31,6 +31,8 @@ int cpu_may_alias(const netrun_backend_config *config, const netrun_node_desc *n
     if (nr_alias_listed(op, binary)) return node->n_inputs == 2;
     if (nr_alias_listed(op, variadic)) return node->n_inputs == 2;
     if (!strcmp(op, "PRelu")) return input == 0;
+    /* rms_rows (transformer.c): a row's sum of squares is taken before any y[i] = x[i] * inv * w[i] of it */
+    if (!strcmp(op, "RMSNormalization")) return input == 0;
     /* Conv + Z (a fused Add): only convs reading and writing nChw16c, which always run on oneDNN (conv.c
      * refuses them otherwise) and whose Z and Y share that layout (Z follows X's); the im2col/sgemm path writes
      * Y before its epilogue reads Z. */

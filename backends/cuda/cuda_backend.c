@@ -917,15 +917,17 @@ static const char *const fp16_region_ops[] = {"Relu", "Sigmoid", "Tanh", "Swish"
                                               "Min", "Concat", "MaxPool", "AveragePool", "GlobalAveragePool", NULL};
 /* Under --precision fp16, also plain float16 values between the GEMMs of a transformer and the ops around them
  * (runtime/opt_half.c plans them; every kernel below takes float16 and computes in float). Nodes the transformer
- * pass made (Attention, LayerNormalization, Gelu) come without params: those ops take float16 whole. "MatMul" also
- * lets in the passes' MatMulBias (com.netrun; gemm.c), asked through supports() without params. */
+ * pass made (Attention, LayerNormalization, RMSNormalization, Gelu) come without params: those ops take float16
+ * whole. "MatMul" also lets in the passes' MatMulBias (com.netrun; gemm.c), asked through supports() without
+ * params. */
 static const char *const fp16_plain_ops[] = {"MatMul", "Gemm", "Attention", "Add", "Sub", "Mul", "Div",
                                              "LayerNormalization", "Gelu", "Softmax", "Reshape", "Transpose",
                                              "Squeeze", "Unsqueeze", "Flatten", "Relu", "Tanh", "Erf", "Sigmoid",
-                                             "Concat", "Slice", "Split", "Gather", "Where", "Expand", "Neg", "Conv", NULL};
+                                             "Concat", "Slice", "Split", "Gather", "Where", "Expand", "Neg", "Conv",
+                                             "RMSNormalization", NULL};
 static int fp16_plain_keeps(const netrun_backend_config *config, const netrun_node_desc *node) {
     if (!node->params && (!strcmp(node->op_type, "Attention") || !strcmp(node->op_type, "LayerNormalization") ||
-                          !strcmp(node->op_type, "Gelu")))
+                          !strcmp(node->op_type, "RMSNormalization") || !strcmp(node->op_type, "Gelu")))
         return 1; /* made by the transformer pass: its params exist once the copy is loaded */
     char why[256]; /* everything else as placement asks (MatMul, Transpose... have no params at all) */
     return cuda_supports(config, node, why, sizeof why);

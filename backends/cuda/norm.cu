@@ -224,8 +224,9 @@ static netrun_status in_run(cuda_context *ctx, void *state, const netrun_kernel_
 
 /* ---- RMSNormalization: y = x / sqrt(mean(x^2) + eps) * scale over the dims from axis on ---- */
 
-/* One block per row of n values; scale indexed by the position in the row (w_contig) or by broadcast strides
- * over X. */
+/* Any float dtypes: one block per row of n values; scale indexed by the position in the row (w_contig) or by
+ * broadcast strides over X. The common case (one dtype, scale of the row's length) goes to rms_warp_k /
+ * rms_block_k below. */
 __global__ void rms_k(const void *x, const void *w, void *y, int xt, int wt, int yt, int64_t n, float eps,
                       int w_contig, shape8 xs, strides8 wst) {
     __shared__ float sh[32];
@@ -245,6 +246,64 @@ __global__ void rms_k(const void *x, const void *w, void *y, int xt, int wt, int
 
 static int row_threads(int64_t d) { return d >= 1024 ? 1024 : d >= 256 ? 256 : 64; }
 
+/* X, scale and Y of one dtype (float32 or float16) and scale the row's length (T5 / LLaMA RMSNorm, the graph
+ * pass's fused node): rows of up to 32 * V values one warp a row, the row held in registers and read once, four
+ * rows a block (as rows_warp_k); longer rows one block a row (rms_block_k). Sum of squares in float32, then
+ * y = (x * (1 / sqrt(mean + eps))) * scale, the exported graph's order. */
+template <typename T, int V>
+__global__ void rms_warp_k(const T *x, const T *w, T *y, int d, int64_t rows, float eps) {
+    const int lane = threadIdx.x & 31;
+    const int64_t r = (int64_t)blockIdx.x * LN_WARP_ROWS + (threadIdx.x >> 5);
+    if (r >= rows) return;
+    const T *xr = x + r * d;
+    T *yr = y + r * d;
+    float v[V];
+    float s = 0;
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+        const int j = lane + 32 * k;
+        v[k] = j < d ? to_f(xr[j]) : 0.0f;
+        s += v[k] * v[k];
+    }
+    for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
+    const float inv = 1.0f / sqrtf(s / (float)d + eps);
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+        const int j = lane + 32 * k;
+        if (j < d) yr[j] = from_f<T>(v[k] * inv * to_f(w[j]));
+    }
+}
+
+template <typename T>
+__global__ void rms_block_k(const T *x, const T *w, T *y, int64_t d, float eps) {
+    __shared__ float sh[32];
+    const T *xr = x + (int64_t)blockIdx.x * d;
+    T *yr = y + (int64_t)blockIdx.x * d;
+    float s = 0;
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+        const float v = to_f(xr[i]);
+        s += v * v;
+    }
+    const float inv = 1.0f / sqrtf(block_sum(s, sh) / (float)d + eps);
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) yr[i] = from_f<T>(to_f(xr[i]) * inv * to_f(w[i]));
+}
+
+template <typename T>
+static void launch_rms_typed(cuda_context *ctx, const void *x, const void *w, void *y, int64_t rows, int64_t d,
+                             float eps) {
+    const T *xp = (const T *)x, *wp = (const T *)w;
+    T *yp = (T *)y;
+    if (d <= 1024) {
+        const unsigned blocks = (unsigned)((rows + LN_WARP_ROWS - 1) / LN_WARP_ROWS), th = 32 * LN_WARP_ROWS;
+        if (d <= 128) rms_warp_k<T, 4><<<blocks, th, 0, ctx->stream>>>(xp, wp, yp, (int)d, rows, eps);
+        else if (d <= 256) rms_warp_k<T, 8><<<blocks, th, 0, ctx->stream>>>(xp, wp, yp, (int)d, rows, eps);
+        else if (d <= 512) rms_warp_k<T, 16><<<blocks, th, 0, ctx->stream>>>(xp, wp, yp, (int)d, rows, eps);
+        else rms_warp_k<T, 32><<<blocks, th, 0, ctx->stream>>>(xp, wp, yp, (int)d, rows, eps);
+    } else {
+        rms_block_k<T><<<(unsigned)rows, d >= 4096 ? 1024 : 256, 0, ctx->stream>>>(xp, wp, yp, d, eps);
+    }
+}
+
 static netrun_status rms_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
     (void)state;
     const netrun_norm_params *p = (const netrun_norm_params *)args->params;
@@ -261,6 +320,15 @@ static netrun_status rms_run(cuda_context *ctx, void *state, const netrun_kernel
         if (wst.s[i] != 0) w_contig = 0;
     if (outer * inner == 0) return NETRUN_OK;
     if (outer > INT32_MAX) return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda RMSNormalization: too many rows");
+    netrun_dtype t = X->dtype;
+    if (w_contig && W->dtype == t && args->outputs[0].dtype == t && inner <= INT32_MAX &&
+        (t == NETRUN_DTYPE_FLOAT || t == NETRUN_DTYPE_FLOAT16)) {
+        if (t == NETRUN_DTYPE_FLOAT)
+            launch_rms_typed<float>(ctx, X->data, W->data, args->outputs[0].data, outer, inner, p->epsilon);
+        else
+            launch_rms_typed<__half>(ctx, X->data, W->data, args->outputs[0].data, outer, inner, p->epsilon);
+        return cuda_check_launch("RMSNormalization");
+    }
     rms_k<<<(unsigned)outer, row_threads(inner), 0, ctx->stream>>>(X->data, W->data, args->outputs[0].data, X->dtype,
                                                                    W->dtype, args->outputs[0].dtype, inner, p->epsilon,
                                                                    w_contig, make_shape(X->rank, X->dims), wst);

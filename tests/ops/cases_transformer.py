@@ -125,6 +125,15 @@ CASES.append(case("rms_scale_bcast", R, [x4, rand(1, 5, seed=23)], attrs={"axis"
 CASES.append(case("rms_f16", R, [x4.astype(np.float16), rand(5, seed=22, dtype=np.float16)], rtol=1e-2, atol=2e-3))
 CASES.append(case("rms_f64", R, [x4.astype(np.float64), rand(5, seed=22, dtype=np.float64)], rtol=1e-9, atol=1e-12))
 CASES.append(case("rms_wide", R, [rand(3, 1000, seed=24), rand(1000, seed=25)]))
+# the graph pass's fused node (axis -1, scale of the row's length, one dtype): rows of T5 / LLaMA sizes and odd
+# lengths, through CUDA's warp-per-row (up to 1024 values) and block-per-row kernels, float32 and float16
+for nm, shape in [("d1", (5, 1)), ("d32", (7, 32)), ("d100", (37, 100)), ("t5", (2, 64, 512)), ("d1024", (3, 1024)),
+                  ("d1500", (2, 3, 1500)), ("d4096", (1, 9, 4096))]:
+    for dt, tol in [(np.float32, {}), (np.float16, {"rtol": 1e-2, "atol": 2e-3})]:
+        sfx = "" if dt == np.float32 else "_f16"
+        CASES.append(case(f"rms_rows_{nm}{sfx}", R, [rand(*shape, low=-3, high=3, seed=26, dtype=dt),
+                                                     rand(shape[-1], low=0.5, high=1.5, seed=27, dtype=dt)],
+                          attrs={"epsilon": 1e-6}, **tol))
 
 # ---- RotaryEmbedding ----
 RO = "RotaryEmbedding"

@@ -8,7 +8,10 @@ one MatMulBias node (ranks
 2-4, the bias on either side or from an input, odd N/K), the same bits as unfused and onnxruntime's outputs with
 graph.fuse_matmul_bias on and off; a tanh Gelu after them joins them (the decomposed form once made one Gelu: the
 Gelu count drops), an erf Gelu stays a node; an addend of the output's shape, a batched B or a product that is also
-a graph output are left alone.
+a graph output are left alone. RMSNorm as torch exports T5 / LLaMA (Div(1, Sqrt), Reciprocal(Sqrt), Pow(-0.5);
+Mul(x, x) for the square; a weight that is an Identity of another norm's) runs as one RMSNormalization node with
+onnxruntime's outputs; eps from an input, another exponent or numerator, the mean over another axis, no weight Mul
+or the reciprocal also a graph output are left alone.
 
     python3 tests/passes/test_transformer.py --lib build/lib/libnetrun.so
 """
@@ -300,23 +303,31 @@ def matmul_bias_cases():
     ]
 
 
+def on_and_off(nr, tmp, name, model, option, tol):
+    """The model on the CPU with `option` 1 and 0: errors (outputs off onnxruntime's by more than tol relative),
+    and per setting the outputs and the op types of the nodes that ran."""
+    path = os.path.join(tmp, name + ".onnx")
+    onnx.save(model, path)
+    feeds = feeds_for(model)
+    ref = ort_outputs(path, [feeds])[0]
+    errors, runs = [], {}
+    for opt in ("1", "0"):
+        with nr.session(path, backends="cpu", threads=2, options={option: opt}) as s:
+            outs = [o.copy() for o in s.run(feeds)]
+            runs[opt] = (outs, [n[1] for n in s.nodes()])
+        for r, o in zip(ref, outs):
+            d = float(np.max(np.abs(r - o)))
+            if not d <= tol * max(1.0, float(np.max(np.abs(r)))):
+                errors.append(f"{option.split('.')[1]}={opt}: max abs diff {d:.2e} against onnxruntime")
+    return errors, runs
+
+
 def run_matmul_bias(nr, tmp):
     passed = failed = 0
     for name, model, want, remain in matmul_bias_cases():
-        path = os.path.join(tmp, name + ".onnx")
-        onnx.save(model, path)
-        feeds = feeds_for(model)
-        ref = ort_outputs(path, [feeds])[0]
-        errors, outs_by_opt = [], {}
-        for opt in ("1", "0"):
-            with nr.session(path, backends="cpu", threads=2, options={"graph.fuse_matmul_bias": opt}) as s:
-                outs = [o.copy() for o in s.run(feeds)]
-                outs_by_opt[opt] = outs
-                ops = [n[1] for n in s.nodes()]
-            for r, o in zip(ref, outs):
-                d = float(np.max(np.abs(r - o)))
-                if not d <= 1e-4 * max(1.0, float(np.max(np.abs(r)))):
-                    errors.append(f"fuse_matmul_bias={opt}: max abs diff {d:.2e} against onnxruntime")
+        errors, runs = on_and_off(nr, tmp, name, model, "graph.fuse_matmul_bias", 1e-4)
+        outs_by_opt = {opt: outs for opt, (outs, _) in runs.items()}
+        for opt, (_, ops) in runs.items():
             got = ops.count("MatMulBias")
             if opt == "1":
                 if got != want:
@@ -334,6 +345,91 @@ def run_matmul_bias(nr, tmp):
         if "gemm" not in name and not all(np.array_equal(a, b) for a, b in zip(outs_by_opt["1"], outs_by_opt["0"])):
             errors.append("fused and unfused CPU outputs differ")
         p, f = report(name, errors, f"({want} MatMulBias)")
+        passed, failed = passed + p, failed + f
+    return passed, failed
+
+
+def rmsnorm(form="t5", rsqrt="div", eps_from_input=False, exponent=2.0, axis=-1, weight=True, rank=3,
+            weight_first=True, r_output=False, numerator=1.0, opset=17, cast_back=False):
+    """RMSNorm as torch exports T5LayerNorm / LLaMA's RMSNorm: Cast(x, float), Pow(., 2), ReduceMean(last,
+    keepdims), Add(eps), then 1 / Sqrt as Div(1, Sqrt) ("div"), Reciprocal(Sqrt) ("recip") or Pow(., -0.5) ("pow"),
+    Mul(x, r), Mul(weight, .). Two norms in a row with a Relu between; the second's weight is an Identity of the
+    first's initializer (torch writes one initializer for equal weights). form "mul": Mul(x, x) for the square.
+    cast_back: LLaMA's Cast back to the input's type (float here) before the weight Mul. The rest make variants
+    that must not fuse: eps from an input, another exponent or numerator, the mean over another axis, no weight
+    Mul, r also a graph output."""
+    b = transformer_bench.Builder(13)
+    shape = [2, 5, 16] if rank == 3 else [6, 16]
+    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)]
+    if eps_from_input:
+        ins.append(helper.make_tensor_value_info("eps", TensorProto.FLOAT, [1]))
+    w = b.init("norm.weight", b.rng.uniform(0.5, 1.5, 16).astype(np.float32))
+    outs = []
+
+    def norm(x, w):
+        x32 = b.op("Cast", [x], to=TensorProto.FLOAT)
+        sq = b.op("Mul", [x32, x32]) if form == "mul" else b.op("Pow", [x32, b.const(np.float32(exponent))])
+        if opset >= 18:
+            v = b.op("ReduceMean", [sq, b.init(f"axes{len(b.nodes)}", np.array([axis], np.int64))], keepdims=1)
+        else:
+            v = b.op("ReduceMean", [sq], axes=[axis], keepdims=1)
+        ve = b.op("Add", [v, "eps" if eps_from_input else b.const(np.float32(1e-6))])
+        if rsqrt == "pow":
+            r = b.op("Pow", [ve, b.const(np.float32(-0.5))])
+        elif rsqrt == "recip":
+            r = b.op("Reciprocal", [b.op("Sqrt", [ve])])
+        else:
+            r = b.op("Div", [b.const(np.float32(numerator)), b.op("Sqrt", [ve])])
+        if r_output:
+            outs.append(helper.make_tensor_value_info(r, TensorProto.FLOAT, None))
+        h = b.op("Mul", [x32, r] if weight_first else [r, x32])
+        if cast_back:
+            h = b.op("Cast", [h], to=TensorProto.FLOAT)
+        if not weight:
+            return h
+        return b.op("Mul", [w, h] if weight_first else [h, w])
+
+    h = norm("x", w)
+    h = norm(b.op("Relu", [h]), b.op("Identity", [w]))
+    outs.insert(0, helper.make_tensor_value_info(h, TensorProto.FLOAT, None))
+    m = b.model("rmsnorm", ins, outs)
+    m.opset_import[0].version = opset
+    return m
+
+
+def rmsnorm_cases():
+    """(name, model, RMSNormalization nodes expected)"""
+    return [
+        ("rms_t5", rmsnorm(), 2),
+        ("rms_reciprocal", rmsnorm(rsqrt="recip", weight_first=False), 2),
+        ("rms_pow_half", rmsnorm(rsqrt="pow"), 2),
+        ("rms_mul_square_opset18", rmsnorm(form="mul", opset=18), 2),
+        ("rms_rank2", rmsnorm(rank=2, rsqrt="recip"), 2),
+        ("rms_llama_cast_back", rmsnorm(rsqrt="recip", cast_back=True), 2),
+        ("no_rms_eps_input", rmsnorm(eps_from_input=True), 0),
+        ("no_rms_exponent4", rmsnorm(exponent=4.0), 0),
+        ("no_rms_numerator2", rmsnorm(numerator=2.0), 0),
+        ("no_rms_mean_axis1", rmsnorm(axis=1), 0),
+        ("no_rms_without_weight", rmsnorm(weight=False), 0),
+        ("no_rms_r_is_output", rmsnorm(r_output=True), 0),
+    ]
+
+
+def run_rmsnorm(nr, tmp):
+    passed = failed = 0
+    gone = {"Pow", "ReduceMean", "Sqrt", "Reciprocal", "Div"}
+    for name, model, want in rmsnorm_cases():
+        errors, runs = on_and_off(nr, tmp, name, model, "graph.fuse_transformer", 1e-5)
+        for opt, (_, ops) in runs.items():
+            got = ops.count("RMSNormalization")
+            if opt == "1":
+                if got != want:
+                    errors.append(f"{got} RMSNormalization nodes, expected {want} ({ops})")
+                if want and gone & set(ops):
+                    errors.append(f"{sorted(gone & set(ops))} left beside the RMSNormalization ({ops})")
+            elif got:
+                errors.append(f"graph.fuse_transformer=0 still fused ({ops})")
+        p, f = report(name, errors, f"({want} RMSNormalization)")
         passed, failed = passed + p, failed + f
     return passed, failed
 
@@ -373,6 +469,8 @@ def main():
             p, f = report(name, errors, want)
             passed, failed = passed + p, failed + f
         p, f = run_matmul_bias(nr, tmp)
+        passed, failed = passed + p, failed + f
+        p, f = run_rmsnorm(nr, tmp)
         passed, failed = passed + p, failed + f
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0

@@ -31,6 +31,11 @@
 #                           tools/gpu/matmul_bias_check.py (ViT-B/16 batch 32, BERT-base and GPT-2 small batch 8 at
 #                           fp16/tf32/fp32: fused vs graph.fuse_matmul_bias=0, latency, output difference and the
 #                           count of residual Adds taken (res); MMB_MODELS, MMB_PRECISIONS narrow it)
+#   rmsnorm.log             stage rmsnorm: the graph pass's RMSNormalization on cuda: tools/gpu/rmsnorm_check.py
+#                           (T5- and LLaMA-shaped blocks, d 512 and 4096, fused vs graph.fuse_transformer=0 at fp32
+#                           and fp16 against the CPU's float32: node counts, the norms inside the float16 region,
+#                           output difference, latency) and tools/bench/rmsnorm_bench.py --backend cuda (norms
+#                           alone, fused vs unfused); the RMSNormalization op cases are in stage attention
 #   opencl.log              stage opencl: the OpenCL backend on the NVIDIA GPU (an ICD file for
 #                           libnvidia-opencl.so.1 in a vendors folder of our own): device listing, op cases vs cpu,
 #                           model tests, ResNet-50 batch 1 opencl vs cuda, first start vs cached second start
@@ -40,7 +45,7 @@
 # machine: git bundle create .gpu/head.bundle HEAD) into $BUILD/src and builds that commit: uncommitted changes
 # are not part of it, and the scripts of the tests then come from that clone too.
 # Environment: OUT (log folder), BUILD (default /tmp/netrun-build-gpu), JOBS (default nproc),
-#   STAGES (default "build compare conformance models zoo"; the build stage wipes $BUILD first; "ops" adds the serial, slow run_op_tests.py pass; "pipeline" the pipeline benchmark; "attention" the Attention checks (attention.log); "matmul_bias" the MatMulBias checks (matmul_bias.log); "cudart"
+#   STAGES (default "build compare conformance models zoo"; the build stage wipes $BUILD first; "ops" adds the serial, slow run_op_tests.py pass; "pipeline" the pipeline benchmark; "attention" the Attention checks (attention.log); "matmul_bias" the MatMulBias checks (matmul_bias.log); "rmsnorm" the RMSNorm fusion checks (rmsnorm.log); "cudart"
 #   the runtime-feature checks, CONC_RUNS runs per thread, BENCH_MODELS torchvision names), CONF_FILTER (regex for the conformance runs,
 #   default all tests), CONF_TIMEOUT_S (per conformance run, default 280), CONF_BACKENDS (default "cuda cuda,cpu"),
 #   COMPARE_TIMEOUT_S (default 1200), COMPARE_ARGS (more compare_backends.py
@@ -326,6 +331,17 @@ if has matmul_bias; then
   rc=$?
   say "matmul_bias: fused vs unfused transformers exit $rc in $(( $(date +%s) - t0 )) s"
   tailto "matmul_bias check" "$L" 12
+fi
+if has rmsnorm; then
+  L=$OUT/rmsnorm.log
+  t0=$(date +%s)
+  python3 "$REPO/tools/gpu/rmsnorm_check.py" --netrun "$NETRUN" >"$L" 2>&1
+  rc=$?
+  say "rmsnorm: fused vs unfused T5 / LLaMA blocks on cuda exit $rc"
+  tailto "rmsnorm check" "$L" 12
+  python3 "$REPO/tools/bench/rmsnorm_bench.py" --netrun "$NETRUN" --backend cuda --iters 500 >>"$L" 2>&1
+  say "rmsnorm: rmsnorm_bench on cuda exit $? in $(( $(date +%s) - t0 )) s"
+  tailto "rmsnorm bench" "$L" 5
 fi
 if has opencl; then
   L=$OUT/opencl.log
