@@ -81,6 +81,24 @@ def output_is_input():
     return g.model([("x", [1, 4, 8, 8])], ["t", "u"])
 
 
+def identity_ops():
+    """Slice, Pad, Transpose, Expand and Tile that change nothing for these shapes (zero pads, a full slice, the
+    identity perm, repeats of 1) are views; a reversing Slice and a real Pad keep their kernels."""
+    g = G()
+    a = g.n("Relu", ["x"], "a")
+    p = g.n("Pad", [a, g.c("zero_pads", np.zeros(8, np.int64))], "pad0")
+    sl = g.n("Slice", [p, g.c("st", np.array([0, 0], np.int64)), g.c("en", np.array([99, 99], np.int64)),
+                       g.c("ax", np.array([2, 3], np.int64))], "slice_all")
+    t = g.n("Transpose", [sl], "perm_id", perm=[0, 1, 2, 3])
+    e = g.n("Expand", [t, g.c("same", np.array([1, 4, 7, 7], np.int64))], "expand_same")
+    ti = g.n("Tile", [e, g.c("ones", np.ones(4, np.int64))], "tile_1")
+    r = g.n("Slice", [ti, g.c("st2", np.array([-1], np.int64)), g.c("en2", np.array([-99], np.int64)),
+                      g.c("ax2", np.array([3], np.int64)), g.c("sp2", np.array([-1], np.int64))], "reverse")
+    q = g.n("Pad", [r, g.c("pads1", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))], "pad1")
+    g.n("Sigmoid", [q], "out")
+    return g.model([("x", [1, 4, 7, 7])], ["out"])
+
+
 def run(nr, path, feeds, inplace, backends="cpu"):
     with nr.session(path, backends=backends, threads=2, options={"memory.inplace": inplace}) as s:
         outs = s.run(feeds)
@@ -136,6 +154,19 @@ def main():
             else:
                 check(k_on["cat"] != "view: no copy", f"{tag} Concat on axis 1 is not a view: '{k_on['cat']}'")
                 check(st_on.n_views == 1, f"{tag} views: {st_on.n_views} (the Reshape)")
+
+        path = os.path.join(tmp, "identity.onnx")
+        onnx.save(identity_ops(), path)
+        x = RNG.standard_normal((1, 4, 7, 7)).astype(np.float32)
+        on, st_on, k_on = run(nr, path, {"x": x}, 1)
+        off, _, _ = run(nr, path, {"x": x}, 0)
+        want = 1 / (1 + np.exp(-np.pad(np.maximum(x, 0)[..., ::-1], ((0, 0), (0, 0), (1, 1), (1, 1)))))
+        check(np.allclose(on[0], want, rtol=1e-6) and on[0].tobytes() == off[0].tobytes(),
+              "identity Slice/Pad/Transpose/Expand/Tile: output correct, equal with memory.inplace=0")
+        views = [n for n in ("pad0", "slice_all", "perm_id", "expand_same", "tile_1") if k_on[n] == "view: no copy"]
+        check(len(views) == 5, f"the five identity ops are views: {views}")
+        check(k_on["reverse"] != "view: no copy" and k_on["pad1"] != "view: no copy",
+              f"a reversing Slice and a real Pad are not: '{k_on['reverse']}', '{k_on['pad1']}'")
 
         path = os.path.join(tmp, "outin.onnx")
         onnx.save(output_is_input(), path)
