@@ -116,7 +116,16 @@ static int half_takes(const opt_state *o, const netrun_backend_config *cfg, cons
             in[i].name = "";
             continue;
         }
-        if (v >= o->g->n_values) return 0; /* a value another pass made: not ours to change */
+        if (v >= o->g->n_values) { /* a value another pass made: only its constants (MatMulBias's zero bias) */
+            const nr_tensor *t = ng->values[v].constant;
+            if (!t || t->dtype != NETRUN_DTYPE_FLOAT) return 0;
+            memset(&in[i], 0, sizeof in[i]);
+            in[i].name = ng->values[v].name;
+            in[i].dtype = NETRUN_DTYPE_FLOAT16;
+            in[i].rank = t->rank;
+            memcpy(in[i].dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
+            continue;
+        }
         in[i] = o->s->values[v].desc;
         /* float16 already: the NHWC region's layout, not a plain float16 value */
         if (ng->values[v].dtype == NETRUN_DTYPE_FLOAT16 || in[i].dtype == NETRUN_DTYPE_FLOAT16) return 0;

@@ -84,15 +84,15 @@ static int with_const(const opt_state *o, int n, int side, float *c) {
 }
 
 /* Ask node ref's backend whether it runs op (of domain `domain`) with these params, inputs and output. */
-/* Whether ref's backend takes the node described (last_in: the last input's desc instead of its value's, or
- * NULL). */
+/* Whether ref's backend takes the node described (input `over_i` described by *over instead of its value's desc:
+ * a value the copy makes, or -1). */
 static int backend_takes_descs(const opt_state *o, const netrun_backend_config *cfg, int ref, const char *domain,
                                const char *op, int opset, const void *params, size_t params_size, const int *ins,
-                               int n_in, int out, const netrun_value_desc *last_in) {
+                               int n_in, int out, int over_i, const netrun_value_desc *over) {
     enum { MAXIN = 6 };
     netrun_value_desc id[MAXIN];
     if (n_in > MAXIN) return 0;
-    for (int i = 0; i < n_in; i++) id[i] = last_in && i == n_in - 1 ? *last_in : *dsc(o, ins[i]);
+    for (int i = 0; i < n_in; i++) id[i] = i == over_i ? *over : *dsc(o, ins[i]);
     netrun_value_desc od = *dsc(o, out);
     const nr_snode *sn = &o->s->snodes[o->snode_of[ref]];
     netrun_node_desc d = {.struct_size = sizeof d, .name = o->g->nodes[ref].name, .op_type = op, .domain = domain,
@@ -105,7 +105,7 @@ static int backend_takes_descs(const opt_state *o, const netrun_backend_config *
 static int backend_takes_in(const opt_state *o, const netrun_backend_config *cfg, int ref, const char *domain,
                             const char *op, int opset, const void *params, size_t params_size, const int *ins,
                             int n_in, int out) {
-    return backend_takes_descs(o, cfg, ref, domain, op, opset, params, params_size, ins, n_in, out, NULL);
+    return backend_takes_descs(o, cfg, ref, domain, op, opset, params, params_size, ins, n_in, out, -1, NULL);
 }
 
 static int backend_takes(const opt_state *o, const netrun_backend_config *cfg, int ref, const char *op, int opset,
@@ -580,7 +580,7 @@ static int plan_attention(opt_state *o, const netrun_backend_config *cfg, int n)
     ap.mask_kind = mask >= 0 ? 2 : 0;
     ap.batch = B, ap.q_len = Lq, ap.kv_len = Lk, ap.total_len = Lk, ap.head_size = E, ap.v_head_size = Ev;
     if (!backend_takes_descs(o, cfg, last, "", "Attention", 23, &ap, sizeof ap, ins, mask >= 0 ? 4 : 3, out,
-                             mask2 >= 0 ? &both : NULL))
+                             mask2 >= 0 ? 3 : -1, &both))
         return 0;
     /* the replaced node must be the last in execution order: put it at the end of the list */
     for (int i = 0; i < p->n; i++)
@@ -724,6 +724,39 @@ static int plan_matmul_bias(opt_state *o, const netrun_backend_config *cfg, int 
     return 0;
 }
 
+/* A MatMul without a bias whose product is read only by the residual Add of a block (T5's and LLaMA's layers have
+ * no biases): MatMulBias with R as its 4th input and a bias of zeros the copy makes, so that the Add runs in the
+ * GEMM's epilogue as it does for BERT's. R must be an activation, not a constant (that is a bias of another
+ * shape). As take_linear. */
+static int plan_matmul_residual(opt_state *o, const netrun_backend_config *cfg, int n, int *res_taken) {
+    if (!live(o, n, "MatMul", -1) || o->g->nodes[n].n_inputs != 2) return 0;
+    int a = in(o, n, 0), b = in(o, n, 1), y = out0(o, n), add = -1;
+    if (a < 0 || b < 0 || val(o, y) != y) return 0;
+    const netrun_value_desc *ad = dsc(o, a), *bd = dsc(o, b);
+    if ((ad->dtype != NETRUN_DTYPE_FLOAT && ad->dtype != NETRUN_DTYPE_FLOAT16) || bd->dtype != ad->dtype ||
+        ad->rank < 2 || bd->rank != 2 || bd->dims[1] <= 0 || ad->dims[ad->rank - 1] != bd->dims[0])
+        return 0;
+    int res = residual_of(o, y, n, &add);
+    if (res < 0 || o->g->values[res].constant || o->s->values[res].is_const) return 0;
+    netrun_value_desc zd = *bd; /* the zeros: [N] of B's type, a constant */
+    zd.rank = 1;
+    zd.dims[0] = bd->dims[1];
+    netrun_gemm_params gp;
+    memset(&gp, 0, sizeof gp);
+    gp.alpha = gp.beta = 1.0f;
+    gp.has_c = 1;
+    int ins4[4] = {a, b, -1, res};
+    if (!backend_takes_descs(o, cfg, n, "com.netrun", "MatMulBias", 1, &gp, sizeof gp, ins4, 4, out0(o, add), 2, &zd))
+        return 0;
+    opt_repl r = {.kind = OPT_REPL_MATMUL_BIAS, .extra_out = -1, .n_in = 4, .in = {a, b, -1, res}, .first = n,
+                  .act = NETRUN_ACT_NONE, .out = out0(o, add), .zero_bias = bd->dims[1], .zero_bias_dtype = bd->dtype};
+    pattern p = {.n = 0};
+    pat_add(&p, n);
+    pat_add(&p, add);
+    *res_taken = 1;
+    return add_repl(o, &p, &r) ? 1 : -1;
+}
+
 /* The Reshape that alone reads Gemm n's output y = Gemm(Reshape(x)) and gives it x's leading dims back, where the
  * Reshape `flat` (read by n alone) made A = x flattened to [prod(x's leading dims), K]; else -1. */
 static int unflatten_of(const opt_state *o, int n, int flat, int x) {
@@ -788,8 +821,9 @@ netrun_status opt_plan_transformer(opt_state *o, const netrun_backend_config *cf
     for (int k = 0; !(mb && !strcmp(mb, "0")) && k < o->s->n_snodes; k++) {
         int n = o->s->snodes[k].node, r, with_act = 0, with_res = 0;
         if (o->removed[n] || o->repl_of[n] >= 0) continue;
-        if ((r = plan_matmul_bias(o, cfg, n, &with_act, &with_res)) == 0)
-            r = plan_gemm_bias(o, cfg, n, &with_act, &with_res);
+        if ((r = plan_matmul_bias(o, cfg, n, &with_act, &with_res)) == 0 &&
+            (r = plan_gemm_bias(o, cfg, n, &with_act, &with_res)) == 0)
+            r = plan_matmul_residual(o, cfg, n, &with_res);
         if (r < 0)
             return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory in the transformer fusions");
         if (r > 0) ++*n_matmul_bias, n_act += with_act, n_res += with_res;
@@ -843,6 +877,13 @@ netrun_status opt_emit_repl(const opt_state *o, nr_graph *ng, int n, int *from) 
     nn->opset = opsets[r->kind];
     for (int i = 0; i < r->n_in; i++) nn->inputs[i] = i == 3 ? mask : r->in[i];
     nn->outputs[0] = r->out;
+    if (mmb && r->zero_bias > 0 && r->in[2] < 0) { /* the bias of zeros */
+        nr_tensor *t = nr_tensor_new((netrun_dtype)r->zero_bias_dtype, 1, &r->zero_bias);
+        int zb = nr_graph_new_const(ng, name, ".zero_bias", t); /* frees t on failure */
+        if (zb < 0) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying node '%s'", g->nodes[n].name);
+        nn = &ng->nodes[ng->n_nodes - 1 - (r->extra_out >= 0)]; /* the values array may have moved, not the nodes */
+        nn->inputs[2] = zb;
+    }
     if (r->extra_out >= 0) { /* the transposed [B, L, H, Ev] value other nodes read: Reshape of the output */
         int64_t four = 4;
         nr_tensor *t = nr_tensor_new(NETRUN_DTYPE_INT64, 1, &four);

@@ -50,6 +50,9 @@ typedef struct opt_repl {
     int two_masks, mask2; /* Attention: scores + in[3] + mask2 (T5's position bias and padding mask): an Add of
                            * the two, of dims mask_dims, is the fused node's mask */
     int64_t mask_dims[4];
+    int64_t zero_bias;  /* MatMulBias without a bias in the model (in[2] -1): a constant of this many zeros, of
+                         * dtype zero_bias_dtype, made in the copy */
+    int zero_bias_dtype;
 } opt_repl;
 
 typedef struct opt_state {

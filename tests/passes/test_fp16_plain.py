@@ -102,11 +102,12 @@ def main():
     to32 = [n for n in nodes if n[1] == "Cast" and n[0].endswith(".to_fp32")]
     on_dev = sorted(n[1] for n in nodes if n[2] == "fakedev" and n[1] != "Cast")
     print("nodes:", [(n[0], n[1], n[2]) for n in nodes])
-    check(on_dev == ["Add", "Add", "MatMul", "MatMul", "MatMul", "Relu"], f"MatMuls, Adds and Relu on fakedev ({on_dev})")
+    # mm1's product and the Add of mm2's run as one MatMulBias (zero bias, mm2's product as its residual input)
+    check(on_dev == ["Add", "MatMul", "MatMul", "MatMulBias", "Relu"], f"MatMuls, Adds and Relu on fakedev ({on_dev})")
     check(len(to16) == 2 and all(n[2] == "fakedev" for n in to16),
           f"two Casts to float16 (x and m), on fakedev ({[n[0] for n in to16]})")
     check(len(to32) == 2, f"two Casts to float32: r as a graph output and h for the CPU's Sigmoid ({[n[0] for n in to32]})")
-    check(run.counts == (6, 4), f"stats: 6 nodes in float16, 4 Casts ({run.counts})")
+    check(run.counts == (5, 4), f"stats: 5 nodes in float16, 4 Casts ({run.counts})")
     for name, got, want in zip(("y", "r"), first, ref):
         err = float(np.abs(got.astype(np.float64) - want).max() / max(1.0, float(np.abs(want).max())))
         check(got.dtype == np.float32 and np.isfinite(got).all() and err < 1e-2,
@@ -173,6 +174,25 @@ def main():
     err = float(np.abs(out.astype(np.float64) - sref).max())
     check(casts == ["r.fp32.to_fp32", "x.fp16.to_fp16"] and err < 1e-2,
           f"a Shape reading a float16 value needs no Cast ({casts}; max err {err:.1e})")
+    # no bias, a residual Add (T5, LLaMA): MatMulBias with a bias of zeros the passes make, inside the region (the
+    # zeros get their float16 copy like any constant)
+    nob = os.path.join(tmp, "no_bias_residual.onnx")
+    nodes = [helper.make_node("MatMul", ["x", "W1"], ["a"], name="mm"),
+             helper.make_node("Add", ["a", "x"], ["h"], name="residual"),
+             helper.make_node("Sigmoid", ["h"], ["y"], name="sig")]
+    g = helper.make_graph(nodes, "no_bias", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, 32])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [16, 32])],
+                          [numpy_helper.from_array(w1, "W1")])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), nob)
+    with nr.session(nob, "cpu", 1, options={"graph.fuse_matmul_bias": "0"}) as s:
+        nref = s.run({"x": x})[0].copy()
+    (out,), _, nodes = run({}, "fp16", nob)
+    dev = sorted(n[1] for n in nodes if n[2] == "fakedev" and n[1] != "Cast")
+    casts = sorted(n[0] for n in nodes if n[1] == "Cast")
+    err = float(np.abs(out.astype(np.float64) - nref).max())
+    check(dev == ["MatMulBias"] and casts == ["h.fp32.to_fp32", "x.fp16.to_fp16"] and err < 1e-2,
+          f"MatMul + residual Add without a bias: one float16 MatMulBias on fakedev ({dev}, {casts}, {err:.1e})")
+
     # a weight of 4.2 M values converts in parts on several threads: every part lands where it belongs (outputs
     # within float16 rounding), and the -1e30 row in the last part saturates there too (finite output)
     big = os.path.join(tmp, "big_weight.onnx")

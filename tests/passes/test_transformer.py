@@ -211,6 +211,8 @@ def linear(a_shape, n, bias="vec", act=None, bias_first=False, b_rank=2, mm_outp
     elif bias == "input":
         bv = "bias"
         ins.append(helper.make_tensor_value_info("bias", TensorProto.FLOAT, [n]))
+    elif bias == "residual":  # no bias: the block's input added back (T5, LLaMA), K == N
+        bv = "x"
     else:
         bv = b.init("bias", b.rng.standard_normal(tuple(a_shape[:-1]) + (n,)).astype(np.float32))
     h = b.op("Add", [bv, mm] if bias_first else [mm, bv])
@@ -285,6 +287,9 @@ def matmul_bias_cases():
         ("mmb_gelu_tanh_many_rows", linear((4, 20, 16), 24, act="gelu_tanh"), 1, set()),
         ("mmb_gelu20_tanh", linear((2, 5, 16), 24, act="gelu20_tanh"), 1, set()),
         ("no_mmb_full_addend", linear((2, 5, 16), 24, bias="full"), 0, {"MatMul", "Add"}),
+        # no bias, the residual Add alone (T5, LLaMA): MatMulBias with a bias of zeros and R
+        ("mmb_no_bias_residual", linear((2, 5, 16), 16, bias="residual"), 1, set()),
+        ("mmb_no_bias_residual_first", linear((2, 5, 16), 16, bias="residual", bias_first=True), 1, set()),
         ("no_mmb_batched_b", linear((2, 5, 16), 24, b_rank=3), 0, {"MatMul", "Add"}),
         ("no_mmb_product_is_output", linear((2, 5, 16), 24, mm_output=True), 0, {"MatMul", "Add"}),
         # a Gemm with a bias vector (GPT-2's Conv1D) is the same node; transposed B, alpha or a matrix C are not
