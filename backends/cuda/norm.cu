@@ -117,6 +117,21 @@ __global__ void rows_k(const T *x, T *y, const T *scale, const T *bias, int64_t 
  * read from memory once (rows_k reads it three times and divides for every scale index; a ViT-B LayerNorm at
  * batch 32 ran at about a sixth of the memory bandwidth). Four rows a block. */
 #define LN_WARP_ROWS 4
+/* One warp's row in registers: v[k] = x[lane + 32 k] (0 past d); returns the warp's sum of the values (SQUARES: of
+ * their squares), in every lane. */
+template <typename T, int V, bool SQUARES>
+__device__ __forceinline__ float warp_row_load(const T *xr, int d, int lane, float *v) {
+    float s = 0;
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+        const int j = lane + 32 * k;
+        v[k] = j < d ? to_f(xr[j]) : 0.0f;
+        s += SQUARES ? v[k] * v[k] : v[k];
+    }
+    for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
+    return s;
+}
+
 template <typename T, int V>
 __global__ void rows_warp_k(const T *x, T *y, const T *scale, const T *bias, int d, int ns, int nb, int64_t rows,
                             float eps, float *mean_out, float *rstd_out) {
@@ -126,14 +141,7 @@ __global__ void rows_warp_k(const T *x, T *y, const T *scale, const T *bias, int
     const T *xr = x + r * d;
     T *yr = y + r * d;
     float v[V];
-    float s = 0;
-#pragma unroll
-    for (int k = 0; k < V; k++) {
-        const int j = lane + 32 * k;
-        v[k] = j < d ? to_f(xr[j]) : 0.0f;
-        s += v[k];
-    }
-    for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
+    float s = warp_row_load<T, V, false>(xr, d, lane, v);
     const float mean = s / (float)d;
     float q = 0;
 #pragma unroll
@@ -258,14 +266,7 @@ __global__ void rms_warp_k(const T *x, const T *w, T *y, int d, int64_t rows, fl
     const T *xr = x + r * d;
     T *yr = y + r * d;
     float v[V];
-    float s = 0;
-#pragma unroll
-    for (int k = 0; k < V; k++) {
-        const int j = lane + 32 * k;
-        v[k] = j < d ? to_f(xr[j]) : 0.0f;
-        s += v[k] * v[k];
-    }
-    for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
+    float s = warp_row_load<T, V, true>(xr, d, lane, v);
     const float inv = 1.0f / sqrtf(s / (float)d + eps);
 #pragma unroll
     for (int k = 0; k < V; k++) {
