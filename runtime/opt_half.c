@@ -198,6 +198,18 @@ netrun_status opt_plan_half(opt_state *o, const netrun_backend_config *cfg, nr_g
             is_half[ng->nodes[k].outputs[j]] = 1; /* half_takes checked them all */
     }
     if (!*n_nodes) goto done;
+    /* a Reshape the passes made of a float16 value (the fused Attention's [B, L, H, Ev] view of its output, for the
+     * Shape nodes that read it) stays a float16 view: a Cast in front of it ran every time for nothing */
+    for (int k = 0; k < n_copied; k++) {
+        const nr_node *nd = &ng->nodes[k];
+        int x = nd->n_inputs > 0 ? nd->inputs[0] : -1, y = nd->n_outputs > 0 ? nd->outputs[0] : -1;
+        if (from[k] >= 0 || !is_op(nd, "Reshape") || x < 0 || x >= st.nv0 || !is_half[x] || y < 0 || y >= st.nv0 ||
+            (y < g->n_values && o->pinned[y]))
+            continue;
+        cand[k] = 1;
+        is_half[y] = 1;
+        ++*n_nodes;
+    }
     for (int v = 0; v < st.nv0; v++)
         if (is_half[v]) ng->values[v].dtype = NETRUN_DTYPE_FLOAT16;
     /* float16 graph outputs (and values read by name by subgraphs): the node writes a new value, a Cast gives the
