@@ -360,6 +360,13 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
     for (int i = 1; i < p->n_spatial + 2; i++) wbytes *= wd[i];
     for (int i = 2; i < p->n_spatial + 2; i++) plane *= yd[i];
     int uneven = m % (16 * threads) != 0, small_w = wbytes <= 256 * 1024 && plane >= 784;
+    /* Also where one image of X outweighs the (small) weights: channel slices make every thread read the whole
+     * batch's X, images make each read its own X and all of W, which stays in L2 (MnasNet's 480 -> 96 and
+     * 576 -> 96 1x1 projections at 14x14, X 376-451 KB an image, W 184-221 KB, batch 8 at 2 threads: 0.52 ->
+     * 0.40 and 0.61 -> 0.48 ms, min of 6 rounds). */
+    int64_t xbytes = 4 * xd[1];
+    for (int i = 2; i < p->n_spatial + 2; i++) xbytes *= xd[i];
+    int x_heavy = wbytes <= 256 * 1024 && xbytes >= wbytes;
     /* A plain-X stem writing nChw16c Y with fewer 16-channel slices than threads (MobileNetV3's 3 -> 16: one
      * slice, so one thread busy) is cut by images too: batch 8 at 2 threads 6.2 -> 3.4 ms (min of 4 rounds). */
     int idle = p->dst_blocked && !p->src_blocked && n_sl < threads;
@@ -371,7 +378,8 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
     int plain_small = !p->src_blocked && !p->dst_blocked && p->group == 1 && p->n_spatial == 2 &&
                       (xd[1] <= 4 || wbytes <= 256 * 1024) && uneven;
     int by_image = (p->src_blocked || idle || plain_small) && !dw && threads > 1 && !(bi && !strcmp(bi, "0")) &&
-                   (uneven || small_w) && yd[0] >= threads && (yd[0] % threads == 0 || yd[0] >= 3 * threads);
+                   (uneven || small_w || x_heavy) && yd[0] >= threads &&
+                   (yd[0] % threads == 0 || yd[0] >= 3 * threads);
     /* A plain stem (few input channels, plain X) writing one nChw16c block with fewer images than threads
      * (MobileNetV3's 3 -> 16 at batch 1: one slice, one thread busy) is cut into bands of output rows instead,
      * each a dense part of Y. Not with a fused sum; not into a plain Y (oneDNN reorders a band of a plain
