@@ -354,12 +354,20 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
      * thread runs an image. Only where the slices are uneven or the weights are small against a big plane:
      * each thread then reads all the weights (SqueezeNet b8's 64 -> 256 3x3 at 13x13, 590 KB: 15% slower by
      * image); not for depthwise convs (EfficientNet-B0 b8: 10-15% slower; the two threads reading one image
-     * share it in L3) nor a plain X (the stem). cpu.dnnl_images=0 keeps the channel slices. */
+     * share it in L3) but those of dw_uneven below, nor a plain X (the stem). cpu.dnnl_images=0 keeps the
+     * channel slices. */
     const char *bi = cpu_option(ctx, "cpu.dnnl_images");
     int64_t wbytes = 4 * m, plane = 1;
     for (int i = 1; i < p->n_spatial + 2; i++) wbytes *= wd[i];
     for (int i = 2; i < p->n_spatial + 2; i++) plane *= yd[i];
     int uneven = m % (16 * threads) != 0, small_w = wbytes <= 256 * 1024 && plane >= 784;
+    /* Also where one image of X outweighs the (small) weights: channel slices make every thread read the whole
+     * batch's X, images make each read its own X and all of W, which stays in L2 (MnasNet's 480 -> 96 and
+     * 576 -> 96 1x1 projections at 14x14, X 376-451 KB an image, W 184-221 KB, batch 8 at 2 threads: 0.52 ->
+     * 0.40 and 0.61 -> 0.48 ms, min of 6 rounds). */
+    int64_t xbytes = 4 * xd[1];
+    for (int i = 2; i < p->n_spatial + 2; i++) xbytes *= xd[i];
+    int x_heavy = wbytes <= 256 * 1024 && xbytes >= wbytes;
     /* A plain-X stem writing nChw16c Y with fewer 16-channel slices than threads (MobileNetV3's 3 -> 16: one
      * slice, so one thread busy) is cut by images too: batch 8 at 2 threads 6.2 -> 3.4 ms (min of 4 rounds). */
     int idle = p->dst_blocked && !p->src_blocked && n_sl < threads;
@@ -370,8 +378,15 @@ netrun_status cpu_dnnl_conv_create(cpu_context *ctx, const netrun_conv_params *p
      * 232 -> 232 1x1 at 7x7 0.22 -> 0.175. */
     int plain_small = !p->src_blocked && !p->dst_blocked && p->group == 1 && p->n_spatial == 2 &&
                       (xd[1] <= 4 || wbytes <= 256 * 1024) && uneven;
-    int by_image = (p->src_blocked || idle || plain_small) && !dw && threads > 1 && !(bi && !strcmp(bi, "0")) &&
-                   (uneven || small_w) && yd[0] >= threads && (yd[0] % threads == 0 || yd[0] >= 3 * threads);
+    /* Depthwise convs stay in channel slices, but not where few 16-channel blocks split unevenly (48 channels:
+     * 32 + 16, one thread with twice the other's work; 16: one thread idle): batch 8 at 2 threads, MnasNet's
+     * 48 x 112x112 3x3/2 0.66 -> 0.52 ms, MobileNetV3-small's 16 x 112x112 3x3/2 0.30 -> 0.17 (min of 8 rounds). */
+    int64_t blocks = (m + 15) / 16;
+    int dw_uneven = dw && blocks % threads && blocks < 4 * threads;
+    int by_image = (p->src_blocked || idle || plain_small) && (!dw || dw_uneven) && threads > 1 &&
+                   !(bi && !strcmp(bi, "0")) &&
+                   (uneven || small_w || x_heavy) && yd[0] >= threads &&
+                   (yd[0] % threads == 0 || yd[0] >= 3 * threads);
     /* A plain stem (few input channels, plain X) writing one nChw16c block with fewer images than threads
      * (MobileNetV3's 3 -> 16 at batch 1: one slice, one thread busy) is cut into bands of output rows instead,
      * each a dense part of Y. Not with a fused sum; not into a plain Y (oneDNN reorders a band of a plain

@@ -33,7 +33,8 @@ their AVX-512 paths on and off (cpu.pool_avx512 / cpu.conv1x1_blk = 0: the porta
 - 1x1 convs on the 1x1 planes of a GlobalAveragePool (cpu.conv_gemv: one GEMV per image, output channels cut
   over the threads; off: oneDNN): squeeze-excite shapes, few rows, a fused sum, SiLU / Sigmoid / Relu;
 - oneDNN nChw16c convs at batch 2-6 and 2 threads cut by images (cpu.dnnl_images; uneven channel slices or small
-  weights on big planes; a plain-X conv with fewer 16-channel slices than threads) and by output channels (cpu.dnnl_images=0; batch 3: too few images for 2 threads).
+  weights on big planes; a plain-X conv with fewer 16-channel slices than threads; a depthwise conv of 1 or 3
+  blocks of 16 channels, not 4) and by output channels (cpu.dnnl_images=0; batch 3: too few images for 2 threads).
 The kernel column must name the AVX-512 1x1 kernel when it is on and the CPU has AVX-512F, never when off.
 
     python3 tests/cpu/test_blocked_kernels.py --lib build/lib/libnetrun.so
@@ -325,6 +326,7 @@ IMGS = [  # (in channels, middle channels, out channels, H, W): oneDNN nChw16c c
     (3, 48, 32, 29, 31),  # 48: uneven channel slices; 32 with small weights on a plane of 899 pixels
     (16, 144, 48, 9, 7),
     (32, 80, 16, 28, 28),
+    (16, 48, 64, 9, 8),  # a 64-channel depthwise: two blocks a thread, channel slices; c: X outweighs W
 ]
 
 
@@ -333,7 +335,7 @@ def img_case(cin, mid, cout, h, w):
     y = g.n("Relu", [g.conv("x", cin, mid, "a")], "a.relu")  # plain X -> nChw16c: channel slices
     y = g.n("Relu", [g.conv(y, mid, mid, "b")], "b.relu")  # 3x3, nChw16c both sides
     y = g.n("Clip", [g.conv(y, mid, cout, "c", k=1), g.c("lo", np.array(0)), g.c("hi", np.array(6))], "c.clip")
-    g.conv(y, cout, cout, "dw", group=cout)  # depthwise: stays on channel slices
+    g.conv(y, cout, cout, "dw", group=cout)  # depthwise: by image where its 16-channel blocks split unevenly
     return g.model([("x", None)], ["dw"]), (cin, h, w), None
 
 
@@ -399,8 +401,11 @@ def main():
                             by_img = [nm for nm, _, _, k in nodes if "by image" in k]
                             if by_img and (opts["cpu.dnnl_images"] == "0" or threads == 1 or batch in (1, 3)):
                                 errors.append(f"{by_img} cut by images with cpu.dnnl_images={on}, batch {batch}")
-                            # b and c where oneDNN runs them (an 80 -> 16 1x1 takes conv1x1_bb), never a or dw
-                            dn = [nm for nm, _, _, k in nodes if "oneDNN" in k and nm[0] in "bc"]
+                            # b and c where oneDNN runs them (an 80 -> 16 1x1 takes conv1x1_bb), never a; dw where
+                            # its blocks of 16 channels split unevenly over the 2 threads and are fewer than 8
+                            dw_uneven = kind == "img" and (params[2] // 16) % 2 == 1 and params[2] // 16 < 8
+                            dn = [nm for nm, _, _, k in nodes if "oneDNN" in k and (nm[0] in "bc" or
+                                                                                   (nm == "dw" and dw_uneven))]
                             if kind == "img" and fast == "1" and threads == 2 and batch in (2, 4, 6) and \
                                     (by_img != dn or (avx512 and not dn)):
                                 errors.append(f"convs cut by images: {by_img}, expected {dn}")

@@ -30,3 +30,6 @@ netrun_binding_test(cpu.small_planes ${CMAKE_CURRENT_LIST_DIR}/test_small_planes
 # convs on channel counts that are no multiple of 16 (3, 5, 24, 40, 72, 120) against onnxruntime: plain depthwise
 # 3x3 / 5x5 at strides 1 and 2 with the row-stationary kernel and cpu.dw_rows=0, MnasNet-style blocks, batch 1 and 8
 netrun_binding_test(cpu.odd_channels ${CMAKE_CURRENT_LIST_DIR}/test_odd_channels.py)
+# how convs are cut over threads, against onnxruntime: oneDNN 1x1 projections whose image of X outweighs small
+# weights and depthwise convs of few uneven 16-channel blocks by image at batch 8; plain 1x1 tail tiles
+netrun_binding_test(cpu.conv_split ${CMAKE_CURRENT_LIST_DIR}/test_conv_split.py)

@@ -15,6 +15,8 @@ graph (the detectors) run at batch 1 only. The summary gives the geometric mean 
 all rows, and lists the rows above 1.05.
 
 Runs per row: --runs, fewer where one round would take past --row-seconds / --runs (at least --min-runs).
+Before / after a change: --lib-before OTHER_BUILD/lib/libnetrun.so runs that build too, in the same rounds, and
+adds the paired ratio netrun/before to every row and to the summary.
 """
 import argparse
 import json
@@ -93,6 +95,9 @@ def main():
                          "saw onnxruntime's spinning workers as another busy process, stopped spinning "
                          "(cpu.spin_watch) and MobileNetV3-small at batch 8 took 18.8 ms instead of 7.8)")
     ap.add_argument("--netrun", action="append", help="NAME:key=value,... a netrun variant (first one is compared)")
+    ap.add_argument("--lib-before", help="another build's libnetrun (the one before a change), run in the same process "
+                                         "as engine 'before' in every round: rows then give the paired ratio "
+                                         "netrun/before as well")
     ap.add_argument("--no-opencv", action="store_true")
     ap.add_argument("--tol", type=float, default=1e-3)
     ap.add_argument("--json", help="write all figures here")
@@ -111,6 +116,7 @@ def main():
         zoo = json.load(f)
     names = [n for n in zoo if (not args.only or n in args.only.split(",")) and n not in args.skip.split(",")]
     nr = Netrun(args.lib)
+    nr_before = Netrun(args.lib_before) if args.lib_before else None  # its own path: its own copy and plugins
     variants = parse_netrun_variants(args.netrun)
     first = variants[0][0]
     batches = [int(b) for b in args.batch.split(",")]
@@ -162,6 +168,20 @@ def main():
                 print(f"{name:<18} batch {batch}: netrun failed ({failed}); row skipped", flush=True)
                 rows.append({"model": name, "family": meta["family"], "batch": batch, "error": failed})
                 continue
+            if nr_before:
+                try:
+                    sb = nr_before.session(path, backends="cpu", threads=args.threads)
+                    sb.set_inputs(feeds)
+                    sb.prepare()
+                except Exception as e:
+                    print(f"{name:<18} batch {batch}: the build before failed ({e}); row skipped", flush=True)
+                    rows.append({"model": name, "family": meta["family"], "batch": batch, "error": f"before: {e}"})
+                    continue
+
+                def run_before(s=sb):
+                    s.run_only()
+                    return s.outputs()
+                engines.append(("before", run_before, sb))
             engines.append(("ORT", lambda: osess.run(None, feeds), None))
             if cv2:
                 run_cv, why = opencv_engine(cv2, path, feeds, out_names)
@@ -192,7 +212,7 @@ def main():
             errs = {label: rel_err(o, ref) for label, o in outs.items() if label != "ORT"}
             med = {k: float(np.median(v)) for k, v in times.items()}
             paired = {f"{v}/{o}": float(np.median([a / b for a, b in zip(times[v], times[o])]))
-                      for v, _ in variants for o in ("ORT", "OCV") if o in times}
+                      for v, _ in variants for o in ("ORT", "OCV", "before") if o in times}
             row = {"model": name, "family": meta["family"], "note": meta.get("note", ""), "batch": batch,
                    "runs": n_runs, "median_ms": med, "paired_ratio": paired, "err_vs_ort": errs,
                    "opencv_note": notes.get("OCV", "")}
@@ -201,6 +221,8 @@ def main():
             line = f"{name:<18} {fam[:28]:<28} {batch:>3} " + " ".join(f"{med[n]:>10.2f}" for n, _ in variants)
             line += f" {med['ORT']:>9.2f} " + (f"{med['OCV']:>9.2f}" if "OCV" in med else f"{'n/a':>9}")
             line += f" {paired[first + '/ORT']:>10.2f} " + (f"{paired[first + '/OCV']:>10.2f}" if "OCV" in med else f"{'n/a':>10}")
+            if "before" in times:
+                line += f" {first}/before={paired[first + '/before']:.2f} (before {med['before']:.2f} ms)"
             line += "  " + " ".join(f"{k}={v:.1e}{'!' if v > args.tol else ''}" for k, v in errs.items())
             if notes.get("OCV"):
                 line += f"  (OpenCV: {notes['OCV']})"
@@ -218,6 +240,10 @@ def main():
         g_ocv = geomean(ocv)
         summary[label] = {"vs_ort": g_ort, "vs_ocv": g_ocv, "rows": len(sel), "ocv_rows": len(ocv)}
         print(f"#   {label}: {first}/ORT {g_ort:.2f} over {len(sel)} rows, {first}/OCV {g_ocv:.2f} over {len(ocv)} rows")
+        if nr_before:
+            g_b = geomean([r["paired_ratio"].get(first + "/before") for r in sel])
+            summary[label]["vs_before"] = g_b
+            print(f"#   {label}: {first}/before {g_b:.2f}")
     losing = [(r["model"], r["batch"], round(r["paired_ratio"][first + "/ORT"], 2)) for r in rows_ok
               if r["paired_ratio"][first + "/ORT"] > 1.05]
     if failed_rows:
