@@ -247,6 +247,23 @@ BUILDERS = {"bert-base": build_bert, "gpt2-small": build_gpt2, "vit-b16": build_
 
 
 # ---------------------------------------------------------------------------------------------------------- CPU
+def exported_feeds(path, batch, seq, rng):
+    """Inputs for a model exported elsewhere (the GPU part's files): dims named like a batch or sequence get
+    `batch` / `seq`, token ids are random ids below 100 (every vocabulary has that many), masks ones, floats
+    normal."""
+    import onnxruntime as ort
+
+    feeds = {}
+    for i in ort.InferenceSession(path, providers=["CPUExecutionProvider"]).get_inputs():
+        shape = [d if isinstance(d, int) else (batch if "batch" in str(d) else seq) for d in i.shape]
+        if "int64" in i.type:
+            feeds[i.name] = (np.ones(shape, np.int64) if "mask" in i.name
+                             else rng.integers(0, 100, size=shape).astype(np.int64))
+        else:
+            feeds[i.name] = rng.standard_normal(shape).astype(np.float32)
+    return feeds
+
+
 def cpu_part(a):
     import onnxruntime as ort
     from netrun_ctypes import Netrun
@@ -259,13 +276,19 @@ def cpu_part(a):
     rng = np.random.default_rng(0)
     rows = []
     os.makedirs(a.model_dir, exist_ok=True)
-    for name in a.models.split(","):
+    todo = []  # (name, path, feeds, tokens)
+    for name in [m for m in a.models.split(",") if m]:
         model, mk_feeds = BUILDERS[name](sizes[name])
         path = os.path.join(a.model_dir, f"{name}{'-tiny' if a.dry_run else ''}.onnx")
         if not os.path.exists(path):
             onnx.save(model, path)
         del model
-        feeds = mk_feeds(a.batch, a.seq, rng)
+        tokens = (sizes[name]["IMG"] // sizes[name]["PATCH"]) ** 2 + 1 if "IMG" in sizes[name] else a.seq
+        todo.append((name, path, mk_feeds(a.batch, a.seq, rng), tokens))
+    for path in [p for p in (a.onnx or "").split(",") if p]:  # models exported by torch (the GPU part's files)
+        feeds = exported_feeds(path, a.batch, a.seq, rng)
+        todo.append((os.path.splitext(os.path.basename(path))[0], path, feeds, a.seq))
+    for name, path, feeds, tokens in todo:
         so = ort.SessionOptions()
         so.intra_op_num_threads = a.threads
         so.inter_op_num_threads = 1
@@ -301,13 +324,12 @@ def cpu_part(a):
                 cpu[k].append(statistics.median(cs))
         for s in sessions.values():
             s.close()
+        del ort_s
         med = {k: statistics.median(v) for k, v in times.items()}
         cmed = {k: statistics.median(v) for k, v in cpu.items()}
         rows.append(dict(model=name, batch=a.batch, seq=a.seq, threads=a.threads, ms=med, cpu_ms=cmed,
-                         fusions=fusions, errors=errors))
+                         fusions=fusions, errors=errors, tokens=tokens))
         o, f, u = med["onnxruntime"], med["netrun fused"], med["netrun unfused"]
-        tokens = (sizes[name]["IMG"] // sizes[name]["PATCH"]) ** 2 + 1 if "IMG" in sizes[name] else a.seq
-        rows[-1]["tokens"] = tokens
         print(f"{name:11s} b{a.batch} {tokens} tokens: onnxruntime {o:8.2f} ms  netrun fused {f:8.2f} ms  unfused {u:8.2f} ms"
               f"  fused/ort {f / o:5.2f}  fused/unfused {f / u:5.2f}  cpu ms/run ort {cmed['onnxruntime']:.0f} fused "
               f"{cmed['netrun fused']:.0f} unfused {cmed['netrun unfused']:.0f}  fusions (attn, ln, gelu) {fusions}"
@@ -523,7 +545,10 @@ def main():
     ap.add_argument("--gpu", action="store_true", help="also the GPU part (needs torch, transformers, torchvision)")
     ap.add_argument("--gpu-only", action="store_true", help="the GPU part alone")
     ap.add_argument("--dry-run", action="store_true", help="tiny models and one round: checks the script works")
-    ap.add_argument("--models", default="bert-base,gpt2-small,vit-b16")
+    ap.add_argument("--models", default="bert-base,gpt2-small,vit-b16",
+                    help="CPU part: models built here with onnx.helper (empty: none)")
+    ap.add_argument("--onnx", help="CPU part: also these ONNX files (comma-separated), e.g. the GPU part's exports "
+                    "in --model-dir; inputs made from their declared shapes (--batch, --seq)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--seq", type=int, default=128)
