@@ -116,14 +116,16 @@ static int half_takes(const opt_state *o, const netrun_backend_config *cfg, cons
             in[i].name = "";
             continue;
         }
-        if (v >= o->g->n_values) { /* a value another pass made: only its constants (MatMulBias's zero bias) */
-            const nr_tensor *t = ng->values[v].constant;
-            if (!t || t->dtype != NETRUN_DTYPE_FLOAT) return 0;
+        if (v >= o->g->n_values) { /* a value another pass made: float32 ones (MatMulBias's zero bias, the sum of
+                                    * an Attention's two masks) convert like the model's; float16 NHWC ones do not */
+            const nr_value *nv = &ng->values[v];
+            const nr_tensor *t = nv->constant;
+            if ((t ? t->dtype : nv->dtype) != NETRUN_DTYPE_FLOAT || (t ? t->rank : nv->rank) < 0) return 0;
             memset(&in[i], 0, sizeof in[i]);
-            in[i].name = ng->values[v].name;
+            in[i].name = nv->name;
             in[i].dtype = NETRUN_DTYPE_FLOAT16;
-            in[i].rank = t->rank;
-            memcpy(in[i].dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
+            in[i].rank = t ? t->rank : nv->rank;
+            memcpy(in[i].dims, t ? t->dims : nv->dims, sizeof(int64_t) * (size_t)in[i].rank);
             continue;
         }
         in[i] = o->s->values[v].desc;
