@@ -255,8 +255,6 @@ netrun_status cuda_zero_pad(cuda_context *ctx, size_t es, void *dst, const void 
 
 /* ---- precision (precision.cu, conv.c, gemm.c) ---- */
 
-/* Y[cols, rows] = X[rows, cols]^T on ctx's stream (data_movement.cu). */
-netrun_status cuda_transpose_2d(cuda_context *ctx, netrun_dtype dt, const void *x, void *y, int64_t rows, int64_t cols);
 /* float32 [n, c, s] -> float16 laid out [n, c, s], or [n, s, c] when to_nsc (NHWC for cuDNN); and back. */
 netrun_status cuda_f32_to_f16(cuda_context *ctx, const void *x, void *y, int64_t n, int64_t c, int64_t s, int to_nsc);
 netrun_status cuda_f16_to_f32(cuda_context *ctx, const void *x, void *y, int64_t n, int64_t c, int64_t s, int from_nsc);

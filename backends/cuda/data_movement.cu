@@ -171,33 +171,6 @@ static netrun_status transpose_run(cuda_context *ctx, void *state, const netrun_
     return cuda_check_launch("Transpose");
 }
 
-/* Y[cols, rows] = X[rows, cols]^T on the stream, for kernels that keep a transposed copy of a constant. */
-extern "C" netrun_status cuda_transpose_2d(cuda_context *ctx, netrun_dtype dt, const void *x, void *y, int64_t rows,
-                                          int64_t cols) {
-    netrun_transpose_params tp;
-    memset(&tp, 0, sizeof tp);
-    tp.perm[0] = 1;
-    tp.perm[1] = 0;
-    netrun_tensor in, out;
-    memset(&in, 0, sizeof in);
-    memset(&out, 0, sizeof out);
-    in.dtype = out.dtype = dt;
-    in.rank = out.rank = 2;
-    in.dims[0] = out.dims[1] = rows;
-    in.dims[1] = out.dims[0] = cols;
-    in.data = (void *)x;
-    out.data = y;
-    in.nbytes = out.nbytes = (size_t)(rows * cols) * cuda_esize(dt);
-    netrun_kernel_args a;
-    memset(&a, 0, sizeof a);
-    a.struct_size = sizeof a;
-    a.params = &tp;
-    a.n_inputs = a.n_outputs = 1;
-    a.inputs = &in;
-    a.outputs = &out;
-    return transpose_run(ctx, NULL, &a);
-}
-
 /* ---- Concat / Split: each input is a 2-D block of the output (rows = outer dims) ---- */
 
 static netrun_status copy2d(cuda_context *ctx, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,

@@ -84,7 +84,6 @@ typedef struct gemm_state {
     int64_t m, n, k;             /* of the product (MatMul: batch folded into m) */
     int64_t a_count;
     void *b16;
-    void *bt;                    /* MatMul: the constant B transposed, [n, k] (see bt_create), or NULL */
     double ms32, ms16;
     char desc[128];
 } gemm_state;
@@ -113,7 +112,6 @@ static void gemm_destroy(cuda_context *ctx, void *state) {
     gemm_state *st = state;
     if (!st) return;
     if (st->b16) cudaFree(st->b16);
-    if (st->bt) cudaFree(st->bt);
     cuda_host->free(st);
 }
 
@@ -122,49 +120,10 @@ void cuda_gemm_describe(void *state, char *buf, size_t size) {
     snprintf(buf, size, "%s", st ? st->desc : "");
 }
 
-/* A MatMul whose constant B [K, N] has N not a multiple of 8 (GPT-2's tied lm_head: 768 x 50257): read as it is,
- * its rows are not 16-byte aligned and cuBLAS falls back to kernels without tensor-core loads (2.5 ms where the
- * product needs 0.5 on an H200 at 4096 rows). B^T [N, K] with K a multiple of 8 is read aligned, as PyTorch's
- * Linear reads its weight: kept on the device, made once here. */
-static netrun_status bt_create(cuda_context *ctx, const netrun_node_desc *node, gemm_state **out) {
-    const netrun_value_desc *A = &node->inputs[0], *B = &node->inputs[1];
-    netrun_dtype dt = B->dtype;
-    size_t es = dt == NETRUN_DTYPE_FLOAT16 ? 2 : dt == NETRUN_DTYPE_FLOAT ? 4 : 0;
-    int64_t nb = cuda_desc_count(B);
-    if (!es || A->dtype != dt || A->rank < 2 || B->rank != 2 || nb <= 0 || (size_t)nb * es != B->const_nbytes ||
-        B->dims[1] % 8 == 0 || B->dims[0] % 8 || B->dims[1] < 64 || cuda_desc_count(A) <= 0)
-        return NETRUN_OK;
-    gemm_state *st = cuda_host->alloc(sizeof *st, 16);
-    if (!st) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda MatMul: out of memory");
-    memset(st, 0, sizeof *st);
-    st->k = B->dims[0];
-    st->n = B->dims[1];
-    st->a_count = cuda_desc_count(A);
-    st->m = st->a_count / st->k;
-    void *tmp = NULL;
-    cudaError_t e = cudaMalloc(&st->bt, B->const_nbytes);
-    if (e == cudaSuccess) e = cudaMalloc(&tmp, B->const_nbytes);
-    if (e == cudaSuccess) e = cudaMemcpyAsync(tmp, B->const_data, B->const_nbytes, cudaMemcpyHostToDevice, ctx->stream);
-    netrun_status s = e == cudaSuccess ? cuda_transpose_2d(ctx, dt, tmp, st->bt, st->k, st->n) : NETRUN_OK;
-    if (e == cudaSuccess && s == NETRUN_OK) e = cudaStreamSynchronize(ctx->stream);
-    if (tmp) cudaFree(tmp);
-    if (e != cudaSuccess || s != NETRUN_OK) {
-        gemm_destroy(ctx, st);
-        cudaGetLastError();
-        return s != NETRUN_OK ? s : cuda_fail(e, "MatMul: transposing B");
-    }
-    snprintf(st->desc, sizeof st->desc, "cublas, B kept transposed (N = %lld)", (long long)st->n);
-    *out = st;
-    return NETRUN_OK;
-}
-
 static netrun_status gemm_create(cuda_context *ctx, const netrun_node_desc *node, void **state, size_t *ws) {
     *ws = 0;
     *state = NULL;
     const netrun_value_desc *A = &node->inputs[0], *B = &node->inputs[1];
-    if (!strcmp(node->op_type, "MatMul") && B->const_data && cuda_main_dtype(node) == B->dtype &&
-        (B->dtype == NETRUN_DTYPE_FLOAT16 || ctx->config.precision != NETRUN_PRECISION_FP16))
-        return bt_create(ctx, node, (gemm_state **)state); /* else the fp16 timing below (float32 B) */
     if (ctx->config.precision != NETRUN_PRECISION_FP16 || cuda_main_dtype(node) != NETRUN_DTYPE_FLOAT || !B->const_data ||
         B->rank != 2 || cuda_desc_count(A) <= 0 || cuda_desc_count(B) <= 0 ||
         (size_t)cuda_desc_count(B) * 4 != B->const_nbytes || node->n_outputs < 1 || cuda_desc_count(&node->outputs[0]) <= 0)
@@ -315,8 +274,6 @@ static netrun_status matmul_run(cuda_context *ctx, void *state, const netrun_ker
     }
     if (b_shared && a_full) {
         gemm_state *gs = state;
-        if (gs && gs->bt && m * batch == gs->m && n == gs->n && k == gs->k && B->dtype == Y->dtype)
-            return row_gemm(ctx, Y->dtype, 0, 1, m * batch, n, k, 1.0f, A->data, 0, gs->bt, 0, 0.0f, Y->data, 0, 1);
         if (use_half(gs, args, m * batch, n, k)) {
             void *a16 = cuda_workspace_address(args->workspace);
             netrun_status s = cuda_f32_to_f16(ctx, A->data, a16, 1, 1, gs->a_count, 0);

@@ -56,7 +56,7 @@ add("mm_2d_1d", "MatMul", [rand(3, 6, seed=56), rand(6, seed=57)])
 add("mm_1d_3d", "MatMul", [rand(6, seed=58), rand(2, 6, 4, seed=59)])
 add("mm_3d_1d", "MatMul", [rand(2, 3, 6, seed=60), rand(6, seed=61)])
 add("mm_3d_2d", "MatMul", [rand(4, 3, 6, seed=62), ("const", rand(6, 5, seed=63))])
-# a constant B whose N is not a multiple of 8 (a tied lm_head, 768 x 50257): CUDA keeps B^T, K-contiguous
+# a constant B whose N is not a multiple of 8 (a tied lm_head, 768 x 50257): rows of B and Y not 16-byte aligned
 add("mm_const_b_odd_n", "MatMul", [rand(2, 33, 64, seed=160), ("const", rand(64, 203, seed=161))], rtol=1e-3, atol=1e-3)
 add("mm_const_b_odd_n_fp16", "MatMul", [rand(2, 33, 64, dtype=np.float16, seed=162),
                                         ("const", rand(64, 203, dtype=np.float16, seed=163))], rtol=1e-2, atol=1e-2)
