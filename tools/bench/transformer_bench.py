@@ -389,8 +389,15 @@ def gpu_models(batch_dims=True):
         def forward(self, *args):
             return self.m(*args).last_hidden_state
 
+    class TextHidden(Hidden):
+        """a text encoder given its inputs by name (the positional order of forward() differs between
+        `transformers` releases)"""
+
+        def forward(self, input_ids, attention_mask):
+            return self.m(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
     cfg = eager(tf.BertConfig())
-    bert = tf.BertModel(cfg)
+    bert = TextHidden(tf.BertModel(cfg))
     for seq in (128, 384):
         out.append(("bert-base" if seq == 128 else f"bert-base-{seq}", "bert-base", bert, tokens(cfg, seq),
                     text_names, text_dyn, {"sequence": seq}))
@@ -398,10 +405,10 @@ def gpu_models(batch_dims=True):
     out.append(("gpt2-small", "gpt2-small", LMWithMask(tf.GPT2LMHeadModel(cfg)), tokens(cfg, 128), text_names,
                 text_dyn, {"sequence": 128}))
     cfg = eager(tf.T5Config())  # the defaults are t5-small's: 6 layers, d_model 512, 8 heads, relative position bias
-    out.append(("t5-small-encoder", "t5-small-encoder", Hidden(tf.T5EncoderModel(cfg)), tokens(cfg, 128),
+    out.append(("t5-small-encoder", "t5-small-encoder", TextHidden(tf.T5EncoderModel(cfg)), tokens(cfg, 128),
                 text_names, text_dyn, {"sequence": 128}))
     cfg = eager(tf.DistilBertConfig())
-    out.append(("distilbert", "distilbert", Hidden(tf.DistilBertModel(cfg)), tokens(cfg, 128), text_names, text_dyn,
+    out.append(("distilbert", "distilbert", TextHidden(tf.DistilBertModel(cfg)), tokens(cfg, 128), text_names, text_dyn,
                 {"sequence": 128}))
     cfg = eager(tf.ViTConfig())
     out.append(("vit-b16", "vit-b16", Hidden(tf.ViTModel(cfg)), (torch.randn(1, 3, 224, 224),), ["pixel_values"],
