@@ -190,19 +190,6 @@ static int try_concat_view(netrun_session *s, nr_snode *sn, int dom) {
     return 1;
 }
 
-/* Reshape / Flatten / Squeeze / Unsqueeze: the output has the input's bytes. */
-static int try_reshape_view(netrun_session *s, nr_snode *sn, int dom) {
-    const nr_node *nd = &s->model->ir->graph->nodes[sn->node];
-    if (!is_reshape_like(nd) || nd->n_inputs < 1 || nd->n_outputs != 1) return 0;
-    int x = nd->inputs[0], y = nd->outputs[0];
-    if (x < 0 || y < 0 || !shareable(s, x, dom) || !shareable(s, y, dom) || !alone(s, y)) return 0;
-    if (s->values[x].graph_output >= 0 || s->values[y].graph_output >= 0 || s->values[x].nbytes != s->values[y].nbytes)
-        return 0;
-    int r = set_root(s, x);
-    attach(s, y, r, x == r ? 0 : s->values[x].alias_off);
-    s->stats.n_views++;
-    return 1;
-}
 
 /* Slice, Pad, Expand, Tile and Transpose that change nothing for the shapes prepared (Swin-T pads its windows by
  * (W % 7) and slices the padding off again: zero for 224x224 inputs, 97 full copies per run at batch 32): the
@@ -237,13 +224,15 @@ static int identity_for_shapes(const netrun_session *s, const nr_snode *sn, cons
     return 0;
 }
 
-static int try_identity_view(netrun_session *s, nr_snode *sn, int dom) {
+/* Reshape / Flatten / Squeeze / Unsqueeze, and the ops above where they change nothing: the output has the
+ * input's bytes. */
+static int try_input_view(netrun_session *s, nr_snode *sn, int dom) {
     const nr_node *nd = &s->model->ir->graph->nodes[sn->node];
     if (nd->n_inputs < 1 || nd->n_outputs != 1) return 0;
     int x = nd->inputs[0], y = nd->outputs[0];
     if (x < 0 || y < 0 || !shareable(s, x, dom) || !shareable(s, y, dom) || !alone(s, y)) return 0;
     if (s->values[x].graph_output >= 0 || s->values[y].graph_output >= 0 || s->values[x].nbytes != s->values[y].nbytes ||
-        !identity_for_shapes(s, sn, nd, x, y))
+        (!is_reshape_like(nd) && !identity_for_shapes(s, sn, nd, x, y)))
         return 0;
     int r = set_root(s, x);
     attach(s, y, r, x == r ? 0 : s->values[x].alias_off);
@@ -310,7 +299,7 @@ netrun_status nr_plan_aliases(netrun_session *s) {
         nr_snode *sn = &s->snodes[s->steps[t].snode];
         if (sn->slot < 0 || sn->dynamic) continue;
         int dom = s->slots[sn->slot].domain;
-        if (try_reshape_view(s, sn, dom) || try_concat_view(s, sn, dom) || try_identity_view(s, sn, dom)) sn->view = 1;
+        if (try_input_view(s, sn, dom) || try_concat_view(s, sn, dom)) sn->view = 1;
         else try_inplace(s, sn, dom, t, &cfg);
     }
     return NETRUN_OK;

@@ -132,10 +132,6 @@ static int h_layout_of(h_state *st, int v, int want_h) {
     return *slot = id;
 }
 
-/* A float16 copy of float32 constant v of ng, cached in cache[v] (values of ng before the pass); -1 on OOM or when
- * v is no float32 constant. Finite values beyond float16's range become its largest finite value, not infinities:
- * masks written as x * -3.4e38 (0 * -inf would be NaN) and biases of -1e9 keep their meaning. Shared with the
- * plain float16 region (opt_half.c). */
 /* float32 -> float16 weights, finite values saturated to +-65504 (infinities and NaN kept as such). Scalar, one
  * value at a time, this took 1.2 s of a 1.7 s float16 prepare of BERT-base (110 M weights) on an H200's host; with
  * F16C (x86) 8 at a time. Same bits either way: the hardware rounds to nearest even, as nr_float_to_half does. */
@@ -231,6 +227,10 @@ static void to_half_saturate(uint16_t *dst, const float *src, int64_t n) {
         if (started[i]) pthread_join(th[i], NULL);
 }
 
+/* A float16 copy of float32 constant v of ng, cached in cache[v] (values of ng before the pass); -1 on OOM or when
+ * v is no float32 constant. Finite values beyond float16's range become its largest finite value, not infinities:
+ * masks written as x * -3.4e38 (0 * -inf would be NaN) and biases of -1e9 keep their meaning. Shared with the
+ * plain float16 region (opt_half.c). */
 int opt_half_const(const opt_state *o, nr_graph *ng, int v, int nv0, int *cache) {
     if (v < 0 || v >= nv0) return -1;
     if (cache[v] >= 0) return cache[v];

@@ -648,6 +648,15 @@ static int residual_of(const opt_state *o, int y, int ref, int *add) {
     return r;
 }
 
+/* MatMulBias's params: Y = A B + bias (alpha and beta 1), the activation set by the caller. */
+static netrun_gemm_params mmb_params(void) {
+    netrun_gemm_params gp;
+    memset(&gp, 0, sizeof gp);
+    gp.alpha = gp.beta = 1.0f;
+    gp.has_c = 1;
+    return gp;
+}
+
 /* The MatMulBias for product node `first` (a MatMul, or a Gemm with its bias) whose node n writes y = A B + bias
  * (`pre`: a Reshape before `first` that goes too, or -1),
  * taking the activation that alone reads y where the backend takes it, else the residual Add that alone reads y
@@ -657,10 +666,7 @@ static int take_linear(opt_state *o, const netrun_backend_config *cfg, int pre, 
                        int bias, int *act_taken, int *res_taken) {
     int y = out0(o, n);
     int u = -1, act = o->pinned[y] || kept_uses(o, y, &u) != 1 ? NETRUN_ACT_NONE : bias_act_of(o, u, y, n);
-    netrun_gemm_params gp;
-    memset(&gp, 0, sizeof gp);
-    gp.alpha = gp.beta = 1.0f;
-    gp.has_c = 1;
+    netrun_gemm_params gp = mmb_params();
     int ins[3] = {a, b, bias};
     for (;; act = NETRUN_ACT_NONE) { /* with the activation, else without */
         int made = act != NETRUN_ACT_NONE && o->repl_of[u] >= 0;
@@ -741,10 +747,7 @@ static int plan_matmul_residual(opt_state *o, const netrun_backend_config *cfg, 
     netrun_value_desc zd = *bd; /* the zeros: [N] of B's type, a constant */
     zd.rank = 1;
     zd.dims[0] = bd->dims[1];
-    netrun_gemm_params gp;
-    memset(&gp, 0, sizeof gp);
-    gp.alpha = gp.beta = 1.0f;
-    gp.has_c = 1;
+    netrun_gemm_params gp = mmb_params();
     int ins4[4] = {a, b, -1, res};
     if (!backend_takes_descs(o, cfg, n, "com.netrun", "MatMulBias", 1, &gp, sizeof gp, ins4, 4, out0(o, add), 2, &zd))
         return 0;
@@ -879,9 +882,8 @@ netrun_status opt_emit_repl(const opt_state *o, nr_graph *ng, int n, int *from) 
     nn->outputs[0] = r->out;
     if (mmb && r->zero_bias > 0 && r->in[2] < 0) { /* the bias of zeros */
         nr_tensor *t = nr_tensor_new((netrun_dtype)r->zero_bias_dtype, 1, &r->zero_bias);
-        int zb = nr_graph_new_const(ng, name, ".zero_bias", t); /* frees t on failure */
+        int zb = nr_graph_new_const(ng, name, ".zero_bias", t); /* frees t on failure; adds a value, no node */
         if (zb < 0) return nr_error(NETRUN_ERR_OUT_OF_MEMORY, "out of memory copying node '%s'", g->nodes[n].name);
-        nn = &ng->nodes[ng->n_nodes - 1 - (r->extra_out >= 0)]; /* the values array may have moved, not the nodes */
         nn->inputs[2] = zb;
     }
     if (r->extra_out >= 0) { /* the transposed [B, L, H, Ev] value other nodes read: Reshape of the output */

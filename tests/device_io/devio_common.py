@@ -64,14 +64,9 @@ def fakedev_main_setup():
     """The start of a fake-device test's main(): --lib and --plugin parsed, the plugin put on the backend path, and
     (the netrun_ctypes wrapper, this module's ctypes handle, netrun_ctypes.SessionStats, the plugin's path)
     returned."""
-    import argparse
     import os
     import sys
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--lib", required=True)
-    ap.add_argument("--plugin", required=True)
-    a = ap.parse_args()
-    os.environ["NETRUN_BACKEND_PATH"] = ":".join(p for p in (os.environ.get("NETRUN_BACKEND_PATH"), a.plugin) if p)
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "bench"))
-    from netrun_ctypes import Netrun, SessionStats
+    from netrun_ctypes import Netrun, SessionStats, plugin_test_args
+    a = plugin_test_args()
     return Netrun(a.lib), device_api(a.lib), SessionStats, a.plugin

@@ -18,7 +18,6 @@ Checks, on fakedev,cpu under --precision fp16:
 
     python3 tests/passes/test_fp16_plain.py --lib build/lib/libnetrun.so --plugin build/test-device-plugin/libnetrun-fakedev.so
 """
-import argparse
 import os
 import sys
 import tempfile
@@ -67,12 +66,8 @@ def build(path, with_matmul=True):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--lib", required=True)
-    ap.add_argument("--plugin", required=True)
-    a = ap.parse_args()
-    os.environ["NETRUN_BACKEND_PATH"] = ":".join(p for p in (os.environ.get("NETRUN_BACKEND_PATH"), a.plugin) if p)
-    from netrun_ctypes import Netrun
+    from netrun_ctypes import Netrun, plugin_test_args
+    a = plugin_test_args(__doc__)
     from test_fp16_regions import PSession
 
     nr = Netrun(a.lib)

@@ -10,7 +10,6 @@ holding the 4-input node itself runs (numpy's result) or, with a broadcast R or 
 
     python3 tests/passes/test_residual.py --lib build/lib/libnetrun.so --plugin build/.../libnetrun-fakedev.so
 """
-import argparse
 import os
 import sys
 import tempfile
@@ -238,13 +237,9 @@ def check_written(nr, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--lib", required=True)
-    ap.add_argument("--plugin", required=True)
-    a = ap.parse_args()
-    os.environ["NETRUN_BACKEND_PATH"] = ":".join(p for p in (os.environ.get("NETRUN_BACKEND_PATH"), a.plugin) if p)
+    from netrun_ctypes import Netrun, plugin_test_args
+    a = plugin_test_args(__doc__)
     sys.path.insert(0, HERE)
-    from netrun_ctypes import Netrun
     nr = Netrun(a.lib)
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:

@@ -16,6 +16,18 @@ _DTYPES = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6:
 _NP_TO_DT = {np.dtype(v): k for k, v in _DTYPES.items()}
 
 
+def plugin_test_args(description=None):
+    """--lib and --plugin of a test that loads a plugin backend (the fake device of tests/plugins), parsed, with the
+    plugin put on NETRUN_BACKEND_PATH before netrun loads its backends."""
+    import argparse
+    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--plugin", required=True)
+    a = ap.parse_args()
+    os.environ["NETRUN_BACKEND_PATH"] = ":".join(p for p in (os.environ.get("NETRUN_BACKEND_PATH"), a.plugin) if p)
+    return a
+
+
 class TensorView(C.Structure):
     _fields_ = [("name", C.c_char_p), ("dtype", C.c_int), ("rank", C.c_int), ("dims", C.c_int64 * MAX_RANK),
                 ("data", C.c_void_p), ("nbytes", C.c_size_t)]
