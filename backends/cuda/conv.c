@@ -1072,6 +1072,8 @@ void cuda_op_describe(const cuda_op *op, void *state, char *buf, size_t size) {
     else if (!strcmp(op->op_type, "Gemm") || !strcmp(op->op_type, "MatMul")) cuda_gemm_describe(state, buf, size);
     else if (!strcmp(op->op_type, "Attention")) cuda_attention_describe(state, buf, size);
     else if (!strcmp(op->op_type, "MatMulBias")) cuda_matmul_bias_describe(state, buf, size);
+    else if (!strcmp(op->op_type, "QLinearConv") || !strcmp(op->op_type, "QLinearMatMul"))
+        cuda_qlinear_describe(state, buf, size);
 }
 
 /* ---- ReorderNHWC (com.netrun): the float16 region pass's border conversion, one kernel each way ---- */

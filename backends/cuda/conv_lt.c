@@ -67,7 +67,7 @@ struct cuda_lt_gemm {
     cublasLtMatrixLayout_t a, b, c;
     cublasLtMatmulAlgo_t algo;
     size_t ws;
-    int has_bias, has_z;
+    int has_bias, has_z, int_scale;
 };
 
 void cuda_lt_gemm_destroy(cuda_lt_gemm *g) {
@@ -92,10 +92,11 @@ cuda_lt_gemm *cuda_lt_gemm_create_ex(const cuda_lt_shape *d) {
     memset(g, 0, sizeof *g);
     g->has_bias = d->has_bias;
     g->has_z = d->has_z;
+    g->int_scale = d->int_scale;
     cublasLtMatmulPreference_t pref = NULL;
     int bad = lt_cublasLtCreate(&g->h) != CUBLAS_STATUS_SUCCESS;
     if (bad) g->h = NULL;
-    bad = bad || lt_cublasLtMatmulDescCreate(&g->op, d->compute, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS;
+    bad = bad || lt_cublasLtMatmulDescCreate(&g->op, d->compute, d->int_scale ? CUDA_R_32I : CUDA_R_32F) != CUBLAS_STATUS_SUCCESS;
     cublasOperation_t ta = d->ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb = d->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     uint32_t epi = d->act == CUDA_LT_GELU ? (d->has_bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
                    : d->act == CUDA_LT_RELU ? (d->has_bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU)
@@ -174,7 +175,10 @@ netrun_status cuda_lt_gemm_run(cuda_context *ctx, cuda_lt_gemm *g, const void *w
                     CUBLAS_STATUS_SUCCESS)
         return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda: cuBLASLt bias pointer refused");
     float alpha = 1.0f, beta = z ? 1.0f : 0.0f;
-    cublasStatus_t s = lt_cublasLtMatmul(g->h, g->op, &alpha, w, g->a, x, g->b, &beta, z ? z : y, g->c, y, g->c, &g->algo,
+    int32_t ialpha = 1, ibeta = z ? 1 : 0;
+    const void *pa = g->int_scale ? (const void *)&ialpha : (const void *)&alpha;
+    const void *pb = g->int_scale ? (const void *)&ibeta : (const void *)&beta;
+    cublasStatus_t s = lt_cublasLtMatmul(g->h, g->op, pa, w, g->a, x, g->b, pb, z ? z : y, g->c, y, g->c, &g->algo,
                                          g->ws ? ws : NULL, g->ws, ctx->stream);
     if (s != CUBLAS_STATUS_SUCCESS)
         return cuda_host->error(NETRUN_ERR_BACKEND, "cuda: cublasLtMatmul failed (status %d)", (int)s);

@@ -9,7 +9,7 @@
 #include "cuda_internal.h"
 
 /* Searched in this order: the first table naming an op serves it (cast before elementwise's older Cast). */
-#define FAMILIES(X) X(cast) X(quantize) X(index_ops) X(attention) X(loss) X(vision) X(conv) X(gemm) X(norm) \
+#define FAMILIES(X) X(cast) X(quantize) X(qlinear) X(index_ops) X(attention) X(loss) X(vision) X(conv) X(gemm) X(norm) \
     X(pool) X(elementwise) X(shape_ops) X(data_movement) X(resize) X(reduce) X(softmax)
 
 #define DECLARE(f) extern const cuda_op cuda_ops_##f[];

@@ -238,6 +238,8 @@ netrun_status cuda_gemm_rows_batched(cuda_context *ctx, netrun_dtype in, netrun_
                                      int64_t n, int64_t k, float alpha, const void *A, int64_t lda, int64_t sa,
                                      const void *B, int64_t ldb, int64_t sb, void *Y, int64_t ldy, int64_t sy,
                                      int64_t batch, void *const *ptrs);
+/* What QLinearConv / QLinearMatMul chose (qlinear.cu), for kernel_describe. */
+void cuda_qlinear_describe(void *state, char *buf, size_t size);
 /* What Attention chose (attention.cu), for kernel_describe. */
 void cuda_attention_describe(void *state, char *buf, size_t size);
 
@@ -306,11 +308,12 @@ cuda_lt_gemm *cuda_lt_gemm_create(int64_t m, int64_t rows, int64_t c, int has_bi
 enum { CUDA_LT_NONE = 0, CUDA_LT_RELU = 1, CUDA_LT_GELU = 2 };
 typedef struct cuda_lt_shape {
     cudaDataType_t ab_type, cd_type, bias_type; /* of A and B, C and D, the bias */
-    cublasComputeType_t compute;                /* the scale type is float32 */
+    cublasComputeType_t compute;                /* the scale type is float32, int32 with int_scale */
     int ta, tb;
     int64_t m, n, k, lda, ldb, ldc;
     int has_bias, act, has_z;
     size_t max_ws;
+    int int_scale; /* int8 A/B, int32 C/D, CUBLAS_COMPUTE_32I: alpha and beta are int32 */
 } cuda_lt_shape;
 cuda_lt_gemm *cuda_lt_gemm_create_ex(const cuda_lt_shape *d);
 size_t cuda_lt_gemm_workspace(const cuda_lt_gemm *g);

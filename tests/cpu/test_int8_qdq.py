@@ -32,7 +32,12 @@ weight zero point is not 0 or 128 take the direct int32 loops). Checked:
 - MaxPool between DQ and Q runs on the 8-bit values (no DequantizeLinear before it), and the 8-bit MaxPool
   kernel gives onnx.reference's bytes (int8, uint8; strides, pads, dilations, ceil_mode; AVX-512 on and off).
 
-    python3 tests/cpu/test_int8_qdq.py --lib build/lib/libnetrun.so
+With --backend cuda (tools/gpu/run-gpu-tests.sh, stage int8) the same models and bounds on the CUDA backend: the
+QLinearConv / QLinearMatMul nodes must run there (kernel "int8 cuBLASLt ..." or "int8 depthwise"), the int8
+values stay NHWC between them, and the 8-bit MaxPool is checked against onnx.reference; the CPU-only checks
+(oneDNN kernel names, thread counts, dynamic quantization) are left out.
+
+    python3 tests/cpu/test_int8_qdq.py --lib build/lib/libnetrun.so [--backend cuda]
 """
 import argparse
 import os
@@ -216,8 +221,12 @@ def out_scale(path):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", default="build/lib/libnetrun.so")
+    ap.add_argument("--backend", default="cpu", help="cpu (default) or cuda: where the int8 nodes must run")
     args = ap.parse_args()
     nr = Netrun(args.lib)
+    be = args.backend
+    on_cpu = be == "cpu"
+    bes = be if on_cpu else be + ",cpu"  # the CPU takes what the device refuses (and says so)
     failures, checks = [], 0
 
     def check(cond, what):
@@ -228,8 +237,17 @@ def main():
             print("FAIL", what)
 
     def run(path, x, threads=2, **opts):
-        with nr.session(path, backends="cpu", threads=threads, options={k: str(v) for k, v in opts.items()}) as s:
+        with nr.session(path, backends=bes, threads=threads, options={k: str(v) for k, v in opts.items()}) as s:
             return s.run({"x": x})[0], s.nodes()
+
+    def fusable(weight):  # the CUDA kernels take symmetric weights only (uint8 ones quantize with a zero point)
+        return on_cpu or weight == QuantType.QInt8
+
+    def int8_kernels_ok(nodes, tag):
+        q = [n for n in nodes if n[1] in ("QLinearConv", "QLinearMatMul")]
+        check(all(n[2] == be for n in q), f"{tag}: int8 nodes not all on {be}: {[n[:3] for n in q]}")
+        if not on_cpu:
+            check(all(n[3].startswith("int8 ") for n in q), f"{tag}: kernels {[n[3] for n in q]}")
 
     configs = [(True, QuantType.QInt8, QuantType.QInt8), (False, QuantType.QInt8, QuantType.QInt8),
                (True, QuantType.QUInt8, QuantType.QInt8), (False, QuantType.QUInt8, QuantType.QInt8),
@@ -253,12 +271,16 @@ def main():
                 ops = [n[1] for n in nodes]
                 kernels = " | ".join(n[3] for n in nodes if n[1] in ("QLinearConv", "QLinearMatMul"))
                 conv = name not in ("matmul", "bert_block")
-                check(("QLinearConv" if conv else "QLinearMatMul") in ops, f"{tag}: nothing fused ({sorted(set(ops))})")
-                check(not any(o in ("Conv", "MatMul") for o in ops) or name == "bert_block",
-                      f"{tag}: a float Conv/MatMul left ({sorted(set(ops))})")
-                if name == "bert_block":  # the FFN and projection MatMuls at least
+                if fusable(weight):
+                    check(("QLinearConv" if conv else "QLinearMatMul") in ops, f"{tag}: nothing fused ({sorted(set(ops))})")
+                    check(not any(o in ("Conv", "MatMul") for o in ops) or name == "bert_block",
+                          f"{tag}: a float Conv/MatMul left ({sorted(set(ops))})")
+                    int8_kernels_ok(nodes, tag)
+                else:
+                    check(not any(o.startswith("QLinear") for o in ops), f"{tag}: fused asymmetric weights on {be}")
+                if name == "bert_block" and fusable(weight):  # the FFN and projection MatMuls at least
                     check(ops.count("QLinearMatMul") >= 5, f"{tag}: {ops.count('QLinearMatMul')} QLinearMatMul")
-                if conv and weight == QuantType.QInt8:
+                if conv and weight == QuantType.QInt8 and on_cpu:
                     check("oneDNN int8" in kernels or "direct" in kernels, f"{tag}: kernels {kernels}")
                 diff = np.abs(y.astype(np.float64) - ref) / scale
                 one_layer = name not in ("convnet", "bert_block", "convnet_b3")
@@ -267,7 +289,7 @@ def main():
                 print(f"{tag}: max {diff.max():.2f} units of the output scale, {within:.1%} "
                       f"{'equal' if one_layer else 'within one unit'}")
                 check(diff.max() <= bound and within >= share, f"{tag}: max {diff.max():.2f} units, {within:.1%}")
-                if name.startswith("convnet"):  # Flatten, MaxPool, Add on the 8-bit values: Q only at the input, GAP
+                if name.startswith("convnet") and fusable(weight):  # Flatten, MaxPool, Add on 8 bits: Q only at the input, GAP
                     check(ops.count("QuantizeLinear") <= 2, f"{tag}: {ops.count('QuantizeLinear')} QuantizeLinear: {ops}")
                     check("Add" not in ops and "MaxPool" in ops, f"{tag}: the residual Add or MaxPool left: {ops}")
                     check("NHWC in" in kernels and "NHWC out" in kernels, f"{tag}: no NHWC chain: {kernels}")
@@ -275,40 +297,41 @@ def main():
                     check(np.array_equal(y, y2), f"{tag}: graph.int8_nhwc=0 differs")
                     y1, _ = run(path, x, threads=1)
                     check(np.array_equal(y, y1), f"{tag}: 1 thread differs from 2")
-                if not one_layer:
+                if not one_layer and fusable(weight):
                     yu, nodes_u = run(path, x, **{"graph.qdq_fuse": 0})
                     check("QLinearConv" not in [n[1] for n in nodes_u], f"{tag}: graph.qdq_fuse=0 still fused")
                     du = np.abs(yu.astype(np.float64) - ref) / scale
                     print(f"{tag}: unfused max {du.max():.2f} units")
                     check(du.max() <= bound, f"{tag}: unfused max {du.max():.2f} units")
     # dynamic quantization (quantize_dynamic: DynamicQuantizeLinear -> MatMulInteger -> float scales): the
-    # integer products are exact, so within float rounding of onnxruntime's
+    # integer products are exact, so within float rounding of onnxruntime's (the CPU's kernels)
     from onnxruntime.quantization import quantize_dynamic
-    with tempfile.TemporaryDirectory() as tmp:
-        m, shape = bert_block()
-        src, dst = os.path.join(tmp, "f.onnx"), os.path.join(tmp, "dyn.onnx")
-        onnx.save(m, src)
-        quantize_dynamic(src, dst, weight_type=QuantType.QInt8)
-        x = RNG.standard_normal(shape).astype(np.float32)
-        ref = ort_run(dst, x)
-        y, nodes = run(dst, x)
-        kernels = [n[3] for n in nodes if n[1] == "MatMulInteger"]
-        check(len(kernels) >= 5, f"dynamic: {len(kernels)} MatMulInteger")
-        check(all("oneDNN gemm" in k for k in kernels) or not kernels, f"dynamic: kernels {kernels}")
-        err = float(np.abs(y - ref).max() / np.abs(ref).max())
-        print(f"dynamic quantization (MatMulInteger): max error {err:.2e} of the largest output")
-        check(err < 1e-4, f"dynamic: max error {err:.2e}")
-        m, shape = convnet()  # ConvInteger, x_zero_point from DynamicQuantizeLinear at run time
-        onnx.save(m, src)
-        quantize_dynamic(src, dst, weight_type=QuantType.QInt8, op_types_to_quantize=["Conv"])
-        x = RNG.standard_normal(shape).astype(np.float32)
-        ref = ort_run(dst, x)
-        y, nodes = run(dst, x)
-        kernels = [n[3] for n in nodes if n[1] == "ConvInteger"]
-        check(len(kernels) >= 4 and all("oneDNN int8" in k for k in kernels), f"dynamic conv: kernels {kernels}")
-        err = float(np.abs(y - ref).max() / np.abs(ref).max())
-        print(f"dynamic quantization (ConvInteger): max error {err:.2e} of the largest output")
-        check(err < 1e-4, f"dynamic conv: max error {err:.2e}")
+    if on_cpu:
+        with tempfile.TemporaryDirectory() as tmp:
+            m, shape = bert_block()
+            src, dst = os.path.join(tmp, "f.onnx"), os.path.join(tmp, "dyn.onnx")
+            onnx.save(m, src)
+            quantize_dynamic(src, dst, weight_type=QuantType.QInt8)
+            x = RNG.standard_normal(shape).astype(np.float32)
+            ref = ort_run(dst, x)
+            y, nodes = run(dst, x)
+            kernels = [n[3] for n in nodes if n[1] == "MatMulInteger"]
+            check(len(kernels) >= 5, f"dynamic: {len(kernels)} MatMulInteger")
+            check(all("oneDNN gemm" in k for k in kernels) or not kernels, f"dynamic: kernels {kernels}")
+            err = float(np.abs(y - ref).max() / np.abs(ref).max())
+            print(f"dynamic quantization (MatMulInteger): max error {err:.2e} of the largest output")
+            check(err < 1e-4, f"dynamic: max error {err:.2e}")
+            m, shape = convnet()  # ConvInteger, x_zero_point from DynamicQuantizeLinear at run time
+            onnx.save(m, src)
+            quantize_dynamic(src, dst, weight_type=QuantType.QInt8, op_types_to_quantize=["Conv"])
+            x = RNG.standard_normal(shape).astype(np.float32)
+            ref = ort_run(dst, x)
+            y, nodes = run(dst, x)
+            kernels = [n[3] for n in nodes if n[1] == "ConvInteger"]
+            check(len(kernels) >= 4 and all("oneDNN int8" in k for k in kernels), f"dynamic conv: kernels {kernels}")
+            err = float(np.abs(y - ref).max() / np.abs(ref).max())
+            print(f"dynamic quantization (ConvInteger): max error {err:.2e} of the largest output")
+            check(err < 1e-4, f"dynamic conv: max error {err:.2e}")
     # groups that must stay unfused (and still be right), against onnxruntime with its fusions off (the float
     # ops as written): within one unit of y_scale (the float Conv's sum order)
     with tempfile.TemporaryDirectory() as tmp:
@@ -322,10 +345,10 @@ def main():
             so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
             so.log_severity_level = 3
             ref = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(None, feeds)
-            with nr.session(path, backends="cpu", threads=2, options={}) as s:
+            with nr.session(path, backends=bes, threads=2, options={}) as s:
                 got = s.run(feeds)
                 ops = [n[1] for n in s.nodes()]
-            want_fused = kind in ("fused", "relu_low")
+            want_fused = kind in ("fused", "relu_low")  # (int8 weights: fusable on every backend)
             check(("QLinearConv" in ops) == want_fused, f"hand {kind}: fused {('QLinearConv' in ops)}, ops {ops}")
             d = np.abs(got[0].astype(np.float64) - ref[0]) / 0.1
             print(f"hand {kind}: {'fused' if 'QLinearConv' in ops else 'left as is'}, max {d.max():.2f} units")
@@ -344,9 +367,11 @@ def main():
                 y, nodes = run(path, x)
                 ops = [n[1] for n in nodes]
                 res = [n for n in nodes if n[1] == "QLinearConv" and n[0].endswith("add") and "+ residual" in n[3]]
-                check("Add" not in ops and len(res) == ops.count("Add") + (1 if name == "one_residual" else 2),
-                      f"{tag}: residual not joined: {[n[:2] for n in nodes]}")
-                want = "oneDNN int8" if weight == QuantType.QInt8 else "direct"
+                if fusable(weight):
+                    check("Add" not in ops and len(res) == ops.count("Add") + (1 if name == "one_residual" else 2),
+                          f"{tag}: residual not joined: {[n[:2] for n in nodes]}")
+                    int8_kernels_ok(nodes, tag)
+                want = ("oneDNN int8" if weight == QuantType.QInt8 else "direct") if on_cpu else "int8 "
                 check(all(want in n[3] for n in res), f"{tag}: residual kernels {[n[3] for n in res]}")
                 diff = np.abs(y.astype(np.float64) - ref) / scale
                 one = name == "one_residual"
@@ -357,14 +382,15 @@ def main():
                 print(f"{tag}: max {diff.max():.2f} units of the output scale, {within:.1%} "
                       f"{'equal' if one else 'within one unit'}; residual Add unfused: max {du.max():.2f}")
                 check(diff.max() <= bound and within >= share, f"{tag}: max {diff.max():.2f} units, {within:.1%}")
-                check("Add" in [n[1] for n in nodes_u] and du.max() <= bound, f"{tag}: graph.qdq_residual=0: max {du.max():.2f}")
+                check(("Add" in [n[1] for n in nodes_u] or not fusable(weight)) and du.max() <= bound,
+                      f"{tag}: graph.qdq_residual=0: max {du.max():.2f}")
                 if one:  # inputs 3x the calibration's: the conv's own Q and the Add's saturate, as unfused
                     big = x * 3
                     d3 = np.abs(run(path, big)[0].astype(np.float64) - ort_run(path, big)) / scale
                     w3 = float(np.mean(d3 <= 0.01))
                     print(f"{tag}: inputs x3: max {d3.max():.2f} units, {w3:.1%} equal")
                     check(d3.max() <= 1.01 and w3 >= 0.97, f"{tag}: inputs x3: max {d3.max():.2f} units, {w3:.1%}")
-                if not one:
+                if not one and fusable(weight):
                     check("MaxPool" in ops and ops.count("DequantizeLinear") == 1,
                           f"{tag}: MaxPool not on 8 bits: {ops}")
                     y2, _ = run(path, x, **{"graph.int8_nhwc": 0})
@@ -373,7 +399,7 @@ def main():
                     check(np.array_equal(y, y1), f"{tag}: 1 thread differs from 2")
                     # b1's residual output read NHWC by b2's first conv (the kernel column is cut at 63 characters)
                     b2 = [n[3] for n in nodes if n[0].startswith("b2.c1+")]
-                    check(b2 and ("NHWC in" in b2[0] or weight != QuantType.QInt8),
+                    check(b2 and ("NHWC in" in b2[0] or (weight != QuantType.QInt8 and on_cpu)),
                           f"{tag}: no NHWC chain through a residual: {b2}")
     # the 8-bit MaxPool kernel against onnx.reference: strides, dilations, pads, ceil_mode, with its AVX-512
     # path and without (cpu.pool_avx512=0)
@@ -398,9 +424,11 @@ def main():
                 fm = helper.make_model(fgr, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
                 # onnx.reference pads integers with NaN (fails): its float MaxPool on the same (exact) values
                 want = ReferenceEvaluator(fm).run(None, {"x": x.astype(np.float32)})[0].astype(np_t)
-                for opt in ({}, {"cpu.pool_avx512": "0"}):
-                    with nr.session(path, backends="cpu", threads=2, options=opt) as sess:
+                for opt in ({}, {"cpu.pool_avx512": "0"}) if on_cpu else ({},):
+                    with nr.session(path, backends=bes, threads=2, options=opt) as sess:
                         got = sess.run({"x": x})[0]
+                        pool_be = [n[2] for n in sess.nodes() if n[1] == "MaxPool"]
+                    check(pool_be == [be], f"MaxPool {np.dtype(np_t).name}: ran on {pool_be}")
                     check(got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want),
                           f"MaxPool {np.dtype(np_t).name} {attrs} {opt}: differs from onnx.reference")
     print(f"{checks - len(failures)}/{checks} checks passed")

@@ -255,6 +255,52 @@ qlconv("QLConv_group_dilation", u8(1, 4, 10, 10, seed=109), u8(6, 2, 3, 3, seed=
 qlconv("QLConv_1d", u8(2, 3, 12, seed=111), u8(5, 3, 4, seed=112), F32(0.02), np.uint8(128), F32(0.01),
        np.uint8(127), F32(0.3), np.uint8(100), pads=[1, 2])
 
+# Geometries of the integer GEMM path of backends that run QLinearConv on patches (the CUDA backend): channel
+# counts that are not multiples of 4 or 16, uint8 X (moved to int8 there), nonzero X zero points at padded
+# borders, strides, dilations, asymmetric pads, a 7x7 stem, 1x1 convs, depthwise, uint8 weights at zero point 128.
+def qlconv_sym(name, x, cout, k, xs, xz, yz, seed, group=1, per_channel=True, w_u8=False, bias=True, **attrs):
+    cin = x.shape[1] // group
+    w = u8(cout, cin, *k, seed=seed) if w_u8 else i8(cout, cin, *k, seed=seed)
+    ws = rand(cout, low=0.004, high=0.012, seed=seed + 1) if per_channel else F32(0.008)
+    wz = np.uint8(128) if w_u8 else (np.zeros(cout, np.int8) if per_channel else np.int8(0))
+    ys = F32(xs * 0.008 * np.sqrt(cin * k[0] * k[1]) * 74 * 74 / 40)  # about 40 output steps a standard deviation
+    b = rand(cout, dtype=np.int32, low=-3000, high=3000, seed=seed + 2) if bias else None
+    qlconv(name, x, w, F32(xs), xz, ws, wz, ys, yz, b=b, group=group, **attrs)
+
+
+qlconv_sym("QLConv_i8_3x3_c8", i8(2, 8, 11, 9, seed=131), 20, (3, 3), 0.03, np.int8(5), np.int8(-2), 132,
+           pads=[1, 1, 1, 1])
+qlconv_sym("QLConv_u8_stem_7x7", u8(1, 3, 23, 23, seed=133), 16, (7, 7), 0.02, np.uint8(131), np.uint8(7), 134,
+           pads=[3, 3, 3, 3], strides=[2, 2])
+qlconv_sym("QLConv_u8_1x1", u8(3, 32, 5, 6, seed=135), 24, (1, 1), 0.02, np.uint8(128), np.uint8(128), 136)
+qlconv_sym("QLConv_i8_1x1_c16_zp0", i8(2, 16, 4, 4, seed=137), 17, (1, 1), 0.05, np.int8(0), np.int8(0), 138,
+           per_channel=False, bias=False)
+qlconv_sym("QLConv_dw_u8_s2", u8(2, 12, 9, 10, seed=139), 12, (3, 3), 0.02, np.uint8(100), np.uint8(128), 140,
+           group=12, strides=[2, 2], pads=[1, 1, 1, 1])
+qlconv_sym("QLConv_dw_i8_dil", i8(1, 8, 12, 12, seed=141), 8, (3, 3), 0.04, np.int8(-9), np.int8(0), 142,
+           group=8, dilations=[2, 2], pads=[2, 2, 2, 2])
+qlconv_sym("QLConv_u8w_128", u8(1, 5, 8, 8, seed=143), 6, (3, 3), 0.02, np.uint8(140), np.uint8(120), 144,
+           per_channel=False, w_u8=True, pads=[0, 1, 2, 1])
+qlconv_sym("QLConv_i8_dil_asym", i8(1, 6, 10, 10, seed=145), 4, (3, 3), 0.03, np.int8(-7), np.int8(3), 146,
+           dilations=[2, 1], pads=[2, 0, 1, 3])
+qlconv_sym("QLConv_i8_5x5_s3_c36", i8(2, 36, 13, 14, seed=147), 40, (5, 5), 0.03, np.int8(2), np.int8(0), 148,
+           strides=[3, 3], pads=[2, 2, 2, 2])
+
+
+# QLinearMatMul with a constant B (weights): per-column scales, K not a multiple of 16, uint8 A, uint8 B at 128
+def qlmm_const_b(name, a, b, a_s, a_z, b_s, b_z, y_s, y_z):
+    add(name, "QLinearMatMul", [a, const(a_s), const(a_z), const(b), const(b_s), const(b_z), const(y_s), const(y_z)],
+        opset=10, atol=1)
+
+
+qlmm_const_b("QLMM_constB_i8_3d", i8(3, 4, 40, seed=151), i8(40, 24, seed=152), F32(0.03), np.int8(3),
+             rand(24, low=0.004, high=0.012, seed=153), np.zeros(24, np.int8), F32(1.0), np.int8(0))
+qlmm_const_b("QLMM_constB_u8a", u8(37, 64, seed=154), i8(64, 50, seed=155), F32(0.02), np.uint8(120), F32(0.01),
+             np.int8(0), F32(1.2), np.uint8(128))
+qlmm_const_b("QLMM_constB_u8b128", u8(5, 7, seed=156), u8(7, 3, seed=157), F32(0.02), np.uint8(130), F32(0.03),
+             np.uint8(128), F32(0.5), np.uint8(128))
+
+
 # ---- ConvInteger ----
 add("ConvI_u8", "ConvInteger", [u8(1, 3, 7, 7, seed=121), const(u8(4, 3, 3, 3, seed=122)), const(np.uint8(128)),
                                 const(np.uint8(120))], opset=10)

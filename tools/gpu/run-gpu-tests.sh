@@ -36,6 +36,9 @@
 #                           and fp16 against the CPU's float32: node counts, the norms inside the float16 region,
 #                           output difference, latency) and tools/bench/rmsnorm_bench.py --backend cuda (norms
 #                           alone, fused vs unfused); the RMSNormalization op cases are in stage attention
+#   int8.log                stage int8: QLinearConv / QLinearMatMul on cuda: the op cases cuda vs cpu
+#                           (compare_backends.py --family quantize --filter QL) and tests/cpu/test_int8_qdq.py
+#                           --backend cuda (QDQ models quantized by onnxruntime, against onnxruntime's CPU run)
 #   opencl.log              stage opencl: the OpenCL backend on the NVIDIA GPU (an ICD file for
 #                           libnvidia-opencl.so.1 in a vendors folder of our own): device listing, op cases vs cpu,
 #                           model tests, ResNet-50 batch 1 opencl vs cuda, first start vs cached second start
@@ -45,7 +48,7 @@
 # machine: git bundle create .gpu/head.bundle HEAD) into $BUILD/src and builds that commit: uncommitted changes
 # are not part of it, and the scripts of the tests then come from that clone too.
 # Environment: OUT (log folder), BUILD (default /tmp/netrun-build-gpu), JOBS (default nproc),
-#   STAGES (default "build compare conformance models zoo"; the build stage wipes $BUILD first; "ops" adds the serial, slow run_op_tests.py pass; "pipeline" the pipeline benchmark; "attention" the Attention checks (attention.log); "matmul_bias" the MatMulBias checks (matmul_bias.log); "rmsnorm" the RMSNorm fusion checks (rmsnorm.log); "cudart"
+#   STAGES (default "build compare conformance models zoo"; the build stage wipes $BUILD first; "ops" adds the serial, slow run_op_tests.py pass; "pipeline" the pipeline benchmark; "attention" the Attention checks (attention.log); "matmul_bias" the MatMulBias checks (matmul_bias.log); "rmsnorm" the RMSNorm fusion checks (rmsnorm.log); "int8" the QLinearConv / QLinearMatMul checks (int8.log); "cudart"
 #   the runtime-feature checks, CONC_RUNS runs per thread, BENCH_MODELS torchvision names), CONF_FILTER (regex for the conformance runs,
 #   default all tests), CONF_TIMEOUT_S (per conformance run, default 280), CONF_BACKENDS (default "cuda cuda,cpu"),
 #   COMPARE_TIMEOUT_S (default 1200), COMPARE_ARGS (more compare_backends.py
@@ -331,6 +334,20 @@ if has matmul_bias; then
   rc=$?
   say "matmul_bias: fused vs unfused transformers exit $rc in $(( $(date +%s) - t0 )) s"
   tailto "matmul_bias check" "$L" 12
+fi
+if has int8; then
+  L=$OUT/int8.log
+  t0=$(date +%s)
+  python3 "$REPO/tests/ops/compare_backends.py" --netrun "$NETRUN" --backend cuda --family quantize --filter QL \
+    --jobs "$JOBS" --require-device >"$L" 2>&1
+  say "int8: QLinearConv / QLinearMatMul op cases (cuda vs cpu) exit $?"
+  grep -E "^FAIL" "$L" | head -20 | tee -a "$S"
+  tailto "int8 cases" "$L" 1
+  python3 "$REPO/tests/cpu/test_int8_qdq.py" --lib "$BUILD/lib/libnetrun.so" --backend cuda >>"$L" 2>&1
+  rc=$?
+  say "int8: QDQ models on cuda against onnxruntime exit $rc in $(( $(date +%s) - t0 )) s"
+  grep -E "^FAIL" "$L" | head -20 | tee -a "$S"
+  tailto "int8 QDQ models" "$L" 1
 fi
 if has rmsnorm; then
   L=$OUT/rmsnorm.log

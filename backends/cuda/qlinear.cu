@@ -1,0 +1,613 @@
+/* CUDA int8 kernels: QLinearConv and QLinearMatMul (what the QDQ pass, runtime/qdq_fuse.c, makes of a QDQ
+ * model's DQ -> Conv/MatMul/Gemm -> Q groups), on the integer Tensor Cores through cuBLASLt.
+ *
+ * A convolution is a GEMM over 8-bit operands: rows = output pixels (n, oh, ow), columns = output channels,
+ * K = (kh, kw, c) with c innermost, padded to a multiple of 16. cuBLASLt's int8 GEMM (int32 sums, the "TN" form
+ * its integer kernels take) multiplies the weights [OC, K] by the pixels' patches [rows, K]; a 1x1 stride-1
+ * convolution over channels-last int8 X with C % 16 == 0 reads X itself, others gather the patches first
+ * (im2col, channels-last, 4 bytes a thread where C % 4 == 0). The sums come out [rows, OC]: channels last.
+ *
+ * Zero points: the Tensor Cores take signed 8-bit operands, so a uint8 X is moved to int8 on the way in
+ * (x - 128, and its zero point with it: the same differences), and a uint8 W with zero point 128 likewise; W's
+ * zero points must be 0 after that (symmetric weights, what quantizers write). X's zero point zx is taken out
+ * of the sums afterwards: sum (x - zx) w = sum x w - zx * sum w, where the second sum runs over the taps that
+ * fall inside the image (padding is zero in the real domain, so it contributes nothing), read from per-channel
+ * 2-D prefix sums of the weights' taps in O(1).
+ *
+ * The epilogue is the CPU backend's arithmetic (backends/cpu/quantize.c, the direct loops): acc (int32, wrapping)
+ * + bias, times the float32 multiplier x_scale * w_scale / y_scale in double, plus y's zero point, rounded half
+ * to even and saturated; the residual form (inputs 9 to 13) then adds Z as onnxruntime's QLinearAdd does, in
+ * float32 without contraction, so CPU and CUDA agree bit for bit where the CPU runs its direct loops and to one
+ * unit at rounding ties against oneDNN's float epilogue.
+ *
+ * Depthwise convolutions (group = C = OC) run a direct kernel (int32 sums of (x - zx) w, the same epilogue);
+ * other grouped ones, 1-D and 3-D ones and non-constant parameters are refused in supports(), so the QDQ pass
+ * leaves those groups in float and the model's answer does not change. Where cuBLASLt has no int8 algorithm a
+ * plain dp4a kernel computes the same sums. Big batches go through in chunks of images so that the patches and
+ * the sums fit the workspace cap. */
+#include "cuda_kernels.cuh"
+
+#define QL_INT8_MASK (CUDA_DT(INT8) | CUDA_DT(UINT8))
+
+static int is8(netrun_dtype t) { return t == NETRUN_DTYPE_INT8 || t == NETRUN_DTYPE_UINT8; }
+static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+static int64_t desc_count(const netrun_value_desc *d) { return cuda_desc_count(d); }
+
+/* A constant input of `count` values (count -1: any), else NULL. */
+static const void *const_of(const netrun_node_desc *nd, int i, int64_t *count) {
+    if (i >= nd->n_inputs || nd->inputs[i].rank < 0 || !nd->inputs[i].const_data) return NULL;
+    int64_t c = desc_count(&nd->inputs[i]);
+    if (c < 1 || nd->inputs[i].const_nbytes < (size_t)c * cuda_esize(nd->inputs[i].dtype)) return NULL;
+    *count = c;
+    return nd->inputs[i].const_data;
+}
+
+static int32_t zp8(const void *p, netrun_dtype t, int64_t i) {
+    return t == NETRUN_DTYPE_INT8 ? ((const int8_t *)p)[i] : ((const uint8_t *)p)[i];
+}
+
+/* ---- kernels ---- */
+
+struct ql_epi {
+    const int32_t *acc; /* [rows, ld] sums of this chunk (NULL: the depthwise kernel passes its own) */
+    int64_t ld, m0;     /* acc's row stride; the chunk's first row (global pixel index) */
+    const int32_t *bias;
+    const double *mult;
+    const int32_t *pref; /* [OC][(KH+1)(KW+1)] 2-D prefix sums of W's taps, or NULL (zx = 0) */
+    int32_t zx;
+    int KH, KW;
+    int64_t H, W, OH, OW, OHW, OC, s0, s1, d0, d1, p0, p1;
+    double yzp, lo, hi; /* of q's type */
+    int y8, dst_nhwc;
+    void *y;
+    /* residual form */
+    int res, z8;
+    const void *z;
+    int32_t qzp, zz, zy;
+    float ra, rb, rlo, rhi;
+};
+
+/* Valid taps [lo, hi) along one axis for output position o. */
+__device__ __forceinline__ void tap_range(int64_t o, int64_t s, int64_t d, int64_t p, int64_t in, int k, int *lo, int *hi) {
+    int a = k, b = 0;
+    for (int t = 0; t < k; t++) {
+        int64_t i = o * s - p + t * d;
+        if (i >= 0 && i < in) {
+            if (t < a) a = t;
+            b = t + 1;
+        }
+    }
+    *lo = a < b ? a : 0;
+    *hi = a < b ? b : 0;
+}
+
+__device__ __forceinline__ void ql_finish(const ql_epi &e, int64_t g, int64_t oc, int32_t acc) {
+    int64_t n = g / e.OHW, pix = g - n * e.OHW;
+    uint32_t a = (uint32_t)acc;
+    if (e.bias) a += (uint32_t)e.bias[oc];
+    if (e.pref) {
+        int64_t oh = pix / e.OW, ow = pix - oh * e.OW;
+        int h0, h1, w0, w1;
+        tap_range(oh, e.s0, e.d0, e.p0, e.H, e.KH, &h0, &h1);
+        tap_range(ow, e.s1, e.d1, e.p1, e.W, e.KW, &w0, &w1);
+        const int32_t *P = e.pref + oc * (int64_t)(e.KH + 1) * (e.KW + 1);
+        int st = e.KW + 1;
+        uint32_t sw = (uint32_t)P[h1 * st + w1] - (uint32_t)P[h0 * st + w1] - (uint32_t)P[h1 * st + w0] +
+                      (uint32_t)P[h0 * st + w0];
+        a -= (uint32_t)e.zx * sw;
+    }
+    double v = nr_sat_round(__dadd_rn(__dmul_rn((double)(int32_t)a, e.mult[oc]), e.yzp), e.lo, e.hi);
+    int64_t yi = e.dst_nhwc ? g * e.OC + oc : (n * e.OC + oc) * e.OHW + pix;
+    int32_t q = (int32_t)v;
+    if (e.res) {
+        int32_t zv = e.z8 ? ((const int8_t *)e.z)[yi] : ((const uint8_t *)e.z)[yi];
+        float f = __fadd_rn(__fmul_rn((float)(q - e.qzp), e.ra), __fmul_rn((float)(zv - e.zz), e.rb));
+        f = f < e.rlo ? e.rlo : f > e.rhi ? e.rhi : f;
+        q = (int32_t)rintf(f) + e.zy;
+    }
+    if (e.y8) ((int8_t *)e.y)[yi] = (int8_t)q;
+    else ((uint8_t *)e.y)[yi] = (uint8_t)q;
+}
+
+__global__ void ql_epilogue_k(ql_epi e, int64_t rows) {
+    int64_t n = rows * e.OC;
+    GRID_LOOP(i, n) {
+        int64_t r = i / e.OC, oc = i - r * e.OC;
+        ql_finish(e, e.m0 + r, oc, e.acc[r * e.ld + oc]);
+    }
+}
+
+/* Patches of images [n0, n0 + imgs): cols[r, Kp] int8, k = (kh * KW + kw) * C + c, zero outside the image and
+ * past K; a uint8 X is moved to int8 (x ^ 0x80 = x - 128). X NHWC (nhwc) or NCHW. */
+struct ql_cols {
+    const uint8_t *x;
+    int8_t *cols;
+    int64_t n0, C, H, W, OH, OW, K, Kp, s0, s1, d0, d1, p0, p1;
+    int KW, nhwc, flip, vec4;
+};
+
+__device__ __forceinline__ uint32_t ql_load_x(const ql_cols &c, int64_t n, int64_t ih, int64_t iw, int64_t ch) {
+    if (ih < 0 || ih >= c.H || iw < 0 || iw >= c.W) return 0x100; /* outside: the caller stores 0 */
+    int64_t i = c.nhwc ? ((n * c.H + ih) * c.W + iw) * c.C + ch : ((n * c.C + ch) * c.H + ih) * c.W + iw;
+    return c.x[i];
+}
+
+__global__ void ql_im2col_k(ql_cols c, int64_t rows) {
+    int64_t q = c.Kp / 4, total = rows * q, ohw = c.OH * c.OW;
+    GRID_LOOP(i, total) {
+        int64_t r = i / q, k = (i - r * q) * 4;
+        int64_t n = c.n0 + r / ohw, pix = r % ohw, oh = pix / c.OW, ow = pix - oh * c.OW;
+        uint32_t word = 0;
+        if (c.vec4 && k < c.K) { /* NHWC, C % 4 == 0: the 4 bytes are one tap's consecutive channels */
+            int64_t tap = k / c.C, ch = k - tap * c.C, kh = tap / c.KW, kw = tap - kh * c.KW;
+            int64_t ih = oh * c.s0 - c.p0 + kh * c.d0, iw = ow * c.s1 - c.p1 + kw * c.d1;
+            if (ih >= 0 && ih < c.H && iw >= 0 && iw < c.W) {
+                word = *(const uint32_t *)(c.x + ((n * c.H + ih) * c.W + iw) * c.C + ch);
+                if (c.flip) word ^= 0x80808080u;
+            }
+        } else {
+            for (int b = 0; b < 4; b++) {
+                int64_t kk = k + b;
+                if (kk >= c.K) break;
+                int64_t tap = kk / c.C, ch = kk - tap * c.C, kh = tap / c.KW, kw = tap - kh * c.KW;
+                uint32_t v = ql_load_x(c, n, oh * c.s0 - c.p0 + kh * c.d0, ow * c.s1 - c.p1 + kw * c.d1, ch);
+                if (v < 0x100) word |= ((c.flip ? v ^ 0x80u : v) & 0xffu) << (8 * b);
+            }
+        }
+        *(uint32_t *)(c.cols + r * c.Kp + k) = word;
+    }
+}
+
+/* acc[r, o] = sum_k A[r, k] W[o, k] with dp4a: the path where cuBLASLt has no int8 algorithm. Kp % 16 == 0. */
+#define QL_TILE 16
+__global__ void ql_gemm_dp4a_k(const int8_t *A, const int8_t *Wt, int32_t *acc, int64_t rows, int64_t ocp, int64_t kp) {
+    __shared__ int sa[QL_TILE][QL_TILE + 1], sw[QL_TILE][QL_TILE + 1];
+    int64_t r = (int64_t)blockIdx.y * QL_TILE + threadIdx.y, o = (int64_t)blockIdx.x * QL_TILE + threadIdx.y;
+    int64_t words = kp / 4;
+    int sum = 0;
+    for (int64_t k0 = 0; k0 < words; k0 += QL_TILE) {
+        int64_t kw = k0 + threadIdx.x;
+        sa[threadIdx.y][threadIdx.x] = r < rows && kw < words ? ((const int *)(A + r * kp))[kw] : 0;
+        sw[threadIdx.y][threadIdx.x] = o < ocp && kw < words ? ((const int *)(Wt + o * kp))[kw] : 0;
+        __syncthreads();
+        for (int t = 0; t < QL_TILE; t++) sum = __dp4a(sa[threadIdx.y][t], sw[threadIdx.x][t], sum);
+        __syncthreads();
+    }
+    int64_t oc = (int64_t)blockIdx.x * QL_TILE + threadIdx.x;
+    if (r < rows && oc < ocp) acc[r * ocp + oc] = sum;
+}
+
+/* Depthwise (group = C = OC): one output a thread, sums of (x - zx) w over the taps inside the image. */
+struct ql_dw {
+    const uint8_t *x;
+    const int8_t *w; /* [C][KH*KW] */
+    int64_t N, C, H, W, OH, OW, s0, s1, d0, d1, p0, p1;
+    int KH, KW, x8, nhwc;
+    int32_t zx;
+};
+
+__global__ void ql_dw_k(ql_dw d, ql_epi e) {
+    int64_t total = d.N * d.C * d.OH * d.OW;
+    GRID_LOOP(i, total) {
+        int64_t c, n, oh, ow, rest;
+        if (e.dst_nhwc) {
+            c = i % d.C;
+            rest = i / d.C;
+            ow = rest % d.OW;
+            rest /= d.OW;
+            oh = rest % d.OH;
+            n = rest / d.OH;
+        } else {
+            ow = i % d.OW;
+            rest = i / d.OW;
+            oh = rest % d.OH;
+            rest /= d.OH;
+            c = rest % d.C;
+            n = rest / d.C;
+        }
+        int32_t acc = 0;
+        const int8_t *wc = d.w + c * d.KH * d.KW;
+        for (int kh = 0; kh < d.KH; kh++) {
+            int64_t ih = oh * d.s0 - d.p0 + kh * d.d0;
+            if (ih < 0 || ih >= d.H) continue;
+            for (int kw = 0; kw < d.KW; kw++) {
+                int64_t iw = ow * d.s1 - d.p1 + kw * d.d1;
+                if (iw < 0 || iw >= d.W) continue;
+                int64_t xi = d.nhwc ? ((n * d.H + ih) * d.W + iw) * d.C + c : ((n * d.C + c) * d.H + ih) * d.W + iw;
+                int32_t xv = d.x8 ? (int32_t)(int8_t)d.x[xi] : (int32_t)d.x[xi];
+                acc += (xv - d.zx) * wc[kh * d.KW + kw];
+            }
+        }
+        ql_finish(e, (n * d.OH + oh) * d.OW + ow, c, acc);
+    }
+}
+
+/* ---- host side ---- */
+
+typedef struct ql_state {
+    int matmul, dw, res, direct;
+    netrun_dtype xt, yt, qt;
+    int64_t C, OC, OCp, KH, KW, K, Kp;
+    int64_t s[2], d[2], pb[2];
+    int src_nhwc, dst_nhwc;
+    int32_t zx_raw, zx;  /* x's zero point as stored; in the GEMM's int8 domain */
+    double yzp, lo, hi;
+    int32_t qzp, zz, zy;
+    float ra, rb, rlo, rhi;
+    int8_t *w;           /* device: [OCp][Kp] (GEMM) or [C][KH*KW] (depthwise) */
+    double *mult;        /* device [OC] */
+    int32_t *pref;       /* device, or NULL */
+    /* planned shapes */
+    int planned;
+    int64_t N, H, W, OH, OW, ipc;
+    cuda_lt_gemm *lt_full, *lt_tail;
+    size_t off[3], part[3], need;
+    void *scratch;
+    size_t scratch_cap;
+    char what[96];
+} ql_state;
+
+static int ql_supports(const netrun_node_desc *nd, char *reason, size_t size) {
+    int mm = !strcmp(nd->op_type, "QLinearMatMul");
+    const char *op = nd->op_type;
+    if (nd->n_inputs < 8 || nd->n_outputs != 1) return cuda_refuse(reason, size, "%s: 8 inputs or more", op);
+    const netrun_value_desc *x = &nd->inputs[0], *w = &nd->inputs[3], *y = &nd->outputs[0];
+    if (!is8(x->dtype) || !is8(w->dtype) || !is8(y->dtype))
+        return cuda_refuse(reason, size, "%s: 8-bit X, W and Y only", op);
+    int64_t c = 0;
+    if (!const_of(nd, 1, &c) || c != 1 || nd->inputs[1].dtype != NETRUN_DTYPE_FLOAT || !const_of(nd, 6, &c) || c != 1 ||
+        nd->inputs[6].dtype != NETRUN_DTYPE_FLOAT)
+        return cuda_refuse(reason, size, "%s: x_scale and y_scale must be one constant float32 each", op);
+    for (int i = 2; i <= 7; i += 5)
+        if (nd->inputs[i].rank >= 0 && (!const_of(nd, i, &c) || c != 1))
+            return cuda_refuse(reason, size, "%s: zero points of X and Y must be one constant value each", op);
+    if (!const_of(nd, 3, &c)) return cuda_refuse(reason, size, "%s: constant weights only", op);
+    int64_t ws_n = 0, oc = mm ? (w->rank == 2 ? w->dims[1] : -1) : w->dims[0];
+    if (!const_of(nd, 4, &ws_n) || nd->inputs[4].dtype != NETRUN_DTYPE_FLOAT || (ws_n != 1 && ws_n != oc))
+        return cuda_refuse(reason, size, "%s: w_scale must be float32 constants, one or one per output channel", op);
+    int64_t zn = 0;
+    const void *wz = nd->inputs[5].rank >= 0 ? const_of(nd, 5, &zn) : NULL;
+    if (nd->inputs[5].rank >= 0 && (!wz || (zn != 1 && zn != oc) || nd->inputs[5].dtype != w->dtype))
+        return cuda_refuse(reason, size, "%s: w_zero_point must be constants of W's type", op);
+    for (int64_t i = 0; wz && i < zn; i++)
+        if (zp8(wz, w->dtype, i) != (w->dtype == NETRUN_DTYPE_UINT8 ? 128 : 0))
+            return cuda_refuse(reason, size, "%s: symmetric weights only (zero point 0, or 128 for uint8)", op);
+    if (mm) {
+        if (w->rank != 2 || x->rank < 2 || y->rank != x->rank || nd->n_inputs != 8)
+            return cuda_refuse(reason, size, "QLinearMatMul: a constant 2-D B and A of rank >= 2 only");
+        return 1;
+    }
+    const netrun_conv_params *p = (const netrun_conv_params *)nd->params;
+    if (!p || nd->params_size < sizeof *p || p->n_spatial != 2 || x->rank != 4 || w->rank != 4)
+        return cuda_refuse(reason, size, "QLinearConv: 2-D only");
+    int64_t C = x->dims[1], M = w->dims[0];
+    if (!(p->group == 1 || (p->group == C && M == C && w->dims[1] == 1)))
+        return cuda_refuse(reason, size, "QLinearConv: group 1 or depthwise only");
+    if (p->has_sum) {
+        if (nd->n_inputs != 14 || !is8(nd->inputs[9].dtype))
+            return cuda_refuse(reason, size, "QLinearConv: residual form needs 14 inputs and an 8-bit Z");
+        for (int i = 10; i <= 13; i++)
+            if (!const_of(nd, i, &c) || c != 1 || ((i == 10 || i == 12) && nd->inputs[i].dtype != NETRUN_DTYPE_FLOAT))
+                return cuda_refuse(reason, size, "QLinearConv: residual scales and zero points must be constants");
+    } else if (nd->n_inputs > 9) {
+        return cuda_refuse(reason, size, "QLinearConv: 8 or 9 inputs");
+    }
+    if (p->has_bias && (nd->n_inputs < 9 || nd->inputs[8].rank < 0 || nd->inputs[8].dtype != NETRUN_DTYPE_INT32))
+        return cuda_refuse(reason, size, "QLinearConv: int32 bias only");
+    return 1;
+}
+
+static void ql_destroy(cuda_context *ctx, void *state) {
+    ql_state *st = (ql_state *)state;
+    if (!st) return;
+    cudaFree(st->w);
+    cudaFree(st->mult);
+    cudaFree(st->pref);
+    cuda_lt_gemm_destroy(st->lt_full);
+    cuda_lt_gemm_destroy(st->lt_tail);
+    if (st->scratch) cuda_scratch_free(ctx, st->scratch);
+    cuda_host->free(st);
+}
+
+static float f32_of(const netrun_node_desc *nd, int i, int64_t k) { return ((const float *)nd->inputs[i].const_data)[k]; }
+static int32_t zp_of(const netrun_node_desc *nd, int i) {
+    return i < nd->n_inputs && nd->inputs[i].rank >= 0 && nd->inputs[i].const_data
+               ? zp8(nd->inputs[i].const_data, nd->inputs[i].dtype, 0)
+               : 0;
+}
+
+static netrun_status upload(void **dst, const void *src, size_t bytes, const char *what) {
+    cudaError_t e = cudaMalloc(dst, bytes ? bytes : 1);
+    if (e == cudaSuccess) e = cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice);
+    return e == cudaSuccess ? NETRUN_OK : cuda_fail(e, what);
+}
+
+/* The workspace cap for patches + sums: the policy's share of what is free, then the user's limit. */
+static size_t ql_cap(cuda_context *ctx) {
+    size_t cap;
+    switch (ctx->config.workspace_policy) {
+    case NETRUN_WORKSPACE_FASTEST: cap = (size_t)1 << 30; break;
+    case NETRUN_WORKSPACE_MIN_MEMORY: cap = (size_t)32 << 20; break;
+    default: cap = (size_t)256 << 20; break;
+    }
+    if (ctx->config.workspace_limit && cap > ctx->config.workspace_limit) cap = ctx->config.workspace_limit;
+    return cap;
+}
+
+/* Plan the shapes of one run: images per chunk, cuBLASLt for the full and the last chunk, workspace parts. */
+static netrun_status ql_plan(cuda_context *ctx, ql_state *st, int64_t N, int64_t H, int64_t W, int64_t OH, int64_t OW) {
+    st->N = N, st->H = H, st->W = W, st->OH = OH, st->OW = OW;
+    cuda_lt_gemm_destroy(st->lt_full);
+    cuda_lt_gemm_destroy(st->lt_tail);
+    st->lt_full = st->lt_tail = NULL;
+    st->part[0] = st->part[1] = st->part[2] = 0;
+    st->need = 0;
+    st->planned = 1;
+    if (st->dw || N == 0 || OH * OW == 0) return NETRUN_OK;
+    int64_t ohw = OH * OW;
+    size_t per_img = (size_t)ohw * ((st->direct ? 0 : (size_t)st->Kp) + (size_t)st->OCp * 4);
+    size_t cap = ql_cap(ctx);
+    int64_t ipc = per_img ? (int64_t)(cap / per_img) : N;
+    if (ipc < 1) ipc = 1;
+    if (ipc > N) ipc = N;
+    /* cuBLASLt takes 32-bit dims: keep a chunk's rows below 2^31 */
+    while (ipc > 1 && ipc * ohw > INT32_MAX) ipc /= 2;
+    st->ipc = ipc;
+    size_t lt_ws = (size_t)32 << 20;
+    cuda_lt_shape d = {.ab_type = CUDA_R_8I, .cd_type = CUDA_R_32I, .bias_type = CUDA_R_32I,
+                       .compute = CUBLAS_COMPUTE_32I, .ta = 1, .tb = 0, .m = st->OCp, .n = ipc * ohw, .k = st->Kp,
+                       .lda = st->Kp, .ldb = st->Kp, .ldc = st->OCp, .has_bias = 0, .act = CUDA_LT_NONE, .has_z = 0,
+                       .max_ws = lt_ws, .int_scale = 1};
+    st->lt_full = cuda_lt_gemm_create_ex(&d);
+    int64_t tail = N % ipc;
+    if (tail) {
+        d.n = tail * ohw;
+        st->lt_tail = cuda_lt_gemm_create_ex(&d);
+    }
+    size_t lw = cuda_lt_gemm_workspace(st->lt_full), lw2 = cuda_lt_gemm_workspace(st->lt_tail);
+    st->part[0] = st->direct ? 0 : (size_t)ipc * ohw * (size_t)st->Kp;
+    st->part[1] = (size_t)ipc * ohw * (size_t)st->OCp * 4;
+    st->part[2] = lw > lw2 ? lw : lw2;
+    size_t total = 0;
+    for (int i = 0; i < 3; i++) st->off[i] = total, total += (st->part[i] + 255) & ~(size_t)255;
+    st->need = total;
+    return NETRUN_OK;
+}
+
+static netrun_status ql_create(cuda_context *ctx, const netrun_node_desc *nd, void **state, size_t *workspace) {
+    *workspace = 0;
+    ql_state *st = (ql_state *)cuda_host->alloc(sizeof *st, 16);
+    if (!st) return cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "cuda %s: out of memory", nd->op_type);
+    memset(st, 0, sizeof *st);
+    snprintf(st->what, sizeof st->what, "cuda %s %s", nd->op_type, nd->name ? nd->name : "");
+    st->matmul = !strcmp(nd->op_type, "QLinearMatMul");
+    const netrun_value_desc *x = &nd->inputs[0], *w = &nd->inputs[3], *y = &nd->outputs[0];
+    const netrun_conv_params *p = st->matmul ? NULL : (const netrun_conv_params *)nd->params;
+    st->xt = x->dtype;
+    st->yt = y->dtype;
+    st->res = p && p->has_sum;
+    st->qt = nd->inputs[7].rank >= 0 ? nd->inputs[7].dtype : y->dtype; /* q's type (the residual form's own) */
+    if (st->matmul) {
+        st->C = w->dims[0];
+        st->OC = w->dims[1];
+        st->KH = st->KW = 1;
+        st->s[0] = st->s[1] = st->d[0] = st->d[1] = 1;
+        st->src_nhwc = st->dst_nhwc = 1;
+    } else {
+        st->C = x->dims[1];
+        st->OC = w->dims[0];
+        st->KH = w->dims[2];
+        st->KW = w->dims[3];
+        for (int i = 0; i < 2; i++) st->s[i] = p->strides[i], st->d[i] = p->dilations[i], st->pb[i] = p->pads_begin[i];
+        st->src_nhwc = p->src_nhwc;
+        st->dst_nhwc = p->dst_nhwc;
+        st->dw = p->group > 1;
+    }
+    st->K = st->C * st->KH * st->KW;
+    st->Kp = round_up(st->K, 16);
+    st->OCp = round_up(st->OC, 16);
+    st->zx_raw = zp_of(nd, 2);
+    st->zx = st->xt == NETRUN_DTYPE_UINT8 ? st->zx_raw - 128 : st->zx_raw;
+    nr_int_range(st->qt, &st->lo, &st->hi);
+    st->yzp = zp_of(nd, 7);
+    if (st->res) {
+        double lo2, hi2;
+        nr_int_range(st->yt, &lo2, &hi2);
+        st->qzp = zp_of(nd, 7);
+        st->zz = zp_of(nd, 11);
+        st->zy = zp_of(nd, 13);
+        float ys = f32_of(nd, 6, 0), zs = f32_of(nd, 10, 0), ss = f32_of(nd, 12, 0);
+        st->ra = ys / ss;
+        st->rb = zs / ss;
+        st->rlo = (float)lo2 - (float)st->zy;
+        st->rhi = (float)hi2 - (float)st->zy;
+    }
+    /* weights in the int8 domain, zero point taken out (0 or 128 by supports()) */
+    const void *wsrc = w->const_data;
+    int wu8 = w->dtype == NETRUN_DTYPE_UINT8;
+    int64_t nws = desc_count(&nd->inputs[4]);
+    size_t wbytes = st->dw ? (size_t)(st->C * st->KH * st->KW) : (size_t)(st->OCp * st->Kp);
+    int8_t *hw = (int8_t *)cuda_host->alloc(wbytes, 16);
+    double *hm = (double *)cuda_host->alloc((size_t)st->OC * sizeof(double), 16);
+    int32_t *hp = NULL;
+    size_t pstride = (size_t)(st->KH + 1) * (size_t)(st->KW + 1);
+    netrun_status s = NETRUN_OK;
+    if (!hw || !hm) s = cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: out of memory", st->what);
+    if (s == NETRUN_OK) {
+        memset(hw, 0, wbytes);
+        for (int64_t o = 0; o < st->OC; o++) {
+            for (int64_t kh = 0; kh < st->KH; kh++)
+                for (int64_t kw = 0; kw < st->KW; kw++)
+                    for (int64_t c = 0; c < (st->dw ? 1 : st->C); c++) {
+                        int64_t src = st->matmul ? c * st->OC + o : ((o * (st->dw ? 1 : st->C) + c) * st->KH + kh) * st->KW + kw;
+                        int32_t v = wu8 ? (int32_t)((const uint8_t *)wsrc)[src] - 128 : ((const int8_t *)wsrc)[src];
+                        if (st->dw) hw[o * st->KH * st->KW + kh * st->KW + kw] = (int8_t)v;
+                        else hw[o * st->Kp + (kh * st->KW + kw) * st->C + c] = (int8_t)v;
+                    }
+            float xs = f32_of(nd, 1, 0), ws = f32_of(nd, 4, nws > 1 ? o : 0), ys = f32_of(nd, 6, 0);
+            hm[o] = (double)((float)(xs * ws) / ys); /* float32, as the CPU backend and the reference */
+        }
+        if (!st->dw && st->zx != 0) { /* 2-D prefix sums of each channel's tap sums, for the zx correction */
+            hp = (int32_t *)cuda_host->alloc((size_t)st->OC * pstride * 4, 16);
+            if (!hp) s = cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: out of memory", st->what);
+            for (int64_t o = 0; hp && o < st->OC; o++) {
+                int32_t *P = hp + o * pstride;
+                for (int64_t kh = 0; kh <= st->KH; kh++)
+                    for (int64_t kw = 0; kw <= st->KW; kw++) {
+                        int32_t v = 0;
+                        if (kh && kw) {
+                            int32_t t = 0;
+                            for (int64_t c = 0; c < st->C; c++) t += hw[o * st->Kp + ((kh - 1) * st->KW + kw - 1) * st->C + c];
+                            v = t + P[(kh - 1) * (st->KW + 1) + kw] + P[kh * (st->KW + 1) + kw - 1] -
+                                P[(kh - 1) * (st->KW + 1) + kw - 1];
+                        }
+                        P[kh * (st->KW + 1) + kw] = v;
+                    }
+            }
+        }
+    }
+    if (s == NETRUN_OK) s = upload((void **)&st->w, hw, wbytes, "QLinear weights");
+    if (s == NETRUN_OK) s = upload((void **)&st->mult, hm, (size_t)st->OC * sizeof(double), "QLinear multipliers");
+    if (s == NETRUN_OK && hp) s = upload((void **)&st->pref, hp, (size_t)st->OC * pstride * 4, "QLinear tap sums");
+    cuda_host->free(hw);
+    cuda_host->free(hm);
+    cuda_host->free(hp);
+    /* X itself is the patch matrix: 1x1, stride 1, no padding, channels-last (or 1x1 planes) int8, C % 16 == 0 */
+    if (s == NETRUN_OK && !st->dw) {
+        int plain = st->KH == 1 && st->KW == 1 && st->s[0] == 1 && st->s[1] == 1 && st->pb[0] == 0 && st->pb[1] == 0 &&
+                    (!p || (p->pads_end[0] == 0 && p->pads_end[1] == 0));
+        int planes1 = !st->matmul && x->rank == 4 && x->dims[2] == 1 && x->dims[3] == 1;
+        st->direct = plain && (st->src_nhwc || st->matmul || planes1) && st->xt == NETRUN_DTYPE_INT8 && st->C % 16 == 0;
+    }
+    if (s == NETRUN_OK && x->rank >= 2 && cuda_desc_count(x) > 0 && cuda_desc_count(y) > 0) {
+        if (st->matmul) s = ql_plan(ctx, st, cuda_desc_count(x) / st->C, 1, 1, 1, 1);
+        else s = ql_plan(ctx, st, x->dims[0], x->dims[2], x->dims[3], y->dims[2], y->dims[3]);
+        *workspace = st->need;
+    }
+    if (s != NETRUN_OK) {
+        ql_destroy(ctx, st);
+        return s;
+    }
+    *state = st;
+    return NETRUN_OK;
+}
+
+static ql_epi ql_epi_of(const ql_state *st, const netrun_kernel_args *args) {
+    ql_epi e;
+    memset(&e, 0, sizeof e);
+    e.bias = !st->matmul && args->n_inputs > 8 && args->inputs[8].rank >= 0 && args->inputs[8].data
+                 ? (const int32_t *)args->inputs[8].data
+                 : NULL;
+    e.mult = st->mult;
+    e.pref = st->dw ? NULL : st->pref;
+    e.zx = st->zx;
+    e.KH = (int)st->KH, e.KW = (int)st->KW;
+    e.H = st->H, e.W = st->W, e.OH = st->OH, e.OW = st->OW, e.OHW = st->OH * st->OW, e.OC = st->OC;
+    e.s0 = st->s[0], e.s1 = st->s[1], e.d0 = st->d[0], e.d1 = st->d[1], e.p0 = st->pb[0], e.p1 = st->pb[1];
+    e.yzp = st->yzp, e.lo = st->lo, e.hi = st->hi;
+    e.y8 = st->yt == NETRUN_DTYPE_INT8;
+    e.dst_nhwc = st->dst_nhwc;
+    e.y = args->outputs[0].data;
+    if (st->res) {
+        e.res = 1;
+        e.z = args->inputs[9].data;
+        e.z8 = args->inputs[9].dtype == NETRUN_DTYPE_INT8;
+        e.qzp = st->qzp, e.zz = st->zz, e.zy = st->zy, e.ra = st->ra, e.rb = st->rb, e.rlo = st->rlo, e.rhi = st->rhi;
+    }
+    return e;
+}
+
+static netrun_status ql_run(cuda_context *ctx, void *state, const netrun_kernel_args *args) {
+    ql_state *st = (ql_state *)state;
+    const netrun_tensor *X = &args->inputs[0];
+    netrun_tensor *Y = &args->outputs[0];
+    if (cuda_count(Y) == 0) return NETRUN_OK;
+    int64_t N, H, W, OH, OW;
+    if (st->matmul) {
+        if (X->rank < 2 || X->dims[X->rank - 1] != st->C || Y->dims[Y->rank - 1] != st->OC)
+            return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: A's last dim %lld, B has %lld rows", st->what,
+                                    (long long)X->dims[X->rank - 1], (long long)st->C);
+        N = cuda_count(X) / st->C, H = W = OH = OW = 1;
+    } else {
+        if (X->rank != 4 || Y->rank != 4 || X->dims[1] != st->C || Y->dims[1] != st->OC)
+            return cuda_host->error(NETRUN_ERR_INVALID_ARGUMENT, "%s: X or Y of another channel count than W", st->what);
+        N = X->dims[0], H = X->dims[2], W = X->dims[3], OH = Y->dims[2], OW = Y->dims[3];
+    }
+    netrun_status s;
+    if (!st->planned || N != st->N || H != st->H || W != st->W || OH != st->OH || OW != st->OW)
+        if ((s = ql_plan(ctx, st, N, H, W, OH, OW)) != NETRUN_OK) return s;
+    ql_epi e = ql_epi_of(st, args);
+    if (st->dw) {
+        ql_dw d = {(const uint8_t *)X->data, st->w, N, st->C, H, W, OH, OW, st->s[0], st->s[1], st->d[0], st->d[1],
+                   st->pb[0], st->pb[1], (int)st->KH, (int)st->KW, st->xt == NETRUN_DTYPE_INT8, st->src_nhwc, st->zx_raw};
+        int64_t n = N * st->C * OH * OW;
+        ql_dw_k<<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(d, e);
+        return cuda_check_launch("QLinearConv depthwise");
+    }
+    char *ws = (char *)(args->workspace_size >= st->need ? cuda_workspace_address(args->workspace) : NULL);
+    if (!ws && st->need) {
+        void *buf = st->scratch;
+        size_t off[3];
+        s = cuda_scratch_parts(ctx, &buf, &st->scratch_cap, st->part, 3, off, 0.0, st->what);
+        st->scratch = buf;
+        if (s != NETRUN_OK) return s;
+        ws = (char *)st->scratch;
+    }
+    int64_t ohw = OH * OW;
+    for (int64_t n0 = 0; n0 < N; n0 += st->ipc) {
+        int64_t imgs = N - n0 < st->ipc ? N - n0 : st->ipc, rows = imgs * ohw;
+        const int8_t *B;
+        if (st->direct) {
+            B = (const int8_t *)X->data + n0 * ohw * st->C;
+        } else {
+            ql_cols c = {(const uint8_t *)X->data, (int8_t *)(ws + st->off[0]), n0, st->C, H, W, OH, OW, st->K, st->Kp,
+                         st->s[0], st->s[1], st->d[0], st->d[1], st->pb[0], st->pb[1], (int)st->KW,
+                         st->src_nhwc || (H == 1 && W == 1), st->xt == NETRUN_DTYPE_UINT8, 0};
+            c.vec4 = c.nhwc && st->C % 4 == 0;
+            ql_im2col_k<<<cuda_blocks(rows * (st->Kp / 4)), CUDA_THREADS, 0, ctx->stream>>>(c, rows);
+            if ((s = cuda_check_launch("QLinear patches")) != NETRUN_OK) return s;
+            B = c.cols;
+        }
+        int32_t *acc = (int32_t *)(ws + st->off[1]);
+        cuda_lt_gemm *lt = imgs == st->ipc ? st->lt_full : st->lt_tail;
+        if (lt) {
+            s = cuda_lt_gemm_run(ctx, lt, st->w, B, NULL, NULL, acc, ws + st->off[2]);
+        } else {
+            dim3 grid((unsigned)((st->OCp + QL_TILE - 1) / QL_TILE), (unsigned)((rows + QL_TILE - 1) / QL_TILE));
+            ql_gemm_dp4a_k<<<grid, dim3(QL_TILE, QL_TILE), 0, ctx->stream>>>(B, st->w, acc, rows, st->OCp, st->Kp);
+            s = cuda_check_launch("QLinear dp4a GEMM");
+        }
+        if (s != NETRUN_OK) return s;
+        e.acc = acc;
+        e.ld = st->OCp;
+        e.m0 = n0 * ohw;
+        ql_epilogue_k<<<cuda_blocks(rows * st->OC), CUDA_THREADS, 0, ctx->stream>>>(e, rows);
+        if ((s = cuda_check_launch("QLinear epilogue")) != NETRUN_OK) return s;
+    }
+    return NETRUN_OK;
+}
+
+extern "C" void cuda_qlinear_describe(void *state, char *buf, size_t size) {
+    const ql_state *st = (const ql_state *)state;
+    if (!st) return;
+    if (st->dw) {
+        snprintf(buf, size, "int8 depthwise (direct)%s%s%s", st->res ? " + residual" : "", st->src_nhwc ? " (NHWC in)" : "",
+                 st->dst_nhwc ? " (NHWC out)" : "");
+        return;
+    }
+    snprintf(buf, size, "int8 %s GEMM %lldx%lld%s%s%s%s", st->lt_full ? "cuBLASLt" : st->planned ? "dp4a" : "",
+             (long long)st->OC, (long long)st->K, st->direct ? "" : " (patches)", st->res ? " + residual" : "",
+             st->src_nhwc && !st->matmul ? " (NHWC in)" : "", st->dst_nhwc && !st->matmul ? " (NHWC out)" : "");
+}
+
+extern "C" const cuda_op cuda_ops_qlinear[] = {
+    {"QLinearConv", QL_INT8_MASK,
+     "2-D, group 1 or depthwise; constant scales and zero points, symmetric weights (per tensor or channel); "
+     "channels-last in/out and the residual form of the QDQ pass: int8 GEMM on cuBLASLt (Tensor Cores)",
+     ql_supports, ql_create, ql_run, ql_destroy},
+    {"QLinearMatMul", QL_INT8_MASK,
+     "constant 2-D B, symmetric (zero point 0, or 128 for uint8; scales per tensor or column); constant scalar "
+     "a/y scales and zero points: int8 GEMM on cuBLASLt",
+     ql_supports, ql_create, ql_run, ql_destroy},
+    {NULL, 0, NULL, NULL, NULL, NULL, NULL}};
