@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend_registry.h"
 #include "netrun_ops.h"
 
 #define QDQ_ATTR "netrun.qdq_fused_from" /* on node 0 of the copy: the original (sub_model) */
@@ -298,7 +299,11 @@ static int backend_takes(const qdq_state *o, const netrun_backend_config *cfg, i
                           .params_size = qconv ? sizeof cp : 0, .n_inputs = n_in, .inputs = in,
                           .n_outputs = 1, .outputs = &yd};
     char why[256] = "";
-    return s->slots[sn->slot].api->supports(cfg, &d, why, sizeof why);
+    int ok = s->slots[sn->slot].api->supports(cfg, &d, why, sizeof why);
+    if (!ok && !nhwc) /* the group stays in float: say why (netrun -v) */
+        nr_host_api()->log(NETRUN_LOG_INFO, "qdq", "'%s' stays in float on %s: %s", nd->name ? nd->name : "",
+                           s->slots[sn->slot].be && s->slots[sn->slot].be->name ? s->slots[sn->slot].be->name : "its backend", why[0] ? why : "refused");
+    return ok;
 }
 
 static int dwn_input(const qdq_state *o, int d) { return d >= 0 ? o->g->nodes[d].inputs[0] : -1; }
