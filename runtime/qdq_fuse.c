@@ -46,7 +46,8 @@ typedef struct qdq_group {
     int w, ws, wz;       /* weights (Conv) or B (MatMul) */
     int ys, yz, y;       /* the QuantizeLinear's scale, zero point and output */
     int bias_src;        /* Conv: the value holding the bias (int32 DQ input, or float constant), or -1 */
-    int bias_dq;         /* 1: bias_src is already int32 */
+    int bias_dq;         /* 1: bias_src is already int32; 2: int32 of another scale (bias_scale), converted */
+    int bias_scale;      /* bias_dq 2: the scale of that DequantizeLinear */
     int trans_b;         /* Gemm: W is [N, K] (else [K, N], transposed into the 1x1 conv's [N, K, 1, 1]) */
     int64_t gm, gk, gn;  /* Gemm: A [gm, gk], Y [gm, gn] */
     int dx, dw, db, act, q; /* the nodes it absorbs (-1 when none) */
@@ -157,6 +158,14 @@ static int plan_bias(const qdq_state *o, int b, qdq_group *gr, int64_t m) {
     gr->db = -1;
     if (b < 0) return 1;
     int d = producer(o, b);
+    /* exporters share equal constants (a network's all-zero biases, BatchNorm folded at random init) through
+     * Identity nodes; the quantizer then quantizes the shared bias once, with the first conv's scales */
+    int via = -1;
+    while (d >= 0 && is_op(&o->g->nodes[d], "Identity") && o->g->nodes[d].n_inputs == 1) {
+        if (via < 0) via = d;
+        b = o->g->nodes[d].inputs[0];
+        d = producer(o, b);
+    }
     if (d >= 0) { /* DequantizeLinear of int32 */
         const nr_node *nd = &o->g->nodes[d];
         if (!is_op(nd, "DequantizeLinear") || nd->n_inputs < 2) return 0;
@@ -168,13 +177,20 @@ static int plan_bias(const qdq_state *o, int b, qdq_group *gr, int64_t m) {
         if (in_at(nd, 2) >= 0 && (!z || z->dtype != NETRUN_DTYPE_INT32)) return 0;
         for (int64_t i = 0; z && i < nr_tensor_count(z); i++)
             if (((const int32_t *)z->data)[i]) return 0;
-        for (int64_t i = 0; i < m; i++) {
-            float want = scale_at(o, gr->xs, 0) * scale_at(o, gr->ws, i);
-            if (scale_at(o, nd->inputs[1], i) != want) return 0;
+        int same = 1;
+        for (int64_t i = 0; i < m && same; i++)
+            same = scale_at(o, nd->inputs[1], i) == scale_at(o, gr->xs, 0) * scale_at(o, gr->ws, i);
+        /* another scale (a shared bias): the float values DQ gives must be exact multiples of this conv's */
+        for (int64_t i = 0; i < m && !same; i++) {
+            float sc = scale_at(o, gr->xs, 0) * scale_at(o, gr->ws, i);
+            float v = (float)((const int32_t *)q->data)[i] * scale_at(o, nd->inputs[1], i);
+            double r = nearbyint((double)v / sc);
+            if (!(fabs(r) < 2147483647.0) || (float)(r * sc) != v) return 0;
         }
         gr->bias_src = nd->inputs[0];
-        gr->bias_dq = 1;
-        gr->db = d;
+        gr->bias_dq = same ? 1 : 2;
+        gr->bias_scale = nd->inputs[1];
+        gr->db = via >= 0 ? via : d;
         return 1;
     }
     const nr_tensor *t = cst(o, b); /* a float bias that is an exact multiple of x_scale * w_scale */
@@ -186,6 +202,7 @@ static int plan_bias(const qdq_state *o, int b, qdq_group *gr, int64_t m) {
     }
     gr->bias_src = b;
     gr->bias_dq = 0;
+    gr->db = via;
     return 1;
 }
 
@@ -488,13 +505,15 @@ static int zero_const(const qdq_state *o, nr_graph *ng, int like, netrun_dtype t
 
 /* The int32 bias of group gr (a float bias converted; an int32 one borrowed as it is). */
 static int bias_value(const qdq_state *o, nr_graph *ng, const qdq_group *gr) {
-    if (gr->bias_dq) return gr->bias_src;
+    if (gr->bias_dq == 1) return gr->bias_src;
     const nr_tensor *t = cst(o, gr->bias_src);
     nr_tensor *b = nr_tensor_new(NETRUN_DTYPE_INT32, 1, t->dims);
     if (!b) return -1;
     for (int64_t i = 0; i < t->dims[0]; i++) {
         float sc = scale_at(o, gr->xs, 0) * scale_at(o, gr->ws, i);
-        ((int32_t *)b->data)[i] = (int32_t)nearbyint((double)((const float *)t->data)[i] / sc);
+        float v = gr->bias_dq == 2 ? (float)((const int32_t *)t->data)[i] * scale_at(o, gr->bias_scale, i)
+                                   : ((const float *)t->data)[i];
+        ((int32_t *)b->data)[i] = (int32_t)nearbyint((double)v / sc);
     }
     return nr_graph_new_const(ng, o->g->values[gr->bias_src].name, ".int32", b);
 }
