@@ -67,7 +67,7 @@ struct cuda_lt_gemm {
     cublasLtMatrixLayout_t a, b, c;
     cublasLtMatmulAlgo_t algo;
     size_t ws;
-    int has_bias, has_z, int_scale;
+    int has_bias, has_z, int_scale, alpha_vector;
 };
 
 void cuda_lt_gemm_destroy(cuda_lt_gemm *g) {
@@ -93,6 +93,7 @@ cuda_lt_gemm *cuda_lt_gemm_create_ex(const cuda_lt_shape *d) {
     g->has_bias = d->has_bias;
     g->has_z = d->has_z;
     g->int_scale = d->int_scale;
+    g->alpha_vector = d->alpha_vector;
     cublasLtMatmulPreference_t pref = NULL;
     int bad = lt_cublasLtCreate(&g->h) != CUBLAS_STATUS_SUCCESS;
     if (bad) g->h = NULL;
@@ -104,6 +105,10 @@ cuda_lt_gemm *cuda_lt_gemm_create_ex(const cuda_lt_shape *d) {
     bad = bad || lt_cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta) != CUBLAS_STATUS_SUCCESS;
     bad = bad || lt_cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb) != CUBLAS_STATUS_SUCCESS;
     bad = bad || lt_cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi) != CUBLAS_STATUS_SUCCESS;
+    if (!bad && d->alpha_vector) {
+        int32_t pm = CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_ZERO;
+        bad = lt_cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm, sizeof pm) != CUBLAS_STATUS_SUCCESS;
+    }
     if (!bad && d->has_bias) { /* the bias's type (the output's, as cuBLASLt wants); the pointer is set per run */
         cudaDataType_t bt = d->bias_type;
         bad = lt_cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt) != CUBLAS_STATUS_SUCCESS;
@@ -118,15 +123,17 @@ cuda_lt_gemm *cuda_lt_gemm_create_ex(const cuda_lt_shape *d) {
     bad = bad || lt_cublasLtMatmulPreferenceCreate(&pref) != CUBLAS_STATUS_SUCCESS;
     if (!bad) {
         uint64_t wsmax = d->max_ws;
-        /* the arena's items are 256-byte aligned, but ask only for what every tensor here guarantees */
-        uint32_t al = 16;
+        /* the arena's items are 256-byte aligned, but ask only for what every tensor here guarantees (an int8 D
+         * is cut into chunks of whole rows of m bytes: 4-byte aligned where m % 4 == 0) */
+        uint32_t al = 16, al_cd = d->cd_type == CUDA_R_8I ? 4 : 16;
         bad = lt_cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsmax, sizeof wsmax) !=
                   CUBLAS_STATUS_SUCCESS;
         cublasLtMatmulPreferenceAttributes_t al_attr[4] = {
             CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
             CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
         for (int i = 0; i < 4 && !bad; i++)
-            bad = lt_cublasLtMatmulPreferenceSetAttribute(pref, al_attr[i], &al, sizeof al) != CUBLAS_STATUS_SUCCESS;
+            bad = lt_cublasLtMatmulPreferenceSetAttribute(pref, al_attr[i], i < 2 ? &al : &al_cd, sizeof al) !=
+                  CUBLAS_STATUS_SUCCESS;
     }
     if (!bad && d->has_bias) { /* the heuristic reads the bias pointer's alignment: any 16-byte aligned value */
         const void *fake = (const void *)(uintptr_t)256;
@@ -166,6 +173,21 @@ cuda_lt_gemm *cuda_lt_gemm_create(int64_t m, int64_t rows, int64_t c, int has_bi
 }
 
 size_t cuda_lt_gemm_workspace(const cuda_lt_gemm *g) { return g ? g->ws : 0; }
+
+netrun_status cuda_lt_gemm_run_scaled(cuda_context *ctx, cuda_lt_gemm *g, const void *a, const void *b, const void *bias,
+                                      const void *alpha, void *d, void *ws) {
+    if ((bias != NULL) != g->has_bias || !g->alpha_vector || !alpha)
+        return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda: cuBLASLt GEMM run with another bias/scale than planned");
+    if (bias && lt_cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias) !=
+                    CUBLAS_STATUS_SUCCESS)
+        return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda: cuBLASLt bias pointer refused");
+    float beta = 0.0f;
+    cublasStatus_t s = lt_cublasLtMatmul(g->h, g->op, alpha, a, g->a, b, g->b, &beta, d, g->c, d, g->c, &g->algo,
+                                         g->ws ? ws : NULL, g->ws, ctx->stream);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        return cuda_host->error(NETRUN_ERR_BACKEND, "cuda: cublasLtMatmul failed (status %d)", (int)s);
+    return NETRUN_OK;
+}
 
 netrun_status cuda_lt_gemm_run(cuda_context *ctx, cuda_lt_gemm *g, const void *w, const void *x, const void *bias,
                                const void *z, void *y, void *ws) {

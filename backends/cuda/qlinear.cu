@@ -9,16 +9,19 @@
  *
  * Zero points: the Tensor Cores take signed 8-bit operands, so a uint8 X is moved to int8 on the way in
  * (x - 128, and its zero point with it: the same differences), and a uint8 W with zero point 128 likewise; W's
- * zero points must be 0 after that (symmetric weights, what quantizers write). X's zero point zx is taken out
- * of the sums afterwards: sum (x - zx) w = sum x w - zx * sum w, where the second sum runs over the taps that
- * fall inside the image (padding is zero in the real domain, so it contributes nothing), read from per-channel
- * 2-D prefix sums of the weights' taps in O(1).
+ * zero points must be 0 after that (symmetric weights, what quantizers write). The patches are padded with X's
+ * zero point zx (padding is zero in the real domain), so sum (x - zx) w = sum x w - zx * sum w over every tap,
+ * and zx * sum w joins the bias: one constant per output channel.
  *
- * The epilogue is the CPU backend's arithmetic (backends/cpu/quantize.c, the direct loops): acc (int32, wrapping)
- * + bias, times the float32 multiplier x_scale * w_scale / y_scale in double, plus y's zero point, rounded half
- * to even and saturated; the residual form (inputs 9 to 13) then adds Z as onnxruntime's QLinearAdd does, in
- * float32 without contraction, so CPU and CUDA agree bit for bit where the CPU runs its direct loops and to one
- * unit at rounding ties against oneDNN's float epilogue.
+ * Requantisation, where the output is channels last (and its rows 4-byte aligned): in cuBLASLt's epilogue, which
+ * writes int8 directly: alpha[oc] * acc + beta'[oc], alpha = x_scale * w_scale / y_scale (float32, as the CPU
+ * backend and the reference compute it) and beta' = (bias - zx * sum w) * alpha + y's zero point, rounded to
+ * nearest and saturated; a uint8 Y is the int8 result + 128 (its zero point - 128 in beta'). A short pass then
+ * moves the bytes to uint8 and/or adds the residual Z (inputs 9 to 13, onnxruntime's QLinearAdd arithmetic in
+ * float32 without contraction). Elsewhere (NCHW output, no such algorithm) the int32 sums go to a buffer and one
+ * kernel applies the CPU backend's arithmetic in double (backends/cpu/quantize.c, the direct loops): bit for bit
+ * the CPU's direct loops there; the int8 epilogue's float rounding may differ from them by one unit at ties, as
+ * oneDNN's does.
  *
  * Depthwise convolutions (group = C = OC) run a direct kernel (int32 sums of (x - zx) w, the same epilogue);
  * other grouped ones, 1-D and 3-D ones and non-constant parameters are refused in supports(), so the QDQ pass
@@ -52,12 +55,9 @@ static int32_t zp8(const void *p, netrun_dtype t, int64_t i) {
 struct ql_epi {
     const int32_t *acc; /* [rows, ld] sums of this chunk (NULL: the depthwise kernel passes its own) */
     int64_t ld, m0;     /* acc's row stride; the chunk's first row (global pixel index) */
-    const int32_t *bias;
+    const int32_t *bias; /* per output channel: the bias minus zx * sum w (GEMM), or the bias (depthwise); or NULL */
     const double *mult;
-    const int32_t *pref; /* [OC][(KH+1)(KW+1)] 2-D prefix sums of W's taps, or NULL (zx = 0) */
-    int32_t zx;
-    int KH, KW;
-    int64_t H, W, OH, OW, OHW, OC, s0, s1, d0, d1, p0, p1;
+    int64_t OHW, OC;
     double yzp, lo, hi; /* of q's type */
     int y8, dst_nhwc;
     void *y;
@@ -68,46 +68,35 @@ struct ql_epi {
     float ra, rb, rlo, rhi;
 };
 
-/* Valid taps [lo, hi) along one axis for output position o. */
-__device__ __forceinline__ void tap_range(int64_t o, int64_t s, int64_t d, int64_t p, int64_t in, int k, int *lo, int *hi) {
-    int a = k, b = 0;
-    for (int t = 0; t < k; t++) {
-        int64_t i = o * s - p + t * d;
-        if (i >= 0 && i < in) {
-            if (t < a) a = t;
-            b = t + 1;
-        }
-    }
-    *lo = a < b ? a : 0;
-    *hi = a < b ? b : 0;
+/* The residual form's Add (onnxruntime's QLinearAdd): q in q's type, z at the same index. */
+__device__ __forceinline__ int32_t ql_add_z(const ql_epi &e, int32_t q, int64_t yi) {
+    int32_t zv = e.z8 ? ((const int8_t *)e.z)[yi] : ((const uint8_t *)e.z)[yi];
+    float f = __fadd_rn(__fmul_rn((float)(q - e.qzp), e.ra), __fmul_rn((float)(zv - e.zz), e.rb));
+    f = f < e.rlo ? e.rlo : f > e.rhi ? e.rhi : f;
+    return (int32_t)rintf(f) + e.zy;
 }
 
 __device__ __forceinline__ void ql_finish(const ql_epi &e, int64_t g, int64_t oc, int32_t acc) {
     int64_t n = g / e.OHW, pix = g - n * e.OHW;
     uint32_t a = (uint32_t)acc;
     if (e.bias) a += (uint32_t)e.bias[oc];
-    if (e.pref) {
-        int64_t oh = pix / e.OW, ow = pix - oh * e.OW;
-        int h0, h1, w0, w1;
-        tap_range(oh, e.s0, e.d0, e.p0, e.H, e.KH, &h0, &h1);
-        tap_range(ow, e.s1, e.d1, e.p1, e.W, e.KW, &w0, &w1);
-        const int32_t *P = e.pref + oc * (int64_t)(e.KH + 1) * (e.KW + 1);
-        int st = e.KW + 1;
-        uint32_t sw = (uint32_t)P[h1 * st + w1] - (uint32_t)P[h0 * st + w1] - (uint32_t)P[h1 * st + w0] +
-                      (uint32_t)P[h0 * st + w0];
-        a -= (uint32_t)e.zx * sw;
-    }
     double v = nr_sat_round(__dadd_rn(__dmul_rn((double)(int32_t)a, e.mult[oc]), e.yzp), e.lo, e.hi);
     int64_t yi = e.dst_nhwc ? g * e.OC + oc : (n * e.OC + oc) * e.OHW + pix;
     int32_t q = (int32_t)v;
-    if (e.res) {
-        int32_t zv = e.z8 ? ((const int8_t *)e.z)[yi] : ((const uint8_t *)e.z)[yi];
-        float f = __fadd_rn(__fmul_rn((float)(q - e.qzp), e.ra), __fmul_rn((float)(zv - e.zz), e.rb));
-        f = f < e.rlo ? e.rlo : f > e.rhi ? e.rhi : f;
-        q = (int32_t)rintf(f) + e.zy;
-    }
+    if (e.res) q = ql_add_z(e, q, yi);
     if (e.y8) ((int8_t *)e.y)[yi] = (int8_t)q;
     else ((uint8_t *)e.y)[yi] = (uint8_t)q;
+}
+
+/* After cuBLASLt's int8 epilogue: y[i] (channels last) holds q as int8, or q - 128 for a uint8 q. */
+__global__ void ql_post_k(ql_epi e, int64_t n0, int64_t n, int q_u8) {
+    GRID_LOOP(j, n) {
+        int64_t i = n0 + j;
+        int32_t q = ((const int8_t *)e.y)[i] + (q_u8 ? 128 : 0);
+        if (e.res) q = ql_add_z(e, q, i);
+        if (e.y8) ((int8_t *)e.y)[i] = (int8_t)q;
+        else ((uint8_t *)e.y)[i] = (uint8_t)q;
+    }
 }
 
 __global__ void ql_epilogue_k(ql_epi e, int64_t rows) {
@@ -118,13 +107,14 @@ __global__ void ql_epilogue_k(ql_epi e, int64_t rows) {
     }
 }
 
-/* Patches of images [n0, n0 + imgs): cols[r, Kp] int8, k = (kh * KW + kw) * C + c, zero outside the image and
- * past K; a uint8 X is moved to int8 (x ^ 0x80 = x - 128). X NHWC (nhwc) or NCHW. */
+/* Patches of images [n0, n0 + imgs): cols[r, Kp] int8, k = (kh * KW + kw) * C + c, X's zero point (int8
+ * domain) outside the image, zero past K; a uint8 X is moved to int8 (x ^ 0x80 = x - 128). X NHWC or NCHW. */
 struct ql_cols {
     const uint8_t *x;
     int8_t *cols;
     int64_t n0, C, H, W, OH, OW, K, Kp, s0, s1, d0, d1, p0, p1;
     int KW, nhwc, flip, vec4;
+    uint32_t pad; /* the zero point's byte */
 };
 
 __device__ __forceinline__ uint32_t ql_load_x(const ql_cols &c, int64_t n, int64_t ih, int64_t iw, int64_t ch) {
@@ -142,6 +132,7 @@ __global__ void ql_im2col_k(ql_cols c, int64_t rows) {
         if (c.vec4 && k < c.K) { /* NHWC, C % 4 == 0: the 4 bytes are one tap's consecutive channels */
             int64_t tap = k / c.C, ch = k - tap * c.C, kh = tap / c.KW, kw = tap - kh * c.KW;
             int64_t ih = oh * c.s0 - c.p0 + kh * c.d0, iw = ow * c.s1 - c.p1 + kw * c.d1;
+            word = c.pad * 0x01010101u;
             if (ih >= 0 && ih < c.H && iw >= 0 && iw < c.W) {
                 word = *(const uint32_t *)(c.x + ((n * c.H + ih) * c.W + iw) * c.C + ch);
                 if (c.flip) word ^= 0x80808080u;
@@ -152,7 +143,8 @@ __global__ void ql_im2col_k(ql_cols c, int64_t rows) {
                 if (kk >= c.K) break;
                 int64_t tap = kk / c.C, ch = kk - tap * c.C, kh = tap / c.KW, kw = tap - kh * c.KW;
                 uint32_t v = ql_load_x(c, n, oh * c.s0 - c.p0 + kh * c.d0, ow * c.s1 - c.p1 + kw * c.d1, ch);
-                if (v < 0x100) word |= ((c.flip ? v ^ 0x80u : v) & 0xffu) << (8 * b);
+                v = v < 0x100 ? (c.flip ? v ^ 0x80u : v) : c.pad;
+                word |= (v & 0xffu) << (8 * b);
             }
         }
         *(uint32_t *)(c.cols + r * c.Kp + k) = word;
@@ -237,9 +229,11 @@ typedef struct ql_state {
     float ra, rb, rlo, rhi;
     int8_t *w;           /* device: [OCp][Kp] (GEMM) or [C][KH*KW] (depthwise) */
     double *mult;        /* device [OC] */
-    int32_t *pref;       /* device, or NULL */
+    int32_t *bias_eff;   /* device [OC]: bias - zx * sum w (GEMM paths) */
+    float *alpha_f, *beta_f; /* device [OC]: cuBLASLt's int8 epilogue (alpha = mult, beta' as above) */
+    int nhwc_out;        /* Y channels last (or 1x1 planes): the int8 epilogue can write it */
     /* planned shapes */
-    int planned;
+    int planned, lt8;    /* lt8: cuBLASLt writes int8 Y (no int32 sums) */
     int64_t N, H, W, OH, OW, ipc;
     cuda_lt_gemm *lt_full, *lt_tail;
     size_t off[3], part[3], need;
@@ -293,8 +287,9 @@ static int ql_supports(const netrun_node_desc *nd, char *reason, size_t size) {
     } else if (nd->n_inputs > 9) {
         return cuda_refuse(reason, size, "QLinearConv: 8 or 9 inputs");
     }
-    if (p->has_bias && (nd->n_inputs < 9 || nd->inputs[8].rank < 0 || nd->inputs[8].dtype != NETRUN_DTYPE_INT32))
-        return cuda_refuse(reason, size, "QLinearConv: int32 bias only");
+    if (p->has_bias && (nd->n_inputs < 9 || nd->inputs[8].rank < 0 || nd->inputs[8].dtype != NETRUN_DTYPE_INT32 ||
+                        !const_of(nd, 8, &c) || c != M))
+        return cuda_refuse(reason, size, "QLinearConv: a constant int32 bias only");
     return 1;
 }
 
@@ -303,7 +298,9 @@ static void ql_destroy(cuda_context *ctx, void *state) {
     if (!st) return;
     cudaFree(st->w);
     cudaFree(st->mult);
-    cudaFree(st->pref);
+    cudaFree(st->bias_eff);
+    cudaFree(st->alpha_f);
+    cudaFree(st->beta_f);
     cuda_lt_gemm_destroy(st->lt_full);
     cuda_lt_gemm_destroy(st->lt_tail);
     if (st->scratch) cuda_scratch_free(ctx, st->scratch);
@@ -335,7 +332,31 @@ static size_t ql_cap(cuda_context *ctx) {
     return cap;
 }
 
-/* Plan the shapes of one run: images per chunk, cuBLASLt for the full and the last chunk, workspace parts. */
+/* Chunks of ipc images and their cuBLASLt GEMMs (the full chunk's and the last one's): int8 out (lt8) or int32. */
+static void ql_plan_chunks(cuda_context *ctx, ql_state *st, int lt8) {
+    int64_t N = st->N, ohw = st->OH * st->OW;
+    size_t per_img = (size_t)ohw * ((st->direct ? 0 : (size_t)st->Kp) + (lt8 ? 0 : (size_t)st->OCp * 4));
+    size_t cap = ql_cap(ctx);
+    int64_t ipc = per_img ? (int64_t)(cap / per_img) : N;
+    if (ipc < 1) ipc = 1;
+    if (ipc > N) ipc = N;
+    /* cuBLASLt takes 32-bit dims: keep a chunk's rows below 2^31 */
+    while (ipc > 1 && ipc * ohw > INT32_MAX) ipc /= 2;
+    st->ipc = ipc;
+    cuda_lt_shape d = {.ab_type = CUDA_R_8I, .cd_type = lt8 ? CUDA_R_8I : CUDA_R_32I,
+                       .bias_type = lt8 ? CUDA_R_32F : CUDA_R_32I, .compute = CUBLAS_COMPUTE_32I, .ta = 1, .tb = 0,
+                       .m = lt8 ? st->OC : st->OCp, .n = ipc * ohw, .k = st->Kp, .lda = st->Kp, .ldb = st->Kp,
+                       .ldc = lt8 ? st->OC : st->OCp, .has_bias = lt8, .act = CUDA_LT_NONE, .has_z = 0,
+                       .max_ws = (size_t)32 << 20, .int_scale = !lt8, .alpha_vector = lt8};
+    st->lt_full = cuda_lt_gemm_create_ex(&d);
+    int64_t tail = N % ipc;
+    if (tail) {
+        d.n = tail * ohw;
+        st->lt_tail = cuda_lt_gemm_create_ex(&d);
+    }
+}
+
+/* Plan the shapes of one run: the path, images per chunk, workspace parts. */
 static netrun_status ql_plan(cuda_context *ctx, ql_state *st, int64_t N, int64_t H, int64_t W, int64_t OH, int64_t OW) {
     st->N = N, st->H = H, st->W = W, st->OH = OH, st->OW = OW;
     cuda_lt_gemm_destroy(st->lt_full);
@@ -344,30 +365,23 @@ static netrun_status ql_plan(cuda_context *ctx, ql_state *st, int64_t N, int64_t
     st->part[0] = st->part[1] = st->part[2] = 0;
     st->need = 0;
     st->planned = 1;
+    st->lt8 = 0;
     if (st->dw || N == 0 || OH * OW == 0) return NETRUN_OK;
     int64_t ohw = OH * OW;
-    size_t per_img = (size_t)ohw * ((st->direct ? 0 : (size_t)st->Kp) + (size_t)st->OCp * 4);
-    size_t cap = ql_cap(ctx);
-    int64_t ipc = per_img ? (int64_t)(cap / per_img) : N;
-    if (ipc < 1) ipc = 1;
-    if (ipc > N) ipc = N;
-    /* cuBLASLt takes 32-bit dims: keep a chunk's rows below 2^31 */
-    while (ipc > 1 && ipc * ohw > INT32_MAX) ipc /= 2;
-    st->ipc = ipc;
-    size_t lt_ws = (size_t)32 << 20;
-    cuda_lt_shape d = {.ab_type = CUDA_R_8I, .cd_type = CUDA_R_32I, .bias_type = CUDA_R_32I,
-                       .compute = CUBLAS_COMPUTE_32I, .ta = 1, .tb = 0, .m = st->OCp, .n = ipc * ohw, .k = st->Kp,
-                       .lda = st->Kp, .ldb = st->Kp, .ldc = st->OCp, .has_bias = 0, .act = CUDA_LT_NONE, .has_z = 0,
-                       .max_ws = lt_ws, .int_scale = 1};
-    st->lt_full = cuda_lt_gemm_create_ex(&d);
-    int64_t tail = N % ipc;
-    if (tail) {
-        d.n = tail * ohw;
-        st->lt_tail = cuda_lt_gemm_create_ex(&d);
+    /* int8 out where Y is channels last with 4-byte aligned rows; else (or without such an algorithm) int32 sums */
+    if (st->alpha_f && (st->nhwc_out || ohw == 1) && st->OC % 4 == 0) {
+        ql_plan_chunks(ctx, st, 1);
+        st->lt8 = st->lt_full && (st->N % st->ipc == 0 || st->lt_tail);
+        if (!st->lt8) {
+            cuda_lt_gemm_destroy(st->lt_full);
+            cuda_lt_gemm_destroy(st->lt_tail);
+            st->lt_full = st->lt_tail = NULL;
+        }
     }
+    if (!st->lt8) ql_plan_chunks(ctx, st, 0);
     size_t lw = cuda_lt_gemm_workspace(st->lt_full), lw2 = cuda_lt_gemm_workspace(st->lt_tail);
-    st->part[0] = st->direct ? 0 : (size_t)ipc * ohw * (size_t)st->Kp;
-    st->part[1] = (size_t)ipc * ohw * (size_t)st->OCp * 4;
+    st->part[0] = st->direct ? 0 : (size_t)st->ipc * ohw * (size_t)st->Kp;
+    st->part[1] = st->lt8 ? 0 : (size_t)st->ipc * ohw * (size_t)st->OCp * 4;
     st->part[2] = lw > lw2 ? lw : lw2;
     size_t total = 0;
     for (int i = 0; i < 3; i++) st->off[i] = total, total += (st->part[i] + 255) & ~(size_t)255;
@@ -427,52 +441,49 @@ static netrun_status ql_create(cuda_context *ctx, const netrun_node_desc *nd, vo
     const void *wsrc = w->const_data;
     int wu8 = w->dtype == NETRUN_DTYPE_UINT8;
     int64_t nws = desc_count(&nd->inputs[4]);
+    const int32_t *bias = p && p->has_bias ? (const int32_t *)nd->inputs[8].const_data : NULL;
     size_t wbytes = st->dw ? (size_t)(st->C * st->KH * st->KW) : (size_t)(st->OCp * st->Kp);
+    size_t oc4 = (size_t)st->OC * 4;
     int8_t *hw = (int8_t *)cuda_host->alloc(wbytes, 16);
     double *hm = (double *)cuda_host->alloc((size_t)st->OC * sizeof(double), 16);
-    int32_t *hp = NULL;
-    size_t pstride = (size_t)(st->KH + 1) * (size_t)(st->KW + 1);
+    int32_t *hb = (int32_t *)cuda_host->alloc(oc4, 16);
+    float *ha = (float *)cuda_host->alloc(oc4, 16), *hbeta = (float *)cuda_host->alloc(oc4, 16);
     netrun_status s = NETRUN_OK;
-    if (!hw || !hm) s = cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: out of memory", st->what);
+    if (!hw || !hm || !hb || !ha || !hbeta) s = cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: out of memory", st->what);
     if (s == NETRUN_OK) {
         memset(hw, 0, wbytes);
+        int64_t cg = st->dw ? 1 : st->C;
         for (int64_t o = 0; o < st->OC; o++) {
+            int32_t sumw = 0;
             for (int64_t kh = 0; kh < st->KH; kh++)
                 for (int64_t kw = 0; kw < st->KW; kw++)
-                    for (int64_t c = 0; c < (st->dw ? 1 : st->C); c++) {
-                        int64_t src = st->matmul ? c * st->OC + o : ((o * (st->dw ? 1 : st->C) + c) * st->KH + kh) * st->KW + kw;
+                    for (int64_t c = 0; c < cg; c++) {
+                        int64_t src = st->matmul ? c * st->OC + o : ((o * cg + c) * st->KH + kh) * st->KW + kw;
                         int32_t v = wu8 ? (int32_t)((const uint8_t *)wsrc)[src] - 128 : ((const int8_t *)wsrc)[src];
+                        sumw += v;
                         if (st->dw) hw[o * st->KH * st->KW + kh * st->KW + kw] = (int8_t)v;
                         else hw[o * st->Kp + (kh * st->KW + kw) * st->C + c] = (int8_t)v;
                     }
             float xs = f32_of(nd, 1, 0), ws = f32_of(nd, 4, nws > 1 ? o : 0), ys = f32_of(nd, 6, 0);
-            hm[o] = (double)((float)(xs * ws) / ys); /* float32, as the CPU backend and the reference */
-        }
-        if (!st->dw && st->zx != 0) { /* 2-D prefix sums of each channel's tap sums, for the zx correction */
-            hp = (int32_t *)cuda_host->alloc((size_t)st->OC * pstride * 4, 16);
-            if (!hp) s = cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: out of memory", st->what);
-            for (int64_t o = 0; hp && o < st->OC; o++) {
-                int32_t *P = hp + o * pstride;
-                for (int64_t kh = 0; kh <= st->KH; kh++)
-                    for (int64_t kw = 0; kw <= st->KW; kw++) {
-                        int32_t v = 0;
-                        if (kh && kw) {
-                            int32_t t = 0;
-                            for (int64_t c = 0; c < st->C; c++) t += hw[o * st->Kp + ((kh - 1) * st->KW + kw - 1) * st->C + c];
-                            v = t + P[(kh - 1) * (st->KW + 1) + kw] + P[kh * (st->KW + 1) + kw - 1] -
-                                P[(kh - 1) * (st->KW + 1) + kw - 1];
-                        }
-                        P[kh * (st->KW + 1) + kw] = v;
-                    }
-            }
+            float m = (float)(xs * ws) / ys; /* float32, as the CPU backend and the reference */
+            hm[o] = m;
+            /* int32 wrapping, as the sums: the bias and X's zero point's share of them */
+            hb[o] = (int32_t)((uint32_t)(bias ? bias[o] : 0) - (uint32_t)st->zx * (uint32_t)sumw);
+            ha[o] = m;
+            hbeta[o] = (float)((double)hb[o] * m + st->yzp - (st->qt == NETRUN_DTYPE_UINT8 ? 128 : 0));
         }
     }
     if (s == NETRUN_OK) s = upload((void **)&st->w, hw, wbytes, "QLinear weights");
     if (s == NETRUN_OK) s = upload((void **)&st->mult, hm, (size_t)st->OC * sizeof(double), "QLinear multipliers");
-    if (s == NETRUN_OK && hp) s = upload((void **)&st->pref, hp, (size_t)st->OC * pstride * 4, "QLinear tap sums");
+    if (s == NETRUN_OK && !st->dw) s = upload((void **)&st->bias_eff, hb, oc4, "QLinear bias");
+    if (s == NETRUN_OK && !st->dw) s = upload((void **)&st->alpha_f, ha, oc4, "QLinear scales");
+    if (s == NETRUN_OK && !st->dw) s = upload((void **)&st->beta_f, hbeta, oc4, "QLinear offsets");
     cuda_host->free(hw);
     cuda_host->free(hm);
-    cuda_host->free(hp);
+    cuda_host->free(hb);
+    cuda_host->free(ha);
+    cuda_host->free(hbeta);
+    st->nhwc_out = st->dst_nhwc;
     /* X itself is the patch matrix: 1x1, stride 1, no padding, channels-last (or 1x1 planes) int8, C % 16 == 0 */
     if (s == NETRUN_OK && !st->dw) {
         int plain = st->KH == 1 && st->KW == 1 && st->s[0] == 1 && st->s[1] == 1 && st->pb[0] == 0 && st->pb[1] == 0 &&
@@ -496,18 +507,17 @@ static netrun_status ql_create(cuda_context *ctx, const netrun_node_desc *nd, vo
 static ql_epi ql_epi_of(const ql_state *st, const netrun_kernel_args *args) {
     ql_epi e;
     memset(&e, 0, sizeof e);
-    e.bias = !st->matmul && args->n_inputs > 8 && args->inputs[8].rank >= 0 && args->inputs[8].data
-                 ? (const int32_t *)args->inputs[8].data
-                 : NULL;
+    if (st->dw)
+        e.bias = args->n_inputs > 8 && args->inputs[8].rank >= 0 && args->inputs[8].data
+                     ? (const int32_t *)args->inputs[8].data
+                     : NULL;
+    else
+        e.bias = st->bias_eff;
     e.mult = st->mult;
-    e.pref = st->dw ? NULL : st->pref;
-    e.zx = st->zx;
-    e.KH = (int)st->KH, e.KW = (int)st->KW;
-    e.H = st->H, e.W = st->W, e.OH = st->OH, e.OW = st->OW, e.OHW = st->OH * st->OW, e.OC = st->OC;
-    e.s0 = st->s[0], e.s1 = st->s[1], e.d0 = st->d[0], e.d1 = st->d[1], e.p0 = st->pb[0], e.p1 = st->pb[1];
+    e.OHW = st->OH * st->OW, e.OC = st->OC;
     e.yzp = st->yzp, e.lo = st->lo, e.hi = st->hi;
     e.y8 = st->yt == NETRUN_DTYPE_INT8;
-    e.dst_nhwc = st->dst_nhwc;
+    e.dst_nhwc = st->dst_nhwc || e.OHW == 1;
     e.y = args->outputs[0].data;
     if (st->res) {
         e.res = 1;
@@ -563,14 +573,26 @@ static netrun_status ql_run(cuda_context *ctx, void *state, const netrun_kernel_
         } else {
             ql_cols c = {(const uint8_t *)X->data, (int8_t *)(ws + st->off[0]), n0, st->C, H, W, OH, OW, st->K, st->Kp,
                          st->s[0], st->s[1], st->d[0], st->d[1], st->pb[0], st->pb[1], (int)st->KW,
-                         st->src_nhwc || (H == 1 && W == 1), st->xt == NETRUN_DTYPE_UINT8, 0};
+                         st->src_nhwc || (H == 1 && W == 1), st->xt == NETRUN_DTYPE_UINT8, 0, (uint32_t)(uint8_t)st->zx};
             c.vec4 = c.nhwc && st->C % 4 == 0;
             ql_im2col_k<<<cuda_blocks(rows * (st->Kp / 4)), CUDA_THREADS, 0, ctx->stream>>>(c, rows);
             if ((s = cuda_check_launch("QLinear patches")) != NETRUN_OK) return s;
             B = c.cols;
         }
-        int32_t *acc = (int32_t *)(ws + st->off[1]);
         cuda_lt_gemm *lt = imgs == st->ipc ? st->lt_full : st->lt_tail;
+        if (st->lt8) { /* int8 Y from cuBLASLt's epilogue, then the uint8 move / residual Add in place */
+            int8_t *yc = (int8_t *)Y->data + n0 * ohw * st->OC;
+            if ((s = cuda_lt_gemm_run_scaled(ctx, lt, st->w, B, st->beta_f, st->alpha_f, yc, ws + st->off[2])) != NETRUN_OK)
+                return s;
+            int q_u8 = st->qt == NETRUN_DTYPE_UINT8;
+            if (q_u8 || st->res || st->yt != st->qt) {
+                int64_t n = rows * st->OC;
+                ql_post_k<<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(e, n0 * ohw * st->OC, n, q_u8);
+                if ((s = cuda_check_launch("QLinear residual")) != NETRUN_OK) return s;
+            }
+            continue;
+        }
+        int32_t *acc = (int32_t *)(ws + st->off[1]);
         if (lt) {
             s = cuda_lt_gemm_run(ctx, lt, st->w, B, NULL, NULL, acc, ws + st->off[2]);
         } else {
@@ -596,7 +618,7 @@ extern "C" void cuda_qlinear_describe(void *state, char *buf, size_t size) {
                  st->dst_nhwc ? " (NHWC out)" : "");
         return;
     }
-    snprintf(buf, size, "int8 %s GEMM %lldx%lld%s%s%s%s", st->lt_full ? "cuBLASLt" : st->planned ? "dp4a" : "",
+    snprintf(buf, size, "int8 %s GEMM %lldx%lld%s%s%s%s", st->lt8 ? "cuBLASLt (int8 out)" : st->lt_full ? "cuBLASLt" : st->planned ? "dp4a" : "",
              (long long)st->OC, (long long)st->K, st->direct ? "" : " (patches)", st->res ? " + residual" : "",
              st->src_nhwc && !st->matmul ? " (NHWC in)" : "", st->dst_nhwc && !st->matmul ? " (NHWC out)" : "");
 }
