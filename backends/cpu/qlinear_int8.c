@@ -323,6 +323,8 @@ static int build_band(qconv *s, qband *q, const qconv_desc *d, netrun_status *rc
     int64_t first = q->r0 * sh - p->pads_begin[0], last = (q->r1 - 1) * sh - p->pads_begin[0] + ext;
     int64_t lo = first < 0 ? 0 : first, hi = last > s->h - 1 ? s->h - 1 : last;
     if (hi < lo) return 0;
+    int whole = q->ni > 1; /* several whole images: X's image stride is the full height's, so no rows are cut */
+    if (whole) lo = 0, hi = s->h - 1;
     q->lo = lo;
     int64_t g = p->group, mg = s->m / g, cg = s->c / g;
     int64_t ni = q->ni ? q->ni : 1;
@@ -333,7 +335,7 @@ static int build_band(qconv *s, qband *q, const qconv_desc *d, netrun_status *rc
         xd[3] = yd[3] = ni;
         st[0] = st[1] = 1;
     }
-    dnnl_dims_t pl = {lo - first, p->pads_begin[1]}, pr = {last - hi, p->pads_end[1]};
+    dnnl_dims_t pl = {lo - first, p->pads_begin[1]}, pr = {whole ? p->pads_end[0] : last - hi, p->pads_end[1]};
     dnnl_dims_t wd5 = {g, mg, cg, d->kh, d->kw}, wd4 = {s->m, cg, d->kh, d->kw};
     dnnl_memory_desc_t xm, ym, wm, wany, bm, zm;
     static const int32_t rt_zp = DNNL_RUNTIME_S32_VAL;
