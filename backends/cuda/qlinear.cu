@@ -13,15 +13,16 @@
  * zero point zx (padding is zero in the real domain), so sum (x - zx) w = sum x w - zx * sum w over every tap,
  * and zx * sum w joins the bias: one constant per output channel.
  *
- * Requantisation, where the output is channels last (and its rows 4-byte aligned): in cuBLASLt's epilogue, which
- * writes int8 directly: alpha[oc] * acc + beta'[oc], alpha = x_scale * w_scale / y_scale (float32, as the CPU
- * backend and the reference compute it) and beta' = (bias - zx * sum w) * alpha + y's zero point, rounded to
- * nearest and saturated; a uint8 Y is the int8 result + 128 (its zero point - 128 in beta'). A short pass then
+ * Requantisation. Per-tensor weight scales, channels-last output with 4-byte aligned rows: in cuBLASLt's epilogue,
+ * which writes int8 directly: alpha * acc + beta[oc], alpha = x_scale * w_scale / y_scale (float32, as the CPU
+ * backend and the reference compute it) and beta = (bias - zx * sum w) * alpha + y's zero point, rounded to
+ * nearest and saturated; a uint8 Y is the int8 result + 128 (its zero point - 128 in beta). A short pass then
  * moves the bytes to uint8 and/or adds the residual Z (inputs 9 to 13, onnxruntime's QLinearAdd arithmetic in
- * float32 without contraction). Elsewhere (NCHW output, no such algorithm) the int32 sums go to a buffer and one
- * kernel applies the CPU backend's arithmetic in double (backends/cpu/quantize.c, the direct loops): bit for bit
- * the CPU's direct loops there; the int8 epilogue's float rounding may differ from them by one unit at ties, as
- * oneDNN's does.
+ * float32 without contraction). cuBLASLt has no int8 epilogue with a scale per output channel (its alpha-vector
+ * mode is refused for int8 on Hopper), so per-channel weights (and NCHW output) take the int32 sums into a
+ * buffer and one kernel applies the CPU backend's arithmetic in double (backends/cpu/quantize.c, the direct
+ * loops), four channels a thread: bit for bit the CPU's direct loops; the int8 epilogue's float rounding may
+ * differ from them by one unit at ties, as oneDNN's does.
  *
  * Depthwise convolutions (group = C = OC) run a direct kernel (int32 sums of (x - zx) w, the same epilogue);
  * other grouped ones, 1-D and 3-D ones and non-constant parameters are refused in supports(), so the QDQ pass
@@ -99,6 +100,30 @@ __global__ void ql_post_k(ql_epi e, int64_t n0, int64_t n, int q_u8) {
     }
 }
 
+/* Channels-last Y, OC % 4 == 0: four channels a thread (one 16-byte load of sums, one 4-byte store). */
+__global__ void ql_epilogue4_k(ql_epi e, uint32_t n, fdiv32 oc4) {
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+        uint32_t r = fdiv_q(oc4, i), oc = (i - r * oc4.d) * 4;
+        int4 a4 = *(const int4 *)(e.acc + (int64_t)r * e.ld + oc);
+        int32_t acc[4] = {a4.x, a4.y, a4.z, a4.w};
+        int64_t yi = (e.m0 + r) * e.OC + oc;
+        uint32_t zw = e.res ? *(const uint32_t *)((const uint8_t *)e.z + yi) : 0, out = 0;
+        for (int j = 0; j < 4; j++) {
+            uint32_t a = (uint32_t)acc[j] + (uint32_t)e.bias[oc + j];
+            int32_t q = (int32_t)nr_sat_round(__dadd_rn(__dmul_rn((double)(int32_t)a, e.mult[oc + j]), e.yzp), e.lo, e.hi);
+            if (e.res) {
+                uint32_t zb = (zw >> (8 * j)) & 0xffu;
+                int32_t zv = e.z8 ? (int32_t)(int8_t)zb : (int32_t)zb;
+                float f = __fadd_rn(__fmul_rn((float)(q - e.qzp), e.ra), __fmul_rn((float)(zv - e.zz), e.rb));
+                f = f < e.rlo ? e.rlo : f > e.rhi ? e.rhi : f;
+                q = (int32_t)rintf(f) + e.zy;
+            }
+            out |= ((uint32_t)q & 0xffu) << (8 * j);
+        }
+        *(uint32_t *)((uint8_t *)e.y + yi) = out;
+    }
+}
+
 __global__ void ql_epilogue_k(ql_epi e, int64_t rows) {
     int64_t n = rows * e.OC;
     GRID_LOOP(i, n) {
@@ -113,41 +138,51 @@ struct ql_cols {
     const uint8_t *x;
     int8_t *cols;
     int64_t n0, C, H, W, OH, OW, K, Kp, s0, s1, d0, d1, p0, p1;
-    int KW, nhwc, flip, vec4;
+    int KW, nhwc, flip;
     uint32_t pad; /* the zero point's byte */
 };
 
-__device__ __forceinline__ uint32_t ql_load_x(const ql_cols &c, int64_t n, int64_t ih, int64_t iw, int64_t ch) {
-    if (ih < 0 || ih >= c.H || iw < 0 || iw >= c.W) return 0x100; /* outside: the caller stores 0 */
-    int64_t i = c.nhwc ? ((n * c.H + ih) * c.W + iw) * c.C + ch : ((n * c.C + ch) * c.H + ih) * c.W + iw;
-    return c.x[i];
+/* Index math of the patch kernels, 32-bit (a chunk's patches stay below 2^31 bytes). */
+struct ql_divs {
+    fdiv32 item, c16, ohw, ow, kw, c, kp;
+};
+
+/* Channels-last X, C % 16 == 0: one tap's 16 channels a thread (16-byte loads and stores). */
+__global__ void ql_im2col16_k(ql_cols c, ql_divs dv, uint32_t n) {
+    uint32_t c16 = dv.c16.d, taps_c16 = dv.item.d;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+        uint32_t r = fdiv_q(dv.item, i), rem = i - r * taps_c16, tap = fdiv_q(dv.c16, rem), cb = rem - tap * c16;
+        uint32_t nl = fdiv_q(dv.ohw, r), pix = r - nl * dv.ohw.d, oh = fdiv_q(dv.ow, pix), ow = pix - oh * dv.ow.d;
+        uint32_t kh = fdiv_q(dv.kw, tap), kw = tap - kh * dv.kw.d;
+        int64_t ih = (int64_t)oh * c.s0 - c.p0 + kh * c.d0, iw = (int64_t)ow * c.s1 - c.p1 + kw * c.d1;
+        uint4 v;
+        if (ih >= 0 && ih < c.H && iw >= 0 && iw < c.W) {
+            v = *(const uint4 *)(c.x + (((c.n0 + nl) * c.H + ih) * c.W + iw) * c.C + cb * 16);
+            if (c.flip) v.x ^= 0x80808080u, v.y ^= 0x80808080u, v.z ^= 0x80808080u, v.w ^= 0x80808080u;
+        } else {
+            uint32_t p = c.pad * 0x01010101u;
+            v = make_uint4(p, p, p, p);
+        }
+        *(uint4 *)(c.cols + (int64_t)r * c.Kp + tap * c.C + cb * 16) = v;
+    }
 }
 
-__global__ void ql_im2col_k(ql_cols c, int64_t rows) {
-    int64_t q = c.Kp / 4, total = rows * q, ohw = c.OH * c.OW;
-    GRID_LOOP(i, total) {
-        int64_t r = i / q, k = (i - r * q) * 4;
-        int64_t n = c.n0 + r / ohw, pix = r % ohw, oh = pix / c.OW, ow = pix - oh * c.OW;
-        uint32_t word = 0;
-        if (c.vec4 && k < c.K) { /* NHWC, C % 4 == 0: the 4 bytes are one tap's consecutive channels */
-            int64_t tap = k / c.C, ch = k - tap * c.C, kh = tap / c.KW, kw = tap - kh * c.KW;
-            int64_t ih = oh * c.s0 - c.p0 + kh * c.d0, iw = ow * c.s1 - c.p1 + kw * c.d1;
-            word = c.pad * 0x01010101u;
+/* Any layout and channel count: one byte a thread. */
+__global__ void ql_im2col_k(ql_cols c, ql_divs dv, uint32_t n) {
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+        uint32_t r = fdiv_q(dv.kp, i), k = i - r * dv.kp.d, v = 0;
+        if (k < (uint32_t)c.K) {
+            uint32_t tap = fdiv_q(dv.c, k), ch = k - tap * dv.c.d, kh = fdiv_q(dv.kw, tap), kw = tap - kh * dv.kw.d;
+            uint32_t nl = fdiv_q(dv.ohw, r), pix = r - nl * dv.ohw.d, oh = fdiv_q(dv.ow, pix), ow = pix - oh * dv.ow.d;
+            int64_t ih = (int64_t)oh * c.s0 - c.p0 + kh * c.d0, iw = (int64_t)ow * c.s1 - c.p1 + kw * c.d1, n = c.n0 + nl;
             if (ih >= 0 && ih < c.H && iw >= 0 && iw < c.W) {
-                word = *(const uint32_t *)(c.x + ((n * c.H + ih) * c.W + iw) * c.C + ch);
-                if (c.flip) word ^= 0x80808080u;
-            }
-        } else {
-            for (int b = 0; b < 4; b++) {
-                int64_t kk = k + b;
-                if (kk >= c.K) break;
-                int64_t tap = kk / c.C, ch = kk - tap * c.C, kh = tap / c.KW, kw = tap - kh * c.KW;
-                uint32_t v = ql_load_x(c, n, oh * c.s0 - c.p0 + kh * c.d0, ow * c.s1 - c.p1 + kw * c.d1, ch);
-                v = v < 0x100 ? (c.flip ? v ^ 0x80u : v) : c.pad;
-                word |= (v & 0xffu) << (8 * b);
+                v = c.x[c.nhwc ? ((n * c.H + ih) * c.W + iw) * c.C + ch : ((n * c.C + ch) * c.H + ih) * c.W + iw];
+                if (c.flip) v ^= 0x80u;
+            } else {
+                v = c.pad;
             }
         }
-        *(uint32_t *)(c.cols + r * c.Kp + k) = word;
+        c.cols[i] = (int8_t)(uint8_t)v;
     }
 }
 
@@ -230,7 +265,8 @@ typedef struct ql_state {
     int8_t *w;           /* device: [OCp][Kp] (GEMM) or [C][KH*KW] (depthwise) */
     double *mult;        /* device [OC] */
     int32_t *bias_eff;   /* device [OC]: bias - zx * sum w (GEMM paths) */
-    float *alpha_f, *beta_f; /* device [OC]: cuBLASLt's int8 epilogue (alpha = mult, beta' as above) */
+    float *beta_f;       /* device [OC]: cuBLASLt's int8 epilogue's bias (beta above); NULL: per-channel weights */
+    float alpha;         /* its scale (per-tensor weights) */
     int nhwc_out;        /* Y channels last (or 1x1 planes): the int8 epilogue can write it */
     /* planned shapes */
     int planned, lt8;    /* lt8: cuBLASLt writes int8 Y (no int32 sums) */
@@ -299,7 +335,6 @@ static void ql_destroy(cuda_context *ctx, void *state) {
     cudaFree(st->w);
     cudaFree(st->mult);
     cudaFree(st->bias_eff);
-    cudaFree(st->alpha_f);
     cudaFree(st->beta_f);
     cuda_lt_gemm_destroy(st->lt_full);
     cuda_lt_gemm_destroy(st->lt_tail);
@@ -340,14 +375,14 @@ static void ql_plan_chunks(cuda_context *ctx, ql_state *st, int lt8) {
     int64_t ipc = per_img ? (int64_t)(cap / per_img) : N;
     if (ipc < 1) ipc = 1;
     if (ipc > N) ipc = N;
-    /* cuBLASLt takes 32-bit dims: keep a chunk's rows below 2^31 */
-    while (ipc > 1 && ipc * ohw > INT32_MAX) ipc /= 2;
+    /* cuBLASLt takes 32-bit dims and the kernels index a chunk's patches and outputs in 32 bits */
+    while (ipc > 1 && (ipc * ohw * st->Kp > INT32_MAX || ipc * ohw * st->OCp > INT32_MAX)) ipc /= 2;
     st->ipc = ipc;
     cuda_lt_shape d = {.ab_type = CUDA_R_8I, .cd_type = lt8 ? CUDA_R_8I : CUDA_R_32I,
                        .bias_type = lt8 ? CUDA_R_32F : CUDA_R_32I, .compute = CUBLAS_COMPUTE_32I, .ta = 1, .tb = 0,
                        .m = lt8 ? st->OC : st->OCp, .n = ipc * ohw, .k = st->Kp, .lda = st->Kp, .ldb = st->Kp,
                        .ldc = lt8 ? st->OC : st->OCp, .has_bias = lt8, .act = CUDA_LT_NONE, .has_z = 0,
-                       .max_ws = (size_t)32 << 20, .int_scale = !lt8, .alpha_vector = lt8};
+                       .max_ws = (size_t)32 << 20, .int_scale = !lt8};
     st->lt_full = cuda_lt_gemm_create_ex(&d);
     int64_t tail = N % ipc;
     if (tail) {
@@ -369,7 +404,7 @@ static netrun_status ql_plan(cuda_context *ctx, ql_state *st, int64_t N, int64_t
     if (st->dw || N == 0 || OH * OW == 0) return NETRUN_OK;
     int64_t ohw = OH * OW;
     /* int8 out where Y is channels last with 4-byte aligned rows; else (or without such an algorithm) int32 sums */
-    if (st->alpha_f && (st->nhwc_out || ohw == 1) && st->OC % 4 == 0) {
+    if (st->beta_f && (st->nhwc_out || ohw == 1) && st->OC % 4 == 0) {
         ql_plan_chunks(ctx, st, 1);
         st->lt8 = st->lt_full && (st->N % st->ipc == 0 || st->lt_tail);
         if (!st->lt8) {
@@ -447,9 +482,9 @@ static netrun_status ql_create(cuda_context *ctx, const netrun_node_desc *nd, vo
     int8_t *hw = (int8_t *)cuda_host->alloc(wbytes, 16);
     double *hm = (double *)cuda_host->alloc((size_t)st->OC * sizeof(double), 16);
     int32_t *hb = (int32_t *)cuda_host->alloc(oc4, 16);
-    float *ha = (float *)cuda_host->alloc(oc4, 16), *hbeta = (float *)cuda_host->alloc(oc4, 16);
+    float *hbeta = (float *)cuda_host->alloc(oc4, 16);
     netrun_status s = NETRUN_OK;
-    if (!hw || !hm || !hb || !ha || !hbeta) s = cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: out of memory", st->what);
+    if (!hw || !hm || !hb || !hbeta) s = cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: out of memory", st->what);
     if (s == NETRUN_OK) {
         memset(hw, 0, wbytes);
         int64_t cg = st->dw ? 1 : st->C;
@@ -469,19 +504,17 @@ static netrun_status ql_create(cuda_context *ctx, const netrun_node_desc *nd, vo
             hm[o] = m;
             /* int32 wrapping, as the sums: the bias and X's zero point's share of them */
             hb[o] = (int32_t)((uint32_t)(bias ? bias[o] : 0) - (uint32_t)st->zx * (uint32_t)sumw);
-            ha[o] = m;
+            st->alpha = m;
             hbeta[o] = (float)((double)hb[o] * m + st->yzp - (st->qt == NETRUN_DTYPE_UINT8 ? 128 : 0));
         }
     }
     if (s == NETRUN_OK) s = upload((void **)&st->w, hw, wbytes, "QLinear weights");
     if (s == NETRUN_OK) s = upload((void **)&st->mult, hm, (size_t)st->OC * sizeof(double), "QLinear multipliers");
     if (s == NETRUN_OK && !st->dw) s = upload((void **)&st->bias_eff, hb, oc4, "QLinear bias");
-    if (s == NETRUN_OK && !st->dw) s = upload((void **)&st->alpha_f, ha, oc4, "QLinear scales");
-    if (s == NETRUN_OK && !st->dw) s = upload((void **)&st->beta_f, hbeta, oc4, "QLinear offsets");
+    if (s == NETRUN_OK && !st->dw && nws == 1) s = upload((void **)&st->beta_f, hbeta, oc4, "QLinear offsets");
     cuda_host->free(hw);
     cuda_host->free(hm);
     cuda_host->free(hb);
-    cuda_host->free(ha);
     cuda_host->free(hbeta);
     st->nhwc_out = st->dst_nhwc;
     /* X itself is the patch matrix: 1x1, stride 1, no padding, channels-last (or 1x1 planes) int8, C % 16 == 0 */
@@ -565,6 +598,8 @@ static netrun_status ql_run(cuda_context *ctx, void *state, const netrun_kernel_
         ws = (char *)st->scratch;
     }
     int64_t ohw = OH * OW;
+    if (ohw * st->Kp > INT32_MAX || ohw * st->OCp > INT32_MAX)
+        return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "%s: one image's patches exceed 2^31 bytes", st->what);
     for (int64_t n0 = 0; n0 < N; n0 += st->ipc) {
         int64_t imgs = N - n0 < st->ipc ? N - n0 : st->ipc, rows = imgs * ohw;
         const int8_t *B;
@@ -573,16 +608,29 @@ static netrun_status ql_run(cuda_context *ctx, void *state, const netrun_kernel_
         } else {
             ql_cols c = {(const uint8_t *)X->data, (int8_t *)(ws + st->off[0]), n0, st->C, H, W, OH, OW, st->K, st->Kp,
                          st->s[0], st->s[1], st->d[0], st->d[1], st->pb[0], st->pb[1], (int)st->KW,
-                         st->src_nhwc || (H == 1 && W == 1), st->xt == NETRUN_DTYPE_UINT8, 0, (uint32_t)(uint8_t)st->zx};
-            c.vec4 = c.nhwc && st->C % 4 == 0;
-            ql_im2col_k<<<cuda_blocks(rows * (st->Kp / 4)), CUDA_THREADS, 0, ctx->stream>>>(c, rows);
+                         st->src_nhwc || (H == 1 && W == 1), st->xt == NETRUN_DTYPE_UINT8, (uint32_t)(uint8_t)st->zx};
+            ql_divs dv;
+            dv.c16 = make_fdiv((uint32_t)(st->C / 16));
+            dv.item = make_fdiv((uint32_t)(st->KH * st->KW * (st->C / 16)));
+            dv.ohw = make_fdiv((uint32_t)ohw);
+            dv.ow = make_fdiv((uint32_t)OW);
+            dv.kw = make_fdiv((uint32_t)st->KW);
+            dv.c = make_fdiv((uint32_t)st->C);
+            dv.kp = make_fdiv((uint32_t)st->Kp);
+            if (c.nhwc && st->C % 16 == 0) {
+                uint32_t n = (uint32_t)(rows * st->KH * st->KW * (st->C / 16));
+                ql_im2col16_k<<<cuda_blocks32(n, CUDA_THREADS), CUDA_THREADS, 0, ctx->stream>>>(c, dv, n);
+            } else {
+                uint32_t n = (uint32_t)(rows * st->Kp);
+                ql_im2col_k<<<cuda_blocks32(n, CUDA_THREADS), CUDA_THREADS, 0, ctx->stream>>>(c, dv, n);
+            }
             if ((s = cuda_check_launch("QLinear patches")) != NETRUN_OK) return s;
             B = c.cols;
         }
         cuda_lt_gemm *lt = imgs == st->ipc ? st->lt_full : st->lt_tail;
         if (st->lt8) { /* int8 Y from cuBLASLt's epilogue, then the uint8 move / residual Add in place */
             int8_t *yc = (int8_t *)Y->data + n0 * ohw * st->OC;
-            if ((s = cuda_lt_gemm_run_scaled(ctx, lt, st->w, B, st->beta_f, st->alpha_f, yc, ws + st->off[2])) != NETRUN_OK)
+            if ((s = cuda_lt_gemm_run_scaled(ctx, lt, st->w, B, st->beta_f, st->alpha, yc, ws + st->off[2])) != NETRUN_OK)
                 return s;
             int q_u8 = st->qt == NETRUN_DTYPE_UINT8;
             if (q_u8 || st->res || st->yt != st->qt) {
@@ -604,7 +652,12 @@ static netrun_status ql_run(cuda_context *ctx, void *state, const netrun_kernel_
         e.acc = acc;
         e.ld = st->OCp;
         e.m0 = n0 * ohw;
-        ql_epilogue_k<<<cuda_blocks(rows * st->OC), CUDA_THREADS, 0, ctx->stream>>>(e, rows);
+        if (e.dst_nhwc && st->OC % 4 == 0) {
+            uint32_t n = (uint32_t)(rows * (st->OC / 4));
+            ql_epilogue4_k<<<cuda_blocks32(n, CUDA_THREADS), CUDA_THREADS, 0, ctx->stream>>>(e, n, make_fdiv((uint32_t)(st->OC / 4)));
+        } else {
+            ql_epilogue_k<<<cuda_blocks(rows * st->OC), CUDA_THREADS, 0, ctx->stream>>>(e, rows);
+        }
         if ((s = cuda_check_launch("QLinear epilogue")) != NETRUN_OK) return s;
     }
     return NETRUN_OK;
