@@ -16,9 +16,41 @@ ResNet-50, MobileNetV2, SqueezeNet 1.1, EfficientNet-B0. For each model, batch a
 Ratios are netrun / PyTorch (below 1 = netrun faster). Extra rows: fp16 vs fp32 outputs of netrun (same seeded
 inputs), and `--workspace-policy min-memory` against `fastest` on ResNet-50 batch 32.
 
+int8 rows (--int8 resnet50,mobilenet_v2,bert; default none): QDQ models run in int8 on the CUDA backend. The float
+model is exported as above (CNNs) or by transformer_bench's helpers (BERT-base from `transformers`, random weights,
+input_ids + attention_mask, sequence 128), then quantized by int8_bench.quantize (onnxruntime quant_pre_process +
+quantize_static: QDQ format, per-channel int8 weights, int8 activations or --int8-act uint8, calibrated on 4
+seeded random inputs at batch 1 -- not real data, so the scales say nothing about accuracy on real inputs). Both
+files are kept in WORK/int8 and reused (the QDQ one is remade when older than the float one). Per model and batch
+(--int8-batches, default 1,32,256; BERT only at those <= 32), all on the same seeded inputs (.npy files given
+to the CLI with --input):
+  netrun int8    `netrun QDQ.onnx --backend cuda --precision fp32` (the ops left in float stay float32)
+  netrun fp16    the float model with --precision fp16
+  torch fp16     model.half() in a CUDA graph (CNNs: run_torch, also eager and channels_last in the notes; BERT:
+                 BertModel given input_ids alone -- the mask is all ones, which BertModel skips after a host
+                 synchronising check that a CUDA graph cannot capture -- eager where capture fails)
+  ratios         int8 throughput / netrun fp16 throughput (> 1: int8 faster), netrun int8 time / torch fp16 graph
+                 time (< 1: netrun faster); throughput in img/s or seq/s
+  check          netrun int8's output against onnxruntime (CPU) on the same QDQ model and inputs: max |diff| in
+                 output quantization steps (int8_bench.out_step: the final DequantizeLinear's scale; as a share of
+                 max |onnxruntime| where there is none) and the share of outputs that differ. PASS when the max is
+                 at most the larger of 4 steps and twice what onnxruntime's own runs with and without its graph
+                 optimizations differ by (one-unit differences at rounding ties propagate through the network,
+                 docs/design.md: on BERT-base about 9 steps, on the CNNs 1-2). Also, for information, the int8
+                 outputs against the float model's (onnxruntime fp32): max |diff| / max |fp32| of netrun int8 and
+                 of onnxruntime int8, and top-1 agreement for logits.
+  path           from the CLI's node list: how many QLinearConv / QLinearMatMul ran on cuda and elsewhere, the
+                 float Conv / MatMul / Gemm and Q / DQ left ("FELL BACK" when the int8 path was not taken
+                 everywhere); at --int8-profile-batches (default 32) one --profile run splits the time by op.
+The hidden option --int8-backend cpu runs the same rows on the CPU backend (with --no-torch): the script's test
+on a machine without a GPU.
+
 usage (on the GPU machine, after building): python3 tools/bench/gpu_bench.py --netrun BUILD/bin/netrun
   [--models resnet50,mobilenet_v2,squeezenet1_1,efficientnet_b0] [--batches 1,32] [--big 256]
   [--precisions fp32,fp16] [--no-torch] [--no-memcheck] [--md results.md] [--json results.json]
+  [--int8 resnet50,mobilenet_v2,bert] [--int8-batches 1,32,256] [--int8-act int8|uint8] [--int8-profile-batches 32]
+int8 rows alone: python3 tools/bench/gpu_bench.py --netrun BUILD/bin/netrun --models "" --no-memcheck
+  --int8 resnet50,mobilenet_v2,bert --work /tmp/bw --md int8.md --json int8.json
 """
 import argparse
 import datetime
@@ -325,18 +357,28 @@ def int8_check(y, step, r_q, r_u, r_f):
 
 def int8_torch(name, module, feeds, batch, iters, warm):
     """PyTorch float16 on the GPU, input already there: CNNs through run_torch (eager, CUDA graph, channels_last
-    graph), BERT eager and a CUDA graph (transformer_bench.torch_times)."""
+    graph), BERT eager and in a CUDA graph (transformer_bench.torch_times) given input_ids alone: the inputs'
+    attention mask is all ones, which BertModel skips after a check that synchronises with the host
+    (padding_mask.all()), and a CUDA graph cannot capture that check."""
     import torch
 
     if name != "bert":
         return run_torch(module, batch, "fp16", iters, warm)
     import transformer_bench
 
-    m = module.to("cuda", torch.float16)
-    ins = tuple(torch.from_numpy(feeds[k]).cuda() for k in ("input_ids", "attention_mask"))
-    t = transformer_bench.torch_times(m, ins, iters, warm, compile_=False)
+    class Ids(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, input_ids):
+            return self.m(input_ids=input_ids).last_hidden_state
+
+    m = Ids(module.m).to("cuda", torch.float16)
+    ids = torch.from_numpy(feeds["input_ids"]).cuda()
+    t = transformer_bench.torch_times(m, (ids,), iters, warm, compile_=False)
     module.to("cpu", torch.float32)
-    del ins
+    del ids, m
     torch.cuda.empty_cache()
     g = t.get("cuda graph")
     return {"eager_ms": t.get("eager"), "graph_ms": g if isinstance(g, float) else None,
