@@ -36,7 +36,9 @@ to the CLI with --input):
                  max |onnxruntime| where there is none) and the share of outputs that differ. PASS when the max is
                  at most the larger of 4 steps and twice what onnxruntime's own runs with and without its graph
                  optimizations differ by (one-unit differences at rounding ties propagate through the network,
-                 docs/design.md: on BERT-base about 9 steps, on the CNNs 1-2). Also, for information, the int8
+                 docs/design.md: on BERT-base about 9 steps, on the CNNs 1-2), and the share of outputs that differ
+                 at most 1.5x theirs + 5 points (20-30% on the CNNs, 78% on BERT: a layer wrong on part of the
+                 batch that the network's output hides from the max shows there). Also, for information, the int8
                  outputs against the float model's (onnxruntime fp32): max |diff| / max |fp32| of netrun int8 and
                  of onnxruntime int8, and top-1 agreement for logits.
   path           from the CLI's node list: how many QLinearConv / QLinearMatMul ran on cuda and elsewhere, the
@@ -49,7 +51,8 @@ usage (on the GPU machine, after building): python3 tools/bench/gpu_bench.py --n
   [--models resnet50,mobilenet_v2,squeezenet1_1,efficientnet_b0] [--batches 1,32] [--big 256]
   [--precisions fp32,fp16] [--no-torch] [--no-memcheck] [--md results.md] [--json results.json]
   [--int8 resnet50,mobilenet_v2,bert] [--int8-batches 1,32,256] [--int8-act int8|uint8] [--int8-profile-batches 32]
-int8 rows alone: python3 tools/bench/gpu_bench.py --netrun BUILD/bin/netrun --models "" --no-memcheck
+  [--int8-only]
+int8 rows alone: python3 tools/bench/gpu_bench.py --netrun BUILD/bin/netrun --int8-only
   --int8 resnet50,mobilenet_v2,bert --work /tmp/bw --md int8.md --json int8.json
 """
 import argparse
@@ -267,6 +270,10 @@ INT8_CALIB = 4          # calibration inputs (seeded random, batch 1)
 # own fused and unfused runs of the QDQ model differ by): one-unit differences at rounding ties propagate (docs/design.md)
 INT8_TOL_STEPS = 4
 INT8_TOL_REL = 0.02     # the floor where the output is no DequantizeLinear: this share of max |onnxruntime|
+# ... and the share of outputs that differ at most 1.5x onnxruntime's own (optimized vs unoptimized) + 5 points: a
+# wrong layer that a robust network hides from the max shows here (1x1 stride-2 convolutions wrong beyond the first
+# image: ResNet-50's output only 6 steps off, but 45% of it differing against onnxruntime's own 22%)
+INT8_TOL_DIFFER = 0.05
 
 
 def int8_feeds(name, fp, batch, seed):
@@ -348,7 +355,9 @@ def int8_check(y, step, r_q, r_u, r_f):
            "ort_self_differ": float((np.abs(r_q - r_u) > tiny).mean()),
            "nr_vs_fp32": float(np.abs(y - r_f).max() / f_max), "ort_vs_fp32": float(np.abs(r_q - r_f).max() / f_max)}
     res["tol"] = max(INT8_TOL_STEPS if step else INT8_TOL_REL, 2 * res["ort_self"])
-    res["pass"] = res["max"] <= res["tol"]
+    res["tol_differ"] = min(1.0, 1.5 * res["ort_self_differ"] + INT8_TOL_DIFFER)
+    res["per_image_max"] = [float(v) / unit for v in d.reshape(d.shape[0], -1).max(1)]
+    res["pass"] = res["max"] <= res["tol"] and res["differ"] <= res["tol_differ"]
     if y.ndim == 2:  # logits: top-1 agreement with the float model
         res["top1_nr"] = float((y.argmax(-1) == r_f.argmax(-1)).mean())
         res["top1_ort"] = float((r_q.argmax(-1) == r_f.argmax(-1)).mean())
@@ -461,8 +470,8 @@ def int8_row(r, unit):
         chk = "FAIL: " + c.get("error", "no check")
     else:
         u = "%.1f steps" if c["step"] else "%.2g of max"
-        chk = ("%s: " + u + " (tol " + u + "), %.1f%% differ") % (
-            "PASS" if c["pass"] else "FAIL", c["max"], c["tol"], 100 * c["differ"])
+        chk = ("%s: " + u + " (tol " + u + "), %.1f%% differ (tol %.1f%%)") % (
+            "PASS" if c["pass"] else "FAIL", c["max"], c["tol"], 100 * c["differ"], 100 * c["tol_differ"])
     path = r.get("path") or {}
     return "| %s | %d | %s | %s %s | %s | %s | %s | %s | %s | %s | %s |" % (
         r["model"], r["batch"], fmt(q["median_ms"]), fmt(q["throughput"], "%.0f"), unit,
@@ -491,8 +500,10 @@ def int8_notes(r):
         out.append(f"{nm} b{b} outputs: netrun int8 ({be}) vs onnxruntime int8 (CPU, same QDQ model and inputs): max "
                    f"|diff| {c['max']:.3g} {u}, {100 * c['differ']:.2f}% of outputs differ (against onnxruntime "
                    f"without graph optimizations: {c['vs_unfused']:.3g}); onnxruntime's own optimized vs unoptimized "
-                   f"runs: {c['ort_self']:.3g}, {100 * c['ort_self_differ']:.2f}% differ; tolerance {c['tol']:.3g}: "
-                   + ("PASS" if c["pass"] else "FAIL") + f". Against the float model (onnxruntime fp32): max |diff| / "
+                   f"runs: {c['ort_self']:.3g}, {100 * c['ort_self_differ']:.2f}% differ; tolerance {c['tol']:.3g} and "
+                   f"{100 * c['tol_differ']:.1f}%: " + ("PASS" if c["pass"] else "FAIL") + "; max per image "
+                   + " ".join(f"{v:.3g}" for v in c["per_image_max"][:8]) + ("..." if len(c["per_image_max"]) > 8 else "")
+                   + f". Against the float model (onnxruntime fp32): max |diff| / "
                    f"max |fp32| netrun int8 {c['nr_vs_fp32']:.3g}, onnxruntime int8 {c['ort_vs_fp32']:.3g}"
                    + (f"; top-1 agreement with fp32 netrun {c['top1_nr']:.0%}, onnxruntime {c['top1_ort']:.0%}"
                       if "top1_nr" in c else ""))
@@ -531,10 +542,13 @@ def main():
     ap.add_argument("--int8-batches", default="1,32,256", help="batches of the int8 rows (BERT: those <= 32)")
     ap.add_argument("--int8-act", choices=["int8", "uint8"], default="int8", help="activation type of the quantizer")
     ap.add_argument("--int8-profile-batches", default="32", help="int8 batches also run once with --profile")
+    ap.add_argument("--int8-only", action="store_true", help="the int8 rows alone (no --models rows, no memcheck)")
     ap.add_argument("--int8-backend", default="cuda", help=argparse.SUPPRESS)  # cpu: tests the rows without a GPU
     ap.add_argument("--md", default=None)
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
+    if a.int8_only:
+        a.models, a.no_memcheck = "", True
     for n in (x for x in a.int8.split(",") if x):
         if n not in INT8_MODELS:
             ap.error(f"--int8: {n} is not one of {','.join(INT8_MODELS)}")
@@ -651,7 +665,8 @@ def main():
                "model.half() in a CUDA graph, input on the GPU. int8/fp16 = throughput ratio (> 1: int8 faster); "
                "int8 / torch = time ratio (< 1: netrun faster). check = netrun int8 against onnxruntime CPU on the "
                f"same QDQ model and inputs (PASS: max |diff| <= the larger of {INT8_TOL_STEPS} output steps and twice "
-               "what onnxruntime's optimized and unoptimized runs differ by).", "",
+               "what onnxruntime's optimized and unoptimized runs differ by, and the share of outputs that differ <= "
+               "1.5x theirs + 5 points).", "",
                "| model | batch | netrun int8 ms | int8 throughput | netrun fp16 ms | fp16 throughput | int8/fp16 | "
                "torch fp16 graph ms | int8 / torch | check vs onnxruntime int8 | QLinearConv/MatMul |",
                "|---|---|---|---|---|---|---|---|---|---|---|"] + int8_rows + [""] + ["- " + n for n in int8_notes_]
