@@ -419,6 +419,7 @@ def int8_section(a, work, extra):
         if name == "bert":
             batches = [b for b in batches if b <= INT8_BERT_MAX_BATCH]
         for b in batches:
+            t_row = time.time()
             feeds = int8_feeds(name, fp, b, 1000 + b)
             ind, od = os.path.join(d, f"in_{name}_b{b}"), os.path.join(d, f"out_{name}_b{b}")
             for p in (ind, od):
@@ -446,11 +447,14 @@ def int8_section(a, work, extra):
                 if got is None:
                     r["check"] = {"error": f"netrun wrote no {names[0]} in {od}"}
                 else:
+                    t_check = time.time()
                     r["check"] = int8_check(got, step, o_q.run(None, feeds)[0], o_u.run(None, feeds)[0],
                                             o_f.run(None, feeds)[0])
+                    r["check"]["seconds"] = time.time() - t_check  # the three onnxruntime runs
                 r["path"] = int8_path(q.pop("op_counts"), be)
                 if str(b) in a.int8_profile_batches.split(","):
                     r["profile"] = profile_netrun(a, qp, b, "fp32", extra + inputs, backend=be)
+            r["seconds"] = time.time() - t_row
             results.append(r)
             print(json.dumps(r, default=str), flush=True)
             rows.append(int8_row(r, unit))
