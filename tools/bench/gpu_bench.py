@@ -266,13 +266,14 @@ INT8_MODELS = ("resnet50", "mobilenet_v2", "bert")
 INT8_SEQ = 128          # BERT's sequence length
 INT8_BERT_MAX_BATCH = 32
 INT8_CALIB = 4          # calibration inputs (seeded random, batch 1)
-# PASS: max |netrun int8 - onnxruntime int8| <= max(INT8_TOL_STEPS output quantization steps, twice what onnxruntime's
-# own fused and unfused runs of the QDQ model differ by): one-unit differences at rounding ties propagate (docs/design.md)
+# PASS: max |netrun int8 - onnxruntime int8| <= max(INT8_TOL_STEPS output quantization steps, twice what
+# onnxruntime's own fused and unfused runs of the QDQ model differ by): one-unit differences at rounding ties
+# propagate (docs/design.md)
 INT8_TOL_STEPS = 4
 INT8_TOL_REL = 0.02     # the floor where the output is no DequantizeLinear: this share of max |onnxruntime|
 # ... and the share of outputs that differ at most 1.5x onnxruntime's own (optimized vs unoptimized) + 5 points: a
-# wrong layer that a robust network hides from the max shows here (1x1 stride-2 convolutions wrong beyond the first
-# image: ResNet-50's output only 6 steps off, but 45% of it differing against onnxruntime's own 22%)
+# wrong layer that a robust network hides from the max shows here (a convolution wrong beyond the first image of
+# the batch left ResNet-50's output only 6 steps off, but 45% of it differing against onnxruntime's own 22%)
 INT8_TOL_DIFFER = 0.05
 
 
@@ -506,7 +507,8 @@ def int8_notes(r):
                    f"without graph optimizations: {c['vs_unfused']:.3g}); onnxruntime's own optimized vs unoptimized "
                    f"runs: {c['ort_self']:.3g}, {100 * c['ort_self_differ']:.2f}% differ; tolerance {c['tol']:.3g} and "
                    f"{100 * c['tol_differ']:.1f}%: " + ("PASS" if c["pass"] else "FAIL") + "; max per image "
-                   + " ".join(f"{v:.3g}" for v in c["per_image_max"][:8]) + ("..." if len(c["per_image_max"]) > 8 else "")
+                   + " ".join(f"{v:.3g}" for v in c["per_image_max"][:8])
+                   + ("..." if len(c["per_image_max"]) > 8 else "")
                    + f". Against the float model (onnxruntime fp32): max |diff| / "
                    f"max |fp32| netrun int8 {c['nr_vs_fp32']:.3g}, onnxruntime int8 {c['ort_vs_fp32']:.3g}"
                    + (f"; top-1 agreement with fp32 netrun {c['top1_nr']:.0%}, onnxruntime {c['top1_ort']:.0%}"
@@ -664,8 +666,8 @@ def main():
         md += [hdr] + rows + [""] + ["- " + n for n in notes]
     if int8_rows:
         md += ["", f"int8 (QDQ: onnxruntime quantize_static, per-channel int8 weights, {a.int8_act} activations, "
-               f"calibrated on {INT8_CALIB} seeded random inputs, not real data) on {a.int8_backend}: netrun int8 = the "
-               "QDQ model with --precision fp32; netrun fp16 = the float model with --precision fp16; PyTorch = "
+               f"calibrated on {INT8_CALIB} seeded random inputs, not real data) on {a.int8_backend}: netrun int8 = "
+               "the QDQ model with --precision fp32; netrun fp16 = the float model with --precision fp16; PyTorch = "
                "model.half() in a CUDA graph, input on the GPU. int8/fp16 = throughput ratio (> 1: int8 faster); "
                "int8 / torch = time ratio (< 1: netrun faster). check = netrun int8 against onnxruntime CPU on the "
                f"same QDQ model and inputs (PASS: max |diff| <= the larger of {INT8_TOL_STEPS} output steps and twice "

@@ -411,7 +411,8 @@ def gpu_models(only=None):
         out.append(("gpt2-small", "gpt2-small", LMWithMask(tf.GPT2LMHeadModel(cfg)), tokens(cfg, 128), text_names,
                     text_dyn, {"sequence": 128}))
     if want("t5-small-encoder"):
-        cfg = eager(tf.T5Config())  # the defaults are t5-small's: 6 layers, d_model 512, 8 heads, relative position bias
+        # the defaults are t5-small's: 6 layers, d_model 512, 8 heads, relative position bias
+        cfg = eager(tf.T5Config())
         out.append(("t5-small-encoder", "t5-small-encoder", TextHidden(tf.T5EncoderModel(cfg)), tokens(cfg, 128),
                     text_names, text_dyn, {"sequence": 128}))
     if want("distilbert"):
