@@ -16,9 +16,44 @@ ResNet-50, MobileNetV2, SqueezeNet 1.1, EfficientNet-B0. For each model, batch a
 Ratios are netrun / PyTorch (below 1 = netrun faster). Extra rows: fp16 vs fp32 outputs of netrun (same seeded
 inputs), and `--workspace-policy min-memory` against `fastest` on ResNet-50 batch 32.
 
+int8 rows (--int8 resnet50,mobilenet_v2,bert; default none): QDQ models run in int8 on the CUDA backend. The float
+model is exported as above (CNNs) or by transformer_bench's helpers (BERT-base from `transformers`, random weights,
+input_ids + attention_mask, sequence 128), then quantized by int8_bench.quantize (onnxruntime quant_pre_process +
+quantize_static: QDQ format, per-channel int8 weights, int8 activations or --int8-act uint8, calibrated on 4
+seeded random inputs at batch 1 -- not real data, so the scales say nothing about accuracy on real inputs). Both
+files are kept in WORK/int8 and reused (the QDQ one is remade when older than the float one). Per model and batch
+(--int8-batches, default 1,32,256; BERT only at those <= 32), all on the same seeded inputs (.npy files given
+to the CLI with --input):
+  netrun int8    `netrun QDQ.onnx --backend cuda --precision fp32` (the ops left in float stay float32)
+  netrun fp16    the float model with --precision fp16
+  torch fp16     model.half() in a CUDA graph (CNNs: run_torch, also eager and channels_last in the notes; BERT:
+                 BertModel given input_ids alone -- the mask is all ones, which BertModel skips after a host
+                 synchronising check that a CUDA graph cannot capture -- eager where capture fails)
+  ratios         int8 throughput / netrun fp16 throughput (> 1: int8 faster), netrun int8 time / torch fp16 graph
+                 time (< 1: netrun faster); throughput in img/s or seq/s
+  check          netrun int8's output against onnxruntime (CPU) on the same QDQ model and inputs: max |diff| in
+                 output quantization steps (int8_bench.out_step: the final DequantizeLinear's scale; as a share of
+                 max |onnxruntime| where there is none) and the share of outputs that differ. PASS when the max is
+                 at most the larger of 4 steps and twice what onnxruntime's own runs with and without its graph
+                 optimizations differ by (one-unit differences at rounding ties propagate through the network,
+                 docs/design.md: on BERT-base about 9 steps, on the CNNs 1-2), and the share of outputs that differ
+                 at most 1.5x theirs + 5 points (20-30% on the CNNs, 78% on BERT: a layer wrong on part of the
+                 batch that the network's output hides from the max shows there). Also, for information, the int8
+                 outputs against the float model's (onnxruntime fp32): max |diff| / max |fp32| of netrun int8 and
+                 of onnxruntime int8, and top-1 agreement for logits.
+  path           from the CLI's node list: how many QLinearConv / QLinearMatMul ran on cuda and elsewhere, the
+                 float Conv / MatMul / Gemm and Q / DQ left ("FELL BACK" when the int8 path was not taken
+                 everywhere); at --int8-profile-batches (default 32) one --profile run splits the time by op.
+The hidden option --int8-backend cpu runs the same rows on the CPU backend (with --no-torch): the script's test
+on a machine without a GPU.
+
 usage (on the GPU machine, after building): python3 tools/bench/gpu_bench.py --netrun BUILD/bin/netrun
   [--models resnet50,mobilenet_v2,squeezenet1_1,efficientnet_b0] [--batches 1,32] [--big 256]
   [--precisions fp32,fp16] [--no-torch] [--no-memcheck] [--md results.md] [--json results.json]
+  [--int8 resnet50,mobilenet_v2,bert] [--int8-batches 1,32,256] [--int8-act int8|uint8] [--int8-profile-batches 32]
+  [--int8-only]
+int8 rows alone: python3 tools/bench/gpu_bench.py --netrun BUILD/bin/netrun --int8-only
+  --int8 resnet50,mobilenet_v2,bert --work /tmp/bw --md int8.md --json int8.json
 """
 import argparse
 import datetime
@@ -89,9 +124,9 @@ def export(name, path, opset):
 PREC_ARGS = {"fp16-noregions": ["--precision", "fp16", "--set", "cuda.fp16_regions=0"]}
 
 
-def run_netrun(a, model, batch, prec, iters, warmup, extra=(), outdir=None):
+def run_netrun(a, model, batch, prec, iters, warmup, extra=(), outdir=None, backend="cuda", op_counts=False):
     pa = PREC_ARGS.get(prec, ["--precision", prec])
-    cmd = [a.netrun, model, "--backend", "cuda", "--batch", str(batch)] + pa + ["--warmup", str(warmup),
+    cmd = [a.netrun, model, "--backend", backend, "--batch", str(batch)] + pa + ["--warmup", str(warmup),
            "--iterations", str(iters), "--json", "-", "--seed", "1"] + list(extra)
     if outdir:
         cmd += ["--output-dir", outdir]
@@ -113,7 +148,7 @@ def run_netrun(a, model, batch, prec, iters, warmup, extra=(), outdir=None):
     cpu_nodes = sum(1 for n in nodes if n.get("backend") == "cpu")
     region_convs = sum(1 for n in nodes if "fp16 region" in (n.get("kernel") or ""))
     converts = sum(1 for n in nodes if n.get("op") == "Reorder (layout)" and "NHWC" in (n.get("kernel") or ""))
-    return {
+    res = {
         "median_ms": t["latency_ms"]["median"], "throughput": batch * 1e3 / t["latency_ms"]["median"],
         "cold_ms": (t.get("load_ms") or 0) + (t.get("prepare_ms") or 0) + (t.get("first_run_ms") or 0),
         "load_ms": t.get("load_ms"), "prepare_ms": t.get("prepare_ms"), "first_run_ms": t.get("first_run_ms"),
@@ -121,20 +156,28 @@ def run_netrun(a, model, batch, prec, iters, warmup, extra=(), outdir=None):
         "region_convs": region_convs, "converts": converts,
         "cmd": " ".join(cmd), "placement": placement,
     }
+    if op_counts:  # {op: {backend: nodes}} of the graph as it ran (after the passes; "const": folded at load)
+        res["op_counts"] = {}
+        for n in nodes:
+            c = res["op_counts"].setdefault(n.get("op"), {})
+            c[n.get("backend")] = c.get(n.get("backend"), 0) + 1
+    return res
 
 
-def profile_netrun(a, model, batch, prec, extra=()):
+def profile_netrun(a, model, batch, prec, extra=(), backend="cuda"):
     """netrun --profile (backends synchronised after every node, CUDA graphs off): mean ms per run on the
-    device (nodes on cuda) and in host<->device copies, so the host-to-host figure can be split."""
+    device (nodes on cuda) and in host<->device copies, so the host-to-host figure can be split; by_op: mean ms
+    per run of each op type."""
     pa = PREC_ARGS.get(prec, ["--precision", prec])
-    cmd = [a.netrun, model, "--backend", "cuda", "--batch", str(batch)] + pa + ["--warmup", "2", "--iterations", "5",
+    cmd = [a.netrun, model, "--backend", backend, "--batch", str(batch)] + pa + ["--warmup", "2", "--iterations", "5",
            "--profile", "--json", "-", "--seed", "1"] + list(extra)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if p.returncode != 0:
         return None
     prof = json.loads(p.stdout).get("profile") or {}
     by = {g.get("backend"): g.get("mean_ms") or 0 for g in prof.get("by_backend") or []}
-    return {"device_ms": by.get("cuda"), "copy_ms": by.get("copy")}
+    by_op = {g.get("op"): g.get("mean_ms") or 0 for g in prof.get("by_op") or []}
+    return {"device_ms": by.get(backend), "copy_ms": by.get("copy"), "by_op": by_op}
 
 
 def time_torch(fn, iters, warmup):
@@ -218,6 +261,273 @@ def rel_err(d32, d16):
     return errs
 
 
+# ------------------------------------------------------------------------------------------------ int8 (QDQ)
+INT8_MODELS = ("resnet50", "mobilenet_v2", "bert")
+INT8_SEQ = 128          # BERT's sequence length
+INT8_BERT_MAX_BATCH = 32
+INT8_CALIB = 4          # calibration inputs (seeded random, batch 1)
+# PASS: max |netrun int8 - onnxruntime int8| <= max(INT8_TOL_STEPS output quantization steps, twice what
+# onnxruntime's own fused and unfused runs of the QDQ model differ by): one-unit differences at rounding ties
+# propagate (docs/design.md)
+INT8_TOL_STEPS = 4
+INT8_TOL_REL = 0.02     # the floor where the output is no DequantizeLinear: this share of max |onnxruntime|
+# ... and the share of outputs that differ at most 1.5x onnxruntime's own (optimized vs unoptimized) + 5 points: a
+# wrong layer that a robust network hides from the max shows here (a convolution wrong beyond the first image of
+# the batch left ResNet-50's output only 6 steps off, but 45% of it differing against onnxruntime's own 22%)
+INT8_TOL_DIFFER = 0.05
+
+
+def int8_feeds(name, fp, batch, seed):
+    """Seeded inputs: images N(0, 1); BERT token ids below 100 and an all-ones mask (transformer_bench's)."""
+    rng = np.random.default_rng(seed)
+    if name == "bert":
+        import transformer_bench
+
+        return transformer_bench.exported_feeds(fp, batch, INT8_SEQ, rng)
+    return {"input": rng.standard_normal((batch, 3, 224, 224)).astype(np.float32)}
+
+
+def int8_models(a, name, d):
+    """The float model (exported here as the fp32/fp16 rows' are; BERT-base by transformer_bench's helpers) and
+    its QDQ model (int8_bench.quantize: quant_pre_process, then quantize_static, QDQ format, per-channel int8
+    weights, --int8-act activations, INT8_CALIB seeded random inputs), both kept in d and reused (the QDQ file is
+    remade when older than the float one); and the torch module of the PyTorch rows (None with --no-torch: random
+    weights, as the ONNX file's, for timing only)."""
+    import int8_bench
+
+    fp = os.path.join(d, name + ".onnx")
+    qp = os.path.join(d, f"{name}.qdq_{a.int8_act}.onnx")
+    module = None
+    if name == "bert":
+        if not os.path.exists(fp) or not a.no_torch:
+            import transformer_bench
+
+            _, _, module, inputs, in_names, dyn, _ = transformer_bench.gpu_models({"bert-base"})[0]
+            module = module.eval()
+            if not os.path.exists(fp):
+                transformer_bench.export_onnx(module, inputs, fp, in_names, dyn)
+    elif not os.path.exists(fp):
+        module = export(name, fp, a.opset)
+    elif not a.no_torch:
+        import torchvision
+
+        module = getattr(torchvision.models, name)(weights=None).eval()
+    if not os.path.exists(qp) or os.path.getmtime(qp) < os.path.getmtime(fp):
+        t0 = time.time()
+        feeds = [int8_feeds(name, fp, 1, seed) for seed in range(INT8_CALIB)]
+        int8_bench.quantize(fp, qp, d, a.int8_act, True, feeds=feeds)
+        pre = os.path.join(d, os.path.basename(fp) + ".pre.onnx")
+        if os.path.exists(pre):
+            os.remove(pre)
+        print(f"# quantized {name} in {time.time() - t0:.1f} s", flush=True)
+    return fp, qp, module
+
+
+def int8_path(op_counts, backend):
+    """What ran in int8 and what stayed float, from the CLI's node list (after the passes)."""
+    def n(op):  # nodes that run (not folded at load)
+        return sum(v for k, v in (op_counts.get(op) or {}).items() if k != "const")
+    q_on = sum((op_counts.get(op) or {}).get(backend, 0) for op in ("QLinearConv", "QLinearMatMul"))
+    q_all = n("QLinearConv") + n("QLinearMatMul")
+    flt = {op: n(op) for op in ("Conv", "MatMul", "Gemm") if n(op)}
+    others = {}
+    for op, c in op_counts.items():
+        for k, v in c.items():
+            if k not in (backend, "const"):
+                others[k] = others.get(k, 0) + v
+    return {"qlinear_on_backend": q_on, "qlinear_elsewhere": q_all - q_on, "QLinearConv": n("QLinearConv"),
+            "QLinearMatMul": n("QLinearMatMul"), "float_conv_matmul": flt, "Q": n("QuantizeLinear"),
+            "DQ": n("DequantizeLinear"), "nodes_elsewhere": others,
+            "taken": q_on > 0 and q_all == q_on and not flt}
+
+
+def int8_check(y, step, r_q, r_u, r_f):
+    """netrun int8 (y) against onnxruntime on the same QDQ model, with its graph optimizations (r_q: its QDQ
+    fusions) and without (r_u: the DQ -> float op -> Q chain), and against the float model (r_f)."""
+    y, r_q, r_u, r_f = (np.asarray(v, np.float64) for v in (y, r_q, r_u, r_f))
+    d = np.abs(y - r_q)
+    ref = max(float(np.abs(r_q).max()), 1e-12)
+    f_max = max(float(np.abs(r_f).max()), 1e-12)
+    unit = step or ref  # differences in output steps, or as a share of max |onnxruntime int8|
+    tiny = step / 2 if step else 1e-4 * ref
+    ort_self = float(np.abs(r_q - r_u).max())
+    res = {"step": step, "max": float(d.max()) / unit, "differ": float((d > tiny).mean()),
+           "vs_unfused": float(np.abs(y - r_u).max()) / unit, "ort_self": ort_self / unit,
+           "ort_self_differ": float((np.abs(r_q - r_u) > tiny).mean()),
+           "nr_vs_fp32": float(np.abs(y - r_f).max() / f_max), "ort_vs_fp32": float(np.abs(r_q - r_f).max() / f_max)}
+    res["tol"] = max(INT8_TOL_STEPS if step else INT8_TOL_REL, 2 * res["ort_self"])
+    res["tol_differ"] = min(1.0, 1.5 * res["ort_self_differ"] + INT8_TOL_DIFFER)
+    res["per_image_max"] = [float(v) / unit for v in d.reshape(d.shape[0], -1).max(1)]
+    res["pass"] = res["max"] <= res["tol"] and res["differ"] <= res["tol_differ"]
+    if y.ndim == 2:  # logits: top-1 agreement with the float model
+        res["top1_nr"] = float((y.argmax(-1) == r_f.argmax(-1)).mean())
+        res["top1_ort"] = float((r_q.argmax(-1) == r_f.argmax(-1)).mean())
+    return res
+
+
+def int8_torch(name, module, feeds, batch, iters, warm):
+    """PyTorch float16 on the GPU, input already there: CNNs through run_torch (eager, CUDA graph, channels_last
+    graph), BERT eager and in a CUDA graph (transformer_bench.torch_times) given input_ids alone: the inputs'
+    attention mask is all ones, which BertModel skips after a check that synchronises with the host
+    (padding_mask.all()), and a CUDA graph cannot capture that check."""
+    import torch
+
+    if name != "bert":
+        return run_torch(module, batch, "fp16", iters, warm)
+    import transformer_bench
+
+    class Ids(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, input_ids):
+            return self.m(input_ids=input_ids).last_hidden_state
+
+    m = Ids(module.m).to("cuda", torch.float16)
+    ids = torch.from_numpy(feeds["input_ids"]).cuda()
+    t = transformer_bench.torch_times(m, (ids,), iters, warm, compile_=False)
+    module.to("cpu", torch.float32)
+    del ids, m
+    torch.cuda.empty_cache()
+    g = t.get("cuda graph")
+    return {"eager_ms": t.get("eager"), "graph_ms": g if isinstance(g, float) else None,
+            "graph_note": None if isinstance(g, float) else g}
+
+
+def int8_section(a, work, extra):
+    """The --int8 rows: (markdown rows, notes, results)."""
+    import int8_bench
+    import onnxruntime as ort
+
+    d = os.path.join(work, "int8")
+    os.makedirs(d, exist_ok=True)
+    be = a.int8_backend
+    rows, notes, results = [], [], []
+    so, so_u = ort.SessionOptions(), ort.SessionOptions()
+    so.log_severity_level = so_u.log_severity_level = 3
+    so_u.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    for name in [n for n in a.int8.split(",") if n]:
+        t0 = time.time()
+        fp, qp, module = int8_models(a, name, d)
+        print(f"# int8 {name}: models ready in {time.time() - t0:.1f} s", flush=True)
+        step = int8_bench.out_step(qp)
+        o_q = ort.InferenceSession(qp, so, providers=["CPUExecutionProvider"])
+        o_u = ort.InferenceSession(qp, so_u, providers=["CPUExecutionProvider"])
+        o_f = ort.InferenceSession(fp, so, providers=["CPUExecutionProvider"])
+        unit = "seq/s" if name == "bert" else "img/s"
+        batches = [int(b) for b in a.int8_batches.split(",")]
+        if name == "bert":
+            batches = [b for b in batches if b <= INT8_BERT_MAX_BATCH]
+        for b in batches:
+            t_row = time.time()
+            feeds = int8_feeds(name, fp, b, 1000 + b)
+            ind, od = os.path.join(d, f"in_{name}_b{b}"), os.path.join(d, f"out_{name}_b{b}")
+            for p in (ind, od):
+                os.makedirs(p, exist_ok=True)
+                for f in os.listdir(p):
+                    os.remove(os.path.join(p, f))
+            inputs = []
+            for k, v in feeds.items():
+                np.save(os.path.join(ind, k + ".npy"), v)
+                inputs += ["--input", f"{k}={os.path.join(ind, k + '.npy')}"]
+            if be == "cuda":
+                iters, warm = (50, 10) if b == 1 else (20, 3) if b <= 32 else (8, 3)
+            else:  # the CPU run that tests this script: short
+                iters, warm = 3, 1
+            q = run_netrun(a, qp, b, "fp32", iters, warm, extra + inputs, outdir=od, backend=be, op_counts=True)
+            f16 = run_netrun(a, fp, b, "fp16", iters, warm, extra + inputs, backend=be)
+            tr = {}
+            if not a.no_torch and module is not None:
+                tr = int8_torch(name, module, feeds, b, iters, warm)
+            r = {"model": name, "batch": b, "netrun_int8": q, "netrun_fp16": f16, "torch_fp16": tr,
+                 "act": a.int8_act, "backend": be}
+            if "error" not in q:
+                names = [o.name for o in o_q.get_outputs()]
+                got = load_outputs(od).get(names[0].replace("/", "_") + ".npy")
+                if got is None:
+                    r["check"] = {"error": f"netrun wrote no {names[0]} in {od}"}
+                else:
+                    t_check = time.time()
+                    r["check"] = int8_check(got, step, o_q.run(None, feeds)[0], o_u.run(None, feeds)[0],
+                                            o_f.run(None, feeds)[0])
+                    r["check"]["seconds"] = time.time() - t_check  # the three onnxruntime runs
+                r["path"] = int8_path(q.pop("op_counts"), be)
+                if str(b) in a.int8_profile_batches.split(","):
+                    r["profile"] = profile_netrun(a, qp, b, "fp32", extra + inputs, backend=be)
+            r["seconds"] = time.time() - t_row
+            results.append(r)
+            print(json.dumps(r, default=str), flush=True)
+            rows.append(int8_row(r, unit))
+            notes.extend(int8_notes(r))
+        del o_q, o_u, o_f, module
+    return rows, notes, results
+
+
+def int8_row(r, unit):
+    fmt = lambda v, f="%.3f": (f % v) if v is not None else "-"
+    q, h, t, c = r["netrun_int8"], r["netrun_fp16"], r["torch_fp16"], r.get("check") or {}
+    if "error" in q:
+        return f"| {r['model']} | {r['batch']} | netrun int8 failed: {q['error']} | | | | | | | | |"
+    hm = h.get("median_ms")
+    g = t.get("graph_ms") or t.get("eager_ms")
+    if "error" in c or not c:
+        chk = "FAIL: " + c.get("error", "no check")
+    else:
+        u = "%.1f steps" if c["step"] else "%.2g of max"
+        chk = ("%s: " + u + " (tol " + u + "), %.1f%% differ (tol %.1f%%)") % (
+            "PASS" if c["pass"] else "FAIL", c["max"], c["tol"], 100 * c["differ"], 100 * c["tol_differ"])
+    path = r.get("path") or {}
+    return "| %s | %d | %s | %s %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        r["model"], r["batch"], fmt(q["median_ms"]), fmt(q["throughput"], "%.0f"), unit,
+        fmt(hm) if "error" not in h else "failed", fmt(h.get("throughput"), "%.0f"),
+        fmt(q["throughput"] / h["throughput"] if h.get("throughput") else None, "%.2f"),
+        fmt(g) + ("" if t.get("graph_ms") or not g else " (eager)"), fmt(q["median_ms"] / g if g else None, "%.2f"),
+        chk, "%d on %s, %d elsewhere" % (path.get("qlinear_on_backend", 0), r["backend"],
+                                        path.get("qlinear_elsewhere", 0)) + ("" if path.get("taken") else " FELL BACK"))
+
+
+def int8_notes(r):
+    nm, b, be = r["model"], r["batch"], r["backend"]
+    out = []
+    q, h, t, c, p = r["netrun_int8"], r["netrun_fp16"], r["torch_fp16"], r.get("check") or {}, r.get("path")
+    if "error" in h:
+        out.append(f"{nm} b{b}: netrun fp16 failed: {h['error']}")
+    if p:
+        flt = ", ".join(f"{k} {v}" for k, v in p["float_conv_matmul"].items()) or "none"
+        where = ", ".join(f"{k} {v}" for k, v in p["nodes_elsewhere"].items()) or "none"
+        out.append(f"{nm} b{b} int8 path: {p['QLinearConv']} QLinearConv + {p['QLinearMatMul']} QLinearMatMul, "
+                   f"{p['qlinear_on_backend']} of them on {be}; float Conv/MatMul/Gemm left: {flt}; "
+                   f"QuantizeLinear {p['Q']}, DequantizeLinear {p['DQ']} left (not folded); nodes not on {be}: {where}"
+                   + ("" if p["taken"] else " -- the int8 path was NOT taken everywhere"))
+    if c and "error" not in c:
+        u = f"output steps (step {c['step']:.4g})" if c["step"] else "x max |onnxruntime int8|"
+        out.append(f"{nm} b{b} outputs: netrun int8 ({be}) vs onnxruntime int8 (CPU, same QDQ model and inputs): max "
+                   f"|diff| {c['max']:.3g} {u}, {100 * c['differ']:.2f}% of outputs differ (against onnxruntime "
+                   f"without graph optimizations: {c['vs_unfused']:.3g}); onnxruntime's own optimized vs unoptimized "
+                   f"runs: {c['ort_self']:.3g}, {100 * c['ort_self_differ']:.2f}% differ; tolerance {c['tol']:.3g} and "
+                   f"{100 * c['tol_differ']:.1f}%: " + ("PASS" if c["pass"] else "FAIL") + "; max per image "
+                   + " ".join(f"{v:.3g}" for v in c["per_image_max"][:8])
+                   + ("..." if len(c["per_image_max"]) > 8 else "")
+                   + f". Against the float model (onnxruntime fp32): max |diff| / "
+                   f"max |fp32| netrun int8 {c['nr_vs_fp32']:.3g}, onnxruntime int8 {c['ort_vs_fp32']:.3g}"
+                   + (f"; top-1 agreement with fp32 netrun {c['top1_nr']:.0%}, onnxruntime {c['top1_ort']:.0%}"
+                      if "top1_nr" in c else ""))
+    if t.get("graph_cl_ms") and "error" not in q:
+        out.append(f"{nm} b{b}: PyTorch fp16 channels_last graph {t['graph_cl_ms']:.3f} ms (netrun int8 / it "
+                   f"{q['median_ms'] / t['graph_cl_ms']:.2f}); eager {t['eager_ms']:.3f} ms")
+    if t.get("graph_note"):
+        out.append(f"{nm} b{b}: PyTorch CUDA graph {t['graph_note']}; eager time used")
+    pf = r.get("profile") or {}
+    if pf.get("by_op"):
+        tot = sum(pf["by_op"].values()) or 1e-12
+        top = sorted(pf["by_op"].items(), key=lambda kv: -kv[1])[:5]
+        out.append(f"{nm} b{b} netrun int8 --profile (per node synchronised): {be} {pf.get('device_ms') or 0:.3f} ms "
+                   f"+ copies {pf.get('copy_ms') or 0:.3f} ms per run; by op: "
+                   + ", ".join(f"{k} {v:.3f} ms ({v / tot:.0%})" for k, v in top))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--netrun", required=True)
@@ -234,19 +544,35 @@ def main():
     ap.add_argument("--work", default=None)
     ap.add_argument("--profile-batches", default="256",
                     help="batches also run once with --profile to split netrun's time into device and copies")
+    ap.add_argument("--int8", default="", help="QDQ int8 rows for these models (resnet50,mobilenet_v2,bert)")
+    ap.add_argument("--int8-batches", default="1,32,256", help="batches of the int8 rows (BERT: those <= 32)")
+    ap.add_argument("--int8-act", choices=["int8", "uint8"], default="int8", help="activation type of the quantizer")
+    ap.add_argument("--int8-profile-batches", default="32", help="int8 batches also run once with --profile")
+    ap.add_argument("--int8-only", action="store_true", help="the int8 rows alone (no --models rows, no memcheck)")
+    ap.add_argument("--int8-backend", default="cuda", help=argparse.SUPPRESS)  # cpu: tests the rows without a GPU
     ap.add_argument("--md", default=None)
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
-    import torch
-
+    if a.int8_only:
+        a.models, a.no_memcheck = "", True
+    for n in (x for x in a.int8.split(",") if x):
+        if n not in INT8_MODELS:
+            ap.error(f"--int8: {n} is not one of {','.join(INT8_MODELS)}")
     work = a.work or tempfile.mkdtemp(prefix="netrun-gpubench-")
     os.makedirs(work, exist_ok=True)
-    dev = torch.cuda.get_device_name(0)
+    try:
+        import torch
+
+        dev = torch.cuda.get_device_name(0)
+    except Exception as e:  # noqa: BLE001 - only without PyTorch rows: the int8 rows' CPU test (--int8-backend cpu)
+        if not a.no_torch:
+            raise
+        dev = f"no CUDA device through PyTorch ({type(e).__name__})"
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     extra = a.extra.split() if a.extra else []
     rows, notes, results = [], [], []
     t_start = time.time()
-    for name in a.models.split(","):
+    for name in [n for n in a.models.split(",") if n]:
         path = os.path.join(work, name + ".onnx")
         t0 = time.time()
         m = export(name, path, a.opset)
@@ -328,10 +654,28 @@ def main():
                              mn["gpu_peak_mib"], mn["stream_mib"], f["device_peak_mib"], mn["device_peak_mib"],
                              mn["device_peak_mib"] / max(f["device_peak_mib"], 1e-9), diff))
         results.append({"memcheck": mem})
+    int8_rows, int8_notes_ = [], []
+    if a.int8:
+        int8_rows, int8_notes_, res8 = int8_section(a, work, extra)
+        results.extend(res8)
     hdr = ("| model | batch | prec | netrun ms | netrun img/s | torch eager ms | torch graph ms | /eager | /graph | "
            "cold start ms | netrun planned / GPU peak MiB / torch tensors MiB |\n|---|---|---|---|---|---|---|---|---|---|---|")
     md = [f"Measured {started} on {dev}, one run of `python3 tools/bench/gpu_bench.py {' '.join(sys.argv[1:])}` "
-          f"({time.time() - t_start:.0f} s).", "", hdr] + rows + [""] + ["- " + n for n in notes]
+          f"({time.time() - t_start:.0f} s).", ""]
+    if rows or notes:
+        md += [hdr] + rows + [""] + ["- " + n for n in notes]
+    if int8_rows:
+        md += ["", f"int8 (QDQ: onnxruntime quantize_static, per-channel int8 weights, {a.int8_act} activations, "
+               f"calibrated on {INT8_CALIB} seeded random inputs, not real data) on {a.int8_backend}: netrun int8 = "
+               "the QDQ model with --precision fp32; netrun fp16 = the float model with --precision fp16; PyTorch = "
+               "model.half() in a CUDA graph, input on the GPU. int8/fp16 = throughput ratio (> 1: int8 faster); "
+               "int8 / torch = time ratio (< 1: netrun faster). check = netrun int8 against onnxruntime CPU on the "
+               f"same QDQ model and inputs (PASS: max |diff| <= the larger of {INT8_TOL_STEPS} output steps and twice "
+               "what onnxruntime's optimized and unoptimized runs differ by, and the share of outputs that differ <= "
+               "1.5x theirs + 5 points).", "",
+               "| model | batch | netrun int8 ms | int8 throughput | netrun fp16 ms | fp16 throughput | int8/fp16 | "
+               "torch fp16 graph ms | int8 / torch | check vs onnxruntime int8 | QLinearConv/MatMul |",
+               "|---|---|---|---|---|---|---|---|---|---|---|"] + int8_rows + [""] + ["- " + n for n in int8_notes_]
     text = "\n".join(md)
     print(text)
     if a.md:

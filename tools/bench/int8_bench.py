@@ -107,13 +107,18 @@ def input_of(path):
     return i.name, shape
 
 
-def quantize(src, dst, tmp, act, per_channel, calib=4):
+def quantize(src, dst, tmp, act, per_channel, calib=4, feeds=None):
+    """feeds: the calibration inputs (a list of {name: array}); default `calib` seeded normal inputs of the
+    first input's shape."""
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
-    name, shape = input_of(src)
 
     class Reader(CalibrationDataReader):
         def __init__(self):
+            if feeds is not None:
+                self.it = iter(feeds)
+                return
+            name, shape = input_of(src)
             rng = np.random.default_rng(0)
             self.it = iter([{name: rng.standard_normal(shape).astype(np.float32)} for _ in range(calib)])
 

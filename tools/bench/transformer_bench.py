@@ -347,14 +347,18 @@ def cpu_part(a):
 
 
 # ---------------------------------------------------------------------------------------------------------- GPU
-def gpu_models(batch_dims=True):
+def gpu_models(only=None):
     """(name, ONNX file stem, torch module, example inputs as a tuple, input names, dynamic axes, netrun --dim
-    values); random weights. Rows sharing a file stem share one export (BERT at 128 and 384 tokens)."""
+    values); random weights. Rows sharing a file stem share one export (BERT at 128 and 384 tokens). only: a
+    set of names, the others are not built (None: all)."""
     import torch
     import torchvision
     import transformers as tf
 
     out = []
+
+    def want(*names):
+        return only is None or any(n in only for n in names)
 
     def eager(cfg):
         # the attention modules' eager path exports as MatMul/Div/Add/Softmax/MatMul, the pattern netrun fuses
@@ -396,31 +400,50 @@ def gpu_models(batch_dims=True):
         def forward(self, input_ids, attention_mask):
             return self.m(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
-    cfg = eager(tf.BertConfig())
-    bert = TextHidden(tf.BertModel(cfg))
-    for seq in (128, 384):
-        out.append(("bert-base" if seq == 128 else f"bert-base-{seq}", "bert-base", bert, tokens(cfg, seq),
-                    text_names, text_dyn, {"sequence": seq}))
-    cfg = eager(tf.GPT2Config(use_cache=False))
-    out.append(("gpt2-small", "gpt2-small", LMWithMask(tf.GPT2LMHeadModel(cfg)), tokens(cfg, 128), text_names,
-                text_dyn, {"sequence": 128}))
-    cfg = eager(tf.T5Config())  # the defaults are t5-small's: 6 layers, d_model 512, 8 heads, relative position bias
-    out.append(("t5-small-encoder", "t5-small-encoder", TextHidden(tf.T5EncoderModel(cfg)), tokens(cfg, 128),
-                text_names, text_dyn, {"sequence": 128}))
-    cfg = eager(tf.DistilBertConfig())
-    out.append(("distilbert", "distilbert", TextHidden(tf.DistilBertModel(cfg)), tokens(cfg, 128), text_names, text_dyn,
-                {"sequence": 128}))
-    cfg = eager(tf.ViTConfig())
-    out.append(("vit-b16", "vit-b16", Hidden(tf.ViTModel(cfg)), (torch.randn(1, 3, 224, 224),), ["pixel_values"],
-                {"pixel_values": {0: "batch"}}, {}))
-    # the defaults are whisper-tiny's (4 layers, d_model 384, 6 heads); 30 s of 80 mel bins -> 1500 positions
-    cfg = eager(tf.WhisperConfig())
-    out.append(("whisper-tiny-encoder", "whisper-tiny-encoder", Hidden(tf.WhisperModel(cfg).get_encoder()),
-                (torch.randn(1, cfg.num_mel_bins, 2 * cfg.max_source_positions),), ["input_features"],
-                {"input_features": {0: "batch"}}, {}))
+    if want("bert-base", "bert-base-384"):
+        cfg = eager(tf.BertConfig())
+        bert = TextHidden(tf.BertModel(cfg))
+        for seq in (128, 384):
+            out.append(("bert-base" if seq == 128 else f"bert-base-{seq}", "bert-base", bert, tokens(cfg, seq),
+                        text_names, text_dyn, {"sequence": seq}))
+    if want("gpt2-small"):
+        cfg = eager(tf.GPT2Config(use_cache=False))
+        out.append(("gpt2-small", "gpt2-small", LMWithMask(tf.GPT2LMHeadModel(cfg)), tokens(cfg, 128), text_names,
+                    text_dyn, {"sequence": 128}))
+    if want("t5-small-encoder"):
+        # the defaults are t5-small's: 6 layers, d_model 512, 8 heads, relative position bias
+        cfg = eager(tf.T5Config())
+        out.append(("t5-small-encoder", "t5-small-encoder", TextHidden(tf.T5EncoderModel(cfg)), tokens(cfg, 128),
+                    text_names, text_dyn, {"sequence": 128}))
+    if want("distilbert"):
+        cfg = eager(tf.DistilBertConfig())
+        out.append(("distilbert", "distilbert", TextHidden(tf.DistilBertModel(cfg)), tokens(cfg, 128), text_names,
+                    text_dyn, {"sequence": 128}))
+    if want("vit-b16"):
+        cfg = eager(tf.ViTConfig())
+        out.append(("vit-b16", "vit-b16", Hidden(tf.ViTModel(cfg)), (torch.randn(1, 3, 224, 224),), ["pixel_values"],
+                    {"pixel_values": {0: "batch"}}, {}))
+    if want("whisper-tiny-encoder"):
+        # the defaults are whisper-tiny's (4 layers, d_model 384, 6 heads); 30 s of 80 mel bins -> 1500 positions
+        cfg = eager(tf.WhisperConfig())
+        out.append(("whisper-tiny-encoder", "whisper-tiny-encoder", Hidden(tf.WhisperModel(cfg).get_encoder()),
+                    (torch.randn(1, cfg.num_mel_bins, 2 * cfg.max_source_positions),), ["input_features"],
+                    {"input_features": {0: "batch"}}, {}))
     for nm, ctor in (("swin-t", torchvision.models.swin_t), ("convnext-t", torchvision.models.convnext_tiny)):
-        out.append((nm, nm, ctor(weights=None), (torch.randn(1, 3, 224, 224),), ["x"], {"x": {0: "batch"}}, {}))
+        if want(nm):
+            out.append((nm, nm, ctor(weights=None), (torch.randn(1, 3, 224, 224),), ["x"], {"x": {0: "batch"}}, {}))
     return out
+
+
+def export_onnx(model, inputs, path, in_names, dyn):
+    """torch.onnx.export of one gpu_models() entry (opset 17, the TorchScript exporter)."""
+    import torch
+
+    kw = dict(input_names=in_names, dynamic_axes=dyn, opset_version=17)
+    try:
+        torch.onnx.export(model, inputs, path, dynamo=False, **kw)
+    except TypeError:  # torch < 2.5 has no dynamo argument
+        torch.onnx.export(model, inputs, path, **kw)
 
 
 def torch_times(model, inputs, iters, warmup, compile_=True):
@@ -509,18 +532,14 @@ def gpu_part(a):
     rows = []
     os.makedirs(a.model_dir, exist_ok=True)
     want = set(a.gpu_models.split(",")) if a.gpu_models else None
-    for name, stem, model, inputs, in_names, dyn, dims in gpu_models():
+    for name, stem, model, inputs, in_names, dyn, dims in gpu_models(want):
         if want is not None and name not in want:
             continue
         model = model.eval()
         path = os.path.join(a.model_dir, f"{stem}.onnx")
         if not os.path.exists(path):
-            kw = dict(input_names=in_names, dynamic_axes=dyn, opset_version=17)
             try:
-                try:
-                    torch.onnx.export(model, inputs, path, dynamo=False, **kw)  # the TorchScript exporter
-                except TypeError:  # torch < 2.5 has no dynamo argument
-                    torch.onnx.export(model, inputs, path, **kw)
+                export_onnx(model, inputs, path, in_names, dyn)
             except Exception as e:  # noqa: BLE001 - an exporter limit of this torch / transformers: reported
                 row = dict(model=name, error=f"export failed: {str(e).splitlines()[-1][:200]}")
                 rows.append(row)
