@@ -297,6 +297,11 @@ qlmm_const_b("QLMM_constB_i8_3d", i8(3, 4, 40, seed=151), i8(40, 24, seed=152), 
              rand(24, low=0.004, high=0.012, seed=153), np.zeros(24, np.int8), F32(1.0), np.int8(0))
 qlmm_const_b("QLMM_constB_u8a", u8(37, 64, seed=154), i8(64, 50, seed=155), F32(0.02), np.uint8(120), F32(0.01),
              np.int8(0), F32(1.2), np.uint8(128))
+# per-tensor weight scales with N % 4 == 0: a backend may requantise inside its int8 GEMM (the CUDA backend does)
+qlmm_const_b("QLMM_constB_per_tensor_u8", u8(33, 48, seed=158), i8(48, 32, seed=159), F32(0.02), np.uint8(120),
+             F32(0.01), np.int8(0), F32(1.0), np.uint8(128))
+qlmm_const_b("QLMM_constB_per_tensor_i8", i8(2, 9, 64, seed=160), i8(64, 20, seed=161), F32(0.03), np.int8(-4),
+             F32(0.008), np.int8(0), F32(0.8), np.int8(5))
 qlmm_const_b("QLMM_constB_u8b128", u8(5, 7, seed=156), u8(7, 3, seed=157), F32(0.02), np.uint8(130), F32(0.03),
              np.uint8(128), F32(0.5), np.uint8(128))
 
