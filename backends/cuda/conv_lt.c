@@ -67,7 +67,7 @@ struct cuda_lt_gemm {
     cublasLtMatrixLayout_t a, b, c;
     cublasLtMatmulAlgo_t algo;
     size_t ws;
-    int has_bias, has_z, int_scale;
+    int has_bias, has_z, int_scale, alpha_vector;
 };
 
 void cuda_lt_gemm_destroy(cuda_lt_gemm *g) {
@@ -93,6 +93,7 @@ cuda_lt_gemm *cuda_lt_gemm_create_ex(const cuda_lt_shape *d) {
     g->has_bias = d->has_bias;
     g->has_z = d->has_z;
     g->int_scale = d->int_scale;
+    g->alpha_vector = d->alpha_vector;
     cublasLtMatmulPreference_t pref = NULL;
     int bad = lt_cublasLtCreate(&g->h) != CUBLAS_STATUS_SUCCESS;
     if (bad) g->h = NULL;
@@ -104,6 +105,10 @@ cuda_lt_gemm *cuda_lt_gemm_create_ex(const cuda_lt_shape *d) {
     bad = bad || lt_cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta) != CUBLAS_STATUS_SUCCESS;
     bad = bad || lt_cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb) != CUBLAS_STATUS_SUCCESS;
     bad = bad || lt_cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi) != CUBLAS_STATUS_SUCCESS;
+    if (!bad && d->alpha_vector) { /* (the mode that has beta zero is refused for an int8 D on Hopper; this one is not) */
+        int32_t pm = CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST;
+        bad = lt_cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm, sizeof pm) != CUBLAS_STATUS_SUCCESS;
+    }
 
     if (!bad && d->has_bias) { /* the bias's type (the output's, as cuBLASLt wants); the pointer is set per run */
         cudaDataType_t bt = d->bias_type;
@@ -171,14 +176,15 @@ cuda_lt_gemm *cuda_lt_gemm_create(int64_t m, int64_t rows, int64_t c, int has_bi
 size_t cuda_lt_gemm_workspace(const cuda_lt_gemm *g) { return g ? g->ws : 0; }
 
 netrun_status cuda_lt_gemm_run_scaled(cuda_context *ctx, cuda_lt_gemm *g, const void *a, const void *b, const void *bias,
-                                      float alpha, void *d, void *ws) {
-    if ((bias != NULL) != g->has_bias || g->int_scale)
+                                      float alpha, const float *alpha_vec, void *d, void *ws) {
+    if ((bias != NULL) != g->has_bias || g->int_scale || (g->alpha_vector && !alpha_vec))
         return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda: cuBLASLt GEMM run with another bias/scale than planned");
     if (bias && lt_cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias) !=
                     CUBLAS_STATUS_SUCCESS)
         return cuda_host->error(NETRUN_ERR_INTERNAL, "cuda: cuBLASLt bias pointer refused");
     float beta = 0.0f;
-    cublasStatus_t s = lt_cublasLtMatmul(g->h, g->op, &alpha, a, g->a, b, g->b, &beta, d, g->c, d, g->c, &g->algo,
+    const void *pa = g->alpha_vector ? (const void *)alpha_vec : (const void *)&alpha;
+    cublasStatus_t s = lt_cublasLtMatmul(g->h, g->op, pa, a, g->a, b, g->b, &beta, d, g->c, d, g->c, &g->algo,
                                          g->ws ? ws : NULL, g->ws, ctx->stream);
     if (s != CUBLAS_STATUS_SUCCESS)
         return cuda_host->error(NETRUN_ERR_BACKEND, "cuda: cublasLtMatmul failed (status %d)", (int)s);

@@ -314,15 +314,17 @@ typedef struct cuda_lt_shape {
     int has_bias, act, has_z;
     size_t max_ws;
     int int_scale; /* int8 A/B, int32 C/D, CUBLAS_COMPUTE_32I: alpha and beta are int32 */
+    int alpha_vector; /* alpha a device vector of m floats, beta a host value (int8 D: per-channel requantisation) */
 } cuda_lt_shape;
 cuda_lt_gemm *cuda_lt_gemm_create_ex(const cuda_lt_shape *d);
 size_t cuda_lt_gemm_workspace(const cuda_lt_gemm *g);
 netrun_status cuda_lt_gemm_run(cuda_context *ctx, cuda_lt_gemm *g, const void *w, const void *x, const void *bias,
                                const void *z, void *y, void *ws);
 void cuda_lt_gemm_destroy(cuda_lt_gemm *g);
-/* D = alpha * A B + bias, no C (float32 scale; int8 A/B/D with a float32 bias: the int8 requantising epilogue). */
+/* D = alpha * A B + bias, no C (float32 scale; int8 A/B/D with a float32 bias: the int8 requantising epilogue);
+ * alpha_vec: the device vector of a GEMM made with alpha_vector (else alpha is used). */
 netrun_status cuda_lt_gemm_run_scaled(cuda_context *ctx, cuda_lt_gemm *g, const void *a, const void *b, const void *bias,
-                                      float alpha, void *d, void *ws);
+                                      float alpha, const float *alpha_vec, void *d, void *ws);
 int cuda_dw_nhwc_fits(int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow);
 netrun_status cuda_dw_nhwc_f16(cuda_context *ctx, const void *x, const void *wkc, const void *bias, const void *z, void *y,
                                int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow, const int64_t *k,

@@ -13,14 +13,14 @@
  * zero point zx (padding is zero in the real domain), so sum (x - zx) w = sum x w - zx * sum w over every tap,
  * and zx * sum w joins the bias: one constant per output channel.
  *
- * Requantisation. Per-tensor weight scales, channels-last output with 4-byte aligned rows: in cuBLASLt's epilogue,
- * which writes int8 directly: alpha * acc + beta[oc], alpha = x_scale * w_scale / y_scale (float32, as the CPU
+ * Requantisation, where the output is channels last with 4-byte aligned rows: in cuBLASLt's epilogue, which
+ * writes int8 directly: alpha[oc] * acc + beta[oc], alpha = x_scale * w_scale / y_scale (float32, as the CPU
  * backend and the reference compute it) and beta = (bias - zx * sum w) * alpha + y's zero point, rounded to
  * nearest and saturated; a uint8 Y is the int8 result + 128 (its zero point - 128 in beta). A short pass then
  * moves the bytes to uint8 and/or adds the residual Z (inputs 9 to 13, onnxruntime's QLinearAdd arithmetic in
- * float32 without contraction). cuBLASLt has no int8 epilogue with a scale per output channel (its alpha-vector
- * mode is refused for int8 on Hopper), so per-channel weights (and NCHW output) take the int32 sums into a
- * buffer and one kernel applies the CPU backend's arithmetic in double (backends/cpu/quantize.c, the direct
+ * float32 without contraction); alpha per channel is cuBLASLt's device-vector alpha with a host beta (its
+ * beta-zero variant is refused for int8 on Hopper). Elsewhere (NCHW output, no such algorithm) the int32 sums go
+ * to a buffer and one kernel applies the CPU backend's arithmetic in double (backends/cpu/quantize.c, the direct
  * loops), four channels a thread: bit for bit the CPU's direct loops; the int8 epilogue's float rounding may
  * differ from them by one unit at ties, as oneDNN's does.
  *
@@ -265,7 +265,8 @@ typedef struct ql_state {
     int8_t *w;           /* device: [OCp][Kp] (GEMM) or [C][KH*KW] (depthwise) */
     double *mult;        /* device [OC] */
     int32_t *bias_eff;   /* device [OC]: bias - zx * sum w (GEMM paths) */
-    float *beta_f;       /* device [OC]: cuBLASLt's int8 epilogue's bias (beta above); NULL: per-channel weights */
+    float *beta_f;       /* device [OC]: cuBLASLt's int8 epilogue's bias (beta above) */
+    float *alpha_f;      /* device [OC]: its scales (per-channel weights), or NULL */
     float alpha;         /* its scale (per-tensor weights) */
     int nhwc_out;        /* Y channels last (or 1x1 planes): the int8 epilogue can write it */
     /* planned shapes */
@@ -336,6 +337,7 @@ static void ql_destroy(cuda_context *ctx, void *state) {
     cudaFree(st->mult);
     cudaFree(st->bias_eff);
     cudaFree(st->beta_f);
+    cudaFree(st->alpha_f);
     cuda_lt_gemm_destroy(st->lt_full);
     cuda_lt_gemm_destroy(st->lt_tail);
     if (st->scratch) cuda_scratch_free(ctx, st->scratch);
@@ -382,7 +384,7 @@ static void ql_plan_chunks(cuda_context *ctx, ql_state *st, int lt8) {
                        .bias_type = lt8 ? CUDA_R_32F : CUDA_R_32I, .compute = CUBLAS_COMPUTE_32I, .ta = 1, .tb = 0,
                        .m = lt8 ? st->OC : st->OCp, .n = ipc * ohw, .k = st->Kp, .lda = st->Kp, .ldb = st->Kp,
                        .ldc = lt8 ? st->OC : st->OCp, .has_bias = lt8, .act = CUDA_LT_NONE, .has_z = 0,
-                       .max_ws = (size_t)32 << 20, .int_scale = !lt8};
+                       .max_ws = (size_t)32 << 20, .int_scale = !lt8, .alpha_vector = lt8 && st->alpha_f};
     st->lt_full = cuda_lt_gemm_create_ex(&d);
     int64_t tail = N % ipc;
     if (tail) {
@@ -482,9 +484,9 @@ static netrun_status ql_create(cuda_context *ctx, const netrun_node_desc *nd, vo
     int8_t *hw = (int8_t *)cuda_host->alloc(wbytes, 16);
     double *hm = (double *)cuda_host->alloc((size_t)st->OC * sizeof(double), 16);
     int32_t *hb = (int32_t *)cuda_host->alloc(oc4, 16);
-    float *hbeta = (float *)cuda_host->alloc(oc4, 16);
+    float *hbeta = (float *)cuda_host->alloc(oc4, 16), *ha = (float *)cuda_host->alloc(oc4, 16);
     netrun_status s = NETRUN_OK;
-    if (!hw || !hm || !hb || !hbeta) s = cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: out of memory", st->what);
+    if (!hw || !hm || !hb || !hbeta || !ha) s = cuda_host->error(NETRUN_ERR_OUT_OF_MEMORY, "%s: out of memory", st->what);
     if (s == NETRUN_OK) {
         memset(hw, 0, wbytes);
         int64_t cg = st->dw ? 1 : st->C;
@@ -504,18 +506,20 @@ static netrun_status ql_create(cuda_context *ctx, const netrun_node_desc *nd, vo
             hm[o] = m;
             /* int32 wrapping, as the sums: the bias and X's zero point's share of them */
             hb[o] = (int32_t)((uint32_t)(bias ? bias[o] : 0) - (uint32_t)st->zx * (uint32_t)sumw);
-            st->alpha = m;
+            st->alpha = ha[o] = m;
             hbeta[o] = (float)((double)hb[o] * m + st->yzp - (st->qt == NETRUN_DTYPE_UINT8 ? 128 : 0));
         }
     }
     if (s == NETRUN_OK) s = upload((void **)&st->w, hw, wbytes, "QLinear weights");
     if (s == NETRUN_OK) s = upload((void **)&st->mult, hm, (size_t)st->OC * sizeof(double), "QLinear multipliers");
     if (s == NETRUN_OK && !st->dw) s = upload((void **)&st->bias_eff, hb, oc4, "QLinear bias");
-    if (s == NETRUN_OK && !st->dw && nws == 1) s = upload((void **)&st->beta_f, hbeta, oc4, "QLinear offsets");
+    if (s == NETRUN_OK && !st->dw) s = upload((void **)&st->beta_f, hbeta, oc4, "QLinear offsets");
+    if (s == NETRUN_OK && !st->dw && nws > 1) s = upload((void **)&st->alpha_f, ha, oc4, "QLinear scales");
     cuda_host->free(hw);
     cuda_host->free(hm);
     cuda_host->free(hb);
     cuda_host->free(hbeta);
+    cuda_host->free(ha);
     st->nhwc_out = st->dst_nhwc;
     /* X itself is the patch matrix: 1x1, stride 1, no padding, channels-last (or 1x1 planes) int8, C % 16 == 0 */
     if (s == NETRUN_OK && !st->dw) {
@@ -630,7 +634,7 @@ static netrun_status ql_run(cuda_context *ctx, void *state, const netrun_kernel_
         cuda_lt_gemm *lt = imgs == st->ipc ? st->lt_full : st->lt_tail;
         if (st->lt8) { /* int8 Y from cuBLASLt's epilogue, then the uint8 move / residual Add in place */
             int8_t *yc = (int8_t *)Y->data + n0 * ohw * st->OC;
-            if ((s = cuda_lt_gemm_run_scaled(ctx, lt, st->w, B, st->beta_f, st->alpha, yc, ws + st->off[2])) != NETRUN_OK)
+            if ((s = cuda_lt_gemm_run_scaled(ctx, lt, st->w, B, st->beta_f, st->alpha, st->alpha_f, yc, ws + st->off[2])) != NETRUN_OK)
                 return s;
             int q_u8 = st->qt == NETRUN_DTYPE_UINT8;
             if (q_u8 || st->res || st->yt != st->qt) {
