@@ -37,7 +37,7 @@ to the CLI with --input):
                  at most the larger of 4 steps and twice what onnxruntime's own runs with and without its graph
                  optimizations differ by (one-unit differences at rounding ties propagate through the network,
                  docs/design.md: on BERT-base about 9 steps, on the CNNs 1-2), and the share of outputs that differ
-                 at most 1.5x theirs + 5 points (20-30% on the CNNs, 78% on BERT: a layer wrong on part of the
+                 at most 1.5x theirs + 5 points, and never below 40% (20-30% on the CNNs, 78% on BERT: a layer wrong on part of the
                  batch that the network's output hides from the max shows there). Also, for information, the int8
                  outputs against the float model's (onnxruntime fp32): max |diff| / max |fp32| of netrun int8 and
                  of onnxruntime int8, and top-1 agreement for logits.
@@ -273,8 +273,11 @@ INT8_TOL_STEPS = 4
 INT8_TOL_REL = 0.02     # the floor where the output is no DequantizeLinear: this share of max |onnxruntime|
 # ... and the share of outputs that differ at most 1.5x onnxruntime's own (optimized vs unoptimized) + 5 points: a
 # wrong layer that a robust network hides from the max shows here (a convolution wrong beyond the first image of
-# the batch left ResNet-50's output only 6 steps off, but 45% of it differing against onnxruntime's own 22%)
+# the batch left ResNet-50's output only 6 steps off, but 45% of it differing against onnxruntime's own 22%); never
+# below INT8_TOL_DIFFER_FLOOR: one-step ties touch 20-33% of the CNNs' outputs even where onnxruntime's own two runs
+# happen to agree (MobileNetV2 at batch 1 on one run: 0% against netrun's 33%, max 1 step)
 INT8_TOL_DIFFER = 0.05
+INT8_TOL_DIFFER_FLOOR = 0.40
 
 
 def int8_feeds(name, fp, batch, seed):
@@ -356,7 +359,7 @@ def int8_check(y, step, r_q, r_u, r_f):
            "ort_self_differ": float((np.abs(r_q - r_u) > tiny).mean()),
            "nr_vs_fp32": float(np.abs(y - r_f).max() / f_max), "ort_vs_fp32": float(np.abs(r_q - r_f).max() / f_max)}
     res["tol"] = max(INT8_TOL_STEPS if step else INT8_TOL_REL, 2 * res["ort_self"])
-    res["tol_differ"] = min(1.0, 1.5 * res["ort_self_differ"] + INT8_TOL_DIFFER)
+    res["tol_differ"] = min(1.0, max(1.5 * res["ort_self_differ"] + INT8_TOL_DIFFER, INT8_TOL_DIFFER_FLOOR))
     res["per_image_max"] = [float(v) / unit for v in d.reshape(d.shape[0], -1).max(1)]
     res["pass"] = res["max"] <= res["tol"] and res["differ"] <= res["tol_differ"]
     if y.ndim == 2:  # logits: top-1 agreement with the float model
@@ -672,7 +675,7 @@ def main():
                "int8 / torch = time ratio (< 1: netrun faster). check = netrun int8 against onnxruntime CPU on the "
                f"same QDQ model and inputs (PASS: max |diff| <= the larger of {INT8_TOL_STEPS} output steps and twice "
                "what onnxruntime's optimized and unoptimized runs differ by, and the share of outputs that differ <= "
-               "1.5x theirs + 5 points).", "",
+               "1.5x theirs + 5 points, at least 40%).", "",
                "| model | batch | netrun int8 ms | int8 throughput | netrun fp16 ms | fp16 throughput | int8/fp16 | "
                "torch fp16 graph ms | int8 / torch | check vs onnxruntime int8 | QLinearConv/MatMul |",
                "|---|---|---|---|---|---|---|---|---|---|---|"] + int8_rows + [""] + ["- " + n for n in int8_notes_]
