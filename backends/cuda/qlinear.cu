@@ -69,9 +69,9 @@ struct ql_epi {
     float ra, rb, rlo, rhi;
 };
 
-/* The residual form's Add (onnxruntime's QLinearAdd): q in q's type, z at the same index. */
-__device__ __forceinline__ int32_t ql_add_z(const ql_epi &e, int32_t q, int64_t yi) {
-    int32_t zv = e.z8 ? ((const int8_t *)e.z)[yi] : ((const uint8_t *)e.z)[yi];
+/* The residual form's Add (onnxruntime's QLinearAdd): q in q's type, zb Z's byte at the same index. */
+__device__ __forceinline__ int32_t ql_add(const ql_epi &e, int32_t q, uint32_t zb) {
+    int32_t zv = e.z8 ? (int32_t)(int8_t)(zb & 0xffu) : (int32_t)(zb & 0xffu);
     float f = __fadd_rn(__fmul_rn((float)(q - e.qzp), e.ra), __fmul_rn((float)(zv - e.zz), e.rb));
     f = f < e.rlo ? e.rlo : f > e.rhi ? e.rhi : f;
     return (int32_t)rintf(f) + e.zy;
@@ -84,19 +84,24 @@ __device__ __forceinline__ void ql_finish(const ql_epi &e, int64_t g, int64_t oc
     double v = nr_sat_round(__dadd_rn(__dmul_rn((double)(int32_t)a, e.mult[oc]), e.yzp), e.lo, e.hi);
     int64_t yi = e.dst_nhwc ? g * e.OC + oc : (n * e.OC + oc) * e.OHW + pix;
     int32_t q = (int32_t)v;
-    if (e.res) q = ql_add_z(e, q, yi);
+    if (e.res) q = ql_add(e, q, ((const uint8_t *)e.z)[yi]);
     if (e.y8) ((int8_t *)e.y)[yi] = (int8_t)q;
     else ((uint8_t *)e.y)[yi] = (uint8_t)q;
 }
 
-/* After cuBLASLt's int8 epilogue: y[i] (channels last) holds q as int8, or q - 128 for a uint8 q. */
-__global__ void ql_post_k(ql_epi e, int64_t n0, int64_t n, int q_u8) {
-    GRID_LOOP(j, n) {
-        int64_t i = n0 + j;
-        int32_t q = ((const int8_t *)e.y)[i] + (q_u8 ? 128 : 0);
-        if (e.res) q = ql_add_z(e, q, i);
-        if (e.y8) ((int8_t *)e.y)[i] = (int8_t)q;
-        else ((uint8_t *)e.y)[i] = (uint8_t)q;
+/* After cuBLASLt's int8 epilogue: the chunk's bytes y[n0 ..] (channels last, n0 and the count multiples of 4)
+ * hold q as int8, or q - 128 for a uint8 q: four a thread, in place. */
+__global__ void ql_post4_k(ql_epi e, int64_t n0, uint32_t n4, int q_u8) {
+    uint32_t *y = (uint32_t *)((uint8_t *)e.y + n0);
+    const uint32_t *z = e.res ? (const uint32_t *)((const uint8_t *)e.z + n0) : NULL;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += blockDim.x * gridDim.x) {
+        uint32_t w = y[i], zw = z ? z[i] : 0, out = 0;
+        for (int j = 0; j < 4; j++) {
+            int32_t q = (int32_t)(int8_t)((w >> (8 * j)) & 0xffu) + (q_u8 ? 128 : 0);
+            if (z) q = ql_add(e, q, zw >> (8 * j));
+            out |= ((uint32_t)q & 0xffu) << (8 * j);
+        }
+        y[i] = out;
     }
 }
 
@@ -111,13 +116,7 @@ __global__ void ql_epilogue4_k(ql_epi e, uint32_t n, fdiv32 oc4) {
         for (int j = 0; j < 4; j++) {
             uint32_t a = (uint32_t)acc[j] + (uint32_t)e.bias[oc + j];
             int32_t q = (int32_t)nr_sat_round(__dadd_rn(__dmul_rn((double)(int32_t)a, e.mult[oc + j]), e.yzp), e.lo, e.hi);
-            if (e.res) {
-                uint32_t zb = (zw >> (8 * j)) & 0xffu;
-                int32_t zv = e.z8 ? (int32_t)(int8_t)zb : (int32_t)zb;
-                float f = __fadd_rn(__fmul_rn((float)(q - e.qzp), e.ra), __fmul_rn((float)(zv - e.zz), e.rb));
-                f = f < e.rlo ? e.rlo : f > e.rhi ? e.rhi : f;
-                q = (int32_t)rintf(f) + e.zy;
-            }
+            if (e.res) q = ql_add(e, q, zw >> (8 * j));
             out |= ((uint32_t)q & 0xffu) << (8 * j);
         }
         *(uint32_t *)((uint8_t *)e.y + yi) = out;
@@ -146,6 +145,15 @@ struct ql_cols {
 struct ql_divs {
     fdiv32 item, c16, ohw, ow, kw, c, kp;
 };
+
+/* The chunk's images [n0, n0 + imgs) of an NCHW X, channels last: each byte read once here, and the patches then
+ * read contiguous channels and neighbouring pixels (gathered from NCHW, a warp's 32 bytes touch 32 planes). */
+__global__ void ql_to_nhwc_k(const uint8_t *x, uint8_t *y, int64_t n0, uint32_t n, fdiv32 c, fdiv32 hw) {
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+        uint32_t pix_all = fdiv_q(c, i), ch = i - pix_all * c.d, img = fdiv_q(hw, pix_all), p = pix_all - img * hw.d;
+        y[i] = x[((n0 + img) * c.d + ch) * (int64_t)hw.d + p];
+    }
+}
 
 /* Channels-last X, C % 16 == 0: one tap's 16 channels a thread (16-byte loads and stores). */
 __global__ void ql_im2col16_k(ql_cols c, ql_divs dv, uint32_t n) {
@@ -273,7 +281,7 @@ typedef struct ql_state {
     int planned, lt8;    /* lt8: cuBLASLt writes int8 Y (no int32 sums) */
     int64_t N, H, W, OH, OW, ipc;
     cuda_lt_gemm *lt_full, *lt_tail;
-    size_t off[3], part[3], need;
+    size_t off[4], part[4], need; /* patches, int32 sums, cuBLASLt's workspace, X channels last */
     void *scratch;
     size_t scratch_cap;
     char what[96];
@@ -372,13 +380,16 @@ static size_t ql_cap(cuda_context *ctx) {
 /* Chunks of ipc images and their cuBLASLt GEMMs (the full chunk's and the last one's): int8 out (lt8) or int32. */
 static void ql_plan_chunks(cuda_context *ctx, ql_state *st, int lt8) {
     int64_t N = st->N, ohw = st->OH * st->OW;
-    size_t per_img = (size_t)ohw * ((st->direct ? 0 : (size_t)st->Kp) + (lt8 ? 0 : (size_t)st->OCp * 4));
+    int64_t nhwc_copy = st->direct || st->src_nhwc || st->H * st->W == 1 ? 0 : st->H * st->W * st->C;
+    size_t per_img = (size_t)ohw * ((st->direct ? 0 : (size_t)st->Kp) + (lt8 ? 0 : (size_t)st->OCp * 4)) +
+                     (size_t)nhwc_copy;
     size_t cap = ql_cap(ctx);
     int64_t ipc = per_img ? (int64_t)(cap / per_img) : N;
     if (ipc < 1) ipc = 1;
     if (ipc > N) ipc = N;
     /* cuBLASLt takes 32-bit dims and the kernels index a chunk's patches and outputs in 32 bits */
-    while (ipc > 1 && (ipc * ohw * st->Kp > INT32_MAX || ipc * ohw * st->OCp > INT32_MAX)) ipc /= 2;
+    while (ipc > 1 && (ipc * ohw * st->Kp > INT32_MAX || ipc * ohw * st->OCp > INT32_MAX || ipc * nhwc_copy > INT32_MAX))
+        ipc /= 2;
     st->ipc = ipc;
     cuda_lt_shape d = {.ab_type = CUDA_R_8I, .cd_type = lt8 ? CUDA_R_8I : CUDA_R_32I,
                        .bias_type = lt8 ? CUDA_R_32F : CUDA_R_32I, .compute = CUBLAS_COMPUTE_32I, .ta = 1, .tb = 0,
@@ -399,7 +410,7 @@ static netrun_status ql_plan(cuda_context *ctx, ql_state *st, int64_t N, int64_t
     cuda_lt_gemm_destroy(st->lt_full);
     cuda_lt_gemm_destroy(st->lt_tail);
     st->lt_full = st->lt_tail = NULL;
-    st->part[0] = st->part[1] = st->part[2] = 0;
+    st->part[0] = st->part[1] = st->part[2] = st->part[3] = 0;
     st->need = 0;
     st->planned = 1;
     st->lt8 = 0;
@@ -420,8 +431,9 @@ static netrun_status ql_plan(cuda_context *ctx, ql_state *st, int64_t N, int64_t
     st->part[0] = st->direct ? 0 : (size_t)st->ipc * ohw * (size_t)st->Kp;
     st->part[1] = st->lt8 ? 0 : (size_t)st->ipc * ohw * (size_t)st->OCp * 4;
     st->part[2] = lw > lw2 ? lw : lw2;
+    st->part[3] = st->direct || st->src_nhwc || H * W == 1 ? 0 : (size_t)st->ipc * H * W * (size_t)st->C;
     size_t total = 0;
-    for (int i = 0; i < 3; i++) st->off[i] = total, total += (st->part[i] + 255) & ~(size_t)255;
+    for (int i = 0; i < 4; i++) st->off[i] = total, total += (st->part[i] + 255) & ~(size_t)255;
     st->need = total;
     return NETRUN_OK;
 }
@@ -595,14 +607,14 @@ static netrun_status ql_run(cuda_context *ctx, void *state, const netrun_kernel_
     char *ws = (char *)(args->workspace_size >= st->need ? cuda_workspace_address(args->workspace) : NULL);
     if (!ws && st->need) {
         void *buf = st->scratch;
-        size_t off[3];
-        s = cuda_scratch_parts(ctx, &buf, &st->scratch_cap, st->part, 3, off, 0.0, st->what);
+        size_t off[4];
+        s = cuda_scratch_parts(ctx, &buf, &st->scratch_cap, st->part, 4, off, 0.0, st->what);
         st->scratch = buf;
         if (s != NETRUN_OK) return s;
         ws = (char *)st->scratch;
     }
     int64_t ohw = OH * OW;
-    if (ohw * st->Kp > INT32_MAX || ohw * st->OCp > INT32_MAX)
+    if (ohw * st->Kp > INT32_MAX || ohw * st->OCp > INT32_MAX || H * W * st->C > INT32_MAX)
         return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "%s: one image's patches exceed 2^31 bytes", st->what);
     for (int64_t n0 = 0; n0 < N; n0 += st->ipc) {
         int64_t imgs = N - n0 < st->ipc ? N - n0 : st->ipc, rows = imgs * ohw;
@@ -613,6 +625,16 @@ static netrun_status ql_run(cuda_context *ctx, void *state, const netrun_kernel_
             ql_cols c = {(const uint8_t *)X->data, (int8_t *)(ws + st->off[0]), n0, st->C, H, W, OH, OW, st->K, st->Kp,
                          st->s[0], st->s[1], st->d[0], st->d[1], st->pb[0], st->pb[1], (int)st->KW,
                          st->src_nhwc || (H == 1 && W == 1), st->xt == NETRUN_DTYPE_UINT8, (uint32_t)(uint8_t)st->zx};
+            if (st->part[3]) { /* NCHW X: this chunk's images channels last first */
+                uint32_t n = (uint32_t)(imgs * H * W * st->C);
+                ql_to_nhwc_k<<<cuda_blocks32(n, CUDA_THREADS), CUDA_THREADS, 0, ctx->stream>>>(
+                    (const uint8_t *)X->data, (uint8_t *)(ws + st->off[3]), n0, n, make_fdiv((uint32_t)st->C),
+                    make_fdiv((uint32_t)(H * W)));
+                if ((s = cuda_check_launch("QLinear channels last")) != NETRUN_OK) return s;
+                c.x = (const uint8_t *)(ws + st->off[3]);
+                c.n0 = 0;
+                c.nhwc = 1;
+            }
             ql_divs dv;
             dv.c16 = make_fdiv((uint32_t)(st->C / 16));
             dv.item = make_fdiv((uint32_t)(st->KH * st->KW * (st->C / 16)));
@@ -638,8 +660,8 @@ static netrun_status ql_run(cuda_context *ctx, void *state, const netrun_kernel_
                 return s;
             int q_u8 = st->qt == NETRUN_DTYPE_UINT8;
             if (q_u8 || st->res || st->yt != st->qt) {
-                int64_t n = rows * st->OC;
-                ql_post_k<<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(e, n0 * ohw * st->OC, n, q_u8);
+                uint32_t n4 = (uint32_t)(rows * st->OC / 4); /* OC % 4 == 0 on this path */
+                ql_post4_k<<<cuda_blocks32(n4, CUDA_THREADS), CUDA_THREADS, 0, ctx->stream>>>(e, n0 * ohw * st->OC, n4, q_u8);
                 if ((s = cuda_check_launch("QLinear residual")) != NETRUN_OK) return s;
             }
             continue;
