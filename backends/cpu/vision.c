@@ -369,12 +369,12 @@ static void roi_geometry(const roi_job *j, int64_t r, roi_geom *g) {
     }
     g->sw = sw, g->sh = sh;
     g->bh = fround(rh / (double)PH, dbl), g->bw = fround(rw / (double)PW, dbl);
-    int64_t gh = p->sampling_ratio > 0 ? p->sampling_ratio : (int64_t)ceil(fround(rh / (double)PH, dbl));
-    int64_t gw = p->sampling_ratio > 0 ? p->sampling_ratio : (int64_t)ceil(fround(rw / (double)PW, dbl));
-    if (gh < 0) gh = 0;
-    if (gw < 0) gw = 0;
-    if (gh > 256) gh = 256; /* runaway sample counts from huge rois: 256 per axis, sampling_ratio's limit */
-    if (gw > 256) gw = 256;
+    /* sample counts: none for a NaN or empty roi, 256 per axis at most for huge ones (sampling_ratio's limit),
+     * clamped before the conversion so that NaN and infinite coordinates give a defined answer */
+    double dh = p->sampling_ratio > 0 ? (double)p->sampling_ratio : ceil(fround(rh / (double)PH, dbl));
+    double dw = p->sampling_ratio > 0 ? (double)p->sampling_ratio : ceil(fround(rw / (double)PW, dbl));
+    int64_t gh = !(dh > 0) ? 0 : dh > 256 ? 256 : (int64_t)dh;
+    int64_t gw = !(dw > 0) ? 0 : dw > 256 ? 256 : (int64_t)dw;
     g->gh = gh, g->gw = gw;
 }
 

@@ -216,6 +216,14 @@ def build():
                                 output_height=2, output_width=5)],
               [vi("x", [1, 1, 10, 10]), vi("rois", [3, 4]), vi("bi", [3], TensorProto.INT64)], [vi("y", None)]), {2},
         ["roi_sr", "sampling_ratio"])
+    # NaN and infinite roi coordinates (found by fuzz.importer: a NaN sample count converted to an integer is
+    # undefined behaviour): an answer, no sanitizer report
+    rois = numpy_helper.from_array(np.array([[np.nan, 0, 5, 5], [0, np.inf, 3, -np.inf], [1e30, 1e30, -1e30, 2]],
+                                            np.float32), "rois")
+    bis = numpy_helper.from_array(np.zeros(3, np.int64), "bi")
+    add("roialign_nan_rois.onnx",
+        model([helper.make_node("RoiAlign", ["x", "rois", "bi"], ["y"], name="roi_nan", output_height=2, output_width=3)],
+              [vi("x", [1, 2, 10, 10])], [vi("y", None)], [rois, bis]), {0}, [])
     # max_skip_count 2^40 over rows of 65,535 tokens: 2 x 10^9 windows a row (fuzz.importer timeout); refused at run
     add("tfidf_skip_huge.onnx",
         model([helper.make_node("TfIdfVectorizer", ["x"], ["y"], name="tfidf_skip", mode="TF", min_gram_length=2,
