@@ -1,7 +1,7 @@
 /* The CPU backend's vectorizable tanhf and erff (cpu_internal.h) against libm's double tanh and erf, over every
  * 61st float bit pattern (positive and negative) and the special values: error in units in the last place of the
- * float result, with erf's error near zero measured in absolute terms below 1e-6 (the series there is exact to
- * float rounding; the bound keeps a wrong coefficient from passing). NaN must stay NaN, infinities give +-1. */
+ * float result, with erf's error near zero measured in absolute terms below 1e-6 (the bound keeps a wrong
+ * coefficient from passing). NaN must stay NaN, infinities give +-1. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,8 +36,9 @@ int main(void) {
     }
     printf("tanh: worst %.2f ulp at %.9g\nerf: worst %.2f ulp at %.9g (where |erf| >= 1e-6), worst abs %.3g\n", worst_t,
            at_t, worst_e, at_e, worst_e_abs);
-    if (worst_t > 4) printf("FAIL tanh beyond 4 ulp\n"), failed = 1;
-    if (worst_e > 4 || worst_e_abs > 2e-7) printf("FAIL erf beyond 4 ulp or 2e-7 absolute\n"), failed = 1;
+    /* the bounds cpu_internal.h states (rational approximations: 5.6 and 6.6 ulp at worst, near +-1) */
+    if (worst_t > 8) printf("FAIL tanh beyond 8 ulp\n"), failed = 1;
+    if (worst_e > 8 || worst_e_abs > 5e-7) printf("FAIL erf beyond 8 ulp or 5e-7 absolute\n"), failed = 1;
     const float specials[] = {INFINITY, -INFINITY, 0.0f, -0.0f};
     const float want[] = {1.0f, -1.0f, 0.0f, -0.0f};
     for (int i = 0; i < 4; i++) {
