@@ -314,8 +314,16 @@ static inline double ferf(double x) { return erf(x); }
 #define U_LEAKY(T, F) x >= 0 ? x : x * A
 #define U_SIGMOID(T, F) 1 / (1 + F(fexp)(-x))
 #define U_TANH(T, F) F(ftanh)(x)
-#define U_HSIG(T, F) x != x ? x : F(fmax)((T)0, F(fmin)((T)1, A * x + B)) /* fmin/fmax drop NaN: keep it */
-#define U_HSWISH(T, F) x * F(fmax)((T)0, F(fmin)((T)1, x / 6 + (T)0.5))
+/* clamp to [0, 1] by compares (NaN compares false and passes through), not fminf / fmaxf: GCC makes those scalar
+ * libm calls, and HardSwish ran at half onnxruntime's speed */
+#define U_CLAMP01(T, v) F_clamp01_##T(v)
+static inline float F_clamp01_float(float v) {
+    v = cpu_selectf(0u - (uint32_t)(v < 0.0f), 0.0f, v);
+    return cpu_selectf(0u - (uint32_t)(v > 1.0f), 1.0f, v);
+}
+static inline double F_clamp01_double(double v) { return v != v ? v : fmax(0.0, fmin(1.0, v)); }
+#define U_HSIG(T, F) U_CLAMP01(T, A * x + B)
+#define U_HSWISH(T, F) x * U_CLAMP01(T, x / 6 + (T)0.5)
 #define U_SWISH(T, F) x / (1 + F(fexp)(-A * x)) /* x * sigmoid(alpha * x) */
 #define U_ERF(T, F) F(ferf)(x)
 #define U_EXP(T, F) F(fexp)(x)
