@@ -157,6 +157,20 @@ netrun_status nr_graph_add_output(nr_graph *g, int id) {
     return NETRUN_OK;
 }
 
+int nr_graph_identity_source(const nr_graph *g, int v, int max_depth, int *first) {
+    if (first) *first = -1;
+    for (int depth = 0; depth < max_depth && v >= 0 && v < g->n_values && !g->values[v].constant; depth++) {
+        int pn = -1;
+        for (int k = 0; k < g->n_nodes && pn < 0; k++)
+            if (g->nodes[k].n_outputs == 1 && g->nodes[k].outputs[0] == v) pn = k;
+        const nr_node *nd = pn >= 0 ? &g->nodes[pn] : NULL;
+        if (!nd || *nd->domain || strcmp(nd->op_type, "Identity") || nd->n_inputs != 1) return v;
+        if (first && *first < 0) *first = pn;
+        v = nd->inputs[0];
+    }
+    return v;
+}
+
 int64_t nr_shape_count(int rank, const int64_t *dims) {
     int64_t n = 1, zero = 0;
     for (int i = 0; i < rank; i++) {

@@ -163,6 +163,12 @@ netrun_status nr_graph_copy_values_borrowed(const nr_graph *g, nr_graph *ng);
 netrun_status nr_graph_copy_values_renamed(const nr_graph *g, nr_graph *ng, int renamed, const char *new_name);
 int nr_graph_new_const(nr_graph *g, const char *base, const char *suffix, nr_tensor *t);
 
+/* The value v stands for through a chain of at most max_depth Identity nodes (torch's exporter writes one
+ * initializer for equal constants and Identity nodes for the other users): the first value that is a constant or
+ * not an Identity's output. *first (may be NULL) gets the Identity node that writes v, or -1. The writers are
+ * found among g's nodes (a pass's copy of a graph need not keep `producer`). */
+int nr_graph_identity_source(const nr_graph *g, int v, int max_depth, int *first);
+
 /* Product of dims; -1 when any dim is negative; saturates at INT64_MAX on overflow. */
 int64_t nr_shape_count(int rank, const int64_t *dims);
 

@@ -220,16 +220,7 @@ static int rsqrt_of(const opt_state *o, int r, int user, int ref, float *eps, pa
 
 /* v, or the constant of the model v is an Identity (chain) of: torch's exporter writes one initializer for equal
  * weights (T5's all-ones norm weights) and Identity nodes for the others, folded at prepare. */
-static int through_identity(const opt_state *o, int v) {
-    for (int depth = 0; depth < 4 && v >= 0 && !o->g->values[v].constant; depth++) {
-        int pn = -1; /* from the graph: nodes folded at prepare are no producers in the session */
-        for (int k = 0; k < o->g->n_nodes && pn < 0; k++)
-            if (o->g->nodes[k].n_outputs == 1 && o->g->nodes[k].outputs[0] == v) pn = k;
-        if (pn < 0 || !is_op(&o->g->nodes[pn], "Identity") || o->g->nodes[pn].n_inputs != 1) return v;
-        v = o->g->nodes[pn].inputs[0];
-    }
-    return v;
-}
+static int through_identity(const opt_state *o, int v) { return nr_graph_identity_source(o->g, v, 4, NULL); }
 
 static int plan_rmsnorm(opt_state *o, const netrun_backend_config *cfg, int n) {
     if (!live(o, n, "Mul", -1) || o->g->nodes[n].n_inputs != 2) return 0;

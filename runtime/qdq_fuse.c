@@ -157,15 +157,11 @@ static int plan_bias(const qdq_state *o, int b, qdq_group *gr, int64_t m) {
     gr->bias_src = -1;
     gr->db = -1;
     if (b < 0) return 1;
-    int d = producer(o, b);
     /* exporters share equal constants (a network's all-zero biases, BatchNorm folded at random init) through
      * Identity nodes; the quantizer then quantizes the shared bias once, with the first conv's scales */
-    int via = -1;
-    while (d >= 0 && is_op(&o->g->nodes[d], "Identity") && o->g->nodes[d].n_inputs == 1) {
-        if (via < 0) via = d;
-        b = o->g->nodes[d].inputs[0];
-        d = producer(o, b);
-    }
+    int via;
+    b = nr_graph_identity_source(o->g, b, 8, &via);
+    int d = producer(o, b);
     if (d >= 0) { /* DequantizeLinear of int32 */
         const nr_node *nd = &o->g->nodes[d];
         if (!is_op(nd, "DequantizeLinear") || nd->n_inputs < 2) return 0;
