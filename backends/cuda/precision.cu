@@ -296,6 +296,118 @@ __global__ void dw_nhwc_k(const V *x, const V *w, const V *bias, const V *z, V *
     }
 }
 
+/* The same convolution, eight channels a thread (16-byte loads) and TW output columns a thread: a row of input
+ * pixels loaded once serves every output of the tile that reads it, where the kernel above loads each tap again
+ * for every output (it was load-bound at a tenth of the memory bandwidth: MobileNetV2's 3x3 depthwise layers at
+ * batch 256 took half the network's time). K x K taps at stride S, dilation 1; C % 8 == 0 and 16-byte aligned
+ * pointers, else the kernel above. Each output's sum runs over the taps in the same order as there (rows, then
+ * columns), so both give the same bits. */
+__device__ __forceinline__ void dw_h8_to_f(const uint4 &v, float f[8]) {
+    const __half2 *h = reinterpret_cast<const __half2 *>(&v);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        float2 t = __half22float2(h[i]);
+        f[2 * i] = t.x;
+        f[2 * i + 1] = t.y;
+    }
+}
+
+template <int K, int S, int TW>
+__global__ void __launch_bounds__(256) dw8_nhwc_k(const uint4 *__restrict__ x, const uint4 *__restrict__ w,
+                                                  const uint4 *__restrict__ bias, const uint4 *__restrict__ z,
+                                                  uint4 *__restrict__ y, uint32_t total, fdiv32 fcg, fdiv32 ftiles,
+                                                  fdiv32 foh, dw_geom g, act_params act) {
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= total) return;
+    const uint32_t cv = g.cv; /* channels / 8 */
+    uint32_t r = fdiv_q(fcg, i), cg = i - r * cv;
+    uint32_t tiles = ftiles.d, r2 = fdiv_q(ftiles, r), tile = r - r2 * tiles;
+    uint32_t n = fdiv_q(foh, r2), oh = r2 - n * (uint32_t)g.oh;
+    const int ow0 = (int)tile * TW, ih0 = (int)oh * S - g.ph, iw0 = ow0 * S - g.pw;
+    constexpr int NC = (TW - 1) * S + K; /* input columns the tile reads */
+    float acc[TW][8];
+#pragma unroll
+    for (int t = 0; t < TW; t++)
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[t][e] = 0.0f;
+#pragma unroll 1
+    for (int a = 0; a < K; a++) {
+        const int ih = ih0 + a;
+        if ((unsigned)ih >= (unsigned)g.h) continue;
+        float wf[K][8];
+#pragma unroll
+        for (int b = 0; b < K; b++) dw_h8_to_f(__ldg(&w[(uint32_t)(a * K + b) * cv + cg]), wf[b]);
+        const uint4 *xrow = x + (n * (uint32_t)g.h + (uint32_t)ih) * (uint32_t)g.w * cv + cg;
+#pragma unroll
+        for (int j = 0; j < NC; j++) {
+            const int iw = iw0 + j;
+            if ((unsigned)iw >= (unsigned)g.w) continue; /* padding: adds nothing */
+            float xf[8];
+            dw_h8_to_f(__ldg(&xrow[(uint32_t)iw * cv]), xf);
+#pragma unroll
+            for (int t = 0; t < TW; t++) {
+                const int b = j - t * S;
+                if (b < 0 || b >= K) continue;
+#pragma unroll
+                for (int e = 0; e < 8; e++) acc[t][e] = fmaf(xf[e], wf[b][e], acc[t][e]);
+            }
+        }
+    }
+    float bf[8];
+    if (bias) dw_h8_to_f(__ldg(&bias[cg]), bf);
+#pragma unroll
+    for (int t = 0; t < TW; t++) {
+        const int ow = ow0 + t;
+        if (ow >= g.ow) break;
+        const uint32_t o = ((n * (uint32_t)g.oh + oh) * (uint32_t)g.ow + (uint32_t)ow) * cv + cg;
+        float v[8];
+#pragma unroll
+        for (int e = 0; e < 8; e++) v[e] = acc[t][e];
+        if (bias)
+#pragma unroll
+            for (int e = 0; e < 8; e++) v[e] += bf[e];
+        if (z) {
+            float zf[8];
+            dw_h8_to_f(__ldg(&z[o]), zf);
+#pragma unroll
+            for (int e = 0; e < 8; e++) v[e] += zf[e];
+        }
+        uint4 out;
+        __half2 *h = reinterpret_cast<__half2 *>(&out);
+#pragma unroll
+        for (int e = 0; e < 4; e++) h[e] = __floats2half2_rn(apply_act(v[2 * e], act), apply_act(v[2 * e + 1], act));
+        y[o] = out;
+    }
+}
+
+/* One thread per tile (not a grid-stride loop: every thread keeps its tile's sums in registers). */
+template <int K, int S, int TW>
+static void dw8_launch(cudaStream_t st, const void *x, const void *w, const void *bias, const void *z, void *y,
+                       int64_t n, dw_geom g, act_params a) {
+    uint32_t tiles = (uint32_t)((g.ow + TW - 1) / TW);
+    uint32_t total = (uint32_t)((int64_t)n * g.oh * tiles * g.cv);
+    dw8_nhwc_k<K, S, TW><<<(total + 255) / 256, 256, 0, st>>>(
+        (const uint4 *)x, (const uint4 *)w, (const uint4 *)bias, (const uint4 *)z, (uint4 *)y, total, make_fdiv(g.cv),
+        make_fdiv(tiles), make_fdiv((uint32_t)g.oh), g, a);
+}
+
+/* 0 when no dw8_nhwc_k instance serves this geometry (the caller then runs dw_nhwc_k). */
+static int dw8_dispatch(cudaStream_t st, const void *x, const void *w, const void *bias, const void *z, void *y,
+                        int64_t n, int64_t c, dw_geom g, act_params a) {
+    int aligned = c % 8 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)w & 15) == 0 && ((uintptr_t)y & 15) == 0 &&
+                  ((uintptr_t)bias & 15) == 0 && ((uintptr_t)z & 15) == 0;
+    if (!aligned || g.kh != g.kw || g.sh != g.sw || g.dh != 1 || g.dw != 1) return 0;
+    dw_geom g8 = g;
+    g8.cv = (uint32_t)(c / 8);
+    switch (g.kh * 10 + g.sh) {
+    case 31: dw8_launch<3, 1, 4>(st, x, w, bias, z, y, n, g8, a); return 1;
+    case 32: dw8_launch<3, 2, 4>(st, x, w, bias, z, y, n, g8, a); return 1;
+    case 51: dw8_launch<5, 1, 4>(st, x, w, bias, z, y, n, g8, a); return 1;
+    case 52: dw8_launch<5, 2, 4>(st, x, w, bias, z, y, n, g8, a); return 1;
+    default: return 0;
+    }
+}
+
 extern "C" int cuda_dw_nhwc_fits(int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow) {
     return n > 0 && c > 0 && h > 0 && w > 0 && oh > 0 && ow > 0 && n * c * h * w < INT32_MAX && n * c * oh * ow < INT32_MAX;
 }
@@ -324,6 +436,7 @@ extern "C" netrun_status cuda_dw_nhwc_f16(cuda_context *ctx, const void *x, cons
     g.cv = (uint32_t)(c / vec);
     uint32_t total = (uint32_t)(n * oh * ow * (c / vec));
     act_params a = make_act(act);
+    if (dw8_dispatch(ctx->stream, x, wkc, bias, z, y, n, c, g, a)) return cuda_check_launch("float16 NHWC depthwise Conv");
     fdiv32 fc = make_fdiv(g.cv), fow = make_fdiv((uint32_t)ow), foh = make_fdiv((uint32_t)oh);
     if (vec == 2)
         dw_nhwc_k<__half2><<<cuda_blocks32(total, 256), 256, 0, ctx->stream>>>(

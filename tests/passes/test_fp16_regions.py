@@ -204,6 +204,70 @@ def check_regions(nr, tmp):
     return ok
 
 
+DW_CASES = [  # channels, kernel, stride, pad, dilation, activation, H, W, residual Add
+    (32, 3, 1, 1, 1, "clip", 13, 13, False),  # 13 output columns: a partial 4-column tile
+    (48, 3, 2, 1, 1, "relu", 15, 15, False),
+    (40, 5, 1, 2, 1, "silu", 11, 11, False),
+    (24, 5, 2, 2, 1, "none", 14, 14, False),
+    (64, 3, 1, 1, 1, "none", 9, 9, True),     # Conv + Add + ReLU: the Add fused as Z
+    (8, 3, 1, 0, 1, "relu", 6, 7, False),     # no padding, 5 output columns
+    (20, 3, 1, 1, 1, "relu", 10, 10, False),  # C % 8 != 0: the two-channel kernel
+    (16, 3, 1, 2, 2, "relu", 12, 12, False),  # dilation 2: the two-channel kernel
+]
+
+
+def depthwise_model(c, k, s, pad, dil, act, h, w_, res):
+    """x [3, 8, h, w] -> 1x1 Conv + ReLU -> depthwise Conv (+ activation, + the 1x1's output) -> 1x1 Conv: the
+    depthwise Conv sits inside a float16 NHWC region."""
+    g = G()
+    a = g.n("Relu", [g.n("Conv", ["x", g.c("pw1.w", w(c, 8, 1, 1)), g.c("pw1.b", w(c))], "pw1")], "pw1.relu")
+    d = g.n("Conv", [a, g.c("dw.w", w(c, 1, k, k)), g.c("dw.b", w(c))], "dw", group=c, pads=[pad] * 4,
+            strides=[s, s], dilations=[dil, dil], kernel_shape=[k, k])
+    if act == "relu":
+        d = g.n("Relu", [d], "dw.relu")
+    elif act == "clip":
+        d = g.n("Clip", [d, g.c("lo", np.array(0, np.float32)), g.c("hi", np.array(6, np.float32))], "dw.clip")
+    elif act == "silu":
+        d = g.n("Mul", [d, g.n("Sigmoid", [d], "dw.sig")], "dw.silu")
+    if res:
+        d = g.n("Relu", [g.n("Add", [d, a], "dw.add")], "dw.add.relu")
+    g.n("Conv", [d, g.c("pw2.w", w(8, c, 1, 1)), g.c("pw2.b", w(8))], "y")
+    graph = helper.make_graph(g.nodes, "depthwise", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 8, h, w_])],
+                              [helper.make_value_info("y", helper.make_tensor_type_proto(TensorProto.FLOAT, None))],
+                              g.inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+def check_depthwise(nr, tmp):
+    """The region's own float16 NHWC depthwise kernels (eight channels and four output columns a thread for 3x3 and
+    5x5 at stride 1 or 2; two channels a thread otherwise) against the CPU's float32, with cuDNN's float16 paths
+    off (cuda.fp16_paths=none) so that the depthwise kernel, not a cuDNN one, is what ran."""
+    ok = True
+    for case in DW_CASES:
+        c, k, s_, pad, dil, act, h, w_, res = case
+        path = save(depthwise_model(*case), tmp, "dw_%d_%d_%d_%d.onnx" % (c, k, s_, dil))
+        x = RNG.standard_normal((3, 8, h, w_)).astype(np.float32)
+        with nr.session(path, backends="cpu", threads=2) as s:
+            ref = s.run({"x": x})[0]
+        with PSession(nr, path, "cuda,cpu", {"cuda.fp16_paths": "none"}, "fp16") as s:
+            out = s.run({"x": x})[0]
+            nodes = s.nodes()
+        dw = [n for n in nodes if n[1] == "Conv" and "depthwise" in n[3]]
+        fused_res = not res or not any(n[1] == "Add" for n in nodes)
+        diff = float(np.abs(out - ref).max() / max(1.0, float(np.abs(ref).max())))
+        good = len(dw) == 1 and dw[0][2] == "cuda" and diff <= TOL and fused_res
+        ok = ok and good
+        print(f"{'ok' if good else 'FAIL'}  depthwise C={c} {k}x{k} stride {s_} pad {pad} dilation {dil} {act}"
+              f"{' + residual' if res else ''} on {h}x{w_}: relative max diff {diff:.2e} (tol {TOL}); "
+              f"kernel: {dw[0][3] if dw else 'none'}")
+        if not good:
+            for n in nodes:
+                print("      ", n)
+    return ok
+
+
 def check_plain(nr, tmp):
     """The plain float16 region (runtime/opt_half.c) on the transformer pass's models: under --precision fp16 the
     GEMMs, attention, norms and the ops between them run float16 on cuda (Casts named *.to_fp16 at the borders), the
@@ -277,6 +341,7 @@ def main():
                 for shape in ((2, 5, 3, 7), (2, 16, 9, 9), (300, 16, 3, 3)):
                     ok = check_internal_ops(nr, tmp, "cuda", shape) and ok
                 ok = check_regions(nr, tmp) and ok
+                ok = check_depthwise(nr, tmp) and ok
                 ok = check_plain(nr, tmp) and ok
             else:
                 print("skip  region checks: no CUDA device (the CPU reference kernels were checked)")
