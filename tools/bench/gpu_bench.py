@@ -164,6 +164,27 @@ def run_netrun(a, model, batch, prec, iters, warmup, extra=(), outdir=None, back
     return res
 
 
+def run_netrun_d2d(model, batch, prec, iters, warmup, seed=1):
+    """netrun with its input already on the GPU and the output left there (the Python package, a torch CUDA
+    tensor as the input, device_outputs=True), as PyTorch's CUDA-graph rows are timed: median ms per run, or None
+    when the package or a GPU is missing. The float32 NCHW input is what the ONNX model takes."""
+    try:
+        import netrun
+        import torch
+    except ImportError:
+        return None
+    try:
+        with netrun.Session(model, backends="cuda", precision=prec) as s:
+            name = s.inputs[0].name
+            g = torch.Generator(device="cuda").manual_seed(seed)
+            x = torch.randn((batch, 3, 224, 224), device="cuda", generator=g)
+            s.run({name: x}, device_outputs=True)  # prepare
+            return time_torch(lambda: s.run({name: x}, device_outputs=True), iters, warmup)
+    except Exception as e:  # noqa: BLE001 (reported, the row goes on without it)
+        print(f"# netrun device-to-device run failed: {e}", flush=True)
+        return None
+
+
 def profile_netrun(a, model, batch, prec, extra=(), backend="cuda"):
     """netrun --profile (backends synchronised after every node, CUDA graphs off): mean ms per run on the
     device (nodes on cuda) and in host<->device copies, so the host-to-host figure can be split; by_op: mean ms
@@ -597,6 +618,8 @@ def main():
                 outs[prec] = od
                 if str(b) in a.profile_batches.split(",") and "error" not in nr:
                     nr["profile"] = profile_netrun(a, path, b, prec, extra)
+                if b > 1 and "error" not in nr and not a.no_torch:
+                    nr["d2d_ms"] = run_netrun_d2d(path, b, prec, iters, warm)
                 tr = {} if a.no_torch or prec in PREC_ARGS else run_torch(m, b, prec, iters, warm)
                 r = {"model": name, "batch": b, "precision": prec, "netrun": nr, "torch": tr}
                 results.append(r)
@@ -619,6 +642,11 @@ def main():
                                  f"{pf['device_ms']:.3f} ms + host<->device copies {pf['copy_ms'] or 0:.3f} ms per run"
                                  + (f"; device / PyTorch channels_last graph {pf['device_ms'] / tr['graph_cl_ms']:.2f}"
                                     if tr.get("graph_cl_ms") else ""))
+                if nr.get("d2d_ms") and tr.get("graph_cl_ms"):
+                    best = min(v for v in (tr.get("graph_ms"), tr["graph_cl_ms"]) if v)
+                    notes.append(f"{name} b{b} {prec}: netrun with the input and output on the GPU (Python package, "
+                                 f"torch CUDA tensor) {nr['d2d_ms']:.3f} ms; / PyTorch's best CUDA graph "
+                                 f"({best:.3f} ms) {nr['d2d_ms'] / best:.2f}")
                 if tr.get("graph_cl_ms"):
                     notes.append(f"{name} b{b} {prec}: PyTorch channels_last graph {tr['graph_cl_ms']:.3f} ms "
                                  f"(netrun / it {nr['median_ms'] / tr['graph_cl_ms']:.2f}); the input's host->device "
