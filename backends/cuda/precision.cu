@@ -4,6 +4,17 @@
  * flattened to [N, C, S]; NSC is [N, S, C]. */
 #include "cuda_kernels.cuh"
 
+/* Eight float16 values (one 16-byte load) as floats. */
+__device__ __forceinline__ void h8_to_f(const uint4 &v, float f[8]) {
+    const __half2 *h = reinterpret_cast<const __half2 *>(&v);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        float2 t = __half22float2(h[i]);
+        f[2 * i] = t.x;
+        f[2 * i + 1] = t.y;
+    }
+}
+
 __global__ void f32_to_f16_k(const float *x, __half *y, int64_t n) {
     GRID_LOOP(i, n) y[i] = __float2half_rn(x[i]);
 }
@@ -183,12 +194,49 @@ __global__ void f16_nsc_bias_act_k(__half *y, const __half *bias, int64_t total,
     GRID_LOOP(i, total) y[i] = __float2half_rn(apply_act(__half2float(y[i]) + (bias ? __half2float(bias[i % c]) : 0.0f), act));
 }
 
+/* c % 8 == 0, 16-byte aligned: eight channels a thread (16-byte loads) and the common activations instantiated
+ * (apply_act_t): the epilogue after cuBLAS's GEMM of a pointwise Conv (SiLU in EfficientNet, Clip in MobileNetV2). */
+template <int ACT>
+__global__ void f16_nsc_bias_act8_k(uint4 *y, const uint4 *bias, uint32_t total8, fdiv32 c8, act_params act) {
+    uint32_t stride = blockDim.x * gridDim.x;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total8; i += stride) {
+        float v[8], b[8];
+        h8_to_f(y[i], v);
+        if (bias) {
+            h8_to_f(__ldg(&bias[i - fdiv_q(c8, i) * c8.d]), b);
+#pragma unroll
+            for (int e = 0; e < 8; e++) v[e] += b[e];
+        }
+        uint4 out;
+        __half2 *h = reinterpret_cast<__half2 *>(&out);
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            h[e] = __floats2half2_rn(apply_act_t<ACT>(v[2 * e], act), apply_act_t<ACT>(v[2 * e + 1], act));
+        y[i] = out;
+    }
+}
+
+template <int ACT>
+static void f16_nsc_bias_act8(cudaStream_t st, void *y, const void *bias, int64_t total, int64_t c, act_params a) {
+    int64_t t8 = total / 8;
+    f16_nsc_bias_act8_k<ACT><<<cuda_blocks32(t8, CUDA_THREADS), CUDA_THREADS, 0, st>>>(
+        (uint4 *)y, (const uint4 *)bias, (uint32_t)t8, make_fdiv((uint32_t)(c / 8)), a);
+}
+
 extern "C" netrun_status cuda_f16_nsc_bias_act(cuda_context *ctx, void *y, const void *bias, int64_t rows, int64_t c,
                                                const netrun_fused_activation *act) {
     int64_t total = rows * c;
     if (total <= 0 || (!bias && (!act || act->kind == NETRUN_ACT_NONE))) return NETRUN_OK;
     act_params a = make_act(act);
-    if (c % 2 == 0 && total / 2 <= INT32_MAX && ((uintptr_t)y & 3) == 0 && ((uintptr_t)bias & 3) == 0) {
+    if (c % 8 == 0 && total / 8 <= INT32_MAX && ((uintptr_t)y & 15) == 0 && ((uintptr_t)bias & 15) == 0) {
+        switch (a.kind) {
+        case NETRUN_ACT_NONE: f16_nsc_bias_act8<NETRUN_ACT_NONE>(ctx->stream, y, bias, total, c, a); break;
+        case NETRUN_ACT_RELU: f16_nsc_bias_act8<NETRUN_ACT_RELU>(ctx->stream, y, bias, total, c, a); break;
+        case NETRUN_ACT_CLIP: f16_nsc_bias_act8<NETRUN_ACT_CLIP>(ctx->stream, y, bias, total, c, a); break;
+        case NETRUN_ACT_SWISH: f16_nsc_bias_act8<NETRUN_ACT_SWISH>(ctx->stream, y, bias, total, c, a); break;
+        default: f16_nsc_bias_act8<-1>(ctx->stream, y, bias, total, c, a); break;
+        }
+    } else if (c % 2 == 0 && total / 2 <= INT32_MAX && ((uintptr_t)y & 3) == 0 && ((uintptr_t)bias & 3) == 0) {
         int64_t t2 = total / 2;
         f16_nsc_bias_act2_k<<<cuda_blocks(t2), CUDA_THREADS, 0, ctx->stream>>>((__half2 *)y, (const __half2 *)bias,
                                                                               (uint32_t)t2, make_fdiv((uint32_t)(c / 2)), a);
@@ -302,17 +350,8 @@ __global__ void dw_nhwc_k(const V *x, const V *w, const V *bias, const V *z, V *
  * batch 256 took half the network's time). K x K taps at stride S, dilation 1; C % 8 == 0 and 16-byte aligned
  * pointers, else the kernel above. Each output's sum runs over the taps in the same order as there (rows, then
  * columns), so both give the same bits. */
-__device__ __forceinline__ void dw_h8_to_f(const uint4 &v, float f[8]) {
-    const __half2 *h = reinterpret_cast<const __half2 *>(&v);
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        float2 t = __half22float2(h[i]);
-        f[2 * i] = t.x;
-        f[2 * i + 1] = t.y;
-    }
-}
 
-template <int K, int S, int TW>
+template <int K, int S, int TW, int ACT>
 __global__ void __launch_bounds__(256) dw8_nhwc_k(const uint4 *__restrict__ x, const uint4 *__restrict__ w,
                                                   const uint4 *__restrict__ bias, const uint4 *__restrict__ z,
                                                   uint4 *__restrict__ y, uint32_t total, fdiv32 fcg, fdiv32 ftiles,
@@ -336,14 +375,14 @@ __global__ void __launch_bounds__(256) dw8_nhwc_k(const uint4 *__restrict__ x, c
         if ((unsigned)ih >= (unsigned)g.h) continue;
         float wf[K][8];
 #pragma unroll
-        for (int b = 0; b < K; b++) dw_h8_to_f(__ldg(&w[(uint32_t)(a * K + b) * cv + cg]), wf[b]);
+        for (int b = 0; b < K; b++) h8_to_f(__ldg(&w[(uint32_t)(a * K + b) * cv + cg]), wf[b]);
         const uint4 *xrow = x + (n * (uint32_t)g.h + (uint32_t)ih) * (uint32_t)g.w * cv + cg;
 #pragma unroll
         for (int j = 0; j < NC; j++) {
             const int iw = iw0 + j;
             if ((unsigned)iw >= (unsigned)g.w) continue; /* padding: adds nothing */
             float xf[8];
-            dw_h8_to_f(__ldg(&xrow[(uint32_t)iw * cv]), xf);
+            h8_to_f(__ldg(&xrow[(uint32_t)iw * cv]), xf);
 #pragma unroll
             for (int t = 0; t < TW; t++) {
                 const int b = j - t * S;
@@ -354,7 +393,7 @@ __global__ void __launch_bounds__(256) dw8_nhwc_k(const uint4 *__restrict__ x, c
         }
     }
     float bf[8];
-    if (bias) dw_h8_to_f(__ldg(&bias[cg]), bf);
+    if (bias) h8_to_f(__ldg(&bias[cg]), bf);
 #pragma unroll
     for (int t = 0; t < TW; t++) {
         const int ow = ow0 + t;
@@ -368,27 +407,41 @@ __global__ void __launch_bounds__(256) dw8_nhwc_k(const uint4 *__restrict__ x, c
             for (int e = 0; e < 8; e++) v[e] += bf[e];
         if (z) {
             float zf[8];
-            dw_h8_to_f(__ldg(&z[o]), zf);
+            h8_to_f(__ldg(&z[o]), zf);
 #pragma unroll
             for (int e = 0; e < 8; e++) v[e] += zf[e];
         }
         uint4 out;
         __half2 *h = reinterpret_cast<__half2 *>(&out);
 #pragma unroll
-        for (int e = 0; e < 4; e++) h[e] = __floats2half2_rn(apply_act(v[2 * e], act), apply_act(v[2 * e + 1], act));
+        for (int e = 0; e < 4; e++)
+            h[e] = __floats2half2_rn(apply_act_t<ACT>(v[2 * e], act), apply_act_t<ACT>(v[2 * e + 1], act));
         y[o] = out;
     }
 }
 
 /* One thread per tile (not a grid-stride loop: every thread keeps its tile's sums in registers). */
-template <int K, int S, int TW>
+template <int K, int S, int TW, int ACT>
 static void dw8_launch(cudaStream_t st, const void *x, const void *w, const void *bias, const void *z, void *y,
                        int64_t n, dw_geom g, act_params a) {
     uint32_t tiles = (uint32_t)((g.ow + TW - 1) / TW);
     uint32_t total = (uint32_t)((int64_t)n * g.oh * tiles * g.cv);
-    dw8_nhwc_k<K, S, TW><<<(total + 255) / 256, 256, 0, st>>>(
+    dw8_nhwc_k<K, S, TW, ACT><<<(total + 255) / 256, 256, 0, st>>>(
         (const uint4 *)x, (const uint4 *)w, (const uint4 *)bias, (const uint4 *)z, (uint4 *)y, total, make_fdiv(g.cv),
         make_fdiv(tiles), make_fdiv((uint32_t)g.oh), g, a);
+}
+
+/* The activations of MobileNet / EfficientNet-style nets get their own instances; the others the run-time switch. */
+template <int K, int S>
+static void dw8_launch_act(cudaStream_t st, const void *x, const void *w, const void *bias, const void *z, void *y,
+                           int64_t n, dw_geom g, act_params a) {
+    switch (a.kind) {
+    case NETRUN_ACT_NONE: dw8_launch<K, S, 4, NETRUN_ACT_NONE>(st, x, w, bias, z, y, n, g, a); break;
+    case NETRUN_ACT_RELU: dw8_launch<K, S, 4, NETRUN_ACT_RELU>(st, x, w, bias, z, y, n, g, a); break;
+    case NETRUN_ACT_CLIP: dw8_launch<K, S, 4, NETRUN_ACT_CLIP>(st, x, w, bias, z, y, n, g, a); break;
+    case NETRUN_ACT_SWISH: dw8_launch<K, S, 4, NETRUN_ACT_SWISH>(st, x, w, bias, z, y, n, g, a); break;
+    default: dw8_launch<K, S, 4, -1>(st, x, w, bias, z, y, n, g, a); break;
+    }
 }
 
 /* 0 when no dw8_nhwc_k instance serves this geometry (the caller then runs dw_nhwc_k). */
@@ -400,12 +453,119 @@ static int dw8_dispatch(cudaStream_t st, const void *x, const void *w, const voi
     dw_geom g8 = g;
     g8.cv = (uint32_t)(c / 8);
     switch (g.kh * 10 + g.sh) {
-    case 31: dw8_launch<3, 1, 4>(st, x, w, bias, z, y, n, g8, a); return 1;
-    case 32: dw8_launch<3, 2, 4>(st, x, w, bias, z, y, n, g8, a); return 1;
-    case 51: dw8_launch<5, 1, 4>(st, x, w, bias, z, y, n, g8, a); return 1;
-    case 52: dw8_launch<5, 2, 4>(st, x, w, bias, z, y, n, g8, a); return 1;
+    case 31: dw8_launch_act<3, 1>(st, x, w, bias, z, y, n, g8, a); return 1;
+    case 32: dw8_launch_act<3, 2>(st, x, w, bias, z, y, n, g8, a); return 1;
+    case 51: dw8_launch_act<5, 1>(st, x, w, bias, z, y, n, g8, a); return 1;
+    case 52: dw8_launch_act<5, 2>(st, x, w, bias, z, y, n, g8, a); return 1;
     default: return 0;
     }
+}
+
+/* ---- float16 NHWC regions: pointwise Conv on few input channels (C of 8, 16, 24 or 32) of our own ----
+ * A 1x1 Conv that widens 16 channels to 96 (MobileNetV2's and EfficientNet's first expansions, at 112x112) is a
+ * GEMM with K = 16: memory-bound, and cuDNN / cuBLAS ran it at a fifth of the bandwidth, plus a separate pass for a
+ * SiLU or Clip cuBLASLt cannot fuse. Here one thread makes eight output channels of four pixels, float32 sums,
+ * with bias, Z and the activation fused; consecutive threads share the pixels (their input loads coincide). */
+template <int CIN, int P, int ACT>
+__global__ void __launch_bounds__(256) pw_small_k(const uint4 *__restrict__ x, const uint4 *__restrict__ w,
+                                                  const uint4 *__restrict__ bias, const uint4 *__restrict__ z,
+                                                  uint4 *__restrict__ y, uint32_t total, fdiv32 fmg, uint32_t rows,
+                                                  act_params act) {
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= total) return;
+    constexpr int KC = CIN / 8;
+    const uint32_t m8 = fmg.d, q = fdiv_q(fmg, i), mg = i - q * m8, r0 = q * P;
+    float acc[P][8];
+#pragma unroll
+    for (int p = 0; p < P; p++)
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[p][e] = 0.0f;
+#pragma unroll
+    for (int kc = 0; kc < KC; kc++) {
+        float xf[P][8];
+#pragma unroll
+        for (int p = 0; p < P; p++) {
+            if (r0 + p < rows) h8_to_f(__ldg(&x[(r0 + p) * KC + kc]), xf[p]);
+            else
+#pragma unroll
+                for (int e = 0; e < 8; e++) xf[p][e] = 0.0f;
+        }
+#pragma unroll
+        for (int m = 0; m < 8; m++) {
+            float wf[8];
+            h8_to_f(__ldg(&w[(mg * 8 + m) * KC + kc]), wf);
+#pragma unroll
+            for (int p = 0; p < P; p++)
+#pragma unroll
+                for (int e = 0; e < 8; e++) acc[p][m] = fmaf(xf[p][e], wf[e], acc[p][m]);
+        }
+    }
+    float bf[8];
+    if (bias) h8_to_f(__ldg(&bias[mg]), bf);
+#pragma unroll
+    for (int p = 0; p < P; p++) {
+        if (r0 + p >= rows) break;
+        const uint32_t o = (r0 + p) * m8 + mg;
+        float v[8];
+#pragma unroll
+        for (int e = 0; e < 8; e++) v[e] = acc[p][e] + (bias ? bf[e] : 0.0f);
+        if (z) {
+            float zf[8];
+            h8_to_f(__ldg(&z[o]), zf);
+#pragma unroll
+            for (int e = 0; e < 8; e++) v[e] += zf[e];
+        }
+        uint4 out;
+        __half2 *h = reinterpret_cast<__half2 *>(&out);
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            h[e] = __floats2half2_rn(apply_act_t<ACT>(v[2 * e], act), apply_act_t<ACT>(v[2 * e + 1], act));
+        y[o] = out;
+    }
+}
+
+template <int CIN, int ACT>
+static void pw_small_launch(cudaStream_t st, const void *x, const void *w, const void *bias, const void *z, void *y,
+                            int64_t rows, int64_t m, act_params a) {
+    constexpr int P = 4;
+    uint32_t m8 = (uint32_t)(m / 8), total = (uint32_t)(((rows + P - 1) / P) * m8);
+    pw_small_k<CIN, P, ACT><<<(total + 255) / 256, 256, 0, st>>>((const uint4 *)x, (const uint4 *)w,
+                                                                 (const uint4 *)bias, (const uint4 *)z, (uint4 *)y,
+                                                                 total, make_fdiv(m8), (uint32_t)rows, a);
+}
+
+template <int CIN>
+static void pw_small_act(cudaStream_t st, const void *x, const void *w, const void *bias, const void *z, void *y,
+                         int64_t rows, int64_t m, act_params a) {
+    switch (a.kind) {
+    case NETRUN_ACT_NONE: pw_small_launch<CIN, NETRUN_ACT_NONE>(st, x, w, bias, z, y, rows, m, a); break;
+    case NETRUN_ACT_RELU: pw_small_launch<CIN, NETRUN_ACT_RELU>(st, x, w, bias, z, y, rows, m, a); break;
+    case NETRUN_ACT_CLIP: pw_small_launch<CIN, NETRUN_ACT_CLIP>(st, x, w, bias, z, y, rows, m, a); break;
+    case NETRUN_ACT_SWISH: pw_small_launch<CIN, NETRUN_ACT_SWISH>(st, x, w, bias, z, y, rows, m, a); break;
+    default: pw_small_launch<CIN, -1>(st, x, w, bias, z, y, rows, m, a); break;
+    }
+}
+
+extern "C" int cuda_pw_small_fits(int64_t rows, int64_t c, int64_t m) {
+    return rows > 0 && (c == 8 || c == 16 || c == 24 || c == 32) && m > 0 && m % 8 == 0 && rows * m < INT32_MAX &&
+           rows * c < INT32_MAX;
+}
+
+extern "C" netrun_status cuda_pw_small_nhwc_f16(cuda_context *ctx, const void *x, const void *w, const void *bias,
+                                                const void *z, void *y, int64_t rows, int64_t c, int64_t m,
+                                                const netrun_fused_activation *act) {
+    if (!cuda_pw_small_fits(rows, c, m) || ((uintptr_t)x & 15) || ((uintptr_t)w & 15) || ((uintptr_t)y & 15) ||
+        ((uintptr_t)bias & 15) || ((uintptr_t)z & 15))
+        return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda pointwise NHWC: C=%lld, M=%lld, %lld rows not served",
+                                (long long)c, (long long)m, (long long)rows);
+    act_params a = make_act(act);
+    switch (c) {
+    case 8: pw_small_act<8>(ctx->stream, x, w, bias, z, y, rows, m, a); break;
+    case 16: pw_small_act<16>(ctx->stream, x, w, bias, z, y, rows, m, a); break;
+    case 24: pw_small_act<24>(ctx->stream, x, w, bias, z, y, rows, m, a); break;
+    default: pw_small_act<32>(ctx->stream, x, w, bias, z, y, rows, m, a); break;
+    }
+    return cuda_check_launch("float16 NHWC pointwise Conv");
 }
 
 extern "C" int cuda_dw_nhwc_fits(int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow) {
