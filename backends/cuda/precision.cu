@@ -464,17 +464,20 @@ static int dw8_dispatch(cudaStream_t st, const void *x, const void *w, const voi
 /* ---- float16 NHWC regions: pointwise Conv on few input channels (C of 8, 16, 24 or 32) of our own ----
  * A 1x1 Conv that widens 16 channels to 96 (MobileNetV2's and EfficientNet's first expansions, at 112x112) is a
  * GEMM with K = 16: memory-bound, and cuDNN / cuBLAS ran it at a fifth of the bandwidth, plus a separate pass for a
- * SiLU or Clip cuBLASLt cannot fuse. Here one thread makes eight output channels of four pixels, float32 sums,
- * with bias, Z and the activation fused; consecutive threads share the pixels (their input loads coincide). */
+ * SiLU or Clip cuBLASLt cannot fuse. Here a warp makes eight output channels (one 16-byte store a pixel) of 32 x P
+ * pixels, float32 sums, bias, Z and the activation fused: the warp's weights are the same for all its threads
+ * (broadcast loads), and the PW_WARPS warps of a block share the pixels (their input loads hit L1) and fill
+ * whole output rows together. Block b: pixel tile b / groups, channel group b % groups. */
+#define PW_WARPS 4
 template <int CIN, int P, int ACT>
-__global__ void __launch_bounds__(256) pw_small_k(const uint4 *__restrict__ x, const uint4 *__restrict__ w,
-                                                  const uint4 *__restrict__ bias, const uint4 *__restrict__ z,
-                                                  uint4 *__restrict__ y, uint32_t total, fdiv32 fmg, uint32_t rows,
-                                                  act_params act) {
-    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= total) return;
+__global__ void __launch_bounds__(32 * PW_WARPS) pw_small_k(const uint4 *__restrict__ x, const uint4 *__restrict__ w,
+                                                           const uint4 *__restrict__ bias, const uint4 *__restrict__ z,
+                                                           uint4 *__restrict__ y, uint32_t m8, uint32_t groups,
+                                                           uint32_t rows, act_params act) {
     constexpr int KC = CIN / 8;
-    const uint32_t m8 = fmg.d, q = fdiv_q(fmg, i), mg = i - q * m8, r0 = q * P;
+    const uint32_t tile = blockIdx.x / groups, mg = (blockIdx.x - tile * groups) * PW_WARPS + threadIdx.y;
+    if (mg >= m8) return;
+    const uint32_t r0 = tile * 32 * P + threadIdx.x;
     float acc[P][8];
 #pragma unroll
     for (int p = 0; p < P; p++)
@@ -482,30 +485,28 @@ __global__ void __launch_bounds__(256) pw_small_k(const uint4 *__restrict__ x, c
         for (int e = 0; e < 8; e++) acc[p][e] = 0.0f;
 #pragma unroll
     for (int kc = 0; kc < KC; kc++) {
-        float xf[P][8];
 #pragma unroll
         for (int p = 0; p < P; p++) {
-            if (r0 + p < rows) h8_to_f(__ldg(&x[(r0 + p) * KC + kc]), xf[p]);
-            else
+            const uint32_t r = r0 + 32 * p;
+            if (r >= rows) break;
+            float xf[8];
+            h8_to_f(__ldg(&x[r * KC + kc]), xf);
 #pragma unroll
-                for (int e = 0; e < 8; e++) xf[p][e] = 0.0f;
-        }
+            for (int m = 0; m < 8; m++) {
+                float wf[8];
+                h8_to_f(__ldg(&w[(mg * 8 + m) * KC + kc]), wf);
 #pragma unroll
-        for (int m = 0; m < 8; m++) {
-            float wf[8];
-            h8_to_f(__ldg(&w[(mg * 8 + m) * KC + kc]), wf);
-#pragma unroll
-            for (int p = 0; p < P; p++)
-#pragma unroll
-                for (int e = 0; e < 8; e++) acc[p][m] = fmaf(xf[p][e], wf[e], acc[p][m]);
+                for (int e = 0; e < 8; e++) acc[p][m] = fmaf(xf[e], wf[e], acc[p][m]);
+            }
         }
     }
     float bf[8];
     if (bias) h8_to_f(__ldg(&bias[mg]), bf);
 #pragma unroll
     for (int p = 0; p < P; p++) {
-        if (r0 + p >= rows) break;
-        const uint32_t o = (r0 + p) * m8 + mg;
+        const uint32_t r = r0 + 32 * p;
+        if (r >= rows) break;
+        const uint32_t o = r * m8 + mg;
         float v[8];
 #pragma unroll
         for (int e = 0; e < 8; e++) v[e] = acc[p][e] + (bias ? bf[e] : 0.0f);
@@ -528,10 +529,11 @@ template <int CIN, int ACT>
 static void pw_small_launch(cudaStream_t st, const void *x, const void *w, const void *bias, const void *z, void *y,
                             int64_t rows, int64_t m, act_params a) {
     constexpr int P = 4;
-    uint32_t m8 = (uint32_t)(m / 8), total = (uint32_t)(((rows + P - 1) / P) * m8);
-    pw_small_k<CIN, P, ACT><<<(total + 255) / 256, 256, 0, st>>>((const uint4 *)x, (const uint4 *)w,
-                                                                 (const uint4 *)bias, (const uint4 *)z, (uint4 *)y,
-                                                                 total, make_fdiv(m8), (uint32_t)rows, a);
+    uint32_t m8 = (uint32_t)(m / 8), groups = (m8 + PW_WARPS - 1) / PW_WARPS;
+    uint32_t tiles = (uint32_t)((rows + 32 * P - 1) / (32 * P));
+    pw_small_k<CIN, P, ACT><<<tiles * groups, dim3(32, PW_WARPS), 0, st>>>(
+        (const uint4 *)x, (const uint4 *)w, (const uint4 *)bias, (const uint4 *)z, (uint4 *)y, m8, groups,
+        (uint32_t)rows, a);
 }
 
 template <int CIN>
@@ -547,8 +549,9 @@ static void pw_small_act(cudaStream_t st, const void *x, const void *w, const vo
 }
 
 extern "C" int cuda_pw_small_fits(int64_t rows, int64_t c, int64_t m) {
+    /* tiles x groups blocks: at most 2^31 - 1 */
     return rows > 0 && (c == 8 || c == 16 || c == 24 || c == 32) && m > 0 && m % 8 == 0 && rows * m < INT32_MAX &&
-           rows * c < INT32_MAX;
+           rows * c < INT32_MAX && (rows + 127) / 128 * ((m / 8 + PW_WARPS - 1) / PW_WARPS) < INT32_MAX;
 }
 
 extern "C" netrun_status cuda_pw_small_nhwc_f16(cuda_context *ctx, const void *x, const void *w, const void *bias,

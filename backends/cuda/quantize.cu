@@ -58,6 +58,90 @@ __global__ void dequantize_k(qargs a, qgeom g, int64_t n) {
     }
 }
 
+/* The common case, fast: float32 x and scale, (u)int8 y (and zero point), per tensor or per axis with the axis'
+ * inner extent a multiple of 4: four elements a thread (one 16-byte load, one 4-byte store) sharing one scale, and
+ * no per-element dtype switch or 64-bit index division (the generic kernel above took 65% of a QDQ BERT's time).
+ * Same arithmetic as quantize_k / dequantize_k: x / scale as a float division, rounded half to even, plus the
+ * zero point, saturated; dequantization (x - zp) * scale in float. */
+struct q8geom {
+    fdiv32 inner4, dim; /* per axis: element group i has parameter (i / inner4) % dim; per tensor: dim.d == 1 */
+    int axis;
+};
+
+__device__ __forceinline__ uint32_t q8_param(const q8geom &g, uint32_t i) {
+    if (!g.axis) return 0;
+    uint32_t r = fdiv_q(g.inner4, i);
+    return r - fdiv_q(g.dim, r) * g.dim.d;
+}
+
+template <bool U8>
+__global__ void quantize_f32_q8_k(const float4 *__restrict__ x, const float *__restrict__ s, const void *__restrict__ z,
+                                  uint32_t *__restrict__ y, uint32_t n4, q8geom g) {
+    const double lo = U8 ? 0.0 : -128.0, hi = U8 ? 255.0 : 127.0;
+    uint32_t stride = blockDim.x * gridDim.x;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += stride) {
+        const uint32_t k = q8_param(g, i);
+        const float sc = __ldg(&s[k]);
+        const double zp = z ? (U8 ? (double)((const uint8_t *)z)[k] : (double)((const int8_t *)z)[k]) : 0.0;
+        const float4 v = x[i];
+        const float e[4] = {v.x, v.y, v.z, v.w};
+        uint32_t packed = 0;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const double q = nr_sat_round(__dadd_rn((double)rintf(__fdiv_rn(e[j], sc)), zp), lo, hi);
+            packed |= (uint32_t)(U8 ? (uint8_t)(int)q : (uint8_t)(int8_t)(int)q) << (8 * j);
+        }
+        y[i] = packed;
+    }
+}
+
+template <bool U8>
+__global__ void dequantize_q8_f32_k(const uint32_t *__restrict__ x, const float *__restrict__ s,
+                                    const void *__restrict__ z, float4 *__restrict__ y, uint32_t n4, q8geom g) {
+    uint32_t stride = blockDim.x * gridDim.x;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += stride) {
+        const uint32_t k = q8_param(g, i);
+        const float sc = __ldg(&s[k]);
+        const float zp = z ? (U8 ? (float)((const uint8_t *)z)[k] : (float)((const int8_t *)z)[k]) : 0.0f;
+        const uint32_t b = x[i];
+        float e[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const uint8_t u = (uint8_t)(b >> (8 * j));
+            e[j] = __fmul_rn(__fsub_rn(U8 ? (float)u : (float)(int8_t)u, zp), sc);
+        }
+        y[i] = make_float4(e[0], e[1], e[2], e[3]);
+    }
+}
+
+/* 1 when the fast kernels took the node (else the generic kernels run). */
+static int q8_fast(cuda_context *ctx, const netrun_quantize_params *p, const netrun_tensor *x, const netrun_tensor *s,
+                   const netrun_tensor *z, netrun_tensor *y, const qgeom &g, int64_t n, int quantize) {
+    netrun_dtype qt = quantize ? y->dtype : x->dtype, ft = quantize ? x->dtype : y->dtype;
+    if (ft != NETRUN_DTYPE_FLOAT || s->dtype != NETRUN_DTYPE_FLOAT ||
+        (qt != NETRUN_DTYPE_UINT8 && qt != NETRUN_DTYPE_INT8) || (z && z->dtype != qt) ||
+        (quantize && p->precision != NETRUN_DTYPE_FLOAT) || n % 4 || n / 4 >= INT32_MAX ||
+        ((uintptr_t)x->data & 15) || ((uintptr_t)y->data & 15))
+        return 0;
+    q8geom q;
+    q.axis = p->mode == NETRUN_QUANT_PER_AXIS;
+    if (p->mode != NETRUN_QUANT_PER_TENSOR && !(q.axis && g.inner % 4 == 0)) return 0;
+    q.inner4 = make_fdiv((uint32_t)(q.axis ? g.inner / 4 : 1));
+    q.dim = make_fdiv((uint32_t)(q.axis ? g.dim : 1));
+    uint32_t n4 = (uint32_t)(n / 4);
+    int u8 = qt == NETRUN_DTYPE_UINT8;
+    const void *zp = z ? z->data : NULL;
+    unsigned blocks = cuda_blocks32(n4, CUDA_THREADS);
+    if (quantize) {
+        if (u8) quantize_f32_q8_k<true><<<blocks, CUDA_THREADS, 0, ctx->stream>>>((const float4 *)x->data, (const float *)s->data, zp, (uint32_t *)y->data, n4, q);
+        else quantize_f32_q8_k<false><<<blocks, CUDA_THREADS, 0, ctx->stream>>>((const float4 *)x->data, (const float *)s->data, zp, (uint32_t *)y->data, n4, q);
+    } else {
+        if (u8) dequantize_q8_f32_k<true><<<blocks, CUDA_THREADS, 0, ctx->stream>>>((const uint32_t *)x->data, (const float *)s->data, zp, (float4 *)y->data, n4, q);
+        else dequantize_q8_f32_k<false><<<blocks, CUDA_THREADS, 0, ctx->stream>>>((const uint32_t *)x->data, (const float *)s->data, zp, (float4 *)y->data, n4, q);
+    }
+    return 1;
+}
+
 static int q_supports_common(const netrun_node_desc *node, char *reason, size_t size, int quantize) {
     const netrun_quantize_params *p = (const netrun_quantize_params *)node->params;
     if (!p) return cuda_refuse(reason, size, "%s without params", node->op_type);
@@ -134,6 +218,7 @@ static netrun_status q_run_common(cuda_context *ctx, const netrun_kernel_args *a
     a.prec = p->precision;
     a.saturate = p->saturate;
     a.integer = nr_int_range(y->dtype, &a.lo, &a.hi);
+    if (q8_fast(ctx, p, x, s, z, y, g, n, quantize)) return cuda_check_launch(op);
     if (quantize) quantize_k<<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(a, g, n);
     else dequantize_k<<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(a, g, n);
     return cuda_check_launch(op);
