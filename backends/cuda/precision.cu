@@ -462,22 +462,19 @@ static int dw8_dispatch(cudaStream_t st, const void *x, const void *w, const voi
 }
 
 /* ---- float16 NHWC regions: pointwise Conv on few input channels (C of 8, 16, 24 or 32) of our own ----
- * A 1x1 Conv that widens 16 channels to 96 (MobileNetV2's and EfficientNet's first expansions, at 112x112) is a
- * GEMM with K = 16: memory-bound, and cuDNN / cuBLAS ran it at a fifth of the bandwidth, plus a separate pass for a
- * SiLU or Clip cuBLASLt cannot fuse. Here a warp makes eight output channels (one 16-byte store a pixel) of 32 x P
- * pixels, float32 sums, bias, Z and the activation fused: the warp's weights are the same for all its threads
- * (broadcast loads), and the PW_WARPS warps of a block share the pixels (their input loads hit L1) and fill
- * whole output rows together. Block b: pixel tile b / groups, channel group b % groups. */
-#define PW_WARPS 4
+ * A 1x1 Conv on 8-32 channels is a GEMM with K <= 32: memory-bound, with the bias, Z and any activation (SiLU,
+ * Clip: cuBLASLt fuses neither) in the same pass here. A block makes all M output channels of 32 x P pixels: warp w
+ * the eight channels 8w..8w+7 (its weight loads are the same for all its threads), lane l the pixels l + 32p
+ * (consecutive input rows); the tile goes through shared memory so that the block writes its T x M outputs, one
+ * contiguous range, with consecutive 16-byte stores. M <= 256 (at most 32 warps). */
 template <int CIN, int P, int ACT>
-__global__ void __launch_bounds__(32 * PW_WARPS) pw_small_k(const uint4 *__restrict__ x, const uint4 *__restrict__ w,
-                                                           const uint4 *__restrict__ bias, const uint4 *__restrict__ z,
-                                                           uint4 *__restrict__ y, uint32_t m8, uint32_t groups,
-                                                           uint32_t rows, act_params act) {
-    constexpr int KC = CIN / 8;
-    const uint32_t tile = blockIdx.x / groups, mg = (blockIdx.x - tile * groups) * PW_WARPS + threadIdx.y;
-    if (mg >= m8) return;
-    const uint32_t r0 = tile * 32 * P + threadIdx.x;
+__global__ void __launch_bounds__(1024) pw_small_k(const uint4 *__restrict__ x, const uint4 *__restrict__ w,
+                                                   const uint4 *__restrict__ bias, const uint4 *__restrict__ z,
+                                                   uint4 *__restrict__ y, uint32_t m8, uint32_t rows,
+                                                   act_params act) {
+    extern __shared__ uint4 pw_tile[]; /* [32 P][m8 + 1]: one 16-byte pad a pixel against bank conflicts */
+    constexpr int KC = CIN / 8, T = 32 * P;
+    const uint32_t mg = threadIdx.y, base = blockIdx.x * T, pitch = m8 + 1;
     float acc[P][8];
 #pragma unroll
     for (int p = 0; p < P; p++)
@@ -487,7 +484,7 @@ __global__ void __launch_bounds__(32 * PW_WARPS) pw_small_k(const uint4 *__restr
     for (int kc = 0; kc < KC; kc++) {
 #pragma unroll
         for (int p = 0; p < P; p++) {
-            const uint32_t r = r0 + 32 * p;
+            const uint32_t r = base + threadIdx.x + 32 * p;
             if (r >= rows) break;
             float xf[8];
             h8_to_f(__ldg(&x[r * KC + kc]), xf);
@@ -504,15 +501,14 @@ __global__ void __launch_bounds__(32 * PW_WARPS) pw_small_k(const uint4 *__restr
     if (bias) h8_to_f(__ldg(&bias[mg]), bf);
 #pragma unroll
     for (int p = 0; p < P; p++) {
-        const uint32_t r = r0 + 32 * p;
+        const uint32_t pix = threadIdx.x + 32 * p, r = base + pix;
         if (r >= rows) break;
-        const uint32_t o = r * m8 + mg;
         float v[8];
 #pragma unroll
         for (int e = 0; e < 8; e++) v[e] = acc[p][e] + (bias ? bf[e] : 0.0f);
         if (z) {
             float zf[8];
-            h8_to_f(__ldg(&z[o]), zf);
+            h8_to_f(__ldg(&z[r * m8 + mg]), zf);
 #pragma unroll
             for (int e = 0; e < 8; e++) v[e] += zf[e];
         }
@@ -521,19 +517,26 @@ __global__ void __launch_bounds__(32 * PW_WARPS) pw_small_k(const uint4 *__restr
 #pragma unroll
         for (int e = 0; e < 4; e++)
             h[e] = __floats2half2_rn(apply_act_t<ACT>(v[2 * e], act), apply_act_t<ACT>(v[2 * e + 1], act));
-        y[o] = out;
+        pw_tile[pix * pitch + mg] = out;
+    }
+    __syncthreads();
+    const uint32_t valid = rows - base < (uint32_t)T ? rows - base : (uint32_t)T, n = valid * m8;
+    uint4 *yt = y + (size_t)base * m8;
+    for (uint32_t j = threadIdx.y * 32 + threadIdx.x; j < n; j += 32 * m8) {
+        const uint32_t pix = j / m8;
+        yt[j] = pw_tile[pix * pitch + (j - pix * m8)];
     }
 }
 
 template <int CIN, int ACT>
 static void pw_small_launch(cudaStream_t st, const void *x, const void *w, const void *bias, const void *z, void *y,
                             int64_t rows, int64_t m, act_params a) {
-    constexpr int P = 4;
-    uint32_t m8 = (uint32_t)(m / 8), groups = (m8 + PW_WARPS - 1) / PW_WARPS;
-    uint32_t tiles = (uint32_t)((rows + 32 * P - 1) / (32 * P));
-    pw_small_k<CIN, P, ACT><<<tiles * groups, dim3(32, PW_WARPS), 0, st>>>(
-        (const uint4 *)x, (const uint4 *)w, (const uint4 *)bias, (const uint4 *)z, (uint4 *)y, m8, groups,
-        (uint32_t)rows, a);
+    constexpr int P = 2;
+    uint32_t m8 = (uint32_t)(m / 8), tiles = (uint32_t)((rows + 32 * P - 1) / (32 * P));
+    size_t smem = (size_t)32 * P * (m8 + 1) * 16;
+    pw_small_k<CIN, P, ACT><<<tiles, dim3(32, m8), smem, st>>>((const uint4 *)x, (const uint4 *)w,
+                                                               (const uint4 *)bias, (const uint4 *)z, (uint4 *)y, m8,
+                                                               (uint32_t)rows, a);
 }
 
 template <int CIN>
@@ -549,9 +552,9 @@ static void pw_small_act(cudaStream_t st, const void *x, const void *w, const vo
 }
 
 extern "C" int cuda_pw_small_fits(int64_t rows, int64_t c, int64_t m) {
-    /* tiles x groups blocks: at most 2^31 - 1 */
-    return rows > 0 && (c == 8 || c == 16 || c == 24 || c == 32) && m > 0 && m % 8 == 0 && rows * m < INT32_MAX &&
-           rows * c < INT32_MAX && (rows + 127) / 128 * ((m / 8 + PW_WARPS - 1) / PW_WARPS) < INT32_MAX;
+    /* M <= 256: one warp per eight output channels, at most 32 (a 1024-thread block, 33 KiB of tile) */
+    return rows > 0 && (c == 8 || c == 16 || c == 24 || c == 32) && m > 0 && m % 8 == 0 && m <= 256 &&
+           rows * m < INT32_MAX && rows * c < INT32_MAX;
 }
 
 extern "C" netrun_status cuda_pw_small_nhwc_f16(cuda_context *ctx, const void *x, const void *w, const void *bias,
