@@ -32,11 +32,9 @@
 #include "../common/dtype_convert.h"
 
 #define MAXD 5
-/* V_LT: region pointwise Convs only, one cuBLASLt GEMM with the bias/ReLU/Z epilogue fused (conv_lt.c);
- * V_PW: region pointwise Convs on 8-32 input channels, our own kernel with everything fused (precision.cu) */
-enum { V_NATIVE = 0, V_F16 = 1, V_F16_NHWC = 2, V_LT = 3, V_PW = 4, N_VARIANTS = 5 };
-static const char *const variant_name[N_VARIANTS] = {"native", "fp16 NCHW", "fp16 NHWC", "fp16 GEMM+epilogue",
-                                                     "fp16 pointwise"};
+/* V_LT: region pointwise Convs only, one cuBLASLt GEMM with the bias/ReLU/Z epilogue fused (conv_lt.c) */
+enum { V_NATIVE = 0, V_F16 = 1, V_F16_NHWC = 2, V_LT = 3, N_VARIANTS = 4 };
+static const char *const variant_name[N_VARIANTS] = {"native", "fp16 NCHW", "fp16 NHWC", "fp16 GEMM+epilogue"};
 
 /* Algorithm cache key (below). fused: what the node fuses (activation, bias, sum), which decides the measured
  * choice of a timed search. */
@@ -455,10 +453,6 @@ static netrun_status conv_setup(cuda_context *ctx, conv_state *st, int xrank, co
         st->dw = !pw && (!dwo || strcmp(dwo, "0") != 0) && nd == 4 && !st->prepad && p->group > 1 && p->group == xd[1] && yd[1] == xd[1] && wd[1] == 1 &&
                  cuda_dw_nhwc_fits(xd[0], xd[1], xd[2], xd[3], yd[2], yd[3]);
         if (st->dw) gm->ok = 1;
-        /* pointwise on few input channels: our own kernel, a candidate beside cuBLAS(Lt) and cuDNN */
-        const char *pwo = ctx->config.get_option ? ctx->config.get_option(ctx->config.opaque, "cuda.fp16_pw") : NULL;
-        st->v[V_PW].ok = pw && (!pwo || strcmp(pwo, "0") != 0) &&
-                         cuda_pw_small_fits((int64_t)xd[0] * xd[2] * xd[3], xd[1], yd[1]);
     } else if (with_f16) {
         size_t nx = 2, ny = 2;
         for (int i = 0; i < nd; i++) {
@@ -482,8 +476,7 @@ static netrun_status conv_setup(cuda_context *ctx, conv_state *st, int xrank, co
             }
         }
     }
-    if (st->region && !st->v[V_NATIVE].ok && !st->v[V_F16_NHWC].ok && !st->v[V_F16].ok && !st->v[V_LT].ok &&
-        !st->v[V_PW].ok)
+    if (st->region && !st->v[V_NATIVE].ok && !st->v[V_F16_NHWC].ok && !st->v[V_F16].ok && !st->v[V_LT].ok)
         return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda conv: no float16 NHWC, GEMM or float32 path is available "
                                                         "for a region Conv");
     if (st->region && !st->v[V_NATIVE].ok) st->use = st->v[V_F16_NHWC].ok ? V_F16_NHWC : V_F16;
@@ -498,8 +491,7 @@ static netrun_status conv_setup(cuda_context *ctx, conv_state *st, int xrank, co
 
 static size_t variant_ws(const conv_state *st, int vi) {
     const conv_variant *v = &st->v[vi];
-    if (st->region)
-        return vi == V_NATIVE ? st->x32_bytes + st->y32_bytes + v->algo_ws : vi == V_F16 || vi == V_PW ? 0 : v->algo_ws;
+    if (st->region) return vi == V_NATIVE ? st->x32_bytes + st->y32_bytes + v->algo_ws : vi == V_F16 ? 0 : v->algo_ws;
     if (vi == V_LT) return 0;
     return vi == V_NATIVE ? st->pad_bytes + v->algo_ws : st->x16_bytes + st->y16_bytes + v->algo_ws;
 }
@@ -589,9 +581,6 @@ static netrun_status conv_exec(cuda_context *ctx, void *arg) {
     const netrun_conv_params *p = &st->p;
     netrun_status s;
     int fused = 0;
-    if (st->region && io->vi == V_PW) /* few input channels: our own kernel, everything fused */
-        return cuda_pw_small_nhwc_f16(ctx, io->x, st->w16_nhwc, io->bias, io->z, io->y, io->n * io->ys, io->c, io->m,
-                                      &p->activation);
     if (st->region && io->vi == V_LT) /* one cuBLASLt call: GEMM, bias, ReLU and Z */
         return cuda_lt_gemm_run(ctx, st->lt, st->w16_nhwc, io->x, io->bias, io->z, io->y, io->ws);
     if (st->region && io->vi == V_F16 && st->dw) { /* depthwise: our own NHWC kernel, everything fused */
@@ -832,12 +821,12 @@ static netrun_status choose_variant(cuda_context *ctx, conv_state *st, const net
         st->use = best;
         cuda_host->log(NETRUN_LOG_INFO, "cuda",
                        "conv %s (fp16 region): fp16 NHWC %.4f ms, fp16 %s %.4f ms, fp16 Lt GEMM+epilogue %.4f ms, "
-                       "fp16 pointwise %.4f ms, fp32 with conversions %.4f ms -> %s",
+                       "fp32 with conversions %.4f ms -> %s",
                        node->name, st->v[V_F16_NHWC].ok ? st->v[V_F16_NHWC].ms : -1.0, st->dw ? "depthwise" : "GEMM",
                        st->v[V_F16].ok ? st->v[V_F16].ms : -1.0, st->v[V_LT].ok ? st->v[V_LT].ms : -1.0,
-                       st->v[V_PW].ok ? st->v[V_PW].ms : -1.0, st->v[V_NATIVE].ok ? st->v[V_NATIVE].ms : -1.0,
+                       st->v[V_NATIVE].ok ? st->v[V_NATIVE].ms : -1.0,
                        best == V_NATIVE ? "fp32" : best == V_F16 ? (st->dw ? "fp16 depthwise" : "fp16 GEMM")
-                                        : best == V_LT ? "fp16 Lt GEMM+epilogue" : best == V_PW ? "fp16 pointwise" : "fp16 NHWC");
+                                        : best == V_LT ? "fp16 Lt GEMM+epilogue" : "fp16 NHWC");
         return NETRUN_OK;
     }
     st->use = best;
@@ -854,11 +843,7 @@ static void describe(conv_state *st) {
         return;
     }
     if (st->region) {
-        if (st->use == V_PW)
-            snprintf(st->desc, sizeof st->desc, "own fp16 NHWC pointwise (fp16 region; timed pw %.3f / lt %.3f / gemm %.3f / "
-                     "nhwc %.3f ms)", v->ms, st->v[V_LT].ok ? st->v[V_LT].ms : -1.0, st->v[V_F16].ok ? st->v[V_F16].ms : -1.0,
-                     st->v[V_F16_NHWC].ok ? st->v[V_F16_NHWC].ms : -1.0);
-        else if (st->use == V_LT)
+        if (st->use == V_LT)
             snprintf(st->desc, sizeof st->desc, "cublasLt fp16 NHWC GEMM+bias/relu/sum (fp16 region; timed lt %.3f / gemm %.3f / "
                      "nhwc %.3f / fp32+conv %.3f ms)", v->ms, st->v[V_F16].ok ? st->v[V_F16].ms : -1.0,
                      st->v[V_F16_NHWC].ok ? st->v[V_F16_NHWC].ms : -1.0, st->v[V_NATIVE].ok ? st->v[V_NATIVE].ms : -1.0);
@@ -981,7 +966,7 @@ static netrun_status conv_create(cuda_context *ctx, const netrun_node_desc *node
         if (s == NETRUN_OK && st->region) { /* supports() checked: W (and B) are float16 constants */
             int64_t cg = wv->dims[1], ks = 1;
             for (int i = 2; i < wv->rank; i++) ks *= wv->dims[i];
-            if (st->v[V_F16_NHWC].ok || st->v[V_F16].ok || st->v[V_LT].ok || st->v[V_PW].ok)
+            if (st->v[V_F16_NHWC].ok || st->v[V_F16].ok || st->v[V_LT].ok)
                 s = upload_from_half(wv->const_data, wv->dims[0], cg, ks, 0, &st->w16_nhwc);
             if (s == NETRUN_OK && st->dw && st->v[V_F16].ok) /* [C, kh*kw] -> [kh*kw, C] */
                 s = upload_from_half(wv->const_data, 1, wv->dims[0], ks, 0, &st->w16_dw);
@@ -1005,8 +990,7 @@ static netrun_status conv_create(cuda_context *ctx, const netrun_node_desc *node
             if (s == NETRUN_OK && has_bias) s = upload_half(bv->const_data, 1, 1, m, 0, &st->b16);
             if (s == NETRUN_OK) s = choose_variant(ctx, st, node);
         }
-        if (s == NETRUN_OK && st->region &&
-            st->v[V_NATIVE].ok + st->v[V_F16_NHWC].ok + st->v[V_F16].ok + st->v[V_LT].ok + st->v[V_PW].ok > 1)
+        if (s == NETRUN_OK && st->region && st->v[V_NATIVE].ok + st->v[V_F16_NHWC].ok + st->v[V_F16].ok + st->v[V_LT].ok > 1)
             s = choose_variant(ctx, st, node);
         if (s != NETRUN_OK) {
             conv_destroy(ctx, st);
@@ -1041,7 +1025,7 @@ static netrun_status conv_run(cuda_context *ctx, void *state, const netrun_kerne
         if ((s = conv_setup(ctx, st, X->rank, X->dims, W->dims, Y->dims, cap, 0, 0)) != NETRUN_OK) return s;
         if (st->region) { /* only the paths whose weights were uploaded at creation */
             if (st->use == V_NATIVE && !st->w32) st->use = V_F16_NHWC;
-            if (((st->use == V_F16_NHWC || st->use == V_F16 || st->use == V_LT || st->use == V_PW) && !st->w16_nhwc) || (st->use == V_F16 && st->dw && !st->w16_dw) ||
+            if (((st->use == V_F16_NHWC || st->use == V_F16 || st->use == V_LT) && !st->w16_nhwc) || (st->use == V_F16 && st->dw && !st->w16_dw) ||
                 !st->v[st->use].ok)
                 return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "cuda conv: region Conv shapes changed at run time");
         }

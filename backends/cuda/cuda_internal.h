@@ -330,11 +330,6 @@ netrun_status cuda_dw_nhwc_f16(cuda_context *ctx, const void *x, const void *wkc
                                int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow, const int64_t *k,
                                const int64_t *strides, const int64_t *pads, const int64_t *dil,
                                const netrun_fused_activation *act);
-/* Pointwise Conv of float16 NHWC data with C of 8, 16, 24 or 32 input channels and M % 8 == 0 output channels
- * (16-byte aligned): y[r, m] = act(sum_c x[r, c] w[m, c] + bias[m] + z[r, m]) over rows r (precision.cu). */
-int cuda_pw_small_fits(int64_t rows, int64_t c, int64_t m);
-netrun_status cuda_pw_small_nhwc_f16(cuda_context *ctx, const void *x, const void *w, const void *bias, const void *z,
-                                     void *y, int64_t rows, int64_t c, int64_t m, const netrun_fused_activation *act);
 
 #ifdef __cplusplus
 }
