@@ -6,6 +6,9 @@
  * its integer kernels take) multiplies the weights [OC, K] by the pixels' patches [rows, K]; a 1x1 stride-1
  * convolution over channels-last int8 X with C % 16 == 0 reads X itself, others gather the patches first
  * (im2col, channels-last, 4 bytes a thread where C % 4 == 0). The sums come out [rows, OC]: channels last.
+ * Convolutions between channels-last int8 tensors with C % 32 == 0 that would need patches (3x3, strided 1x1)
+ * skip both: an implicit-GEMM kernel of our own (ql_igemm_k, mma.sync) reads the patches in place and
+ * requantises from its registers.
  *
  * Zero points: the Tensor Cores take signed 8-bit operands, so a uint8 X is moved to int8 on the way in
  * (x - 128, and its zero point with it: the same differences), and a uint8 W with zero point 128 likewise; W's
@@ -258,10 +261,161 @@ __global__ void ql_dw_k(ql_dw d, ql_epi e) {
     }
 }
 
+/* ---- implicit GEMM: the patches read in place ----
+ * Convolutions whose patches would be gathered (3x3, strided 1x1) over channels-last int8 X with C % 32 == 0:
+ * a block computes a 128-pixel x 128-channel tile of the sums with the integer Tensor Cores (mma.sync m16n8k32,
+ * int8 x int8 -> int32), K walked 64 bytes at a time through a three-stage cp.async pipeline. The A tile is loaded
+ * straight from X: pixel m's 16-byte chunk at k is X[n, oh*s - p + r*d, ow*s - p + s*d, c] for (r, s, c) = k's
+ * position, or 16 bytes of X's zero point where the tap falls in the padding (so that the zx * sum w in the bias
+ * stays right, as with the gathered patches). B is the weights [OCp][Kp] as uploaded. Eight warps, 32 x 64 each;
+ * shared rows of 64 + 16 bytes so that the fragments' 32-bit loads hit 32 banks. The epilogue is the int32
+ * path's (ql_finish: the CPU's double arithmetic, the residual Add, uint8 or int8 Y), written straight from the
+ * registers: no patch matrix and no int32 sums in memory. */
+#define IG_BM 128
+#define IG_BN 128
+#define IG_BK 64
+#define IG_LD 80
+#define IG_STAGES 3
+#define IG_STAGE_BYTES ((IG_BM + IG_BN) * IG_LD)
+
+struct ig_args {
+    const int8_t *x, *w;
+    int64_t rows;
+    int H, W, C, OH, OW, OCp, K, Kp, KW, sh, sw, dh, dw, ph, pw;
+    uint32_t zx4; /* X's zero point in all four bytes */
+    fdiv32 ohw, ow, c, kw;
+};
+
+__device__ __forceinline__ void ig_cp16(uint32_t dst, const void *src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+}
+__device__ __forceinline__ void ig_st16(uint32_t dst, uint32_t v) {
+    asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(dst), "r"(v));
+}
+
+/* Stage `slot` <- K tile kt: two 16-byte chunks of A and two of B per thread (256 threads). */
+__device__ __forceinline__ void ig_load(const ig_args &a, uint32_t sbase, int slot, int kt, const int *pn,
+                                        const int *pih, const int *piw, const bool *pvalid, int64_t oc0) {
+    const int tid = threadIdx.x, col = tid & 3;
+    const uint32_t st = sbase + slot * IG_STAGE_BYTES;
+    const int k = kt * IG_BK + col * 16;
+    /* k's tap (r, s) and channel c: k < K, C % 32 == 0, so a chunk never straddles two taps */
+    const uint32_t rs = fdiv_q(a.c, (uint32_t)k), c = (uint32_t)k - rs * (uint32_t)a.C;
+    const uint32_t r = fdiv_q(a.kw, rs), sx = rs - r * (uint32_t)a.KW;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int row = (tid >> 2) + 64 * h;
+        const uint32_t dst = st + row * IG_LD + col * 16;
+        if (k >= a.K) {
+            ig_st16(dst, 0u);
+            continue;
+        }
+        const int ih = pih[h] + (int)r * a.dh, iw = piw[h] + (int)sx * a.dw;
+        if (pvalid[h] && (unsigned)ih < (unsigned)a.H && (unsigned)iw < (unsigned)a.W)
+            ig_cp16(dst, a.x + ((((int64_t)pn[h] * a.H + ih) * a.W + iw) * a.C + c));
+        else
+            ig_st16(dst, a.zx4);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int row = (tid >> 2) + 64 * h;
+        const uint32_t dst = st + (IG_BM + row) * IG_LD + col * 16;
+        const int64_t oc = oc0 + row;
+        if (k < a.K && oc < a.OCp) ig_cp16(dst, a.w + oc * a.Kp + k);
+        else ig_st16(dst, 0u);
+    }
+}
+
+__global__ void __launch_bounds__(256) ql_igemm_k(ig_args a, ql_epi e) {
+    extern __shared__ __align__(16) uint8_t ig_smem[];
+    const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(ig_smem);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp & 3, wn = warp >> 2;
+    const int g = lane >> 2, t = lane & 3;
+    const int64_t m0 = (int64_t)blockIdx.x * IG_BM, oc0 = (int64_t)blockIdx.y * IG_BN;
+    /* this thread's two A rows: image, top-left input position, validity */
+    int pn[2], pih[2], piw[2];
+    bool pvalid[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int64_t m = m0 + (tid >> 2) + 64 * h;
+        pvalid[h] = m < a.rows;
+        const uint32_t mm = pvalid[h] ? (uint32_t)m : 0u;
+        const uint32_t n = fdiv_q(a.ohw, mm), pix = mm - n * a.ohw.d, oh = fdiv_q(a.ow, pix), ow = pix - oh * a.ow.d;
+        pn[h] = (int)n;
+        pih[h] = (int)oh * a.sh - a.ph;
+        piw[h] = (int)ow * a.sw - a.pw;
+    }
+    int32_t acc[2][8][4];
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int q = 0; q < 4; q++) acc[i][j][q] = 0;
+    const int KT = (a.K + IG_BK - 1) / IG_BK;
+#pragma unroll
+    for (int sidx = 0; sidx < IG_STAGES - 1; sidx++) {
+        if (sidx < KT) ig_load(a, sbase, sidx, sidx, pn, pih, piw, pvalid, oc0);
+        asm volatile("cp.async.commit_group;\n" ::);
+    }
+    for (int kt = 0; kt < KT; kt++) {
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(IG_STAGES - 2));
+        __syncthreads();
+        const int nk = kt + IG_STAGES - 1;
+        if (nk < KT) ig_load(a, sbase, nk % IG_STAGES, nk, pn, pih, piw, pvalid, oc0);
+        asm volatile("cp.async.commit_group;\n" ::);
+        const uint8_t *As = ig_smem + (kt % IG_STAGES) * IG_STAGE_BYTES, *Bs = As + IG_BM * IG_LD;
+#pragma unroll
+        for (int kk = 0; kk < IG_BK; kk += 32) {
+            uint32_t af[2][4], bf[8][2];
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const uint8_t *r0 = As + (wm * 32 + i * 16 + g) * IG_LD + kk + t * 4, *r8 = r0 + 8 * IG_LD;
+                af[i][0] = *(const uint32_t *)r0;
+                af[i][1] = *(const uint32_t *)r8;
+                af[i][2] = *(const uint32_t *)(r0 + 16);
+                af[i][3] = *(const uint32_t *)(r8 + 16);
+            }
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const uint8_t *c0 = Bs + (wn * 64 + j * 8 + g) * IG_LD + kk + t * 4;
+                bf[j][0] = *(const uint32_t *)c0;
+                bf[j][1] = *(const uint32_t *)(c0 + 16);
+            }
+#pragma unroll
+            for (int i = 0; i < 2; i++)
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+                    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                                 "{%8,%9}, {%0,%1,%2,%3};\n"
+                                 : "+r"(acc[i][j][0]), "+r"(acc[i][j][1]), "+r"(acc[i][j][2]), "+r"(acc[i][j][3])
+                                 : "r"(af[i][0]), "r"(af[i][1]), "r"(af[i][2]), "r"(af[i][3]), "r"(bf[j][0]),
+                                   "r"(bf[j][1]));
+        }
+    }
+    asm volatile("cp.async.wait_group 0;\n" ::);
+    /* c0, c1: row g, columns 2t, 2t + 1; c2, c3: row g + 8 */
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int hr = 0; hr < 2; hr++) {
+            const int64_t row = m0 + wm * 32 + i * 16 + g + 8 * hr;
+            if (row >= a.rows) continue;
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+#pragma unroll
+                for (int q = 0; q < 2; q++) {
+                    const int64_t oc = oc0 + wn * 64 + j * 8 + 2 * t + q;
+                    if (oc < e.OC) ql_finish(e, row, oc, acc[i][j][2 * hr + q]);
+                }
+        }
+}
+
 /* ---- host side ---- */
 
 typedef struct ql_state {
     int matmul, dw, res, direct;
+    int igemm;           /* the implicit-GEMM kernel (ql_igemm_k) instead of patches + cuBLASLt */
     netrun_dtype xt, yt, qt;
     int64_t C, OC, OCp, KH, KW, K, Kp;
     int64_t s[2], d[2], pb[2];
@@ -414,7 +568,7 @@ static netrun_status ql_plan(cuda_context *ctx, ql_state *st, int64_t N, int64_t
     st->need = 0;
     st->planned = 1;
     st->lt8 = 0;
-    if (st->dw || N == 0 || OH * OW == 0) return NETRUN_OK;
+    if (st->dw || st->igemm || N == 0 || OH * OW == 0) return NETRUN_OK;
     int64_t ohw = OH * OW;
     /* int8 out where Y is channels last with 4-byte aligned rows; else (or without such an algorithm) int32 sums */
     if (st->beta_f && (st->nhwc_out || ohw == 1) && st->OC % 4 == 0) {
@@ -539,6 +693,16 @@ static netrun_status ql_create(cuda_context *ctx, const netrun_node_desc *nd, vo
                     (!p || (p->pads_end[0] == 0 && p->pads_end[1] == 0));
         int planes1 = !st->matmul && x->rank == 4 && x->dims[2] == 1 && x->dims[3] == 1;
         st->direct = plain && (st->src_nhwc || st->matmul || planes1) && st->xt == NETRUN_DTYPE_INT8 && st->C % 16 == 0;
+        /* the patches read in place (option cuda.int8_igemm=0: gathered as before) */
+        const char *ig = ctx->config.get_option ? ctx->config.get_option(ctx->config.opaque, "cuda.int8_igemm") : NULL;
+        st->igemm = !st->direct && !st->matmul && st->src_nhwc && st->dst_nhwc && st->xt == NETRUN_DTYPE_INT8 &&
+                    st->C % 32 == 0 && st->Kp == st->K && (!ig || strcmp(ig, "0") != 0);
+        /* its three stages take 60 KiB of shared memory: past the 48 KiB a launch gets without asking */
+        if (st->igemm && cudaFuncSetAttribute(ql_igemm_k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              IG_STAGES * IG_STAGE_BYTES) != cudaSuccess) {
+            cudaGetLastError();
+            st->igemm = 0;
+        }
     }
     if (s == NETRUN_OK && x->rank >= 2 && cuda_desc_count(x) > 0 && cuda_desc_count(y) > 0) {
         if (st->matmul) s = ql_plan(ctx, st, cuda_desc_count(x) / st->C, 1, 1, 1, 1);
@@ -603,6 +767,26 @@ static netrun_status ql_run(cuda_context *ctx, void *state, const netrun_kernel_
         int64_t n = N * st->C * OH * OW;
         ql_dw_k<<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(d, e);
         return cuda_check_launch("QLinearConv depthwise");
+    }
+    if (st->igemm) {
+        ig_args a;
+        a.x = (const int8_t *)X->data;
+        a.w = st->w;
+        a.rows = N * OH * OW;
+        a.H = (int)H, a.W = (int)W, a.C = (int)st->C, a.OH = (int)OH, a.OW = (int)OW, a.OCp = (int)st->OCp;
+        a.K = (int)st->K, a.Kp = (int)st->Kp, a.KW = (int)st->KW;
+        a.sh = (int)st->s[0], a.sw = (int)st->s[1], a.dh = (int)st->d[0], a.dw = (int)st->d[1];
+        a.ph = (int)st->pb[0], a.pw = (int)st->pb[1];
+        a.zx4 = (uint32_t)(uint8_t)st->zx * 0x01010101u;
+        a.ohw = make_fdiv((uint32_t)(OH * OW));
+        a.ow = make_fdiv((uint32_t)OW);
+        a.c = make_fdiv((uint32_t)st->C);
+        a.kw = make_fdiv((uint32_t)st->KW);
+        if (a.rows >= INT32_MAX || N * H * W * st->C >= ((int64_t)1 << 40))
+            return cuda_host->error(NETRUN_ERR_UNSUPPORTED, "%s: %lld output pixels", st->what, (long long)a.rows);
+        dim3 grid((unsigned)((a.rows + IG_BM - 1) / IG_BM), (unsigned)((st->OCp + IG_BN - 1) / IG_BN));
+        ql_igemm_k<<<grid, 256, IG_STAGES * IG_STAGE_BYTES, ctx->stream>>>(a, e);
+        return cuda_check_launch("QLinearConv implicit GEMM");
     }
     char *ws = (char *)(args->workspace_size >= st->need ? cuda_workspace_address(args->workspace) : NULL);
     if (!ws && st->need) {
@@ -695,6 +879,11 @@ extern "C" void cuda_qlinear_describe(void *state, char *buf, size_t size) {
     if (st->dw) {
         snprintf(buf, size, "int8 depthwise (direct)%s%s%s", st->res ? " + residual" : "", st->src_nhwc ? " (NHWC in)" : "",
                  st->dst_nhwc ? " (NHWC out)" : "");
+        return;
+    }
+    if (st->igemm) {
+        snprintf(buf, size, "int8 implicit GEMM (mma.sync, patches in place) %lldx%lld%s (NHWC in/out)", (long long)st->OC,
+                 (long long)st->K, st->res ? " + residual" : "");
         return;
     }
     snprintf(buf, size, "int8 %s GEMM %lldx%lld%s%s%s%s", st->lt8 ? "cuBLASLt (int8 out)" : st->lt_full ? "cuBLASLt" : st->planned ? "dp4a" : "",

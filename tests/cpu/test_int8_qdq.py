@@ -154,6 +154,21 @@ def residual_net():
     return g.model([1, 8, 14, 14], y, "residual_net"), [1, 8, 14, 14]
 
 
+def igemm_net(batch="N"):
+    """3x3 and strided 1x1 convs on 32 and 64 channels (the CUDA implicit-GEMM kernel's convs: patches read in
+    place), 11x11 and 6x6 planes (pixel counts that leave partial 128-row tiles), a residual Add, 96 and 40 output
+    channels (partial 128-channel tiles), at batch 3."""
+    g = G()
+    y = g.n("Relu", [g.conv("x", 8, 32, "stem", 3)], "stem.relu")
+    y = g.n("Relu", [g.conv(y, 32, 32, "c1", 3)], "c1.relu")
+    a = g.n("Relu", [g.conv(y, 32, 64, "c2", 3, 2)], "c2.relu")
+    b = g.conv(a, 64, 64, "c3", 3)
+    y = g.n("Relu", [g.n("Add", [b, g.conv(y, 32, 64, "down", 1, 2)], "add")], "add.relu")
+    y = g.n("Relu", [g.conv(y, 64, 96, "c4", 3)], "c4.relu")
+    y = g.conv(y, 96, 40, "c5", 3, 2)
+    return g.model([batch, 8, 11, 11], y, "igemm_net"), [1, 8, 11, 11]
+
+
 def bert_block():
     """One encoder layer's MatMuls: Q/K/V projections, scores = Q K^T, softmax, context = P V, FFN with Relu."""
     g = G()
@@ -278,7 +293,8 @@ def main():
     cases = [("conv3x3", lambda: one_conv(3, 1, 1, 8, 24, 12)), ("conv3x3s2", lambda: one_conv(3, 2, 1, 5, 16, 17)),
              ("dw3x3", lambda: one_conv(3, 1, 32, 32, 32, 9)), ("conv1x1", lambda: one_conv(1, 1, 1, 40, 24, 7)),
              ("matmul", lambda: (one_matmul())), ("convnet", convnet), ("bert_block", bert_block),
-             ("convnet_b3", lambda: convnet("N")), ("shared_bias", shared_bias_net), ("downsample_b3", downsample_b3)]
+             ("convnet_b3", lambda: convnet("N")), ("shared_bias", shared_bias_net), ("downsample_b3", downsample_b3),
+             ("igemm_b3", igemm_net)]
     with tempfile.TemporaryDirectory() as tmp:
         for name, make in cases:
             m, shape = make()
@@ -306,7 +322,10 @@ def main():
                 if conv and weight == QuantType.QInt8 and on_cpu:
                     check("oneDNN int8" in kernels or "direct" in kernels, f"{tag}: kernels {kernels}")
                 diff = np.abs(y.astype(np.float64) - ref) / scale
-                one_layer = name not in ("convnet", "bert_block", "convnet_b3", "shared_bias", "downsample_b3")
+                one_layer = name not in ("convnet", "bert_block", "convnet_b3", "shared_bias", "downsample_b3", "igemm_b3")
+                if name == "igemm_b3" and not on_cpu and fusable(weight) and act == QuantType.QInt8:
+                    check(kernels.count("implicit GEMM") >= 5, f"{tag}: implicit GEMM on {kernels.count('implicit GEMM')} "
+                          f"convs: {kernels}")
                 bound, share = (1.01, 0.97) if one_layer else (4.01, 0.90)
                 within = float(np.mean(diff <= (0.01 if one_layer else 1.01)))
                 print(f"{tag}: max {diff.max():.2f} units of the output scale, {within:.1%} "
