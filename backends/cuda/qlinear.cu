@@ -326,7 +326,7 @@ __device__ __forceinline__ void ig_load(const ig_args &a, uint32_t sbase, int sl
     }
 }
 
-__global__ void __launch_bounds__(256) ql_igemm_k(ig_args a, ql_epi e) {
+__global__ void __launch_bounds__(256, 2) ql_igemm_k(ig_args a, ql_epi e) {
     extern __shared__ __align__(16) uint8_t ig_smem[];
     const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(ig_smem);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp & 3, wn = warp >> 2;
@@ -394,20 +394,38 @@ __global__ void __launch_bounds__(256) ql_igemm_k(ig_args a, ql_epi e) {
         }
     }
     asm volatile("cp.async.wait_group 0;\n" ::);
-    /* c0, c1: row g, columns 2t, 2t + 1; c2, c3: row g + 8 */
+    /* c0, c1: row g, columns 2t, 2t + 1; c2, c3: row g + 8. The int32 path's arithmetic (ql_finish) with the
+     * channels-last index computed once a row; a pair of channels stored as one 16-bit word where OC is even. */
+    const int64_t ocb = oc0 + wn * 64 + 2 * t;
+    const bool pairs = (e.OC & 1) == 0;
 #pragma unroll
     for (int i = 0; i < 2; i++)
 #pragma unroll
         for (int hr = 0; hr < 2; hr++) {
             const int64_t row = m0 + wm * 32 + i * 16 + g + 8 * hr;
             if (row >= a.rows) continue;
+            uint8_t *yrow = (uint8_t *)e.y + row * e.OC;
+            const uint8_t *zrow = e.res ? (const uint8_t *)e.z + row * e.OC : NULL;
 #pragma unroll
-            for (int j = 0; j < 8; j++)
+            for (int j = 0; j < 8; j++) {
+                const int64_t oc = ocb + j * 8;
+                if (oc >= e.OC) continue;
+                uint32_t b2[2];
 #pragma unroll
                 for (int q = 0; q < 2; q++) {
-                    const int64_t oc = oc0 + wn * 64 + j * 8 + 2 * t + q;
-                    if (oc < e.OC) ql_finish(e, row, oc, acc[i][j][2 * hr + q]);
+                    const int64_t c = oc + q < e.OC ? oc + q : oc;
+                    const uint32_t av = (uint32_t)acc[i][j][2 * hr + q] + (uint32_t)__ldg(&e.bias[c]);
+                    int32_t v = (int32_t)nr_sat_round(__dadd_rn(__dmul_rn((double)(int32_t)av, __ldg(&e.mult[c])), e.yzp),
+                                                      e.lo, e.hi);
+                    if (zrow && oc + q < e.OC) v = ql_add(e, v, zrow[oc + q]);
+                    b2[q] = (uint32_t)v & 0xffu;
                 }
+                if (pairs) *(uint16_t *)(yrow + oc) = (uint16_t)(b2[0] | (b2[1] << 8));
+                else {
+                    yrow[oc] = (uint8_t)b2[0];
+                    if (oc + 1 < e.OC) yrow[oc + 1] = (uint8_t)b2[1];
+                }
+            }
         }
 }
 
@@ -415,7 +433,8 @@ __global__ void __launch_bounds__(256) ql_igemm_k(ig_args a, ql_epi e) {
 
 typedef struct ql_state {
     int matmul, dw, res, direct;
-    int igemm;           /* the implicit-GEMM kernel (ql_igemm_k) instead of patches + cuBLASLt */
+    int igemm;           /* the implicit-GEMM kernel (ql_igemm_k) may replace patches + cuBLASLt */
+    int ig_now;          /* ... and does at the planned shape (enough 128 x 128 tiles to fill the GPU) */
     netrun_dtype xt, yt, qt;
     int64_t C, OC, OCp, KH, KW, K, Kp;
     int64_t s[2], d[2], pb[2];
@@ -568,7 +587,11 @@ static netrun_status ql_plan(cuda_context *ctx, ql_state *st, int64_t N, int64_t
     st->need = 0;
     st->planned = 1;
     st->lt8 = 0;
-    if (st->dw || st->igemm || N == 0 || OH * OW == 0) return NETRUN_OK;
+    /* 128 x 128 tiles fill the GPU only with enough pixels: small grids (batch 1's late layers) keep cuBLASLt,
+     * which splits K */
+    int64_t tiles = (N * OH * OW + IG_BM - 1) / IG_BM * ((st->OCp + IG_BN - 1) / IG_BN);
+    st->ig_now = st->igemm && tiles >= 2 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
+    if (st->dw || st->ig_now || N == 0 || OH * OW == 0) return NETRUN_OK;
     int64_t ohw = OH * OW;
     /* int8 out where Y is channels last with 4-byte aligned rows; else (or without such an algorithm) int32 sums */
     if (st->beta_f && (st->nhwc_out || ohw == 1) && st->OC % 4 == 0) {
@@ -768,7 +791,7 @@ static netrun_status ql_run(cuda_context *ctx, void *state, const netrun_kernel_
         ql_dw_k<<<cuda_blocks(n), CUDA_THREADS, 0, ctx->stream>>>(d, e);
         return cuda_check_launch("QLinearConv depthwise");
     }
-    if (st->igemm) {
+    if (st->ig_now) {
         ig_args a;
         a.x = (const int8_t *)X->data;
         a.w = st->w;
@@ -881,7 +904,7 @@ extern "C" void cuda_qlinear_describe(void *state, char *buf, size_t size) {
                  st->dst_nhwc ? " (NHWC out)" : "");
         return;
     }
-    if (st->igemm) {
+    if (st->ig_now) {
         snprintf(buf, size, "int8 implicit GEMM (mma.sync, patches in place) %lldx%lld%s (NHWC in/out)", (long long)st->OC,
                  (long long)st->K, st->res ? " + residual" : "");
         return;
