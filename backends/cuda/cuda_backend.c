@@ -255,7 +255,7 @@ static const char *get_opt(const netrun_backend_config *c, const char *key) {
 }
 
 /* Backend options: cuda.algo_search (heuristic|timed), cuda.pinned, cuda.fp16_regions, cuda.fp16_lt, cuda.fp16_dw
- * (0|1), cuda.int8_igemm (0|1), cuda.attention_workspace_mb (MiB), cuda.fail_alloc_after (test hook). */
+ * (0|1), cuda.int8_igemm (0|1|always), cuda.attention_workspace_mb (MiB), cuda.fail_alloc_after (test hook). */
 static netrun_status read_options(cuda_context *ctx, const netrun_backend_config *c) {
     const char *v = get_opt(c, "cuda.algo_search");
     ctx->algo_search = CUDA_ALGO_HEURISTIC;
@@ -899,9 +899,10 @@ static const netrun_option_spec cuda_options[] = {
     {"cuda.fp16_paths", NETRUN_OPTION_STRING, NULL, "float16 conv paths that may be timed (default nchw,nhwc)"},
     {"cuda.fp16_lt", NETRUN_OPTION_BOOL, NULL, "cuBLASLt for float16 1x1 convs (default 1)"},
     {"cuda.fp16_dw", NETRUN_OPTION_BOOL, NULL, "own float16 NHWC depthwise kernel (default 1)"},
-    {"cuda.int8_igemm", NETRUN_OPTION_BOOL, NULL,
+    {"cuda.int8_igemm", NETRUN_OPTION_ENUM, "0|1|always",
      "QLinearConv between channels-last int8 tensors (C % 32 == 0) by the own implicit-GEMM kernel, patches read in "
-     "place (default 1; 0: patches gathered, then cuBLASLt)"},
+     "place: 1 (default) where its 128 x 128 tiles are at least twice the SM count, always, or 0 (patches gathered, "
+     "then cuBLASLt)"},
     {"cuda.attention_workspace_mb", NETRUN_OPTION_INT, NULL,
      "cap on Attention's score buffer in MiB (default 256; 0 = simple kernel only)"},
     {"cuda.flash_attention", NETRUN_OPTION_BOOL, NULL,

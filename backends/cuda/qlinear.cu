@@ -435,6 +435,7 @@ typedef struct ql_state {
     int matmul, dw, res, direct;
     int igemm;           /* the implicit-GEMM kernel (ql_igemm_k) may replace patches + cuBLASLt */
     int ig_now;          /* ... and does at the planned shape (enough 128 x 128 tiles to fill the GPU) */
+    int ig_always;       /* option cuda.int8_igemm=always: whatever the shape (tests) */
     netrun_dtype xt, yt, qt;
     int64_t C, OC, OCp, KH, KW, K, Kp;
     int64_t s[2], d[2], pb[2];
@@ -590,7 +591,7 @@ static netrun_status ql_plan(cuda_context *ctx, ql_state *st, int64_t N, int64_t
     /* 128 x 128 tiles fill the GPU only with enough pixels: small grids (batch 1's late layers) keep cuBLASLt,
      * which splits K */
     int64_t tiles = (N * OH * OW + IG_BM - 1) / IG_BM * ((st->OCp + IG_BN - 1) / IG_BN);
-    st->ig_now = st->igemm && tiles >= 2 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132);
+    st->ig_now = st->igemm && (st->ig_always || tiles >= 2 * (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 132));
     if (st->dw || st->ig_now || N == 0 || OH * OW == 0) return NETRUN_OK;
     int64_t ohw = OH * OW;
     /* int8 out where Y is channels last with 4-byte aligned rows; else (or without such an algorithm) int32 sums */
@@ -720,6 +721,7 @@ static netrun_status ql_create(cuda_context *ctx, const netrun_node_desc *nd, vo
         const char *ig = ctx->config.get_option ? ctx->config.get_option(ctx->config.opaque, "cuda.int8_igemm") : NULL;
         st->igemm = !st->direct && !st->matmul && st->src_nhwc && st->dst_nhwc && st->xt == NETRUN_DTYPE_INT8 &&
                     st->C % 32 == 0 && st->Kp == st->K && (!ig || strcmp(ig, "0") != 0);
+        st->ig_always = st->igemm && ig && !strcmp(ig, "always");
         /* its three stages take 60 KiB of shared memory: past the 48 KiB a launch gets without asking */
         if (st->igemm && cudaFuncSetAttribute(ql_igemm_k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               IG_STAGES * IG_STAGE_BYTES) != cudaSuccess) {
