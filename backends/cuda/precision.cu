@@ -15,6 +15,16 @@ __device__ __forceinline__ void h8_to_f(const uint4 &v, float f[8]) {
     }
 }
 
+/* act(v[0..7]) rounded to eight float16 values (one 16-byte store). */
+template <int ACT> __device__ __forceinline__ uint4 f8_act_to_h8(const float v[8], const act_params &act) {
+    uint4 out;
+    __half2 *h = reinterpret_cast<__half2 *>(&out);
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        h[e] = __floats2half2_rn(apply_act_t<ACT>(v[2 * e], act), apply_act_t<ACT>(v[2 * e + 1], act));
+    return out;
+}
+
 __global__ void f32_to_f16_k(const float *x, __half *y, int64_t n) {
     GRID_LOOP(i, n) y[i] = __float2half_rn(x[i]);
 }
@@ -207,12 +217,7 @@ __global__ void f16_nsc_bias_act8_k(uint4 *y, const uint4 *bias, uint32_t total8
 #pragma unroll
             for (int e = 0; e < 8; e++) v[e] += b[e];
         }
-        uint4 out;
-        __half2 *h = reinterpret_cast<__half2 *>(&out);
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            h[e] = __floats2half2_rn(apply_act_t<ACT>(v[2 * e], act), apply_act_t<ACT>(v[2 * e + 1], act));
-        y[i] = out;
+        y[i] = f8_act_to_h8<ACT>(v, act);
     }
 }
 
@@ -411,12 +416,7 @@ __global__ void __launch_bounds__(256) dw8_nhwc_k(const uint4 *__restrict__ x, c
 #pragma unroll
             for (int e = 0; e < 8; e++) v[e] += zf[e];
         }
-        uint4 out;
-        __half2 *h = reinterpret_cast<__half2 *>(&out);
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            h[e] = __floats2half2_rn(apply_act_t<ACT>(v[2 * e], act), apply_act_t<ACT>(v[2 * e + 1], act));
-        y[o] = out;
+        y[o] = f8_act_to_h8<ACT>(v, act);
     }
 }
 
