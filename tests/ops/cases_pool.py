@@ -38,6 +38,11 @@ add("max_double", "MaxPool", [rand(1, 3, 8, 8, dtype=np.float64, seed=7)], kerne
 add("max_int8", "MaxPool", [rand(1, 3, 8, 8, dtype=np.int8, low=-128, high=127, seed=8)], kernel_shape=[3, 3],
     pads=[1, 1, 1, 1])
 add("max_uint8", "MaxPool", [rand(1, 3, 8, 8, dtype=np.uint8, low=0, high=255, seed=9)], kernel_shape=[2, 2])
+# 8-bit MaxPool as QDQ models run it (ResNet's 3x3 / 2 after the stem), batch 2; dilation and asymmetric pads
+add("max_int8_s2_b2", "MaxPool", [rand(2, 4, 9, 9, dtype=np.int8, low=-128, high=127, seed=10)], kernel_shape=[3, 3],
+    strides=[2, 2], pads=[1, 1, 1, 1])
+add("max_uint8_dil_pads", "MaxPool", [rand(1, 2, 10, 10, dtype=np.uint8, low=0, high=255, seed=11)],
+    kernel_shape=[3, 3], dilations=[2, 2], pads=[2, 1, 0, 2])
 
 add("avg_basic", "AveragePool", [x4], kernel_shape=[2, 2])
 add("avg_pads_exclude", "AveragePool", [x4], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
