@@ -104,10 +104,14 @@ static inline uint16_t cpu_float_to_half(float f) { return nr_float_to_half(f); 
 static inline float cpu_bf16_to_float(uint16_t h) { return nr_bf16_to_float(h); }
 static inline uint16_t cpu_float_to_bf16(float f) { return nr_float_to_bf16(f); }
 
-/* expf that the compiler can vectorize (Cephes polynomial, ~1 ulp): libm's expf is a scalar call. The
- * scale 2^n is applied in two halves so that results run smoothly into subnormals and infinity. NaN stays
- * NaN (no float->int conversion of the input happens). */
-static inline float cpu_expf(float x) {
+/* always_inline (on exp, tanh, erf, log below): GCC inlines no plain function into an arch=haswell target
+ * clone ("target specific option mismatch"), so the AVX2 loops called these out of line, one lane at a time. */
+#define CPU_MATH_INLINE __attribute__((always_inline))
+/* expf that the compiler can vectorize (Cephes polynomial, within 2 ulp of exp: tests/cpu/test_fast_math.c): libm's
+ * expf is a scalar call. The scale 2^n is applied in two halves so that results run smoothly into subnormals and
+ * infinity (x is clamped to [-104, 89]: exp(-104) rounds to 0, exp(89) overflows). NaN stays NaN (no float->int
+ * conversion of the input happens). */
+CPU_MATH_INLINE static inline float cpu_expf(float x) {
     /* Clamp to [-104, 89] by bit masks: GCC keeps float selects as branches (trapping math) and would not
      * vectorize. NaN compares false both ways and passes through. */
     uint32_t xb, mlo = 0u - (uint32_t)(x < -104.0f), mhi = 0u - (uint32_t)(x > 89.0f);
@@ -129,7 +133,9 @@ static inline float cpu_expf(float x) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
-    int32_t n1 = n / 2, n2 = n - n1;
+    /* n in [-150, 128]: halves n >> 1 and n - (n >> 1) (an arithmetic shift, one instruction where n / 2 took
+     * three) both lie in [-75, 64], so each scale is a normal float */
+    int32_t n1 = n >> 1, n2 = n - n1;
     uint32_t b1 = (uint32_t)(n1 + 127) << 23, b2 = (uint32_t)(n2 + 127) << 23;
     float s1, s2;
     memcpy(&s1, &b1, 4);
@@ -169,7 +175,7 @@ static inline float cpu_signedf(float r, uint32_t sign) {
     memcpy(&r, &rb, 4);
     return r;
 }
-static inline float cpu_tanhf(float x) {
+CPU_MATH_INLINE static inline float cpu_tanhf(float x) {
     uint32_t sign;
     const float ax = cpu_abs_clampf(x, 7.90531110763549805f, &sign);
     const float x2 = ax * ax;
@@ -191,7 +197,7 @@ static inline float cpu_tanhf(float x) {
  * to 1), the rational approximation Eigen and XLA use for float32: one division and 12 multiply-adds, where the
  * series-and-exp form before cost twice onnxruntime's time. Within 8 ulp and 5e-7 absolute of erf over the floats
  * (tests/cpu/test_fast_math.c); NaN stays NaN. */
-static inline float cpu_erff(float x) {
+CPU_MATH_INLINE static inline float cpu_erff(float x) {
     uint32_t sign;
     const float ax = cpu_abs_clampf(x, 4.0f, &sign);
     const float x2 = ax * ax;
@@ -209,6 +215,147 @@ static inline float cpu_erff(float x) {
     q = q * x2 - 1.42647390514189e-02f;
     return cpu_signedf(ax * p / q, sign);
 }
+/* logf that vectorizes (libm's is a scalar call: Log ran at a quarter of onnxruntime's speed): x = m 2^e with m in
+ * [sqrt(1/2), sqrt(2)) taken from the bits (subnormals scaled by 2^23 first), then Cephes' polynomial. Within 2 ulp
+ * of log over the floats (tests/cpu/test_fast_math.c); log(+-0) = -inf, log(+inf) = +inf, x < 0 gives NaN, NaN
+ * stays NaN (libm's results). */
+CPU_MATH_INLINE static inline float cpu_logf(float x) {
+    const uint32_t msub = 0u - (uint32_t)(x < 1.17549435e-38f); /* subnormal (and zero, negative: fixed below) */
+    float xs = cpu_selectf(msub, x * 8388608.0f, x);
+    uint32_t xb;
+    memcpy(&xb, &xs, 4);
+    /* k: the exponent that leaves the mantissa in [sqrt(1/2), sqrt(2)) (0x3F3504F3 = sqrt(1/2)) */
+    const int32_t k = (int32_t)(xb - 0x3F3504F3u) >> 23;
+    const uint32_t mb = xb - ((uint32_t)k << 23);
+    float m;
+    memcpy(&m, &mb, 4);
+    const float e = (float)(k - (int32_t)(msub & 23u));
+    const float f = m - 1.0f, z = f * f;
+    /* Cephes' log(1 + f) = f - f^2/2 + f^3 P(f), f in [sqrt(1/2) - 1, sqrt(2) - 1) */
+    float y = 7.0376836292e-2f;
+    y = y * f - 1.1514610310e-1f;
+    y = y * f + 1.1676998740e-1f;
+    y = y * f - 1.2420140846e-1f;
+    y = y * f + 1.4249322787e-1f;
+    y = y * f - 1.6668057665e-1f;
+    y = y * f + 2.0000714765e-1f;
+    y = y * f - 2.4999993993e-1f;
+    y = y * f + 3.3333331174e-1f;
+    y = y * f * z;
+    y += e * -2.12194440e-4f;
+    y += -0.5f * z;
+    float r = f + y;
+    r += e * 0.693359375f;
+    /* the special values, by masks (NaN compares false) */
+    r = cpu_selectf(0u - (uint32_t)(x == INFINITY), x, r);
+    r = cpu_selectf(0u - (uint32_t)(x == 0.0f), -INFINITY, r);
+    r = cpu_selectf(0u - (uint32_t)(x < 0.0f), NAN, r);
+    return cpu_selectf(0u - (uint32_t)(x != x), x, r);
+}
+
+/* The same exp and log on 16 floats with AVX-512F and FMA (callers check cpu_has_avx512f and carry the target
+ * attribute CPU_AVX512_MATH): scalef applies 2^n in one step, running into subnormals and infinity with one
+ * rounding, and getexp / getmant split x, subnormals included, where the portable forms above need two scales and
+ * masks. log's polynomial is the one above, exp's a shorter one; both keep the bounds stated above (tested in
+ * tests/cpu/test_fast_math.c). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define CPU_HAVE_AVX512_MATH 1
+#define CPU_AVX512_MATH __attribute__((target("avx512f,fma")))
+/* the 16-lane helpers: GCC left them out of line in the row loops (a call and the constants reloaded per vector) */
+#define CPU_AVX512_INLINE __attribute__((target("avx512f,fma"), always_inline))
+/* exp over all floats, x clamped to [-104, 89] as cpu_expf's (hi_clamp 0: Softmax's x - max <= 0 needs no upper
+ * clamp). NaN stays NaN: vminps / vmaxps return their second operand when either is NaN. */
+CPU_AVX512_INLINE static inline __m512 cpu_exp_ps512_(__m512 x, int hi_clamp) {
+    if (hi_clamp) x = _mm512_min_ps(_mm512_set1_ps(89.0f), x);
+    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+    const __m512 magic = _mm512_set1_ps(12582912.0f);
+    const __m512 nf = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), magic), magic);
+    __m512 r = _mm512_fnmadd_ps(nf, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(nf, _mm512_set1_ps(-2.12194440e-4f), r);
+    /* 1 + r (1 + r q(r)), q of degree 4 fitted to exp's relative error on [-ln2/2, ln2/2] (3e-9 before rounding
+     * to float): 6 FMAs where Cephes' degree-7 form above takes 8 operations */
+    __m512 p = _mm512_set1_ps(1.3814445119e-3f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3687119186e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1668388993e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666521132e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.9999994040e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, nf);
+}
+CPU_AVX512_INLINE static inline __m512 cpu_exp_ps512(__m512 x) { return cpu_exp_ps512_(x, 1); }
+/* log: getmant's sign control gives NaN for x < 0 (and NaN for NaN); +-0 and +inf, whose getexp is -inf and +inf,
+ * take that exponent as the result. */
+CPU_AVX512_INLINE static inline __m512 cpu_log_ps512(__m512 x) {
+    __m512 m = _mm512_getmant_ps(x, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_nan); /* [1, 2) */
+    __m512 e = _mm512_getexp_ps(x);
+    const __mmask16 big = _mm512_cmp_ps_mask(m, _mm512_set1_ps(1.41421356f), _CMP_GT_OQ);
+    m = _mm512_mask_mul_ps(m, big, m, _mm512_set1_ps(0.5f));
+    e = _mm512_mask_add_ps(e, big, e, _mm512_set1_ps(1.0f));
+    const __m512 f = _mm512_sub_ps(m, _mm512_set1_ps(1.0f)), z = _mm512_mul_ps(f, f);
+    __m512 y = _mm512_set1_ps(7.0376836292e-2f);
+    y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(-1.1514610310e-1f));
+    y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(1.1676998740e-1f));
+    y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(-1.2420140846e-1f));
+    y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(1.4249322787e-1f));
+    y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(-1.6668057665e-1f));
+    y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(2.0000714765e-1f));
+    y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(-2.4999993993e-1f));
+    y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(3.3333331174e-1f));
+    y = _mm512_mul_ps(_mm512_mul_ps(y, f), z);
+    y = _mm512_fmadd_ps(e, _mm512_set1_ps(-2.12194440e-4f), y);
+    y = _mm512_fmadd_ps(z, _mm512_set1_ps(-0.5f), y);
+    __m512 r = _mm512_add_ps(f, y);
+    r = _mm512_fmadd_ps(e, _mm512_set1_ps(0.693359375f), r);
+    const __mmask16 special = _mm512_cmp_ps_mask(_mm512_abs_ps(e), _mm512_set1_ps(INFINITY), _CMP_EQ_OQ) &
+                              _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NLT_UQ);
+    return _mm512_mask_mov_ps(r, special, e);
+}
+/* tanh and erf: cpu_tanhf's and cpu_erff's rational forms with FMA (|x| clamped by vminps, which keeps a NaN in its
+ * second operand; the sign put back by bits), 13 and 14 operations where the portable loops' AVX-512 clone, without
+ * FMA, takes 24 and 26. Same bounds (8 ulp; erf 5e-7 absolute) and special values. */
+CPU_AVX512_INLINE static inline __m512 cpu_sign_ps512_(__m512 r, __m512 x) {
+    const __m512i sign = _mm512_and_epi32(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u));
+    return _mm512_castsi512_ps(_mm512_or_epi32(_mm512_castps_si512(r), sign));
+}
+CPU_AVX512_INLINE static inline __m512 cpu_tanh_ps512(__m512 x) {
+    const __m512 ax = _mm512_min_ps(_mm512_set1_ps(7.90531110763549805f), _mm512_abs_ps(x)), x2 = _mm512_mul_ps(ax, ax);
+    __m512 p = _mm512_set1_ps(-2.76076847742355e-16f);
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(2.00018790482477e-13f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-8.60467152213735e-11f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(5.12229709037114e-08f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(1.48572235717979e-05f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(6.37261928875436e-04f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(4.89352455891786e-03f));
+    __m512 q = _mm512_set1_ps(1.19825839466702e-06f);
+    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(1.18534705686654e-04f));
+    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(2.26843463243900e-03f));
+    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(4.89352518554385e-03f));
+    __m512 r = _mm512_div_ps(_mm512_mul_ps(ax, p), q);
+    r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.0004f), _CMP_LT_OQ), ax);
+    /* at the clamp the FMA form gives 0.99999976 (the portable one 1): +-1 there, as tanh(+-inf) must be */
+    r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(ax, _mm512_set1_ps(7.90531110763549805f), _CMP_EQ_OQ),
+                           _mm512_set1_ps(1.0f));
+    return cpu_sign_ps512_(r, x);
+}
+CPU_AVX512_INLINE static inline __m512 cpu_erf_ps512(__m512 x) {
+    const __m512 ax = _mm512_min_ps(_mm512_set1_ps(4.0f), _mm512_abs_ps(x)), x2 = _mm512_mul_ps(ax, ax);
+    __m512 p = _mm512_set1_ps(-2.72614225801306e-10f);
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(2.77068142495902e-08f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-2.10102402082508e-06f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-5.69250639462346e-05f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-7.34990630326855e-04f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-2.95459980854025e-03f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-1.60960333262415e-02f));
+    __m512 q = _mm512_set1_ps(-1.45660718464996e-05f);
+    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(-2.13374055278905e-04f));
+    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(-1.68282697438203e-03f));
+    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(-7.37332916720468e-03f));
+    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(-1.42647390514189e-02f));
+    return cpu_sign_ps512_(_mm512_div_ps(_mm512_mul_ps(ax, p), q), x);
+}
+#endif
 /* Every dtype the byte-moving kernels (copies, gathers, pads...) serve. */
 #define CPU_ALL_DTYPES                                                                                          \
     (NETRUN_DTYPE_BIT(NETRUN_DTYPE_FLOAT) | NETRUN_DTYPE_BIT(NETRUN_DTYPE_UINT8) |                              \
