@@ -355,6 +355,48 @@ CPU_AVX512_INLINE static inline __m512 cpu_erf_ps512(__m512 x) {
     q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(-1.42647390514189e-02f));
     return cpu_sign_ps512_(_mm512_div_ps(_mm512_mul_ps(ax, p), q), x);
 }
+/* The max of a row of n >= 16 floats with four accumulators (one chains on vmaxps' latency: a quarter of
+ * Softmax's time on rows of 1024). NaN is not tracked: vmaxps may drop it, but a NaN in the row makes the softmax
+ * sum NaN, so the row still comes out all NaN. */
+CPU_AVX512_INLINE static inline float cpu_row_max_ps512(const float *x, int64_t n) {
+    __m512 m0 = _mm512_loadu_ps(x), m1 = m0, m2 = m0, m3 = m0;
+    int64_t i = 16;
+    for (; i + 64 <= n; i += 64) {
+        m0 = _mm512_max_ps(m0, _mm512_loadu_ps(x + i));
+        m1 = _mm512_max_ps(m1, _mm512_loadu_ps(x + i + 16));
+        m2 = _mm512_max_ps(m2, _mm512_loadu_ps(x + i + 32));
+        m3 = _mm512_max_ps(m3, _mm512_loadu_ps(x + i + 48));
+    }
+    for (; i + 16 <= n; i += 16) m0 = _mm512_max_ps(m0, _mm512_loadu_ps(x + i));
+    if (i < n) m1 = _mm512_mask_max_ps(m1, (__mmask16)((1u << (n - i)) - 1), m1, _mm512_maskz_loadu_ps(
+                                           (__mmask16)((1u << (n - i)) - 1), x + i));
+    return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
+}
+/* Softmax of a row of n >= 16 floats: y = exp(x - max) / sum (y may be x), the exp without its upper clamp
+ * (x - max <= 0, or NaN: a NaN row, or one whose every entry is -inf, comes out all NaN), the sum taken in the exp
+ * pass; next (or NULL): the following row, prefetched during that pass. Softmax (softmax.c) and the fused
+ * attention's score rows (transformer.c). */
+CPU_AVX512_INLINE static inline void cpu_softmax_row_ps512(const float *x, float *y, int64_t n, const float *next) {
+    const int64_t nv = n & ~(int64_t)15;
+    const __mmask16 kt = (__mmask16)((1u << (n & 15)) - 1); /* the tail's lanes */
+    const __m512 mx = _mm512_set1_ps(cpu_row_max_ps512(x, n));
+    __m512 acc = _mm512_setzero_ps();
+    int64_t i;
+    for (i = 0; i < nv; i += 16) {
+        if (next) _mm_prefetch((const char *)(next + i), _MM_HINT_T0);
+        const __m512 v = cpu_exp_ps512_(_mm512_sub_ps(_mm512_loadu_ps(x + i), mx), 0);
+        _mm512_storeu_ps(y + i, v);
+        acc = _mm512_add_ps(acc, v);
+    }
+    if (kt) {
+        const __m512 v = cpu_exp_ps512_(_mm512_sub_ps(_mm512_maskz_loadu_ps(kt, x + i), mx), 0);
+        _mm512_mask_storeu_ps(y + i, kt, v);
+        acc = _mm512_mask_add_ps(acc, kt, acc, v);
+    }
+    const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(acc));
+    for (i = 0; i < nv; i += 16) _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(y + i), inv));
+    if (kt) _mm512_mask_storeu_ps(y + i, kt, _mm512_mul_ps(_mm512_maskz_loadu_ps(kt, y + i), inv));
+}
 #endif
 /* Every dtype the byte-moving kernels (copies, gathers, pads...) serve. */
 #define CPU_ALL_DTYPES                                                                                          \

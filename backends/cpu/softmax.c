@@ -218,24 +218,6 @@ __attribute__((target("avx512f,avx512dq,avx512vl"))) static inline float row_max
 }
 DEFINE_SOFTMAX(f32_avx512, __attribute__((flatten, target("avx512f,avx512dq,avx512vl,fma"))), float, float, ID, ID,
                cpu_expf, logf, 1, row_sum, row_max_avx512)
-/* The max of a row of 16 or more with four accumulators (one chains on vmaxps' latency: a quarter of Softmax's time
- * on rows of 1024). NaN is not tracked: vmaxps may drop it, but a NaN in the row makes the sum of exp NaN, so the
- * row still comes out all NaN. */
-__attribute__((target("avx512f"))) static inline float row_max_x512(const float *x, int64_t n) {
-    __m512 m0 = _mm512_loadu_ps(x), m1 = m0, m2 = m0, m3 = m0;
-    int64_t i = 16;
-    for (; i + 64 <= n; i += 64) {
-        m0 = _mm512_max_ps(m0, _mm512_loadu_ps(x + i));
-        m1 = _mm512_max_ps(m1, _mm512_loadu_ps(x + i + 16));
-        m2 = _mm512_max_ps(m2, _mm512_loadu_ps(x + i + 32));
-        m3 = _mm512_max_ps(m3, _mm512_loadu_ps(x + i + 48));
-    }
-    for (; i + 16 <= n; i += 16) m0 = _mm512_max_ps(m0, _mm512_loadu_ps(x + i));
-    if (i < n) m1 = _mm512_mask_max_ps(m1, (__mmask16)((1u << (n - i)) - 1), m1, _mm512_maskz_loadu_ps(
-                                           (__mmask16)((1u << (n - i)) - 1), x + i));
-    return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
-}
-
 /* Softmax and LogSoftmax rows of 16 or more in AVX-512 with cpu_internal.h's 16-lane exp (FMA, one scalef; the
  * Softmax form skips the upper clamp: x - max <= 0 or NaN), the sum taken in the exp pass, and the next row
  * prefetched during it (the max pass waited on memory for 40% of the time): the portable loops took 1.9x (Softmax)
@@ -254,43 +236,30 @@ __attribute__((target("avx512f,avx512dq,avx512vl,fma"))) static void range_rows_
     for (int64_t row = b; row < e; row++) {
         const float *x = (const float *)j->x + row * D;
         float *y = (float *)j->y + row * D;
-        const __m512 mx = _mm512_set1_ps(row_max_x512(x, D));
-        __m512 acc = _mm512_setzero_ps();
-        int64_t i;
         const uintptr_t next = (uintptr_t)(x + D); /* the next row, fetched while this one computes */
-        if (j->kind == SM_LOG) {
-            /* x - max goes to y in the exp pass (its stores then overlap the exp work, where a separate output pass
-             * waited on them), then y -= log(sum) */
-            for (i = 0; i < Dv; i += 16) {
-                _mm_prefetch((const char *)(next + 4 * (uintptr_t)i), _MM_HINT_T0);
-                const __m512 v = _mm512_sub_ps(_mm512_loadu_ps(x + i), mx);
-                _mm512_storeu_ps(y + i, v);
-                acc = _mm512_add_ps(acc, cpu_exp_ps512_(v, 0));
-            }
-            if (kt) {
-                const __m512 v = _mm512_sub_ps(_mm512_maskz_loadu_ps(kt, x + i), mx);
-                _mm512_mask_storeu_ps(y + i, kt, v);
-                acc = _mm512_mask_add_ps(acc, kt, acc, cpu_exp_ps512_(v, 0));
-            }
-            const __m512 lse = _mm512_set1_ps(logf(_mm512_reduce_add_ps(acc)));
-            for (i = 0; i < Dv; i += 16) _mm512_storeu_ps(y + i, _mm512_sub_ps(_mm512_loadu_ps(y + i), lse));
-            if (kt) _mm512_mask_storeu_ps(y + i, kt, _mm512_sub_ps(_mm512_maskz_loadu_ps(kt, y + i), lse));
+        if (j->kind != SM_LOG) {
+            cpu_softmax_row_ps512(x, y, D, x + D);
             continue;
         }
+        /* LogSoftmax: x - max goes to y in the exp pass (its stores then overlap the exp work, where a separate
+         * output pass waited on them), then y -= log(sum) */
+        const __m512 mx = _mm512_set1_ps(cpu_row_max_ps512(x, D));
+        __m512 acc = _mm512_setzero_ps();
+        int64_t i;
         for (i = 0; i < Dv; i += 16) {
             _mm_prefetch((const char *)(next + 4 * (uintptr_t)i), _MM_HINT_T0);
-            const __m512 v = cpu_exp_ps512_(_mm512_sub_ps(_mm512_loadu_ps(x + i), mx), 0);
+            const __m512 v = _mm512_sub_ps(_mm512_loadu_ps(x + i), mx);
             _mm512_storeu_ps(y + i, v);
-            acc = _mm512_add_ps(acc, v);
+            acc = _mm512_add_ps(acc, cpu_exp_ps512_(v, 0));
         }
         if (kt) {
-            const __m512 v = cpu_exp_ps512_(_mm512_sub_ps(_mm512_maskz_loadu_ps(kt, x + i), mx), 0);
+            const __m512 v = _mm512_sub_ps(_mm512_maskz_loadu_ps(kt, x + i), mx);
             _mm512_mask_storeu_ps(y + i, kt, v);
-            acc = _mm512_mask_add_ps(acc, kt, acc, v);
+            acc = _mm512_mask_add_ps(acc, kt, acc, cpu_exp_ps512_(v, 0));
         }
-        const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(acc));
-        for (i = 0; i < Dv; i += 16) _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(y + i), inv));
-        if (kt) _mm512_mask_storeu_ps(y + i, kt, _mm512_mul_ps(_mm512_maskz_loadu_ps(kt, y + i), inv));
+        const __m512 lse = _mm512_set1_ps(logf(_mm512_reduce_add_ps(acc)));
+        for (i = 0; i < Dv; i += 16) _mm512_storeu_ps(y + i, _mm512_sub_ps(_mm512_loadu_ps(y + i), lse));
+        if (kt) _mm512_mask_storeu_ps(y + i, kt, _mm512_sub_ps(_mm512_maskz_loadu_ps(kt, y + i), lse));
     }
 }
 #endif

@@ -235,36 +235,11 @@ ATTN_SOFTMAX_ROW(attn_softmax_row, )
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(CPU_HAVE_AVX512_MATH)
 ATTN_SOFTMAX_ROW(attn_softmax_row_avx512, __attribute__((flatten, target("avx512f,avx512dq,avx512vl,fma"))))
 #define ATTN_HAS_AVX512 1
-/* Rows of 16 or more: Softmax's own AVX-512 pass (softmax.c): the 16-lane exp of cpu_internal.h without the upper
- * clamp (x - max <= 0, or NaN for a row whose every key is masked: NaN out, as above), the sum taken in the exp
- * pass, then one scaling pass. */
+/* Rows of 16 or more: Softmax's own AVX-512 row (cpu_internal.h; a row whose every key is masked comes out NaN, as
+ * above). */
 __attribute__((target("avx512f,avx512dq,avx512vl,fma"))) static void attn_softmax_row_x512(float *row, int64_t lim) {
-    if (lim < 16) {
-        attn_softmax_row_avx512(row, lim);
-        return;
-    }
-    const int64_t lv = lim & ~(int64_t)15;
-    const __mmask16 kt = (__mmask16)((1u << (lim & 15)) - 1);
-    __m512 m = _mm512_loadu_ps(row);
-    int64_t c = 16;
-    for (; c < lv; c += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(row + c));
-    float mx = _mm512_reduce_max_ps(m);
-    for (c = lv; c < lim; c++) mx = row[c] > mx ? row[c] : mx;
-    const __m512 vm = _mm512_set1_ps(mx);
-    __m512 acc = _mm512_setzero_ps();
-    for (c = 0; c < lv; c += 16) {
-        const __m512 v = cpu_exp_ps512_(_mm512_sub_ps(_mm512_loadu_ps(row + c), vm), 0);
-        _mm512_storeu_ps(row + c, v);
-        acc = _mm512_add_ps(acc, v);
-    }
-    if (kt) {
-        const __m512 v = cpu_exp_ps512_(_mm512_sub_ps(_mm512_maskz_loadu_ps(kt, row + c), vm), 0);
-        _mm512_mask_storeu_ps(row + c, kt, v);
-        acc = _mm512_mask_add_ps(acc, kt, acc, v);
-    }
-    const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(acc));
-    for (c = 0; c < lv; c += 16) _mm512_storeu_ps(row + c, _mm512_mul_ps(_mm512_loadu_ps(row + c), inv));
-    if (kt) _mm512_mask_storeu_ps(row + c, kt, _mm512_mul_ps(_mm512_maskz_loadu_ps(kt, row + c), inv));
+    if (lim < 16) attn_softmax_row_avx512(row, lim);
+    else cpu_softmax_row_ps512(row, row, lim, NULL);
 }
 #endif
 
